@@ -1,0 +1,101 @@
+/*
+ * cgroup.h - one cgroup per sandbox: limits, accounting, kill, removal.
+ *
+ * Two backends sit behind one ops struct (cgroup-internal.h): cgroup v1
+ * (one hierarchy per controller: memory, pids, cpu, cpuacct, freezer) and
+ * cgroup v2 (the unified hierarchy). The backend is chosen from what is
+ * mounted at the cgroupfs root (normally /sys/fs/cgroup), unless forced.
+ *
+ * Where the sandbox's cgroup goes ("the parent"):
+ *   - opts->parent if set (an absolute path inside each hierarchy, e.g.
+ *     "/paddock" or a delegated "/user.slice/.../app.scope"); else
+ *   - $PADDOCK_CGROUP_PARENT if set; else
+ *   - the caller's own cgroup (from /proc/self/cgroup), per hierarchy.
+ * The sandbox cgroup is PARENT/paddock-<name>.
+ */
+#ifndef PDK_CGROUP_H
+#define PDK_CGROUP_H
+
+#include "common.h"
+#include "error.h"
+
+#include <sys/types.h>
+
+enum pdk_cgroup_version {
+	PDK_CGROUP_AUTO = 0,
+	PDK_CGROUP_V1 = 1,
+	PDK_CGROUP_V2 = 2,
+};
+
+/* Controllers, as a bit set. */
+enum pdk_cgroup_ctrl_flags {
+	PDK_CGROUP_MEMORY = 1 << 0,
+	PDK_CGROUP_PIDS = 1 << 1,
+	PDK_CGROUP_CPU = 1 << 2,
+};
+
+struct pdk_cgroup_opts {
+	const char *root;   /* cgroupfs mount root; NULL = "/sys/fs/cgroup" (tests pass a fake tree) */
+	const char *parent; /* see above; NULL = env or own cgroup */
+	const char *self_cgroup_file; /* NULL = "/proc/self/cgroup" (tests pass a fixture) */
+	enum pdk_cgroup_version version;
+};
+
+struct pdk_cgroup_limits {
+	uint64_t memory;    /* bytes, 0 = no limit; swap is disabled when set */
+	uint64_t pids;      /* 0 = no limit */
+	uint32_t cpu_milli; /* 0 = no limit; 1000 = one CPU (period 100ms) */
+};
+
+struct pdk_cgroup_stats {
+	uint64_t memory_peak;  /* bytes; 0 if unknown */
+	uint64_t cpu_usage_ns; /* total CPU time of every task ever in the cgroup */
+	uint64_t oom_kills;    /* tasks killed by the OOM killer under this cgroup's limit */
+	uint64_t pids_denied;  /* forks refused by pids.max (v1: pids.events max; v2: pids.events max) */
+};
+
+struct pdk_cgroup;
+
+/*
+ * Create the sandbox cgroup named "paddock-<name>" and apply `limits`.
+ * Only the controllers a limit needs are required, plus the accounting
+ * ones that are available (cpuacct/memory for stats; absent ones are
+ * skipped silently). `required` (enum pdk_cgroup_ctrl_flags) lists the
+ * controllers whose limit must be applied: when one cannot be (not
+ * mounted, not delegated, EACCES...), the call fails with an error that says
+ * what is missing and how to fix it, unless its bit is absent from
+ * `required`, in which case the limit is skipped and its bit is set in
+ * *downgraded (may be NULL).
+ * Returns NULL and sets *err on failure; nothing is left behind.
+ */
+struct pdk_cgroup *pdk_cgroup_new(const char *name, const struct pdk_cgroup_opts *opts,
+				  const struct pdk_cgroup_limits *limits, unsigned required,
+				  unsigned *downgraded, struct pdk_error **err);
+
+/* Which backend is in use. */
+enum pdk_cgroup_version pdk_cgroup_version(const struct pdk_cgroup *cg);
+
+/* Path of the sandbox cgroup in the given hierarchy (v2: the only one). Borrowed. */
+const char *pdk_cgroup_path(const struct pdk_cgroup *cg);
+
+/* Move `pid` into the sandbox cgroup (every hierarchy in use). */
+PDK_MUST_CHECK int pdk_cgroup_attach(struct pdk_cgroup *cg, pid_t pid, struct pdk_error **err);
+
+/* Read accounting. Fields that cannot be read are left 0. */
+PDK_MUST_CHECK int pdk_cgroup_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st,
+				    struct pdk_error **err);
+
+/*
+ * Kill every task in the cgroup (v2: cgroup.kill when present; else/v1:
+ * freeze if a freezer is available, SIGKILL every pid in cgroup.procs,
+ * thaw; repeat until empty, bounded).
+ */
+PDK_MUST_CHECK int pdk_cgroup_kill(struct pdk_cgroup *cg, struct pdk_error **err);
+
+/* Remove the cgroup directories (kills remaining tasks first) and free cg. NULL-safe. */
+PDK_MUST_CHECK int pdk_cgroup_destroy(struct pdk_cgroup *cg, struct pdk_error **err);
+
+/* Free without removing (e.g. in a forked child). NULL-safe. */
+void pdk_cgroup_free(struct pdk_cgroup *cg);
+
+#endif

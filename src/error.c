@@ -1,0 +1,81 @@
+#include "common.h"
+#include "error.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int set_v(struct pdk_error **err, int status, bool with_str, const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+	struct pdk_error *e;
+
+	if (status <= 0)
+		status = status < 0 ? -status : EINVAL;
+	if (err == NULL || *err != NULL)
+		return -status;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		pdk_oom();
+	if (with_str) {
+		char *full = pdk_xasprintf("%s: %s", msg, strerror(status));
+		free(msg);
+		msg = full;
+	}
+	e = pdk_xmalloc(sizeof(*e));
+	e->status = status;
+	e->msg = msg;
+	*err = e;
+	return -status;
+}
+
+int pdk_error_set(struct pdk_error **err, int status, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = set_v(err, status, true, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int pdk_error_setx(struct pdk_error **err, int status, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = set_v(err, status, false, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int pdk_error_wrap(struct pdk_error **err, const char *fmt, ...)
+{
+	char *ctx = NULL;
+	char *full;
+	va_list ap;
+
+	if (err == NULL || *err == NULL)
+		return -EINVAL;
+	va_start(ap, fmt);
+	if (vasprintf(&ctx, fmt, ap) < 0)
+		pdk_oom();
+	va_end(ap);
+	full = pdk_xasprintf("%s: %s", ctx, (*err)->msg);
+	free(ctx);
+	free((*err)->msg);
+	(*err)->msg = full;
+	return -(*err)->status;
+}
+
+void pdk_error_free(struct pdk_error **err)
+{
+	if (err == NULL || *err == NULL)
+		return;
+	free((*err)->msg);
+	free(*err);
+	*err = NULL;
+}

@@ -1,0 +1,47 @@
+/*
+ * error.h - the error object every fallible libpaddock function reports.
+ *
+ * Contract (crun's model): a fallible function returns an int, negative on
+ * failure, and takes `struct pdk_error **err` as its last parameter. On
+ * failure it sets *err (if err is not NULL and *err is NULL) and returns
+ * -status. The caller owns *err and frees it with pdk_error_free().
+ */
+#ifndef PDK_ERROR_H
+#define PDK_ERROR_H
+
+#include "common.h"
+
+struct pdk_error {
+	int status; /* errno-style, > 0 */
+	char *msg;  /* caller owns; lowercase, no trailing period */
+};
+
+/*
+ * Set *err to a new error with `status` (an errno value; 0 is taken as
+ * EINVAL) and a printf-style message. When status is an errno value the
+ * message gets ": strerror(status)" appended, unless `status` is negated
+ * with PDK_ERROR_NOSTR. Returns -status so callers can write
+ * `return pdk_error_set(err, errno, "open '%s'", path);`.
+ * If *err is already set, the first error wins and is kept.
+ */
+int pdk_error_set(struct pdk_error **err, int status, const char *fmt, ...) PDK_PRINTF(3, 4);
+
+/* Like pdk_error_set() but the message gets no strerror() suffix. */
+int pdk_error_setx(struct pdk_error **err, int status, const char *fmt, ...) PDK_PRINTF(3, 4);
+
+/*
+ * Prefix the message of *err with context: "context: old message".
+ * Returns -(*err)->status, or -EINVAL if *err is NULL.
+ */
+int pdk_error_wrap(struct pdk_error **err, const char *fmt, ...) PDK_PRINTF(2, 3);
+
+/* Free an error and set *err to NULL. NULL-safe. */
+void pdk_error_free(struct pdk_error **err);
+
+static inline void pdk__cleanup_error(struct pdk_error **e)
+{
+	pdk_error_free(e);
+}
+#define _cleanup_error_ __attribute__((cleanup(pdk__cleanup_error)))
+
+#endif

@@ -1,0 +1,2 @@
+#include "common.h"
+int main(void){return 0;}
