@@ -1,2 +1,179 @@
+/*
+ * init.c - pid 1 inside a sandbox (the `paddock-init` binary).
+ *
+ * Started by the supervisor's child with execveat() of a file descriptor
+ * opened before the sandbox was built, so this image carries none of the
+ * supervisor's memory. It marks itself non-dumpable, starts the command in
+ * a new session, forwards signals to the command's process group, reaps
+ * every process that is re-parented to it, and reports the command's exec
+ * and exit to the supervisor. When the command ends, init ends, and the
+ * kernel kills whatever is left in the pid namespace.
+ *
+ * It is linked statically and uses nothing but libc, so it needs nothing
+ * from the sandbox's filesystem.
+ */
 #include "common.h"
-int main(void){return 0;}
+#include "init-proto.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t forward_pgid;
+
+static const int forwarded_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGUSR1,
+					SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP, SIGALRM};
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+
+	if (forward_pgid > 0)
+		(void)kill(-forward_pgid, sig); /* the group may be gone already */
+	errno = saved;
+}
+
+static uint64_t now_real_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_REALTIME, &ts); /* cannot fail for CLOCK_REALTIME */
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void send_msg(int ctl, struct pdk_init_msg *m)
+{
+	m->ts_ns = now_real_ns();
+	/* A supervisor that went away cannot be told anything; we end anyway. */
+	(void)TEMP_FAILURE_RETRY(send(ctl, m, sizeof(*m), MSG_NOSIGNAL));
+}
+
+static void install_handlers(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(forwarded_signals); i++)
+		(void)sigaction(forwarded_signals[i], &sa, NULL); /* valid signals: cannot fail */
+}
+
+/* In the forked child: become the command. Never returns. */
+PDK_NORETURN static void exec_command(int errpipe, char **argv, sigset_t *oldmask)
+{
+	struct pdk_init_msg m = {.type = PDK_INIT_MSG_EXEC};
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(forwarded_signals); i++)
+		(void)sigaction(forwarded_signals[i], &dfl, NULL);
+	(void)sigprocmask(SIG_SETMASK, oldmask, NULL);
+	m.stage = PDK_INIT_STAGE_SETSID;
+	if (setsid() >= 0) {
+		m.stage = PDK_INIT_STAGE_EXEC;
+		execvp(argv[0], argv);
+	}
+	m.err = errno;
+	(void)!write(errpipe, &m, sizeof(m)); /* the parent reads it or sees EOF */
+	_exit(127);
+}
+
+/* Start the command; report its exec to the supervisor. Returns its pid or -1. */
+static pid_t start_command(int ctl, char **argv)
+{
+	struct pdk_init_msg m = {.type = PDK_INIT_MSG_EXEC};
+	sigset_t all, old;
+	int p[2];
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		m.stage = PDK_INIT_STAGE_FORK;
+		m.err = errno;
+		send_msg(ctl, &m);
+		return -1;
+	}
+	sigfillset(&all);
+	(void)sigprocmask(SIG_BLOCK, &all, &old);
+	pid = fork();
+	if (pid == 0) {
+		(void)close(p[0]);
+		(void)close(ctl);
+		exec_command(p[1], argv, &old);
+	}
+	m.err = pid < 0 ? errno : 0;
+	if (pid > 0)
+		forward_pgid = pid; /* setsid() makes the pid its group id */
+	(void)sigprocmask(SIG_SETMASK, &old, NULL);
+	(void)close(p[1]);
+	n = pid < 0 ? 0 : TEMP_FAILURE_RETRY(read(p[0], &m, sizeof(m)));
+	(void)close(p[0]);
+	if (pid < 0)
+		m.stage = PDK_INIT_STAGE_FORK;
+	m.type = PDK_INIT_MSG_EXEC;
+	m.pid = pid;
+	if (n != (ssize_t)sizeof(m) && pid > 0)
+		m.err = 0, m.stage = PDK_INIT_STAGE_NONE; /* EOF: exec succeeded */
+	send_msg(ctl, &m);
+	return m.err == 0 ? pid : -1;
+}
+
+/* Reap until the command has ended; return its wait status. */
+static int reap_until(pid_t cmd)
+{
+	int status = 0;
+
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, 0);
+
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p < 0) /* ECHILD: nothing left, the command is gone too */
+			return status;
+		if (p == cmd)
+			return st;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct pdk_init_msg m = {.type = PDK_INIT_MSG_EXIT};
+	struct rusage ru;
+	char *end = NULL;
+	long ctl;
+	pid_t cmd;
+
+	/* SECURITY: nothing in the sandbox may ptrace or read the memory of pid 1. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return 125;
+	if (argc < 4 || strcmp(argv[2], "--") != 0)
+		return 125;
+	ctl = strtol(argv[1], &end, 10);
+	if (end == argv[1] || *end != '\0' || ctl < 3 || ctl > 1024)
+		return 125;
+	(void)fcntl((int)ctl, F_SETFD, FD_CLOEXEC); /* the command must not inherit it */
+	install_handlers();
+
+	cmd = start_command((int)ctl, argv + 3);
+	if (cmd < 0)
+		_exit(127);
+	m.status = reap_until(cmd);
+	m.pid = cmd;
+	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
+		m.utime_us = (uint64_t)ru.ru_utime.tv_sec * 1000000ULL + (uint64_t)ru.ru_utime.tv_usec;
+		m.stime_us = (uint64_t)ru.ru_stime.tv_sec * 1000000ULL + (uint64_t)ru.ru_stime.tv_usec;
+		m.maxrss_kb = (uint64_t)ru.ru_maxrss;
+	}
+	send_msg((int)ctl, &m);
+	/* Leaving pid 1 makes the kernel SIGKILL everything left in the namespace. */
+	_exit(0);
+}

@@ -1,1 +1,499 @@
 #include "common.h"
+#include "mount.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#define NEWROOT "/newroot"
+#define OLDROOT "/oldroot"
+
+enum op_kind {
+	OP_BIND,    /* src -> dst, then attrs applied recursively */
+	OP_TMPFS,   /* tmpfs on dst with `data` options, attrs */
+	OP_PROC,    /* a new procfs on dst */
+	OP_DEVPTS,  /* a new devpts instance on dst */
+	OP_SYMLINK, /* dst -> data */
+	OP_FILE,    /* dst (in the root tmpfs) gets `data` as content */
+	OP_ROBIND,  /* dst bound onto itself, read-only (used inside /proc) */
+	OP_MASK,    /* dst hidden: an empty read-only tmpfs (dir) or /dev/null (file) */
+};
+
+struct op {
+	enum op_kind kind;
+	bool is_dir;   /* dst is a directory (else a file to create as mount point) */
+	bool optional; /* ignore ENOENT on the source / target */
+	uint64_t attr; /* MOUNT_ATTR_* to set after the mount */
+	char *src;     /* "/oldroot/..." for binds */
+	char *dst;     /* "/newroot/..." */
+	char *data;
+};
+
+struct pdk_mount_plan {
+	struct op *ops;
+	size_t n;
+	size_t cap;
+	char *root_opts; /* options of the root tmpfs */
+};
+
+static const char *const op_names[] = {
+	[OP_BIND] = "bind",       [OP_TMPFS] = "tmpfs",     [OP_PROC] = "proc",
+	[OP_DEVPTS] = "devpts",   [OP_SYMLINK] = "symlink", [OP_FILE] = "file",
+	[OP_ROBIND] = "ro-remount", [OP_MASK] = "mask",
+};
+
+static struct op *add_op(struct pdk_mount_plan *p, enum op_kind kind, const char *dst)
+{
+	struct op *o;
+
+	if (p->n == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 32;
+		p->ops = pdk_xrealloc(p->ops, p->cap * sizeof(*p->ops));
+	}
+	o = &p->ops[p->n++];
+	memset(o, 0, sizeof(*o));
+	o->kind = kind;
+	o->is_dir = true;
+	o->dst = pdk_xasprintf(NEWROOT "%s", strcmp(dst, "/") == 0 ? "" : dst);
+	return o;
+}
+
+/* Add a bind of host `path` at the same path; replicate symlinks; skip missing optional ones. */
+static int add_host_bind(struct pdk_mount_plan *p, struct pdk_landlock *ll, const char *path,
+			 bool rw, bool optional, struct pdk_error **err)
+{
+	struct stat st;
+	struct op *o;
+
+	if (path[0] != '/')
+		return pdk_error_setx(err, EINVAL, "bind source '%s' is not an absolute path", path);
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT && optional)
+			return 0;
+		return pdk_error_set(err, errno, "cannot bind '%s' into the sandbox", path);
+	}
+	if (S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+
+		if (n < 0)
+			return pdk_error_set(err, errno, "cannot read link '%s'", path);
+		target[n] = '\0';
+		o = add_op(p, OP_SYMLINK, path);
+		o->data = pdk_xstrdup(target);
+		return 0;
+	}
+	o = add_op(p, OP_BIND, path);
+	o->src = pdk_xasprintf(OLDROOT "%s", path);
+	o->is_dir = S_ISDIR(st.st_mode);
+	/* SECURITY: nothing bound from the host may carry setuid bits or device access. */
+	o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY);
+	if (ll != NULL && rw)
+		pdk_landlock_add_path(ll, path, PDK_LANDLOCK_RW);
+	return 0;
+}
+
+static int add_bind_list(struct pdk_mount_plan *p, struct pdk_landlock *ll, char *const *v,
+			 bool rw, bool optional, struct pdk_error **err)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
+		int rc = add_host_bind(p, ll, v[i], rw, optional, err);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void add_file(struct pdk_mount_plan *p, const char *dst, char *content)
+{
+	struct op *o = add_op(p, OP_FILE, dst);
+
+	o->is_dir = false;
+	o->data = content;
+}
+
+/* The filtered /etc: chosen host entries read-only, identity files generated. */
+static int add_etc(struct pdk_mount_plan *p, const struct pdk_mount_spec *s,
+		   struct pdk_error **err)
+{
+	char *const *etc = s->policy->etc;
+
+	for (size_t i = 0; etc != NULL && etc[i] != NULL; i++) {
+		_cleanup_free_ char *host = pdk_xasprintf("/etc/%s", etc[i]);
+		int rc = add_host_bind(p, NULL, host, false, true, err);
+
+		if (rc < 0)
+			return rc;
+	}
+	add_file(p, "/etc/passwd",
+		 s->uid == 0 ? pdk_xstrdup("root:x:0:0:root:/tmp:/bin/sh\n")
+			     : pdk_xasprintf("root:x:0:0:root:/root:/usr/sbin/nologin\n"
+					     "%s:x:%u:%u::/tmp:/bin/sh\n",
+					     s->user_name, s->uid, s->gid));
+	add_file(p, "/etc/group",
+		 s->gid == 0 ? pdk_xstrdup("root:x:0:\n")
+			     : pdk_xasprintf("root:x:0:\n%s:x:%u:\n", s->user_name, s->gid));
+	add_file(p, "/etc/hostname", pdk_xasprintf("%s\n", s->hostname));
+	add_file(p, "/etc/hosts",
+		 pdk_xasprintf("127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n",
+			       s->hostname));
+	return 0;
+}
+
+static void add_proc(struct pdk_mount_plan *p)
+{
+	/* SECURITY: kernel-wide knobs stay read-only even for uid 0 in the sandbox. */
+	static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
+					 "/proc/bus", "/proc/fs"};
+	static const char *const masked[] = {"/proc/kcore", "/proc/keys", "/proc/timer_list"};
+	struct op *o;
+
+	add_op(p, OP_PROC, "/proc");
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(ro); i++) {
+		o = add_op(p, OP_ROBIND, ro[i]);
+		o->optional = true;
+		o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	}
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(masked); i++) {
+		o = add_op(p, OP_MASK, masked[i]);
+		o->is_dir = false;
+		o->optional = true;
+	}
+}
+
+static void add_dev(struct pdk_mount_plan *p, struct pdk_landlock *ll)
+{
+	static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+	static const char *const links[][2] = {
+		{"/dev/ptmx", "pts/ptmx"},       {"/dev/fd", "/proc/self/fd"},
+		{"/dev/stdin", "/proc/self/fd/0"}, {"/dev/stdout", "/proc/self/fd/1"},
+		{"/dev/stderr", "/proc/self/fd/2"},
+	};
+	struct op *o;
+
+	o = add_op(p, OP_TMPFS, "/dev");
+	o->data = pdk_xstrdup("mode=0755,size=64k,nr_inodes=64");
+	o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(nodes); i++) {
+		_cleanup_free_ char *dev = pdk_xasprintf("/dev/%s", nodes[i]);
+
+		o = add_op(p, OP_BIND, dev);
+		o->src = pdk_xasprintf(OLDROOT "%s", dev);
+		o->is_dir = false;
+		o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+		if (ll != NULL)
+			pdk_landlock_add_path(ll, dev, PDK_LANDLOCK_DEV);
+	}
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(links); i++)
+		add_op(p, OP_SYMLINK, links[i][0])->data = pdk_xstrdup(links[i][1]);
+	o = add_op(p, OP_DEVPTS, "/dev/pts");
+	o->data = pdk_xstrdup("newinstance,ptmxmode=0666,mode=0620");
+	o = add_op(p, OP_TMPFS, "/dev/shm");
+	o->data = pdk_xstrdup("mode=1777,size=64m");
+	o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	if (ll != NULL) {
+		pdk_landlock_add_path(ll, "/dev/pts", PDK_LANDLOCK_RW);
+		pdk_landlock_add_path(ll, "/dev/shm", PDK_LANDLOCK_RW);
+	}
+}
+
+static void add_tmpfs_list(struct pdk_mount_plan *p, struct pdk_landlock *ll,
+			   const struct pdk_policy *pol)
+{
+	for (size_t i = 0; pol->tmpfs != NULL && pol->tmpfs[i] != NULL; i++) {
+		struct op *o = add_op(p, OP_TMPFS, pol->tmpfs[i]);
+
+		o->data = pol->limits.tmp_size ? pdk_xasprintf("mode=1777,size=%llu",
+							       (unsigned long long)pol->limits.tmp_size)
+					       : pdk_xstrdup("mode=1777");
+		o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		if (ll != NULL)
+			pdk_landlock_add_path(ll, pol->tmpfs[i], PDK_LANDLOCK_RW);
+	}
+}
+
+static int add_workspace(struct pdk_mount_plan *p, struct pdk_landlock *ll,
+			 const struct pdk_mount_spec *s, struct pdk_error **err)
+{
+	if (s->workspace == NULL || s->ws_mode == PDK_WS_NONE)
+		return 0;
+	if (add_host_bind(p, ll, s->workspace, s->ws_mode == PDK_WS_RW, false, err) < 0)
+		return pdk_error_wrap(err, "workspace");
+	return 0;
+}
+
+static void add_hidden(struct pdk_mount_plan *p, char *const *hidden)
+{
+	for (size_t i = 0; hidden != NULL && hidden[i] != NULL; i++) {
+		struct stat st;
+		struct op *o;
+
+		if (stat(hidden[i], &st) < 0)
+			continue; /* nothing there to hide */
+		o = add_op(p, OP_MASK, hidden[i]);
+		o->is_dir = S_ISDIR(st.st_mode);
+		o->optional = true;
+	}
+}
+
+struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct pdk_landlock *ll,
+					  struct pdk_error **err)
+{
+	struct pdk_mount_plan *p = pdk_xcalloc(1, sizeof(*p));
+	const struct pdk_policy *pol = s->policy;
+	int rc;
+
+	p->root_opts = pdk_xstrdup("mode=0755,size=1m,nr_inodes=4096");
+	if (ll != NULL)
+		pdk_landlock_add_path(ll, "/", PDK_LANDLOCK_RO);
+	rc = add_bind_list(p, ll, pol->read_only, false, true, err);
+	if (rc == 0)
+		rc = add_etc(p, s, err);
+	if (rc == 0)
+		rc = add_bind_list(p, ll, pol->read_write, true, true, err);
+	if (rc == 0)
+		rc = add_bind_list(p, ll, s->extra_ro, false, false, err);
+	if (rc == 0)
+		rc = add_bind_list(p, ll, s->extra_rw, true, false, err);
+	if (rc == 0) {
+		add_dev(p, ll);
+		add_proc(p);
+		add_tmpfs_list(p, ll, pol);
+		rc = add_workspace(p, ll, s, err);
+	}
+	if (rc == 0)
+		add_hidden(p, pol->hidden);
+	if (rc < 0) {
+		pdk_mount_plan_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+size_t pdk_mount_plan_len(const struct pdk_mount_plan *plan)
+{
+	return plan->n;
+}
+
+void pdk_mount_plan_print(const struct pdk_mount_plan *plan, FILE *out)
+{
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct op *o = &plan->ops[i];
+
+		fprintf(out, "%-10s %s%s%s%s%s\n", op_names[o->kind], o->dst + strlen(NEWROOT),
+			o->src ? " <- " : "", o->src ? o->src + strlen(OLDROOT) : "",
+			o->data && o->kind != OP_FILE ? " " : "",
+			o->data && o->kind != OP_FILE ? o->data : "");
+	}
+}
+
+void pdk_mount_plan_free(struct pdk_mount_plan *plan)
+{
+	if (plan == NULL)
+		return;
+	for (size_t i = 0; i < plan->n; i++) {
+		free(plan->ops[i].src);
+		free(plan->ops[i].dst);
+		free(plan->ops[i].data);
+	}
+	free(plan->ops);
+	free(plan->root_opts);
+	free(plan);
+}
+
+/* ---- child side: no allocation below this line ---- */
+
+static int fail(char *errbuf, size_t len, const char *what, const char *a, const char *b)
+{
+	int e = errno;
+
+	(void)snprintf(errbuf, len, "%s '%s'%s%s%s: %s", what, a, b ? " on '" : "", b ? b : "",
+		       b ? "'" : "", strerror(e));
+	return -e;
+}
+
+/* mkdir -p for the parents of `path` (all but its last component). */
+static int make_parents(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *s = buf + 1; *s != '\0'; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	return 0;
+}
+
+/* mkdir -p for `path`; the last component is a dir or an empty file. */
+static int make_path(const char *path, bool last_is_dir)
+{
+	int rc = make_parents(path);
+	int fd;
+
+	if (rc < 0)
+		return rc;
+	if (last_is_dir)
+		return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	(void)close(fd);
+	return 0;
+}
+
+static int set_attr(const char *path, uint64_t attr, bool recursive)
+{
+	struct mount_attr ma = {.attr_set = attr};
+
+	if (attr == 0)
+		return 0;
+	return mount_setattr(AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &ma, sizeof(ma));
+}
+
+static int write_file(const char *path, const char *data)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int rc;
+
+	if (fd < 0)
+		return -1;
+	rc = pdk_write_all(fd, data, strlen(data));
+	(void)close(fd);
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+static int apply_mask(const struct op *o)
+{
+	if (o->is_dir) {
+		if (mount("tmpfs", o->dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "mode=0555,size=4k,nr_inodes=2") < 0)
+			return -1;
+		return 0;
+	}
+	return mount(NEWROOT "/dev/null", o->dst, NULL, MS_BIND, NULL);
+}
+
+static int apply_op(const struct op *o, char *errbuf, size_t len)
+{
+	int rc = 0;
+
+	if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK) {
+		rc = make_path(o->dst, o->is_dir);
+		if (rc < 0) {
+			errno = -rc;
+			return fail(errbuf, len, "cannot create mount point", o->dst, NULL);
+		}
+	}
+	switch (o->kind) {
+	case OP_BIND:
+		if (mount(o->src, o->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+			return fail(errbuf, len, "cannot bind", o->src, o->dst);
+		if (set_attr(o->dst, o->attr, true) < 0)
+			return fail(errbuf, len, "cannot set mount attributes of", o->dst, NULL);
+		return 0;
+	case OP_TMPFS:
+		if (mount("tmpfs", o->dst, "tmpfs", MS_NOSUID | MS_NODEV, o->data) < 0)
+			return fail(errbuf, len, "cannot mount tmpfs on", o->dst, NULL);
+		if (set_attr(o->dst, o->attr, false) < 0)
+			return fail(errbuf, len, "cannot set mount attributes of", o->dst, NULL);
+		return 0;
+	case OP_PROC:
+		if (mount("proc", o->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+			return fail(errbuf, len, "cannot mount proc on", o->dst, NULL);
+		return 0;
+	case OP_DEVPTS:
+		if (mount("devpts", o->dst, "devpts", MS_NOSUID | MS_NOEXEC, o->data) < 0)
+			return fail(errbuf, len, "cannot mount devpts on", o->dst, NULL);
+		return 0;
+	case OP_SYMLINK:
+		rc = make_parents(o->dst);
+		if (rc < 0)
+			errno = -rc;
+		if (rc < 0 || symlink(o->data, o->dst) < 0)
+			return fail(errbuf, len, "cannot create symlink", o->dst, NULL);
+		return 0;
+	case OP_FILE:
+		if (write_file(o->dst, o->data) < 0)
+			return fail(errbuf, len, "cannot write", o->dst, NULL);
+		return 0;
+	case OP_ROBIND:
+		if (mount(o->dst, o->dst, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+		    set_attr(o->dst, o->attr, true) < 0) {
+			if (errno == ENOENT && o->optional)
+				return 0;
+			return fail(errbuf, len, "cannot make read-only", o->dst, NULL);
+		}
+		return 0;
+	case OP_MASK:
+		if (apply_mask(o) < 0 && !(errno == ENOENT && o->optional))
+			return fail(errbuf, len, "cannot hide", o->dst, NULL);
+		return 0;
+	default:
+		errno = EINVAL;
+		return fail(errbuf, len, "unknown mount operation for", o->dst, NULL);
+	}
+}
+
+/* Steps 1-2: slave mounts, scratch root on /tmp, host root at /oldroot, tmpfs at /newroot. */
+static int prepare_base(const struct pdk_mount_plan *plan, char *errbuf, size_t len)
+{
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return fail(errbuf, len, "cannot make mounts private", "/", NULL);
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16k") < 0)
+		return fail(errbuf, len, "cannot mount scratch tmpfs on", "/tmp", NULL);
+	if (chdir("/tmp") < 0 || mkdir("newroot", 0755) < 0 || mkdir("oldroot", 0755) < 0)
+		return fail(errbuf, len, "cannot prepare", "/tmp", NULL);
+	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
+		return fail(errbuf, len, "cannot pivot_root to", "/tmp", NULL);
+	if (chdir("/") < 0)
+		return fail(errbuf, len, "cannot chdir to", "/", NULL);
+	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, plan->root_opts) < 0)
+		return fail(errbuf, len, "cannot mount root tmpfs on", NEWROOT, NULL);
+	return 0;
+}
+
+/* Steps 4-5: make /newroot the root, drop the host tree, seal the root read-only. */
+static int switch_root(char *errbuf, size_t len)
+{
+	if (umount2(OLDROOT, MNT_DETACH) < 0)
+		return fail(errbuf, len, "cannot detach", OLDROOT, NULL);
+	if (chdir(NEWROOT) < 0)
+		return fail(errbuf, len, "cannot chdir to", NEWROOT, NULL);
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return fail(errbuf, len, "cannot pivot_root to", NEWROOT, NULL);
+	if (umount2(".", MNT_DETACH) < 0)
+		return fail(errbuf, len, "cannot detach", "the scratch root", NULL);
+	if (chdir("/") < 0)
+		return fail(errbuf, len, "cannot chdir to", "/", NULL);
+	/* SECURITY: the root holds only mount points and generated /etc files: seal it. */
+	if (set_attr("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
+		return fail(errbuf, len, "cannot make read-only", "/", NULL);
+	return 0;
+}
+
+int pdk_mount_apply_child(const struct pdk_mount_plan *plan, char *errbuf, size_t errlen)
+{
+	int rc = prepare_base(plan, errbuf, errlen);
+
+	for (size_t i = 0; rc == 0 && i < plan->n; i++)
+		rc = apply_op(&plan->ops[i], errbuf, errlen);
+	if (rc == 0)
+		rc = switch_root(errbuf, errlen);
+	return rc;
+}

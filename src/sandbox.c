@@ -1,1 +1,556 @@
+/*
+ * sandbox.c - the parent side of a sandbox's life: the setup order, the
+ * supervisor loop, and teardown. See sandbox.h for the order of steps.
+ */
 #include "common.h"
+#include "init-proto.h"
+#include "json.h"
+#include "ns.h"
+#include "sandbox-internal.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+static void warn(const struct pdk_sandbox_config *cfg, const char *fmt, ...) PDK_PRINTF(2, 3);
+
+static void warn(const struct pdk_sandbox_config *cfg, const char *fmt, ...)
+{
+	_cleanup_free_ char *msg = NULL;
+	va_list ap;
+
+	if (cfg->warn == NULL)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		pdk_oom();
+	va_end(ap);
+	cfg->warn(cfg->warn_data, msg);
+}
+
+/* Emit an event; a failing sink is reported, never silently dropped. */
+static void emit(struct pdk_sandbox *sb, const char *kind, uint64_t ts, json_t *attrs)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (pdk_events_emit(sb->cfg->events, kind, ts, attrs, &err) < 0)
+		warn(sb->cfg, "%s", err->msg);
+}
+
+static int open_init(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	const char *path = sb->cfg->init_path ? sb->cfg->init_path : getenv("PADDOCK_INIT");
+	_cleanup_free_ char *guess = NULL;
+
+	if (path == NULL) {
+		char self[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		char *slash;
+
+		if (n < 0)
+			return pdk_error_set(err, errno, "cannot read '/proc/self/exe'");
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		*slash = '\0';
+		guess = pdk_xasprintf("%s/paddock-init", self);
+		if (access(guess, X_OK) < 0) {
+			free(guess);
+			guess = pdk_xasprintf("%s/../libexec/paddock/paddock-init", self);
+		}
+		path = guess;
+	}
+	sb->init_fd = TEMP_FAILURE_RETRY(open(path, O_PATH | O_CLOEXEC));
+	if (sb->init_fd < 0)
+		return pdk_error_set(err, errno,
+				     "cannot open the sandbox init '%s' (set PADDOCK_INIT to its path)",
+				     path);
+	return 0;
+}
+
+/* Limits whose bit is not marked best-effort must be applied or creation fails. */
+static unsigned required_cgroup_ctrls(const struct pdk_policy *p)
+{
+	unsigned req = 0;
+
+	if (p->limits.memory && !(p->best_effort & PDK_BE_MEMORY))
+		req |= PDK_CGROUP_MEMORY;
+	if (p->limits.pids && !(p->best_effort & PDK_BE_PIDS))
+		req |= PDK_CGROUP_PIDS;
+	if (p->limits.cpu_milli && !(p->best_effort & PDK_BE_CPU))
+		req |= PDK_CGROUP_CPU;
+	return req;
+}
+
+static unsigned ctrls_to_be(unsigned ctrls)
+{
+	return ((ctrls & PDK_CGROUP_MEMORY) ? PDK_BE_MEMORY : 0) |
+	       ((ctrls & PDK_CGROUP_PIDS) ? PDK_BE_PIDS : 0) |
+	       ((ctrls & PDK_CGROUP_CPU) ? PDK_BE_CPU : 0);
+}
+
+static int make_cgroup(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	const struct pdk_policy *p = sb->cfg->policy;
+	struct pdk_cgroup_limits lim = {
+		.memory = p->limits.memory,
+		.pids = p->limits.pids,
+		.cpu_milli = p->limits.cpu_milli,
+	};
+	struct pdk_cgroup_opts none = {0};
+	unsigned down = 0;
+	char name[13];
+
+	memcpy(name, sb->id + 24, 12); /* the random tail of the id */
+	name[12] = '\0';
+	sb->cgroup = pdk_cgroup_new(name, sb->cfg->cgroup_opts ? sb->cfg->cgroup_opts : &none,
+				    &lim, required_cgroup_ctrls(p), &down, err);
+	if (sb->cgroup == NULL)
+		return pdk_error_wrap(err, "cgroup");
+	sb->downgraded |= ctrls_to_be(down);
+	if (down & PDK_CGROUP_MEMORY)
+		warn(sb->cfg, "memory limit not applied (best effort): no usable memory cgroup");
+	if (down & PDK_CGROUP_PIDS)
+		warn(sb->cfg, "pids limit not applied (best effort): no usable pids cgroup");
+	if (down & PDK_CGROUP_CPU)
+		warn(sb->cfg, "cpu limit not applied (best effort): no usable cpu cgroup");
+	return 0;
+}
+
+static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	const struct pdk_sandbox_config *cfg = sb->cfg;
+	const struct pdk_policy *p = cfg->policy;
+	bool ll_required = !(p->best_effort & PDK_BE_LANDLOCK);
+	struct passwd *pw = getpwuid(sb->uid);
+	struct pdk_mount_spec spec = {
+		.policy = p,
+		.workspace = cfg->workspace,
+		.ws_mode = cfg->ws_mode,
+		.extra_ro = cfg->extra_ro,
+		.extra_rw = cfg->extra_rw,
+		.uid = sb->uid,
+		.gid = sb->gid,
+		.user_name = pw && pw->pw_name ? pw->pw_name : "user",
+		.hostname = p->hostname ? p->hostname : "paddock",
+	};
+
+	sb->landlock = pdk_landlock_prepare(ll_required, err);
+	if (sb->landlock == NULL)
+		return pdk_error_wrap(err, "landlock");
+	if (pdk_landlock_get_abi(sb->landlock) == 0) {
+		sb->downgraded |= PDK_BE_LANDLOCK;
+		warn(cfg, "landlock not applied (best effort): the kernel has no Landlock");
+	}
+	pdk_landlock_add_exec_fd(sb->landlock, sb->init_fd);
+	sb->plan = pdk_mount_plan_new(&spec, sb->landlock, err);
+	if (sb->plan == NULL)
+		return pdk_error_wrap(err, "filesystem view");
+	sb->seccomp = pdk_seccomp_prepare(p->allow_ptrace ? PDK_SECCOMP_ALLOW_PTRACE : 0, err);
+	if (sb->seccomp == NULL)
+		return pdk_error_wrap(err, "seccomp");
+	return 0;
+}
+
+static int make_sockets(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sb->sync) < 0)
+		return pdk_error_set(err, errno, "socketpair");
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sb->ctl) < 0)
+		return pdk_error_set(err, errno, "socketpair");
+	sb->init_argv = NULL;
+	pdk_strv_push(&sb->init_argv, "paddock-init");
+	pdk_strv_push_take(&sb->init_argv, pdk_xasprintf("%d", sb->ctl[1]));
+	pdk_strv_push(&sb->init_argv, "--");
+	for (size_t i = 0; sb->cfg->argv[i] != NULL; i++)
+		pdk_strv_push(&sb->init_argv, sb->cfg->argv[i]);
+	return 0;
+}
+
+/* Read the child's verdict: EOF means it exec'd the init. */
+static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	struct pdk__child_error ce;
+	ssize_t n;
+
+	n = TEMP_FAILURE_RETRY(recv(sb->sync[0], &ce, sizeof(ce), 0));
+	if (n == 0)
+		return 0;
+	if (n < 0)
+		return pdk_error_set(err, errno, "cannot read from the sandbox child");
+	if (n != (ssize_t)sizeof(ce))
+		return pdk_error_setx(err, EPROTO, "short message from the sandbox child");
+	ce.msg[sizeof(ce.msg) - 1] = '\0';
+	return pdk_error_setx(err, ce.err, "sandbox setup failed: %s", ce.msg);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		(void)close(*fd);
+	*fd = -1;
+}
+
+static int start(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	char go = 'g';
+	int rc;
+
+	sb->pid = pdk_ns_clone(sb->ns_flags, &sb->pidfd, err);
+	if (sb->pid < 0)
+		return sb->pid;
+	if (sb->pid == 0)
+		pdk__sandbox_child(sb);
+	close_fd(&sb->sync[1]);
+	close_fd(&sb->ctl[1]);
+	rc = pdk_cgroup_attach(sb->cgroup, sb->pid, err);
+	if (rc < 0)
+		return pdk_error_wrap(err, "cgroup");
+	if (TEMP_FAILURE_RETRY(send(sb->sync[0], &go, 1, MSG_NOSIGNAL)) != 1)
+		return pdk_error_set(err, errno, "cannot signal the sandbox child");
+	rc = await_child(sb, err);
+	close_fd(&sb->sync[0]);
+	close_fd(&sb->init_fd);
+	return rc;
+}
+
+static json_t *create_attrs(struct pdk_sandbox *sb)
+{
+	const struct pdk_policy *p = sb->cfg->policy;
+	json_t *a = json_object();
+	json_t *down = json_array();
+
+	pdk_json_set(a, "profile", json_string(p->name ? p->name : ""));
+	pdk_json_set(a, "profile_source", json_string(p->source ? p->source : ""));
+	pdk_json_set(a, "workspace", sb->cfg->workspace ? json_string(sb->cfg->workspace)
+							: json_null());
+	pdk_json_set(a, "workspace_mode", json_string(pdk_policy_ws_mode_name(sb->cfg->ws_mode)));
+	pdk_json_set(a, "network", json_string(pdk_policy_net_mode_name(p->network.mode)));
+	pdk_json_set(a, "uid", json_integer(sb->uid));
+	pdk_json_set(a, "cgroup", pdk_cgroup_path(sb->cgroup) ? json_string(pdk_cgroup_path(sb->cgroup))
+							      : json_null());
+	pdk_json_set(a, "landlock_abi", json_integer(pdk_landlock_get_abi(sb->landlock)));
+	pdk_json_set(a, "limits.memory", json_integer((json_int_t)p->limits.memory));
+	pdk_json_set(a, "limits.pids", json_integer((json_int_t)p->limits.pids));
+	pdk_json_set(a, "limits.cpu_milli", json_integer(p->limits.cpu_milli));
+	pdk_json_set(a, "limits.wall_ms", json_integer((json_int_t)p->limits.wall_ms));
+	if (sb->downgraded & PDK_BE_MEMORY)
+		json_array_append_new(down, json_string("memory"));
+	if (sb->downgraded & PDK_BE_PIDS)
+		json_array_append_new(down, json_string("pids"));
+	if (sb->downgraded & PDK_BE_CPU)
+		json_array_append_new(down, json_string("cpu"));
+	if (sb->downgraded & PDK_BE_LANDLOCK)
+		json_array_append_new(down, json_string("landlock"));
+	pdk_json_set(a, "downgraded", down);
+	pdk_json_set(a, "setup_ms", json_real((double)(sb->t_exec_ns - sb->t_create_ns) / 1e6));
+	return a;
+}
+
+static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
+{
+	struct pdk_sandbox *sb = pdk_xcalloc(1, sizeof(*sb));
+	const char *ws = cfg->ws_mode != PDK_WS_NONE ? cfg->workspace : NULL;
+
+	sb->t_create_ns = pdk_now_mono_ns();
+	if (cfg->id != NULL && strlen(cfg->id) == 36)
+		memcpy(sb->id, cfg->id, 37);
+	else
+		pdk_make_id(sb->id);
+	sb->cfg = cfg;
+	sb->uid = geteuid();
+	sb->gid = getegid();
+	sb->init_fd = sb->pidfd = -1;
+	sb->sync[0] = sb->sync[1] = sb->ctl[0] = sb->ctl[1] = -1;
+	sb->cmd_pid = -1;
+	sb->cwd = pdk_xstrdup(cfg->cwd ? cfg->cwd : ws ? ws : "/");
+	sb->ns_flags = PDK_NS_FLAGS;
+	if (cfg->policy->network.mode == PDK_NET_NONE)
+		sb->ns_flags |= CLONE_NEWNET;
+	return sb;
+}
+
+int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox **out,
+		       struct pdk_error **err)
+{
+	struct pdk_sandbox *sb = sandbox_alloc(cfg);
+	int rc;
+
+	if (cfg->argv == NULL || cfg->argv[0] == NULL)
+		rc = pdk_error_setx(err, EINVAL, "no command to run");
+	else
+		rc = make_cgroup(sb, err);
+	if (rc == 0)
+		rc = open_init(sb, err);
+	if (rc == 0)
+		rc = make_confinement(sb, err);
+	if (rc == 0)
+		rc = make_sockets(sb, err);
+	if (rc == 0)
+		rc = start(sb, err);
+	if (rc < 0) {
+		_cleanup_error_ struct pdk_error *cleanup_err = NULL;
+
+		(void)!pdk_sandbox_destroy(sb, &cleanup_err); /* the first error is the one to report */
+		return rc;
+	}
+	sb->t_exec_ns = pdk_now_mono_ns();
+	if (cfg->policy->network.mode == PDK_NET_HOST)
+		warn(cfg, "network mode 'host': the sandbox shares the host's network");
+	emit(sb, "sandbox.create", 0, create_attrs(sb));
+	*out = sb;
+	return 0;
+}
+
+const char *pdk_sandbox_id(const struct pdk_sandbox *sb)
+{
+	return sb->id;
+}
+
+pid_t pdk_sandbox_init_pid(const struct pdk_sandbox *sb)
+{
+	return sb->pid;
+}
+
+int pdk_sandbox_signal(struct pdk_sandbox *sb, int sig)
+{
+	if (sb->reaped)
+		return -ESRCH;
+	if (syscall(SYS_pidfd_send_signal, sb->pidfd, sig, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+/* ---- supervision ---- */
+
+static void on_exec_msg(struct pdk_sandbox *sb, const struct pdk_init_msg *m)
+{
+	json_t *a = json_object();
+
+	sb->cmd_pid = m->pid;
+	sb->cmd_exec_ts_ns = m->ts_ns;
+	sb->exec_errno = m->err;
+	sb->cmd_started = m->err == 0;
+	pdk_json_set(a, "pid", json_integer(m->pid));
+	pdk_json_set(a, "argv", pdk_json_strv(sb->cfg->argv));
+	pdk_json_set(a, "cwd", json_string(sb->cwd));
+	if (m->err != 0) {
+		pdk_json_set(a, "error", json_string(strerror(m->err)));
+		pdk_json_set(a, "errno", json_integer(m->err));
+	}
+	emit(sb, "process.exec", m->ts_ns, a);
+}
+
+static void read_ctl(struct pdk_sandbox *sb)
+{
+	struct pdk_init_msg m;
+
+	for (;;) {
+		ssize_t n = TEMP_FAILURE_RETRY(recv(sb->ctl[0], &m, sizeof(m), MSG_DONTWAIT));
+
+		if (n != (ssize_t)sizeof(m))
+			return; /* EAGAIN, EOF, or a malformed packet: ignore */
+		if (m.type == PDK_INIT_MSG_EXEC) {
+			on_exec_msg(sb, &m);
+		} else if (m.type == PDK_INIT_MSG_EXIT) {
+			sb->got_exit = true;
+			sb->cmd_status = m.status;
+			sb->rusage_cpu_us = m.utime_us + m.stime_us;
+			sb->rusage_maxrss_kb = m.maxrss_kb;
+		}
+	}
+}
+
+static void kill_tree(struct pdk_sandbox *sb)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	(void)!pdk_sandbox_signal(sb, SIGKILL); /* ESRCH: already gone */
+	if (pdk_cgroup_kill(sb->cgroup, &err) < 0)
+		warn(sb->cfg, "%s", err->msg);
+}
+
+static void reap_init(struct pdk_sandbox *sb)
+{
+	siginfo_t si;
+
+	if (sb->reaped)
+		return;
+	if (TEMP_FAILURE_RETRY(waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED)) == 0)
+		sb->reaped = true;
+}
+
+static void forward_signals(struct pdk_sandbox *sb, int sigfd)
+{
+	struct signalfd_siginfo si;
+
+	while (TEMP_FAILURE_RETRY(read(sigfd, &si, sizeof(si))) == (ssize_t)sizeof(si))
+		(void)!pdk_sandbox_signal(sb, (int)si.ssi_signo); /* ESRCH: it is ending anyway */
+}
+
+static int poll_timeout_ms(struct pdk_sandbox *sb, uint64_t deadline)
+{
+	uint64_t now;
+
+	if (deadline == 0 || sb->timed_out)
+		return -1;
+	now = pdk_now_mono_ns();
+	if (now >= deadline)
+		return 0;
+	return (int)((deadline - now + 999999) / 1000000);
+}
+
+static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
+{
+	uint64_t wall = sb->cfg->policy->limits.wall_ms;
+	uint64_t deadline = wall ? sb->t_exec_ns + wall * 1000000ULL : 0;
+	struct pollfd pfd[3] = {
+		{.fd = sb->pidfd, .events = POLLIN},
+		{.fd = sb->ctl[0], .events = POLLIN},
+		{.fd = sigfd, .events = POLLIN},
+	};
+
+	while (!sb->reaped) {
+		int n = poll(pfd, sigfd >= 0 ? 3 : 2, poll_timeout_ms(sb, deadline));
+
+		if (n < 0 && errno != EINTR)
+			return pdk_error_set(err, errno, "poll");
+		if (n == 0) {
+			sb->timed_out = true;
+			kill_tree(sb);
+			continue;
+		}
+		if (pfd[1].revents)
+			read_ctl(sb);
+		if (sigfd >= 0 && pfd[2].revents)
+			forward_signals(sb, sigfd);
+		if (pfd[1].revents & (POLLHUP | POLLERR))
+			pfd[1].fd = -1; /* init closed its end; keep waiting for its exit */
+		if (pfd[0].revents)
+			reap_init(sb);
+	}
+	read_ctl(sb);
+	return 0;
+}
+
+static void fill_result(struct pdk_sandbox *sb, struct pdk_sandbox_result *res)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_cgroup_stats st = {0};
+	int status = sb->cmd_status;
+
+	memset(res, 0, sizeof(*res));
+	if (pdk_cgroup_stats(sb->cgroup, &st, &err) < 0)
+		warn(sb->cfg, "%s", err->msg);
+	res->setup_ns = sb->t_exec_ns - sb->t_create_ns;
+	res->wall_ns = pdk_now_mono_ns() - sb->t_exec_ns;
+	res->cpu_ns = st.cpu_usage_ns ? st.cpu_usage_ns : sb->rusage_cpu_us * 1000ULL;
+	res->memory_peak = st.memory_peak ? st.memory_peak : sb->rusage_maxrss_kb * 1024ULL;
+	res->oom_kills = st.oom_kills;
+	res->pids_denied = st.pids_denied;
+	res->downgraded = sb->downgraded;
+	res->exec_errno = sb->exec_errno;
+	if (sb->timed_out)
+		res->end = PDK_SANDBOX_TIMEOUT;
+	else if (!sb->cmd_started && sb->exec_errno != 0)
+		res->end = PDK_SANDBOX_EXEC_FAILED;
+	else if (!sb->got_exit)
+		res->end = st.oom_kills ? PDK_SANDBOX_OOM : PDK_SANDBOX_LOST;
+	else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && st.oom_kills > 0)
+		res->end = PDK_SANDBOX_OOM;
+	else if (WIFSIGNALED(status))
+		res->end = PDK_SANDBOX_SIGNALED;
+	else
+		res->end = PDK_SANDBOX_EXITED;
+	res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+	res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+static void emit_limit(struct pdk_sandbox *sb, const char *limit, json_t *value)
+{
+	json_t *a = json_object();
+
+	pdk_json_set(a, "limit", json_string(limit));
+	pdk_json_set(a, "value", value);
+	emit(sb, "limit.exceeded", 0, a);
+}
+
+static void emit_end(struct pdk_sandbox *sb, const struct pdk_sandbox_result *r)
+{
+	const struct pdk_policy_limits *l = &sb->cfg->policy->limits;
+	json_t *a = json_object();
+
+	if (r->end == PDK_SANDBOX_TIMEOUT)
+		emit_limit(sb, "wall", json_integer((json_int_t)l->wall_ms));
+	if (r->oom_kills > 0)
+		emit_limit(sb, "memory", json_integer((json_int_t)l->memory));
+	if (r->pids_denied > 0)
+		emit_limit(sb, "pids", json_integer((json_int_t)l->pids));
+	if (r->end == PDK_SANDBOX_SIGNALED && r->signal == SIGXCPU)
+		emit_limit(sb, "cpu_time", json_integer((json_int_t)l->cpu_time_ms));
+	pdk_json_set(a, "pid", json_integer(sb->cmd_pid));
+	if (r->end == PDK_SANDBOX_EXITED)
+		pdk_json_set(a, "exit_code", json_integer(r->exit_code));
+	if (r->signal)
+		pdk_json_set(a, "signal", json_string(sigabbrev_np(r->signal)));
+	pdk_json_set(a, "wall_ms", json_real((double)r->wall_ns / 1e6));
+	pdk_json_set(a, "cpu_ms", json_real((double)r->cpu_ns / 1e6));
+	pdk_json_set(a, "memory_peak_bytes", json_integer((json_int_t)r->memory_peak));
+	pdk_json_set(a, "oom_kills", json_integer((json_int_t)r->oom_kills));
+	if (sb->cmd_started)
+		emit(sb, "process.exit", 0, a);
+	else
+		json_decref(a);
+}
+
+int pdk_sandbox_wait(struct pdk_sandbox *sb, int sigfd, struct pdk_sandbox_result *res,
+		     struct pdk_error **err)
+{
+	int rc = supervise(sb, sigfd, err);
+
+	if (rc < 0) {
+		kill_tree(sb);
+		reap_init(sb);
+		return rc;
+	}
+	fill_result(sb, res);
+	emit_end(sb, res);
+	return 0;
+}
+
+int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	int rc = 0;
+
+	if (sb == NULL)
+		return 0;
+	if (sb->pid > 0 && !sb->reaped) {
+		(void)!pdk_sandbox_signal(sb, SIGKILL);
+		reap_init(sb);
+	}
+	if (sb->cgroup != NULL)
+		rc = pdk_cgroup_destroy(sb->cgroup, err);
+	if (sb->t_exec_ns)
+		emit(sb, "sandbox.destroy", 0, NULL);
+	pdk_landlock_free(sb->landlock);
+	pdk_mount_plan_free(sb->plan);
+	pdk_seccomp_free(sb->seccomp);
+	pdk_strv_free(sb->init_argv);
+	close_fd(&sb->init_fd);
+	close_fd(&sb->sync[0]);
+	close_fd(&sb->sync[1]);
+	close_fd(&sb->ctl[0]);
+	close_fd(&sb->ctl[1]);
+	close_fd(&sb->pidfd);
+	free(sb->cwd);
+	free(sb);
+	return rc;
+}

@@ -1,1 +1,436 @@
+/*
+ * cmd-run.c - `paddock run [OPTIONS] -- CMD [ARGS...]`: one command, one
+ * fresh sandbox. This process is the sandbox's supervisor.
+ */
 #include "common.h"
+#include "cli.h"
+#include "events.h"
+#include "policy.h"
+#include "sandbox.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+
+struct pdk_run_opts {
+	const char *profile;
+	const char *workspace;
+	const char *ws_mode;
+	const char *cwd;
+	const char *events;
+	const char *timeout;
+	const char *memory;
+	const char *pids;
+	const char *cpus;
+	char **env;
+	char **ro;
+	char **rw;
+	bool stats;
+	char **argv; /* borrowed from main's argv */
+};
+
+enum {
+	OPT_PIDS = 256,
+	OPT_CPUS,
+	OPT_RO,
+	OPT_RW,
+	OPT_EVENTS,
+	OPT_STATS,
+	OPT_WS_MODE,
+};
+
+static const struct option long_opts[] = {
+	{"profile", required_argument, NULL, 'p'},
+	{"workspace", required_argument, NULL, 'w'},
+	{"workspace-mode", required_argument, NULL, OPT_WS_MODE},
+	{"env", required_argument, NULL, 'e'},
+	{"cwd", required_argument, NULL, 'C'},
+	{"timeout", required_argument, NULL, 't'},
+	{"memory", required_argument, NULL, 'm'},
+	{"pids", required_argument, NULL, OPT_PIDS},
+	{"cpus", required_argument, NULL, OPT_CPUS},
+	{"ro", required_argument, NULL, OPT_RO},
+	{"rw", required_argument, NULL, OPT_RW},
+	{"events", required_argument, NULL, OPT_EVENTS},
+	{"stats", no_argument, NULL, OPT_STATS},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *out)
+{
+	fputs("usage: paddock run [OPTIONS] -- CMD [ARGS...]\n"
+	      "\n"
+	      "Run CMD in a fresh sandbox: new user, mount, pid, net, ipc, uts and cgroup\n"
+	      "namespaces; a read-only view of the system; no network; no capabilities;\n"
+	      "seccomp and Landlock; cgroup and rlimit limits. stdin, stdout and stderr are\n"
+	      "handed to CMD as they are.\n"
+	      "\n"
+	      "options:\n"
+	      "  -p, --profile NAME|FILE  profile: default, strict, a name under\n"
+	      "                           ~/.config/paddock/profiles, or a YAML file\n"
+	      "  -w, --workspace DIR      host directory bound at its own path\n"
+	      "                           (default: the current directory)\n"
+	      "      --workspace-mode M   rw, ro or none (default: the profile's)\n"
+	      "  -e, --env K=V            set K in the sandbox (K alone: copy from here)\n"
+	      "  -C, --cwd DIR            working directory inside (default: the workspace)\n"
+	      "  -t, --timeout DURATION   wall-clock limit: 500ms, 30s, 10m, 2h\n"
+	      "  -m, --memory SIZE        memory limit: 512M, 2G (never best-effort)\n"
+	      "      --pids N             limit on processes and threads\n"
+	      "      --cpus N             CPU bandwidth, e.g. 0.5 or 2\n"
+	      "      --ro PATH            also bind host PATH read-only (repeatable)\n"
+	      "      --rw PATH            also bind host PATH read-write (repeatable)\n"
+	      "      --events FILE        append JSON-lines events to FILE\n"
+	      "      --stats              print wall time, CPU time and peak memory at the end\n"
+	      "  -h, --help               show this help\n"
+	      "\n"
+	      "exit status: CMD's own, 128+N if it died of signal N; or 122 bad option or\n"
+	      "profile, 123 memory limit, 124 time limit, 125 sandbox setup failed,\n"
+	      "126 CMD not executable, 127 CMD not found.\n",
+	      out);
+}
+
+static void opts_release(struct pdk_run_opts *o)
+{
+	pdk_strv_free(o->env);
+	pdk_strv_free(o->ro);
+	pdk_strv_free(o->rw);
+}
+
+/* Returns 0, 1 for --help, or -1 after printing an error. */
+static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
+{
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:w:e:C:t:m:h", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': o->profile = optarg; break;
+		case 'w': o->workspace = optarg; break;
+		case OPT_WS_MODE: o->ws_mode = optarg; break;
+		case 'e': pdk_strv_push(&o->env, optarg); break;
+		case 'C': o->cwd = optarg; break;
+		case 't': o->timeout = optarg; break;
+		case 'm': o->memory = optarg; break;
+		case OPT_PIDS: o->pids = optarg; break;
+		case OPT_CPUS: o->cpus = optarg; break;
+		case OPT_RO: pdk_strv_push(&o->ro, optarg); break;
+		case OPT_RW: pdk_strv_push(&o->rw, optarg); break;
+		case OPT_EVENTS: o->events = optarg; break;
+		case OPT_STATS: o->stats = true; break;
+		case 'h': usage(stdout); return 1;
+		default: fputs("Try 'paddock run --help'.\n", stderr); return -1;
+		}
+	}
+	if (optind >= argc) {
+		pdk_cli_error("run: no command given (usage: paddock run [OPTIONS] -- CMD [ARGS...])");
+		return -1;
+	}
+	o->argv = argv + optind;
+	return 0;
+}
+
+/* "1.5" CPUs -> 1500 thousandths. */
+static int parse_cpus(const char *s, uint32_t *milli)
+{
+	char *end = NULL;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 1024)
+		return -EINVAL;
+	*milli = (uint32_t)lround(v * 1000.0);
+	return *milli ? 0 : -EINVAL;
+}
+
+static int bad_value(const char *opt, const char *val, const char *want)
+{
+	pdk_cli_error("run: invalid %s '%s': expected %s", opt, val, want);
+	return -1;
+}
+
+/* Command-line limits override the profile's; an explicit limit is never best-effort. */
+static int apply_limit_opts(const struct pdk_run_opts *o, struct pdk_policy *p)
+{
+	struct pdk_policy_limits *l = &p->limits;
+
+	if (o->timeout && (pdk_parse_duration(o->timeout, &l->wall_ms) < 0 || l->wall_ms == 0))
+		return bad_value("--timeout", o->timeout, "a duration such as 500ms, 30s, 10m");
+	if (o->memory && (pdk_parse_size(o->memory, &l->memory) < 0 || l->memory < 1 << 20))
+		return bad_value("--memory", o->memory, "a size of at least 1M, such as 512M or 2G");
+	if (o->memory)
+		p->best_effort &= ~(unsigned)PDK_BE_MEMORY;
+	if (o->pids && (pdk_parse_u64(o->pids, 4194304, &l->pids) < 0 || l->pids == 0))
+		return bad_value("--pids", o->pids, "a whole number from 1 to 4194304");
+	if (o->pids)
+		p->best_effort &= ~(unsigned)PDK_BE_PIDS;
+	if (o->cpus && parse_cpus(o->cpus, &l->cpu_milli) < 0)
+		return bad_value("--cpus", o->cpus, "a number of CPUs above 0, such as 0.5 or 2");
+	if (o->cpus)
+		p->best_effort &= ~(unsigned)PDK_BE_CPU;
+	return 0;
+}
+
+static int apply_ws_opts(const struct pdk_run_opts *o, struct pdk_policy *p, char **ws_out)
+{
+	const char *ws = o->workspace ? o->workspace : p->workspace.path ? p->workspace.path : ".";
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (o->ws_mode) {
+		static const char *const names[] = {[PDK_WS_RW] = "rw", [PDK_WS_RO] = "ro",
+						    [PDK_WS_NONE] = "none"};
+		size_t i;
+
+		for (i = 0; i < PDK_ARRAY_SIZE(names); i++)
+			if (strcmp(o->ws_mode, names[i]) == 0)
+				break;
+		if (i == PDK_ARRAY_SIZE(names))
+			return bad_value("--workspace-mode", o->ws_mode, "rw, ro or none");
+		p->workspace.mode = (enum pdk_ws_mode)i;
+	}
+	if (p->workspace.mode == PDK_WS_NONE)
+		return 0;
+	if (realpath(ws, real) == NULL || stat(real, &st) < 0) {
+		pdk_cli_error("run: workspace '%s': %s", ws, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		pdk_cli_error("run: workspace '%s' is not a directory", ws);
+		return -1;
+	}
+	if (strcmp(real, "/") == 0) {
+		pdk_cli_error("run: the workspace cannot be '/'");
+		return -1;
+	}
+	*ws_out = pdk_xstrdup(real);
+	return 0;
+}
+
+/* Later entries win: -e over the profile's env over the base. */
+static void env_set(char ***env, const char *kv)
+{
+	size_t klen = strcspn(kv, "=");
+
+	for (size_t i = 0; *env != NULL && (*env)[i] != NULL; i++) {
+		if (strncmp((*env)[i], kv, klen) == 0 && (*env)[i][klen] == '=') {
+			free((*env)[i]);
+			(*env)[i] = pdk_xstrdup(kv);
+			return;
+		}
+	}
+	pdk_strv_push(env, kv);
+}
+
+static int build_env(const struct pdk_run_opts *o, const struct pdk_policy *p, char ***out)
+{
+	const char *term = getenv("TERM");
+	char **env = NULL;
+
+	pdk_strv_push(&env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	pdk_strv_push(&env, "HOME=/tmp");
+	pdk_strv_push(&env, "LANG=C.UTF-8");
+	if (term != NULL)
+		pdk_strv_push_take(&env, pdk_xasprintf("TERM=%s", term));
+	for (size_t i = 0; p->env != NULL && p->env[i] != NULL; i++)
+		env_set(&env, p->env[i]);
+	for (size_t i = 0; o->env != NULL && o->env[i] != NULL; i++) {
+		const char *kv = o->env[i];
+		_cleanup_free_ char *copied = NULL;
+
+		if (kv[0] == '=' || kv[0] == '\0') {
+			pdk_strv_free(env);
+			return bad_value("--env", kv, "K=V or K");
+		}
+		if (strchr(kv, '=') == NULL) {
+			const char *v = getenv(kv);
+
+			if (v == NULL)
+				continue; /* like docker -e K: unset here, unset there */
+			kv = copied = pdk_xasprintf("%s=%s", o->env[i], v);
+		}
+		env_set(&env, kv);
+	}
+	*out = env;
+	return 0;
+}
+
+static void warn_cb(void *data, const char *msg)
+{
+	(void)data;
+	pdk_cli_warn("%s", msg);
+}
+
+/* Block the signals we forward; read them from a signalfd in the supervisor loop. */
+static int make_sigfd(sigset_t *old)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(sigs); i++)
+		sigaddset(&set, sigs[i]);
+	if (sigprocmask(SIG_BLOCK, &set, old) < 0)
+		return -1;
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+static void human_size(uint64_t b, char *buf, size_t len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	size_t u = 0;
+
+	while (v >= 1024 && u + 1 < PDK_ARRAY_SIZE(units)) {
+		v /= 1024;
+		u++;
+	}
+	(void)snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+static int exit_code(const struct pdk_sandbox_result *r)
+{
+	switch (r->end) {
+	case PDK_SANDBOX_EXITED: return r->exit_code;
+	case PDK_SANDBOX_SIGNALED: return 128 + r->signal;
+	case PDK_SANDBOX_TIMEOUT: return PDK_EXIT_TIMEOUT;
+	case PDK_SANDBOX_OOM: return PDK_EXIT_OOM;
+	case PDK_SANDBOX_EXEC_FAILED:
+		return r->exec_errno == ENOENT ? PDK_EXIT_NOTFOUND : PDK_EXIT_NOEXEC;
+	case PDK_SANDBOX_LOST: return PDK_EXIT_SETUP;
+	default: return PDK_EXIT_SETUP;
+	}
+}
+
+static void report_end(const struct pdk_run_opts *o, const struct pdk_policy *p,
+		       const struct pdk_sandbox_result *r)
+{
+	char peak[32];
+
+	if (r->end == PDK_SANDBOX_TIMEOUT)
+		pdk_cli_error("time limit of %llu ms reached: the sandbox was killed",
+			      (unsigned long long)p->limits.wall_ms);
+	else if (r->end == PDK_SANDBOX_OOM)
+		pdk_cli_error("memory limit reached: the command was killed by the OOM killer");
+	else if (r->end == PDK_SANDBOX_EXEC_FAILED)
+		pdk_cli_error("cannot execute '%s': %s", o->argv[0], strerror(r->exec_errno));
+	else if (r->end == PDK_SANDBOX_LOST)
+		pdk_cli_error("the sandbox ended without reporting its command's status");
+	if (!o->stats)
+		return;
+	human_size(r->memory_peak, peak, sizeof(peak));
+	fprintf(stderr,
+		"paddock: stats: exit %d | wall %.1f ms | cpu %.1f ms | peak memory %s | setup %.2f ms%s\n",
+		exit_code(r), (double)r->wall_ns / 1e6, (double)r->cpu_ns / 1e6, peak,
+		(double)r->setup_ns / 1e6, r->oom_kills ? " | oom kills" : "");
+}
+
+struct run_ctx {
+	struct pdk_run_opts o;
+	struct pdk_policy *policy;
+	struct pdk_events *events;
+	char *workspace;
+	char **env;
+	int sigfd;
+	sigset_t oldmask;
+};
+
+static int prepare(struct run_ctx *c)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_policy_report rep = {0};
+
+	c->policy = pdk_policy_load(c->o.profile ? c->o.profile : "default", &rep, &err);
+	if (c->policy == NULL) {
+		if (rep.n > 0)
+			pdk_policy_report_print(&rep, stderr);
+		else
+			pdk_cli_error("%s", err->msg);
+		pdk_policy_report_release(&rep);
+		return -1;
+	}
+	pdk_policy_report_release(&rep);
+	if (apply_limit_opts(&c->o, c->policy) < 0 ||
+	    apply_ws_opts(&c->o, c->policy, &c->workspace) < 0 ||
+	    build_env(&c->o, c->policy, &c->env) < 0)
+		return -1;
+	return 0;
+}
+
+static int run_sandbox(struct run_ctx *c, char id_out[37])
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_sandbox_config cfg = {
+		.id = c->events ? id_out : NULL,
+		.policy = c->policy,
+		.argv = c->o.argv,
+		.envp = c->env,
+		.cwd = c->o.cwd,
+		.workspace = c->workspace,
+		.ws_mode = c->policy->workspace.mode,
+		.extra_ro = c->o.ro,
+		.extra_rw = c->o.rw,
+		.events = c->events,
+		.warn = warn_cb,
+	};
+	struct pdk_sandbox_result res;
+	struct pdk_sandbox *sb = NULL;
+	int rc;
+
+	if (pdk_sandbox_create(&cfg, &sb, &err) < 0) {
+		pdk_cli_error("%s", err->msg);
+		return PDK_EXIT_SETUP;
+	}
+	rc = pdk_sandbox_wait(sb, c->sigfd, &res, &err);
+	if (rc < 0) {
+		pdk_cli_error("%s", err->msg);
+		pdk_error_free(&err);
+	}
+	if (pdk_sandbox_destroy(sb, &err) < 0)
+		pdk_cli_warn("cleanup: %s", err->msg);
+	if (rc < 0)
+		return PDK_EXIT_SETUP;
+	report_end(&c->o, c->policy, &res);
+	return exit_code(&res);
+}
+
+int pdk_cmd_run(int argc, char **argv)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct run_ctx c = {.sigfd = -1};
+	char id[37];
+	int rc = parse_opts(argc, argv, &c.o);
+
+	if (rc != 0) {
+		opts_release(&c.o);
+		return rc > 0 ? 0 : PDK_EXIT_POLICY;
+	}
+	rc = prepare(&c) < 0 ? PDK_EXIT_POLICY : 0;
+	if (rc == 0 && c.o.events != NULL) {
+		pdk_make_id(id);
+		c.events = pdk_events_open(c.o.events, id, "paddock-run", &err);
+		if (c.events == NULL) {
+			pdk_cli_error("%s", err->msg);
+			rc = PDK_EXIT_POLICY;
+		}
+	}
+	if (rc == 0) {
+		c.sigfd = make_sigfd(&c.oldmask);
+		rc = c.sigfd < 0 ? PDK_EXIT_SETUP : run_sandbox(&c, id);
+	}
+	if (c.sigfd >= 0)
+		(void)close(c.sigfd);
+	pdk_events_free(c.events);
+	pdk_policy_free(c.policy);
+	pdk_strv_free(c.env);
+	free(c.workspace);
+	opts_release(&c.o);
+	return rc;
+}

@@ -1,2 +1,81 @@
+/*
+ * paddock.c - main(): global flags, then dispatch to one verb.
+ */
 #include "common.h"
-int main(void){return 0;}
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static int cmd_help(int argc, char **argv);
+
+static const struct pdk_command commands[] = {
+	{"run", pdk_cmd_run, "run one command in a fresh sandbox"},
+	{"profile", pdk_cmd_profile, "show or check sandbox profiles"},
+	{"version", pdk_cmd_version, "print the version"},
+	{"help", cmd_help, "show this help"},
+};
+
+static void vmsg(const char *kind, const char *fmt, va_list ap)
+{
+	fputs("paddock: ", stderr);
+	fputs(kind, stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void pdk_cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+void pdk_cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: paddock COMMAND [OPTIONS] [ARGS...]\n\n"
+		     "paddock runs untrusted code in a sandbox built from kernel mechanisms:\n"
+		     "namespaces, seccomp, Landlock, cgroups, rlimits, no capabilities.\n\n"
+		     "commands:\n");
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(commands); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\nRun 'paddock COMMAND --help' for a command's options.\n");
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	usage(stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return PDK_EXIT_POLICY;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		return cmd_help(argc - 1, argv + 1);
+	if (strcmp(argv[1], "--version") == 0)
+		return pdk_cmd_version(argc - 1, argv + 1);
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(commands); i++) {
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	}
+	pdk_cli_error("unknown command '%s' (see 'paddock --help')", argv[1]);
+	return PDK_EXIT_POLICY;
+}

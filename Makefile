@@ -1,0 +1,70 @@
+# paddock - the two commands of the README, and a few more.
+#
+#   make              build ./build/paddock
+#   make run ARGS='…' set up, build, and run `paddock run ARGS` (default: a short demo)
+#   make test         set up, build, run every suite (unit, fuzz, integration, ASan+UBSan)
+#
+# Set-up installs the Debian packages below when run as root, and otherwise
+# prints the exact apt-get line to run.
+
+DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libjansson-dev \
+	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap hyperfine python3 \
+	util-linux iproute2 procps socat
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+MESON ?= meson
+ARGS ?=
+
+.PHONY: all setup build run test test-fast test-asan fuzz bench format format-check clean
+
+all: build
+
+setup:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			echo "installing:$$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else \
+			echo "missing Debian packages; run:"; \
+			echo "  sudo apt-get install -y$$missing"; exit 1; \
+		fi; \
+	fi
+
+$(BUILD)/build.ninja:
+	$(MESON) setup $(BUILD) >/dev/null
+
+build: setup $(BUILD)/build.ninja
+	@ninja -C $(BUILD) >/dev/null || ninja -C $(BUILD)
+
+run: build
+	@if [ -z "$(ARGS)" ]; then sh tests/demo.sh ./$(BUILD)/paddock; \
+	else ./$(BUILD)/paddock run $(ARGS); fi
+
+$(ASAN_BUILD)/build.ninja:
+	$(MESON) setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+
+# Every suite; the last line is "N passed, N failed" over all of them.
+test: build $(ASAN_BUILD)/build.ninja
+	@ninja -C $(ASAN_BUILD) >/dev/null || ninja -C $(ASAN_BUILD)
+	@sh tests/run-all.sh $(BUILD) $(ASAN_BUILD)
+
+test-fast: build
+	meson test -C $(BUILD) --suite unit --suite fuzz
+
+fuzz: setup
+	sh tests/fuzz/run-fuzz.sh 60
+
+bench: build
+	sh bench/startup ./$(BUILD)/paddock
+
+format:
+	clang-format -i $$(git ls-files '*.[ch]')
+
+format-check:
+	clang-format --dry-run -Werror $$(git ls-files '*.[ch]')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -1,0 +1,33 @@
+/*
+ * cli.h - shared by the verbs of the paddock command.
+ */
+#ifndef PDK_CLI_H
+#define PDK_CLI_H
+
+#include "common.h"
+
+/* Exit statuses paddock itself uses (docs/cli-contract.md). */
+enum pdk_exit {
+	PDK_EXIT_POLICY = 122,  /* bad option or profile: nothing was started */
+	PDK_EXIT_OOM = 123,     /* memory limit */
+	PDK_EXIT_TIMEOUT = 124, /* wall-clock limit */
+	PDK_EXIT_SETUP = 125,   /* the sandbox could not be created */
+	PDK_EXIT_NOEXEC = 126,
+	PDK_EXIT_NOTFOUND = 127,
+};
+
+struct pdk_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+int pdk_cmd_run(int argc, char **argv);
+int pdk_cmd_profile(int argc, char **argv);
+int pdk_cmd_version(int argc, char **argv);
+
+/* "paddock: " + message on stderr. */
+void pdk_cli_error(const char *fmt, ...) PDK_PRINTF(1, 2);
+void pdk_cli_warn(const char *fmt, ...) PDK_PRINTF(1, 2);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * json.h - the one way paddock writes JSON: a thin layer over jansson.
+ *
+ * Nothing in paddock assembles JSON with printf; values are added with
+ * jansson's typed constructors and serialised here, compact with sorted
+ * keys (a canonical form the audit log can hash).
+ */
+#ifndef PDK_JSON_H
+#define PDK_JSON_H
+
+#include "common.h"
+#include "error.h"
+
+#include <jansson.h>
+
+/* Serialise compact, keys sorted, with a trailing newline. Caller frees. NULL on OOM. */
+char *pdk_json_dump_line(const json_t *v);
+
+/* A JSON array of strings from a NULL-terminated vector. */
+json_t *pdk_json_strv(char *const *v);
+
+/*
+ * Set obj[key] = value, taking ownership of value (jansson's _new
+ * variants). A NULL value is skipped, so optional fields read naturally.
+ */
+void pdk_json_set(json_t *obj, const char *key, json_t *value);
+
+static inline void pdk__cleanup_json(json_t **j)
+{
+	json_decref(*j);
+}
+#define _cleanup_json_ __attribute__((cleanup(pdk__cleanup_json)))
+
+#endif

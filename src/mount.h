@@ -1,0 +1,66 @@
+/*
+ * mount.h - the sandbox's filesystem view.
+ *
+ * The parent turns the policy into a flat list of mount operations (a
+ * "plan"), with every host path checked (missing optional paths dropped,
+ * symlinks replicated as symlinks) and every string precomputed. The child
+ * replays the plan after clone:
+ *   1. make every inherited mount a slave (nothing propagates to the host);
+ *   2. a scratch tmpfs on /tmp becomes the root, the host root moves to
+ *      /oldroot (bubblewrap's trick, so host /tmp stays reachable as a source);
+ *   3. a fresh tmpfs at /newroot receives the binds, /proc, /dev, tmpfs
+ *      dirs and the generated /etc files;
+ *   4. pivot_root into /newroot and detach everything else;
+ *   5. the root tmpfs is made read-only.
+ * The same plan yields the Landlock rules that mirror the view.
+ */
+#ifndef PDK_MOUNT_H
+#define PDK_MOUNT_H
+
+#include "common.h"
+#include "error.h"
+#include "landlock.h"
+#include "policy.h"
+
+#include <stdio.h>
+#include <sys/types.h>
+
+struct pdk_mount_spec {
+	const struct pdk_policy *policy; /* borrowed */
+	const char *workspace;           /* absolute host path, or NULL for none */
+	enum pdk_ws_mode ws_mode;
+	char *const *extra_ro;           /* more host paths bound read-only (may be NULL) */
+	char *const *extra_rw;           /* more host paths bound read-write (may be NULL) */
+	uid_t uid;                       /* the user inside (== the caller's uid) */
+	gid_t gid;
+	const char *user_name;           /* for the generated /etc/passwd */
+	const char *hostname;
+};
+
+struct pdk_mount_plan;
+
+/*
+ * Resolve the policy into a plan; add the matching Landlock rules to `ll`
+ * (may be NULL). Fails when a required source (the workspace, an explicit
+ * extra bind) is missing, or a path is not absolute.
+ */
+struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *spec,
+					  struct pdk_landlock *ll, struct pdk_error **err);
+
+/*
+ * Replay the plan in the child (new user + mount namespace, before
+ * Landlock and seccomp). On failure writes a message naming the operation,
+ * the paths and the errno into errbuf and returns -errno. No allocation.
+ */
+PDK_MUST_CHECK int pdk_mount_apply_child(const struct pdk_mount_plan *plan, char *errbuf,
+					 size_t errlen);
+
+/* Number of operations (tests, stats). */
+size_t pdk_mount_plan_len(const struct pdk_mount_plan *plan);
+
+/* Write the plan, one operation a line, for `paddock run --dry-run`-style debugging. */
+void pdk_mount_plan_print(const struct pdk_mount_plan *plan, FILE *out);
+
+void pdk_mount_plan_free(struct pdk_mount_plan *plan);
+
+#endif

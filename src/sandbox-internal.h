@@ -1,0 +1,57 @@
+/*
+ * sandbox-internal.h - state shared by sandbox.c (parent side) and
+ * sandbox-child.c (the child between clone3 and execveat of the init).
+ */
+#ifndef PDK_SANDBOX_INTERNAL_H
+#define PDK_SANDBOX_INTERNAL_H
+
+#include "common.h"
+#include "cgroup.h"
+#include "landlock.h"
+#include "mount.h"
+#include "seccomp.h"
+#include "sandbox.h"
+
+/* What the child reports over the sync socket when a step fails. */
+struct pdk__child_error {
+	int err;
+	char msg[1024];
+};
+
+struct pdk_sandbox {
+	char id[37];
+	const struct pdk_sandbox_config *cfg; /* borrowed for the sandbox's life */
+	struct pdk_cgroup *cgroup;
+	struct pdk_landlock *landlock;
+	struct pdk_mount_plan *plan;
+	struct pdk_seccomp *seccomp;
+	char **init_argv; /* paddock-init CTL -- CMD... */
+	char *cwd;        /* inside */
+	uint64_t ns_flags;
+	uid_t uid;
+	gid_t gid;
+	int init_fd; /* O_PATH of paddock-init */
+	int sync[2]; /* [0] parent, [1] child: SOCK_SEQPACKET, CLOEXEC */
+	int ctl[2];  /* [0] parent, [1] child -> init's control channel */
+	int pidfd;
+	pid_t pid; /* host pid of the init */
+	bool reaped;
+	uint64_t t_create_ns;
+	uint64_t t_exec_ns;
+	unsigned downgraded;
+	/* Filled while waiting. */
+	int cmd_pid;
+	bool cmd_started;
+	bool got_exit;
+	int exec_errno;
+	int cmd_status;
+	uint64_t cmd_exec_ts_ns;
+	uint64_t rusage_cpu_us;
+	uint64_t rusage_maxrss_kb;
+	bool timed_out;
+};
+
+/* Runs in the child after clone3; never returns. */
+PDK_NORETURN void pdk__sandbox_child(struct pdk_sandbox *sb);
+
+#endif
