@@ -242,6 +242,34 @@ static void add_hidden(struct pdk_mount_plan *p, char *const *hidden)
 	}
 }
 
+static size_t depth(const struct op *o)
+{
+	size_t d = 0;
+
+	for (const char *s = o->dst + strlen(NEWROOT); *s != '\0'; s++)
+		d += *s == '/';
+	/* Masks go after everything: they hide what the binds brought in. */
+	return o->kind == OP_MASK ? d + 4096 : d;
+}
+
+/*
+ * Order operations so that a mount never hides one made before it: by the
+ * depth of the destination (a tmpfs on /tmp before a workspace bound at
+ * /tmp/ws), stable so that equal depths keep the order they were added in.
+ */
+static void sort_by_depth(struct pdk_mount_plan *p)
+{
+	for (size_t i = 1; i < p->n; i++) {
+		struct op cur = p->ops[i];
+		size_t d = depth(&cur);
+		size_t j = i;
+
+		for (; j > 0 && depth(&p->ops[j - 1]) > d; j--)
+			p->ops[j] = p->ops[j - 1];
+		p->ops[j] = cur;
+	}
+}
+
 struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct pdk_landlock *ll,
 					  struct pdk_error **err)
 {
@@ -267,8 +295,10 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct
 		add_tmpfs_list(p, ll, pol);
 		rc = add_workspace(p, ll, s, err);
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		add_hidden(p, pol->hidden);
+		sort_by_depth(p);
+	}
 	if (rc < 0) {
 		pdk_mount_plan_free(p);
 		return NULL;

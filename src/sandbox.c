@@ -472,6 +472,8 @@ static void fill_result(struct pdk_sandbox *sb, struct pdk_sandbox_result *res)
 		res->end = PDK_SANDBOX_EXITED;
 	res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 	res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	if (!sb->got_exit && sb->cmd_started)
+		res->signal = SIGKILL; /* the tree was killed with init */
 }
 
 static void emit_limit(struct pdk_sandbox *sb, const char *limit, json_t *value)

@@ -1,3 +1,129 @@
 #!/bin/bash
-echo "1..1"
-echo "ok 1 - placeholder"
+# paddock run: options, environment, workspace, exit codes, events, signals.
+# Every case runs twice: as root and as an unprivileged user (nobody, via setpriv).
+set -u
+. "$(dirname "$0")/lib-run.sh"
+
+check_basic() { # $1 = root|user
+	local who=$1 out rc
+	out=$(prun "$who" -- sh -c 'echo hello; exit 7' 2>/dev/null); rc=$?
+	is "$rc" 7 "$who: the command's exit status is returned"
+	is "$out" hello "$who: stdout is the caller's"
+	out=$(echo piped | prun "$who" -- cat 2>/dev/null)
+	is "$out" piped "$who: stdin is the caller's"
+	prun "$who" -- sh -c 'echo err >&2' 2>"$T/err" >/dev/null
+	grep -qx err "$T/err"; ok $? "$who: stderr is the caller's"
+	prun "$who" -- sh -c 'kill -TERM $$' 2>/dev/null; is $? 143 "$who: death by SIGTERM gives 128+15"
+	prun "$who" -- /nonexistent/cmd 2>"$T/err"; is $? 127 "$who: command not found gives 127"
+	grep -q "cannot execute '/nonexistent/cmd'" "$T/err"; ok $? "$who: not-found error names the command"
+	prun "$who" -- /etc 2>/dev/null; is $? 126 "$who: command not executable gives 126"
+	prun "$who" --bogus-option -- true 2>"$T/err"; is $? 122 "$who: unknown option gives 122"
+	prun "$who" --memory lots -- true 2>"$T/err"; is $? 122 "$who: bad --memory gives 122"
+	grep -q "invalid --memory 'lots'" "$T/err"; ok $? "$who: bad value is named in the error"
+	prun "$who" --profile /nonexistent.yaml -- true 2>/dev/null; is $? 122 "$who: missing profile gives 122"
+	PADDOCK_INIT_OVERRIDE=/nonexistent prun "$who" -- true 2>"$T/err"; is $? 125 "$who: setup failure gives 125"
+	grep -q "paddock-init\|/nonexistent" "$T/err"; ok $? "$who: setup error names what failed"
+	prun "$who" -- 2>/dev/null; is $? 122 "$who: no command gives 122"
+}
+
+check_identity() {
+	local who=$1 uid out
+	uid=$([ "$who" = root ] && echo 0 || echo 65534)
+	out=$(prun "$who" -- id -u 2>/dev/null); is "$out" "$uid" "$who: uid inside is the caller's"
+	out=$(prun "$who" -- hostname 2>/dev/null); is "$out" paddock "$who: hostname is paddock"
+	out=$(prun "$who" -- cat /proc/1/comm 2>/dev/null); is "$out" paddock-init "$who: pid 1 is paddock-init"
+	out=$(prun "$who" -- sh -c 'echo $$' 2>/dev/null); is "$out" 2 "$who: the command is pid 2"
+	out=$(prun "$who" -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "' 2>/dev/null)
+	is "$out" lo "$who: the only network interface is lo"
+	out=$(prun "$who" -- sh -c 'grep -E "^(CapEff|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status | tr -s "\t " " "' 2>/dev/null)
+	is "$out" "$(printf 'CapEff: 0000000000000000\nCapBnd: 0000000000000000\nNoNewPrivs: 1\nSeccomp: 2')" \
+		"$who: no capabilities, no_new_privs, seccomp filter"
+	out=$(prun "$who" -- sh -c 'ls /' 2>/dev/null | tr '\n' ' ')
+	case "$out" in *home*|*root*|*var*|*sys*|*run*|*boot*) false ;; *) true ;; esac
+	ok $? "$who: / holds only the view (got: $out)"
+	prun "$who" -- test -e /etc/shadow 2>/dev/null; is $? 1 "$who: /etc is filtered (no shadow)"
+	out=$(prun "$who" -- sh -c 'touch /newfile 2>&1; echo rc=$?' 2>/dev/null)
+	case "$out" in *rc=0*) false ;; *) true ;; esac; ok $? "$who: the root is read-only"
+}
+
+check_env() {
+	local who=$1 out
+	out=$(FOO=outside prun "$who" -- env 2>/dev/null | cut -d= -f1 | sort | tr '\n' ' ')
+	is "$out" "HOME LANG PATH TERM " "$who: the environment is empty but PATH, HOME, LANG, TERM"
+	out=$(FOO=outside prun "$who" -e A=1 -e FOO -e UNSET_VAR -- sh -c 'echo $A-$FOO-${UNSET_VAR-unset}' 2>/dev/null)
+	is "$out" 1-outside-unset "$who: -e K=V sets, -e K copies, unset K stays unset"
+}
+
+check_workspace() {
+	local who=$1 ws out
+	ws=$(mkws)
+	echo data > "$ws/in.txt"
+	out=$(prun "$who" -w "$ws" -- sh -c 'pwd; cat in.txt; echo new > out.txt' 2>/dev/null)
+	is "$out" "$(printf '%s\ndata' "$ws")" "$who: cwd is the workspace, its files are visible"
+	is "$(cat "$ws/out.txt" 2>/dev/null)" new "$who: writes to the workspace reach the host"
+	prun "$who" -w "$ws" --workspace-mode ro -- sh -c 'echo x > ro.txt' 2>/dev/null
+	ok $(( $? == 0 )) "$who: --workspace-mode ro: writing fails"
+	[ ! -e "$ws/ro.txt" ]; ok $? "$who: --workspace-mode ro: nothing reached the host"
+	prun "$who" -w "$ws" --workspace-mode none -- test -e "$ws/in.txt" 2>/dev/null
+	is $? 1 "$who: --workspace-mode none: the workspace is not there"
+	out=$(prun "$who" -w "$ws" -C /tmp -- pwd 2>/dev/null); is "$out" /tmp "$who: --cwd sets the directory"
+	prun "$who" -w "$ws" -C /nonexistent -- true 2>"$T/err"; is $? 125 "$who: a missing --cwd fails setup"
+	grep -q "'/nonexistent'" "$T/err"; ok $? "$who: the missing cwd is named"
+	prun "$who" -w "$ws/in.txt" -- true 2>"$T/err"; is $? 122 "$who: a file as workspace is refused"
+	mkdir -p "$ws/extra" && echo e > "$ws/extra/f"
+	out=$(prun "$who" --workspace-mode none --ro "$ws/extra" -- sh -c "cat $ws/extra/f; echo y > $ws/extra/g" 2>/dev/null)
+	is "$out" e "$who: --ro binds a host path"
+	[ ! -e "$ws/extra/g" ]; ok $? "$who: --ro is read-only"
+}
+
+check_events() {
+	local who=$1 ev kinds
+	ev="$T/home/ev-$who.jsonl"; rm -f "$ev"
+	prun "$who" --events "$ev" --timeout 300ms -- sh -c 'sleep 5' 2>/dev/null
+	is $? 124 "$who: --timeout gives 124"
+	kinds=$(python3 -c 'import json,sys; print(" ".join(json.loads(l)["kind"] for l in open(sys.argv[1])))' "$ev" 2>&1)
+	is "$kinds" "sandbox.create process.exec limit.exceeded process.exit sandbox.destroy" \
+		"$who: events: create, exec, limit, exit, destroy"
+	python3 - "$ev" <<'PY'
+import json, sys
+evs = [json.loads(l) for l in open(sys.argv[1])]
+ids = {e["sandbox"] for e in evs}
+assert len(ids) == 1, ids
+ex = [e for e in evs if e["kind"] == "process.exec"][0]["attrs"]
+assert ex["argv"] == ["sh", "-c", "sleep 5"], ex
+assert ex["pid"] == 2, ex
+lim = [e for e in evs if e["kind"] == "limit.exceeded"][0]["attrs"]
+assert lim == {"limit": "wall", "value": 300}, lim
+end = [e for e in evs if e["kind"] == "process.exit"][0]["attrs"]
+assert end["signal"] == "KILL" and end["wall_ms"] >= 300, end
+assert [e["seq"] for e in evs] == list(range(len(evs)))
+PY
+	ok $? "$who: event attributes (argv, pid, limit, signal, wall time, seq)"
+	prun "$who" --stats -- true 2>"$T/err"
+	grep -q "stats: exit 0 | wall .* ms | cpu .* ms | peak memory" "$T/err"; ok $? "$who: --stats prints a summary"
+}
+
+check_signals() {
+	local who=$1 out pid
+	local PRUN
+	prun_cmd "$who"
+	(cd "$T/home" && exec "${PRUN[@]}" run -- sh -c 'trap "echo got-TERM; exit 9" TERM; echo ready; sleep 30 & wait' >"$T/sig" 2>/dev/null) &
+	pid=$!
+	for _ in $(seq 50); do grep -q ready "$T/sig" 2>/dev/null && break; sleep 0.1; done
+	kill -TERM "$pid"; wait "$pid"; is $? 9 "$who: SIGTERM is forwarded to the command"
+	grep -q got-TERM "$T/sig"; ok $? "$who: the command's handler ran"
+	prun "$who" -- sh -c 'setsid sh -c "sleep 300" & (sleep 301 &) ; echo started' >/dev/null 2>&1
+	sleep 0.2
+	pgrep -x 'sleep' -a | grep -qE ' sleep 30[01]$'; is $? 1 "$who: nothing the command started outlives run"
+}
+
+plan 98
+for who in root user; do
+	check_basic "$who"
+	check_identity "$who"
+	check_env "$who"
+	check_workspace "$who"
+	check_events "$who"
+	check_signals "$who"
+done
+done_testing

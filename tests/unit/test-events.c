@@ -1,3 +1,107 @@
 #include "common.h"
+#include "events.h"
+#include "util.h"
+
 #include <criterion/criterion.h>
-Test(events, placeholder) { cr_assert(1); }
+#include <fcntl.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static char *tmp_path(void)
+{
+	char tmpl[] = "/tmp/pdk-events-XXXXXX";
+	int fd = mkstemp(tmpl);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	return pdk_xstrdup(tmpl);
+}
+
+Test(events, line_shape_and_escaping)
+{
+	_cleanup_free_ char *path = tmp_path();
+	struct pdk_error *err = NULL;
+	struct pdk_events *ev = pdk_events_open(path, "0190c0de-0000-7000-8000-000000000000", "t", &err);
+	json_t *a = json_object();
+	char *data = NULL;
+	json_t *line;
+	json_error_t jerr;
+
+	cr_assert_not_null(ev);
+	/* Hostile bytes in an attribute must stay inside the string. */
+	pdk_json_set(a, "argv", json_string("x\"}, \"kind\": \"forged\n"));
+	cr_assert_eq(pdk_events_emit(ev, "process.exec", 1700000000123456789ULL, a, &err), 0);
+	pdk_events_free(ev);
+	cr_assert_eq(pdk_read_file_at(AT_FDCWD, path, 1 << 20, &data, &err), 0);
+	cr_assert_eq(strchr(data, '\n'), data + strlen(data) - 1, "exactly one line: %s", data);
+	line = json_loads(data, 0, &jerr);
+	cr_assert_not_null(line, "valid JSON: %s", jerr.text);
+	cr_assert_str_eq(json_string_value(json_object_get(line, "kind")), "process.exec");
+	cr_assert_str_eq(json_string_value(json_object_get(line, "ts")), "2023-11-14T22:13:20.123456Z");
+	cr_assert_str_eq(json_string_value(json_object_get(line, "sandbox")),
+			 "0190c0de-0000-7000-8000-000000000000");
+	cr_assert(json_is_null(json_object_get(line, "session")));
+	cr_assert_eq(json_integer_value(json_object_get(line, "seq")), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(line, "attrs"), "argv")),
+			 "x\"}, \"kind\": \"forged\n");
+	json_decref(line);
+	free(data);
+	unlink(path);
+}
+
+Test(events, concurrent_writers_never_interleave)
+{
+	_cleanup_free_ char *path = tmp_path();
+	struct pdk_error *err = NULL;
+	char *data = NULL;
+	size_t lines = 0;
+
+	for (int w = 0; w < 4; w++) {
+		if (fork() == 0) {
+			struct pdk_events *ev = pdk_events_open(path, "id", "writer", &err);
+
+			for (int i = 0; i < 500; i++) {
+				json_t *a = json_object();
+
+				pdk_json_set(a, "pad", json_string("................................................................................................................................"));
+				if (pdk_events_emit(ev, "test", 0, a, &err) < 0)
+					_exit(1);
+			}
+			pdk_events_free(ev);
+			_exit(0);
+		}
+	}
+	for (int w = 0; w < 4; w++) {
+		int st;
+
+		wait(&st);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	cr_assert_eq(pdk_read_file_at(AT_FDCWD, path, 64 << 20, &data, &err), 0);
+	for (char *s = data, *nl; (nl = strchr(s, '\n')) != NULL; s = nl + 1) {
+		json_error_t jerr;
+		json_t *j = json_loadb(s, (size_t)(nl - s), 0, &jerr);
+
+		cr_assert_not_null(j, "line %zu is not whole JSON: %s", lines, jerr.text);
+		json_decref(j);
+		lines++;
+	}
+	cr_assert_eq(lines, 2000);
+	free(data);
+	unlink(path);
+}
+
+Test(events, open_error_names_file)
+{
+	struct pdk_error *err = NULL;
+
+	cr_assert_null(pdk_events_open("/nonexistent-dir/ev.jsonl", "id", "t", &err));
+	cr_assert_not_null(strstr(err->msg, "/nonexistent-dir/ev.jsonl"));
+	cr_assert_eq(err->status, ENOENT);
+	pdk_error_free(&err);
+}
+
+Test(events, null_sink_is_noop)
+{
+	cr_assert_eq(pdk_events_emit(NULL, "x", 0, json_object(), NULL), 0);
+}

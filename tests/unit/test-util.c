@@ -1,3 +1,143 @@
 #include "common.h"
+#include "error.h"
+#include "util.h"
+
 #include <criterion/criterion.h>
-Test(util, placeholder) { cr_assert(1); }
+#include <fcntl.h>
+#include <string.h>
+
+Test(util, parse_size_units)
+{
+	uint64_t v = 0;
+
+	cr_assert_eq(pdk_parse_size("512", &v), 0);
+	cr_assert_eq(v, 512);
+	cr_assert_eq(pdk_parse_size("64K", &v), 0);
+	cr_assert_eq(v, 64 * 1024);
+	cr_assert_eq(pdk_parse_size("1M", &v), 0);
+	cr_assert_eq(v, 1 << 20);
+	cr_assert_eq(pdk_parse_size("2GiB", &v), 0);
+	cr_assert_eq(v, 2ULL << 30);
+	cr_assert_eq(pdk_parse_size("3g", &v), 0);
+	cr_assert_eq(v, 3ULL << 30);
+	cr_assert_eq(pdk_parse_size("1T", &v), 0);
+	cr_assert_eq(v, 1ULL << 40);
+}
+
+Test(util, parse_size_rejects_junk)
+{
+	uint64_t v = 7;
+
+	cr_assert_eq(pdk_parse_size("", &v), -EINVAL);
+	cr_assert_eq(pdk_parse_size("M", &v), -EINVAL);
+	cr_assert_eq(pdk_parse_size("-1M", &v), -EINVAL);
+	cr_assert_eq(pdk_parse_size("1.5G", &v), -EINVAL);
+	cr_assert_eq(pdk_parse_size("10X", &v), -EINVAL);
+	cr_assert_eq(pdk_parse_size("1 G", &v), -EINVAL);
+	cr_assert_eq(pdk_parse_size("99999999999999999999", &v), -ERANGE);
+	cr_assert_eq(pdk_parse_size("20000000T", &v), -ERANGE);
+	cr_assert_eq(v, 7, "a failed parse must not touch the output");
+}
+
+Test(util, parse_duration)
+{
+	uint64_t ms = 0;
+
+	cr_assert_eq(pdk_parse_duration("250ms", &ms), 0);
+	cr_assert_eq(ms, 250);
+	cr_assert_eq(pdk_parse_duration("30s", &ms), 0);
+	cr_assert_eq(ms, 30000);
+	cr_assert_eq(pdk_parse_duration("10", &ms), 0);
+	cr_assert_eq(ms, 10000);
+	cr_assert_eq(pdk_parse_duration("10m", &ms), 0);
+	cr_assert_eq(ms, 600000);
+	cr_assert_eq(pdk_parse_duration("2h", &ms), 0);
+	cr_assert_eq(ms, 7200000);
+	cr_assert_eq(pdk_parse_duration("1d", &ms), 0);
+	cr_assert_eq(ms, 86400000);
+	cr_assert_eq(pdk_parse_duration("1.5s", &ms), -EINVAL);
+	cr_assert_eq(pdk_parse_duration("5 s", &ms), -EINVAL);
+	cr_assert_eq(pdk_parse_duration("5y", &ms), -EINVAL);
+	cr_assert_eq(pdk_parse_duration("", &ms), -EINVAL);
+}
+
+Test(util, parse_u64_range)
+{
+	uint64_t v = 0;
+
+	cr_assert_eq(pdk_parse_u64("0", 10, &v), 0);
+	cr_assert_eq(v, 0);
+	cr_assert_eq(pdk_parse_u64("10", 10, &v), 0);
+	cr_assert_eq(pdk_parse_u64("11", 10, &v), -ERANGE);
+	cr_assert_eq(pdk_parse_u64("+1", 10, &v), -EINVAL);
+	cr_assert_eq(pdk_parse_u64("1x", 10, &v), -EINVAL);
+	cr_assert_eq(pdk_parse_u64("18446744073709551616", UINT64_MAX, &v), -ERANGE);
+}
+
+Test(util, strv)
+{
+	char **v = NULL;
+	char **d;
+
+	cr_assert_eq(pdk_strv_len(v), 0);
+	pdk_strv_push(&v, "a");
+	pdk_strv_push_take(&v, pdk_xstrdup("b"));
+	cr_assert_eq(pdk_strv_len(v), 2);
+	d = pdk_strv_dup(v);
+	cr_assert_str_eq(d[0], "a");
+	cr_assert_str_eq(d[1], "b");
+	cr_assert_null(d[2]);
+	cr_assert_neq(d[0], v[0]);
+	pdk_strv_free(v);
+	pdk_strv_free(d);
+}
+
+Test(util, error_first_wins_and_wrap)
+{
+	struct pdk_error *err = NULL;
+
+	cr_assert_eq(pdk_error_set(&err, ENOENT, "open '%s'", "/x"), -ENOENT);
+	cr_assert_eq(pdk_error_setx(&err, EPERM, "second"), -EPERM);
+	cr_assert_eq(err->status, ENOENT);
+	cr_assert_str_eq(err->msg, "open '/x': No such file or directory");
+	cr_assert_eq(pdk_error_wrap(&err, "load profile"), -ENOENT);
+	cr_assert_str_eq(err->msg, "load profile: open '/x': No such file or directory");
+	pdk_error_free(&err);
+	cr_assert_null(err);
+	cr_assert_eq(pdk_error_setx(NULL, 0, "no sink"), -EINVAL);
+}
+
+Test(util, read_file_cap)
+{
+	char path[] = "/tmp/pdk-util-XXXXXX";
+	int fd = mkstemp(path);
+	struct pdk_error *err = NULL;
+	char *out = NULL;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pdk_write_all(fd, "0123456789", 10), 0);
+	close(fd);
+	cr_assert_eq(pdk_read_file_at(AT_FDCWD, path, 10, &out, &err), 0);
+	cr_assert_str_eq(out, "0123456789");
+	free(out);
+	out = NULL;
+	cr_assert_eq(pdk_read_file_at(AT_FDCWD, path, 9, &out, &err), -E2BIG);
+	cr_assert_null(out);
+	cr_assert_not_null(strstr(err->msg, path));
+	pdk_error_free(&err);
+	unlink(path);
+}
+
+Test(util, make_id_is_uuidv7_and_ordered)
+{
+	char a[37], b[37];
+
+	pdk_make_id(a);
+	usleep(2000);
+	pdk_make_id(b);
+	cr_assert_eq(strlen(a), 36);
+	cr_assert_eq(a[8], '-');
+	cr_assert_eq(a[14], '7', "version nibble: %s", a);
+	cr_assert(strchr("89ab", a[19]) != NULL, "variant: %s", a);
+	cr_assert_lt(strcmp(a, b), 0, "ids are time-ordered: %s %s", a, b);
+}

@@ -1,0 +1,55 @@
+# Small TAP helpers for the integration scripts, sourced.
+#   prun root|user ARGS...   paddock run ARGS as root, or as nobody (setpriv)
+#   ok STATUS DESC           "ok N - DESC" when STATUS is 0
+#   is GOT WANT DESC         equality, with a diagnostic on mismatch
+# $PADDOCK and $PADDOCK_INIT come from meson (tests/meson.build).
+: "${PADDOCK:?PADDOCK must name the paddock binary}"
+: "${PADDOCK_INIT:=$(dirname "$PADDOCK")/paddock-init}"
+T=$(mktemp -d /tmp/paddock-it-XXXXXX)
+chmod 0755 "$T"
+mkdir -p "$T/bin" "$T/home"
+chmod 0777 "$T/home"
+# The build tree may not be readable by nobody: run copies from a world-readable place.
+cp "$PADDOCK" "$T/bin/paddock"
+cp "$PADDOCK_INIT" "$T/bin/paddock-init"
+chmod 0755 "$T/bin"/*
+UNPRIV_UID=65534
+TAP_N=0
+TAP_FAILED=0
+trap 'rm -rf "$T"' EXIT
+
+plan() { echo "1..$1"; }
+ok() {
+	TAP_N=$((TAP_N + 1))
+	if [ "$1" = 0 ]; then echo "ok $TAP_N - $2"; else echo "not ok $TAP_N - $2"; TAP_FAILED=$((TAP_FAILED + 1)); fi
+}
+is() {
+	if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; printf '#   got:  %s\n#   want: %s\n' "$1" "$2" | head -20; fi
+}
+done_testing() { [ "$TAP_FAILED" = 0 ]; }
+
+# A fresh workspace that both root and nobody can write.
+mkws() {
+	local d
+	d=$(mktemp -d "$T/ws-XXXXXX")
+	chmod 0777 "$d"
+	echo "$d"
+}
+
+# Sets PRUN to the argv prefix that starts paddock as root or as nobody.
+prun_cmd() {
+	local init="${PADDOCK_INIT_OVERRIDE:-$T/bin/paddock-init}"
+	if [ "$1" = root ]; then
+		PRUN=(env PADDOCK_INIT="$init" "$T/bin/paddock")
+	else
+		PRUN=(setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all
+			env PADDOCK_INIT="$init" "$T/bin/paddock")
+	fi
+}
+
+prun() {
+	local PRUN
+	prun_cmd "$1"
+	shift
+	(cd "$T/home" && exec "${PRUN[@]}" run "$@")
+}
