@@ -125,12 +125,29 @@ static int make_cgroup(struct pdk_sandbox *sb, struct pdk_error **err)
 	return 0;
 }
 
+/*
+ * The caller's user name, for the sandbox's /etc/passwd. Read straight from
+ * /etc/passwd: getpwuid() would load NSS modules on every start, and a
+ * directory service's name is not worth a network round trip here.
+ */
+static char *user_name(uid_t uid)
+{
+	_cleanup_fclose_ FILE *f = fopen("/etc/passwd", "re");
+	struct passwd *pw;
+
+	while (f != NULL && (pw = fgetpwent(f)) != NULL) {
+		if (pw->pw_uid == uid && pw->pw_name[0] != '\0')
+			return pdk_xstrdup(pw->pw_name);
+	}
+	return pdk_xstrdup(uid == 0 ? "root" : "user");
+}
+
 static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 {
 	const struct pdk_sandbox_config *cfg = sb->cfg;
 	const struct pdk_policy *p = cfg->policy;
 	bool ll_required = !(p->best_effort & PDK_BE_LANDLOCK);
-	struct passwd *pw = getpwuid(sb->uid);
+	_cleanup_free_ char *name = user_name(sb->uid);
 	struct pdk_mount_spec spec = {
 		.policy = p,
 		.workspace = cfg->workspace,
@@ -139,7 +156,7 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		.extra_rw = cfg->extra_rw,
 		.uid = sb->uid,
 		.gid = sb->gid,
-		.user_name = pw && pw->pw_name ? pw->pw_name : "user",
+		.user_name = name,
 		.hostname = p->hostname ? p->hostname : "paddock",
 	};
 
