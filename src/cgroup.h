@@ -35,8 +35,9 @@ enum pdk_cgroup_ctrl_flags {
 };
 
 struct pdk_cgroup_opts {
-	const char *root;   /* cgroupfs mount root; NULL = "/sys/fs/cgroup" (tests pass a fake tree) */
-	const char *parent; /* see above; NULL = env or own cgroup */
+	const char
+		*root; /* cgroupfs mount root; NULL = "/sys/fs/cgroup" (tests pass a fake tree) */
+	const char *parent;           /* see above; NULL = env or own cgroup */
 	const char *self_cgroup_file; /* NULL = "/proc/self/cgroup" (tests pass a fixture) */
 	enum pdk_cgroup_version version;
 };
@@ -51,7 +52,8 @@ struct pdk_cgroup_stats {
 	uint64_t memory_peak;  /* bytes; 0 if unknown */
 	uint64_t cpu_usage_ns; /* total CPU time of every task ever in the cgroup */
 	uint64_t oom_kills;    /* tasks killed by the OOM killer under this cgroup's limit */
-	uint64_t pids_denied;  /* forks refused by pids.max (v1: pids.events max; v2: pids.events max) */
+	uint64_t pids_denied;  /* forks refused by pids.max (v1: pids.events max; v2: pids.events
+				  max) */
 };
 
 struct pdk_cgroup;

@@ -15,10 +15,10 @@
 #include <stdint.h>
 #include <errno.h>
 
-#define PDK_MUST_CHECK __attribute__((warn_unused_result))
-#define PDK_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define PDK_NORETURN __attribute__((noreturn))
-#define PDK_UNUSED __attribute__((unused))
+#define PDK_MUST_CHECK    __attribute__((warn_unused_result))
+#define PDK_PRINTF(a, b)  __attribute__((format(printf, a, b)))
+#define PDK_NORETURN      __attribute__((noreturn))
+#define PDK_UNUSED        __attribute__((unused))
 
 #define PDK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

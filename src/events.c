@@ -54,7 +54,8 @@ void pdk_events_format_ts(uint64_t ts_ns, char *buf, size_t len)
 		return;
 	}
 	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	(void)snprintf(buf + n, len - n, ".%06lluZ", (unsigned long long)((ts_ns % 1000000000ULL) / 1000ULL));
+	(void)snprintf(buf + n, len - n, ".%06lluZ",
+		       (unsigned long long)((ts_ns % 1000000000ULL) / 1000ULL));
 }
 
 static json_t *str_or_null(const char *s)

@@ -26,11 +26,11 @@ enum pdk_init_stage {
 };
 
 struct pdk_init_msg {
-	uint32_t type;     /* enum pdk_init_msg_type */
-	uint32_t stage;    /* enum pdk_init_stage, for a failed EXEC */
-	int32_t pid;       /* the command's pid inside the sandbox */
-	int32_t err;       /* errno of a failed step */
-	int32_t status;    /* waitpid() status, for EXIT */
+	uint32_t type;  /* enum pdk_init_msg_type */
+	uint32_t stage; /* enum pdk_init_stage, for a failed EXEC */
+	int32_t pid;    /* the command's pid inside the sandbox */
+	int32_t err;    /* errno of a failed step */
+	int32_t status; /* waitpid() status, for EXIT */
 	int32_t pad;
 	uint64_t ts_ns;    /* CLOCK_REALTIME of the event */
 	uint64_t utime_us; /* CPU time of the command and everything the init reaped */

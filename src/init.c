@@ -28,7 +28,7 @@
 
 static volatile sig_atomic_t forward_pgid;
 
-static const int forwarded_signals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGUSR1,
+static const int forwarded_signals[] = {SIGHUP,  SIGINT,   SIGQUIT, SIGTERM, SIGUSR1,
 					SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP, SIGALRM};
 
 static void on_signal(int sig)
@@ -169,8 +169,10 @@ int main(int argc, char **argv)
 	m.status = reap_until(cmd);
 	m.pid = cmd;
 	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
-		m.utime_us = (uint64_t)ru.ru_utime.tv_sec * 1000000ULL + (uint64_t)ru.ru_utime.tv_usec;
-		m.stime_us = (uint64_t)ru.ru_stime.tv_sec * 1000000ULL + (uint64_t)ru.ru_stime.tv_usec;
+		m.utime_us =
+			(uint64_t)ru.ru_utime.tv_sec * 1000000ULL + (uint64_t)ru.ru_utime.tv_usec;
+		m.stime_us =
+			(uint64_t)ru.ru_stime.tv_sec * 1000000ULL + (uint64_t)ru.ru_stime.tv_usec;
 		m.maxrss_kb = (uint64_t)ru.ru_maxrss;
 	}
 	send_msg((int)ctl, &m);

@@ -15,8 +15,8 @@
 #include "error.h"
 
 enum pdk_landlock_access {
-	PDK_LANDLOCK_RO = 1, /* read files and dirs, execute */
-	PDK_LANDLOCK_RW = 2, /* everything on files and dirs below */
+	PDK_LANDLOCK_RO = 1,  /* read files and dirs, execute */
+	PDK_LANDLOCK_RW = 2,  /* everything on files and dirs below */
 	PDK_LANDLOCK_DEV = 3, /* a device node: read, write, ioctl */
 };
 

@@ -42,8 +42,8 @@ struct pdk_mount_plan {
 };
 
 static const char *const op_names[] = {
-	[OP_BIND] = "bind",       [OP_TMPFS] = "tmpfs",     [OP_PROC] = "proc",
-	[OP_DEVPTS] = "devpts",   [OP_SYMLINK] = "symlink", [OP_FILE] = "file",
+	[OP_BIND] = "bind",         [OP_TMPFS] = "tmpfs",     [OP_PROC] = "proc",
+	[OP_DEVPTS] = "devpts",     [OP_SYMLINK] = "symlink", [OP_FILE] = "file",
 	[OP_ROBIND] = "ro-remount", [OP_MASK] = "mask",
 };
 
@@ -71,7 +71,8 @@ static int add_host_bind(struct pdk_mount_plan *p, struct pdk_landlock *ll, cons
 	struct op *o;
 
 	if (path[0] != '/')
-		return pdk_error_setx(err, EINVAL, "bind source '%s' is not an absolute path", path);
+		return pdk_error_setx(err, EINVAL, "bind source '%s' is not an absolute path",
+				      path);
 	if (lstat(path, &st) < 0) {
 		if (errno == ENOENT && optional)
 			return 0;
@@ -98,8 +99,8 @@ static int add_host_bind(struct pdk_mount_plan *p, struct pdk_landlock *ll, cons
 	return 0;
 }
 
-static int add_bind_list(struct pdk_mount_plan *p, struct pdk_landlock *ll, char *const *v,
-			 bool rw, bool optional, struct pdk_error **err)
+static int add_bind_list(struct pdk_mount_plan *p, struct pdk_landlock *ll, char *const *v, bool rw,
+			 bool optional, struct pdk_error **err)
 {
 	for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
 		int rc = add_host_bind(p, ll, v[i], rw, optional, err);
@@ -119,8 +120,7 @@ static void add_file(struct pdk_mount_plan *p, const char *dst, char *content)
 }
 
 /* The filtered /etc: chosen host entries read-only, identity files generated. */
-static int add_etc(struct pdk_mount_plan *p, const struct pdk_mount_spec *s,
-		   struct pdk_error **err)
+static int add_etc(struct pdk_mount_plan *p, const struct pdk_mount_spec *s, struct pdk_error **err)
 {
 	char *const *etc = s->policy->etc;
 
@@ -171,8 +171,8 @@ static void add_dev(struct pdk_mount_plan *p, struct pdk_landlock *ll)
 {
 	static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
 	static const char *const links[][2] = {
-		{"/dev/ptmx", "pts/ptmx"},       {"/dev/fd", "/proc/self/fd"},
-		{"/dev/stdin", "/proc/self/fd/0"}, {"/dev/stdout", "/proc/self/fd/1"},
+		{"/dev/ptmx", "pts/ptmx"},          {"/dev/fd", "/proc/self/fd"},
+		{"/dev/stdin", "/proc/self/fd/0"},  {"/dev/stdout", "/proc/self/fd/1"},
 		{"/dev/stderr", "/proc/self/fd/2"},
 	};
 	struct op *o;
@@ -209,9 +209,10 @@ static void add_tmpfs_list(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 	for (size_t i = 0; pol->tmpfs != NULL && pol->tmpfs[i] != NULL; i++) {
 		struct op *o = add_op(p, OP_TMPFS, pol->tmpfs[i]);
 
-		o->data = pol->limits.tmp_size ? pdk_xasprintf("mode=1777,size=%llu",
-							       (unsigned long long)pol->limits.tmp_size)
-					       : pdk_xstrdup("mode=1777");
+		o->data = pol->limits.tmp_size
+				  ? pdk_xasprintf("mode=1777,size=%llu",
+						  (unsigned long long)pol->limits.tmp_size)
+				  : pdk_xstrdup("mode=1777");
 		o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 		if (ll != NULL)
 			pdk_landlock_add_path(ll, pol->tmpfs[i], PDK_LANDLOCK_RW);

@@ -29,11 +29,11 @@ struct pdk_mount_spec {
 	const struct pdk_policy *policy; /* borrowed */
 	const char *workspace;           /* absolute host path, or NULL for none */
 	enum pdk_ws_mode ws_mode;
-	char *const *extra_ro;           /* more host paths bound read-only (may be NULL) */
-	char *const *extra_rw;           /* more host paths bound read-write (may be NULL) */
-	uid_t uid;                       /* the user inside (== the caller's uid) */
+	char *const *extra_ro; /* more host paths bound read-only (may be NULL) */
+	char *const *extra_rw; /* more host paths bound read-write (may be NULL) */
+	uid_t uid;             /* the user inside (== the caller's uid) */
 	gid_t gid;
-	const char *user_name;           /* for the generated /etc/passwd */
+	const char *user_name; /* for the generated /etc/passwd */
 	const char *hostname;
 };
 

@@ -26,8 +26,9 @@ pid_t pdk_ns_clone(uint64_t flags, int *pidfd, struct pdk_error **err)
 		int e = errno;
 
 		if (e == EPERM || e == ENOSPC || e == EUSERS)
-			return pdk_error_set(err, e,
-					     "cannot create the sandbox's namespaces (clone3); unprivileged user namespaces may be disabled: check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces and, on Ubuntu, kernel.apparmor_restrict_unprivileged_userns");
+			return pdk_error_set(
+				err, e,
+				"cannot create the sandbox's namespaces (clone3); unprivileged user namespaces may be disabled: check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces and, on Ubuntu, kernel.apparmor_restrict_unprivileged_userns");
 		return pdk_error_set(err, e, "clone3 into new namespaces");
 	}
 	return (pid_t)pid;
@@ -45,8 +46,8 @@ static int write_proc_self(const char *file, const char *data)
 	return rc;
 }
 
-int pdk_ns_write_idmaps_child(uid_t outer_uid, gid_t outer_gid, uid_t inner_uid,
-			      gid_t inner_gid, const char **what)
+int pdk_ns_write_idmaps_child(uid_t outer_uid, gid_t outer_gid, uid_t inner_uid, gid_t inner_gid,
+			      const char **what)
 {
 	char line[64];
 	int rc;

@@ -11,8 +11,7 @@
 #include <sys/types.h>
 
 /* The namespaces every sandbox gets (the cgroup one is entered later, see sandbox.c). */
-#define PDK_NS_FLAGS                                                                               \
-	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
+#define PDK_NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
 
 /*
  * clone3(flags | CLONE_PIDFD) with SIGCHLD as exit signal. Returns the child

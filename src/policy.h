@@ -36,14 +36,14 @@ enum pdk_best_effort_flags {
 };
 
 struct pdk_policy_limits {
-	uint64_t memory;     /* bytes; 0 = unlimited (cgroup memory limit, swap 0) */
-	uint64_t pids;       /* tasks in the sandbox; 0 = unlimited (cgroup pids) */
-	uint32_t cpu_milli;  /* CPU bandwidth in thousandths of a CPU; 0 = unlimited */
-	uint64_t wall_ms;    /* wall-clock limit; 0 = none */
+	uint64_t memory;      /* bytes; 0 = unlimited (cgroup memory limit, swap 0) */
+	uint64_t pids;        /* tasks in the sandbox; 0 = unlimited (cgroup pids) */
+	uint32_t cpu_milli;   /* CPU bandwidth in thousandths of a CPU; 0 = unlimited */
+	uint64_t wall_ms;     /* wall-clock limit; 0 = none */
 	uint64_t cpu_time_ms; /* CPU time per process (RLIMIT_CPU); 0 = none */
-	uint64_t nofile;     /* RLIMIT_NOFILE; 0 = inherit */
-	uint64_t fsize;      /* RLIMIT_FSIZE bytes; 0 = unlimited */
-	uint64_t tmp_size;   /* size of each tmpfs (/tmp ...) in bytes; 0 = kernel default */
+	uint64_t nofile;      /* RLIMIT_NOFILE; 0 = inherit */
+	uint64_t fsize;       /* RLIMIT_FSIZE bytes; 0 = unlimited */
+	uint64_t tmp_size;    /* size of each tmpfs (/tmp ...) in bytes; 0 = kernel default */
 };
 
 struct pdk_policy {

@@ -70,9 +70,9 @@ static int open_init(struct pdk_sandbox *sb, struct pdk_error **err)
 	}
 	sb->init_fd = TEMP_FAILURE_RETRY(open(path, O_PATH | O_CLOEXEC));
 	if (sb->init_fd < 0)
-		return pdk_error_set(err, errno,
-				     "cannot open the sandbox init '%s' (set PADDOCK_INIT to its path)",
-				     path);
+		return pdk_error_set(
+			err, errno,
+			"cannot open the sandbox init '%s' (set PADDOCK_INIT to its path)", path);
 	return 0;
 }
 
@@ -111,8 +111,8 @@ static int make_cgroup(struct pdk_sandbox *sb, struct pdk_error **err)
 
 	memcpy(name, sb->id + 24, 12); /* the random tail of the id */
 	name[12] = '\0';
-	sb->cgroup = pdk_cgroup_new(name, sb->cfg->cgroup_opts ? sb->cfg->cgroup_opts : &none,
-				    &lim, required_cgroup_ctrls(p), &down, err);
+	sb->cgroup = pdk_cgroup_new(name, sb->cfg->cgroup_opts ? sb->cfg->cgroup_opts : &none, &lim,
+				    required_cgroup_ctrls(p), &down, err);
 	if (sb->cgroup == NULL)
 		return pdk_error_wrap(err, "cgroup");
 	sb->downgraded |= ctrls_to_be(down);
@@ -247,13 +247,14 @@ static json_t *create_attrs(struct pdk_sandbox *sb)
 
 	pdk_json_set(a, "profile", json_string(p->name ? p->name : ""));
 	pdk_json_set(a, "profile_source", json_string(p->source ? p->source : ""));
-	pdk_json_set(a, "workspace", sb->cfg->workspace ? json_string(sb->cfg->workspace)
-							: json_null());
+	pdk_json_set(a, "workspace",
+		     sb->cfg->workspace ? json_string(sb->cfg->workspace) : json_null());
 	pdk_json_set(a, "workspace_mode", json_string(pdk_policy_ws_mode_name(sb->cfg->ws_mode)));
 	pdk_json_set(a, "network", json_string(pdk_policy_net_mode_name(p->network.mode)));
 	pdk_json_set(a, "uid", json_integer(sb->uid));
-	pdk_json_set(a, "cgroup", pdk_cgroup_path(sb->cgroup) ? json_string(pdk_cgroup_path(sb->cgroup))
-							      : json_null());
+	pdk_json_set(a, "cgroup",
+		     pdk_cgroup_path(sb->cgroup) ? json_string(pdk_cgroup_path(sb->cgroup))
+						 : json_null());
 	pdk_json_set(a, "landlock_abi", json_integer(pdk_landlock_get_abi(sb->landlock)));
 	pdk_json_set(a, "limits.memory", json_integer((json_int_t)p->limits.memory));
 	pdk_json_set(a, "limits.pids", json_integer((json_int_t)p->limits.pids));
@@ -316,7 +317,8 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 	if (rc < 0) {
 		_cleanup_error_ struct pdk_error *cleanup_err = NULL;
 
-		(void)!pdk_sandbox_destroy(sb, &cleanup_err); /* the first error is the one to report */
+		(void)!pdk_sandbox_destroy(sb,
+					   &cleanup_err); /* the first error is the one to report */
 		return rc;
 	}
 	sb->t_exec_ns = pdk_now_mono_ns();

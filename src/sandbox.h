@@ -30,12 +30,12 @@ struct pdk_sandbox_config {
 	const char *cwd;                 /* inside; NULL = the workspace, else "/" */
 	const char *workspace;           /* absolute host path; NULL = none */
 	enum pdk_ws_mode ws_mode;
-	char *const *extra_ro;           /* more read-only binds (may be NULL) */
-	char *const *extra_rw;           /* more read-write binds (may be NULL) */
-	const char *init_path;           /* NULL: $PADDOCK_INIT, else paddock-init next to us */
-	struct pdk_events *events;       /* borrowed; may be NULL */
+	char *const *extra_ro;     /* more read-only binds (may be NULL) */
+	char *const *extra_rw;     /* more read-write binds (may be NULL) */
+	const char *init_path;     /* NULL: $PADDOCK_INIT, else paddock-init next to us */
+	struct pdk_events *events; /* borrowed; may be NULL */
 	const struct pdk_cgroup_opts *cgroup_opts; /* may be NULL */
-	pdk_warn_cb warn;                /* downgrades and other notices; may be NULL */
+	pdk_warn_cb warn;                          /* downgrades and other notices; may be NULL */
 	void *warn_data;
 };
 
@@ -53,13 +53,13 @@ struct pdk_sandbox_result {
 	int exit_code;
 	int signal;
 	int exec_errno;
-	uint64_t setup_ns;     /* create() start to the init running */
-	uint64_t wall_ns;      /* command start to end */
-	uint64_t cpu_ns;       /* CPU time of everything in the sandbox */
-	uint64_t memory_peak;  /* bytes (cgroup; else the largest RSS) */
+	uint64_t setup_ns;    /* create() start to the init running */
+	uint64_t wall_ns;     /* command start to end */
+	uint64_t cpu_ns;      /* CPU time of everything in the sandbox */
+	uint64_t memory_peak; /* bytes (cgroup; else the largest RSS) */
 	uint64_t oom_kills;
 	uint64_t pids_denied;
-	unsigned downgraded;   /* enum pdk_best_effort_flags not applied */
+	unsigned downgraded; /* enum pdk_best_effort_flags not applied */
 };
 
 struct pdk_sandbox;

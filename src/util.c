@@ -309,7 +309,7 @@ void pdk_make_id(char buf[static 37])
 	}
 	r[0] = (unsigned char)(0x70 | (r[0] & 0x0f)); /* version 7 */
 	r[2] = (unsigned char)(0x80 | (r[2] & 0x3f)); /* variant 10 */
-	(void)snprintf(buf, 37, "%08" PRIx64 "-%04" PRIx64 "-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		       ms >> 16, ms & 0xffff, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
-		       r[9]);
+	(void)snprintf(
+		buf, 37, "%08" PRIx64 "-%04" PRIx64 "-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		ms >> 16, ms & 0xffff, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]);
 }

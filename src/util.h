@@ -65,11 +65,11 @@ static inline void pdk__cleanup_strv(char ***v)
 #define _cleanup_strv_     __attribute__((cleanup(pdk__cleanup_strv)))
 
 /* Ownership transfer: the only way an owning local leaves its scope. */
-#define steal_ptr(pp)                                                                              \
-	({                                                                                         \
-		__typeof__(*(pp)) pdk__tmp = *(pp);                                                \
-		*(pp) = NULL;                                                                      \
-		pdk__tmp;                                                                          \
+#define steal_ptr(pp)                               \
+	({                                          \
+		__typeof__(*(pp)) pdk__tmp = *(pp); \
+		*(pp) = NULL;                       \
+		pdk__tmp;                           \
 	})
 static inline int steal_fd(int *fd)
 {
@@ -79,13 +79,13 @@ static inline int steal_fd(int *fd)
 }
 
 #ifndef TEMP_FAILURE_RETRY
-#define TEMP_FAILURE_RETRY(expr)                                                                   \
-	({                                                                                         \
-		long pdk__r;                                                                       \
-		do                                                                                 \
-			pdk__r = (long)(expr);                                                     \
-		while (pdk__r == -1L && errno == EINTR);                                           \
-		pdk__r;                                                                            \
+#define TEMP_FAILURE_RETRY(expr)                         \
+	({                                               \
+		long pdk__r;                             \
+		do                                       \
+			pdk__r = (long)(expr);           \
+		while (pdk__r == -1L && errno == EINTR); \
+		pdk__r;                                  \
 	})
 #endif
 

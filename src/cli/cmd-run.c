@@ -111,25 +111,56 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:w:e:C:t:m:h", long_opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': o->profile = optarg; break;
-		case 'w': o->workspace = optarg; break;
-		case OPT_WS_MODE: o->ws_mode = optarg; break;
-		case 'e': pdk_strv_push(&o->env, optarg); break;
-		case 'C': o->cwd = optarg; break;
-		case 't': o->timeout = optarg; break;
-		case 'm': o->memory = optarg; break;
-		case OPT_PIDS: o->pids = optarg; break;
-		case OPT_CPUS: o->cpus = optarg; break;
-		case OPT_RO: pdk_strv_push(&o->ro, optarg); break;
-		case OPT_RW: pdk_strv_push(&o->rw, optarg); break;
-		case OPT_EVENTS: o->events = optarg; break;
-		case OPT_STATS: o->stats = true; break;
-		case 'h': usage(stdout); return 1;
-		default: fputs("Try 'paddock run --help'.\n", stderr); return -1;
+		case 'p':
+			o->profile = optarg;
+			break;
+		case 'w':
+			o->workspace = optarg;
+			break;
+		case OPT_WS_MODE:
+			o->ws_mode = optarg;
+			break;
+		case 'e':
+			pdk_strv_push(&o->env, optarg);
+			break;
+		case 'C':
+			o->cwd = optarg;
+			break;
+		case 't':
+			o->timeout = optarg;
+			break;
+		case 'm':
+			o->memory = optarg;
+			break;
+		case OPT_PIDS:
+			o->pids = optarg;
+			break;
+		case OPT_CPUS:
+			o->cpus = optarg;
+			break;
+		case OPT_RO:
+			pdk_strv_push(&o->ro, optarg);
+			break;
+		case OPT_RW:
+			pdk_strv_push(&o->rw, optarg);
+			break;
+		case OPT_EVENTS:
+			o->events = optarg;
+			break;
+		case OPT_STATS:
+			o->stats = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			fputs("Try 'paddock run --help'.\n", stderr);
+			return -1;
 		}
 	}
 	if (optind >= argc) {
-		pdk_cli_error("run: no command given (usage: paddock run [OPTIONS] -- CMD [ARGS...])");
+		pdk_cli_error(
+			"run: no command given (usage: paddock run [OPTIONS] -- CMD [ARGS...])");
 		return -1;
 	}
 	o->argv = argv + optind;
@@ -164,7 +195,8 @@ static int apply_limit_opts(const struct pdk_run_opts *o, struct pdk_policy *p)
 	if (o->timeout && (pdk_parse_duration(o->timeout, &l->wall_ms) < 0 || l->wall_ms == 0))
 		return bad_value("--timeout", o->timeout, "a duration such as 500ms, 30s, 10m");
 	if (o->memory && (pdk_parse_size(o->memory, &l->memory) < 0 || l->memory < 1 << 20))
-		return bad_value("--memory", o->memory, "a size of at least 1M, such as 512M or 2G");
+		return bad_value("--memory", o->memory,
+				 "a size of at least 1M, such as 512M or 2G");
 	if (o->memory)
 		p->best_effort &= ~(unsigned)PDK_BE_MEMORY;
 	if (o->pids && (pdk_parse_u64(o->pids, 4194304, &l->pids) < 0 || l->pids == 0))
@@ -185,8 +217,8 @@ static int apply_ws_opts(const struct pdk_run_opts *o, struct pdk_policy *p, cha
 	struct stat st;
 
 	if (o->ws_mode) {
-		static const char *const names[] = {[PDK_WS_RW] = "rw", [PDK_WS_RO] = "ro",
-						    [PDK_WS_NONE] = "none"};
+		static const char *const names[] = {
+			[PDK_WS_RW] = "rw", [PDK_WS_RO] = "ro", [PDK_WS_NONE] = "none"};
 		size_t i;
 
 		for (i = 0; i < PDK_ARRAY_SIZE(names); i++)
@@ -298,14 +330,20 @@ static void human_size(uint64_t b, char *buf, size_t len)
 static int exit_code(const struct pdk_sandbox_result *r)
 {
 	switch (r->end) {
-	case PDK_SANDBOX_EXITED: return r->exit_code;
-	case PDK_SANDBOX_SIGNALED: return 128 + r->signal;
-	case PDK_SANDBOX_TIMEOUT: return PDK_EXIT_TIMEOUT;
-	case PDK_SANDBOX_OOM: return PDK_EXIT_OOM;
+	case PDK_SANDBOX_EXITED:
+		return r->exit_code;
+	case PDK_SANDBOX_SIGNALED:
+		return 128 + r->signal;
+	case PDK_SANDBOX_TIMEOUT:
+		return PDK_EXIT_TIMEOUT;
+	case PDK_SANDBOX_OOM:
+		return PDK_EXIT_OOM;
 	case PDK_SANDBOX_EXEC_FAILED:
 		return r->exec_errno == ENOENT ? PDK_EXIT_NOTFOUND : PDK_EXIT_NOEXEC;
-	case PDK_SANDBOX_LOST: return PDK_EXIT_SETUP;
-	default: return PDK_EXIT_SETUP;
+	case PDK_SANDBOX_LOST:
+		return PDK_EXIT_SETUP;
+	default:
+		return PDK_EXIT_SETUP;
 	}
 }
 

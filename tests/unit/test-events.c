@@ -21,7 +21,8 @@ Test(events, line_shape_and_escaping)
 {
 	_cleanup_free_ char *path = tmp_path();
 	struct pdk_error *err = NULL;
-	struct pdk_events *ev = pdk_events_open(path, "0190c0de-0000-7000-8000-000000000000", "t", &err);
+	struct pdk_events *ev =
+		pdk_events_open(path, "0190c0de-0000-7000-8000-000000000000", "t", &err);
 	json_t *a = json_object();
 	char *data = NULL;
 	json_t *line;
@@ -37,7 +38,8 @@ Test(events, line_shape_and_escaping)
 	line = json_loads(data, 0, &jerr);
 	cr_assert_not_null(line, "valid JSON: %s", jerr.text);
 	cr_assert_str_eq(json_string_value(json_object_get(line, "kind")), "process.exec");
-	cr_assert_str_eq(json_string_value(json_object_get(line, "ts")), "2023-11-14T22:13:20.123456Z");
+	cr_assert_str_eq(json_string_value(json_object_get(line, "ts")),
+			 "2023-11-14T22:13:20.123456Z");
 	cr_assert_str_eq(json_string_value(json_object_get(line, "sandbox")),
 			 "0190c0de-0000-7000-8000-000000000000");
 	cr_assert(json_is_null(json_object_get(line, "session")));
@@ -63,7 +65,10 @@ Test(events, concurrent_writers_never_interleave)
 			for (int i = 0; i < 500; i++) {
 				json_t *a = json_object();
 
-				pdk_json_set(a, "pad", json_string("................................................................................................................................"));
+				pdk_json_set(
+					a, "pad",
+					json_string(
+						"................................................................................................................................"));
 				if (pdk_events_emit(ev, "test", 0, a, &err) < 0)
 					_exit(1);
 			}
