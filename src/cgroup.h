@@ -83,6 +83,18 @@ const char *pdk_cgroup_path(const struct pdk_cgroup *cg);
 /* Move `pid` into the sandbox cgroup (every hierarchy in use). */
 PDK_MUST_CHECK int pdk_cgroup_attach(struct pdk_cgroup *cg, pid_t pid, struct pdk_error **err);
 
+/*
+ * Open cgroup.procs of every hierarchy in use (O_WRONLY|O_CLOEXEC), so that a
+ * child can join the cgroup itself with pdk_cgroup_join_child() before it
+ * does anything else: no parent round trip. Fills fds[0..n) and returns n
+ * (0 when no hierarchy is in use), or negative + *err. The caller closes them.
+ */
+PDK_MUST_CHECK int pdk_cgroup_open_procs(struct pdk_cgroup *cg, int *fds, size_t max,
+					 struct pdk_error **err);
+
+/* In a child: write "0" (= self) to each fd. No allocation. 0 or -errno. */
+PDK_MUST_CHECK int pdk_cgroup_join_child(const int *fds, size_t n);
+
 /* Read accounting. Fields that cannot be read are left 0. */
 PDK_MUST_CHECK int pdk_cgroup_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st,
 				    struct pdk_error **err);

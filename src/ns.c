@@ -3,35 +3,43 @@
 #include "util.h"
 
 #include <fcntl.h>
-#include <linux/sched.h>
 #include <net/if.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 
-pid_t pdk_ns_clone(uint64_t flags, int *pidfd, struct pdk_error **err)
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_SHARE_VM 0 /* ASan cannot follow instrumented code onto a foreign stack */
+#else
+#define SPAWN_SHARE_VM CLONE_VM
+#endif
+
+#define SPAWN_STACK_SIZE (256 * 1024)
+
+pid_t pdk_ns_spawn(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
+		   struct pdk_error **err)
 {
-	struct clone_args args;
-	long pid;
+	int cflags = (int)flags | SPAWN_SHARE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD;
+	void *stack = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+	pid_t pid;
+	int e;
 
-	memset(&args, 0, sizeof(args));
-	args.flags = flags | CLONE_PIDFD;
-	args.pidfd = (uint64_t)(uintptr_t)pidfd;
-	args.exit_signal = SIGCHLD;
-	pid = syscall(SYS_clone3, &args, sizeof(args));
-	if (pid < 0) {
-		int e = errno;
-
-		if (e == EPERM || e == ENOSPC || e == EUSERS)
-			return pdk_error_set(
-				err, e,
-				"cannot create the sandbox's namespaces (clone3); unprivileged user namespaces may be disabled: check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces and, on Ubuntu, kernel.apparmor_restrict_unprivileged_userns");
-		return pdk_error_set(err, e, "clone3 into new namespaces");
-	}
-	return (pid_t)pid;
+	if (stack == MAP_FAILED)
+		return pdk_error_set(err, errno, "cannot allocate the sandbox child's stack");
+	pid = clone(fn, (char *)stack + SPAWN_STACK_SIZE, cflags, arg, pidfd);
+	e = errno;
+	/* The child has exec'd or exited (CLONE_VFORK): its stack is ours again. */
+	(void)munmap(stack, SPAWN_STACK_SIZE);
+	if (pid >= 0)
+		return pid;
+	if (e == EPERM || e == ENOSPC || e == EUSERS)
+		return pdk_error_set(err, e,
+				     "cannot create the sandbox's namespaces; unprivileged user namespaces may be disabled: check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces and, on Ubuntu, kernel.apparmor_restrict_unprivileged_userns");
+	return pdk_error_set(err, e, "clone into new namespaces");
 }
 
 static int write_proc_self(const char *file, const char *data)

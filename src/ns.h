@@ -14,11 +14,18 @@
 #define PDK_NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
 
 /*
- * clone3(flags | CLONE_PIDFD) with SIGCHLD as exit signal. Returns the child
- * pid in the parent (and *pidfd), 0 in the child, -errno on failure.
+ * Start `fn(arg)` in a child created with `flags` (namespaces) plus
+ * CLONE_VFORK and CLONE_PIDFD, with SIGCHLD as exit signal. The call returns
+ * only once the child has exec'd or exited: until then the parent is
+ * suspended. Unless built with AddressSanitizer, the child also shares the
+ * parent's memory (CLONE_VM, as posix_spawn does): no page tables to copy
+ * and no copy-on-write faults, which makes sandbox start-up much cheaper.
+ * So `fn` must not allocate, and must end in exec or _exit, never return.
+ * Returns the child's pid (and *pidfd) or negative + *err.
  * This is the one place paddock creates processes (with init.c's fork()).
  */
-PDK_MUST_CHECK pid_t pdk_ns_clone(uint64_t flags, int *pidfd, struct pdk_error **err);
+PDK_MUST_CHECK pid_t pdk_ns_spawn(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
+				  struct pdk_error **err);
 
 /*
  * In the child, right after clone: map `inner_uid`/`inner_gid` in the new

@@ -42,16 +42,6 @@ PDK_NORETURN static void child_fail(struct pdk_sandbox *sb, int e, const char *f
 	_exit(125);
 }
 
-/* Wait for the parent's go-ahead (it has attached us to the cgroup). */
-static void wait_for_parent(struct pdk_sandbox *sb)
-{
-	char c;
-	ssize_t n = TEMP_FAILURE_RETRY(recv(sb->sync[1], &c, 1, 0));
-
-	if (n != 1)
-		_exit(125); /* the parent gave up: nobody to report to */
-}
-
 static void reset_signals(void)
 {
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
@@ -116,14 +106,18 @@ static void setup_confinement(struct pdk_sandbox *sb)
 		child_fail(sb, -rc, "cannot load seccomp filter: %s", strerror(-rc));
 }
 
-void pdk__sandbox_child(struct pdk_sandbox *sb)
+int pdk__sandbox_child(void *arg)
 {
-	(void)close(sb->sync[0]);
-	(void)close(sb->ctl[0]);
+	struct pdk_sandbox *sb = arg;
+	int rc;
+
+	/* SECURITY: not one step of setup runs outside the sandbox's cgroup. */
+	rc = pdk_cgroup_join_child(sb->cg_procs, sb->n_cg_procs);
+	if (rc < 0)
+		child_fail(sb, -rc, "cannot join the sandbox cgroup: %s", strerror(-rc));
 	/* SECURITY: if the supervisor dies, the sandbox dies with it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		child_fail(sb, errno, "cannot set parent-death signal: %s", strerror(errno));
-	wait_for_parent(sb);
 	reset_signals();
 	setup_namespaces(sb);
 	setup_filesystem(sb);

@@ -32,6 +32,8 @@ struct pdk_sandbox {
 	gid_t gid;
 	int init_fd; /* O_PATH of paddock-init */
 	int sync[2]; /* [0] parent, [1] child: SOCK_SEQPACKET, CLOEXEC */
+	int cg_procs[8]; /* cgroup.procs of each hierarchy, for the child to join */
+	size_t n_cg_procs;
 	int ctl[2];  /* [0] parent, [1] child -> init's control channel */
 	int pidfd;
 	pid_t pid; /* host pid of the init */
@@ -51,7 +53,10 @@ struct pdk_sandbox {
 	bool timed_out;
 };
 
-/* Runs in the child after clone3; never returns. */
-PDK_NORETURN void pdk__sandbox_child(struct pdk_sandbox *sb);
+/*
+ * Runs in the child (pdk_ns_spawn): shares the parent's memory, so it reads
+ * `sb` but never writes it, and never allocates. Never returns.
+ */
+int pdk__sandbox_child(void *sb);
 
 #endif

@@ -218,21 +218,20 @@ static void close_fd(int *fd)
 
 static int start(struct pdk_sandbox *sb, struct pdk_error **err)
 {
-	char go = 'g';
-	int rc;
+	int rc = pdk_cgroup_open_procs(sb->cgroup, sb->cg_procs, PDK_ARRAY_SIZE(sb->cg_procs), err);
 
-	sb->pid = pdk_ns_clone(sb->ns_flags, &sb->pidfd, err);
-	if (sb->pid < 0)
-		return sb->pid;
-	if (sb->pid == 0)
-		pdk__sandbox_child(sb);
-	close_fd(&sb->sync[1]);
-	close_fd(&sb->ctl[1]);
-	rc = pdk_cgroup_attach(sb->cgroup, sb->pid, err);
 	if (rc < 0)
 		return pdk_error_wrap(err, "cgroup");
-	if (TEMP_FAILURE_RETRY(send(sb->sync[0], &go, 1, MSG_NOSIGNAL)) != 1)
-		return pdk_error_set(err, errno, "cannot signal the sandbox child");
+	sb->n_cg_procs = (size_t)rc;
+	/* Returns once the child has exec'd the init or failed (CLONE_VFORK). */
+	sb->pid = pdk_ns_spawn(sb->ns_flags, pdk__sandbox_child, sb, &sb->pidfd, err);
+	for (size_t i = 0; i < sb->n_cg_procs; i++)
+		close_fd(&sb->cg_procs[i]);
+	sb->n_cg_procs = 0;
+	if (sb->pid < 0)
+		return sb->pid;
+	close_fd(&sb->sync[1]);
+	close_fd(&sb->ctl[1]);
 	rc = await_child(sb, err);
 	close_fd(&sb->sync[0]);
 	close_fd(&sb->init_fd);
@@ -483,7 +482,12 @@ static void fill_result(struct pdk_sandbox *sb, struct pdk_sandbox_result *res)
 		res->end = PDK_SANDBOX_EXEC_FAILED;
 	else if (!sb->got_exit)
 		res->end = st.oom_kills ? PDK_SANDBOX_OOM : PDK_SANDBOX_LOST;
-	else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && st.oom_kills > 0)
+	else if (st.oom_kills > 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		/*
+		 * The OOM killer acted and the command failed: the memory limit
+		 * ended it, whether the victim was the command itself or a child
+		 * whose death it passed on (a shell's 137).
+		 */
 		res->end = PDK_SANDBOX_OOM;
 	else if (WIFSIGNALED(status))
 		res->end = PDK_SANDBOX_SIGNALED;

@@ -11,7 +11,6 @@
 
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -177,7 +176,7 @@ static int parse_cpus(const char *s, uint32_t *milli)
 	v = strtod(s, &end);
 	if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 1024)
 		return -EINVAL;
-	*milli = (uint32_t)lround(v * 1000.0);
+	*milli = (uint32_t)(v * 1000.0 + 0.5);
 	return *milli ? 0 : -EINVAL;
 }
 
