@@ -358,6 +358,9 @@ static void report_end(const struct pdk_run_opts *o, const struct pdk_policy *p,
 		pdk_cli_error("memory limit reached: the command was killed by the OOM killer");
 	else if (r->end == PDK_SANDBOX_EXEC_FAILED)
 		pdk_cli_error("cannot execute '%s': %s", o->argv[0], strerror(r->exec_errno));
+	else if (r->oom_kills > 0)
+		pdk_cli_warn("the OOM killer killed %llu process(es) in the sandbox (memory limit)",
+			     (unsigned long long)r->oom_kills);
 	else if (r->end == PDK_SANDBOX_LOST)
 		pdk_cli_error("the sandbox ended without reporting its command's status");
 	if (!o->stats)

@@ -4,7 +4,6 @@ set -u
 . "$(dirname "$0")/lib-run.sh"
 P="$T/bin/paddock"
 
-plan 31
 out=$("$P" profile list); is "$out" "$(printf 'default\nstrict')" "profile list names the built-ins"
 "$P" profile show default > "$T/home/default.yaml"; is $? 0 "profile show default"
 grep -q '^name: default' "$T/home/default.yaml"; ok $? "show prints the profile's name"
