@@ -67,22 +67,32 @@ static void install_handlers(void)
 		(void)sigaction(forwarded_signals[i], &sa, NULL); /* valid signals: cannot fail */
 }
 
-/* In the forked child: become the command. Never returns. */
-PDK_NORETURN static void exec_command(int errpipe, char **argv, sigset_t *oldmask)
+/*
+ * The command is started with vfork(): the child borrows init's memory until
+ * it execs, so no page is copied (page faults are the dearest part of start-up
+ * on virtual machines). The parent is suspended until the child has exec'd or
+ * exited, so a failure can be reported through `fail`, a plain variable.
+ */
+struct exec_failure {
+	int err;
+	int stage;
+};
+
+/* In the vfork child: become the command. Never returns. */
+PDK_NORETURN static void exec_command(char **argv, const sigset_t *oldmask,
+				      volatile struct exec_failure *fail)
 {
-	struct pdk_init_msg m = {.type = PDK_INIT_MSG_EXEC};
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(forwarded_signals); i++)
 		(void)sigaction(forwarded_signals[i], &dfl, NULL);
 	(void)sigprocmask(SIG_SETMASK, oldmask, NULL);
-	m.stage = PDK_INIT_STAGE_SETSID;
+	fail->stage = PDK_INIT_STAGE_SETSID;
 	if (setsid() >= 0) {
-		m.stage = PDK_INIT_STAGE_EXEC;
+		fail->stage = PDK_INIT_STAGE_EXEC;
 		execvp(argv[0], argv);
 	}
-	m.err = errno;
-	(void)!write(errpipe, &m, sizeof(m)); /* the parent reads it or sees EOF */
+	fail->err = errno;
 	_exit(127);
 }
 
@@ -90,38 +100,28 @@ PDK_NORETURN static void exec_command(int errpipe, char **argv, sigset_t *oldmas
 static pid_t start_command(int ctl, char **argv)
 {
 	struct pdk_init_msg m = {.type = PDK_INIT_MSG_EXEC};
+	volatile struct exec_failure fail = {0, PDK_INIT_STAGE_NONE};
 	sigset_t all, old;
-	int p[2];
 	pid_t pid;
-	ssize_t n;
 
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		m.stage = PDK_INIT_STAGE_FORK;
-		m.err = errno;
-		send_msg(ctl, &m);
-		return -1;
-	}
+	/* No handler may run in the child before it has reset them all. */
 	sigfillset(&all);
 	(void)sigprocmask(SIG_BLOCK, &all, &old);
-	pid = fork();
-	if (pid == 0) {
-		(void)close(p[0]);
-		(void)close(ctl);
-		exec_command(p[1], argv, &old);
-	}
-	m.err = pid < 0 ? errno : 0;
-	if (pid > 0)
-		forward_pgid = pid; /* setsid() makes the pid its group id */
-	(void)sigprocmask(SIG_SETMASK, &old, NULL);
-	(void)close(p[1]);
-	n = pid < 0 ? 0 : TEMP_FAILURE_RETRY(read(p[0], &m, sizeof(m)));
-	(void)close(p[0]);
-	if (pid < 0)
+	pid = vfork();
+	if (pid == 0)
+		exec_command(argv, &old, &fail);
+	if (pid < 0) {
+		m.err = errno;
 		m.stage = PDK_INIT_STAGE_FORK;
-	m.type = PDK_INIT_MSG_EXEC;
+	} else if (fail.err != 0) {
+		m.err = fail.err;
+		m.stage = (uint32_t)fail.stage;
+		(void)waitpid(pid, NULL, 0); /* it has _exited already */
+	} else {
+		forward_pgid = pid; /* setsid() made the pid its process group id */
+	}
+	(void)sigprocmask(SIG_SETMASK, &old, NULL);
 	m.pid = pid;
-	if (n != (ssize_t)sizeof(m) && pid > 0)
-		m.err = 0, m.stage = PDK_INIT_STAGE_NONE; /* EOF: exec succeeded */
 	send_msg(ctl, &m);
 	return m.err == 0 ? pid : -1;
 }
