@@ -86,6 +86,7 @@ struct pdk_policy_report {
 	struct pdk_policy_diag *diags;
 	size_t n;
 	char *file;
+	char **files; /* other files named by diags (profiles reached through `extends`) */
 };
 
 void pdk_policy_report_release(struct pdk_policy_report *r);
@@ -95,6 +96,9 @@ void pdk_policy_report_print(const struct pdk_policy_report *r, FILE *out);
 /* Names of the built-in profiles, NULL-terminated. */
 extern const char *const pdk_policy_builtin_names[];
 
+/* Internal (policy.c <- policy-builtin.c): the YAML text of built-in `name`, or NULL. */
+const char *pdk__policy_builtin_yaml(const char *name);
+
 /*
  * Load a profile. `name_or_path` is a built-in name, the name of a file in
  * $XDG_CONFIG_HOME/paddock/profiles/NAME.yaml or /etc/paddock/profiles/NAME.yaml,
@@ -102,6 +106,8 @@ extern const char *const pdk_policy_builtin_names[];
  * On success returns a new policy (caller frees with pdk_policy_free()).
  * On failure returns NULL, fills `report` with every problem found (when the
  * file could be parsed at all) and sets *err to a summary.
+ * `report` may be NULL; otherwise it starts zeroed (or released) and the
+ * caller releases it with pdk_policy_report_release(), on success too.
  */
 struct pdk_policy *pdk_policy_load(const char *name_or_path, struct pdk_policy_report *report,
 				   struct pdk_error **err);
