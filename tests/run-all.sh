@@ -17,7 +17,7 @@ echo "== unit tests and the run/profile integration tests under ASan+UBSan ($asa
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	meson test -C "$asan" --no-rebuild --print-errorlogs --logbase paddock-asan \
 	--suite unit --suite fuzz || status=1
-ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	meson test -C "$asan" --no-rebuild --print-errorlogs --logbase paddock-asan-int \
 	run profile || status=1
 
