@@ -9,8 +9,8 @@
 
 /*
  * In the child. Drops the bounding set first (needs CAP_SETPCAP, which the
- * child has in its user namespace), then ambient, then capset() to zero,
- * then sets SECBIT_NOROOT and friends, locked. 0 or -errno; on failure
+ * child has in its user namespace), then ambient, then sets SECBIT_NOROOT
+ * and friends, locked (also needs CAP_SETPCAP), then capset() to zero. 0 or -errno; on failure
  * *what names the step that failed (static string).
  */
 PDK_MUST_CHECK int pdk_caps_drop_all_child(const char **what);

@@ -71,7 +71,8 @@ struct ll_rule {
 };
 
 struct pdk_landlock {
-	int abi; /* 0 = disabled (best effort) */
+	int abi;        /* 0 = disabled (best effort) */
+	bool allow_tcp; /* network.mode host: TCP is not Landlock's to deny */
 	struct ll_rule *rules;
 	size_t n, cap;
 };
@@ -105,12 +106,12 @@ static uint64_t fs_rights(int abi)
 	return r;
 }
 
-static struct ll_ruleset_attr ruleset_attr(int abi)
+static struct ll_ruleset_attr ruleset_attr(int abi, bool allow_tcp)
 {
 	struct ll_ruleset_attr a = {.handled_access_fs = fs_rights(abi)};
 
 	/* SECURITY: handled with no rule = no TCP bind or connect at all. */
-	if (abi >= 4)
+	if (abi >= 4 && !allow_tcp)
 		a.handled_access_net =
 			LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
 	/* SECURITY: no abstract unix socket and no signal reaches out of the sandbox. */
@@ -235,7 +236,7 @@ int pdk_landlock_apply_child(const struct pdk_landlock *ll, char *errbuf, size_t
 		return child_error(errbuf, errlen, EINVAL, "no Landlock ruleset", NULL);
 	if (ll->abi == 0)
 		return 0; /* best effort, and the parent has already reported the downgrade */
-	attr = ruleset_attr(ll->abi);
+	attr = ruleset_attr(ll->abi, ll->allow_tcp);
 	ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
 	if (ruleset < 0)
 		return child_error(errbuf, errlen, errno, "landlock_create_ruleset", NULL);
@@ -253,6 +254,11 @@ int pdk_landlock_apply_child(const struct pdk_landlock *ll, char *errbuf, size_t
 int pdk_landlock_get_abi(const struct pdk_landlock *ll)
 {
 	return ll != NULL ? ll->abi : 0;
+}
+
+void pdk_landlock_allow_tcp(struct pdk_landlock *ll)
+{
+	ll->allow_tcp = true;
 }
 
 void pdk_landlock_free(struct pdk_landlock *ll)

@@ -49,6 +49,12 @@ void pdk_landlock_add_exec_fd(struct pdk_landlock *ll, int fd);
 PDK_MUST_CHECK int pdk_landlock_apply_child(const struct pdk_landlock *ll, char *errbuf,
 					    size_t errlen);
 
+/*
+ * Leave TCP bind and connect alone (for network.mode host, where the
+ * sandbox shares the host's network on purpose).
+ */
+void pdk_landlock_allow_tcp(struct pdk_landlock *ll);
+
 /* ABI recorded at prepare (0 = disabled). */
 int pdk_landlock_get_abi(const struct pdk_landlock *ll);
 

@@ -168,6 +168,8 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		warn(cfg, "landlock not applied (best effort): the kernel has no Landlock");
 	}
 	pdk_landlock_add_exec_fd(sb->landlock, sb->init_fd);
+	if (p->network.mode == PDK_NET_HOST)
+		pdk_landlock_allow_tcp(sb->landlock);
 	sb->plan = pdk_mount_plan_new(&spec, sb->landlock, err);
 	if (sb->plan == NULL)
 		return pdk_error_wrap(err, "filesystem view");
