@@ -11,6 +11,7 @@
  */
 #include "common.h"
 #include "seccomp.h"
+#include "seccomp-internal.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
@@ -51,7 +52,6 @@
 #define NOPATH            "/nonexistent-paddock-test"
 
 /* Test hook in seccomp.c (PDK_UNIT_TESTING builds only). */
-const struct sock_fprog *pdk__seccomp_program(const struct pdk_seccomp *s);
 
 /*
  * Run LeakSanitizer's exit check now: it stops the world with ptrace,
@@ -599,4 +599,31 @@ Test(seccomp, ptrace_family_allowed_with_flag)
 	assert_allowed(syscall(SYS_pidfd_getfd, pidfd, 0, 0));
 	/* Reaches the kernel, which refuses for its own reason (the parent is not traced). */
 	assert_denied(ptrace(PTRACE_PEEKDATA, getppid(), 0, 0), ESRCH);
+}
+
+/*
+ * The programs built into libpaddock (seccomp-gen, at build time) must be
+ * exactly what the rules in seccomp-rules.c compile to now.
+ */
+Test(seccomp, builtin_programs_match_the_rules)
+{
+	const unsigned variants[] = {0, PDK_SECCOMP_ALLOW_PTRACE};
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(variants); i++) {
+		struct pdk_error *err = NULL;
+		struct sock_fprog fresh = {0};
+		struct pdk_seccomp *s = pdk_seccomp_prepare(variants[i], &err);
+		const struct sock_fprog *built;
+
+		cr_assert_not_null(s);
+		cr_assert_eq(pdk__seccomp_compile(variants[i], &fresh, &err), 0);
+		built = pdk__seccomp_program(s);
+		cr_assert_eq(built->len, fresh.len, "flags %u: %u vs %u insns", variants[i],
+			     built->len, fresh.len);
+		cr_assert_eq(memcmp(built->filter, fresh.filter, fresh.len * sizeof(*fresh.filter)),
+			     0, "flags %u: the built-in program differs from the rules",
+			     variants[i]);
+		free(fresh.filter);
+		pdk_seccomp_free(s);
+	}
 }
