@@ -11,7 +11,6 @@
 #include <sys/syscall.h>
 
 #define NEWROOT "/newroot"
-#define ETC_COPY_MAX (256 * 1024) /* larger /etc files are bound, not copied */
 #define OLDROOT "/oldroot"
 
 enum op_kind {
@@ -23,7 +22,6 @@ enum op_kind {
 	OP_FILE,    /* dst (in the root tmpfs) gets `data` as content */
 	OP_ROBIND,  /* dst bound onto itself, read-only (used inside /proc) */
 	OP_MASK,    /* dst hidden: an empty read-only tmpfs (dir) or /dev/null (file) */
-	OP_COPY,    /* src (a small host file) copied to dst in the root tmpfs */
 };
 
 struct op {
@@ -46,7 +44,7 @@ struct pdk_mount_plan {
 static const char *const op_names[] = {
 	[OP_BIND] = "bind",         [OP_TMPFS] = "tmpfs",     [OP_PROC] = "proc",
 	[OP_DEVPTS] = "devpts",     [OP_SYMLINK] = "symlink", [OP_FILE] = "file",
-	[OP_ROBIND] = "ro-remount", [OP_MASK] = "mask",         [OP_COPY] = "copy",
+	[OP_ROBIND] = "ro-remount", [OP_MASK] = "mask",
 };
 
 static struct op *add_op(struct pdk_mount_plan *p, enum op_kind kind, const char *dst)
@@ -128,22 +126,8 @@ static int add_etc(struct pdk_mount_plan *p, const struct pdk_mount_spec *s, str
 
 	for (size_t i = 0; etc != NULL && etc[i] != NULL; i++) {
 		_cleanup_free_ char *host = pdk_xasprintf("/etc/%s", etc[i]);
-		struct stat st;
-		int rc;
+		int rc = add_host_bind(p, NULL, host, false, true, err);
 
-		/*
-		 * A small regular file is copied into the root tmpfs (sealed
-		 * read-only later) rather than bound: a mount, and its unmount at
-		 * teardown, cost more than a copy.
-		 */
-		if (lstat(host, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= ETC_COPY_MAX) {
-			struct op *o = add_op(p, OP_COPY, host);
-
-			o->is_dir = false;
-			o->src = pdk_xasprintf(OLDROOT "%s", host);
-			continue;
-		}
-		rc = add_host_bind(p, NULL, host, false, true, err);
 		if (rc < 0)
 			return rc;
 	}
@@ -294,7 +278,7 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct
 	const struct pdk_policy *pol = s->policy;
 	int rc;
 
-	p->root_opts = pdk_xstrdup("mode=0755,size=8m,nr_inodes=4096");
+	p->root_opts = pdk_xstrdup("mode=0755,size=1m,nr_inodes=4096");
 	if (ll != NULL)
 		pdk_landlock_add_path(ll, "/", PDK_LANDLOCK_RO);
 	rc = add_bind_list(p, ll, pol->read_only, false, true, err);
@@ -425,33 +409,6 @@ static int write_file(const char *path, const char *data)
 	return rc < 0 ? -1 : 0;
 }
 
-/* Copy a host file into the root tmpfs, keeping its permission bits. */
-static int copy_file(const char *src, const char *dst)
-{
-	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	_cleanup_close_ int out = -1;
-	char buf[16384];
-	struct stat st;
-	ssize_t n;
-
-	if (in < 0)
-		return errno == ENOENT ? 0 : -1; /* vanished since the plan: nothing to copy */
-	if (fstat(in, &st) < 0)
-		return -1;
-	if (!S_ISREG(st.st_mode))
-		return -(errno = EINVAL);
-	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, st.st_mode & 0755);
-	if (out < 0)
-		return -1;
-	while ((n = TEMP_FAILURE_RETRY(read(in, buf, sizeof(buf)))) > 0) {
-		int rc = pdk_write_all(out, buf, (size_t)n);
-
-		if (rc < 0)
-			return -(errno = -rc);
-	}
-	return n < 0 ? -1 : 0;
-}
-
 static int apply_mask(const struct op *o)
 {
 	if (o->is_dir) {
@@ -467,8 +424,7 @@ static int apply_op(const struct op *o, char *errbuf, size_t len)
 {
 	int rc = 0;
 
-	if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK &&
-	    o->kind != OP_COPY) {
+	if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK) {
 		rc = make_path(o->dst, o->is_dir);
 		if (rc < 0) {
 			errno = -rc;
@@ -518,13 +474,6 @@ static int apply_op(const struct op *o, char *errbuf, size_t len)
 	case OP_MASK:
 		if (apply_mask(o) < 0 && !(errno == ENOENT && o->optional))
 			return fail(errbuf, len, "cannot hide", o->dst, NULL);
-		return 0;
-	case OP_COPY:
-		rc = make_parents(o->dst);
-		if (rc < 0)
-			errno = -rc;
-		if (rc < 0 || copy_file(o->src, o->dst) < 0)
-			return fail(errbuf, len, "cannot copy", o->src, o->dst);
 		return 0;
 	default:
 		errno = EINVAL;
