@@ -27,13 +27,13 @@
 #include <unistd.h>
 
 #ifndef TEMP_FAILURE_RETRY /* glibc has it; musl does not */
-#define TEMP_FAILURE_RETRY(expr)                                                                   \
-	({                                                                                         \
-		long init__r;                                                                      \
-		do                                                                                 \
-			init__r = (long)(expr);                                                    \
-		while (init__r == -1L && errno == EINTR);                                          \
-		init__r;                                                                           \
+#define TEMP_FAILURE_RETRY(expr)                          \
+	({                                                \
+		long init__r;                             \
+		do                                        \
+			init__r = (long)(expr);           \
+		while (init__r == -1L && errno == EINTR); \
+		init__r;                                  \
 	})
 #endif
 

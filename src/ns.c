@@ -19,8 +19,7 @@
 
 #define SPAWN_STACK_SIZE (256 * 1024)
 
-pid_t pdk_ns_spawn(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
-		   struct pdk_error **err)
+pid_t pdk_ns_spawn(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd, struct pdk_error **err)
 {
 	int cflags = (int)flags | SPAWN_SHARE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD;
 	void *stack = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE,
@@ -37,8 +36,9 @@ pid_t pdk_ns_spawn(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
 	if (pid >= 0)
 		return pid;
 	if (e == EPERM || e == ENOSPC || e == EUSERS)
-		return pdk_error_set(err, e,
-				     "cannot create the sandbox's namespaces; unprivileged user namespaces may be disabled: check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces and, on Ubuntu, kernel.apparmor_restrict_unprivileged_userns");
+		return pdk_error_set(
+			err, e,
+			"cannot create the sandbox's namespaces; unprivileged user namespaces may be disabled: check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces and, on Ubuntu, kernel.apparmor_restrict_unprivileged_userns");
 	return pdk_error_set(err, e, "clone into new namespaces");
 }
 

@@ -1,5 +1,5 @@
 /*
- * sandbox-child.c - the child between clone3() and execveat() of the init.
+ * sandbox-child.c - the child between its spawn and execveat() of the init.
  *
  * It runs in new user, mount, pid, ipc, uts (and net) namespaces, as pid 1
  * of the new pid namespace, with a copy of the parent's memory. It must

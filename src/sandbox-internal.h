@@ -30,11 +30,11 @@ struct pdk_sandbox {
 	uint64_t ns_flags;
 	uid_t uid;
 	gid_t gid;
-	int init_fd; /* O_PATH of paddock-init */
-	int sync[2]; /* [0] parent, [1] child: SOCK_SEQPACKET, CLOEXEC */
+	int init_fd;     /* O_PATH of paddock-init */
+	int sync[2];     /* [0] parent, [1] child: SOCK_SEQPACKET, CLOEXEC */
 	int cg_procs[8]; /* cgroup.procs of each hierarchy, for the child to join */
 	size_t n_cg_procs;
-	int ctl[2];  /* [0] parent, [1] child -> init's control channel */
+	int ctl[2]; /* [0] parent, [1] child -> init's control channel */
 	int pidfd;
 	pid_t pid; /* host pid of the init */
 	bool reaped;

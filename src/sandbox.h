@@ -3,8 +3,9 @@
  *
  * This is the one place that knows the order of setup (DESIGN.md):
  *   parent: cgroup, init fd, mount plan + Landlock rules, seccomp filter,
- *           socketpairs, clone3 into new namespaces, attach to the cgroup;
- *   child:  id maps, cgroup namespace, hostname, lo up, mounts + pivot_root,
+ *           socketpairs, clone (CLONE_VM|CLONE_VFORK) into new namespaces;
+ *   child:  join the cgroup, id maps, cgroup namespace, hostname, lo up,
+ *           mounts + pivot_root,
  *           cwd, rlimits, Landlock, drop caps, no_new_privs, seccomp,
  *           execveat(init).
  * Any failed step aborts creation (fail closed).

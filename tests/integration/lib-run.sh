@@ -19,8 +19,10 @@ TAP_FAILED=0
 trap 'rm -rf "$T"' EXIT
 
 ok() {
+	local desc
+	desc=$(printf '%s' "$2" | tr '\n' ' ' | cut -c1-200) # one TAP line, whatever it quotes
 	TAP_N=$((TAP_N + 1))
-	if [ "$1" = 0 ]; then echo "ok $TAP_N - $2"; else echo "not ok $TAP_N - $2"; TAP_FAILED=$((TAP_FAILED + 1)); fi
+	if [ "$1" = 0 ]; then echo "ok $TAP_N - $desc"; else echo "not ok $TAP_N - $desc"; TAP_FAILED=$((TAP_FAILED + 1)); fi
 }
 is() {
 	if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; printf '#   got:  %s\n#   want: %s\n' "$1" "$2" | head -20; fi
