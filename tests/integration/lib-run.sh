@@ -16,7 +16,7 @@ chmod 0755 "$T/bin"/*
 UNPRIV_UID=65534
 TAP_N=0
 TAP_FAILED=0
-trap 'rm -rf "$T"' EXIT
+trap 'undelegate_cgroup; rm -rf "$T"' EXIT
 
 ok() {
 	local desc
@@ -42,14 +42,37 @@ mkws() {
 }
 
 # Sets PRUN to the argv prefix that starts paddock as root or as nobody.
+# PRUN_ENV (an array of K=V) adds to paddock's environment.
 prun_cmd() {
 	local init="${PADDOCK_INIT_OVERRIDE:-$T/bin/paddock-init}"
 	if [ "$1" = root ]; then
-		PRUN=(env PADDOCK_INIT="$init" "$T/bin/paddock")
+		PRUN=(env PADDOCK_INIT="$init" "${PRUN_ENV[@]}" "$T/bin/paddock")
 	else
 		PRUN=(setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all
-			env PADDOCK_INIT="$init" "$T/bin/paddock")
+			env PADDOCK_INIT="$init" "${PRUN_ENV[@]}" "$T/bin/paddock")
 	fi
+}
+PRUN_ENV=()
+
+# Delegate a cgroup (v1: one per controller) to the unprivileged user, as an administrator
+# would; prints the parent path for PADDOCK_CGROUP_PARENT. Removed by undelegate_cgroup.
+DELEGATED=""
+delegate_cgroup() {
+	local c
+	DELEGATED="/paddock-test-$$"
+	for c in memory pids cpu cpuacct freezer; do
+		[ -d "/sys/fs/cgroup/$c" ] || continue
+		mkdir -p "/sys/fs/cgroup/$c$DELEGATED"
+		chown -R "$UNPRIV_UID:$UNPRIV_UID" "/sys/fs/cgroup/$c$DELEGATED"
+	done
+}
+undelegate_cgroup() {
+	local c
+	[ -n "$DELEGATED" ] || return 0
+	for c in memory pids cpu cpuacct freezer; do
+		[ -d "/sys/fs/cgroup/$c$DELEGATED" ] && rmdir "/sys/fs/cgroup/$c$DELEGATED" 2>/dev/null
+	done
+	DELEGATED=""
 }
 
 prun() {
