@@ -89,16 +89,46 @@ static int list_dir(const char *path)
 	return 0;
 }
 
-static int p_read_shadow(void) { return open_read("/etc/shadow"); }
-static int p_list_root(void) { return list_dir("/root"); }
-static int p_list_home(void) { return list_dir("/home"); }
-static int p_proc1_root(void) { return open_read("/proc/1/root/etc/passwd"); }
-static int p_proc1_environ(void) { return open_read("/proc/1/environ"); }
-static int p_proc1_mem(void) { return open_read("/proc/1/mem"); }
-static int p_dotdot_root(void) { return open_read("/proc/self/root/../../../etc/shadow"); }
-static int p_dev_mem(void) { return open_read("/dev/mem"); }
-static int p_dev_disk(void) { return open_read("/dev/vda") == 0 || open_read("/dev/sda") == 0 ? 0 : ENOENT; }
-static int p_sysfs(void) { return list_dir("/sys/kernel"); }
+static int p_read_shadow(void)
+{
+	return open_read("/etc/shadow");
+}
+static int p_list_root(void)
+{
+	return list_dir("/root");
+}
+static int p_list_home(void)
+{
+	return list_dir("/home");
+}
+static int p_proc1_root(void)
+{
+	return open_read("/proc/1/root/etc/passwd");
+}
+static int p_proc1_environ(void)
+{
+	return open_read("/proc/1/environ");
+}
+static int p_proc1_mem(void)
+{
+	return open_read("/proc/1/mem");
+}
+static int p_dotdot_root(void)
+{
+	return open_read("/proc/self/root/../../../etc/shadow");
+}
+static int p_dev_mem(void)
+{
+	return open_read("/dev/mem");
+}
+static int p_dev_disk(void)
+{
+	return open_read("/dev/vda") == 0 || open_read("/dev/sda") == 0 ? 0 : ENOENT;
+}
+static int p_sysfs(void)
+{
+	return list_dir("/sys/kernel");
+}
 static int p_host_proc_pid(void)
 {
 	char p[64];
@@ -106,22 +136,70 @@ static int p_host_proc_pid(void)
 	snprintf(p, sizeof(p), "/proc/%s/cmdline", arg ? arg : "1");
 	return open_read(p) == 0 && arg != NULL ? 0 : ENOENT;
 }
-static int p_write_usr(void) { return open_write("/usr/bin/paddock-escape"); }
-static int p_write_etc(void) { return open_write("/etc/paddock-escape"); }
-static int p_mkdir_root(void) { return ret(mkdir("/paddock-escape", 0755)); }
-static int p_write_sysctl(void) { return open_write("/proc/sys/kernel/hostname"); }
-static int p_sysrq(void) { return open_write("/proc/sysrq-trigger"); }
-static int p_mount_tmpfs(void) { return ret(mount("tmpfs", "/tmp", "tmpfs", 0, NULL)); }
-static int p_remount_rw(void) { return ret(mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND, NULL)); }
-static int p_umount_proc(void) { return ret(umount2("/proc", MNT_DETACH)); }
-static int p_fsopen(void) { return ret(syscall(SYS_fsopen, "tmpfs", 0)); }
-static int p_open_tree(void) { return ret(syscall(SYS_open_tree, AT_FDCWD, "/", 1 /* CLONE */)); }
-static int p_pivot_root(void) { return ret(syscall(SYS_pivot_root, "/tmp", "/tmp")); }
-static int p_chroot(void) { return ret(chroot("/tmp")); }
-static int p_mount_cgroup(void) { return ret(mount("cgroup", "/tmp", "cgroup", 0, "memory")); }
-static int p_unshare_user(void) { return ret(unshare(CLONE_NEWUSER)); }
-static int p_unshare_mount(void) { return ret(unshare(CLONE_NEWNS)); }
-static int p_unshare_net(void) { return ret(unshare(CLONE_NEWNET)); }
+static int p_write_usr(void)
+{
+	return open_write("/usr/bin/paddock-escape");
+}
+static int p_write_etc(void)
+{
+	return open_write("/etc/paddock-escape");
+}
+static int p_mkdir_root(void)
+{
+	return ret(mkdir("/paddock-escape", 0755));
+}
+static int p_write_sysctl(void)
+{
+	return open_write("/proc/sys/kernel/hostname");
+}
+static int p_sysrq(void)
+{
+	return open_write("/proc/sysrq-trigger");
+}
+static int p_mount_tmpfs(void)
+{
+	return ret(mount("tmpfs", "/tmp", "tmpfs", 0, NULL));
+}
+static int p_remount_rw(void)
+{
+	return ret(mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND, NULL));
+}
+static int p_umount_proc(void)
+{
+	return ret(umount2("/proc", MNT_DETACH));
+}
+static int p_fsopen(void)
+{
+	return ret(syscall(SYS_fsopen, "tmpfs", 0));
+}
+static int p_open_tree(void)
+{
+	return ret(syscall(SYS_open_tree, AT_FDCWD, "/", 1 /* CLONE */));
+}
+static int p_pivot_root(void)
+{
+	return ret(syscall(SYS_pivot_root, "/tmp", "/tmp"));
+}
+static int p_chroot(void)
+{
+	return ret(chroot("/tmp"));
+}
+static int p_mount_cgroup(void)
+{
+	return ret(mount("cgroup", "/tmp", "cgroup", 0, "memory"));
+}
+static int p_unshare_user(void)
+{
+	return ret(unshare(CLONE_NEWUSER));
+}
+static int p_unshare_mount(void)
+{
+	return ret(unshare(CLONE_NEWNS));
+}
+static int p_unshare_net(void)
+{
+	return ret(unshare(CLONE_NEWNET));
+}
 static int p_clone_newuser(void)
 {
 	long pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0);
@@ -151,8 +229,14 @@ static int p_setns(void)
 		return errno;
 	return ret(setns(fd, 0));
 }
-static int p_ptrace_init(void) { return ret(ptrace(PTRACE_ATTACH, 1, NULL, NULL)); }
-static int p_ptrace_host(void) { return ret(ptrace(PTRACE_ATTACH, arg ? atoi(arg) : 1, NULL, NULL)); }
+static int p_ptrace_init(void)
+{
+	return ret(ptrace(PTRACE_ATTACH, 1, NULL, NULL));
+}
+static int p_ptrace_host(void)
+{
+	return ret(ptrace(PTRACE_ATTACH, arg ? atoi(arg) : 1, NULL, NULL));
+}
 static int p_vm_readv(void)
 {
 	char buf[8];
@@ -160,15 +244,24 @@ static int p_vm_readv(void)
 
 	return ret(process_vm_readv(1, &l, 1, &r, 1, 0));
 }
-static int p_kill_host(void) { return ret(kill(arg ? atoi(arg) : 1, SIGKILL)); }
+static int p_kill_host(void)
+{
+	return ret(kill(arg ? atoi(arg) : 1, SIGKILL));
+}
 static int p_kill_all(void)
 {
 	/* Everything this can reach must be inside; the test checks the host. */
 	(void)kill(-1, SIGKILL);
 	return EPERM; /* "blocked" is decided by the test, from the host side */
 }
-static int p_keyctl(void) { return ret(syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "paddock")); }
-static int p_add_key(void) { return ret(syscall(SYS_add_key, "user", "paddock", "x", 1, KEY_SPEC_PROCESS_KEYRING)); }
+static int p_keyctl(void)
+{
+	return ret(syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "paddock"));
+}
+static int p_add_key(void)
+{
+	return ret(syscall(SYS_add_key, "user", "paddock", "x", 1, KEY_SPEC_PROCESS_KEYRING));
+}
 static int p_bpf(void)
 {
 	union bpf_attr a;
@@ -190,24 +283,42 @@ static int p_perf(void)
 	a.config = PERF_COUNT_SW_CPU_CLOCK;
 	return ret(syscall(SYS_perf_event_open, &a, 0, -1, -1, 0));
 }
-static int p_userfaultfd(void) { return ret(syscall(SYS_userfaultfd, O_CLOEXEC)); }
+static int p_userfaultfd(void)
+{
+	return ret(syscall(SYS_userfaultfd, O_CLOEXEC));
+}
 static int p_io_uring(void)
 {
 	char params[120] = {0};
 
 	return ret(syscall(SYS_io_uring_setup, 4, params));
 }
-static int p_kexec(void) { return ret(syscall(SYS_kexec_load, 0, 0, NULL, 0)); }
-static int p_init_module(void) { return ret(syscall(SYS_finit_module, 0, "", 0)); }
+static int p_kexec(void)
+{
+	return ret(syscall(SYS_kexec_load, 0, 0, NULL, 0));
+}
+static int p_init_module(void)
+{
+	return ret(syscall(SYS_finit_module, 0, "", 0));
+}
 static int p_open_by_handle(void)
 {
 	char h[64] = {0};
 
 	return ret(syscall(SYS_open_by_handle_at, AT_FDCWD, h, O_RDONLY));
 }
-static int p_personality(void) { return ret(personality(READ_IMPLIES_EXEC)); }
-static int p_reboot(void) { return ret(syscall(SYS_reboot, 0xfee1dead, 672274793, 0x4321fedc, NULL)); }
-static int p_sethostname(void) { return ret(sethostname("escaped", 7)); }
+static int p_personality(void)
+{
+	return ret(personality(READ_IMPLIES_EXEC));
+}
+static int p_reboot(void)
+{
+	return ret(syscall(SYS_reboot, 0xfee1dead, 672274793, 0x4321fedc, NULL));
+}
+static int p_sethostname(void)
+{
+	return ret(sethostname("escaped", 7));
+}
 static int p_setgroups(void)
 {
 	gid_t g = 0;
@@ -226,7 +337,10 @@ static int p_raise_rlimit(void)
 	r.rlim_cur = r.rlim_max;
 	return ret(setrlimit(RLIMIT_NOFILE, &r));
 }
-static int p_mknod(void) { return ret(mknod("/tmp/paddock-null", S_IFCHR | 0666, makedev(1, 3))); }
+static int p_mknod(void)
+{
+	return ret(mknod("/tmp/paddock-null", S_IFCHR | 0666, makedev(1, 3)));
+}
 static int p_tiocsti(void)
 {
 	char c = '#';
@@ -239,8 +353,14 @@ static int p_tioclinux(void)
 
 	return ret(ioctl(0, TIOCLINUX, &sub));
 }
-static int p_packet_socket(void) { return ret(socket(AF_PACKET, SOCK_RAW, 0)); }
-static int p_raw_socket(void) { return ret(socket(AF_INET, SOCK_RAW, IPPROTO_ICMP)); }
+static int p_packet_socket(void)
+{
+	return ret(socket(AF_PACKET, SOCK_RAW, 0));
+}
+static int p_raw_socket(void)
+{
+	return ret(socket(AF_INET, SOCK_RAW, IPPROTO_ICMP));
+}
 static int p_tcp_connect(void)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(arg ? atoi(arg) : 80)};
@@ -349,37 +469,68 @@ static const struct {
 	const char *name;
 	int (*fn)(void);
 } probes[] = {
-	{"read-shadow", p_read_shadow},       {"list-root", p_list_root},
-	{"list-home", p_list_home},           {"proc1-root", p_proc1_root},
-	{"proc1-environ", p_proc1_environ},   {"proc1-mem", p_proc1_mem},
-	{"dotdot-root", p_dotdot_root},       {"dev-mem", p_dev_mem},
-	{"dev-disk", p_dev_disk},             {"sysfs", p_sysfs},
-	{"host-proc-pid", p_host_proc_pid},   {"write-usr", p_write_usr},
-	{"write-etc", p_write_etc},           {"mkdir-root", p_mkdir_root},
-	{"write-sysctl", p_write_sysctl},     {"sysrq", p_sysrq},
-	{"mount-tmpfs", p_mount_tmpfs},       {"remount-rw", p_remount_rw},
-	{"umount-proc", p_umount_proc},       {"fsopen", p_fsopen},
-	{"open-tree", p_open_tree},           {"pivot-root", p_pivot_root},
-	{"chroot", p_chroot},                 {"mount-cgroup", p_mount_cgroup},
-	{"unshare-user", p_unshare_user},     {"unshare-mount", p_unshare_mount},
-	{"unshare-net", p_unshare_net},       {"clone-newuser", p_clone_newuser},
-	{"clone3-newuser", p_clone3},         {"setns", p_setns},
-	{"ptrace-init", p_ptrace_init},       {"ptrace-host", p_ptrace_host},
-	{"vm-readv", p_vm_readv},             {"kill-host", p_kill_host},
-	{"kill-all", p_kill_all},             {"keyctl", p_keyctl},
-	{"add-key", p_add_key},               {"bpf", p_bpf},
-	{"perf-event", p_perf},               {"userfaultfd", p_userfaultfd},
-	{"io-uring", p_io_uring},             {"kexec", p_kexec},
-	{"init-module", p_init_module},       {"open-by-handle", p_open_by_handle},
-	{"personality", p_personality},       {"reboot", p_reboot},
-	{"sethostname", p_sethostname},       {"setgroups", p_setgroups},
-	{"raise-rlimit", p_raise_rlimit},     {"mknod", p_mknod},
-	{"tiocsti", p_tiocsti},               {"tioclinux", p_tioclinux},
-	{"packet-socket", p_packet_socket},   {"raw-socket", p_raw_socket},
-	{"tcp-connect", p_tcp_connect},       {"tcp-bind", p_tcp_bind},
-	{"udp-send", p_udp_send},             {"ipv6-connect", p_ipv6_connect},
-	{"abstract-unix", p_abstract_unix},   {"exec-shm", p_exec_shm},
-	{"daemon", p_daemon},                 {"euid", print_euid},
+	{"read-shadow", p_read_shadow},
+	{"list-root", p_list_root},
+	{"list-home", p_list_home},
+	{"proc1-root", p_proc1_root},
+	{"proc1-environ", p_proc1_environ},
+	{"proc1-mem", p_proc1_mem},
+	{"dotdot-root", p_dotdot_root},
+	{"dev-mem", p_dev_mem},
+	{"dev-disk", p_dev_disk},
+	{"sysfs", p_sysfs},
+	{"host-proc-pid", p_host_proc_pid},
+	{"write-usr", p_write_usr},
+	{"write-etc", p_write_etc},
+	{"mkdir-root", p_mkdir_root},
+	{"write-sysctl", p_write_sysctl},
+	{"sysrq", p_sysrq},
+	{"mount-tmpfs", p_mount_tmpfs},
+	{"remount-rw", p_remount_rw},
+	{"umount-proc", p_umount_proc},
+	{"fsopen", p_fsopen},
+	{"open-tree", p_open_tree},
+	{"pivot-root", p_pivot_root},
+	{"chroot", p_chroot},
+	{"mount-cgroup", p_mount_cgroup},
+	{"unshare-user", p_unshare_user},
+	{"unshare-mount", p_unshare_mount},
+	{"unshare-net", p_unshare_net},
+	{"clone-newuser", p_clone_newuser},
+	{"clone3-newuser", p_clone3},
+	{"setns", p_setns},
+	{"ptrace-init", p_ptrace_init},
+	{"ptrace-host", p_ptrace_host},
+	{"vm-readv", p_vm_readv},
+	{"kill-host", p_kill_host},
+	{"kill-all", p_kill_all},
+	{"keyctl", p_keyctl},
+	{"add-key", p_add_key},
+	{"bpf", p_bpf},
+	{"perf-event", p_perf},
+	{"userfaultfd", p_userfaultfd},
+	{"io-uring", p_io_uring},
+	{"kexec", p_kexec},
+	{"init-module", p_init_module},
+	{"open-by-handle", p_open_by_handle},
+	{"personality", p_personality},
+	{"reboot", p_reboot},
+	{"sethostname", p_sethostname},
+	{"setgroups", p_setgroups},
+	{"raise-rlimit", p_raise_rlimit},
+	{"mknod", p_mknod},
+	{"tiocsti", p_tiocsti},
+	{"tioclinux", p_tioclinux},
+	{"packet-socket", p_packet_socket},
+	{"raw-socket", p_raw_socket},
+	{"tcp-connect", p_tcp_connect},
+	{"tcp-bind", p_tcp_bind},
+	{"udp-send", p_udp_send},
+	{"ipv6-connect", p_ipv6_connect},
+	{"abstract-unix", p_abstract_unix},
+	{"exec-shm", p_exec_shm},
+	{"daemon", p_daemon},
+	{"euid", print_euid},
 	{"capeff", print_capeff},
 };
 
@@ -402,7 +553,8 @@ int main(int argc, char **argv)
 			printf("%s: ESCAPED\n", argv[1]);
 			return 0;
 		}
-		printf("%s: blocked (%s)\n", argv[1], strerrorname_np(e) ? strerrorname_np(e) : "?");
+		printf("%s: blocked (%s)\n", argv[1],
+		       strerrorname_np(e) ? strerrorname_np(e) : "?");
 		return 1;
 	}
 	fprintf(stderr, "escape-probe: unknown probe '%s'\n", argv[1]);

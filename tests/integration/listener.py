@@ -23,6 +23,7 @@ else:
     s.bind("\0" + where)
     s.listen(8)
 s.settimeout(0.5)
+open(log + ".ready", "w").close()  # the test waits for this before attacking
 deadline = time.time() + 60
 with open(log, "w") as out:
     while time.time() < deadline:

@@ -66,6 +66,14 @@ ipv6-connect:EACCES|ENETUNREACH|EADDRNOTAVAIL
 exec-shm:EACCES
 '
 
+# listen KIND WHERE LOG: start a host listener in the background (pid in LPID), wait until ready.
+listen() {
+	python3 "$TESTS_DIR/integration/listener.py" "$1" "$2" "$3" &
+	LPID=$!
+	for _ in $(seq 100); do [ -e "$3.ready" ] && return 0; sleep 0.05; done
+	echo "# listener $1 $2 did not start"
+}
+
 # probe WHO NAME [ARG] [paddock options...]: run one attempt, print its line, return its status.
 probe() {
 	local who=$1 name=$2 parg=${3:-}
@@ -97,21 +105,19 @@ host_checks() {
 
 	# TCP to a host loopback listener: refused, and the listener sees nothing.
 	port=$((20000 + RANDOM % 20000))
-	python3 "$TESTS_DIR/integration/listener.py" tcp "$port" "$T/tcp-$who.log" & local lpid=$!
-	sleep 0.3
+	local lpid
+	listen tcp "$port" "$T/tcp-$who.log"; lpid=$LPID
 	check_blocked "$who" tcp-connect "EACCES|ECONNREFUSED|ENETUNREACH" "$port"
 	kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null
 	[ ! -s "$T/tcp-$who.log" ]; ok $? "$who: the host TCP listener saw no connection"
 
-	python3 "$TESTS_DIR/integration/listener.py" udp "$port" "$T/udp-$who.log" & lpid=$!
-	sleep 0.3
+	listen udp "$port" "$T/udp-$who.log"; lpid=$LPID
 	probe "$who" udp-send "$port" >/dev/null
 	sleep 0.2
 	kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null
 	[ ! -s "$T/udp-$who.log" ]; ok $? "$who: the host UDP listener received nothing"
 
-	python3 "$TESTS_DIR/integration/listener.py" abstract "paddock-$who-$$" "$T/unix-$who.log" & lpid=$!
-	sleep 0.3
+	listen abstract "paddock-$who-$$" "$T/unix-$who.log"; lpid=$LPID
 	check_blocked "$who" abstract-unix "ECONNREFUSED|EPERM" "paddock-$who-$$"
 	kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null
 	[ ! -s "$T/unix-$who.log" ]; ok $? "$who: the host abstract unix socket saw no connection"
@@ -150,8 +156,7 @@ controls() {
 		is "$rc:$out" "0:$name: ESCAPED" "control: on the host, $name succeeds as root"
 	done
 	port=$((20000 + RANDOM % 20000))
-	python3 "$TESTS_DIR/integration/listener.py" tcp "$port" "$T/tcp-control.log" & lpid=$!
-	sleep 0.3
+	listen tcp "$port" "$T/tcp-control.log"; lpid=$LPID
 	out=$("$PROBE" tcp-connect "$port" 2>&1); rc=$?
 	sleep 0.2
 	kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null
