@@ -44,6 +44,16 @@ struct pdk__cgroup_dir {
 
 struct pdk__cgroup_ops;
 
+/* A backend's writer of one limit into the sandbox cgroup's directory `dir`. */
+typedef int (*pdk__cgroup_apply_fn)(const char *dir, const struct pdk_cgroup_limits *lim,
+				    struct pdk_error **err);
+
+/*
+ * Poll `done(dir)` every 2 ms until it is true, for at most 100 ms (freezing
+ * waits for tasks in uninterruptible sleep; it is not worth waiting longer).
+ */
+void pdk__cgroup_poll(const char *dir, bool (*done)(const char *dir));
+
 struct pdk_cgroup {
 	const struct pdk__cgroup_ops *ops; /* NULL when no hierarchy is in use */
 	enum pdk_cgroup_version version;

@@ -15,12 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-#define FREEZE_POLLS   50 /* x 2 ms */
-#define FREEZE_POLL_NS (2 * 1000000)
-
-typedef int (*v1_apply_fn)(const char *dir, const struct pdk_cgroup_limits *lim,
-			   struct pdk_error **err);
-
 static int apply_memory(const char *dir, const struct pdk_cgroup_limits *lim,
 			struct pdk_error **err);
 static int apply_pids(const char *dir, const struct pdk_cgroup_limits *lim, struct pdk_error **err);
@@ -35,7 +29,7 @@ static const struct v1_ctrl {
 	const char *name;
 	unsigned limit;
 	bool always;
-	v1_apply_fn apply;
+	pdk__cgroup_apply_fn apply;
 } v1_ctrls[PDK__V1_COUNT] = {
 	[PDK__V1_MEMORY] = {"memory", PDK_CGROUP_MEMORY, true, apply_memory},
 	[PDK__V1_PIDS] = {"pids", PDK_CGROUP_PIDS, false, apply_pids},
@@ -165,20 +159,14 @@ static void v1_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st)
 	pdk__cgroup_stat_single(v1_dir(cg, PDK__V1_CPUACCT), "cpuacct.usage", &st->cpu_usage_ns);
 }
 
-/* Wait (bounded) for FREEZING to become FROZEN; a task in D state may delay it. */
-static void wait_frozen(const char *dir)
+/* FREEZING becomes FROZEN once every task stopped; one in D state may delay it. */
+static bool v1_is_frozen(const char *dir)
 {
-	struct timespec ts = {0, FREEZE_POLL_NS};
+	_cleanup_error_ struct pdk_error *ignored = NULL;
+	_cleanup_free_ char *state = NULL;
 
-	for (int i = 0; i < FREEZE_POLLS; i++) {
-		_cleanup_error_ struct pdk_error *ignored = NULL;
-		_cleanup_free_ char *state = NULL;
-
-		if (pdk__cgroup_read(dir, "freezer.state", &state, &ignored) < 0 ||
-		    strncmp(state, "FROZEN", 6) == 0)
-			return;
-		(void)nanosleep(&ts, NULL); /* a short nap is fine */
-	}
+	return pdk__cgroup_read(dir, "freezer.state", &state, &ignored) < 0 ||
+	       strncmp(state, "FROZEN", 6) == 0;
 }
 
 static int v1_freeze(struct pdk_cgroup *cg, bool frozen, struct pdk_error **err)
@@ -190,7 +178,7 @@ static int v1_freeze(struct pdk_cgroup *cg, bool frozen, struct pdk_error **err)
 		return -ENOTSUP;
 	rc = pdk__cgroup_write(dir, "freezer.state", frozen ? "FROZEN" : "THAWED", err);
 	if (rc == 0 && frozen)
-		wait_frozen(dir);
+		pdk__cgroup_poll(dir, v1_is_frozen);
 	return rc;
 }
 

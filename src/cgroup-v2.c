@@ -15,12 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FREEZE_POLLS   50 /* x 2 ms */
-#define FREEZE_POLL_NS (2 * 1000000)
-
-typedef int (*v2_apply_fn)(const char *dir, const struct pdk_cgroup_limits *lim,
-			   struct pdk_error **err);
-
 static int apply_memory(const char *dir, const struct pdk_cgroup_limits *lim,
 			struct pdk_error **err);
 static int apply_pids(const char *dir, const struct pdk_cgroup_limits *lim, struct pdk_error **err);
@@ -35,7 +29,7 @@ static const struct v2_ctrl {
 	const char *name;
 	unsigned limit;
 	bool accounting;
-	v2_apply_fn apply;
+	pdk__cgroup_apply_fn apply;
 } v2_ctrls[] = {
 	{"memory", PDK_CGROUP_MEMORY, true, apply_memory},
 	{"pids", PDK_CGROUP_PIDS, false, apply_pids},
@@ -257,18 +251,12 @@ static int v2_kill_all(struct pdk_cgroup *cg, struct pdk_error **err)
 	return pdk__cgroup_write(dir, "cgroup.kill", "1", err);
 }
 
-static void wait_frozen(const char *dir)
+static bool v2_is_frozen(const char *dir)
 {
-	struct timespec ts = {0, FREEZE_POLL_NS};
+	uint64_t frozen = 1;
 
-	for (int i = 0; i < FREEZE_POLLS; i++) {
-		uint64_t frozen = 1;
-
-		pdk__cgroup_stat_keyed(dir, "cgroup.events", "frozen", &frozen);
-		if (frozen == 1)
-			return;
-		(void)nanosleep(&ts, NULL); /* a short nap is fine */
-	}
+	pdk__cgroup_stat_keyed(dir, "cgroup.events", "frozen", &frozen);
+	return frozen == 1;
 }
 
 /* cgroup.freeze (Linux 5.2). */
@@ -281,7 +269,7 @@ static int v2_freeze(struct pdk_cgroup *cg, bool frozen, struct pdk_error **err)
 		return -ENOTSUP;
 	rc = pdk__cgroup_write(dir, "cgroup.freeze", frozen ? "1" : "0", err);
 	if (rc == 0 && frozen)
-		wait_frozen(dir);
+		pdk__cgroup_poll(dir, v2_is_frozen);
 	return rc;
 }
 

@@ -772,6 +772,14 @@ int pdk_cgroup_attach(struct pdk_cgroup *cg, pid_t pid, struct pdk_error **err)
 	return 0;
 }
 
+void pdk__cgroup_poll(const char *dir, bool (*done)(const char *dir))
+{
+	struct timespec ts = {0, 2 * 1000000};
+
+	for (int i = 0; i < 50 && !done(dir); i++)
+		(void)nanosleep(&ts, NULL); /* a short nap is fine */
+}
+
 int pdk_cgroup_open_procs(struct pdk_cgroup *cg, int *fds, size_t max, struct pdk_error **err)
 {
 	size_t n = 0;

@@ -208,20 +208,38 @@ static int split_number(const char *s, uint64_t *num, const char **suffix)
 	return pdk_parse_u64(digits, UINT64_MAX, num);
 }
 
-static int scale(uint64_t v, uint64_t mul, uint64_t *out)
+struct unit {
+	const char *sfx;
+	uint64_t mul;
+};
+
+/* "<digits><suffix>" with the suffix looked up in `units`; the result is digits * mul. */
+static int parse_with_units(const char *s, const struct unit *units, size_t n, bool nocase,
+			    uint64_t *out)
 {
-	if (mul != 0 && v > UINT64_MAX / mul)
-		return -ERANGE;
-	*out = v * mul;
-	return 0;
+	const char *sfx;
+	uint64_t v;
+	int rc;
+
+	if (s == NULL)
+		return -EINVAL;
+	rc = split_number(s, &v, &sfx);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		if ((nocase ? strcasecmp(sfx, units[i].sfx) : strcmp(sfx, units[i].sfx)) != 0)
+			continue;
+		if (units[i].mul != 0 && v > UINT64_MAX / units[i].mul)
+			return -ERANGE;
+		*out = v * units[i].mul;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 int pdk_parse_size(const char *s, uint64_t *out)
 {
-	static const struct {
-		const char *sfx;
-		uint64_t mul;
-	} units[] = {
+	static const struct unit units[] = {
 		{"", 1},
 		{"B", 1},
 		{"K", 1ULL << 10},
@@ -237,44 +255,18 @@ int pdk_parse_size(const char *s, uint64_t *out)
 		{"TB", 1ULL << 40},
 		{"TiB", 1ULL << 40},
 	};
-	const char *sfx;
-	uint64_t v;
-	int rc;
 
-	if (s == NULL)
-		return -EINVAL;
-	rc = split_number(s, &v, &sfx);
-	if (rc < 0)
-		return rc;
-	for (size_t i = 0; i < PDK_ARRAY_SIZE(units); i++) {
-		if (strcasecmp(sfx, units[i].sfx) == 0)
-			return scale(v, units[i].mul, out);
-	}
-	return -EINVAL;
+	return parse_with_units(s, units, PDK_ARRAY_SIZE(units), true, out);
 }
 
 int pdk_parse_duration(const char *s, uint64_t *out_ms)
 {
-	static const struct {
-		const char *sfx;
-		uint64_t ms;
-	} units[] = {
+	/* Case matters: "m" is minutes, "ms" milliseconds. */
+	static const struct unit units[] = {
 		{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
 	};
-	const char *sfx;
-	uint64_t v;
-	int rc;
 
-	if (s == NULL)
-		return -EINVAL;
-	rc = split_number(s, &v, &sfx);
-	if (rc < 0)
-		return rc;
-	for (size_t i = 0; i < PDK_ARRAY_SIZE(units); i++) {
-		if (strcmp(sfx, units[i].sfx) == 0)
-			return scale(v, units[i].ms, out_ms);
-	}
-	return -EINVAL;
+	return parse_with_units(s, units, PDK_ARRAY_SIZE(units), false, out_ms);
 }
 
 static uint64_t now_ns(clockid_t clk)
