@@ -1,5 +1,5 @@
 /*
- * ns.h - namespaces: clone3 into new ones, id maps, loopback, hostname.
+ * ns.h - namespaces: spawn a child into new ones, id maps, loopback.
  */
 #ifndef PDK_NS_H
 #define PDK_NS_H

@@ -1,6 +1,6 @@
 /*
  * sandbox-internal.h - state shared by sandbox.c (parent side) and
- * sandbox-child.c (the child between clone3 and execveat of the init).
+ * sandbox-child.c (the child between its spawn and execveat of the init).
  */
 #ifndef PDK_SANDBOX_INTERNAL_H
 #define PDK_SANDBOX_INTERNAL_H
