@@ -9,7 +9,7 @@
 
 DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libjansson-dev \
 	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap hyperfine python3 \
-	util-linux iproute2 procps socat musl-tools
+	util-linux iproute2 procps socat musl-tools libcap2-bin clang-format
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON ?= meson

@@ -10,7 +10,7 @@
 #include <sched.h>
 #include <sys/types.h>
 
-/* The namespaces every sandbox gets (the cgroup one is entered later, see sandbox.c). */
+/* The namespaces of every sandbox (the cgroup one is entered later, see sandbox.c). */
 #define PDK_NS_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)
 
 /*
