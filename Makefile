@@ -8,8 +8,8 @@
 # prints the exact apt-get line to run.
 
 DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libjansson-dev \
-	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap hyperfine python3 \
-	util-linux iproute2 procps socat musl-tools libcap2-bin clang-format
+	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap python3 \
+	util-linux procps musl-tools libcap2-bin clang-format bsdutils
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON ?= meson
