@@ -245,6 +245,23 @@ static int apply_ws_opts(const struct pdk_run_opts *o, struct pdk_policy *p, cha
 	return 0;
 }
 
+/* The name part of "K=V" or "K": [A-Za-z_][A-Za-z0-9_]*, as the profile's env keys. */
+static bool valid_env_name(const char *kv)
+{
+	size_t n = strcspn(kv, "=");
+
+	if (n == 0 || (kv[0] >= '0' && kv[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = kv[i];
+
+		if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9')))
+			return false;
+	}
+	return true;
+}
+
 /* Later entries win: -e over the profile's env over the base. */
 static void env_set(char ***env, const char *kv)
 {
@@ -276,9 +293,9 @@ static int build_env(const struct pdk_run_opts *o, const struct pdk_policy *p, c
 		const char *kv = o->env[i];
 		_cleanup_free_ char *copied = NULL;
 
-		if (kv[0] == '=' || kv[0] == '\0') {
+		if (!valid_env_name(kv)) {
 			pdk_strv_free(env);
-			return bad_value("--env", kv, "K=V or K");
+			return bad_value("--env", kv, "K=V or K, K made of letters, digits and _");
 		}
 		if (strchr(kv, '=') == NULL) {
 			const char *v = getenv(kv);

@@ -52,6 +52,8 @@ check_env() {
 	is "$out" "HOME LANG PATH TERM " "$who: the environment is empty but PATH, HOME, LANG, TERM"
 	out=$(FOO=outside prun "$who" -e A=1 -e FOO -e UNSET_VAR -- sh -c 'echo $A-$FOO-${UNSET_VAR-unset}' 2>/dev/null)
 	is "$out" 1-outside-unset "$who: -e K=V sets, -e K copies, unset K stays unset"
+	prun "$who" -e '1BAD=x' -- true 2>"$T/err"; is $? 122 "$who: -e with an invalid name gives 122"
+	grep -q "invalid --env '1BAD=x'" "$T/err"; ok $? "$who: the invalid name is quoted in the error"
 }
 
 check_workspace() {
