@@ -58,7 +58,8 @@ fuzz: setup
 	sh tests/fuzz/run-fuzz.sh 60
 
 bench: build
-	sh bench/startup ./$(BUILD)/paddock
+	python3 bench/startup ./$(BUILD)/paddock
+	python3 bench/workspace ./$(BUILD)/paddock
 
 format:
 	clang-format -i $$(git ls-files '*.[ch]')

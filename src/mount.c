@@ -22,6 +22,7 @@ enum op_kind {
 	OP_FILE,    /* dst (in the root tmpfs) gets `data` as content */
 	OP_ROBIND,  /* dst bound onto itself, read-only (used inside /proc) */
 	OP_MASK,    /* dst hidden: an empty read-only tmpfs (dir) or /dev/null (file) */
+	OP_OVERLAY, /* the workspace overlay on dst: `lowers`, src = upper, data = work */
 };
 
 struct op {
@@ -32,6 +33,11 @@ struct op {
 	char *src;     /* "/oldroot/..." for binds */
 	char *dst;     /* "/newroot/..." */
 	char *data;
+	/* OP_OVERLAY */
+	char **lowers;  /* "/oldroot/..." topmost first */
+	char *lowerdir; /* the same as one "lowerdir=" value, for kernels before 6.8 */
+	char *tmpfs;    /* options of the tmpfs holding upper and work, or NULL */
+	mode_t mode;    /* of the upper root on that tmpfs */
 };
 
 struct pdk_mount_plan {
@@ -44,7 +50,7 @@ struct pdk_mount_plan {
 static const char *const op_names[] = {
 	[OP_BIND] = "bind",         [OP_TMPFS] = "tmpfs",     [OP_PROC] = "proc",
 	[OP_DEVPTS] = "devpts",     [OP_SYMLINK] = "symlink", [OP_FILE] = "file",
-	[OP_ROBIND] = "ro-remount", [OP_MASK] = "mask",
+	[OP_ROBIND] = "ro-remount", [OP_MASK] = "mask",       [OP_OVERLAY] = "overlay",
 };
 
 static struct op *add_op(struct pdk_mount_plan *p, enum op_kind kind, const char *dst)
@@ -219,14 +225,81 @@ static void add_tmpfs_list(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 	}
 }
 
+/* "a:b" with ':', ',' and '\\' escaped, as overlayfs' lowerdir= option wants. */
+static char *join_lowerdir(char *const *v)
+{
+	size_t len = 1;
+	char *s, *w;
+
+	for (size_t i = 0; v[i] != NULL; i++)
+		len += 2 * strlen(v[i]) + 1;
+	s = w = pdk_xmalloc(len);
+	for (size_t i = 0; v[i] != NULL; i++) {
+		if (i > 0)
+			*w++ = ':';
+		for (const char *c = v[i]; *c != '\0'; c++) {
+			if (*c == ':' || *c == ',' || *c == '\\')
+				*w++ = '\\';
+			*w++ = *c;
+		}
+	}
+	*w = '\0';
+	return s;
+}
+
+static int add_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
+		       const struct pdk_mount_spec *s, struct pdk_error **err)
+{
+	struct op *o;
+	struct stat st;
+
+	if (s->ws_lowers == NULL || s->ws_lowers[0] == NULL || s->ws_upper == NULL ||
+	    s->ws_work == NULL)
+		return pdk_error_setx(err, EINVAL, "workspace: overlay mode without a change set");
+	if (stat(s->workspace, &st) < 0)
+		return pdk_error_set(err, errno, "workspace: cannot read '%s'", s->workspace);
+	o = add_op(p, OP_OVERLAY, s->workspace);
+	for (size_t i = 0; s->ws_lowers[i] != NULL; i++)
+		pdk_strv_push_take(&o->lowers, pdk_xasprintf(OLDROOT "%s", s->ws_lowers[i]));
+	o->lowerdir = join_lowerdir(o->lowers);
+	o->src = pdk_xasprintf(OLDROOT "%s", s->ws_upper);
+	o->data = pdk_xasprintf(OLDROOT "%s", s->ws_work);
+	o->mode = st.st_mode & 07777;
+	if (s->ws_disk > 0)
+		o->tmpfs = pdk_xasprintf("mode=0700,size=%llu", (unsigned long long)s->ws_disk);
+	if (ll != NULL)
+		pdk_landlock_add_path(ll, s->workspace, PDK_LANDLOCK_RW);
+	return 0;
+}
+
 static int add_workspace(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 			 const struct pdk_mount_spec *s, struct pdk_error **err)
 {
-	if (s->workspace == NULL || s->ws_mode == PDK_WS_NONE)
+	struct op *o;
+
+	if (s->workspace == NULL)
 		return 0;
-	if (add_host_bind(p, ll, s->workspace, s->ws_mode == PDK_WS_RW, false, err) < 0)
-		return pdk_error_wrap(err, "workspace");
-	return 0;
+	switch (s->ws_mode) {
+	case PDK_WS_NONE:
+		return 0;
+	case PDK_WS_OVERLAY:
+		return add_overlay(p, ll, s, err);
+	case PDK_WS_TMPFS:
+		o = add_op(p, OP_TMPFS, s->workspace);
+		o->data = s->ws_disk ? pdk_xasprintf("mode=0755,size=%llu",
+						     (unsigned long long)s->ws_disk)
+				     : pdk_xstrdup("mode=0755");
+		o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		if (ll != NULL)
+			pdk_landlock_add_path(ll, s->workspace, PDK_LANDLOCK_RW);
+		return 0;
+	case PDK_WS_RW:
+	case PDK_WS_RO:
+	default:
+		if (add_host_bind(p, ll, s->workspace, s->ws_mode == PDK_WS_RW, false, err) < 0)
+			return pdk_error_wrap(err, "workspace");
+		return 0;
+	}
 }
 
 static void add_hidden(struct pdk_mount_plan *p, char *const *hidden)
@@ -317,6 +390,12 @@ void pdk_mount_plan_print(const struct pdk_mount_plan *plan, FILE *out)
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct op *o = &plan->ops[i];
 
+		if (o->kind == OP_OVERLAY) {
+			fprintf(out, "%-10s %s <- %s upper=%s%s\n", op_names[o->kind],
+				o->dst + strlen(NEWROOT), o->lowerdir, o->tmpfs ? "tmpfs," : "",
+				o->tmpfs ? o->tmpfs : o->src + strlen(OLDROOT));
+			continue;
+		}
 		fprintf(out, "%-10s %s%s%s%s%s\n", op_names[o->kind], o->dst + strlen(NEWROOT),
 			o->src ? " <- " : "", o->src ? o->src + strlen(OLDROOT) : "",
 			o->data && o->kind != OP_FILE ? " " : "",
@@ -332,6 +411,9 @@ void pdk_mount_plan_free(struct pdk_mount_plan *plan)
 		free(plan->ops[i].src);
 		free(plan->ops[i].dst);
 		free(plan->ops[i].data);
+		pdk_strv_free(plan->ops[i].lowers);
+		free(plan->ops[i].lowerdir);
+		free(plan->ops[i].tmpfs);
 	}
 	free(plan->ops);
 	free(plan->root_opts);
@@ -420,7 +502,101 @@ static int apply_mask(const struct op *o)
 	return mount(NEWROOT "/dev/null", o->dst, NULL, MS_BIND, NULL);
 }
 
-static int apply_op(const struct op *o, char *errbuf, size_t len)
+/* Append the filesystem context's own log (the kernel's reason) to errbuf. */
+static int fail_fs(int fs, char *errbuf, size_t len, const char *what, const char *a)
+{
+	int e = errno;
+	size_t used;
+	ssize_t n;
+
+	(void)fail(errbuf, len, what, a, NULL);
+	used = strlen(errbuf);
+	if (fs >= 0 && used + 4 < len) {
+		memcpy(errbuf + used, " (", 2);
+		n = read(fs, errbuf + used + 2, len - used - 4);
+		if (n > 0) {
+			used += 2 + (size_t)n;
+			if (errbuf[used - 1] == '\n')
+				used--;
+			errbuf[used++] = ')';
+		}
+		errbuf[used] = '\0';
+	}
+	return -e;
+}
+
+/*
+ * The workspace overlay, built with the new mount API so that every layer
+ * is one parameter ("lowerdir+", Linux 6.8) and no option string limits
+ * the number of snapshots; older kernels get the escaped "lowerdir" list.
+ * userxattr: inside a user namespace overlayfs keeps whiteouts and opaque
+ * marks in user.overlay.* xattrs.
+ */
+static int apply_overlay(const struct op *o, int *upper_fd, char *errbuf, size_t len)
+{
+	const char *upper = o->src, *work = o->data;
+	int fs = -1, mnt = -1, rc = -1;
+
+	if (o->tmpfs != NULL) {
+		if (mkdir("/wsupper", 0700) < 0 ||
+		    mount("tmpfs", "/wsupper", "tmpfs", MS_NOSUID | MS_NODEV, o->tmpfs) < 0)
+			return fail(errbuf, len,
+				    "cannot mount the workspace's disk-limited tmpfs on",
+				    "/wsupper", NULL);
+		if (mkdir("/wsupper/upper", 0700) < 0 || chmod("/wsupper/upper", o->mode) < 0 ||
+		    mkdir("/wsupper/work", 0700) < 0)
+			return fail(errbuf, len, "cannot prepare", "/wsupper", NULL);
+		*upper_fd = open("/wsupper/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (*upper_fd < 0)
+			return fail(errbuf, len, "cannot open", "/wsupper/upper", NULL);
+		upper = "/wsupper/upper";
+		work = "/wsupper/work";
+	}
+	fs = fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return fail(errbuf, len, "cannot create an overlay for", o->dst, NULL);
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", o->lowers[0], 0) == 0) {
+		for (size_t i = 1; o->lowers[i] != NULL; i++)
+			if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", o->lowers[i], 0) < 0) {
+				rc = fail_fs(fs, errbuf, len, "overlay: bad lower layer",
+					     o->lowers[i]);
+				goto out;
+			}
+	} else if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", o->lowerdir, 0) < 0) {
+		rc = fail_fs(fs, errbuf, len, "overlay: bad lower layers", o->lowerdir);
+		goto out;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0) {
+		rc = fail_fs(fs, errbuf, len, "overlay: bad upper layer", upper);
+		goto out;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0) {
+		rc = fail_fs(fs, errbuf, len, "overlay: bad work directory", work);
+		goto out;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		rc = fail_fs(fs, errbuf, len, "cannot create the workspace overlay on", o->dst);
+		goto out;
+	}
+	mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mnt < 0) {
+		rc = fail_fs(fs, errbuf, len, "cannot mount the workspace overlay on", o->dst);
+		goto out;
+	}
+	if (move_mount(mnt, "", AT_FDCWD, o->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		rc = fail(errbuf, len, "cannot attach the workspace overlay on", o->dst, NULL);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (mnt >= 0)
+		(void)close(mnt);
+	(void)close(fs);
+	return rc;
+}
+
+static int apply_op(const struct op *o, int *upper_fd, char *errbuf, size_t len)
 {
 	int rc = 0;
 
@@ -475,6 +651,8 @@ static int apply_op(const struct op *o, char *errbuf, size_t len)
 		if (apply_mask(o) < 0 && !(errno == ENOENT && o->optional))
 			return fail(errbuf, len, "cannot hide", o->dst, NULL);
 		return 0;
+	case OP_OVERLAY:
+		return apply_overlay(o, upper_fd, errbuf, len);
 	default:
 		errno = EINVAL;
 		return fail(errbuf, len, "unknown mount operation for", o->dst, NULL);
@@ -518,12 +696,14 @@ static int switch_root(char *errbuf, size_t len)
 	return 0;
 }
 
-int pdk_mount_apply_child(const struct pdk_mount_plan *plan, char *errbuf, size_t errlen)
+int pdk_mount_apply_child(const struct pdk_mount_plan *plan, int *upper_fd, char *errbuf,
+			  size_t errlen)
 {
 	int rc = prepare_base(plan, errbuf, errlen);
 
+	*upper_fd = -1;
 	for (size_t i = 0; rc == 0 && i < plan->n; i++)
-		rc = apply_op(&plan->ops[i], errbuf, errlen);
+		rc = apply_op(&plan->ops[i], upper_fd, errbuf, errlen);
 	if (rc == 0)
 		rc = switch_root(errbuf, errlen);
 	return rc;

@@ -29,6 +29,11 @@ struct pdk_mount_spec {
 	const struct pdk_policy *policy; /* borrowed */
 	const char *workspace;           /* absolute host path, or NULL for none */
 	enum pdk_ws_mode ws_mode;
+	/* PDK_WS_OVERLAY: the layers (workspace.h), host paths. */
+	char *const *ws_lowers; /* topmost first, the workspace last */
+	const char *ws_upper;
+	const char *ws_work;
+	uint64_t ws_disk;      /* bytes: upper and work live on a tmpfs of this size (0: on disk) */
 	char *const *extra_ro; /* more host paths bound read-only (may be NULL) */
 	char *const *extra_rw; /* more host paths bound read-write (may be NULL) */
 	uid_t uid;             /* the user inside (== the caller's uid) */
@@ -51,9 +56,11 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *spec,
  * Replay the plan in the child (new user + mount namespace, before
  * Landlock and seccomp). On failure writes a message naming the operation,
  * the paths and the errno into errbuf and returns -errno. No allocation.
+ * *upper_fd receives a directory fd of the tmpfs that holds a disk-limited
+ * workspace's upper layer (it outlives the sandbox's mounts), else -1.
  */
-PDK_MUST_CHECK int pdk_mount_apply_child(const struct pdk_mount_plan *plan, char *errbuf,
-					 size_t errlen);
+PDK_MUST_CHECK int pdk_mount_apply_child(const struct pdk_mount_plan *plan, int *upper_fd,
+					 char *errbuf, size_t errlen);
 
 /* Number of operations (tests, stats). */
 size_t pdk_mount_plan_len(const struct pdk_mount_plan *plan);

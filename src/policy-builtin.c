@@ -21,9 +21,9 @@
  */
 static const char default_yaml[] =
 	"name: default\n"
-	"description: \"Read-only system directories, the workspace read-write, no network\"\n"
+	"description: \"Read-only system directories, the workspace as an overlay, no network\"\n"
 	"filesystem:\n"
-	"  workspace: { mode: rw }\n"
+	"  workspace: { mode: overlay }\n"
 	"  read_only: [/usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32]\n"
 	"  read_write: []\n"
 	"  tmpfs: [/tmp]\n"

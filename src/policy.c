@@ -782,9 +782,8 @@ _Static_assert(sizeof(enum pdk_ws_mode) == sizeof(int), "enum members are writte
 _Static_assert(sizeof(enum pdk_net_mode) == sizeof(int), "enum members are written as int");
 
 static const struct enum_val ws_modes[] = {
-	{"rw", PDK_WS_RW, NULL},
-	{"ro", PDK_WS_RO, NULL},
-	{"none", PDK_WS_NONE, NULL},
+	{"overlay", PDK_WS_OVERLAY, NULL}, {"rw", PDK_WS_RW, NULL},     {"ro", PDK_WS_RO, NULL},
+	{"tmpfs", PDK_WS_TMPFS, NULL},     {"none", PDK_WS_NONE, NULL},
 };
 static const struct enum_val net_modes[] = {
 	{"none", PDK_NET_NONE, NULL},
@@ -1533,6 +1532,7 @@ static const struct limit_spec lim_cpu_time = {LIM_DURATION, "none", UINT64_MAX,
 static const struct limit_spec lim_nofile = {LIM_COUNT, NULL, 1U << 30, 1};
 static const struct limit_spec lim_fsize = {LIM_SIZE, "unlimited", UINT64_MAX, 1};
 static const struct limit_spec lim_tmp_size = {LIM_SIZE, NULL, UINT64_MAX, 1};
+static const struct limit_spec lim_disk = {LIM_SIZE, "unlimited", UINT64_MAX, 1};
 
 static const struct field limit_fields[] = {
 	{"memory", parse_limit, emit_limit, OFF(limits.memory), &lim_memory},
@@ -1543,6 +1543,7 @@ static const struct field limit_fields[] = {
 	{"nofile", parse_limit, emit_limit, OFF(limits.nofile), &lim_nofile},
 	{"fsize", parse_limit, emit_limit, OFF(limits.fsize), &lim_fsize},
 	{"tmp_size", parse_limit, emit_limit, OFF(limits.tmp_size), &lim_tmp_size},
+	{"disk", parse_limit, emit_limit, OFF(limits.disk), &lim_disk},
 };
 static const struct table limit_table = TABLE(limit_fields);
 
@@ -1577,7 +1578,7 @@ static struct pdk_policy *policy_new(void)
 {
 	struct pdk_policy *p = pdk_xcalloc(1, sizeof(*p));
 
-	p->workspace.mode = PDK_WS_RW;
+	p->workspace.mode = PDK_WS_OVERLAY;
 	p->network.mode = PDK_NET_NONE;
 	p->hostname = pdk_xstrdup("paddock");
 	return p;
@@ -2073,6 +2074,10 @@ const char *pdk_policy_ws_mode_name(enum pdk_ws_mode m)
 		return "ro";
 	case PDK_WS_NONE:
 		return "none";
+	case PDK_WS_OVERLAY:
+		return "overlay";
+	case PDK_WS_TMPFS:
+		return "tmpfs";
 	default:
 		return "unknown";
 	}

@@ -14,9 +14,11 @@
 #include <stdio.h>
 
 enum pdk_ws_mode {
-	PDK_WS_RW = 0, /* the host directory, bound read-write */
-	PDK_WS_RO,     /* bound read-only */
-	PDK_WS_NONE,   /* no workspace at all */
+	PDK_WS_RW = 0,  /* the host directory, bound read-write (explicit: changes are real) */
+	PDK_WS_RO,      /* bound read-only */
+	PDK_WS_NONE,    /* no workspace at all */
+	PDK_WS_OVERLAY, /* an overlay: changes go to a change set (workspace.h) */
+	PDK_WS_TMPFS,   /* an empty tmpfs at the workspace's path */
 };
 
 enum pdk_net_mode {
@@ -44,6 +46,7 @@ struct pdk_policy_limits {
 	uint64_t nofile;      /* RLIMIT_NOFILE; 0 = inherit */
 	uint64_t fsize;       /* RLIMIT_FSIZE bytes; 0 = unlimited */
 	uint64_t tmp_size;    /* size of each tmpfs (/tmp ...) in bytes; 0 = kernel default */
+	uint64_t disk;        /* bytes the workspace may add (overlay upper, tmpfs); 0 = no limit */
 };
 
 struct pdk_policy {

@@ -70,13 +70,42 @@ static void setup_namespaces(struct pdk_sandbox *sb)
 		child_fail(sb, -rc, "cannot bring up loopback: %s", strerror(-rc));
 }
 
+/* Hand the parent the fd of a disk-limited workspace's upper layer (SCM_RIGHTS). */
+static void send_upper_fd(struct pdk_sandbox *sb, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	char tag = PDK__CHILD_UPPER_FD;
+	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c;
+
+	memset(u.buf, 0, sizeof(u.buf));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (TEMP_FAILURE_RETRY(sendmsg(sb->sync[1], &mh, MSG_NOSIGNAL)) < 0)
+		child_fail(sb, errno, "cannot pass the workspace layer: %s", strerror(errno));
+	(void)close(fd);
+}
+
 static void setup_filesystem(struct pdk_sandbox *sb)
 {
 	char msg[768];
-	int rc = pdk_mount_apply_child(sb->plan, msg, sizeof(msg));
+	int upper_fd = -1;
+	int rc = pdk_mount_apply_child(sb->plan, &upper_fd, msg, sizeof(msg));
 
 	if (rc < 0)
 		child_fail(sb, -rc, "mount: %s", msg);
+	if (upper_fd >= 0)
+		send_upper_fd(sb, upper_fd);
 	if (chdir(sb->cwd) < 0)
 		child_fail(sb, errno, "cannot change to working directory '%s' in the sandbox: %s",
 			   sb->cwd, strerror(errno));

@@ -12,6 +12,9 @@
 #include "seccomp.h"
 #include "sandbox.h"
 
+/* A one-byte message on the sync socket carrying an fd (SCM_RIGHTS). */
+#define PDK__CHILD_UPPER_FD 'U'
+
 /* What the child reports over the sync socket when a step fails. */
 struct pdk__child_error {
 	int err;
@@ -36,6 +39,8 @@ struct pdk_sandbox {
 	size_t n_cg_procs;
 	int ctl[2]; /* [0] parent, [1] child -> init's control channel */
 	int pidfd;
+	int upper_fd; /* tmpfs upper layer of a disk-limited workspace, or -1 */
+	char **ws_lowers;
 	pid_t pid; /* host pid of the init */
 	bool reaped;
 	uint64_t t_create_ns;

@@ -152,6 +152,7 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		.policy = p,
 		.workspace = cfg->workspace,
 		.ws_mode = cfg->ws_mode,
+		.ws_disk = p->limits.disk,
 		.extra_ro = cfg->extra_ro,
 		.extra_rw = cfg->extra_rw,
 		.uid = sb->uid,
@@ -160,6 +161,16 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		.hostname = p->hostname ? p->hostname : "paddock",
 	};
 
+	if (cfg->ws_mode == PDK_WS_OVERLAY && cfg->workspace != NULL) {
+		if (cfg->ws == NULL)
+			return pdk_error_setx(err, EINVAL,
+					      "workspace: overlay mode needs a change set");
+		sb->ws_lowers = pdk_ws_lower_paths(cfg->ws);
+		spec.ws_lowers = sb->ws_lowers;
+		spec.ws_upper = pdk_ws_upper_path(cfg->ws);
+		spec.ws_work = pdk_ws_work_path(cfg->ws);
+		spec.ws_disk = pdk_ws_disk_limit(cfg->ws);
+	}
 	sb->landlock = pdk_landlock_prepare(ll_required, err);
 	if (sb->landlock == NULL)
 		return pdk_error_wrap(err, "landlock");
@@ -194,13 +205,41 @@ static int make_sockets(struct pdk_sandbox *sb, struct pdk_error **err)
 	return 0;
 }
 
+/* One message from the child; an fd it passes lands in sb->upper_fd. */
+static ssize_t recv_child(struct pdk_sandbox *sb, struct pdk__child_error *ce)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = {.iov_base = ce, .iov_len = sizeof(*ce)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(sb->sync[0], &mh, MSG_CMSG_CLOEXEC));
+
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c != NULL;
+	     c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
+			if (sb->upper_fd >= 0)
+				(void)close(sb->upper_fd);
+			memcpy(&sb->upper_fd, CMSG_DATA(c), sizeof(int));
+		}
+	}
+	return n;
+}
+
 /* Read the child's verdict: EOF means it exec'd the init. */
 static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 {
 	struct pdk__child_error ce;
 	ssize_t n;
 
-	n = TEMP_FAILURE_RETRY(recv(sb->sync[0], &ce, sizeof(ce), 0));
+	do
+		n = recv_child(sb, &ce);
+	while (n == 1 && ((char *)&ce)[0] == PDK__CHILD_UPPER_FD);
 	if (n == 0)
 		return 0;
 	if (n < 0)
@@ -251,6 +290,8 @@ static json_t *create_attrs(struct pdk_sandbox *sb)
 	pdk_json_set(a, "workspace",
 		     sb->cfg->workspace ? json_string(sb->cfg->workspace) : json_null());
 	pdk_json_set(a, "workspace_mode", json_string(pdk_policy_ws_mode_name(sb->cfg->ws_mode)));
+	if (sb->cfg->ws != NULL && sb->ws_lowers != NULL)
+		pdk_json_set(a, "change_set", json_string(pdk_ws_id(sb->cfg->ws)));
 	pdk_json_set(a, "network", json_string(pdk_policy_net_mode_name(p->network.mode)));
 	pdk_json_set(a, "uid", json_integer(sb->uid));
 	pdk_json_set(a, "cgroup",
@@ -287,7 +328,7 @@ static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
 	sb->cfg = cfg;
 	sb->uid = geteuid();
 	sb->gid = getegid();
-	sb->init_fd = sb->pidfd = -1;
+	sb->init_fd = sb->pidfd = sb->upper_fd = -1;
 	sb->sync[0] = sb->sync[1] = sb->ctl[0] = sb->ctl[1] = -1;
 	sb->cmd_pid = -1;
 	sb->cwd = pdk_xstrdup(cfg->cwd ? cfg->cwd : ws ? ws : "/");
@@ -577,7 +618,14 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 	close_fd(&sb->ctl[0]);
 	close_fd(&sb->ctl[1]);
 	close_fd(&sb->pidfd);
+	close_fd(&sb->upper_fd);
+	pdk_strv_free(sb->ws_lowers);
 	free(sb->cwd);
 	free(sb);
 	return rc;
+}
+
+int pdk_sandbox_take_upper_fd(struct pdk_sandbox *sb)
+{
+	return steal_fd(&sb->upper_fd);
 }

@@ -18,6 +18,7 @@
 #include "error.h"
 #include "events.h"
 #include "policy.h"
+#include "workspace.h"
 
 #include <sys/types.h>
 
@@ -31,6 +32,7 @@ struct pdk_sandbox_config {
 	const char *cwd;                 /* inside; NULL = the workspace, else "/" */
 	const char *workspace;           /* absolute host path; NULL = none */
 	enum pdk_ws_mode ws_mode;
+	struct pdk_ws *ws; /* PDK_WS_OVERLAY: the change set that receives the changes (borrowed) */
 	char *const *extra_ro;     /* more read-only binds (may be NULL) */
 	char *const *extra_rw;     /* more read-write binds (may be NULL) */
 	const char *init_path;     /* NULL: $PADDOCK_INIT, else paddock-init next to us */
@@ -86,6 +88,13 @@ pid_t pdk_sandbox_init_pid(const struct pdk_sandbox *sb);
  */
 PDK_MUST_CHECK int pdk_sandbox_wait(struct pdk_sandbox *sb, int sigfd,
 				    struct pdk_sandbox_result *res, struct pdk_error **err);
+
+/*
+ * The directory fd of a disk-limited workspace's upper layer (a tmpfs that
+ * outlives the sandbox), for pdk_ws_import_upper() once the sandbox ended;
+ * the caller owns it. -1 when there is none.
+ */
+int pdk_sandbox_take_upper_fd(struct pdk_sandbox *sb);
 
 /* Send `sig` to the command (through init). 0 or -errno. */
 PDK_MUST_CHECK int pdk_sandbox_signal(struct pdk_sandbox *sb, int sig);

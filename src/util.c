@@ -305,3 +305,115 @@ void pdk_make_id(char buf[static 37])
 		buf, 37, "%08" PRIx64 "-%04" PRIx64 "-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 		ms >> 16, ms & 0xffff, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]);
 }
+
+static int copy_range(int in_fd, int out_fd, off_t off, off_t end)
+{
+	static bool no_cfr;
+	char buf[65536];
+
+	while (off < end) {
+		size_t want = (size_t)(end - off);
+		ssize_t n = -1;
+
+		if (!no_cfr) {
+			loff_t in_off = off, out_off = off;
+
+			n = copy_file_range(in_fd, &in_off, out_fd, &out_off, want, 0);
+			if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP ||
+				      errno == EINVAL)) {
+				no_cfr = errno == ENOSYS;
+				n = -1;
+				errno = 0;
+			} else if (n < 0) {
+				return -errno;
+			}
+		}
+		if (n < 0) {
+			n = TEMP_FAILURE_RETRY(
+				pread(in_fd, buf, want < sizeof(buf) ? want : sizeof(buf), off));
+			if (n < 0)
+				return -errno;
+			if (n > 0) {
+				ssize_t w = TEMP_FAILURE_RETRY(pwrite(out_fd, buf, (size_t)n, off));
+
+				if (w < 0)
+					return -errno;
+				n = w;
+			}
+		}
+		if (n == 0)
+			return -EIO; /* the source shrank under us */
+		off += n;
+	}
+	return 0;
+}
+
+int pdk_copy_sparse(int in_fd, int out_fd, uint64_t size)
+{
+	off_t end = (off_t)size;
+	off_t off = 0;
+
+	while (off < end) {
+		off_t data = lseek(in_fd, off, SEEK_DATA);
+		off_t hole;
+		int rc;
+
+		if (data < 0 && errno == ENXIO)
+			break; /* only a hole is left */
+		if (data < 0) {
+			data = off; /* no SEEK_DATA here: copy everything */
+			hole = end;
+		} else {
+			hole = lseek(in_fd, data, SEEK_HOLE);
+			if (hole < 0 || hole > end)
+				hole = end;
+		}
+		rc = copy_range(in_fd, out_fd, data, hole);
+		if (rc < 0)
+			return rc;
+		off = hole;
+	}
+	if (ftruncate(out_fd, end) < 0)
+		return -errno;
+	return 0;
+}
+
+int pdk_rm_rf_at(int parent, const char *name)
+{
+	_cleanup_closedir_ DIR *d = NULL;
+	struct dirent *de;
+	int fd;
+
+	if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES && fchmodat(parent, name, 0700, 0) == 0)
+		fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* A directory we may read but not write or search: give ourselves u+rwx. */
+	(void)fchmod(fd, 0700);
+	d = fdopendir(fd);
+	if (d == NULL) {
+		int e = errno;
+
+		(void)close(fd);
+		return -e;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		int rc;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		rc = pdk_rm_rf_at(dirfd(d), de->d_name);
+		if (rc < 0)
+			return rc;
+	}
+	if (errno != 0)
+		return -errno;
+	if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}

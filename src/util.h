@@ -108,6 +108,21 @@ PDK_MUST_CHECK int pdk_read_file_at(int dirfd, const char *path, size_t max, cha
 				    struct pdk_error **err);
 
 /*
+ * Copy `size` bytes from in_fd to out_fd (both at offset 0), keeping holes:
+ * data ranges found with SEEK_DATA/SEEK_HOLE go through copy_file_range()
+ * (read/write where the kernel cannot), and out_fd is extended to `size`.
+ * 0 or -errno.
+ */
+PDK_MUST_CHECK int pdk_copy_sparse(int in_fd, int out_fd, uint64_t size);
+
+/*
+ * Remove `name` under dirfd and, when it is a directory, everything in it,
+ * without following symlinks; directories that lack u+rwx get it first.
+ * ENOENT is success. 0 or -errno.
+ */
+PDK_MUST_CHECK int pdk_rm_rf_at(int dirfd, const char *name);
+
+/*
  * Parse "512", "64K", "1M", "2G", "1T" (binary multiples; optional "i"/"iB"/"B"
  * suffix). 0 or -EINVAL / -ERANGE.
  */

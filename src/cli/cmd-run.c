@@ -8,7 +8,9 @@
 #include "policy.h"
 #include "sandbox.h"
 #include "util.h"
+#include "workspace.h"
 
+#include <dirent.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -30,7 +32,10 @@ struct pdk_run_opts {
 	char **env;
 	char **ro;
 	char **rw;
+	const char *disk;
+	const char *change_set;
 	bool stats;
+	bool discard;
 	char **argv; /* borrowed from main's argv */
 };
 
@@ -42,6 +47,9 @@ enum {
 	OPT_EVENTS,
 	OPT_STATS,
 	OPT_WS_MODE,
+	OPT_DISCARD,
+	OPT_DISK,
+	OPT_CHANGE_SET,
 };
 
 static const struct option long_opts[] = {
@@ -58,6 +66,9 @@ static const struct option long_opts[] = {
 	{"rw", required_argument, NULL, OPT_RW},
 	{"events", required_argument, NULL, OPT_EVENTS},
 	{"stats", no_argument, NULL, OPT_STATS},
+	{"discard", no_argument, NULL, OPT_DISCARD},
+	{"disk", required_argument, NULL, OPT_DISK},
+	{"change-set", required_argument, NULL, OPT_CHANGE_SET},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -74,9 +85,17 @@ static void usage(FILE *out)
 	      "options:\n"
 	      "  -p, --profile NAME|FILE  profile: default, strict, a name under\n"
 	      "                           ~/.config/paddock/profiles, or a YAML file\n"
-	      "  -w, --workspace DIR      host directory bound at its own path\n"
+	      "  -w, --workspace DIR      host directory seen at its own path\n"
 	      "                           (default: the current directory)\n"
-	      "      --workspace-mode M   rw, ro or none (default: the profile's)\n"
+	      "      --workspace-mode M   overlay: changes are kept as a change set, DIR\n"
+	      "                           is untouched (see 'paddock ws'); rw: changes\n"
+	      "                           are real; ro; tmpfs: empty; none\n"
+	      "                           (default: the profile's; 'default' has overlay)\n"
+	      "      --discard            overlay: drop the changes when CMD ends\n"
+	      "      --disk SIZE          limit on what the workspace may add: 100M, 2G\n"
+	      "      --change-set ID      overlay on top of change set ID (its workspace,\n"
+	      "                           its changes so far, its disk limit) and add to\n"
+	      "                           it; --discard then drops the whole set\n"
 	      "  -e, --env K=V            set K in the sandbox (K alone: copy from here)\n"
 	      "  -C, --cwd DIR            working directory inside (default: the workspace)\n"
 	      "  -t, --timeout DURATION   wall-clock limit: 500ms, 30s, 10m, 2h\n"
@@ -149,6 +168,15 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 		case OPT_STATS:
 			o->stats = true;
 			break;
+		case OPT_DISCARD:
+			o->discard = true;
+			break;
+		case OPT_DISK:
+			o->disk = optarg;
+			break;
+		case OPT_CHANGE_SET:
+			o->change_set = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -206,6 +234,8 @@ static int apply_limit_opts(const struct pdk_run_opts *o, struct pdk_policy *p)
 		return bad_value("--cpus", o->cpus, "a number of CPUs above 0, such as 0.5 or 2");
 	if (o->cpus)
 		p->best_effort &= ~(unsigned)PDK_BE_CPU;
+	if (o->disk && (pdk_parse_size(o->disk, &l->disk) < 0 || l->disk < 1 << 20))
+		return bad_value("--disk", o->disk, "a size of at least 1M, such as 100M or 2G");
 	return 0;
 }
 
@@ -215,17 +245,32 @@ static int apply_ws_opts(const struct pdk_run_opts *o, struct pdk_policy *p, cha
 	char real[PATH_MAX];
 	struct stat st;
 
+	if (o->change_set != NULL) {
+		if (o->workspace != NULL || (o->ws_mode && strcmp(o->ws_mode, "overlay") != 0))
+			return bad_value("--change-set", o->change_set,
+					 "no -w and no other --workspace-mode (the change set "
+					 "names its workspace)");
+		p->workspace.mode = PDK_WS_OVERLAY;
+		return 0;
+	}
+
 	if (o->ws_mode) {
-		static const char *const names[] = {
-			[PDK_WS_RW] = "rw", [PDK_WS_RO] = "ro", [PDK_WS_NONE] = "none"};
+		static const enum pdk_ws_mode modes[] = {PDK_WS_OVERLAY, PDK_WS_RW, PDK_WS_RO,
+							 PDK_WS_TMPFS, PDK_WS_NONE};
 		size_t i;
 
-		for (i = 0; i < PDK_ARRAY_SIZE(names); i++)
-			if (strcmp(o->ws_mode, names[i]) == 0)
+		for (i = 0; i < PDK_ARRAY_SIZE(modes); i++)
+			if (strcmp(o->ws_mode, pdk_policy_ws_mode_name(modes[i])) == 0)
 				break;
-		if (i == PDK_ARRAY_SIZE(names))
-			return bad_value("--workspace-mode", o->ws_mode, "rw, ro or none");
-		p->workspace.mode = (enum pdk_ws_mode)i;
+		if (i == PDK_ARRAY_SIZE(modes))
+			return bad_value("--workspace-mode", o->ws_mode,
+					 "overlay, rw, ro, tmpfs or none");
+		p->workspace.mode = modes[i];
+	}
+	if (o->discard && p->workspace.mode != PDK_WS_OVERLAY) {
+		pdk_cli_error("run: --discard needs the overlay workspace mode (it is '%s')",
+			      pdk_policy_ws_mode_name(p->workspace.mode));
+		return -1;
 	}
 	if (p->workspace.mode == PDK_WS_NONE)
 		return 0;
@@ -330,19 +375,6 @@ static int make_sigfd(sigset_t *old)
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-static void human_size(uint64_t b, char *buf, size_t len)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)b;
-	size_t u = 0;
-
-	while (v >= 1024 && u + 1 < PDK_ARRAY_SIZE(units)) {
-		v /= 1024;
-		u++;
-	}
-	(void)snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-}
-
 static int exit_code(const struct pdk_sandbox_result *r)
 {
 	switch (r->end) {
@@ -382,7 +414,7 @@ static void report_end(const struct pdk_run_opts *o, const struct pdk_policy *p,
 		pdk_cli_error("the sandbox ended without reporting its command's status");
 	if (!o->stats)
 		return;
-	human_size(r->memory_peak, peak, sizeof(peak));
+	pdk_cli_human_size(r->memory_peak, peak, sizeof(peak));
 	fprintf(stderr,
 		"paddock: stats: exit %d | wall %.1f ms | cpu %.1f ms | peak memory %s | setup %.2f ms%s\n",
 		exit_code(r), (double)r->wall_ns / 1e6, (double)r->cpu_ns / 1e6, peak,
@@ -393,6 +425,7 @@ struct run_ctx {
 	struct pdk_run_opts o;
 	struct pdk_policy *policy;
 	struct pdk_events *events;
+	struct pdk_ws *ws; /* overlay mode: the change set */
 	char *workspace;
 	char **env;
 	int sigfd;
@@ -421,17 +454,113 @@ static int prepare(struct run_ctx *c)
 	return 0;
 }
 
+static bool empty_dir(const char *path)
+{
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+
+	while (d != NULL && (de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			return false;
+	return true;
+}
+
+/* A change set for the overlay, in the state directory (or the one --change-set names). */
+static int make_change_set(struct run_ctx *c, const char *id)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *state = NULL;
+
+	if (c->policy->workspace.mode != PDK_WS_OVERLAY)
+		return 0;
+	state = pdk_state_dir();
+	if (c->o.change_set != NULL) {
+		if (pdk_ws_open(state, c->o.change_set, &c->ws, &err) < 0 ||
+		    pdk_ws_lock(c->ws, &err) < 0) {
+			pdk_cli_error("workspace: %s", err->msg);
+			return -1;
+		}
+		free(c->workspace);
+		c->workspace = pdk_xstrdup(pdk_ws_workspace(c->ws));
+		/*
+		 * A disk-limited set's upper layer starts as an empty tmpfs: what
+		 * it holds so far becomes a snapshot first.
+		 */
+		if (pdk_ws_disk_limit(c->ws) > 0 && !empty_dir(pdk_ws_upper_path(c->ws)) &&
+		    pdk_ws_snapshot(c->ws, &err) < 0) {
+			pdk_cli_error("workspace: %s", err->msg);
+			return -1;
+		}
+		return 0;
+	}
+	if (c->workspace == NULL)
+		return 0;
+	if (pdk_ws_create(state, c->workspace, id, c->policy->limits.disk, &c->ws, &err) < 0) {
+		pdk_cli_error("workspace: %s", err->msg);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * After the command: keep the changes as a change set and say where, drop
+ * them (--discard, with an fs.change event each), or, when there are none,
+ * remove the empty set.
+ */
+static int finish_change_set(struct run_ctx *c, int upper_fd)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_close_ int ufd = upper_fd;
+	struct pdk_ws_diff d = {0};
+	size_t count[PDK_WS_REPLACED + 1] = {0};
+	const char *id = pdk_ws_id(c->ws);
+	int rc = 0;
+
+	if (ufd >= 0 && pdk_ws_import_upper(c->ws, ufd, &err) < 0)
+		goto fail;
+	if (pdk_ws_diff(c->ws, 0, PDK_WS_CURRENT, &d, &err) < 0)
+		goto fail;
+	for (size_t i = 0; i < d.n; i++)
+		count[d.v[i].kind]++;
+	if (d.n > 0 && c->o.discard)
+		(void)!pdk_ws_emit_changes(c->events, &d, "discarded", id, &err);
+	/* An empty new set goes; one named by --change-set stays unless --discard. */
+	if ((d.n == 0 && c->o.change_set == NULL) || c->o.discard) {
+		pdk_error_free(&err);
+		if (pdk_ws_remove(c->ws, &err) < 0)
+			goto fail;
+		if (d.n > 0)
+			fprintf(stderr, "paddock: workspace: %zu change(s) discarded\n", d.n);
+	} else if (d.n > 0) {
+		fprintf(stderr,
+			"paddock: workspace: %zu added, %zu modified, %zu deleted%s -> change set "
+			"%.13s\n"
+			"paddock: review with 'paddock ws diff %.13s'; apply with 'paddock ws commit "
+			"%.13s'; drop with 'paddock ws discard %.13s'\n",
+			count[PDK_WS_ADDED], count[PDK_WS_MODIFIED] + count[PDK_WS_REPLACED],
+			count[PDK_WS_DELETED], count[PDK_WS_MODE] ? ", mode changes" : "", id, id,
+			id, id);
+	}
+	pdk_ws_diff_release(&d);
+	return rc;
+fail:
+	pdk_ws_diff_release(&d);
+	pdk_cli_error("workspace: %s (the changes stay in '%s')", err->msg, pdk_ws_dir(c->ws));
+	return -1;
+}
+
 static int run_sandbox(struct run_ctx *c, char id_out[37])
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_sandbox_config cfg = {
-		.id = c->events ? id_out : NULL,
+		.id = id_out,
 		.policy = c->policy,
 		.argv = c->o.argv,
 		.envp = c->env,
 		.cwd = c->o.cwd,
 		.workspace = c->workspace,
 		.ws_mode = c->policy->workspace.mode,
+		.ws = c->ws,
 		.extra_ro = c->o.ro,
 		.extra_rw = c->o.rw,
 		.events = c->events,
@@ -439,10 +568,15 @@ static int run_sandbox(struct run_ctx *c, char id_out[37])
 	};
 	struct pdk_sandbox_result res;
 	struct pdk_sandbox *sb = NULL;
+	int upper_fd;
 	int rc;
 
 	if (pdk_sandbox_create(&cfg, &sb, &err) < 0) {
 		pdk_cli_error("%s", err->msg);
+		pdk_error_free(&err);
+		/* Nothing ran: the change set is empty. */
+		if (c->ws != NULL && pdk_ws_remove(c->ws, &err) < 0)
+			pdk_cli_warn("cleanup: %s", err->msg);
 		return PDK_EXIT_SETUP;
 	}
 	rc = pdk_sandbox_wait(sb, c->sigfd, &res, &err);
@@ -450,8 +584,14 @@ static int run_sandbox(struct run_ctx *c, char id_out[37])
 		pdk_cli_error("%s", err->msg);
 		pdk_error_free(&err);
 	}
+	upper_fd = pdk_sandbox_take_upper_fd(sb);
 	if (pdk_sandbox_destroy(sb, &err) < 0)
 		pdk_cli_warn("cleanup: %s", err->msg);
+	/* Every process of the sandbox is gone: the layer is stable now. */
+	if (c->ws != NULL && finish_change_set(c, upper_fd) < 0 && rc == 0)
+		rc = -1;
+	else if (c->ws == NULL && upper_fd >= 0)
+		(void)close(upper_fd);
 	if (rc < 0)
 		return PDK_EXIT_SETUP;
 	report_end(&c->o, c->policy, &res);
@@ -470,18 +610,21 @@ int pdk_cmd_run(int argc, char **argv)
 		return rc > 0 ? 0 : PDK_EXIT_POLICY;
 	}
 	rc = prepare(&c) < 0 ? PDK_EXIT_POLICY : 0;
+	pdk_make_id(id);
 	if (rc == 0 && c.o.events != NULL) {
-		pdk_make_id(id);
 		c.events = pdk_events_open(c.o.events, id, "paddock-run", &err);
 		if (c.events == NULL) {
 			pdk_cli_error("%s", err->msg);
 			rc = PDK_EXIT_POLICY;
 		}
 	}
+	if (rc == 0 && make_change_set(&c, id) < 0)
+		rc = PDK_EXIT_SETUP;
 	if (rc == 0) {
 		c.sigfd = make_sigfd(&c.oldmask);
 		rc = c.sigfd < 0 ? PDK_EXIT_SETUP : run_sandbox(&c, id);
 	}
+	pdk_ws_free(c.ws);
 	if (c.sigfd >= 0)
 		(void)close(c.sigfd);
 	pdk_events_free(c.events);

@@ -12,6 +12,7 @@ static int cmd_help(int argc, char **argv);
 
 static const struct pdk_command commands[] = {
 	{"run", pdk_cmd_run, "run one command in a fresh sandbox"},
+	{"ws", pdk_cmd_ws, "review, commit or discard workspace change sets"},
 	{"profile", pdk_cmd_profile, "show or check sandbox profiles"},
 	{"version", pdk_cmd_version, "print the version"},
 	{"help", cmd_help, "show this help"},
@@ -41,6 +42,19 @@ void pdk_cli_warn(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("warning: ", fmt, ap);
 	va_end(ap);
+}
+
+void pdk_cli_human_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	size_t u = 0;
+
+	while (v >= 1024 && u + 1 < PDK_ARRAY_SIZE(units)) {
+		v /= 1024;
+		u++;
+	}
+	(void)snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
 }
 
 static void usage(FILE *out)

@@ -7,8 +7,10 @@
 : "${PADDOCK_INIT:=$(dirname "$PADDOCK")/paddock-init}"
 T=$(mktemp -d /tmp/paddock-it-XXXXXX)
 chmod 0755 "$T"
-mkdir -p "$T/bin" "$T/home"
+mkdir -p "$T/bin" "$T/home" "$T/state-root" "$T/state-user"
 chmod 0777 "$T/home"
+# Change sets of overlay workspaces: one state directory per identity.
+chown 65534:65534 "$T/state-user"
 # The build tree may not be readable by nobody: run copies from a world-readable place.
 cp "$PADDOCK" "$T/bin/paddock"
 cp "$PADDOCK_INIT" "$T/bin/paddock-init"
@@ -25,7 +27,8 @@ ok() {
 	if [ "$1" = 0 ]; then echo "ok $TAP_N - $desc"; else echo "not ok $TAP_N - $desc"; TAP_FAILED=$((TAP_FAILED + 1)); fi
 }
 is() {
-	if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"; printf '#   got:  %s\n#   want: %s\n' "$1" "$2" | head -20; fi
+	if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"
+		{ printf 'got:\n%s\nwant:\n%s\n' "$1" "$2"; } | head -40 | sed 's/^/#   /'; return 1; fi
 }
 # The plan comes last (TAP allows it), so it always matches what ran.
 done_testing() {
@@ -46,10 +49,12 @@ mkws() {
 prun_cmd() {
 	local init="${PADDOCK_INIT_OVERRIDE:-$T/bin/paddock-init}"
 	if [ "$1" = root ]; then
-		PRUN=(env PADDOCK_INIT="$init" "${PRUN_ENV[@]}" "$T/bin/paddock")
+		PRUN=(env PADDOCK_INIT="$init" PADDOCK_STATE_DIR="$T/state-root" "${PRUN_ENV[@]}"
+			"$T/bin/paddock")
 	else
 		PRUN=(setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all
-			env PADDOCK_INIT="$init" "${PRUN_ENV[@]}" "$T/bin/paddock")
+			env PADDOCK_INIT="$init" PADDOCK_STATE_DIR="$T/state-user" "${PRUN_ENV[@]}"
+			"$T/bin/paddock")
 	fi
 }
 PRUN_ENV=()
@@ -80,4 +85,11 @@ prun() {
 	prun_cmd "$1"
 	shift
 	(cd "$T/home" && exec "${PRUN[@]}" run "$@")
+}
+# paddock ws ARGS as root or nobody, with the same state directory as prun.
+pws() {
+	local PRUN
+	prun_cmd "$1"
+	shift
+	(cd "$T/home" && exec "${PRUN[@]}" ws "$@")
 }

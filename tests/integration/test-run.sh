@@ -60,9 +60,9 @@ check_workspace() {
 	local who=$1 ws out
 	ws=$(mkws)
 	echo data > "$ws/in.txt"
-	out=$(prun "$who" -w "$ws" -- sh -c 'pwd; cat in.txt; echo new > out.txt' 2>/dev/null)
+	out=$(prun "$who" -w "$ws" --workspace-mode rw -- sh -c 'pwd; cat in.txt; echo new > out.txt' 2>/dev/null)
 	is "$out" "$(printf '%s\ndata' "$ws")" "$who: cwd is the workspace, its files are visible"
-	is "$(cat "$ws/out.txt" 2>/dev/null)" new "$who: writes to the workspace reach the host"
+	is "$(cat "$ws/out.txt" 2>/dev/null)" new "$who: --workspace-mode rw: writes reach the host"
 	prun "$who" -w "$ws" --workspace-mode ro -- sh -c 'echo x > ro.txt' 2>/dev/null
 	ok $(( $? == 0 )) "$who: --workspace-mode ro: writing fails"
 	[ ! -e "$ws/ro.txt" ]; ok $? "$who: --workspace-mode ro: nothing reached the host"

@@ -249,7 +249,8 @@ Test(policy, default_profile_contents)
 					 "/lib32", "/lib64", "/libx32", NULL};
 
 	cr_assert_null(p->workspace.path, "the workspace is the cwd at run time");
-	cr_assert_eq(p->workspace.mode, PDK_WS_RW);
+	cr_assert_eq(p->workspace.mode, PDK_WS_OVERLAY, "changes are kept, not applied");
+	cr_assert_eq(p->limits.disk, 0);
 	assert_strv(p->read_only, ro);
 	assert_strv(p->tmpfs, (const char *const[]){"/tmp", NULL});
 	cr_assert(nstrv(p->etc) >= 10);
@@ -673,6 +674,8 @@ Test(policy, mode_names)
 	cr_assert_str_eq(pdk_policy_ws_mode_name(PDK_WS_RW), "rw");
 	cr_assert_str_eq(pdk_policy_ws_mode_name(PDK_WS_RO), "ro");
 	cr_assert_str_eq(pdk_policy_ws_mode_name(PDK_WS_NONE), "none");
+	cr_assert_str_eq(pdk_policy_ws_mode_name(PDK_WS_OVERLAY), "overlay");
+	cr_assert_str_eq(pdk_policy_ws_mode_name(PDK_WS_TMPFS), "tmpfs");
 	cr_assert_str_eq(pdk_policy_net_mode_name(PDK_NET_NONE), "none");
 	cr_assert_str_eq(pdk_policy_net_mode_name(PDK_NET_HOST), "host");
 }
@@ -737,10 +740,24 @@ Test(policy, error_bad_duration)
 		   "expected a whole number of seconds, found '1500ms'");
 }
 
+Test(policy, workspace_modes_and_disk_limit)
+{
+	struct pdk_policy *p = parse_ok("filesystem: {workspace: {mode: tmpfs}}\n"
+					"limits: {disk: 512M}\n");
+
+	cr_assert_eq(p->workspace.mode, PDK_WS_TMPFS);
+	cr_assert_eq(p->limits.disk, 512ull << 20);
+	pdk_policy_free(p);
+	p = parse_ok("limits: {disk: unlimited}\n");
+	cr_assert_eq(p->workspace.mode, PDK_WS_OVERLAY, "a profile from nothing has an overlay");
+	cr_assert_eq(p->limits.disk, 0);
+	pdk_policy_free(p);
+}
+
 Test(policy, error_bad_mode)
 {
 	expect_one("filesystem:\n  workspace:\n    mode: rwx\n", "filesystem.workspace.mode", 3, 11,
-		   "expected one of rw, ro, none, found 'rwx'");
+		   "expected one of overlay, rw, ro, tmpfs, none, found 'rwx'");
 	expect_one("network:\n  mode: allowlist\n", "network.mode", 2, 9,
 		   "'allowlist' is not supported yet");
 	expect_one("network:\n  mode: bridge\n", "network.mode", 2, 9,

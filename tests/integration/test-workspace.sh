@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# Workspaces: overlay change sets, diff, commit (hostile content included),
+# discard, snapshots and rollback, disk limit, tmpfs mode. Each case runs as
+# root and as nobody (rootless).
+set -u
+. "$TESTS_DIR/integration/lib-run.sh"
+
+# A listing of a tree that changes when any name, type, mode, size or byte does.
+LISTING='find . -path ./.paddock-listing -prune -o -printf "%p %y %m %s %l\n" | LC_ALL=C sort; find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum'
+
+# A workspace owned by the identity that runs the sandbox (an overlay copies owners up).
+mkws_for() {
+	local d
+	d=$(mktemp -d "$T/ws-XXXXXX")
+	[ "$1" = user ] && chown "$UNPRIV_UID:$UNPRIV_UID" "$d"
+	echo "$d"
+}
+# Run as the identity, in a directory, a shell snippet (for fixtures and listings).
+as() {
+	local who=$1 dir=$2
+	shift 2
+	if [ "$who" = root ]; then (cd "$dir" && sh -c "$@"); else
+		(cd "$dir" && setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups sh -c "$@"); fi
+}
+# The id of the only change set of this identity.
+last_set() {
+	ls "$T/state-$1/ws" 2>/dev/null | grep -E '^[0-9a-f-]{36}$' | tail -n 1
+}
+nsets() {
+	ls "$T/state-$1/ws" 2>/dev/null | grep -cE '^[0-9a-f-]{36}$'
+}
+
+fixture() { # a small project: files, a tree, an executable, a symlink
+	as "$1" "$2" 'echo base > a.txt; mkdir -p src/lib tree/x/y; echo "int x;" > src/lib/x.c;
+		printf "1\n2\n3\n" > src/main.c; echo z > tree/x/y/z; echo t > tree/t;
+		printf "#!/bin/sh\n" > run.sh; chmod 644 run.sh; ln -s a.txt link; echo m > moved'
+}
+
+check_overlay_diff_commit() {
+	local who=$1 ws id before after inside out
+	ws=$(mkws_for "$who")
+	fixture "$who" "$ws"
+	before=$(as "$who" "$ws" "$LISTING")
+	inside=$(prun "$who" -w "$ws" -- sh -c 'echo more >> a.txt; echo new > new.txt;
+		rm -r tree; chmod 755 run.sh; mv moved moved2; rm src/main.c; mkdir src/main.c;
+		echo in > src/main.c/f; rm link; echo notalink > link; mkdir -p deep/a/b;
+		echo d > deep/a/b/c; '"$LISTING" 2>"$T/err")
+	is $? 0 "$who: overlay run exits 0"
+	after=$(as "$who" "$ws" "$LISTING")
+	is "$after" "$before" "$who: overlay: the host directory is untouched"
+	grep -q "change set" "$T/err"; ok $? "$who: run names the change set it kept"
+	id=$(last_set "$who")
+	[ -n "$id" ]; ok $? "$who: a change set exists"
+	out=$(pws "$who" diff "$id")
+	is "$(echo "$out" | grep -c .)" 16 "$who: diff lists 16 lines (a rename is one)"
+	echo "$out" | grep -qx 'modified  a.txt  5 B -> 10 B'; ok $? "$who: diff: modified file with sizes"
+	echo "$out" | grep -qx 'added     new.txt  4 B'; ok $? "$who: diff: added file"
+	echo "$out" | grep -qx 'mode      run.sh  0644 -> 0755'; ok $? "$who: diff: mode change"
+	echo "$out" | grep -qx 'renamed   moved -> moved2'; ok $? "$who: diff: rename"
+	echo "$out" | grep -qx 'replaced  src/main.c  file -> dir'; ok $? "$who: diff: file replaced by a directory"
+	echo "$out" | grep -qx 'replaced  link  symlink -> file'; ok $? "$who: diff: symlink replaced by a file"
+	for p in tree tree/t tree/x tree/x/y tree/x/y/z; do
+		echo "$out" | grep -qx "deleted   $p" || { ok 1 "$who: diff: whole tree deleted ($p missing)"; continue 2; }
+	done
+	ok 0 "$who: diff: a deleted tree lists every entry"
+	pws "$who" diff --json "$id" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+k = {c["path"]: c["kind"] for c in d["changes"]}
+assert k["a.txt"] == "modified" and k["tree/x/y/z"] == "deleted" and k["deep/a/b/c"] == "added", k
+assert d["summary"]["added"] >= 5 and d["summary"]["deleted"] == 6, d["summary"]
+r = [c for c in d["changes"] if c.get("renamed_from")]
+assert len(r) == 1 and r[0]["path"] == "moved2", r'
+	ok $? "$who: diff --json has the kinds, the summary and the rename"
+	out=$(pws "$who" diff --patch "$id")
+	echo "$out" | grep -q '^+more$'; ok $? "$who: diff --patch shows the added line"
+	echo "$out" | grep -q '^--- a/src/main.c$'; ok $? "$who: diff --patch shows the replaced file's removal"
+	pws "$who" commit --events "$T/home/ev-$who" "$id" >"$T/out" 2>"$T/err"
+	is $? 0 "$who: commit exits 0" || sed 's/^/#   /' "$T/err"
+	after=$(as "$who" "$ws" "$LISTING")
+	is "$after" "$inside" "$who: after commit the directory is exactly what the sandbox saw"
+	is "$(nsets "$who")" 0 "$who: commit removes the change set"
+	is "$(grep -c '"kind":"fs.change"' "$T/home/ev-$who")" "$(sed -n 's/^committed \([0-9]*\).*/\1/p' "$T/out")" \
+		"$who: one fs.change event per committed change"
+	grep -q '"action":"committed"' "$T/home/ev-$who"; ok $? "$who: events say committed"
+}
+
+check_discard() {
+	local who=$1 ws id before
+	ws=$(mkws_for "$who")
+	fixture "$who" "$ws"
+	before=$(as "$who" "$ws" "$LISTING")
+	prun "$who" -w "$ws" --discard -- sh -c 'echo x > x; rm a.txt' 2>"$T/err"
+	is $? 0 "$who: --discard run exits 0"
+	is "$(nsets "$who")" 0 "$who: --discard keeps no change set"
+	grep -q "2 change(s) discarded" "$T/err"; ok $? "$who: --discard says what it dropped"
+	prun "$who" -w "$ws" -- sh -c 'echo x > x; rm a.txt' 2>/dev/null
+	id=$(last_set "$who")
+	pws "$who" discard --events "$T/home/dev-$who" "$id" >/dev/null
+	is $? 0 "$who: ws discard exits 0"
+	is "$(nsets "$who")" 0 "$who: ws discard removes the set"
+	is "$(as "$who" "$ws" "$LISTING")" "$before" "$who: discard leaves the directory as it was"
+	is "$(grep -c '"action":"discarded"' "$T/home/dev-$who")" 2 "$who: one fs.change event per discarded change"
+	prun "$who" -w "$ws" -- true 2>"$T/err"
+	is "$(nsets "$who")" 0 "$who: a run that changes nothing leaves no change set"
+	pws "$who" diff 0000dead >/dev/null 2>"$T/err"; is $? 1 "$who: unknown change set: exit 1"
+	grep -q "no change set '0000dead'" "$T/err"; ok $? "$who: the unknown id is named"
+	pws "$who" diff >/dev/null 2>&1; is $? 2 "$who: ws diff without an id: exit 2"
+}
+
+check_snapshots() {
+	local who=$1 ws id h0 h1 h2
+	ws=$(mkws_for "$who")
+	fixture "$who" "$ws"
+	h0=$(as "$who" "$ws" "$LISTING")
+	prun "$who" -w "$ws" -- sh -c 'echo one > one; echo mod >> a.txt; rm -r tree; chmod 700 run.sh' 2>/dev/null
+	id=$(last_set "$who")
+	h1=$(prun "$who" --change-set "$id" -- sh -c "$LISTING" 2>/dev/null)
+	is "$(pws "$who" snapshot "$id")" 1 "$who: snapshot 1"
+	prun "$who" --change-set "$id" -- sh -c 'echo two > two; rm one; mkdir tree; echo n > tree/n;
+		chmod 644 run.sh; echo again >> a.txt; rm -r src' 2>/dev/null
+	h2=$(prun "$who" --change-set "$id" -- sh -c "$LISTING" 2>/dev/null)
+	[ "$h2" != "$h1" ]; ok $? "$who: the second run changed the view"
+	pws "$who" diff --from 1 "$id" | grep -qx 'deleted   one'; ok $? "$who: diff between snapshot 1 and now"
+	pws "$who" diff --from 0 --to 1 "$id" | grep -qx 'added     one  4 B'; ok $? "$who: diff of snapshot 1 against the directory"
+	pws "$who" snapshot "$id" >/dev/null
+	pws "$who" rollback "$id" 1; is $? 0 "$who: rollback to 1 exits 0"
+	is "$(prun "$who" --change-set "$id" -- sh -c "$LISTING" 2>/dev/null)" "$h1" "$who: rollback to 1 restores names, modes, sizes and content exactly"
+	pws "$who" rollback "$id" 0
+	is "$(prun "$who" --change-set "$id" -- sh -c "$LISTING" 2>/dev/null)" "$h0" "$who: rollback to 0 restores the directory's own view"
+	is "$(as "$who" "$ws" "$LISTING")" "$h0" "$who: the host directory never changed"
+	pws "$who" rollback "$id" 7 2>"$T/err"; is $? 1 "$who: rollback to a missing snapshot fails"
+	# One sandbox at a time per change set.
+	prun "$who" --change-set "$id" -- sleep 2 2>/dev/null &
+	sleep 0.5
+	prun "$who" --change-set "$id" -- true 2>"$T/err"; is $? 125 "$who: a change set in use is refused"
+	grep -q "is in use" "$T/err"; ok $? "$who: and the error says so"
+	wait
+	pws "$who" discard "$id" >/dev/null
+}
+
+check_hostile() {
+	local who=$1 ws id outside before
+	outside=$(mktemp -d "$T/outside-XXXXXX")
+	echo secret > "$outside/secret"
+	[ "$who" = user ] && chown -R "$UNPRIV_UID:$UNPRIV_UID" "$outside"
+	ws=$(mkws_for "$who")
+	fixture "$who" "$ws"
+	# A host file of the workspace that is a hard link to a file outside it.
+	as "$who" "$ws" "ln $outside/secret hl"
+	before=$(as "$who" "$ws" "$LISTING")
+	prun "$who" -w "$ws" -- sh -c "ln -s $outside/secret abs; ln -s ../../../../etc/passwd rel;
+		rm -r tree; ln -s $outside tree" 2>/dev/null
+	id=$(last_set "$who")
+	pws "$who" commit "$id" >/dev/null 2>"$T/err"
+	is $? 1 "$who: commit with symlinks leading outside is refused"
+	for p in abs rel tree; do grep -q "refused: $p:" "$T/err" || { ok 1 "$who: refusal names $p"; continue 2; }; done
+	ok 0 "$who: the refusal names each outside symlink"
+	is "$(as "$who" "$ws" "$LISTING")" "$before" "$who: nothing was applied"
+	pws "$who" commit --allow-outside-symlinks "$id" >/dev/null 2>"$T/err"
+	is $? 0 "$who: --allow-outside-symlinks commits them"
+	is "$(readlink "$ws/abs")" "$outside/secret" "$who: the symlink is created as a symlink"
+	is "$(cat "$outside/secret")" secret "$who: its target is untouched"
+	[ -L "$ws/tree" ] && [ -e "$outside/secret" ] && [ "$(ls "$outside")" = secret ]
+	ok $? "$who: a directory replaced by a symlink: nothing written through it"
+
+	# Writing through a hard link, a FIFO, a setuid file, odd names, a sparse file.
+	prun "$who" -w "$ws" -- sh -c 'echo changed > hl; mkfifo fifo; echo s > suid; chmod 4755 suid;
+		printf x > "$(printf "new\nline")"; printf y > "$(printf "bad\377utf8")";
+		truncate -s 2G sparse' 2>/dev/null
+	id=$(last_set "$who")
+	pws "$who" commit "$id" >/dev/null 2>"$T/err"
+	is $? 1 "$who: a change set with a FIFO is refused"
+	grep -q "refused: fifo:" "$T/err"; ok $? "$who: the FIFO is named"
+	[ ! -e "$ws/suid" ] && [ ! -e "$ws/sparse" ]; ok $? "$who: nothing of it was applied"
+	prun "$who" --change-set "$id" -- rm fifo 2>/dev/null
+	pws "$who" commit "$id" >"$T/out" 2>"$T/err"
+	is $? 0 "$who: without the FIFO the commit goes through"
+	is "$(cat "$outside/secret")" secret "$who: a hard link to an outside file: the outside file is untouched"
+	is "$(cat "$ws/hl")" changed "$who: the workspace name has the new content"
+	is "$(stat -c %a "$ws/suid")" 755 "$who: setuid bit stripped"
+	grep -q "stripped from 1" "$T/out"; ok $? "$who: the stripping is reported"
+	is "$(cat "$ws/$(printf 'new\nline')")" x "$who: a name with a newline is committed byte-exact"
+	is "$(cat "$ws/$(printf 'bad\377utf8')")" y "$who: a name with invalid UTF-8 is committed byte-exact"
+	is "$(stat -c %s "$ws/sparse")" 2147483648 "$who: the 2 GiB sparse file has its size"
+	[ "$(stat -c %b "$ws/sparse")" -lt 64 ]; ok $? "$who: and stays sparse"
+}
+
+check_big_tree() {
+	local who=$1 ws id n t0 t1 t2
+	ws=$(mkws_for "$who")
+	prun "$who" -w "$ws" -- sh -c 'for a in 0 1 2 3 4 5 6 7 8 9; do for b in 0 1 2 3 4 5 6 7 8 9; do
+		mkdir -p d$a/e$b/f/g/h; (cd d$a/e$b/f/g/h && seq -f "%g" 1 1000 | xargs touch); done; done' 2>/dev/null
+	id=$(last_set "$who")
+	t0=$(date +%s%N)
+	n=$(pws "$who" diff --json "$id" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["changes"]))')
+	t1=$(date +%s%N)
+	is "$n" 100410 "$who: diff of a 100,000-file tree lists every entry (and its 410 directories)"
+	pws "$who" commit "$id" >/dev/null 2>"$T/err"
+	is $? 0 "$who: commit of 100,000 files exits 0"
+	t2=$(date +%s%N)
+	is "$(find "$ws" -type f | wc -l)" 100000 "$who: all 100,000 files are in the directory"
+	echo "# $who: 100k files: diff --json $(( (t1 - t0) / 1000000 )) ms, commit $(( (t2 - t1) / 1000000 )) ms"
+}
+
+check_disk_and_modes() {
+	local who=$1 ws id out
+	ws=$(mkws_for "$who")
+	out=$(prun "$who" -w "$ws" --disk 2M -- sh -c 'dd if=/dev/zero of=big bs=1M count=8 2>/dev/null; echo dd=$?; stat -c %s big' 2>/dev/null)
+	is "$out" "$(printf 'dd=1\n2097152')" "$who: --disk 2M: writing 8 MiB stops at 2 MiB with an error"
+	id=$(last_set "$who")
+	[ "$(du -sk "$T/state-$who/ws/$id" | cut -f1)" -le 2200 ]; ok $? "$who: the change set holds no more than the limit"
+	is "$(pws "$who" diff "$id")" 'added     big  2.0 MiB' "$who: the disk-limited change set was kept"
+	pws "$who" discard "$id" >/dev/null
+	out=$(prun "$who" -w "$ws" --workspace-mode tmpfs -- sh -c 'ls -A | wc -l; echo x > f && echo wrote' 2>/dev/null)
+	is "$out" "$(printf '0\nwrote')" "$who: tmpfs mode: an empty, writable workspace"
+	[ ! -e "$ws/f" ] && [ "$(nsets "$who")" = 0 ]; ok $? "$who: tmpfs mode keeps nothing"
+	# The state directory may not live inside the workspace.
+	PRUN_ENV=(PADDOCK_STATE_DIR="$ws/state")
+	prun "$who" -w "$ws" -- true 2>"$T/err"
+	is $? 125 "$who: a state directory inside the workspace is refused"
+	grep -q "PADDOCK_STATE_DIR" "$T/err"; ok $? "$who: the error names the fix"
+	PRUN_ENV=()
+	rm -rf "$ws/state"
+}
+
+for who in root user; do
+	check_overlay_diff_commit "$who"
+	check_discard "$who"
+	check_snapshots "$who"
+	check_hostile "$who"
+	check_disk_and_modes "$who"
+	check_big_tree "$who"
+done
+done_testing

@@ -1,0 +1,396 @@
+/*
+ * Change-set storage and diff, without a sandbox: the tests write layers by
+ * hand in overlayfs' format (0:0 whiteouts, user.overlay.opaque="y") and
+ * check what pdk_ws_diff() makes of them, across snapshots.
+ */
+#include "common.h"
+#include "util.h"
+#include "workspace.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+struct fx {
+	char root[64];
+	char *ws;
+	char *state;
+	struct pdk_ws *set;
+};
+
+/* dir/rel in one of a few rotating static buffers (no allocation to free in asserts). */
+static const char *P(const char *dir, const char *rel)
+{
+	static char bufs[4][512];
+	static unsigned i;
+	char *b = bufs[i++ % 4];
+
+	(void)snprintf(b, sizeof(bufs[0]), "%s/%s", dir, rel);
+	return b;
+}
+
+static void put(const char *dir, const char *rel, const char *content)
+{
+	_cleanup_free_ char *p = pdk_xasprintf("%s/%s", dir, rel);
+	FILE *f = fopen(p, "w");
+
+	cr_assert_not_null(f, "fopen %s", p);
+	fputs(content, f);
+	fclose(f);
+}
+
+static void mkd(const char *dir, const char *rel)
+{
+	_cleanup_free_ char *p = pdk_xasprintf("%s/%s", dir, rel);
+
+	cr_assert_eq(mkdir(p, 0755), 0, "mkdir %s: %s", p, strerror(errno));
+}
+
+static void whiteout(const char *dir, const char *rel)
+{
+	_cleanup_free_ char *p = pdk_xasprintf("%s/%s", dir, rel);
+
+	cr_assert_eq(mknod(p, S_IFCHR | 0, makedev(0, 0)), 0, "whiteout %s: %s", p,
+		     strerror(errno));
+}
+
+static void opaque(const char *dir, const char *rel)
+{
+	_cleanup_free_ char *p = pdk_xasprintf("%s/%s", dir, rel);
+
+	cr_assert_eq(setxattr(p, "user.overlay.opaque", "y", 1, 0), 0, "%s", strerror(errno));
+}
+
+static void setup_fx(struct fx *f)
+{
+	struct pdk_error *err = NULL;
+
+	memset(f, 0, sizeof(*f));
+	strcpy(f->root, "/tmp/pdk-ws-XXXXXX");
+	cr_assert_not_null(mkdtemp(f->root));
+	f->ws = pdk_xasprintf("%s/ws", f->root);
+	f->state = pdk_xasprintf("%s/state", f->root);
+	cr_assert_eq(mkdir(f->ws, 0755), 0);
+	/* The host directory. */
+	put(f->ws, "same", "same\n");
+	put(f->ws, "mod", "old\n");
+	put(f->ws, "chm", "x\n");
+	put(f->ws, "gone", "bye\n");
+	put(f->ws, "touched", "t\n");
+	mkd(f->ws, "tree");
+	mkd(f->ws, "tree/sub");
+	put(f->ws, "tree/sub/leaf", "l\n");
+	put(f->ws, "tree/top", "t\n");
+	mkd(f->ws, "op");
+	put(f->ws, "op/old1", "1\n");
+	put(f->ws, "op/kept", "k\n");
+	put(f->ws, "f2d", "file\n");
+	cr_assert_eq(symlink("same", P(f->ws, "ln")), 0);
+	cr_assert_eq(pdk_ws_create(f->state, f->ws, NULL, 0, &f->set, &err), 0, "%s",
+		     err ? err->msg : "");
+}
+
+static void teardown_fx(struct fx *f)
+{
+	pdk_ws_free(f->set);
+	(void)!pdk_rm_rf_at(AT_FDCWD, f->root);
+	free(f->ws);
+	free(f->state);
+}
+
+static const struct pdk_ws_change *find(const struct pdk_ws_diff *d, const char *path)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (strcmp(d->v[i].path, path) == 0)
+			return &d->v[i];
+	return NULL;
+}
+
+static enum pdk_ws_kind kind_of(const struct pdk_ws_diff *d, const char *path)
+{
+	const struct pdk_ws_change *c = find(d, path);
+
+	cr_assert_not_null(c, "no change for '%s'", path);
+	return c->kind;
+}
+
+Test(workspace, diff_reads_overlay_format)
+{
+	struct fx f;
+	struct pdk_error *err = NULL;
+	struct pdk_ws_diff d;
+	const char *up;
+
+	setup_fx(&f);
+	up = pdk_ws_upper_path(f.set);
+	put(up, "mod", "new content\n");
+	put(up, "chm", "x\n");
+	cr_assert_eq(chmod(P(up, "chm"), 0700), 0);
+	put(up, "touched", "t\n"); /* copied up, nothing changed */
+	put(up, "same", "same\n");
+	whiteout(up, "gone");
+	whiteout(up, "tree");
+	mkd(up, "op");
+	opaque(up, "op");
+	put(up, "op/kept", "k\n");
+	put(up, "op/new", "n\n");
+	mkd(up, "f2d");
+	opaque(up, "f2d");
+	put(up, "f2d/in", "i\n");
+	put(up, "added", "a\n");
+	cr_assert_eq(pdk_ws_diff(f.set, 0, PDK_WS_CURRENT, &d, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(kind_of(&d, "mod"), PDK_WS_MODIFIED);
+	cr_assert_eq(find(&d, "mod")->size, 12);
+	cr_assert_eq(find(&d, "mod")->old_size, 4);
+	cr_assert_eq(kind_of(&d, "chm"), PDK_WS_MODE);
+	cr_assert_eq(find(&d, "chm")->mode & 07777, 0700);
+	cr_assert_null(find(&d, "touched"), "a copy-up without changes is no change");
+	cr_assert_null(find(&d, "same"));
+	cr_assert_eq(kind_of(&d, "gone"), PDK_WS_DELETED);
+	cr_assert_eq(kind_of(&d, "tree"), PDK_WS_DELETED);
+	cr_assert_eq(kind_of(&d, "tree/sub"), PDK_WS_DELETED);
+	cr_assert_eq(kind_of(&d, "tree/sub/leaf"), PDK_WS_DELETED);
+	cr_assert_eq(kind_of(&d, "tree/top"), PDK_WS_DELETED);
+	cr_assert_eq(kind_of(&d, "op/old1"), PDK_WS_DELETED, "opaque dir hides the old entry");
+	cr_assert_null(find(&d, "op/kept"), "same content under an opaque dir is no change");
+	cr_assert_eq(kind_of(&d, "op/new"), PDK_WS_ADDED);
+	cr_assert_eq(kind_of(&d, "f2d"), PDK_WS_REPLACED);
+	cr_assert(S_ISDIR(find(&d, "f2d")->mode) && S_ISREG(find(&d, "f2d")->old_mode));
+	cr_assert_eq(kind_of(&d, "f2d/in"), PDK_WS_ADDED);
+	cr_assert_eq(kind_of(&d, "added"), PDK_WS_ADDED);
+	cr_assert_eq(d.n, 12, "changes: %zu", d.n);
+	/* A directory comes before its entries. */
+	for (size_t i = 0; i < d.n; i++) {
+		const char *slash = strrchr(d.v[i].path, '/');
+
+		for (size_t j = i + 1; slash != NULL && j < d.n; j++)
+			cr_assert(!(strlen(d.v[j].path) == (size_t)(slash - d.v[i].path) &&
+				    strncmp(d.v[j].path, d.v[i].path, strlen(d.v[j].path)) == 0),
+				  "'%s' comes after its entry '%s'", d.v[j].path, d.v[i].path);
+	}
+	pdk_ws_diff_release(&d);
+	teardown_fx(&f);
+}
+
+Test(workspace, symlinks_and_renames)
+{
+	struct fx f;
+	struct pdk_error *err = NULL;
+	struct pdk_ws_diff d;
+	const char *up;
+	const struct pdk_ws_change *c;
+
+	setup_fx(&f);
+	up = pdk_ws_upper_path(f.set);
+	cr_assert_eq(symlink("mod", P(up, "ln")), 0); /* retargeted */
+	whiteout(up, "gone");
+	put(up, "renamed", "bye\n"); /* gone's content */
+	cr_assert_eq(symlink("/etc/passwd", P(up, "evil")), 0);
+	cr_assert_eq(pdk_ws_diff(f.set, 0, PDK_WS_CURRENT, &d, &err), 0);
+	c = find(&d, "ln");
+	cr_assert_not_null(c);
+	cr_assert_eq(c->kind, PDK_WS_MODIFIED);
+	cr_assert_str_eq(c->link, "mod");
+	c = find(&d, "renamed");
+	cr_assert_not_null(c);
+	cr_assert_str_eq(c->renamed_from, "gone");
+	cr_assert_eq(kind_of(&d, "gone"), PDK_WS_DELETED);
+	cr_assert_str_eq(find(&d, "evil")->link, "/etc/passwd");
+	cr_assert(S_ISLNK(find(&d, "evil")->mode));
+	pdk_ws_diff_release(&d);
+	teardown_fx(&f);
+}
+
+/* A listing of the merged view at `top`, computed from the diff against 0. */
+static char *view_summary(struct pdk_ws *set, unsigned to)
+{
+	struct pdk_error *err = NULL;
+	struct pdk_ws_diff d;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	cr_assert_eq(pdk_ws_diff(set, 0, to, &d, &err), 0, "%s", err ? err->msg : "");
+	for (size_t i = 0; i < d.n; i++)
+		fprintf(out, "%s %s %o %llu\n", d.v[i].path, pdk_ws_kind_name(d.v[i].kind),
+			(unsigned)d.v[i].mode, (unsigned long long)d.v[i].size);
+	fclose(out);
+	pdk_ws_diff_release(&d);
+	return buf;
+}
+
+Test(workspace, snapshots_stack_and_roll_back)
+{
+	struct fx f;
+	struct pdk_error *err = NULL;
+	struct pdk_ws_diff d;
+	char *s1, *s2, *again;
+	const char *up;
+
+	setup_fx(&f);
+	up = pdk_ws_upper_path(f.set);
+	put(up, "a1", "first\n");
+	whiteout(up, "gone");
+	s1 = view_summary(f.set, PDK_WS_CURRENT);
+	cr_assert_eq(pdk_ws_snapshot(f.set, &err), 1, "%s", err ? err->msg : "");
+	up = pdk_ws_upper_path(f.set);
+	put(up, "gone", "back again\n"); /* over a whiteout of a lower snapshot */
+	whiteout(up, "a1");
+	put(up, "a2", "second\n");
+	mkd(up, "tree");
+	opaque(up, "tree");
+	s2 = view_summary(f.set, PDK_WS_CURRENT);
+	cr_assert_str_neq(s1, s2);
+	/* Between snapshot 1 and now. */
+	cr_assert_eq(pdk_ws_diff(f.set, 1, PDK_WS_CURRENT, &d, &err), 0);
+	cr_assert_eq(kind_of(&d, "a1"), PDK_WS_DELETED);
+	cr_assert_eq(kind_of(&d, "gone"), PDK_WS_ADDED);
+	cr_assert_eq(kind_of(&d, "a2"), PDK_WS_ADDED);
+	cr_assert_eq(kind_of(&d, "tree/sub"), PDK_WS_DELETED, "opaque dir in layer 2");
+	cr_assert_eq(kind_of(&d, "tree/sub/leaf"), PDK_WS_DELETED);
+	cr_assert_null(find(&d, "mod"), "unchanged since the snapshot");
+	pdk_ws_diff_release(&d);
+	/* The diff of snapshot 1 against the directory is what it was then. */
+	again = view_summary(f.set, 1);
+	cr_assert_str_eq(again, s1);
+	free(again);
+	cr_assert_eq(pdk_ws_snapshot(f.set, &err), 2);
+	cr_assert_eq(pdk_ws_snapshots(f.set), 2);
+	again = view_summary(f.set, PDK_WS_CURRENT);
+	cr_assert_str_eq(again, s2, "a snapshot changes nothing in the view");
+	free(again);
+	cr_assert_eq(pdk_ws_rollback(f.set, 1, &err), 0, "%s", err ? err->msg : "");
+	again = view_summary(f.set, PDK_WS_CURRENT);
+	cr_assert_str_eq(again, s1, "rollback to 1 gives snapshot 1's view");
+	free(again);
+	cr_assert_eq(pdk_ws_rollback(f.set, 0, &err), 0);
+	cr_assert_eq(pdk_ws_diff(f.set, 0, PDK_WS_CURRENT, &d, &err), 0);
+	cr_assert_eq(d.n, 0, "rollback to 0: no change left");
+	pdk_ws_diff_release(&d);
+	cr_assert_lt(pdk_ws_rollback(f.set, 3, &err), 0);
+	cr_assert_not_null(strstr(err->msg, "has no snapshot 3 (it has 0)"), "%s", err->msg);
+	pdk_error_free(&err);
+	free(s1);
+	free(s2);
+	teardown_fx(&f);
+}
+
+Test(workspace, open_by_prefix_lock_list_remove)
+{
+	struct fx f;
+	struct pdk_error *err = NULL;
+	struct pdk_ws *other = NULL, *again = NULL;
+	char **ids = NULL;
+	char prefix[9];
+
+	setup_fx(&f);
+	usleep(2000); /* ids order by millisecond; within one, at random */
+	cr_assert_eq(pdk_ws_create(f.state, f.ws, "sb-1", 1 << 20, &other, &err), 0);
+	cr_assert_eq(pdk_ws_list(f.state, &ids, &err), 0);
+	cr_assert_eq(pdk_strv_len(ids), 2);
+	cr_assert_str_eq(ids[0], pdk_ws_id(f.set), "oldest first");
+	pdk_strv_free(ids);
+	/* Both ids share their time prefix: a short prefix is ambiguous. */
+	memcpy(prefix, pdk_ws_id(other), 4);
+	prefix[4] = '\0';
+	cr_assert_lt(pdk_ws_open(f.state, prefix, &again, &err), 0);
+	cr_assert_eq(err->status, EEXIST);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_ws_open(f.state, pdk_ws_id(other), &again, &err), 0);
+	cr_assert_str_eq(pdk_ws_sandbox(again), "sb-1");
+	cr_assert_eq(pdk_ws_disk_limit(again), 1 << 20);
+	cr_assert_str_eq(pdk_ws_workspace(again), f.ws);
+	/* `other` holds the lock since its creation. */
+	cr_assert_lt(pdk_ws_lock(again, &err), 0);
+	cr_assert_eq(err->status, EBUSY);
+	pdk_error_free(&err);
+	pdk_ws_free(other);
+	cr_assert_eq(pdk_ws_lock(again, &err), 0, "free() released the lock");
+	cr_assert_eq(pdk_ws_remove(again, &err), 0);
+	pdk_ws_free(again);
+	cr_assert_eq(pdk_ws_list(f.state, &ids, &err), 0);
+	cr_assert_eq(pdk_strv_len(ids), 1);
+	pdk_strv_free(ids);
+	cr_assert_lt(pdk_ws_open(f.state, "zz", &again, &err), 0, "bad id");
+	pdk_error_free(&err);
+	teardown_fx(&f);
+}
+
+Test(workspace, state_inside_workspace_is_refused)
+{
+	struct fx f;
+	struct pdk_error *err = NULL;
+	struct pdk_ws *set = NULL;
+	_cleanup_free_ char *inner = NULL;
+
+	setup_fx(&f);
+	inner = pdk_xasprintf("%s/.state", f.ws);
+	cr_assert_lt(pdk_ws_create(inner, f.ws, NULL, 0, &set, &err), 0);
+	cr_assert_not_null(strstr(err->msg, "PADDOCK_STATE_DIR"), "%s", err->msg);
+	pdk_error_free(&err);
+	teardown_fx(&f);
+}
+
+Test(workspace, import_keeps_whiteouts_opaque_and_holes)
+{
+	struct fx f;
+	struct pdk_error *err = NULL;
+	struct pdk_ws_diff d;
+	char src[] = "/tmp/pdk-ws-src-XXXXXX";
+	_cleanup_free_ char *sparse = NULL;
+	_cleanup_free_ char *copied = NULL;
+	struct stat st;
+	int fd;
+
+	setup_fx(&f);
+	cr_assert_not_null(mkdtemp(src));
+	whiteout(src, "gone");
+	mkd(src, "op");
+	opaque(src, "op");
+	put(src, "op/new", "n\n");
+	cr_assert_eq(symlink("x", P(src, "sl")), 0);
+	sparse = pdk_xasprintf("%s/sparse", src);
+	fd = open(sparse, O_WRONLY | O_CREAT, 0600);
+	cr_assert_eq(pwrite(fd, "end", 3, (off_t)1 << 30), 3);
+	close(fd);
+	cr_assert_eq(pdk_ws_import_upper(f.set, open(src, O_RDONLY | O_DIRECTORY), &err), 0, "%s",
+		     err ? err->msg : "");
+	copied = pdk_xasprintf("%s/sparse", pdk_ws_upper_path(f.set));
+	cr_assert_eq(stat(copied, &st), 0);
+	cr_assert_eq(st.st_size, (1 << 30) + 3);
+	cr_assert_lt(st.st_blocks, 64, "holes stay holes (%lld blocks)", (long long)st.st_blocks);
+	cr_assert_eq(pdk_ws_diff(f.set, 0, PDK_WS_CURRENT, &d, &err), 0);
+	cr_assert_eq(kind_of(&d, "gone"), PDK_WS_DELETED);
+	cr_assert_eq(kind_of(&d, "op/old1"), PDK_WS_DELETED);
+	cr_assert_eq(kind_of(&d, "op/new"), PDK_WS_ADDED);
+	cr_assert_eq(kind_of(&d, "sl"), PDK_WS_ADDED);
+	cr_assert_eq(kind_of(&d, "sparse"), PDK_WS_ADDED);
+	pdk_ws_diff_release(&d);
+	(void)!pdk_rm_rf_at(AT_FDCWD, src);
+	teardown_fx(&f);
+}
+
+Test(workspace, json_and_printing_of_hostile_names)
+{
+	struct pdk_ws_change c = {
+		.path = "bad\377name\n", .kind = PDK_WS_ADDED, .mode = S_IFREG | 0644};
+	json_t *j = pdk_ws_change_json(&c);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	cr_assert(json_is_null(json_object_get(j, "path")));
+	cr_assert_str_eq(json_string_value(json_object_get(j, "path_hex")), "626164ff6e616d650a");
+	json_decref(j);
+	out = open_memstream(&buf, &len);
+	pdk_ws_print_path(out, c.path);
+	pdk_ws_print_path(out, " plain/é");
+	fclose(out);
+	cr_assert_str_eq(buf, "\"bad\\xffname\\n\" plain/é");
+	free(buf);
+}
