@@ -22,3 +22,18 @@ echo "exit status $?"
 
 say "paddock run --stats -- sh -c 'echo hello from the sandbox'"
 "$p" run --stats -- sh -c 'echo hello from the sandbox'
+
+pa=$(cd "$(dirname "$p")" && pwd)/$(basename "$p")
+demo=$(mktemp -d /tmp/paddock-demo-XXXXXX)
+export PADDOCK_STATE_DIR="$demo/state"
+mkdir -p "$demo/project/build" && printf 'line one\n' > "$demo/project/notes.txt" && touch "$demo/project/build/a.o"
+say "cd project && paddock run -- sh -c 'echo line two >> notes.txt; rm -r build'   # an overlay"
+(cd "$demo/project" && "$pa" run -- sh -c 'echo line two >> notes.txt; rm -r build')
+say "ls project   # the directory itself is untouched"
+ls "$demo/project"
+id=$(ls "$PADDOCK_STATE_DIR/ws")
+say "paddock ws diff --patch ${id%%-*}"
+"$p" ws diff --patch "${id%%-*}"
+say "paddock ws commit ${id%%-*}"
+"$p" ws commit "${id%%-*}" && ls "$demo/project"
+rm -rf "$demo"

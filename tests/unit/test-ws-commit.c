@@ -157,6 +157,22 @@ static char *tree(const char *dir)
 	return buf;
 }
 
+static void assert_tree(const char *dir, const char *want, const char *what)
+{
+	char *got = tree(dir);
+
+	cr_assert_str_eq(got, want, "%s", what);
+	free(got);
+}
+
+static void assert_content(const char *path, const char *want)
+{
+	char *got = slurp(path);
+
+	cr_assert_str_eq(got ? got : "(none)", want, "%s", path);
+	free(got);
+}
+
 static int commit(struct fx *f, struct pdk_ws_change *v, size_t n, unsigned flags,
 		  struct pdk_ws_commit_report *rep, struct pdk_error **err)
 {
@@ -217,9 +233,10 @@ static void refused_kinds(void)
 	cr_assert_not_null(strstr(rep.refused[2].reason, "leading outside"));
 	if (n == 5)
 		cr_assert_str_eq(rep.refused[3].reason, "a device node");
-	cr_assert_str_eq(tree(f.dir), before, "nothing applied, not even 'fine'");
+	assert_tree(f.dir, before, "nothing applied, not even 'fine'");
 	pdk_ws_commit_report_release(&rep);
 	pdk_error_free(&err);
+	free(before);
 	teardown_fx(&f);
 }
 
@@ -248,10 +265,12 @@ static void inconsistent_list(void)
 	v[1].path = "d/x";
 	cr_assert_lt(commit(&f, v, 2, PDK_WS_COMMIT_ALLOW_OUTSIDE_LINKS, &rep, &err), 0);
 	cr_assert_not_null(strstr(err->msg, "nothing is followed"), "%s", err->msg);
-	cr_assert_str_eq(tree(f.outside), outside_before, "nothing written outside");
-	cr_assert_str_eq(tree(f.dir), before, "the workspace is as it was");
+	assert_tree(f.outside, outside_before, "nothing written outside");
+	assert_tree(f.dir, before, "the workspace is as it was");
 	pdk_error_free(&err);
 	pdk_ws_commit_report_release(&rep);
+	free(before);
+	free(outside_before);
 	teardown_fx(&f);
 }
 
@@ -279,11 +298,12 @@ static void host_race(void)
 	cr_assert_eq(pdk_rm_rf_at(AT_FDCWD, P(f.dir, "d")), 0);
 	cr_assert_eq(symlink(f.outside, P(f.dir, "d")), 0);
 	cr_assert_lt(commit(&f, v, 2, 0, &rep, &err), 0);
-	cr_assert_str_eq(tree(f.outside), outside_before, "nothing written through the link");
+	assert_tree(f.outside, outside_before, "nothing written through the link");
 	cr_assert_eq(access(P(f.dir, "new"), F_OK), -1, "nothing else applied either");
 	cr_assert_eq(rep.applied, 0);
 	pdk_error_free(&err);
 	pdk_ws_commit_report_release(&rep);
+	free(outside_before);
 	teardown_fx(&f);
 }
 
@@ -320,7 +340,7 @@ static void all_or_nothing(void)
 	before = tree(f.dir);
 	cr_assert_lt(commit(&f, v, 6, 0, &rep, &err), 0);
 	cr_assert_eq(err->status, EEXIST, "%s", err->msg);
-	cr_assert_str_eq(tree(f.dir), before, "every step undone: names, modes, content");
+	assert_tree(f.dir, before, "every step undone: names, modes, content");
 	n = scandir(f.dir, &names, NULL, alphasort);
 	cr_assert_eq(n, 5, "., .., d, keep, zlate: no stage or trash entry left");
 	for (int i = 0; i < n; i++)
@@ -333,8 +353,9 @@ static void all_or_nothing(void)
 	cr_assert_eq(commit(&f, v, 6, 0, &rep, &err), 0, "%s", err ? err->msg : "");
 	cr_assert_eq(rep.applied, 6);
 	cr_assert_eq(access(P(f.dir, "d"), F_OK), -1);
-	cr_assert_str_eq(slurp(P(f.dir, "keep")), "changed\n");
+	assert_content(P(f.dir, "keep"), "changed\n");
 	pdk_ws_commit_report_release(&rep);
+	free(before);
 	teardown_fx(&f);
 }
 
@@ -382,7 +403,7 @@ static void links_judged(void)
 			inside = i == PDK_ARRAY_SIZE(cases);
 		}
 		(void)!pdk_ws_commit_at(f.root_fd, f.dir, &(struct pdk_ws_diff){.v = &c, .n = 1},
-				       PDK_WS_COMMIT_DRY_RUN, &rep, &err);
+					PDK_WS_COMMIT_DRY_RUN, &rep, &err);
 		cr_assert_eq(rep.n_refused == 0, inside, "%s -> %s", c.path, c.link);
 		pdk_ws_commit_report_release(&rep);
 		pdk_error_free(&err);
