@@ -224,7 +224,40 @@ check_disk_and_modes() {
 	rm -rf "$ws/state"
 }
 
+# What the sandbox must not reach through its overlay: the change set's own layers, and
+# overlayfs' private marks, which would forge whiteouts or opaque directories in the layer
+# that diff and commit read. (overlayfs refuses them or, since Linux 6.7, stores them
+# escaped as user.overlay.overlay.*, which mean nothing to a later mount or to diff.)
+check_boundaries() {
+	local who=$1 ws out id
+	ws=$(mkws_for "$who")
+	as "$who" "$ws" 'mkdir d; echo x > d/f; echo y > g'
+	out=$(prun "$who" -w "$ws" -- python3 -c '
+import os, sys
+print("visible" if os.path.exists(sys.argv[1]) else "hidden")
+for path, name in (("d", "user.overlay.opaque"), ("d", "trusted.overlay.opaque"),
+                   ("g", "user.overlay.whiteout"), ("d", "user.overlay.redirect")):
+    try:
+        os.setxattr(path, name, b"y")
+    except OSError:
+        pass
+try:
+    os.mknod("wh", 0o20000 | 0o600, 0)
+    print("made a whiteout")
+except OSError as e:
+    print(e.strerror)
+open("n", "w").write("n\n")
+' "$T/state-$who" 2>/dev/null)
+	is "$out" "$(printf 'hidden\nOperation not permitted')" "$who: the layers are not visible inside; mknod of a whiteout fails"
+	id=$(last_set "$who")
+	out=$(prun "$who" --change-set "$id" -- sh -c 'ls d; cat g' 2>/dev/null)
+	is "$out" "$(printf 'f\ny')" "$who: overlay marks set from inside forge nothing: d is not opaque, g is not a whiteout"
+	is "$(pws "$who" diff "$id")" "added     n  2 B" "$who: and diff sees only the real change"
+	pws "$who" discard "$id" >/dev/null
+}
+
 for who in root user; do
+	check_boundaries "$who"
 	check_overlay_diff_commit "$who"
 	check_discard "$who"
 	check_snapshots "$who"
