@@ -287,8 +287,10 @@ static json_t *create_attrs(struct pdk_sandbox *sb)
 
 	pdk_json_set(a, "profile", json_string(p->name ? p->name : ""));
 	pdk_json_set(a, "profile_source", json_string(p->source ? p->source : ""));
-	pdk_json_set(a, "workspace",
-		     sb->cfg->workspace ? json_string(sb->cfg->workspace) : json_null());
+	if (sb->cfg->workspace != NULL)
+		pdk_ws_json_set_path(a, "workspace", sb->cfg->workspace);
+	else
+		pdk_json_set(a, "workspace", json_null());
 	pdk_json_set(a, "workspace_mode", json_string(pdk_policy_ws_mode_name(sb->cfg->ws_mode)));
 	if (sb->cfg->ws != NULL && sb->ws_lowers != NULL)
 		pdk_json_set(a, "change_set", json_string(pdk_ws_id(sb->cfg->ws)));

@@ -107,6 +107,71 @@ void pdk_ws_free(struct pdk_ws *ws)
 	free(ws);
 }
 
+/* Is `s` valid UTF-8? (JSON strings must be.) */
+static bool valid_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		size_t n = *p < 0x80             ? 0
+			   : (*p & 0xe0) == 0xc0 ? 1
+			   : (*p & 0xf0) == 0xe0 ? 2
+			   : (*p & 0xf8) == 0xf0 ? 3
+						 : 4;
+
+		if (n == 4 || (n == 1 && *p < 0xc2) || (n == 3 && *p > 0xf4))
+			return false;
+		for (size_t i = 1; i <= n; i++)
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+		if ((n == 2 && p[0] == 0xe0 && p[1] < 0xa0) ||
+		    (n == 2 && p[0] == 0xed && p[1] >= 0xa0) ||
+		    (n == 3 && p[0] == 0xf0 && p[1] < 0x90) ||
+		    (n == 3 && p[0] == 0xf4 && p[1] >= 0x90))
+			return false;
+		p += n + 1;
+	}
+	return true;
+}
+
+void pdk_ws_json_set_path(json_t *o, const char *key, const char *path)
+{
+	if (valid_utf8(path)) {
+		pdk_json_set(o, key, json_string(path));
+	} else {
+		_cleanup_free_ char *k = pdk_xasprintf("%s_hex", key);
+		size_t n = strlen(path);
+		_cleanup_free_ char *hex = pdk_xmalloc(2 * n + 1);
+
+		for (size_t i = 0; i < n; i++)
+			(void)snprintf(hex + 2 * i, 3, "%02x", (unsigned char)path[i]);
+		pdk_json_set(o, key, json_null());
+		pdk_json_set(o, k, json_string(hex));
+	}
+}
+
+/* The bytes of pdk_ws_json_set_path()'s KEY_hex form, or NULL. */
+static char *unhex(const char *hex)
+{
+	size_t n = strlen(hex);
+	char *out;
+
+	if (n % 2 != 0)
+		return NULL;
+	out = pdk_xmalloc(n / 2 + 1);
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1 || v == 0) {
+			free(out);
+			return NULL;
+		}
+		out[i] = (char)v;
+	}
+	out[n / 2] = '\0';
+	return out;
+}
+
 static void set_paths(struct pdk_ws *ws)
 {
 	free(ws->upper);
@@ -127,7 +192,7 @@ static int write_meta(const struct pdk_ws *ws, struct pdk_error **err)
 
 	pdk_json_set(m, "version", json_integer(1));
 	pdk_json_set(m, "id", json_string(ws->id));
-	pdk_json_set(m, "workspace", json_string(ws->workspace));
+	pdk_ws_json_set_path(m, "workspace", ws->workspace);
 	pdk_json_set(m, "workspace_dev", json_integer((json_int_t)ws->ws_dev));
 	pdk_json_set(m, "workspace_ino", json_integer((json_int_t)ws->ws_ino));
 	pdk_json_set(m, "sandbox", ws->sandbox ? json_string(ws->sandbox) : json_null());
@@ -149,28 +214,38 @@ static int write_meta(const struct pdk_ws *ws, struct pdk_error **err)
 	return 0;
 }
 
+/* obj[key] as a string; NULL when absent, null or not a string. */
+static const char *str_or_null(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
 static int read_meta(struct pdk_ws *ws, struct pdk_error **err)
 {
 	_cleanup_free_ char *path = pdk_xasprintf("%s/" META, ws->dir);
 	_cleanup_free_ char *text = NULL;
 	_cleanup_json_ json_t *m = NULL;
 	json_error_t je;
-	const char *id = NULL, *wsp = NULL, *sb = NULL;
+	const char *id = NULL, *wsp, *hex;
 	json_int_t ver = 0, dev = 0, ino = 0, created = 0, snaps = 0, limit = 0;
 
 	if (pdk_read_file_at(AT_FDCWD, path, 1 << 16, &text, err) < 0)
 		return -(*err)->status;
 	m = json_loads(text, 0, &je);
 	if (m == NULL ||
-	    json_unpack(m, "{s:I, s:s, s:s, s:I, s:I, s:?s, s:I, s:I, s:I}", "version", &ver, "id",
-			&id, "workspace", &wsp, "workspace_dev", &dev, "workspace_ino", &ino,
-			"sandbox", &sb, "created_ns", &created, "snapshots", &snaps, "disk_limit",
-			&limit) < 0 ||
+	    json_unpack(m, "{s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "version", &ver, "id", &id,
+			"workspace_dev", &dev, "workspace_ino", &ino, "created_ns", &created,
+			"snapshots", &snaps, "disk_limit", &limit) < 0 ||
 	    ver != 1 || strlen(id) != 36 || snaps < 0 || snaps > PDK_WS_MAX_SNAP)
 		return pdk_error_setx(err, EINVAL, "'%s' is not a valid change set record", path);
+	/* The workspace path is a string, or hex when it is not UTF-8. */
+	wsp = str_or_null(m, "workspace");
+	hex = str_or_null(m, "workspace_hex");
+	ws->workspace = wsp ? pdk_xstrdup(wsp) : hex ? unhex(hex) : NULL;
+	if (ws->workspace == NULL || ws->workspace[0] != '/')
+		return pdk_error_setx(err, EINVAL, "'%s' names no workspace", path);
 	memcpy(ws->id, id, 37);
-	ws->workspace = pdk_xstrdup(wsp);
-	ws->sandbox = sb ? pdk_xstrdup(sb) : NULL;
+	ws->sandbox = str_or_null(m, "sandbox") ? pdk_xstrdup(str_or_null(m, "sandbox")) : NULL;
 	ws->ws_dev = (uint64_t)dev;
 	ws->ws_ino = (uint64_t)ino;
 	ws->created_ns = (uint64_t)created;
@@ -1080,55 +1155,11 @@ static const char *type_name(mode_t m)
 	}
 }
 
-/* Is `s` valid UTF-8? (JSON strings must be.) */
-static bool valid_utf8(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		size_t n = *p < 0x80             ? 0
-			   : (*p & 0xe0) == 0xc0 ? 1
-			   : (*p & 0xf0) == 0xe0 ? 2
-			   : (*p & 0xf8) == 0xf0 ? 3
-						 : 4;
-
-		if (n == 4 || (n == 1 && *p < 0xc2) || (n == 3 && *p > 0xf4))
-			return false;
-		for (size_t i = 1; i <= n; i++)
-			if ((p[i] & 0xc0) != 0x80)
-				return false;
-		if ((n == 2 && p[0] == 0xe0 && p[1] < 0xa0) ||
-		    (n == 2 && p[0] == 0xed && p[1] >= 0xa0) ||
-		    (n == 3 && p[0] == 0xf0 && p[1] < 0x90) ||
-		    (n == 3 && p[0] == 0xf4 && p[1] >= 0x90))
-			return false;
-		p += n + 1;
-	}
-	return true;
-}
-
-/* A path as JSON: the string when it is UTF-8, else its bytes in hex under `KEY_hex`. */
-static void set_path(json_t *o, const char *key, const char *path)
-{
-	if (valid_utf8(path)) {
-		pdk_json_set(o, key, json_string(path));
-	} else {
-		_cleanup_free_ char *k = pdk_xasprintf("%s_hex", key);
-		size_t n = strlen(path);
-		_cleanup_free_ char *hex = pdk_xmalloc(2 * n + 1);
-
-		for (size_t i = 0; i < n; i++)
-			(void)snprintf(hex + 2 * i, 3, "%02x", (unsigned char)path[i]);
-		pdk_json_set(o, key, json_null());
-		pdk_json_set(o, k, json_string(hex));
-	}
-}
-
 json_t *pdk_ws_change_json(const struct pdk_ws_change *c)
 {
 	json_t *o = json_object();
 
-	set_path(o, "path", c->path);
+	pdk_ws_json_set_path(o, "path", c->path);
 	pdk_json_set(o, "kind", json_string(pdk_ws_kind_name(c->kind)));
 	if (c->mode) {
 		pdk_json_set(o, "type", json_string(type_name(c->mode)));
@@ -1141,9 +1172,9 @@ json_t *pdk_ws_change_json(const struct pdk_ws_change *c)
 		pdk_json_set(o, "old_size", json_integer((json_int_t)c->old_size));
 	}
 	if (c->link)
-		set_path(o, "link", c->link);
+		pdk_ws_json_set_path(o, "link", c->link);
 	if (c->renamed_from)
-		set_path(o, "renamed_from", c->renamed_from);
+		pdk_ws_json_set_path(o, "renamed_from", c->renamed_from);
 	return o;
 }
 

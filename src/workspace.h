@@ -141,6 +141,12 @@ void pdk_ws_diff_release(struct pdk_ws_diff *d);
 /* Text name of a kind ("added", ...). */
 const char *pdk_ws_kind_name(enum pdk_ws_kind k);
 
+/*
+ * Set obj[key] to `path` when it is UTF-8; else obj[key] = null and
+ * obj[key + "_hex"] = its bytes in hex (JSON strings cannot hold other bytes).
+ */
+void pdk_ws_json_set_path(json_t *obj, const char *key, const char *path);
+
 /* A change as JSON: {"path", "kind", "type", "mode", "size", ...}. */
 json_t *pdk_ws_change_json(const struct pdk_ws_change *c);
 

@@ -244,7 +244,7 @@ static json_t *diff_json(struct pdk_ws *ws, const struct pdk_ws_diff *d)
 			     json_integer((json_int_t)count[k]));
 	pdk_json_set(sum, "bytes_added", json_integer((json_int_t)d->bytes_added));
 	pdk_json_set(o, "change_set", json_string(pdk_ws_id(ws)));
-	pdk_json_set(o, "workspace", json_string(pdk_ws_workspace(ws)));
+	pdk_ws_json_set_path(o, "workspace", pdk_ws_workspace(ws));
 	pdk_json_set(o, "changes", v);
 	pdk_json_set(o, "summary", sum);
 	return o;
@@ -361,7 +361,9 @@ static int cmd_commit(const struct ws_opts *o, char **args)
 		goto out;
 	}
 	if (o->dry_run) {
-		printf("%zu change(s) would be applied to %s\n", d.n, pdk_ws_workspace(ws));
+		printf("%zu change(s) would be applied to ", d.n);
+		pdk_ws_print_path(stdout, pdk_ws_workspace(ws));
+		fputc('\n', stdout);
 		rc = 0;
 		goto out;
 	}
@@ -376,7 +378,8 @@ static int cmd_commit(const struct ws_opts *o, char **args)
 		pdk_json_set(j, "stripped", json_integer((json_int_t)rep.stripped));
 		print_json(j);
 	} else {
-		printf("committed %zu change(s) to %s", rep.applied, pdk_ws_workspace(ws));
+		printf("committed %zu change(s) to ", rep.applied);
+		pdk_ws_print_path(stdout, pdk_ws_workspace(ws));
 		if (rep.stripped)
 			printf(" (setuid/setgid bits stripped from %zu)", rep.stripped);
 		fputc('\n', stdout);
@@ -480,7 +483,7 @@ static int cmd_ls(const struct ws_opts *o)
 			json_t *j = json_object();
 
 			pdk_json_set(j, "id", json_string(pdk_ws_id(ws)));
-			pdk_json_set(j, "workspace", json_string(pdk_ws_workspace(ws)));
+			pdk_ws_json_set_path(j, "workspace", pdk_ws_workspace(ws));
 			pdk_json_set(j, "sandbox",
 				     pdk_ws_sandbox(ws) ? json_string(pdk_ws_sandbox(ws))
 							: json_null());
@@ -494,8 +497,10 @@ static int cmd_ls(const struct ws_opts *o)
 			char n[24];
 
 			(void)snprintf(n, sizeof(n), "%zu", d.n);
-			printf("%.13s  %-19s  %5u  %7s  %s\n", pdk_ws_id(ws), when,
-			       pdk_ws_snapshots(ws), ok ? n : "?", pdk_ws_workspace(ws));
+			printf("%.13s  %-19s  %5u  %7s  ", pdk_ws_id(ws), when,
+			       pdk_ws_snapshots(ws), ok ? n : "?");
+			pdk_ws_print_path(stdout, pdk_ws_workspace(ws));
+			fputc('\n', stdout);
 		}
 		pdk_ws_diff_release(&d);
 		pdk_ws_free(ws);

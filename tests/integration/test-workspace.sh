@@ -103,6 +103,15 @@ check_discard() {
 	is "$(grep -c '"action":"discarded"' "$T/home/dev-$who")" 2 "$who: one fs.change event per discarded change"
 	prun "$who" -w "$ws" -- true 2>"$T/err"
 	is "$(nsets "$who")" 0 "$who: a run that changes nothing leaves no change set"
+	# A workspace whose name is not UTF-8 (JSON cannot hold it as a string).
+	ws="$T/bad$(printf '\377')-$who"
+	mkdir "$ws" && [ "$who" = user ] && chown "$UNPRIV_UID:$UNPRIV_UID" "$ws"
+	prun "$who" -w "$ws" --events "$T/home/bev-$who" -- sh -c 'echo x > x' 2>/dev/null
+	is $? 0 "$who: a workspace with a non-UTF-8 name runs"
+	id=$(last_set "$who")
+	grep -q '"workspace_hex":"' "$T/home/bev-$who"; ok $? "$who: its name is in the events as hex"
+	pws "$who" commit "$id" >/dev/null 2>&1 && [ "$(cat "$ws/x")" = x ]
+	ok $? "$who: and its change set commits"
 	pws "$who" diff 0000dead >/dev/null 2>"$T/err"; is $? 1 "$who: unknown change set: exit 1"
 	grep -q "no change set '0000dead'" "$T/err"; ok $? "$who: the unknown id is named"
 	pws "$who" diff >/dev/null 2>&1; is $? 2 "$who: ws diff without an id: exit 2"

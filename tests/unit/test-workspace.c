@@ -316,6 +316,10 @@ Test(workspace, open_by_prefix_lock_list_remove)
 	cr_assert_eq(pdk_ws_list(f.state, &ids, &err), 0);
 	cr_assert_eq(pdk_strv_len(ids), 1);
 	pdk_strv_free(ids);
+	cr_assert_eq(pdk_ws_open(f.state, pdk_ws_id(f.set), &again, &err), 0, "no sandbox id: %s",
+		     err ? err->msg : "");
+	cr_assert_null(pdk_ws_sandbox(again));
+	pdk_ws_free(again);
 	cr_assert_lt(pdk_ws_open(f.state, "zz", &again, &err), 0, "bad id");
 	pdk_error_free(&err);
 	teardown_fx(&f);
