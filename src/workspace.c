@@ -386,8 +386,13 @@ int pdk_ws_list(const char *state_dir, char ***ids, struct pdk_error **err)
 	if (d == NULL)
 		return pdk_error_set(err, errno, "cannot read '%s'", root);
 	while ((de = readdir(d)) != NULL) {
-		if (strlen(de->d_name) == 36 && valid_id_prefix(de->d_name))
+		size_t n = strlen(de->d_name);
+
+		if (n == 36 && valid_id_prefix(de->d_name))
 			pdk_strv_push(&v, de->d_name);
+		/* A removal that was interrupted (pdk_ws_remove renames first): finish it. */
+		else if (n == 36 + strlen(".removing") && strcmp(de->d_name + 36, ".removing") == 0)
+			(void)!pdk_rm_rf_at(dirfd(d), de->d_name);
 	}
 	if (v == NULL)
 		v = pdk_xcalloc(1, sizeof(char *));

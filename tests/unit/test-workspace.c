@@ -313,9 +313,15 @@ Test(workspace, open_by_prefix_lock_list_remove)
 	cr_assert_eq(pdk_ws_lock(again, &err), 0, "free() released the lock");
 	cr_assert_eq(pdk_ws_remove(again, &err), 0);
 	pdk_ws_free(again);
+	/* An interrupted removal is finished by the next listing. */
+	cr_assert_eq(mkdir(P(f.state, "ws/01a20000-0000-7000-8000-000000000000.removing"), 0700),
+		     0);
+	put(f.state, "ws/01a20000-0000-7000-8000-000000000000.removing/meta.json", "{}");
 	cr_assert_eq(pdk_ws_list(f.state, &ids, &err), 0);
 	cr_assert_eq(pdk_strv_len(ids), 1);
 	pdk_strv_free(ids);
+	cr_assert_eq(access(P(f.state, "ws/01a20000-0000-7000-8000-000000000000.removing"), F_OK),
+		     -1);
 	cr_assert_eq(pdk_ws_open(f.state, pdk_ws_id(f.set), &again, &err), 0, "no sandbox id: %s",
 		     err ? err->msg : "");
 	cr_assert_null(pdk_ws_sandbox(again));
