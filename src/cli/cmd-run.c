@@ -514,7 +514,6 @@ static int finish_change_set(struct run_ctx *c, int upper_fd)
 	struct pdk_ws_diff d = {0};
 	size_t count[PDK_WS_REPLACED + 1] = {0};
 	const char *id = pdk_ws_id(c->ws);
-	int rc = 0;
 
 	if (ufd >= 0 && pdk_ws_import_upper(c->ws, ufd, &err) < 0)
 		goto fail;
@@ -542,7 +541,7 @@ static int finish_change_set(struct run_ctx *c, int upper_fd)
 			id, id);
 	}
 	pdk_ws_diff_release(&d);
-	return rc;
+	return 0;
 fail:
 	pdk_ws_diff_release(&d);
 	pdk_cli_error("workspace: %s (the changes stay in '%s')", err->msg, pdk_ws_dir(c->ws));
