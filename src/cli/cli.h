@@ -30,6 +30,11 @@ int pdk_cmd_version(int argc, char **argv);
 /* 1536 -> "1.5 KiB", 12 -> "12 B" (binary units). */
 void pdk_cli_human_size(uint64_t bytes, char *buf, size_t len);
 
+struct pdk_events;
+
+/* Flush and close an event stream's sinks (a failure is printed), then free it. NULL-safe. */
+void pdk_cli_events_finish(struct pdk_events *ev);
+
 /* "paddock: " + message on stderr. */
 void pdk_cli_error(const char *fmt, ...) PDK_PRINTF(1, 2);
 void pdk_cli_warn(const char *fmt, ...) PDK_PRINTF(1, 2);

@@ -626,7 +626,7 @@ int pdk_cmd_run(int argc, char **argv)
 	pdk_ws_free(c.ws);
 	if (c.sigfd >= 0)
 		(void)close(c.sigfd);
-	pdk_events_free(c.events);
+	pdk_cli_events_finish(c.events);
 	pdk_policy_free(c.policy);
 	pdk_strv_free(c.env);
 	free(c.workspace);

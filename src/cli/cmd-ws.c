@@ -388,7 +388,7 @@ static int cmd_commit(const struct ws_opts *o, char **args)
 out:
 	pdk_ws_commit_report_release(&rep);
 	pdk_ws_diff_release(&d);
-	pdk_events_free(ev);
+	pdk_cli_events_finish(ev);
 	pdk_ws_free(ws);
 	return rc;
 }
@@ -418,7 +418,7 @@ static int discard_one(const struct ws_opts *o, const char *id)
 	rc = 0;
 out:
 	pdk_ws_diff_release(&d);
-	pdk_events_free(ev);
+	pdk_cli_events_finish(ev);
 	pdk_ws_free(ws);
 	return rc;
 }

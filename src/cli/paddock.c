@@ -3,6 +3,7 @@
  */
 #include "common.h"
 #include "cli.h"
+#include "events.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,6 +43,15 @@ void pdk_cli_warn(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("warning: ", fmt, ap);
 	va_end(ap);
+}
+
+void pdk_cli_events_finish(struct pdk_events *ev)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (pdk_events_close(ev, &err) < 0)
+		pdk_cli_warn("events: %s", err->msg);
+	pdk_events_free(ev);
 }
 
 void pdk_cli_human_size(uint64_t bytes, char *buf, size_t len)

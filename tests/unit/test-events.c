@@ -110,3 +110,70 @@ Test(events, null_sink_is_noop)
 {
 	cr_assert_eq(pdk_events_emit(NULL, "x", 0, json_object(), NULL), 0);
 }
+
+struct rec {
+	int events;
+	int closes;
+	int fail;
+	int freed;
+	char last_kind[32];
+};
+
+static int rec_emit(void *data, const json_t *event, struct pdk_error **err)
+{
+	struct rec *r = data;
+
+	r->events++;
+	(void)snprintf(r->last_kind, sizeof(r->last_kind), "%s",
+		       json_string_value(json_object_get(event, "kind")));
+	if (r->fail)
+		return pdk_error_setx(err, EIO, "refused");
+	return 0;
+}
+
+static int rec_close(void *data, struct pdk_error **err)
+{
+	struct rec *r = data;
+
+	(void)err;
+	r->closes++;
+	return 0;
+}
+
+static void rec_free(void *data)
+{
+	((struct rec *)data)->freed++;
+}
+
+static const struct pdk_events_sink rec_sink = {
+	.name = "recorder",
+	.emit = rec_emit,
+	.close = rec_close,
+	.free = rec_free,
+};
+
+Test(events, every_sink_gets_every_event_and_failures_are_named)
+{
+	struct rec a = {0}, b = {.fail = 1};
+	struct pdk_error *err = NULL;
+	struct pdk_events *ev = pdk_events_new("id", "t");
+
+	pdk_events_add_sink(ev, &rec_sink, &b); /* fails first */
+	pdk_events_add_sink(ev, &rec_sink, &a);
+	cr_assert_lt(pdk_events_emit(ev, "k.one", 0, NULL, &err), 0);
+	cr_assert_not_null(err);
+	cr_assert_str_eq(err->msg, "recorder: refused");
+	pdk_error_free(&err);
+	cr_assert_eq(a.events, 1, "the second sink still got the event");
+	cr_assert_str_eq(a.last_kind, "k.one");
+	b.fail = 0;
+	cr_assert_eq(pdk_events_emit(ev, "k.two", 0, NULL, &err), 0);
+	cr_assert_eq(pdk_events_close(ev, &err), 0);
+	cr_assert_eq(pdk_events_close(ev, &err), 0);
+	cr_assert_eq(a.closes, 1, "close runs once");
+	cr_assert_lt(pdk_events_emit(ev, "k.late", 0, NULL, &err), 0, "no event after close");
+	cr_assert_eq(a.events, 2);
+	pdk_error_free(&err);
+	pdk_events_free(ev);
+	cr_assert_eq(a.freed + b.freed, 2);
+}
