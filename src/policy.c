@@ -1016,6 +1016,7 @@ static const struct {
 	{"pids", PDK_BE_PIDS},
 	{"cpu", PDK_BE_CPU},
 	{"landlock", PDK_BE_LANDLOCK},
+	{"exec_trace", PDK_BE_EXEC_TRACE},
 };
 
 static unsigned be_flag(const char *s)
@@ -1029,7 +1030,7 @@ static unsigned be_flag(const char *s)
 
 static bool be_item(struct walk *w, const struct node *n, const char *path, unsigned *flags)
 {
-	static const char what[] = "one of memory, pids, cpu, landlock";
+	static const char what[] = "one of memory, pids, cpu, landlock, exec_trace";
 	const char *s = want_string(w, n, path, what);
 	unsigned flag = s != NULL ? be_flag(s) : 0;
 
@@ -1552,6 +1553,11 @@ static const struct field process_fields[] = {
 };
 static const struct table process_table = TABLE(process_fields);
 
+static const struct field audit_fields[] = {
+	{"exec_trace", parse_bool, emit_bool, OFF(audit.exec_trace), NULL},
+};
+static const struct table audit_table = TABLE(audit_fields);
+
 static const struct field top_fields[] = {
 	{"extends", parse_skip, NULL, 0, NULL},
 	{"name", parse_name, emit_string, OFF(name), NULL},
@@ -1561,6 +1567,7 @@ static const struct field top_fields[] = {
 	{"limits", parse_map, emit_map, 0, &limit_table},
 	{"best_effort", parse_best_effort, emit_best_effort, OFF(best_effort), NULL},
 	{"process", parse_map, emit_map, 0, &process_table},
+	{"audit", parse_map, emit_map, 0, &audit_table},
 	{"hostname", parse_hostname, emit_string, OFF(hostname), NULL},
 	{"env", parse_env, emit_env, OFF(env), NULL},
 };
@@ -1581,6 +1588,7 @@ static struct pdk_policy *policy_new(void)
 	p->workspace.mode = PDK_WS_OVERLAY;
 	p->network.mode = PDK_NET_NONE;
 	p->hostname = pdk_xstrdup("paddock");
+	p->audit.exec_trace = true;
 	return p;
 }
 

@@ -35,6 +35,7 @@ enum pdk_best_effort_flags {
 	PDK_BE_PIDS = 1 << 1,
 	PDK_BE_CPU = 1 << 2,
 	PDK_BE_LANDLOCK = 1 << 3,
+	PDK_BE_EXEC_TRACE = 1 << 4, /* exec tracing (seccomp user notification) */
 };
 
 struct pdk_policy_limits {
@@ -70,6 +71,10 @@ struct pdk_policy {
 
 	struct pdk_policy_limits limits;
 	unsigned best_effort; /* enum pdk_best_effort_flags */
+
+	struct {
+		bool exec_trace; /* process.exec/exit for every exec (default true) */
+	} audit;
 
 	bool allow_ptrace; /* seccomp: allow ptrace/process_vm_* within the sandbox's pid ns */
 	char *hostname;    /* default "paddock" */

@@ -70,14 +70,13 @@ static void setup_namespaces(struct pdk_sandbox *sb)
 		child_fail(sb, -rc, "cannot bring up loopback: %s", strerror(-rc));
 }
 
-/* Hand the parent the fd of a disk-limited workspace's upper layer (SCM_RIGHTS). */
-static void send_upper_fd(struct pdk_sandbox *sb, int fd)
+/* Hand the parent an fd (SCM_RIGHTS) in a one-byte message `tag`, then close it. */
+static void send_fd(struct pdk_sandbox *sb, char tag, int fd, const char *what)
 {
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
-	char tag = PDK__CHILD_UPPER_FD;
 	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
 	struct msghdr mh = {.msg_iov = &iov,
 			    .msg_iovlen = 1,
@@ -92,7 +91,7 @@ static void send_upper_fd(struct pdk_sandbox *sb, int fd)
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	if (TEMP_FAILURE_RETRY(sendmsg(sb->sync[1], &mh, MSG_NOSIGNAL)) < 0)
-		child_fail(sb, errno, "cannot pass the workspace layer: %s", strerror(errno));
+		child_fail(sb, errno, "cannot pass %s: %s", what, strerror(errno));
 	(void)close(fd);
 }
 
@@ -105,7 +104,7 @@ static void setup_filesystem(struct pdk_sandbox *sb)
 	if (rc < 0)
 		child_fail(sb, -rc, "mount: %s", msg);
 	if (upper_fd >= 0)
-		send_upper_fd(sb, upper_fd);
+		send_fd(sb, PDK__CHILD_UPPER_FD, upper_fd, "the workspace layer");
 	if (chdir(sb->cwd) < 0)
 		child_fail(sb, errno, "cannot change to working directory '%s' in the sandbox: %s",
 			   sb->cwd, strerror(errno));
@@ -130,6 +129,20 @@ static void setup_confinement(struct pdk_sandbox *sb)
 	rc = pdk_caps_no_new_privs_child();
 	if (rc < 0)
 		child_fail(sb, -rc, "cannot set no_new_privs: %s", strerror(-rc));
+	/*
+	 * SECURITY: the exec-tracing filter comes before the denylist (which
+	 * does not stop seccomp() itself, but needs nothing from this one),
+	 * and its listener reaches the parent before anything can exec: the
+	 * first traced exec is our own execveat of the init, which the
+	 * parent answers while it waits for us (pdk_ns_spawn() async).
+	 */
+	if (sb->exec_trace) {
+		rc = pdk_seccomp_apply_notify_child();
+		if (rc < 0)
+			child_fail(sb, -rc, "cannot load the exec-tracing seccomp filter: %s",
+				   strerror(-rc));
+		send_fd(sb, PDK__CHILD_NOTIFY_FD, rc, "the exec-tracing listener");
+	}
 	rc = pdk_seccomp_apply_child(sb->seccomp);
 	if (rc < 0)
 		child_fail(sb, -rc, "cannot load seccomp filter: %s", strerror(-rc));

@@ -7,13 +7,15 @@
 
 #include "common.h"
 #include "cgroup.h"
+#include "exectrace.h"
 #include "landlock.h"
 #include "mount.h"
 #include "seccomp.h"
 #include "sandbox.h"
 
-/* A one-byte message on the sync socket carrying an fd (SCM_RIGHTS). */
-#define PDK__CHILD_UPPER_FD 'U'
+/* One-byte messages on the sync socket, each carrying an fd (SCM_RIGHTS). */
+#define PDK__CHILD_UPPER_FD  'U' /* the disk-limited workspace's upper layer */
+#define PDK__CHILD_NOTIFY_FD 'N' /* the exec-tracing seccomp listener */
 
 /* What the child reports over the sync socket when a step fails. */
 struct pdk__child_error {
@@ -46,6 +48,8 @@ struct pdk_sandbox {
 	uint64_t t_create_ns;
 	uint64_t t_exec_ns;
 	unsigned downgraded;
+	bool exec_trace;              /* the child loads the notify filter */
+	struct pdk_exectrace *tracer; /* answers it; from the child's 'N' message on */
 	/* Filled while waiting. */
 	int cmd_pid;
 	bool cmd_started;
@@ -59,8 +63,9 @@ struct pdk_sandbox {
 };
 
 /*
- * Runs in the child (pdk_ns_spawn): shares the parent's memory, so it reads
- * `sb` but never writes it, and never allocates. Never returns.
+ * Runs in the child (pdk_ns_spawn): shares the parent's memory (or has a
+ * copy of it when exec tracing needs the parent to run on, see ns.h), so it
+ * reads `sb` but never writes it, and never allocates. Never returns.
  */
 int pdk__sandbox_child(void *sb);
 

@@ -46,6 +46,37 @@ static void emit(struct pdk_sandbox *sb, const char *kind, uint64_t ts, json_t *
 		warn(sb->cfg, "%s", err->msg);
 }
 
+/* pdk_exectrace_emit_cb */
+static void trace_emit(void *data, const char *kind, uint64_t ts, json_t *attrs)
+{
+	emit(data, kind, ts, attrs);
+}
+
+/*
+ * Exec tracing runs when the policy asks for it and someone listens (an
+ * event hub). A kernel without seccomp user notification fails creation
+ * unless the policy marks exec_trace best effort.
+ */
+static int plan_exec_trace(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	const struct pdk_policy *p = sb->cfg->policy;
+
+	if (!p->audit.exec_trace || sb->cfg->events == NULL)
+		return 0;
+	if (pdk_seccomp_notify_supported()) {
+		sb->exec_trace = true;
+		return 0;
+	}
+	if (!(p->best_effort & PDK_BE_EXEC_TRACE))
+		return pdk_error_setx(
+			err, ENOSYS,
+			"exec tracing: the kernel has no seccomp user notification (turn tracing off with --no-exec-trace or 'audit: {exec_trace: false}', or list exec_trace under best_effort)");
+	sb->downgraded |= PDK_BE_EXEC_TRACE;
+	warn(sb->cfg, "exec tracing not applied (best effort): the kernel has no seccomp user "
+		      "notification");
+	return 0;
+}
+
 static int open_init(struct pdk_sandbox *sb, struct pdk_error **err)
 {
 	const char *path = sb->cfg->init_path ? sb->cfg->init_path : getenv("PADDOCK_INIT");
@@ -187,7 +218,7 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 	sb->seccomp = pdk_seccomp_prepare(p->allow_ptrace ? PDK_SECCOMP_ALLOW_PTRACE : 0, err);
 	if (sb->seccomp == NULL)
 		return pdk_error_wrap(err, "seccomp");
-	return 0;
+	return plan_exec_trace(sb, err);
 }
 
 static int make_sockets(struct pdk_sandbox *sb, struct pdk_error **err)
@@ -205,8 +236,15 @@ static int make_sockets(struct pdk_sandbox *sb, struct pdk_error **err)
 	return 0;
 }
 
-/* One message from the child; an fd it passes lands in sb->upper_fd. */
-static ssize_t recv_child(struct pdk_sandbox *sb, struct pdk__child_error *ce)
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		(void)close(*fd);
+	*fd = -1;
+}
+
+/* One message from the child; an fd it passes lands in *fd. */
+static ssize_t recv_child(struct pdk_sandbox *sb, struct pdk__child_error *ce, int *fd)
 {
 	union {
 		struct cmsghdr h;
@@ -219,16 +257,59 @@ static ssize_t recv_child(struct pdk_sandbox *sb, struct pdk__child_error *ce)
 			    .msg_controllen = sizeof(u.buf)};
 	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(sb->sync[0], &mh, MSG_CMSG_CLOEXEC));
 
+	*fd = -1;
 	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c != NULL;
 	     c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
 		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
-			if (sb->upper_fd >= 0)
-				(void)close(sb->upper_fd);
-			memcpy(&sb->upper_fd, CMSG_DATA(c), sizeof(int));
+			if (*fd >= 0)
+				(void)close(*fd);
+			memcpy(fd, CMSG_DATA(c), sizeof(int));
 		}
 	}
 	return n;
+}
+
+/*
+ * Wait until the sync socket has something, answering exec notifications
+ * meanwhile: the child's execveat of the init is itself one.
+ */
+static int wait_sync(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	struct pollfd pfd[2] = {{.fd = sb->sync[0], .events = POLLIN}};
+
+	while (sb->tracer != NULL) {
+		pfd[1] = (struct pollfd){.fd = pdk_exectrace_fd(sb->tracer), .events = POLLIN};
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			return pdk_error_set(err, errno, "poll");
+		/*
+		 * The sync socket first: once it reports the init's exec, a
+		 * notification is the command's and is for the supervisor loop.
+		 */
+		if (pfd[0].revents)
+			return 0;
+		if ((pfd[1].revents & POLLIN) && pdk_exectrace_handle(sb->tracer, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A message carrying an fd: keep it where it belongs. */
+static int take_child_fd(struct pdk_sandbox *sb, char tag, int fd, struct pdk_error **err)
+{
+	if (fd < 0)
+		return pdk_error_setx(err, EPROTO, "the sandbox child sent no fd");
+	if (tag == PDK__CHILD_UPPER_FD) {
+		close_fd(&sb->upper_fd);
+		sb->upper_fd = fd;
+		return 0;
+	}
+	if (sb->tracer != NULL || !sb->exec_trace) {
+		(void)close(fd);
+		return pdk_error_setx(err, EPROTO, "unexpected exec-tracing listener");
+	}
+	sb->tracer = pdk_exectrace_new(fd, sb->pid, trace_emit, sb, err);
+	return sb->tracer != NULL ? 0 : pdk_error_wrap(err, "exec tracing");
 }
 
 /* Read the child's verdict: EOF means it exec'd the init. */
@@ -236,10 +317,21 @@ static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 {
 	struct pdk__child_error ce;
 	ssize_t n;
+	int fd = -1;
 
-	do
-		n = recv_child(sb, &ce);
-	while (n == 1 && ((char *)&ce)[0] == PDK__CHILD_UPPER_FD);
+	for (;;) {
+		if (wait_sync(sb, err) < 0)
+			return -1;
+		n = recv_child(sb, &ce, &fd);
+		if (n != 1)
+			break;
+		if (((char *)&ce)[0] != PDK__CHILD_UPPER_FD && ((char *)&ce)[0] != PDK__CHILD_NOTIFY_FD)
+			break;
+		if (take_child_fd(sb, ((char *)&ce)[0], fd, err) < 0)
+			return -1;
+	}
+	if (fd >= 0)
+		(void)close(fd);
 	if (n == 0)
 		return 0;
 	if (n < 0)
@@ -250,13 +342,6 @@ static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 	return pdk_error_setx(err, ce.err, "sandbox setup failed: %s", ce.msg);
 }
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		(void)close(*fd);
-	*fd = -1;
-}
-
 static int start(struct pdk_sandbox *sb, struct pdk_error **err)
 {
 	int rc = pdk_cgroup_open_procs(sb->cgroup, sb->cg_procs, PDK_ARRAY_SIZE(sb->cg_procs), err);
@@ -264,8 +349,12 @@ static int start(struct pdk_sandbox *sb, struct pdk_error **err)
 	if (rc < 0)
 		return pdk_error_wrap(err, "cgroup");
 	sb->n_cg_procs = (size_t)rc;
-	/* Returns once the child has exec'd the init or failed (CLONE_VFORK). */
-	sb->pid = pdk_ns_spawn(sb->ns_flags, pdk__sandbox_child, sb, &sb->pidfd, err);
+	/*
+	 * Returns once the child has exec'd the init or failed (CLONE_VFORK),
+	 * or at once when exec tracing needs us to answer that exec.
+	 */
+	sb->pid = pdk_ns_spawn(sb->ns_flags, sb->exec_trace ? PDK_NS_SPAWN_ASYNC : 0,
+			       pdk__sandbox_child, sb, &sb->pidfd, err);
 	for (size_t i = 0; i < sb->n_cg_procs; i++)
 		close_fd(&sb->cg_procs[i]);
 	sb->n_cg_procs = 0;
@@ -312,6 +401,9 @@ static json_t *create_attrs(struct pdk_sandbox *sb)
 		json_array_append_new(down, json_string("cpu"));
 	if (sb->downgraded & PDK_BE_LANDLOCK)
 		json_array_append_new(down, json_string("landlock"));
+	if (sb->downgraded & PDK_BE_EXEC_TRACE)
+		json_array_append_new(down, json_string("exec_trace"));
+	pdk_json_set(a, "exec_trace", json_boolean(sb->tracer != NULL));
 	pdk_json_set(a, "downgraded", down);
 	pdk_json_set(a, "setup_ms", json_real((double)(sb->t_exec_ns - sb->t_create_ns) / 1e6));
 	return a;
@@ -366,6 +458,15 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		return rc;
 	}
 	sb->t_exec_ns = pdk_now_mono_ns();
+	if (sb->exec_trace && sb->tracer == NULL) {
+		/* SECURITY: the child loaded the filter, so it must have sent its listener. */
+		_cleanup_error_ struct pdk_error *cleanup_err = NULL;
+
+		(void)!pdk_sandbox_destroy(sb, &cleanup_err);
+		return pdk_error_setx(err, EPROTO, "exec tracing: the sandbox child sent no listener");
+	}
+	if (sb->tracer != NULL)
+		pdk_exectrace_start_recording(sb->tracer);
 	if (cfg->policy->network.mode == PDK_NET_HOST)
 		warn(cfg, "network mode 'host': the sandbox shares the host's network");
 	emit(sb, "sandbox.create", 0, create_attrs(sb));
@@ -471,18 +572,41 @@ static int poll_timeout_ms(struct pdk_sandbox *sb, uint64_t deadline)
 	return (int)((deadline - now + 999999) / 1000000);
 }
 
+/* Slots of the supervisor's poll set before the exec tracer's. */
+enum { PFD_INIT, PFD_CTL, PFD_SIG, PFD_TRACE, PFD_FIXED };
+
+/* Answer exec notifications and report traced exits; a broken listener stops tracing. */
+static void on_trace(struct pdk_sandbox *sb, struct pollfd *pfd, size_t n)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	/* Exits first: their pids may be reused by the execs queued behind them. */
+	pdk_exectrace_on_exits(sb->tracer, pfd + PFD_FIXED, n);
+	if ((pfd[PFD_TRACE].revents & POLLIN) && pdk_exectrace_handle(sb->tracer, &err) < 0) {
+		warn(sb->cfg, "%s", err->msg);
+		pfd[PFD_TRACE].fd = -1;
+	} else if (pfd[PFD_TRACE].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+		pfd[PFD_TRACE].fd = -1; /* no process is left under the filter */
+	}
+}
+
 static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 {
 	uint64_t wall = sb->cfg->policy->limits.wall_ms;
 	uint64_t deadline = wall ? sb->t_exec_ns + wall * 1000000ULL : 0;
-	struct pollfd pfd[3] = {
-		{.fd = sb->pidfd, .events = POLLIN},
-		{.fd = sb->ctl[0], .events = POLLIN},
-		{.fd = sigfd, .events = POLLIN},
-	};
+	_cleanup_free_ struct pollfd *pfd =
+		pdk_xcalloc(PFD_FIXED + PDK_EXECTRACE_MAX_TRACKED, sizeof(*pfd));
 
+	pfd[PFD_INIT] = (struct pollfd){.fd = sb->pidfd, .events = POLLIN};
+	pfd[PFD_CTL] = (struct pollfd){.fd = sb->ctl[0], .events = POLLIN};
+	pfd[PFD_SIG] = (struct pollfd){.fd = sigfd, .events = POLLIN};
+	pfd[PFD_TRACE] = (struct pollfd){.fd = sb->tracer ? pdk_exectrace_fd(sb->tracer) : -1,
+					 .events = POLLIN};
 	while (!sb->reaped) {
-		int n = poll(pfd, sigfd >= 0 ? 3 : 2, poll_timeout_ms(sb, deadline));
+		size_t nt = sb->tracer ? pdk_exectrace_pollfds(sb->tracer, pfd + PFD_FIXED,
+							      PDK_EXECTRACE_MAX_TRACKED)
+				       : 0;
+		int n = poll(pfd, PFD_FIXED + nt, poll_timeout_ms(sb, deadline));
 
 		if (n < 0 && errno != EINTR)
 			return pdk_error_set(err, errno, "poll");
@@ -491,16 +615,22 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 			kill_tree(sb);
 			continue;
 		}
-		if (pfd[1].revents)
+		if (n < 0)
+			continue;
+		if (sb->tracer != NULL)
+			on_trace(sb, pfd, nt);
+		if (pfd[PFD_CTL].revents)
 			read_ctl(sb);
-		if (sigfd >= 0 && pfd[2].revents)
+		if (pfd[PFD_SIG].revents)
 			forward_signals(sb, sigfd);
-		if (pfd[1].revents & (POLLHUP | POLLERR))
-			pfd[1].fd = -1; /* init closed its end; keep waiting for its exit */
-		if (pfd[0].revents)
+		if (pfd[PFD_CTL].revents & (POLLHUP | POLLERR))
+			pfd[PFD_CTL].fd = -1; /* init closed its end; keep waiting for its exit */
+		if (pfd[PFD_INIT].revents)
 			reap_init(sb);
 	}
 	read_ctl(sb);
+	/* Every process of the sandbox is dead now: report the exits still watched. */
+	pdk_exectrace_finish(sb->tracer);
 	return 0;
 }
 
@@ -613,6 +743,7 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 	pdk_landlock_free(sb->landlock);
 	pdk_mount_plan_free(sb->plan);
 	pdk_seccomp_free(sb->seccomp);
+	pdk_exectrace_free(sb->tracer);
 	pdk_strv_free(sb->init_argv);
 	close_fd(&sb->init_fd);
 	close_fd(&sb->sync[0]);

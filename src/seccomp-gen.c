@@ -14,6 +14,8 @@
 
 static const unsigned variants[] = {0, PDK_SECCOMP_ALLOW_PTRACE};
 
+static void write_array(FILE *out, char *name, struct sock_fprog *prog);
+
 static int write_program(FILE *out, unsigned flags, struct pdk_error **err)
 {
 	struct sock_fprog prog = {0};
@@ -21,15 +23,33 @@ static int write_program(FILE *out, unsigned flags, struct pdk_error **err)
 
 	if (rc < 0)
 		return rc;
-	fprintf(out, "static const struct sock_filter pdk__seccomp_bpf_%u[%u] = {\n", flags,
-		prog.len);
-	for (unsigned i = 0; i < prog.len; i++) {
-		const struct sock_filter *f = &prog.filter[i];
+	write_array(out, pdk_xasprintf("pdk__seccomp_bpf_%u", flags), &prog);
+	return 0;
+}
+
+/* Takes ownership of `name` and of prog->filter. */
+static void write_array(FILE *out, char *name, struct sock_fprog *prog)
+{
+	fprintf(out, "static const struct sock_filter %s[%u] = {\n", name, prog->len);
+	for (unsigned i = 0; i < prog->len; i++) {
+		const struct sock_filter *f = &prog->filter[i];
 
 		fprintf(out, "\t{0x%04x, %u, %u, 0x%08x},\n", f->code, f->jt, f->jf, f->k);
 	}
 	fprintf(out, "};\n\n");
-	free(prog.filter);
+	free(prog->filter);
+	free(name);
+}
+
+/* The exec-tracing program (seccomp user notification for execve/execveat). */
+static int write_notify_program(FILE *out, struct pdk_error **err)
+{
+	struct sock_fprog prog = {0};
+	int rc = pdk__seccomp_compile_notify(&prog, err);
+
+	if (rc < 0)
+		return rc;
+	write_array(out, pdk_xstrdup("pdk__seccomp_notify_bpf"), &prog);
 	return 0;
 }
 
@@ -55,6 +75,12 @@ int main(int argc, char **argv)
 			(void)fclose(out);
 			return 1;
 		}
+	}
+	if (write_notify_program(out, &err) < 0) {
+		fprintf(stderr, "seccomp-gen: %s\n", err->msg);
+		pdk_error_free(&err);
+		(void)fclose(out);
+		return 1;
 	}
 	fprintf(out, "static const struct pdk__seccomp_builtin pdk__seccomp_builtin[] = {\n");
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(variants); i++)

@@ -28,6 +28,15 @@ struct pdk__seccomp_builtin {
 PDK_MUST_CHECK int pdk__seccomp_compile(unsigned flags, struct sock_fprog *out,
 					struct pdk_error **err);
 
+/*
+ * Compile the exec-tracing program (USER_NOTIF for execve/execveat) into
+ * *out (out->filter is malloc'd). seccomp-gen and the unit tests only.
+ */
+PDK_MUST_CHECK int pdk__seccomp_compile_notify(struct sock_fprog *out, struct pdk_error **err);
+
+/* The exec-tracing program built into libpaddock. Borrowed. */
+const struct sock_fprog *pdk__seccomp_notify_program(void);
+
 /* The program a prepared filter holds (unit tests evaluate it). Borrowed. */
 const struct sock_fprog *pdk__seccomp_program(const struct pdk_seccomp *s);
 

@@ -390,3 +390,28 @@ int pdk__seccomp_compile(unsigned flags, struct sock_fprog *out, struct pdk_erro
 		return -EINVAL;
 	return export_bpf(ctx, out, err);
 }
+
+/*
+ * The exec-tracing program: USER_NOTIF for execve and execveat, ALLOW for
+ * everything else. Foreign architectures and x32 are allowed here because
+ * the denylist program kills them (the kernel applies the strictest action
+ * of all loaded filters: KILL and ERRNO beat USER_NOTIF).
+ */
+int pdk__seccomp_compile_notify(struct sock_fprog *out, struct pdk_error **err)
+{
+	static const char *const traced[] = {"execve", "execveat"};
+	_cleanup_seccomp_ scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int rc;
+
+	if (ctx == NULL)
+		return pdk_error_setx(err, ENOMEM, "cannot create seccomp filter");
+	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW);
+	if (rc < 0)
+		return pdk_error_set(err, -rc, "cannot set seccomp filter attributes");
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(traced); i++) {
+		rc = add_rule(ctx, traced[i], SCMP_ACT_NOTIFY, 0, NULL, err);
+		if (rc < 0)
+			return rc;
+	}
+	return export_bpf(ctx, out, err);
+}

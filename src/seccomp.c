@@ -57,6 +57,35 @@ int pdk_seccomp_apply_child(const struct pdk_seccomp *s)
 	return 0;
 }
 
+bool pdk_seccomp_notify_supported(void)
+{
+	uint32_t action = SECCOMP_RET_USER_NOTIF;
+
+	return syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+}
+
+int pdk_seccomp_apply_notify_child(void)
+{
+	struct sock_fprog prog = {
+		.len = (unsigned short)PDK_ARRAY_SIZE(pdk__seccomp_notify_bpf),
+		.filter = (struct sock_filter *)pdk__seccomp_notify_bpf,
+	};
+	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+			  &prog);
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+const struct sock_fprog *pdk__seccomp_notify_program(void)
+{
+	static const struct sock_fprog prog = {
+		.len = (unsigned short)PDK_ARRAY_SIZE(pdk__seccomp_notify_bpf),
+		.filter = (struct sock_filter *)pdk__seccomp_notify_bpf,
+	};
+
+	return &prog;
+}
+
 size_t pdk_seccomp_insn_count(const struct pdk_seccomp *s)
 {
 	return s != NULL ? s->prog.len : 0;

@@ -27,6 +27,20 @@ struct pdk_seccomp *pdk_seccomp_prepare(unsigned flags, struct pdk_error **err);
  */
 PDK_MUST_CHECK int pdk_seccomp_apply_child(const struct pdk_seccomp *s);
 
+/*
+ * Whether the kernel supports seccomp user notification
+ * (SECCOMP_RET_USER_NOTIF, Linux 5.0), which exec tracing needs.
+ */
+bool pdk_seccomp_notify_supported(void);
+
+/*
+ * Load the exec-tracing filter into the calling thread: execve and
+ * execveat wait for a supervisor's answer on the returned listener fd
+ * (close-on-exec; the caller hands it to the supervisor). Needs
+ * no_new_privs or CAP_SYS_ADMIN. Async-signal-safe. fd or -errno.
+ */
+PDK_MUST_CHECK int pdk_seccomp_apply_notify_child(void);
+
 /* Number of BPF instructions (for tests and stats). */
 size_t pdk_seccomp_insn_count(const struct pdk_seccomp *s);
 

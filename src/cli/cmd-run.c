@@ -36,6 +36,7 @@ struct pdk_run_opts {
 	const char *change_set;
 	bool stats;
 	bool discard;
+	bool no_exec_trace;
 	char **argv; /* borrowed from main's argv */
 };
 
@@ -50,6 +51,7 @@ enum {
 	OPT_DISCARD,
 	OPT_DISK,
 	OPT_CHANGE_SET,
+	OPT_NO_EXEC_TRACE,
 };
 
 static const struct option long_opts[] = {
@@ -69,6 +71,7 @@ static const struct option long_opts[] = {
 	{"discard", no_argument, NULL, OPT_DISCARD},
 	{"disk", required_argument, NULL, OPT_DISK},
 	{"change-set", required_argument, NULL, OPT_CHANGE_SET},
+	{"no-exec-trace", no_argument, NULL, OPT_NO_EXEC_TRACE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -105,6 +108,8 @@ static void usage(FILE *out)
 	      "      --ro PATH            also bind host PATH read-only (repeatable)\n"
 	      "      --rw PATH            also bind host PATH read-write (repeatable)\n"
 	      "      --events FILE        append JSON-lines events to FILE\n"
+	      "      --no-exec-trace      do not record every exec in the sandbox (by default\n"
+	      "                           each one is a process.exec event, with --events)\n"
 	      "      --stats              print wall time, CPU time and peak memory at the end\n"
 	      "  -h, --help               show this help\n"
 	      "\n"
@@ -176,6 +181,9 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 			break;
 		case OPT_CHANGE_SET:
 			o->change_set = optarg;
+			break;
+		case OPT_NO_EXEC_TRACE:
+			o->no_exec_trace = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -447,6 +455,8 @@ static int prepare(struct run_ctx *c)
 		return -1;
 	}
 	pdk_policy_report_release(&rep);
+	if (c->o.no_exec_trace)
+		c->policy->audit.exec_trace = false;
 	if (apply_limit_opts(&c->o, c->policy) < 0 ||
 	    apply_ws_opts(&c->o, c->policy, &c->workspace) < 0 ||
 	    build_env(&c->o, c->policy, &c->env) < 0)

@@ -877,7 +877,7 @@ Test(policy, error_bad_values)
 	expect_one("env: {1BAD: x}\n", "env.1BAD", 1, 7, "expected a variable name");
 	expect_one("env: {GOOD: null}\n", "env.GOOD", 1, 13, "expected a string, found null");
 	expect_one("best_effort: [memory, swap]\n", "best_effort[1]", 1, 23,
-		   "expected one of memory, pids, cpu, landlock, found 'swap'");
+		   "expected one of memory, pids, cpu, landlock, exec_trace, found 'swap'");
 	expect_one("best_effort: [cpu, cpu]\n", "best_effort[1]", 1, 20, "'cpu' is listed twice");
 	expect_one("description: \"a\\0b\"\n", "description", 1, 14, "NUL byte");
 	expect_one("name: \"a\\nb\"\n", "name", 1, 7, "printable characters");
