@@ -177,11 +177,12 @@ static void read_argv(pid_t pid, uint64_t argv_addr, struct pdk__exec_args *out)
 			out->argv_truncated = true;
 			return;
 		}
+		e = 0;
 		s = read_string(pid, ptrs[i], budget, &cut, &e);
-		if (s == NULL) {
+		if (e != 0)
 			set_errno(out, e);
+		if (s == NULL)
 			return;
-		}
 		budget -= strlen(s) + 1 < budget ? strlen(s) + 1 : budget;
 		out->argv_truncated |= cut;
 		pdk_strv_push_take(&out->argv, s);
@@ -201,8 +202,7 @@ void pdk__exectrace_read_args(pid_t pid, uint64_t path_addr, uint64_t argv_addr,
 
 	memset(out, 0, sizeof(*out));
 	out->path = read_string(pid, path_addr, PDK_EXECTRACE_MAX_PATH, &out->path_truncated, &e);
-	if (out->path == NULL)
-		out->read_errno = e;
+	out->read_errno = e;
 	/* argv == NULL is allowed by Linux (an empty argv); it is not an error. */
 	if (argv_addr == 0)
 		out->argv = pdk_xcalloc(1, sizeof(char *));

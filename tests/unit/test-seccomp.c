@@ -627,3 +627,71 @@ Test(seccomp, builtin_programs_match_the_rules)
 		pdk_seccomp_free(s);
 	}
 }
+
+/* ---- the exec-tracing program (seccomp user notification) ---- */
+
+static uint32_t eval_notify(uint32_t arch, int nr)
+{
+	struct seccomp_data d = {.nr = nr, .arch = arch};
+
+	return run_bpf(pdk__seccomp_notify_program(), &d);
+}
+
+Test(seccomp, notify_program_matches_the_rules)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct sock_fprog fresh = {0};
+	const struct sock_fprog *built = pdk__seccomp_notify_program();
+
+	cr_assert_eq(pdk__seccomp_compile_notify(&fresh, &err), 0);
+	cr_assert_eq(built->len, fresh.len);
+	cr_assert_eq(memcmp(built->filter, fresh.filter, fresh.len * sizeof(*fresh.filter)), 0,
+		     "the built-in notify program differs from the rules");
+	free(fresh.filter);
+}
+
+/*
+ * Only execve and execveat notify. Foreign ABIs are allowed by this
+ * program, because the denylist kills them and KILL beats USER_NOTIF.
+ */
+Test(seccomp, notify_program_traps_exactly_exec)
+{
+	struct pdk_seccomp *s = pdk_seccomp_prepare(0, NULL);
+
+	cr_assert_eq(eval_notify(AUDIT_ARCH_X86_64, SYS_execve), SECCOMP_RET_USER_NOTIF);
+	cr_assert_eq(eval_notify(AUDIT_ARCH_X86_64, SYS_execveat), SECCOMP_RET_USER_NOTIF);
+	for (int nr = 0; nr < 460; nr++) {
+		if (nr == SYS_execve || nr == SYS_execveat)
+			continue;
+		cr_assert_eq(eval_notify(AUDIT_ARCH_X86_64, nr), SECCOMP_RET_ALLOW, "nr %d", nr);
+	}
+	/* i386 execve (11) and x32 execve (520): allowed here, killed by the denylist. */
+	cr_assert_eq(eval_notify(AUDIT_ARCH_I386, 11), SECCOMP_RET_ALLOW);
+	cr_assert_eq(eval_notify(AUDIT_ARCH_X86_64, 0x40000000 | 520), SECCOMP_RET_ALLOW);
+	cr_assert_not_null(s);
+	cr_assert_eq(eval(s, AUDIT_ARCH_I386, 11, NULL), SECCOMP_RET_KILL_PROCESS);
+	cr_assert_eq(eval(s, AUDIT_ARCH_X86_64, 0x40000000 | 520, NULL), SECCOMP_RET_KILL_PROCESS);
+	/* The denylist leaves exec alone: the notify program alone decides to trace it. */
+	cr_assert_eq(eval(s, AUDIT_ARCH_X86_64, SYS_execve, NULL), SECCOMP_RET_ALLOW);
+	pdk_seccomp_free(s);
+}
+
+/* In the kernel: an exec waits for the listener; with both filters, EPERM beats USER_NOTIF. */
+Test(seccomp, notify_filter_in_the_kernel)
+{
+	int fd;
+	long r;
+
+	cr_assert(pdk_seccomp_notify_supported());
+	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	fd = pdk_seccomp_apply_notify_child();
+	cr_assert_geq(fd, 0, "load: %s", strerror(-fd));
+	cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC, "the listener must close on exec");
+	load_filter(0);
+	/* A denied syscall never reaches the listener. */
+	assert_denied(syscall(SYS_mount, "none", NOPATH, "tmpfs", 0, NULL), EPERM);
+	/* With the listener closed, a traced syscall fails with ENOSYS instead of waiting. */
+	(void)close(fd);
+	r = syscall(SYS_execve, NOPATH, NULL, NULL);
+	cr_assert(r == -1 && errno == ENOSYS, "execve with no listener: %ld errno %d", r, errno);
+}
