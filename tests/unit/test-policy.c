@@ -155,6 +155,7 @@ static void assert_policy_eq(const struct pdk_policy *a, const struct pdk_policy
 	cr_assert_eq(memcmp(&a->limits, &b->limits, sizeof(a->limits)), 0, "limits differ");
 	cr_assert_eq(a->best_effort, b->best_effort);
 	cr_assert_eq(a->allow_ptrace, b->allow_ptrace);
+	cr_assert_eq(a->audit.exec_trace, b->audit.exec_trace);
 	assert_opt_str_eq(a->hostname, b->hostname, "hostname");
 	assert_strv_eq(a->env, b->env, "env");
 }
@@ -269,6 +270,7 @@ Test(policy, default_profile_contents)
 	cr_assert_eq(p->limits.tmp_size, 1ULL << 30);
 	cr_assert_eq(p->best_effort, PDK_BE_MEMORY | PDK_BE_PIDS | PDK_BE_CPU);
 	cr_assert_eq(p->allow_ptrace, false);
+	cr_assert_eq(p->audit.exec_trace, true);
 	cr_assert_str_eq(p->hostname, "paddock");
 	cr_assert_eq(nstrv(p->env), 0);
 	pdk_policy_free(p);
@@ -962,4 +964,23 @@ Test(policy, load_too_big_file)
 	cr_assert_str_eq(r.diags[0].file, path);
 	cr_assert_not_null(strstr(r.diags[0].msg, "larger than 1048576 bytes"));
 	pdk_policy_report_release(&r);
+}
+
+/* Exec tracing is on unless a profile turns it off; it may be marked best effort. */
+Test(policy, audit_exec_trace)
+{
+	struct pdk_policy *on = parse_ok("name: x\n");
+	struct pdk_policy *off = parse_ok("audit: {exec_trace: false}\nbest_effort: [exec_trace]\n");
+	struct pdk_policy *copy;
+
+	cr_assert_eq(on->audit.exec_trace, true);
+	cr_assert_eq(off->audit.exec_trace, false);
+	cr_assert_eq(off->best_effort, PDK_BE_EXEC_TRACE);
+	copy = pdk_policy_dup(off);
+	cr_assert_eq(copy->audit.exec_trace, false);
+	expect_one("audit: {exec_trace: 1}\n", "audit.exec_trace", 1, 21, "expected true or false");
+	expect_one("audit: {trace: false}\n", "audit.trace", 1, 9, "unknown key");
+	pdk_policy_free(on);
+	pdk_policy_free(off);
+	pdk_policy_free(copy);
 }
