@@ -25,6 +25,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -523,7 +524,8 @@ static void fill_exit(const struct pdk_exectrace *t, const struct tracked *p, js
 	 */
 	if (n > 0 && syscall(SYS_pidfd_send_signal, p->pidfd, 0, NULL, 0) == 0) {
 		buf[n] = '\0';
-		if (pdk__exectrace_parse_stat(buf, &st) == 0 && st.state == 'Z') {
+		/* Z: zombie; X: its reaper is releasing it right now (exit_code still set). */
+		if (pdk__exectrace_parse_stat(buf, &st) == 0 && (st.state == 'Z' || st.state == 'X')) {
 			status = st.exit_code;
 			pdk_json_set(a, "cpu_ms",
 				     json_real((double)(st.utime_ticks + st.stime_ticks) * 1000.0 /
@@ -531,10 +533,22 @@ static void fill_exit(const struct pdk_exectrace *t, const struct tracked *p, js
 			pdk_json_set(a, "status_source", json_string("zombie"));
 		}
 	}
-	if (status < 0 && ioctl(p->pidfd, PDK_PIDFD_GET_INFO, &info) == 0 &&
-	    (info.mask & PDK_PIDFD_INFO_EXIT)) {
-		status = info.exit_code;
-		pdk_json_set(a, "status_source", json_string("pidfd"));
+	/*
+	 * Reaped: the pidfd keeps the exit status (Linux 6.15), stored while
+	 * the reaper releases the process, so a reap under way may need a
+	 * moment more.
+	 */
+	for (int tries = 0; status < 0 && tries < 3; tries++) {
+		info.mask = PDK_PIDFD_INFO_EXIT;
+		if (ioctl(p->pidfd, PDK_PIDFD_GET_INFO, &info) == 0 &&
+		    (info.mask & PDK_PIDFD_INFO_EXIT)) {
+			status = info.exit_code;
+			pdk_json_set(a, "status_source", json_string("pidfd"));
+		} else if (errno == ESRCH) {
+			(void)sched_yield();
+		} else {
+			break; /* ENOTTY, EINVAL: a kernel without it */
+		}
 	}
 	if (status < 0) {
 		pdk_json_set(a, "status_source", json_string("lost"));
@@ -597,35 +611,48 @@ void pdk_exectrace_finish(struct pdk_exectrace *t)
 
 struct pinned {
 	int pidfd;
-	int dirfd;
 	pid_t host_pid; /* the thread group's: after exec it is the process's pid */
 	bool tracked;   /* already watched from an earlier exec */
+	struct pdk__proc_status st;
+	char *cwd;
 };
 
 static void pinned_release(struct pinned *p)
 {
 	if (p->pidfd >= 0)
 		(void)close(p->pidfd);
-	if (p->dirfd >= 0)
-		(void)close(p->dirfd);
-	p->pidfd = p->dirfd = -1;
+	p->pidfd = -1;
+	free(p->cwd);
+	p->cwd = NULL;
 }
 
-/* Step 2: pidfd and /proc dir of the notifying thread's process. */
+/*
+ * Step 2: status, cwd and a pidfd of the notifying thread's process. Read
+ * while it waits: a short-lived program may be gone (and reaped) soon after
+ * the answer.
+ */
 static void pin(struct pdk_exectrace *t, pid_t tid, struct pinned *p)
 {
-	struct pdk__proc_status st;
+	_cleanup_close_ int dirfd = open_proc_dir(tid);
 	struct tracked *old;
 
-	p->pidfd = p->dirfd = -1;
+	p->pidfd = -1;
 	p->host_pid = tid;
-	p->dirfd = open_proc_dir(tid);
-	/* A thread other than the leader: watch its thread group (exec makes it the leader). */
-	if (p->dirfd >= 0 && read_status_at(p->dirfd, &st) == 0 && st.tgid != tid) {
-		(void)close(p->dirfd);
-		p->host_pid = st.tgid;
-		p->dirfd = open_proc_dir(st.tgid);
+	p->st = (struct pdk__proc_status){-1, -1, -1};
+	if (dirfd < 0 || read_status_at(dirfd, &p->st) < 0)
+		return;
+	/*
+	 * A thread other than the leader: exec makes it the leader, with the
+	 * leader's pids, so those are the ones to record and watch.
+	 */
+	if (p->st.tgid != tid) {
+		(void)close(dirfd);
+		dirfd = open_proc_dir(p->st.tgid);
+		if (dirfd < 0 || read_status_at(dirfd, &p->st) < 0)
+			return;
 	}
+	p->host_pid = p->st.tgid;
+	p->cwd = read_cwd(dirfd);
 	old = find_tracked(t, p->host_pid);
 	/*
 	 * A watched process of that pid that can no longer be signalled was
@@ -659,34 +686,29 @@ static void record(struct pdk_exectrace *t, const struct seccomp_notif *req, uin
 		   struct pinned *p, const struct pdk__exec_args *args)
 {
 	bool at = req->data.nr == __NR_execveat;
-	struct pdk__proc_status st = {-1, -1, -1};
-	_cleanup_free_ char *cwd = NULL;
+	const struct pdk__proc_status *st = &p->st;
 	json_t *a = json_object();
 
-	if (p->dirfd >= 0) {
-		(void)!read_status_at(p->dirfd, &st); /* gone already: the fields stay null */
-		cwd = read_cwd(p->dirfd);
-	}
 	pdk_json_set(a, "trace", json_string("seccomp"));
 	pdk_json_set(a, "syscall", json_string(at ? "execveat" : "execve"));
-	pdk_json_set(a, "pid", pid_or_null(st.nspid));
+	pdk_json_set(a, "pid", pid_or_null(st->nspid));
 	pdk_json_set(a, "host_pid", json_integer(p->host_pid));
-	pdk_json_set(a, "ppid", pid_or_null(st.ppid >= 0 ? inner_pid(t, st.ppid) : -1));
-	pdk_json_set(a, "host_ppid", pid_or_null(st.ppid));
+	pdk_json_set(a, "ppid", pid_or_null(st->ppid >= 0 ? inner_pid(t, st->ppid) : -1));
+	pdk_json_set(a, "host_ppid", pid_or_null(st->ppid));
 	if (at) {
 		pdk_json_set(a, "dirfd", json_integer((int)req->data.args[0]));
 		pdk_json_set(a, "flags", json_integer((json_int_t)req->data.args[4]));
 	}
 	set_args(a, args);
-	pdk__exectrace_set_bytes(a, "cwd", cwd);
+	pdk__exectrace_set_bytes(a, "cwd", p->cwd);
 	if (p->pidfd < 0 && !p->tracked)
 		pdk_json_set(a, "exit_tracked", json_false());
 	t->count++;
 	t->emit(t->data, "process.exec", ts, a);
-	if (p->pidfd >= 0 && st.nspid >= 0) {
+	if (p->pidfd >= 0 && st->nspid >= 0) {
 		t->procs[t->n_procs++] = (struct tracked){
 			.host_pid = p->host_pid,
-			.pid = st.nspid,
+			.pid = st->nspid,
 			.pidfd = steal_fd(&p->pidfd),
 			.t_exec_ns = pdk_now_mono_ns(),
 		};
@@ -698,7 +720,7 @@ int pdk_exectrace_handle(struct pdk_exectrace *t, struct pdk_error **err)
 	struct seccomp_notif *req = t->req;
 	struct seccomp_notif_resp *resp = t->resp;
 	struct pdk__exec_args args = {0};
-	struct pinned p = {.pidfd = -1, .dirfd = -1};
+	struct pinned p = {.pidfd = -1};
 	bool at, recording;
 	uint64_t ts;
 
