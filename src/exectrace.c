@@ -47,6 +47,18 @@ struct pdk__pidfd_info {
 #define PDK_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct pdk__pidfd_info)
 #define PDK_PIDFD_INFO_EXIT (1ULL << 3)
 
+/*
+ * Linux 6.6: wake the supervisor and, on our answer, the process on the
+ * current CPU, like a synchronous call, instead of waiting for a scheduler
+ * slot twice per exec.
+ */
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
 struct tracked {
 	pid_t host_pid;
 	pid_t pid; /* inside the sandbox */
@@ -403,8 +415,8 @@ void pdk__exectrace_set_argv(json_t *obj, char *const *argv)
 	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++) {
 		bool lossy = false;
 
-		json_array_append_new(a, pdk__exectrace_json_bytes(argv[i], strlen(argv[i]),
-								   &lossy));
+		json_array_append_new(a,
+				      pdk__exectrace_json_bytes(argv[i], strlen(argv[i]), &lossy));
 		json_array_append_new(hex, lossy ? hex_string(argv[i]) : json_null());
 		any |= lossy;
 	}
@@ -525,7 +537,8 @@ static void fill_exit(const struct pdk_exectrace *t, const struct tracked *p, js
 	if (n > 0 && syscall(SYS_pidfd_send_signal, p->pidfd, 0, NULL, 0) == 0) {
 		buf[n] = '\0';
 		/* Z: zombie; X: its reaper is releasing it right now (exit_code still set). */
-		if (pdk__exectrace_parse_stat(buf, &st) == 0 && (st.state == 'Z' || st.state == 'X')) {
+		if (pdk__exectrace_parse_stat(buf, &st) == 0 &&
+		    (st.state == 'Z' || st.state == 'X')) {
 			status = st.exit_code;
 			pdk_json_set(a, "cpu_ms",
 				     json_real((double)(st.utime_ticks + st.stime_ticks) * 1000.0 /
@@ -763,9 +776,8 @@ done:
 
 /* ---- life cycle ---- */
 
-struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pid_t init_pid,
-					pdk_exectrace_emit_cb emit, void *data,
-					struct pdk_error **err)
+struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pid_t init_pid, pdk_exectrace_emit_cb emit,
+					void *data, struct pdk_error **err)
 {
 	struct seccomp_notif_sizes sizes;
 	struct pdk_exectrace *t;
@@ -780,12 +792,13 @@ struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pid_t init_pid,
 	t->init_pid = init_pid;
 	t->emit = emit;
 	t->data = data;
-	t->req_size = sizes.seccomp_notif > sizeof(*t->req) ? sizes.seccomp_notif
-							     : sizeof(*t->req);
+	t->req_size = sizes.seccomp_notif > sizeof(*t->req) ? sizes.seccomp_notif : sizeof(*t->req);
 	t->resp_size = sizes.seccomp_notif_resp > sizeof(*t->resp) ? sizes.seccomp_notif_resp
 								   : sizeof(*t->resp);
 	t->req = pdk_xcalloc(1, t->req_size);
 	t->resp = pdk_xcalloc(1, t->resp_size);
+	/* An older kernel lacks it: then only the latency is higher. */
+	(void)ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
 	t->ticks_per_s = sysconf(_SC_CLK_TCK);
 	if (t->ticks_per_s <= 0)
 		t->ticks_per_s = 100;

@@ -36,8 +36,7 @@
  * Receives each event; takes ownership of `attrs`. `ts_ns` is
  * CLOCK_REALTIME nanoseconds.
  */
-typedef void (*pdk_exectrace_emit_cb)(void *data, const char *kind, uint64_t ts_ns,
-				      json_t *attrs);
+typedef void (*pdk_exectrace_emit_cb)(void *data, const char *kind, uint64_t ts_ns, json_t *attrs);
 
 struct pdk_exectrace;
 
@@ -49,9 +48,8 @@ struct pdk_exectrace;
  * execveat of its init. Returns NULL + *err when the kernel's notification
  * structures cannot be sized.
  */
-struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pid_t init_pid,
-					pdk_exectrace_emit_cb emit, void *data,
-					struct pdk_error **err);
+struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pid_t init_pid, pdk_exectrace_emit_cb emit,
+					void *data, struct pdk_error **err);
 
 /* From now on, every exec is recorded and its process watched. */
 void pdk_exectrace_start_recording(struct pdk_exectrace *t);
@@ -90,8 +88,8 @@ void pdk_exectrace_free(struct pdk_exectrace *t);
 struct pdk__exec_args {
 	char *path; /* NUL-terminated; NULL when it could not be read */
 	bool path_truncated;
-	char **argv;  /* NULL-terminated; NULL when it could not be read */
-	size_t argc;  /* entries in argv */
+	char **argv;         /* NULL-terminated; NULL when it could not be read */
+	size_t argc;         /* entries in argv */
 	bool argv_truncated; /* more arguments or bytes than the caps */
 	int read_errno;      /* first failure to read (EFAULT: a bad pointer), or 0 */
 };

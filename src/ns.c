@@ -27,7 +27,8 @@ pid_t pdk_ns_spawn(uint64_t flags, unsigned spawn_flags, int (*fn)(void *), void
 	 * An asynchronous child must not share our memory: both would run at
 	 * once on the same heap, TLS (errno) and stack pages.
 	 */
-	int cflags = (int)flags | (async ? 0 : SPAWN_SHARE_VM | CLONE_VFORK) | CLONE_PIDFD | SIGCHLD;
+	int cflags =
+		(int)flags | (async ? 0 : SPAWN_SHARE_VM | CLONE_VFORK) | CLONE_PIDFD | SIGCHLD;
 	void *stack = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
 	pid_t pid;

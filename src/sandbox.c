@@ -325,7 +325,8 @@ static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 		n = recv_child(sb, &ce, &fd);
 		if (n != 1)
 			break;
-		if (((char *)&ce)[0] != PDK__CHILD_UPPER_FD && ((char *)&ce)[0] != PDK__CHILD_NOTIFY_FD)
+		if (((char *)&ce)[0] != PDK__CHILD_UPPER_FD &&
+		    ((char *)&ce)[0] != PDK__CHILD_NOTIFY_FD)
 			break;
 		if (take_child_fd(sb, ((char *)&ce)[0], fd, err) < 0)
 			return -1;
@@ -463,7 +464,8 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		_cleanup_error_ struct pdk_error *cleanup_err = NULL;
 
 		(void)!pdk_sandbox_destroy(sb, &cleanup_err);
-		return pdk_error_setx(err, EPROTO, "exec tracing: the sandbox child sent no listener");
+		return pdk_error_setx(err, EPROTO,
+				      "exec tracing: the sandbox child sent no listener");
 	}
 	if (sb->tracer != NULL)
 		pdk_exectrace_start_recording(sb->tracer);
@@ -604,7 +606,7 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 					 .events = POLLIN};
 	while (!sb->reaped) {
 		size_t nt = sb->tracer ? pdk_exectrace_pollfds(sb->tracer, pfd + PFD_FIXED,
-							      PDK_EXECTRACE_MAX_TRACKED)
+							       PDK_EXECTRACE_MAX_TRACKED)
 				       : 0;
 		int n = poll(pfd, PFD_FIXED + nt, poll_timeout_ms(sb, deadline));
 

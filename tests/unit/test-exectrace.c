@@ -48,8 +48,7 @@ Test(exectrace, status_with_missing_or_bad_lines_is_refused)
 
 	cr_assert_eq(pdk__exectrace_parse_status("Tgid:\t1\nPPid:\t0\n", &st), -EINVAL);
 	cr_assert_eq(pdk__exectrace_parse_status("Tgid:\t1\nPPid:\t0\nNSpid:\t\n", &st), -EINVAL);
-	cr_assert_eq(pdk__exectrace_parse_status("Tgid:\t-1\nPPid:\t0\nNSpid:\t3\n", &st),
-		     -EINVAL);
+	cr_assert_eq(pdk__exectrace_parse_status("Tgid:\t-1\nPPid:\t0\nNSpid:\t3\n", &st), -EINVAL);
 	cr_assert_eq(pdk__exectrace_parse_status("Tgid:\t99999999999\nPPid:\t0\nNSpid:\t3\n", &st),
 		     -EINVAL);
 	cr_assert_eq(pdk__exectrace_parse_status("", &st), -EINVAL);
@@ -113,12 +112,12 @@ Test(exectrace, utf8_is_kept_and_the_rest_replaced)
 	expect_bytes("plain\nline\ttab", "plain\nline\ttab", false);
 	expect_bytes("caf\xc3\xa9 \xf0\x9f\x90\x8d", "caf\xc3\xa9 \xf0\x9f\x90\x8d", false);
 	expect_bytes("\xff\xfeok", "\xef\xbf\xbd\xef\xbf\xbdok", true);
-	expect_bytes("\x80", "\xef\xbf\xbd", true);                                /* lone continuation */
-	expect_bytes("\xc0\x80", "\xef\xbf\xbd\xef\xbf\xbd", true);                /* overlong NUL */
+	expect_bytes("\x80", "\xef\xbf\xbd", true);                 /* lone continuation */
+	expect_bytes("\xc0\x80", "\xef\xbf\xbd\xef\xbf\xbd", true); /* overlong NUL */
 	expect_bytes("\xe0\x80\xaf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", true); /* overlong / */
 	expect_bytes("\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", true); /* surrogate */
-	expect_bytes("\xf4\x90\x80\x80x",
-		     "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx", true); /* > U+10FFFF */
+	expect_bytes("\xf4\x90\x80\x80x", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx",
+		     true);                                               /* > U+10FFFF */
 	expect_bytes("end\xe2\x82", "end\xef\xbf\xbd\xef\xbf\xbd", true); /* cut sequence */
 }
 
@@ -271,8 +270,10 @@ static void send_fd(int sock, int fd)
 	} u;
 	char tag = 'N';
 	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
-	struct msghdr mh = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *c;
 
 	memset(u.buf, 0, sizeof(u.buf));
@@ -293,8 +294,10 @@ static int recv_fd(int sock)
 	} u;
 	char tag;
 	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
-	struct msghdr mh = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
 	int fd = -1;
 
 	cr_assert_eq(recvmsg(sock, &mh, MSG_CMSG_CLOEXEC), 1);

@@ -970,7 +970,8 @@ Test(policy, load_too_big_file)
 Test(policy, audit_exec_trace)
 {
 	struct pdk_policy *on = parse_ok("name: x\n");
-	struct pdk_policy *off = parse_ok("audit: {exec_trace: false}\nbest_effort: [exec_trace]\n");
+	struct pdk_policy *off =
+		parse_ok("audit: {exec_trace: false}\nbest_effort: [exec_trace]\n");
 	struct pdk_policy *copy;
 
 	cr_assert_eq(on->audit.exec_trace, true);
