@@ -746,8 +746,7 @@ int pdk_exectrace_handle(struct pdk_exectrace *t, struct pdk_error **err)
 	}
 	ts = pdk_now_real_ns();
 	at = req->data.nr == __NR_execveat;
-	/* Only the sandbox's own execveat of its init goes unrecorded. */
-	recording = t->recording || (pid_t)req->pid != t->init_pid;
+	recording = t->recording;
 	if (recording) {
 		pin(t, (pid_t)req->pid, &p);
 		pdk__exectrace_read_args((pid_t)req->pid, req->data.args[at ? 1 : 0],
@@ -776,8 +775,8 @@ done:
 
 /* ---- life cycle ---- */
 
-struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pid_t init_pid, pdk_exectrace_emit_cb emit,
-					void *data, struct pdk_error **err)
+struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pdk_exectrace_emit_cb emit, void *data,
+					struct pdk_error **err)
 {
 	struct seccomp_notif_sizes sizes;
 	struct pdk_exectrace *t;
@@ -789,7 +788,7 @@ struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pid_t init_pid, pdk_exe
 	}
 	t = pdk_xcalloc(1, sizeof(*t));
 	t->fd = listener_fd;
-	t->init_pid = init_pid;
+	t->init_pid = -1;
 	t->emit = emit;
 	t->data = data;
 	t->req_size = sizes.seccomp_notif > sizeof(*t->req) ? sizes.seccomp_notif : sizeof(*t->req);
@@ -805,8 +804,9 @@ struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pid_t init_pid, pdk_exe
 	return t;
 }
 
-void pdk_exectrace_start_recording(struct pdk_exectrace *t)
+void pdk_exectrace_start_recording(struct pdk_exectrace *t, pid_t init_pid)
 {
+	t->init_pid = init_pid;
 	t->recording = true;
 }
 

@@ -41,18 +41,21 @@ typedef void (*pdk_exectrace_emit_cb)(void *data, const char *kind, uint64_t ts_
 struct pdk_exectrace;
 
 /*
- * A tracer answering on `listener_fd` (takes ownership of it). `init_pid`
- * is the host pid of the sandbox's pid 1, `emit` and `data` receive the
- * events (borrowed). Execs are answered but not recorded until
- * pdk_exectrace_start_recording(): the first one is the sandbox's own
- * execveat of its init. Returns NULL + *err when the kernel's notification
- * structures cannot be sized.
+ * A tracer answering on `listener_fd` (takes ownership of it); `emit` and
+ * `data` receive the events (borrowed). Notifications are answered but
+ * not recorded until pdk_exectrace_start_recording(): the first one is
+ * the sandbox's own execveat of its init. May be called on another thread
+ * than the later calls (not concurrently). Returns NULL + *err when the
+ * kernel's notification structures cannot be sized.
  */
-struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pid_t init_pid, pdk_exectrace_emit_cb emit,
-					void *data, struct pdk_error **err);
+struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pdk_exectrace_emit_cb emit, void *data,
+					struct pdk_error **err);
 
-/* From now on, every exec is recorded and its process watched. */
-void pdk_exectrace_start_recording(struct pdk_exectrace *t);
+/*
+ * From now on, every exec is recorded and its process watched. `init_pid`
+ * is the host pid of the sandbox's pid 1 (its processes' parent pid 1).
+ */
+void pdk_exectrace_start_recording(struct pdk_exectrace *t, pid_t init_pid);
 
 /* The listener fd to poll for POLLIN (borrowed). */
 int pdk_exectrace_fd(const struct pdk_exectrace *t);

@@ -19,16 +19,9 @@
 
 #define SPAWN_STACK_SIZE (256 * 1024)
 
-pid_t pdk_ns_spawn(uint64_t flags, unsigned spawn_flags, int (*fn)(void *), void *arg, int *pidfd,
-		   struct pdk_error **err)
+pid_t pdk_ns_spawn(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd, struct pdk_error **err)
 {
-	bool async = spawn_flags & PDK_NS_SPAWN_ASYNC;
-	/*
-	 * An asynchronous child must not share our memory: both would run at
-	 * once on the same heap, TLS (errno) and stack pages.
-	 */
-	int cflags =
-		(int)flags | (async ? 0 : SPAWN_SHARE_VM | CLONE_VFORK) | CLONE_PIDFD | SIGCHLD;
+	int cflags = (int)flags | SPAWN_SHARE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD;
 	void *stack = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
 	pid_t pid;
@@ -38,10 +31,7 @@ pid_t pdk_ns_spawn(uint64_t flags, unsigned spawn_flags, int (*fn)(void *), void
 		return pdk_error_set(err, errno, "cannot allocate the sandbox child's stack");
 	pid = clone(fn, (char *)stack + SPAWN_STACK_SIZE, cflags, arg, pidfd);
 	e = errno;
-	/*
-	 * The child has exec'd or exited (CLONE_VFORK), or it has a copy of
-	 * the stack (async): our mapping is ours again.
-	 */
+	/* The child has exec'd or exited (CLONE_VFORK): its stack is ours again. */
 	(void)munmap(stack, SPAWN_STACK_SIZE);
 	if (pid >= 0)
 		return pid;

@@ -23,17 +23,9 @@
  * So `fn` must not allocate, and must end in exec or _exit, never return.
  * Returns the child's pid (and *pidfd) or negative + *err.
  * This is the one place paddock creates processes (with init.c's fork()).
- *
- * With PDK_NS_SPAWN_ASYNC the child is a copy instead (no CLONE_VM, no
- * CLONE_VFORK, like fork()) and the call returns at once: the parent keeps
- * running while the child sets up, which exec tracing needs, since the
- * child's own exec of the init waits for the parent's answer.
  */
-enum pdk_ns_spawn_flags {
-	PDK_NS_SPAWN_ASYNC = 1 << 0,
-};
-PDK_MUST_CHECK pid_t pdk_ns_spawn(uint64_t flags, unsigned spawn_flags, int (*fn)(void *),
-				  void *arg, int *pidfd, struct pdk_error **err);
+PDK_MUST_CHECK pid_t pdk_ns_spawn(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
+				  struct pdk_error **err);
 
 /*
  * In the child, right after clone: map `inner_uid`/`inner_gid` in the new

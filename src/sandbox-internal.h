@@ -63,9 +63,10 @@ struct pdk_sandbox {
 };
 
 /*
- * Runs in the child (pdk_ns_spawn): shares the parent's memory (or has a
- * copy of it when exec tracing needs the parent to run on, see ns.h), so it
- * reads `sb` but never writes it, and never allocates. Never returns.
+ * Runs in the child (pdk_ns_spawn): shares the parent's memory, so it reads
+ * `sb` but never writes it, and never allocates. Never returns. With exec
+ * tracing a second parent thread runs meanwhile (sandbox.c start()); it
+ * writes only `upper_fd` and `tracer`, which the child does not read.
  */
 int pdk__sandbox_child(void *sb);
 

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -271,25 +272,25 @@ static ssize_t recv_child(struct pdk_sandbox *sb, struct pdk__child_error *ce, i
 }
 
 /*
- * Wait until the sync socket has something, answering exec notifications
- * meanwhile: the child's execveat of the init is itself one.
+ * Wait until the sync socket has something. With exec tracing, answer the
+ * one notification the child causes meanwhile: its execveat of the init.
+ * Any later one is the command's, for the supervisor loop to record.
  */
-static int wait_sync(struct pdk_sandbox *sb, struct pdk_error **err)
+static int wait_sync(struct pdk_sandbox *sb, bool *answered, struct pdk_error **err)
 {
 	struct pollfd pfd[2] = {{.fd = sb->sync[0], .events = POLLIN}};
 
-	while (sb->tracer != NULL) {
+	while (sb->tracer != NULL && !*answered) {
 		pfd[1] = (struct pollfd){.fd = pdk_exectrace_fd(sb->tracer), .events = POLLIN};
 		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
 			return pdk_error_set(err, errno, "poll");
-		/*
-		 * The sync socket first: once it reports the init's exec, a
-		 * notification is the command's and is for the supervisor loop.
-		 */
 		if (pfd[0].revents)
 			return 0;
-		if ((pfd[1].revents & POLLIN) && pdk_exectrace_handle(sb->tracer, err) < 0)
-			return -1;
+		if (pfd[1].revents & POLLIN) {
+			if (pdk_exectrace_handle(sb->tracer, err) < 0)
+				return -1;
+			*answered = true;
+		}
 	}
 	return 0;
 }
@@ -308,7 +309,7 @@ static int take_child_fd(struct pdk_sandbox *sb, char tag, int fd, struct pdk_er
 		(void)close(fd);
 		return pdk_error_setx(err, EPROTO, "unexpected exec-tracing listener");
 	}
-	sb->tracer = pdk_exectrace_new(fd, sb->pid, trace_emit, sb, err);
+	sb->tracer = pdk_exectrace_new(fd, trace_emit, sb, err);
 	return sb->tracer != NULL ? 0 : pdk_error_wrap(err, "exec tracing");
 }
 
@@ -316,11 +317,12 @@ static int take_child_fd(struct pdk_sandbox *sb, char tag, int fd, struct pdk_er
 static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 {
 	struct pdk__child_error ce;
+	bool answered = false;
 	ssize_t n;
 	int fd = -1;
 
 	for (;;) {
-		if (wait_sync(sb, err) < 0)
+		if (wait_sync(sb, &answered, err) < 0)
 			return -1;
 		n = recv_child(sb, &ce, &fd);
 		if (n != 1)
@@ -343,30 +345,61 @@ static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 	return pdk_error_setx(err, ce.err, "sandbox setup failed: %s", ce.msg);
 }
 
+/* await_child() on a thread of its own (exec tracing: see start()). */
+struct child_waiter {
+	struct pdk_sandbox *sb;
+	struct pdk_error *err;
+	int rc;
+};
+
+static void *child_waiter_main(void *arg)
+{
+	struct child_waiter *w = arg;
+
+	w->rc = await_child(w->sb, &w->err);
+	return NULL;
+}
+
 static int start(struct pdk_sandbox *sb, struct pdk_error **err)
 {
+	struct child_waiter w = {.sb = sb};
+	pthread_t waiter;
 	int rc = pdk_cgroup_open_procs(sb->cgroup, sb->cg_procs, PDK_ARRAY_SIZE(sb->cg_procs), err);
 
 	if (rc < 0)
 		return pdk_error_wrap(err, "cgroup");
 	sb->n_cg_procs = (size_t)rc;
 	/*
-	 * Returns once the child has exec'd the init or failed (CLONE_VFORK),
-	 * or at once when exec tracing needs us to answer that exec.
+	 * With exec tracing, the child's execveat of the init waits for our
+	 * answer, but clone() with CLONE_VFORK returns only after that exec.
+	 * CLONE_VFORK suspends the calling thread only, so a second thread
+	 * reads the sync socket meanwhile and answers that one exec. It is
+	 * joined before anything else happens: the supervisor stays
+	 * single-threaded. The child only reads our memory; the waiter writes
+	 * sb->upper_fd and sb->tracer, which the child never reads.
 	 */
-	sb->pid = pdk_ns_spawn(sb->ns_flags, sb->exec_trace ? PDK_NS_SPAWN_ASYNC : 0,
-			       pdk__sandbox_child, sb, &sb->pidfd, err);
+	if (sb->exec_trace && (rc = pthread_create(&waiter, NULL, child_waiter_main, &w)) != 0)
+		return pdk_error_set(err, rc, "exec tracing: cannot start the setup thread");
+	/* Returns once the child has exec'd the init or failed (CLONE_VFORK). */
+	sb->pid = pdk_ns_spawn(sb->ns_flags, pdk__sandbox_child, sb, &sb->pidfd, err);
 	for (size_t i = 0; i < sb->n_cg_procs; i++)
 		close_fd(&sb->cg_procs[i]);
 	sb->n_cg_procs = 0;
-	if (sb->pid < 0)
-		return sb->pid;
+	/* Our end closed, the child's gone (exec or exit): the waiter sees EOF or an error. */
 	close_fd(&sb->sync[1]);
 	close_fd(&sb->ctl[1]);
-	rc = await_child(sb, err);
+	if (sb->exec_trace) {
+		(void)pthread_join(waiter, NULL); /* cannot fail: joinable, not us */
+		rc = w.rc;
+		if (rc < 0 && sb->pid >= 0)
+			*err = steal_ptr(&w.err);
+		pdk_error_free(&w.err);
+	} else if (sb->pid >= 0) {
+		rc = await_child(sb, err);
+	}
 	close_fd(&sb->sync[0]);
 	close_fd(&sb->init_fd);
-	return rc;
+	return sb->pid < 0 ? sb->pid : rc;
 }
 
 static json_t *create_attrs(struct pdk_sandbox *sb)
@@ -468,7 +501,7 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 				      "exec tracing: the sandbox child sent no listener");
 	}
 	if (sb->tracer != NULL)
-		pdk_exectrace_start_recording(sb->tracer);
+		pdk_exectrace_start_recording(sb->tracer, sb->pid);
 	if (cfg->policy->network.mode == PDK_NET_HOST)
 		warn(cfg, "network mode 'host': the sandbox shares the host's network");
 	emit(sb, "sandbox.create", 0, create_attrs(sb));

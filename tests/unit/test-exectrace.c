@@ -354,9 +354,9 @@ Test(exectrace, an_exec_is_answered_recorded_and_its_exit_reported)
 	pid_t pid = traced_child(argv, &listener);
 	size_t n;
 
-	t = pdk_exectrace_new(listener, -1, capture, &c, &err);
+	t = pdk_exectrace_new(listener, capture, &c, &err);
 	cr_assert_not_null(t);
-	pdk_exectrace_start_recording(t);
+	pdk_exectrace_start_recording(t, -1);
 	wait_readable(pdk_exectrace_fd(t));
 	cr_assert_eq(pdk_exectrace_handle(t, &err), 0);
 	cr_assert_eq(c.n, 1);
@@ -398,10 +398,10 @@ Test(exectrace, a_failed_exec_is_recorded_and_fails_as_usual)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	int listener, status;
 	pid_t pid = traced_child(argv, &listener);
-	struct pdk_exectrace *t = pdk_exectrace_new(listener, -1, capture, &c, &err);
+	struct pdk_exectrace *t = pdk_exectrace_new(listener, capture, &c, &err);
 
 	cr_assert_not_null(t);
-	pdk_exectrace_start_recording(t);
+	pdk_exectrace_start_recording(t, -1);
 	wait_readable(pdk_exectrace_fd(t));
 	cr_assert_eq(pdk_exectrace_handle(t, &err), 0);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
@@ -427,10 +427,10 @@ Test(exectrace, a_process_that_died_waiting_is_not_recorded)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	int listener, status;
 	pid_t pid = traced_child(argv, &listener);
-	struct pdk_exectrace *t = pdk_exectrace_new(listener, -1, capture, &c, &err);
+	struct pdk_exectrace *t = pdk_exectrace_new(listener, capture, &c, &err);
 
 	cr_assert_not_null(t);
-	pdk_exectrace_start_recording(t);
+	pdk_exectrace_start_recording(t, -1);
 	wait_readable(pdk_exectrace_fd(t));
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
