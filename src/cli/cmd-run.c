@@ -3,8 +3,10 @@
  * fresh sandbox. This process is the sandbox's supervisor.
  */
 #include "common.h"
+#include "audit.h"
 #include "cli.h"
 #include "events.h"
+#include "redact.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "util.h"
@@ -36,6 +38,7 @@ struct pdk_run_opts {
 	const char *change_set;
 	bool stats;
 	bool discard;
+	bool no_audit;
 	char **argv; /* borrowed from main's argv */
 };
 
@@ -50,6 +53,7 @@ enum {
 	OPT_DISCARD,
 	OPT_DISK,
 	OPT_CHANGE_SET,
+	OPT_NO_AUDIT,
 };
 
 static const struct option long_opts[] = {
@@ -69,6 +73,7 @@ static const struct option long_opts[] = {
 	{"discard", no_argument, NULL, OPT_DISCARD},
 	{"disk", required_argument, NULL, OPT_DISK},
 	{"change-set", required_argument, NULL, OPT_CHANGE_SET},
+	{"no-audit", no_argument, NULL, OPT_NO_AUDIT},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -104,7 +109,9 @@ static void usage(FILE *out)
 	      "      --cpus N             CPU bandwidth, e.g. 0.5 or 2\n"
 	      "      --ro PATH            also bind host PATH read-only (repeatable)\n"
 	      "      --rw PATH            also bind host PATH read-write (repeatable)\n"
-	      "      --events FILE        append JSON-lines events to FILE\n"
+	      "      --events FILE        also append JSON-lines events to FILE\n"
+	      "      --no-audit           do not record this run in the audit store\n"
+	      "                           (see 'paddock audit'; recorded by default)\n"
 	      "      --stats              print wall time, CPU time and peak memory at the end\n"
 	      "  -h, --help               show this help\n"
 	      "\n"
@@ -176,6 +183,9 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 			break;
 		case OPT_CHANGE_SET:
 			o->change_set = optarg;
+			break;
+		case OPT_NO_AUDIT:
+			o->no_audit = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -548,6 +558,40 @@ fail:
 	return -1;
 }
 
+/*
+ * The run's event stream: the audit store (unless --no-audit), the
+ * --events file, and the values of secret-looking variables of the
+ * sandbox's environment registered for redaction before any sink.
+ */
+static int open_events(struct run_ctx *c, const char *id)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	c->events = pdk_events_new(id, "paddock-run");
+	for (size_t i = 0; c->env != NULL && c->env[i] != NULL; i++) {
+		const char *eq = strchr(c->env[i], '=');
+
+		if (eq != NULL && pdk_redact_name_is_secret(c->env[i], (size_t)(eq - c->env[i]))) {
+			_cleanup_free_ char *name = strndup(c->env[i], (size_t)(eq - c->env[i]));
+
+			if (name == NULL)
+				pdk_oom();
+			(void)pdk_events_add_secret(c->events, name, eq + 1);
+		}
+	}
+	if (!c->o.no_audit) {
+		_cleanup_free_ char *state = pdk_state_dir();
+		struct pdk_audit_sink_config cfg = {.state_dir = state, .on_full = PDK_AUDIT_BLOCK};
+
+		pdk_audit_add_sink(c->events, &cfg);
+	}
+	if (c->o.events != NULL && pdk_events_add_file(c->events, c->o.events, &err) < 0) {
+		pdk_cli_error("%s", err->msg);
+		return -1;
+	}
+	return 0;
+}
+
 static int run_sandbox(struct run_ctx *c, char id_out[37])
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -610,13 +654,8 @@ int pdk_cmd_run(int argc, char **argv)
 	}
 	rc = prepare(&c) < 0 ? PDK_EXIT_POLICY : 0;
 	pdk_make_id(id);
-	if (rc == 0 && c.o.events != NULL) {
-		c.events = pdk_events_open(c.o.events, id, "paddock-run", &err);
-		if (c.events == NULL) {
-			pdk_cli_error("%s", err->msg);
-			rc = PDK_EXIT_POLICY;
-		}
-	}
+	if (rc == 0 && open_events(&c, id) < 0)
+		rc = PDK_EXIT_POLICY;
 	if (rc == 0 && make_change_set(&c, id) < 0)
 		rc = PDK_EXIT_SETUP;
 	if (rc == 0) {
