@@ -193,7 +193,8 @@ static bool name_char(unsigned char c)
 
 /*
  * At s[i] == '=': if the word before it is a secret-looking name, the
- * length of the value after '=' (up to a blank, quote, '&', ';' or ','), else 0.
+ * length of the value after '=' (a quoted value up to its closing quote,
+ * else up to a blank, quote, '&', ';' or ','), else 0.
  */
 static size_t secret_assignment(const char *s, size_t len, size_t i)
 {
@@ -204,6 +205,12 @@ static size_t secret_assignment(const char *s, size_t len, size_t i)
 		start--;
 	if (start == i || !pdk_redact_name_is_secret(s + start, i - start))
 		return 0;
+	if (i + 1 < len && (s[i + 1] == '\'' || s[i + 1] == '"')) {
+		/* A quoted value: up to the closing quote, or the end. */
+		const char *close = memchr(s + i + 2, s[i + 1], len - i - 2);
+
+		return close ? (size_t)(close - (s + i)) : len - i - 1;
+	}
 	while (i + 1 + n < len && strchr(" \t\r\n\"'&;,", s[i + 1 + n]) == NULL)
 		n++;
 	return n;
