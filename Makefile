@@ -61,6 +61,7 @@ fuzz: setup
 bench: build
 	python3 bench/startup ./$(BUILD)/paddock
 	python3 bench/workspace ./$(BUILD)/paddock
+	./$(BUILD)/bench-audit
 
 format:
 	clang-format -i $$(git ls-files '*.[ch]')
