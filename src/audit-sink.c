@@ -45,11 +45,6 @@ static void release_events(json_t **v, size_t n)
 static int write_batch(struct audit_sink *s, json_t **batch, size_t n, bool last,
 		       struct pdk_error **err)
 {
-	if (s->store == NULL) {
-		if (pdk_audit_open(s->state_dir, &s->store, err) < 0)
-			return -EIO;
-		pdk_audit_set_checkpoint_every(s->store, s->checkpoint_every);
-	}
 	/* The stream's end is signed, so a cut after it shows as truncation. */
 	return pdk_audit_append(s->store, batch, n, last, err);
 }
@@ -78,11 +73,32 @@ static void wait_for_work(struct audit_sink *s)
 			break;
 }
 
+/*
+ * Open the store and load the signing key as soon as the writer starts,
+ * while the sandbox is built and runs: what is left for the end of a short
+ * run is one insert, one signature and one commit.
+ */
+static void open_store(struct audit_sink *s)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (pdk_audit_open(s->state_dir, &s->store, &err) < 0 ||
+	    pdk__audit_load_key(s->store, &err) < 0) {
+		pthread_mutex_lock(&s->lock);
+		s->failed = steal_ptr(&err);
+		pthread_cond_broadcast(&s->space);
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	pdk_audit_set_checkpoint_every(s->store, s->checkpoint_every);
+}
+
 static void *writer(void *data)
 {
 	struct audit_sink *s = data;
 	json_t **batch = pdk_xcalloc(s->max, sizeof(*batch));
 
+	open_store(s);
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		_cleanup_error_ struct pdk_error *err = NULL;
@@ -122,14 +138,16 @@ static int failed_error(const struct audit_sink *s, struct pdk_error **err)
 	return pdk_error_setx(err, s->failed->status, "%s", s->failed->msg);
 }
 
-static int start_writer(struct audit_sink *s, struct pdk_error **err)
+/* A failure to start is kept like a writer failure: the first emit() returns it. */
+static void start_writer(struct audit_sink *s)
 {
 	int rc = pthread_create(&s->thread, NULL, writer, s);
 
-	if (rc != 0)
-		return pdk_error_set(err, rc, "cannot start the audit writer");
+	if (rc != 0) {
+		(void)pdk_error_set(&s->failed, rc, "cannot start the audit writer");
+		return;
+	}
 	s->started = true;
-	return 0;
 }
 
 static int sink_emit(void *data, const json_t *event, struct pdk_error **err)
@@ -138,8 +156,6 @@ static int sink_emit(void *data, const json_t *event, struct pdk_error **err)
 	int rc = 0;
 
 	pthread_mutex_lock(&s->lock);
-	if (!s->started)
-		rc = start_writer(s, err);
 	while (rc == 0 && s->failed == NULL && s->n == s->max) {
 		if (s->on_full == PDK_AUDIT_STOP) {
 			rc = pdk_error_setx(err, ENOBUFS,
@@ -227,5 +243,10 @@ void pdk_audit_add_sink(struct pdk_events *ev, const struct pdk_audit_sink_confi
 	s->checkpoint_every =
 		cfg->checkpoint_every ? cfg->checkpoint_every : PDK_AUDIT_CHECKPOINT_EVERY;
 	s->on_full = cfg->on_full;
+	/*
+	 * The writer starts now, so that it opens the store and loads the key
+	 * on the other core while the supervisor builds the sandbox.
+	 */
+	start_writer(s);
 	pdk_events_add_sink(ev, &audit_sink_ops, s);
 }

@@ -9,11 +9,14 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <openssl/crypto.h>
 #include <string.h>
 #include <sys/stat.h>
 
 /* How long a writer waits for another process's transaction. */
 #define BUSY_TIMEOUT_MS 30000
+/* The WAL size above which an opening connection checkpoints it (see setup_db). */
+#define WAL_CHECKPOINT_BYTES (512 * 1024)
 
 static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS events ("
@@ -126,6 +129,9 @@ static int create_file(const char *path, struct pdk_error **err)
 
 static int setup_db(struct pdk_audit *a, struct pdk_error **err)
 {
+	_cleanup_free_ char *wal = pdk_xasprintf("%s-wal", a->path);
+	struct stat st;
+
 	sqlite3_busy_timeout(a->db, BUSY_TIMEOUT_MS);
 	(void)sqlite3_extended_result_codes(a->db, 1);
 	if (pdk__audit_exec(a, "PRAGMA journal_mode=WAL", err) < 0 ||
@@ -134,6 +140,22 @@ static int setup_db(struct pdk_audit *a, struct pdk_error **err)
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(schema); i++)
 		if (pdk__audit_exec(a, schema[i], err) < 0)
 			return -EIO;
+	/*
+	 * Each `paddock run` is a short-lived connection. By default the last
+	 * one to close checkpoints the WAL into the database (fdatasync()s) and
+	 * deletes it, at the end of every run. Instead the close leaves the WAL,
+	 * and a connection that finds it larger than WAL_CHECKPOINT_BYTES
+	 * checkpoints it here, at open, which the sandbox's writer thread does
+	 * while the sandbox is built; that connection's first commit then
+	 * restarts the WAL from its start. (The bound matters: the first
+	 * connection after a close re-reads the whole WAL.) The checkpoint is
+	 * PASSIVE: it never waits for another reader or writer, so a long
+	 * `audit verify` never holds up a run; what it cannot copy now, a
+	 * later open will. It is housekeeping: its result does not matter.
+	 */
+	(void)sqlite3_db_config(a->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	if (stat(wal, &st) == 0 && st.st_size > WAL_CHECKPOINT_BYTES)
+		(void)sqlite3_wal_checkpoint_v2(a->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 	for (size_t i = 0; i < ST_N; i++)
 		if (sqlite3_prepare_v3(a->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &a->st[i],
 				       NULL) != SQLITE_OK)
@@ -149,6 +171,12 @@ int pdk_audit_open(const char *state_dir, struct pdk_audit **out, struct pdk_err
 	a->state_dir = pdk_xstrdup(state_dir);
 	a->path = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_DB);
 	a->checkpoint_every = PDK_AUDIT_CHECKPOINT_EVERY;
+	/*
+	 * Only SHA-256 and Ed25519 from the default provider are used: the
+	 * system's openssl.cnf is not read (it costs start-up time and could
+	 * swap in another provider).
+	 */
+	(void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
 	a->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
 	a->md = EVP_MD_CTX_new();
 	if (a->sha256 == NULL || a->md == NULL)

@@ -161,7 +161,7 @@ struct pdk_audit_sink_config {
 
 /*
  * Add the audit store as a sink of `ev`. Events are queued (bounded) and
- * written by a writer thread, which opens the store at its first batch;
+ * written by a writer thread, started here, which opens the store at once;
  * it writes when the queue is full, every flush_ms, and at close, where it
  * also signs a checkpoint. Once the writer has failed, every emit() and
  * the close fail with its error (fail closed).
