@@ -27,7 +27,7 @@ static bool valid_utf8(const unsigned char *p, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char alphabet[] = "ghijklmnopqrstuvwyz";
-	struct pdk_redact *r = pdk_redact_new();
+	struct pdk_redact *r;
 	char secret[32];
 	size_t k;
 	char *out;
@@ -37,10 +37,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	k = 4 + data[0] % 16;
-	if (size < 1 + k) {
-		pdk_redact_free(r);
+	if (size < 1 + k)
 		return 0;
-	}
+	r = pdk_redact_new();
 	for (size_t i = 0; i < k; i++)
 		secret[i] = alphabet[data[1 + i] % (sizeof(alphabet) - 1)];
 	secret[k] = '\0';
