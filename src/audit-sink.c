@@ -15,6 +15,7 @@
 #include "util.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -138,10 +139,21 @@ static int failed_error(const struct audit_sink *s, struct pdk_error **err)
 	return pdk_error_setx(err, s->failed->status, "%s", s->failed->msg);
 }
 
-/* A failure to start is kept like a writer failure: the first emit() returns it. */
+/*
+ * A failure to start is kept like a writer failure: the first emit()
+ * returns it. The writer blocks every signal (it inherits the mask it is
+ * created with), so that the signals the supervisor forwards or handles
+ * through its signalfd are never delivered to it instead.
+ */
 static void start_writer(struct audit_sink *s)
 {
-	int rc = pthread_create(&s->thread, NULL, writer, s);
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&s->thread, NULL, writer, s);
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 
 	if (rc != 0) {
 		(void)pdk_error_set(&s->failed, rc, "cannot start the audit writer");
