@@ -17,11 +17,27 @@
 
 /* ---- helpers ---- */
 
+/* The test's temporary directories, removed after it (each test is its own process). */
+static char *made[4];
+
+static void remove_made(void)
+{
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(made) && made[i] != NULL; i++)
+		(void)!pdk_rm_rf_at(AT_FDCWD, made[i]);
+}
+
+TestSuite(audit, .fini = remove_made);
+TestSuite(audit_sink, .fini = remove_made);
+
 static char *tmp_state(void)
 {
 	char tmpl[] = "/tmp/pdk-audit-XXXXXX";
+	size_t i = 0;
 
 	cr_assert_not_null(mkdtemp(tmpl));
+	while (i + 1 < PDK_ARRAY_SIZE(made) && made[i] != NULL)
+		i++;
+	made[i] = pdk_xstrdup(tmpl);
 	return pdk_xstrdup(tmpl);
 }
 
