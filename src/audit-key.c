@@ -1,8 +1,12 @@
 /*
- * audit-key.c - the store's Ed25519 signing key: created at the first
- * checkpoint, kept in the state directory as PEM (PKCS#8 private key,
- * 0600; SubjectPublicKeyInfo public key beside it, 0644), so that any
+ * audit-key.c - the store's Ed25519 signing key: created at first use,
+ * kept in the state directory as the raw 32-byte private key (0600) and
+ * the public key as PEM (SubjectPublicKeyInfo, 0644), so that any
  * OpenSSL-based tool can check a checkpoint.
+ *
+ * The private key is raw rather than PEM because every `paddock run` loads
+ * it: OpenSSL 3's PEM decoding sets up its decoder framework and loads
+ * every cipher and error string, several milliseconds of CPU per run.
  */
 #include "common.h"
 #include "audit-internal.h"
@@ -47,30 +51,79 @@ static EVP_PKEY *generate(void)
 	return k;
 }
 
-/* Write `k` (private or public half) to a new file `path` with `mode`; never replaces one. */
-static int write_pem(const char *path, EVP_PKEY *k, bool private, mode_t mode,
-		     struct pdk_error **err)
+/* Create `path` (never replacing one) with `mode`, open for writing. */
+static FILE *create_new(const char *path, mode_t mode, struct pdk_error **err)
 {
 	int fd = TEMP_FAILURE_RETRY(
 		open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
-	_cleanup_fclose_ FILE *f = NULL;
-	int ok;
+	FILE *f;
 
-	if (fd < 0)
-		return pdk_error_set(err, errno, "cannot create '%s'", path);
+	if (fd < 0) {
+		(void)pdk_error_set(err, errno, "cannot create '%s'", path);
+		return NULL;
+	}
 	f = fdopen(fd, "w");
 	if (f == NULL) {
+		(void)pdk_error_set(err, errno, "cannot create '%s'", path);
 		(void)close(fd);
-		return pdk_error_set(err, errno, "cannot create '%s'", path);
 	}
-	ok = private ? PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL)
-		     : PEM_write_PUBKEY(f, k);
-	if (ok != 1 || fflush(f) != 0 || fsync(fd) != 0)
+	return f;
+}
+
+static int finish_file(FILE *f, const char *path, bool ok, struct pdk_error **err)
+{
+	if (!ok || fflush(f) != 0 || fsync(fileno(f)) != 0)
 		return pdk_error_setx(err, EIO, "cannot write '%s'", path);
 	return 0;
 }
 
-static EVP_PKEY *read_pem(const char *path, bool private, struct pdk_error **err)
+/* The raw private key (32 bytes) to a new file, 0600. */
+static int write_raw(const char *path, EVP_PKEY *k, struct pdk_error **err)
+{
+	_cleanup_fclose_ FILE *f = create_new(path, 0600, err);
+	unsigned char raw[32];
+	size_t len = sizeof(raw);
+	bool ok;
+
+	if (f == NULL)
+		return -EIO;
+	ok = EVP_PKEY_get_raw_private_key(k, raw, &len) == 1 && len == sizeof(raw) &&
+	     fwrite(raw, 1, len, f) == len;
+	explicit_bzero(raw, sizeof(raw));
+	return finish_file(f, path, ok, err);
+}
+
+static int write_pub_pem(const char *path, EVP_PKEY *k, struct pdk_error **err)
+{
+	_cleanup_fclose_ FILE *f = create_new(path, 0644, err);
+
+	if (f == NULL)
+		return -EIO;
+	return finish_file(f, path, PEM_write_PUBKEY(f, k) == 1, err);
+}
+
+static EVP_PKEY *read_raw(const char *path, struct pdk_error **err)
+{
+	_cleanup_close_ int fd = TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+	unsigned char raw[33];
+	EVP_PKEY *k = NULL;
+	ssize_t n;
+
+	if (fd < 0) {
+		(void)pdk_error_set(err, errno, "cannot open '%s'", path);
+		return NULL;
+	}
+	n = pdk_read_all(fd, raw, sizeof(raw));
+	if (n == 32)
+		k = EVP_PKEY_new_raw_private_key_ex(NULL, "ED25519", NULL, raw, 32);
+	explicit_bzero(raw, sizeof(raw));
+	if (k == NULL)
+		(void)pdk_error_setx(err, EINVAL, "'%s' is not a raw 32-byte Ed25519 private key",
+				     path);
+	return k;
+}
+
+static EVP_PKEY *read_pub_pem(const char *path, struct pdk_error **err)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	EVP_PKEY *k;
@@ -79,11 +132,10 @@ static EVP_PKEY *read_pem(const char *path, bool private, struct pdk_error **err
 		(void)pdk_error_set(err, errno, "cannot open '%s'", path);
 		return NULL;
 	}
-	k = private ? PEM_read_PrivateKey(f, NULL, NULL, NULL)
-		    : PEM_read_PUBKEY(f, NULL, NULL, NULL);
+	k = PEM_read_PUBKEY(f, NULL, NULL, NULL);
 	if (k == NULL || EVP_PKEY_get_base_id(k) != EVP_PKEY_ED25519) {
 		EVP_PKEY_free(k);
-		(void)pdk_error_setx(err, EINVAL, "'%s' is not an Ed25519 PEM key", path);
+		(void)pdk_error_setx(err, EINVAL, "'%s' is not an Ed25519 PEM public key", path);
 		return NULL;
 	}
 	return k;
@@ -103,7 +155,7 @@ static int create_pair(const char *path, struct pdk_error **err)
 	if (k == NULL)
 		return pdk_error_setx(err, EIO, "cannot generate an Ed25519 key");
 	(void)unlink(tmp); /* a stale one of a crashed process with our pid */
-	if (write_pem(tmp, k, true, 0600, err) < 0)
+	if (write_raw(tmp, k, err) < 0)
 		return -EIO;
 	rc = link(tmp, path) < 0 ? -errno : 0;
 	(void)unlink(tmp);
@@ -122,7 +174,7 @@ static int ensure_pub(const char *state_dir, EVP_PKEY *k, struct pdk_error **err
 	if (access(pub, F_OK) == 0)
 		return 0;
 	(void)unlink(tmp);
-	if (write_pem(tmp, k, false, 0644, err) < 0)
+	if (write_pub_pem(tmp, k, err) < 0)
 		return -EIO;
 	rc = link(tmp, pub) < 0 ? -errno : 0;
 	(void)unlink(tmp);
@@ -138,7 +190,7 @@ int pdk__audit_load_key(struct pdk_audit *a, struct pdk_error **err)
 
 	if (access(path, F_OK) < 0 && create_pair(path, err) < 0)
 		return -EIO;
-	k = read_pem(path, true, err);
+	k = read_raw(path, err);
 	if (k == NULL || key_id_of(k, a->key_id, err) < 0 || ensure_pub(a->state_dir, k, err) < 0)
 		return pdk_error_wrap(err, "audit signing key");
 	a->key = steal_ptr(&k);
@@ -149,7 +201,7 @@ int pdk__audit_load_pubkey(const char *state_dir, EVP_PKEY **out, char key_id[PD
 			   struct pdk_error **err)
 {
 	_cleanup_free_ char *path = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_PUBKEY);
-	_cleanup_pkey_ EVP_PKEY *k = read_pem(path, false, err);
+	_cleanup_pkey_ EVP_PKEY *k = read_pub_pem(path, err);
 
 	if (k == NULL || key_id_of(k, key_id, err) < 0)
 		return -EINVAL;

@@ -99,6 +99,7 @@ static void *writer(void *data)
 	struct audit_sink *s = data;
 	json_t **batch = pdk_xcalloc(s->max, sizeof(*batch));
 
+	(void)pthread_setname_np(pthread_self(), "paddock-audit"); /* for ps and perf */
 	open_store(s);
 	pthread_mutex_lock(&s->lock);
 	for (;;) {

@@ -8,8 +8,9 @@
  * zeros for record 1), serialised by jansson compact, keys sorted, ASCII
  * only, without a newline. hash(i) = SHA-256(line(i)). Every N records
  * (and when a stream closes) a checkpoint {seq, hash, key_id} is signed
- * with the store's Ed25519 key (STATE/audit-key.pem, public half in
- * STATE/audit-key.pub.pem; key_id = hex SHA-256 of the raw public key).
+ * with the store's Ed25519 key (STATE/audit-key, the raw 32-byte private
+ * key; the public half in STATE/audit-key.pub.pem; key_id = hex SHA-256 of
+ * the raw public key).
  * docs/audit.md gives the exact format for third-party verifiers.
  *
  * Writers in several processes keep one chain: each batch is one
@@ -24,7 +25,7 @@
 #include "json.h"
 
 #define PDK_AUDIT_DB               "audit.db"
-#define PDK_AUDIT_KEY              "audit-key.pem"
+#define PDK_AUDIT_KEY              "audit-key"
 #define PDK_AUDIT_PUBKEY           "audit-key.pub.pem"
 #define PDK_AUDIT_CHECKPOINT_EVERY 1000
 #define PDK_AUDIT_QUEUE_MAX        1024

@@ -66,7 +66,7 @@ check_run_fills_store() {
 	is "$?" 3 "$who: the command's status comes through with the audit store on"
 	is "$(records "$who")" 4 "$who: one run stores 4 events (create, exec, exit, destroy)"
 	is "$(stat -c %a "$st/audit.db")" 600 "$who: the store is 0600"
-	is "$(stat -c %a "$st/audit-key.pem")" 600 "$who: the signing key is 0600"
+	is "$(stat -c %a "$st/audit-key")" 600 "$who: the signing key is 0600"
 	[ "$who" = user ] && is "$(stat -c %u "$st/audit.db")" $UNPRIV_UID "user: the store is nobody's own"
 
 	out=$(paudit "$who" ls)
@@ -186,9 +186,10 @@ tamper() {
 	cp -a "$(state_of "$who")/." "$copy/"
 	[ -n "$sql" ] && sqlite3 "$copy/audit.db" "$sql"
 	if [ "$what" = "replaced key" ]; then
-		rm -f "$copy/audit-key.pem" "$copy/audit-key.pub.pem"
-		openssl genpkey -algorithm ed25519 -out "$copy/audit-key.pem" 2>/dev/null
-		openssl pkey -in "$copy/audit-key.pem" -pubout -out "$copy/audit-key.pub.pem" 2>/dev/null
+		rm -f "$copy/audit-key" "$copy/audit-key.pub.pem"
+		openssl genpkey -algorithm ed25519 -out "$copy/new.pem" 2>/dev/null
+		openssl pkey -in "$copy/new.pem" -outform DER | tail -c 32 > "$copy/audit-key"
+		openssl pkey -in "$copy/new.pem" -pubout -out "$copy/audit-key.pub.pem" 2>/dev/null
 	fi
 	[ "$who" = user ] && chown -R "$UNPRIV_UID:$UNPRIV_UID" "$copy"
 	out=$(AUDIT_STATE="$copy" paudit "$who" verify)
