@@ -39,6 +39,7 @@ struct pdk_run_opts {
 	bool stats;
 	bool discard;
 	bool no_audit;
+	const char *audit_full;
 	char **argv; /* borrowed from main's argv */
 };
 
@@ -54,6 +55,7 @@ enum {
 	OPT_DISK,
 	OPT_CHANGE_SET,
 	OPT_NO_AUDIT,
+	OPT_AUDIT_FULL,
 };
 
 static const struct option long_opts[] = {
@@ -74,6 +76,7 @@ static const struct option long_opts[] = {
 	{"disk", required_argument, NULL, OPT_DISK},
 	{"change-set", required_argument, NULL, OPT_CHANGE_SET},
 	{"no-audit", no_argument, NULL, OPT_NO_AUDIT},
+	{"audit-queue-full", required_argument, NULL, OPT_AUDIT_FULL},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -112,6 +115,9 @@ static void usage(FILE *out)
 	      "      --events FILE        also append JSON-lines events to FILE\n"
 	      "      --no-audit           do not record this run in the audit store\n"
 	      "                           (see 'paddock audit'; recorded by default)\n"
+	      "      --audit-queue-full P when events come faster than the store takes\n"
+	      "                           them: block (wait, the default) or stop (stop\n"
+	      "                           the sandbox); never dropped\n"
 	      "      --stats              print wall time, CPU time and peak memory at the end\n"
 	      "  -h, --help               show this help\n"
 	      "\n"
@@ -186,6 +192,9 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 			break;
 		case OPT_NO_AUDIT:
 			o->no_audit = true;
+			break;
+		case OPT_AUDIT_FULL:
+			o->audit_full = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -582,6 +591,11 @@ static int open_events(struct run_ctx *c, const char *id)
 	if (!c->o.no_audit) {
 		_cleanup_free_ char *state = pdk_state_dir();
 		struct pdk_audit_sink_config cfg = {.state_dir = state, .on_full = PDK_AUDIT_BLOCK};
+
+		if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "stop") == 0)
+			cfg.on_full = PDK_AUDIT_STOP;
+		else if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "block") != 0)
+			return bad_value("--audit-queue-full", c->o.audit_full, "block or stop");
 
 		pdk_audit_add_sink(c->events, &cfg);
 	}

@@ -224,6 +224,11 @@ check_usage() {
 	is "$?" 2 "export with an unknown format exits 2"
 	paudit root tail -n x >/dev/null 2>&1
 	is "$?" 2 "tail -n with a non-number exits 2"
+	prun root --workspace-mode none --audit-queue-full sometimes -- true 2>/dev/null
+	is "$?" 122 "run --audit-queue-full with an unknown policy exits 122"
+	AUDIT_N=$(records root)
+	prun root --workspace-mode none --audit-queue-full stop -- true
+	is "$?:$(( $(records root) - AUDIT_N ))" "0:4" "run --audit-queue-full stop records a normal run whole"
 	paudit root verify --help | grep -q "bad signature"
 	ok $? "audit verify --help documents the reasons"
 }
