@@ -38,6 +38,9 @@ struct pdk_audit {
 	char key_id[PDK_AUDIT_HASH_HEX];
 	char *buf; /* serialisation buffer, reused */
 	size_t buf_cap;
+	json_t *canon;      /* the record object, reused: its values are replaced per event */
+	json_t *canon_seq;  /* its "seq" (owned by canon) */
+	json_t *canon_prev; /* its "prev_hash" (owned by canon) */
 };
 
 static inline void pdk__cleanup_sqlite_stmt(sqlite3_stmt **s)
