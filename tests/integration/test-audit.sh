@@ -213,6 +213,19 @@ check_tampering() {
 	tamper "$who" "replaced key" "4: bad signature" ""
 }
 
+# Fail closed: a store that cannot be written stops the sandbox before its command goes on.
+check_fail_closed() {
+	local who=$1 bad out rc
+	bad="$T/home/not-a-dir-$who"
+	: > "$bad"
+	out=$(PRUN_ENV=(PADDOCK_STATE_DIR="$bad"); prun "$who" --workspace-mode none -- sh -c 'sleep 2; echo ran' 2>&1)
+	rc=$?
+	[ "$rc" != 0 ] && ! echo "$out" | grep -q '^ran$' && echo "$out" | grep -q 'stopping the sandbox'
+	ok $? "$who: an unwritable store stops the sandbox (status $rc, the command's output never came)"
+	out=$(PRUN_ENV=(PADDOCK_STATE_DIR="$bad"); prun "$who" --no-audit --workspace-mode none -- sh -c 'echo ran' 2>/dev/null)
+	is "$?:$out" "0:ran" "$who: --no-audit runs without a store"
+}
+
 check_usage() {
 	paudit root bogus >/dev/null 2>&1
 	is "$?" 2 "audit with an unknown command exits 2"
@@ -240,6 +253,7 @@ for who in root user; do
 	check_ws_events "$who"
 	check_concurrent "$who"
 	check_tampering "$who"
+	check_fail_closed "$who"
 done
 check_usage
 done_testing
