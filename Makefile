@@ -9,7 +9,8 @@
 
 DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libjansson-dev \
 	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap python3 \
-	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch
+	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch \
+	libsqlite3-dev libssl-dev sqlite3 openssl
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON ?= meson
@@ -60,6 +61,7 @@ fuzz: setup
 bench: build
 	python3 bench/startup ./$(BUILD)/paddock
 	python3 bench/workspace ./$(BUILD)/paddock
+	./$(BUILD)/bench-audit
 
 format:
 	clang-format -i $$(git ls-files '*.[ch]')

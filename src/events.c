@@ -1,5 +1,6 @@
 #include "common.h"
 #include "events.h"
+#include "redact.h"
 #include "util.h"
 
 #include <fcntl.h>
@@ -22,6 +23,7 @@ struct pdk_events {
 	char *workflow;
 	struct sink *sinks;
 	size_t n_sinks;
+	struct pdk_redact *redact; /* applied to attrs before any sink sees them */
 	bool closed;
 };
 
@@ -66,7 +68,18 @@ struct pdk_events *pdk_events_new(const char *sandbox_id, const char *actor)
 	pthread_mutex_init(&ev->lock, NULL);
 	ev->sandbox = pdk_xstrdup(sandbox_id);
 	ev->actor = pdk_xstrdup(actor);
+	ev->redact = pdk_redact_new();
 	return ev;
+}
+
+bool pdk_events_add_secret(struct pdk_events *ev, const char *name, const char *value)
+{
+	bool searched;
+
+	pthread_mutex_lock(&ev->lock);
+	searched = pdk_redact_add_secret(ev->redact, name, value);
+	pthread_mutex_unlock(&ev->lock);
+	return searched;
 }
 
 void pdk_events_add_sink(struct pdk_events *ev, const struct pdk_events_sink *ops, void *data)
@@ -176,6 +189,9 @@ int pdk_events_emit(struct pdk_events *ev, const char *kind, uint64_t ts_ns, jso
 		json_decref(attrs);
 		return pdk_error_setx(err, EPIPE, "event '%s' after the stream was closed", kind);
 	}
+	/* SECURITY: secrets leave the attributes before any sink sees them. */
+	if (attrs != NULL)
+		(void)pdk_redact_json(ev->redact, attrs);
 	e = stamp(ev, kind, ts_ns, attrs);
 	for (size_t i = 0; i < ev->n_sinks; i++) {
 		_cleanup_error_ struct pdk_error *serr = NULL;
@@ -214,6 +230,7 @@ void pdk_events_free(struct pdk_events *ev)
 		if (ev->sinks[i].ops->free != NULL)
 			ev->sinks[i].ops->free(ev->sinks[i].data);
 	free(ev->sinks);
+	pdk_redact_free(ev->redact);
 	pthread_mutex_destroy(&ev->lock);
 	free(ev->sandbox);
 	free(ev->actor);

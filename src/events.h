@@ -51,6 +51,16 @@ void pdk_events_add_sink(struct pdk_events *ev, const struct pdk_events_sink *op
 struct pdk_events *pdk_events_open(const char *path, const char *sandbox_id, const char *actor,
 				   struct pdk_error **err);
 
+/*
+ * Register a secret `value` (named `name`) that no sink may see: every
+ * event's attribute strings are redacted (redact.h) before the sinks get
+ * them, this value becoming "[REDACTED:name]". Secret-looking NAME=VALUE
+ * words and well-known token shapes are redacted without registration.
+ * Returns false when the value is too short to be searched for
+ * (PDK_REDACT_MIN_SECRET). Thread-safe.
+ */
+bool pdk_events_add_secret(struct pdk_events *ev, const char *name, const char *value);
+
 /* Labels carried by every event (may be NULL). Copied. */
 void pdk_events_set_labels(struct pdk_events *ev, const char *session, const char *workflow);
 

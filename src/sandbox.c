@@ -38,13 +38,24 @@ static void warn(const struct pdk_sandbox_config *cfg, const char *fmt, ...)
 	cfg->warn(cfg->warn_data, msg);
 }
 
-/* Emit an event; a failing sink is reported, never silently dropped. */
+static void kill_tree(struct pdk_sandbox *sb);
+
+/*
+ * Emit an event; a failing sink is reported, never silently dropped. Fail
+ * closed: a sandbox whose events cannot be recorded (the audit store failed,
+ * or its queue is full under the "stop" policy) does not run on.
+ */
 static void emit(struct pdk_sandbox *sb, const char *kind, uint64_t ts, json_t *attrs)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 
-	if (pdk_events_emit(sb->cfg->events, kind, ts, attrs, &err) < 0)
+	if (pdk_events_emit(sb->cfg->events, kind, ts, attrs, &err) < 0) {
 		warn(sb->cfg, "%s", err->msg);
+		if (sb->pid > 0 && !sb->reaped) {
+			warn(sb->cfg, "events cannot be recorded: stopping the sandbox");
+			kill_tree(sb);
+		}
+	}
 }
 
 /* pdk_exectrace_emit_cb */

@@ -23,6 +23,7 @@ struct pdk_command {
 };
 
 int pdk_cmd_run(int argc, char **argv);
+int pdk_cmd_audit(int argc, char **argv);
 int pdk_cmd_profile(int argc, char **argv);
 int pdk_cmd_ws(int argc, char **argv);
 int pdk_cmd_version(int argc, char **argv);

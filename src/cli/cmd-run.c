@@ -3,8 +3,10 @@
  * fresh sandbox. This process is the sandbox's supervisor.
  */
 #include "common.h"
+#include "audit.h"
 #include "cli.h"
 #include "events.h"
+#include "redact.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "util.h"
@@ -37,6 +39,8 @@ struct pdk_run_opts {
 	bool stats;
 	bool discard;
 	bool no_exec_trace;
+	bool no_audit;
+	const char *audit_full;
 	char **argv; /* borrowed from main's argv */
 };
 
@@ -52,6 +56,8 @@ enum {
 	OPT_DISK,
 	OPT_CHANGE_SET,
 	OPT_NO_EXEC_TRACE,
+	OPT_NO_AUDIT,
+	OPT_AUDIT_FULL,
 };
 
 static const struct option long_opts[] = {
@@ -72,6 +78,8 @@ static const struct option long_opts[] = {
 	{"disk", required_argument, NULL, OPT_DISK},
 	{"change-set", required_argument, NULL, OPT_CHANGE_SET},
 	{"no-exec-trace", no_argument, NULL, OPT_NO_EXEC_TRACE},
+	{"no-audit", no_argument, NULL, OPT_NO_AUDIT},
+	{"audit-queue-full", required_argument, NULL, OPT_AUDIT_FULL},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -107,9 +115,14 @@ static void usage(FILE *out)
 	      "      --cpus N             CPU bandwidth, e.g. 0.5 or 2\n"
 	      "      --ro PATH            also bind host PATH read-only (repeatable)\n"
 	      "      --rw PATH            also bind host PATH read-write (repeatable)\n"
-	      "      --events FILE        append JSON-lines events to FILE\n"
+	      "      --events FILE        also append JSON-lines events to FILE\n"
 	      "      --no-exec-trace      do not record every exec in the sandbox (by default\n"
-	      "                           each one is a process.exec event, with --events)\n"
+	      "                           each one is a process.exec event)\n"
+	      "      --no-audit           do not record this run in the audit store\n"
+	      "                           (see 'paddock audit'; recorded by default)\n"
+	      "      --audit-queue-full P when events come faster than the store takes\n"
+	      "                           them: block (wait, the default) or stop (stop\n"
+	      "                           the sandbox); never dropped\n"
 	      "      --stats              print wall time, CPU time and peak memory at the end\n"
 	      "  -h, --help               show this help\n"
 	      "\n"
@@ -184,6 +197,12 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 			break;
 		case OPT_NO_EXEC_TRACE:
 			o->no_exec_trace = true;
+			break;
+		case OPT_NO_AUDIT:
+			o->no_audit = true;
+			break;
+		case OPT_AUDIT_FULL:
+			o->audit_full = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -558,6 +577,45 @@ fail:
 	return -1;
 }
 
+/*
+ * The run's event stream: the audit store (unless --no-audit), the
+ * --events file, and the values of secret-looking variables of the
+ * sandbox's environment registered for redaction before any sink.
+ */
+static int open_events(struct run_ctx *c, const char *id)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	c->events = pdk_events_new(id, "paddock-run");
+	for (size_t i = 0; c->env != NULL && c->env[i] != NULL; i++) {
+		const char *eq = strchr(c->env[i], '=');
+
+		if (eq != NULL && pdk_redact_name_is_secret(c->env[i], (size_t)(eq - c->env[i]))) {
+			_cleanup_free_ char *name = strndup(c->env[i], (size_t)(eq - c->env[i]));
+
+			if (name == NULL)
+				pdk_oom();
+			(void)pdk_events_add_secret(c->events, name, eq + 1);
+		}
+	}
+	if (!c->o.no_audit) {
+		_cleanup_free_ char *state = pdk_state_dir();
+		struct pdk_audit_sink_config cfg = {.state_dir = state, .on_full = PDK_AUDIT_BLOCK};
+
+		if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "stop") == 0)
+			cfg.on_full = PDK_AUDIT_STOP;
+		else if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "block") != 0)
+			return bad_value("--audit-queue-full", c->o.audit_full, "block or stop");
+
+		pdk_audit_add_sink(c->events, &cfg);
+	}
+	if (c->o.events != NULL && pdk_events_add_file(c->events, c->o.events, &err) < 0) {
+		pdk_cli_error("%s", err->msg);
+		return -1;
+	}
+	return 0;
+}
+
 static int run_sandbox(struct run_ctx *c, char id_out[37])
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -620,13 +678,8 @@ int pdk_cmd_run(int argc, char **argv)
 	}
 	rc = prepare(&c) < 0 ? PDK_EXIT_POLICY : 0;
 	pdk_make_id(id);
-	if (rc == 0 && c.o.events != NULL) {
-		c.events = pdk_events_open(c.o.events, id, "paddock-run", &err);
-		if (c.events == NULL) {
-			pdk_cli_error("%s", err->msg);
-			rc = PDK_EXIT_POLICY;
-		}
-	}
+	if (rc == 0 && open_events(&c, id) < 0)
+		rc = PDK_EXIT_POLICY;
 	if (rc == 0 && make_change_set(&c, id) < 0)
 		rc = PDK_EXIT_SETUP;
 	if (rc == 0) {

@@ -3,6 +3,7 @@
  * change sets that overlay workspaces leave behind (workspace.h).
  */
 #include "common.h"
+#include "audit.h"
 #include "cli.h"
 #include "events.h"
 #include "udiff.h"
@@ -84,8 +85,8 @@ static void usage(FILE *out)
 	      "  snapshot  freeze the changes so far as a snapshot (prints its number)\n"
 	      "  rollback  drop every change made after snapshot N (default 0: all)\n"
 	      "\n"
-	      "--events FILE appends one fs.change event per change that was committed or\n"
-	      "discarded.\n"
+	      "commit and discard record one fs.change event per change in the audit store\n"
+	      "(see 'paddock audit'); --events FILE also appends them to FILE.\n"
 	      "\n"
 	      "exit status: 0 done, 1 the operation failed or was refused, 2 usage error.\n",
 	      out);
@@ -315,16 +316,24 @@ out:
 	return rc;
 }
 
-static struct pdk_events *open_events(const struct ws_opts *o, const char *id)
+/*
+ * The event stream of a commit or discard: the audit store always, the
+ * --events file when given. A set without a sandbox id is named by its own id.
+ */
+static struct pdk_events *open_events(const struct ws_opts *o, const struct pdk_ws *ws)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	struct pdk_events *ev;
+	_cleanup_free_ char *state = pdk_state_dir();
+	const char *id = pdk_ws_sandbox(ws) ? pdk_ws_sandbox(ws) : pdk_ws_id(ws);
+	struct pdk_audit_sink_config cfg = {.state_dir = state, .on_full = PDK_AUDIT_BLOCK};
+	struct pdk_events *ev = pdk_events_new(id, "paddock-ws");
 
-	if (o->events == NULL)
-		return NULL;
-	ev = pdk_events_open(o->events, id, "paddock-ws", &err);
-	if (ev == NULL)
+	pdk_audit_add_sink(ev, &cfg);
+	if (o->events != NULL && pdk_events_add_file(ev, o->events, &err) < 0) {
 		pdk_cli_error("ws: %s", err->msg);
+		pdk_events_free(ev);
+		return NULL;
+	}
 	return ev;
 }
 
@@ -345,7 +354,7 @@ static int cmd_commit(const struct ws_opts *o, char **args)
 	}
 	if (open_set(args[0], true, &ws) < 0)
 		return 1;
-	if (o->events != NULL && (ev = open_events(o, pdk_ws_sandbox(ws))) == NULL)
+	if ((ev = open_events(o, ws)) == NULL)
 		goto out;
 	if (pdk_ws_diff(ws, 0, PDK_WS_CURRENT, &d, &err) < 0) {
 		pdk_cli_error("ws commit: %s", err->msg);
@@ -403,7 +412,7 @@ static int discard_one(const struct ws_opts *o, const char *id)
 
 	if (open_set(id, true, &ws) < 0)
 		return 1;
-	if (o->events != NULL && (ev = open_events(o, pdk_ws_sandbox(ws))) == NULL)
+	if ((ev = open_events(o, ws)) == NULL)
 		goto out;
 	/* The events say what was thrown away; a set too damaged to diff still goes. */
 	if (ev != NULL && pdk_ws_diff(ws, 0, PDK_WS_CURRENT, &d, &err) == 0 &&

@@ -15,6 +15,7 @@ static const struct pdk_command commands[] = {
 	{"run", pdk_cmd_run, "run one command in a fresh sandbox"},
 	{"ws", pdk_cmd_ws, "review, commit or discard workspace change sets"},
 	{"profile", pdk_cmd_profile, "show or check sandbox profiles"},
+	{"audit", pdk_cmd_audit, "list, show, follow, verify or export the audit trail"},
 	{"version", pdk_cmd_version, "print the version"},
 	{"help", cmd_help, "show this help"},
 };

@@ -1,0 +1,86 @@
+/*
+ * audit-internal.h - shared by audit.c (store), audit-key.c (signing key),
+ * audit-verify.c and audit-sink.c. Not part of the audit contract.
+ */
+#ifndef PDK_AUDIT_INTERNAL_H
+#define PDK_AUDIT_INTERNAL_H
+
+#include "common.h"
+#include "audit.h"
+
+#include <openssl/evp.h>
+#include <sqlite3.h>
+
+#define PDK_AUDIT_SIG_LEN 64 /* Ed25519 */
+
+/* Prepared statements kept for the life of the connection. */
+enum audit_stmt {
+	ST_BEGIN_IMMEDIATE,
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_HEAD,
+	ST_INSERT,
+	ST_LAST_CHECKPOINT,
+	ST_INSERT_CHECKPOINT,
+	ST_N,
+};
+
+struct pdk_audit {
+	sqlite3 *db;
+	char *state_dir;
+	char *path;
+	uint64_t checkpoint_every;
+	sqlite3_stmt *st[ST_N];
+	EVP_MD *sha256;
+	EVP_MD_CTX *md;
+	EVP_PKEY *key; /* the private key, loaded at the first checkpoint */
+	char key_id[PDK_AUDIT_HASH_HEX];
+	char *buf; /* serialisation buffer, reused */
+	size_t buf_cap;
+	json_t *canon;      /* the record object, reused: its values are replaced per event */
+	json_t *canon_seq;  /* its "seq" (owned by canon) */
+	json_t *canon_prev; /* its "prev_hash" (owned by canon) */
+};
+
+static inline void pdk__cleanup_sqlite_stmt(sqlite3_stmt **s)
+{
+	(void)sqlite3_finalize(*s); /* NULL-safe; its status repeats the last step's */
+}
+#define _cleanup_sqlite_stmt_ __attribute__((cleanup(pdk__cleanup_sqlite_stmt)))
+
+/* An error from the connection: "what: sqlite's message". */
+int pdk__audit_db_error(struct pdk_audit *a, struct pdk_error **err, const char *what);
+
+/* Run one statement (constant SQL, no binds) to completion. */
+PDK_MUST_CHECK int pdk__audit_exec(struct pdk_audit *a, const char *sql, struct pdk_error **err);
+
+/* SHA-256 of n bytes. */
+PDK_MUST_CHECK int pdk__audit_sha256(struct pdk_audit *a, const void *p, size_t n,
+				     unsigned char out[32], struct pdk_error **err);
+
+/* Lowercase hex of n bytes into out (2n + 1 bytes). */
+void pdk__audit_hex(const unsigned char *p, size_t n, char *out);
+
+/*
+ * The bytes a checkpoint signs: {"hash":HEX,"key_id":HEX,"seq":N} compact,
+ * keys sorted. Caller frees.
+ */
+char *pdk__audit_checkpoint_msg(uint64_t seq, const char *hash_hex, const char *key_id);
+
+/* Load the private key from the state directory, creating the pair at first use. */
+PDK_MUST_CHECK int pdk__audit_load_key(struct pdk_audit *a, struct pdk_error **err);
+
+/* Load the public key file; key_id gets its id. *out is the caller's. */
+PDK_MUST_CHECK int pdk__audit_load_pubkey(const char *state_dir, EVP_PKEY **out,
+					  char key_id[PDK_AUDIT_HASH_HEX], struct pdk_error **err);
+
+/* Ed25519 signature of msg with the store's key (loaded). */
+PDK_MUST_CHECK int pdk__audit_sign(struct pdk_audit *a, const char *msg, size_t n,
+				   unsigned char sig[PDK_AUDIT_SIG_LEN], struct pdk_error **err);
+
+/* True when sig is pk's signature of msg. */
+bool pdk__audit_sig_ok(EVP_PKEY *pk, const char *msg, size_t n, const unsigned char *sig,
+		       size_t sig_len);
+
+#endif

@@ -1,0 +1,485 @@
+/*
+ * cmd-audit.c - `paddock audit ls|show|tail|verify|export`: read and check
+ * the audit store (audit.h) of the state directory.
+ */
+#include "common.h"
+#include "audit.h"
+#include "cli.h"
+#include "util.h"
+#include "workspace.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define TAIL_POLL_MS 200
+
+/* The options, and which subcommand takes which. */
+enum {
+	O_JSON = 1 << 0,
+	O_FOLLOW = 1 << 1,
+	O_LAST = 1 << 2,
+	O_KIND = 1 << 3,
+	O_SANDBOX = 1 << 4,
+	O_FORMAT = 1 << 5,
+	O_SINCE = 1 << 6,
+};
+
+struct audit_opts {
+	unsigned given; /* O_* bits */
+	bool json;
+	bool follow;
+	uint64_t last;
+	const char *kind;
+	const char *sandbox;
+	const char *format;
+	uint64_t since;
+	char **args;
+};
+
+struct subcommand {
+	const char *name;
+	int (*fn)(struct pdk_audit *a, struct audit_opts *o);
+	unsigned takes; /* O_* bits */
+	unsigned nargs; /* positional arguments */
+};
+
+static const struct option long_opts[] = {
+	{"json", no_argument, NULL, 'j'},
+	{"follow", no_argument, NULL, 'f'},
+	{"lines", required_argument, NULL, 'n'},
+	{"kind", required_argument, NULL, 'k'},
+	{"sandbox", required_argument, NULL, 's'},
+	{"format", required_argument, NULL, 'F'},
+	{"since", required_argument, NULL, 'S'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *out)
+{
+	fputs("usage: paddock audit ls [--json]\n"
+	      "       paddock audit show ID [--json]\n"
+	      "       paddock audit tail [-f] [-n N] [--kind K] [--sandbox ID] [--json]\n"
+	      "       paddock audit verify [--json]\n"
+	      "       paddock audit export --format jsonl [--sandbox ID] [--since SEQ]\n"
+	      "\n"
+	      "The audit store holds every event of every sandbox (paddock run, paddock ws),\n"
+	      "hash-chained and signed at checkpoints, in audit.db in the state directory\n"
+	      "($PADDOCK_STATE_DIR, else $XDG_STATE_HOME/paddock, ~/.local/state/paddock, or\n"
+	      "/var/lib/paddock for root). ID is a sandbox id or a unique prefix.\n"
+	      "\n"
+	      "  ls      the sandboxes: first and last event time, event count, labels\n"
+	      "  show    one sandbox's events as a timeline\n"
+	      "  tail    the last N events (-n, default 10); -f follows new ones\n"
+	      "  verify  recompute the hash chain and check every checkpoint signature;\n"
+	      "          prints the head (seq and hash) to anchor elsewhere, or the first\n"
+	      "          broken sequence number and why: altered, missing, reordered,\n"
+	      "          truncated, bad signature\n"
+	      "  export  the stored canonical lines, one per line (--since SEQ: after SEQ)\n"
+	      "\n"
+	      "exit status: 0 done (verify: intact), 1 failed (verify: broken), 2 usage error.\n",
+	      out);
+}
+
+/* ---- output helpers ---- */
+
+static void print_json(json_t *j)
+{
+	_cleanup_free_ char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+
+	if (s != NULL)
+		puts(s);
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* "key=value ..." of an event's attrs: strings bare, other values as JSON. */
+static void print_attrs(const json_t *attrs)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)attrs, key, v)
+	{
+		_cleanup_free_ char *s = NULL;
+
+		if (json_is_string(v)) {
+			printf(" %s=%s", key, json_string_value(v));
+			continue;
+		}
+		s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		printf(" %s=%s", key, s ? s : "?");
+	}
+}
+
+/* One event on one line: time, seq, (sandbox), kind, attributes. */
+static void print_event(const struct pdk_audit_row *r, bool with_sandbox)
+{
+	_cleanup_json_ json_t *j = json_loadb(r->line, r->line_len, 0, NULL);
+
+	printf("%s  %6" PRIu64 "  ", r->ts, r->seq);
+	if (with_sandbox)
+		printf("%.13s  ", r->sandbox);
+	printf("%-16s", r->kind);
+	if (j != NULL)
+		print_attrs(json_object_get(j, "attrs"));
+	fputc('\n', stdout);
+}
+
+static int print_line(void *data, const struct pdk_audit_row *r)
+{
+	(void)data;
+	fwrite(r->line, 1, r->line_len, stdout);
+	fputc('\n', stdout);
+	return 0;
+}
+
+/* ---- ls ---- */
+
+static int ls_row(void *data, const struct pdk_audit_sandbox *s)
+{
+	json_t *arr = data;
+
+	if (arr != NULL) {
+		json_t *o = json_object();
+
+		pdk_json_set(o, "sandbox", json_string(s->sandbox));
+		pdk_json_set(o, "first", json_string(s->first_ts));
+		pdk_json_set(o, "last", json_string(s->last_ts));
+		pdk_json_set(o, "events", json_integer((json_int_t)s->events));
+		pdk_json_set(o, "session", str_or_null(s->session));
+		pdk_json_set(o, "workflow", str_or_null(s->workflow));
+		json_array_append_new(arr, o);
+		return 0;
+	}
+	printf("%-36s  %-27s  %-27s  %6" PRIu64 "  %s  %s\n", s->sandbox, s->first_ts, s->last_ts,
+	       s->events, s->session ? s->session : "-", s->workflow ? s->workflow : "-");
+	return 0;
+}
+
+static int cmd_ls(struct pdk_audit *a, struct audit_opts *o)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_json_ json_t *arr = o->json ? json_array() : NULL;
+
+	if (!o->json)
+		printf("%-36s  %-27s  %-27s  %6s  %s  %s\n", "SANDBOX", "FIRST", "LAST", "EVENTS",
+		       "SESSION", "WORKFLOW");
+	if (pdk_audit_sandboxes(a, ls_row, arr, &err) < 0) {
+		pdk_cli_error("audit ls: %s", err->msg);
+		return 1;
+	}
+	if (arr != NULL)
+		print_json(arr);
+	return 0;
+}
+
+/* ---- show ---- */
+
+static int show_row(void *data, const struct pdk_audit_row *r)
+{
+	json_t *arr = data;
+
+	if (arr != NULL) {
+		json_t *j = json_loadb(r->line, r->line_len, 0, NULL);
+
+		json_array_append_new(arr, j ? j : json_null());
+		return 0;
+	}
+	print_event(r, false);
+	return 0;
+}
+
+static int resolve(struct pdk_audit *a, const char *verb, const char *prefix, char **id)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (pdk_audit_resolve_sandbox(a, prefix, id, &err) < 0) {
+		pdk_cli_error("audit %s: %s", verb, err->msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmd_show(struct pdk_audit *a, struct audit_opts *o)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *id = NULL;
+	_cleanup_json_ json_t *arr = o->json ? json_array() : NULL;
+	struct pdk_audit_filter f = {0};
+
+	if (resolve(a, "show", o->args[0], &id) < 0)
+		return 1;
+	f.sandbox = id;
+	if (!o->json)
+		printf("sandbox %s\n", id);
+	if (pdk_audit_query(a, &f, show_row, arr, &err) < 0) {
+		pdk_cli_error("audit show: %s", err->msg);
+		return 1;
+	}
+	if (arr != NULL)
+		print_json(arr);
+	return 0;
+}
+
+/* ---- tail ---- */
+
+struct tail_state {
+	bool json;
+	uint64_t last_seq;
+};
+
+static int tail_row(void *data, const struct pdk_audit_row *r)
+{
+	struct tail_state *t = data;
+
+	if (t->json)
+		(void)print_line(NULL, r);
+	else
+		print_event(r, true);
+	t->last_seq = r->seq;
+	return 0;
+}
+
+static int head_row(void *data, const struct pdk_audit_row *r)
+{
+	((struct tail_state *)data)->last_seq = r->seq;
+	return 0;
+}
+
+static int cmd_tail(struct pdk_audit *a, struct audit_opts *o)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *id = NULL;
+	struct tail_state t = {.json = o->json};
+	struct pdk_audit_filter f = {.kind = o->kind, .last = o->given & O_LAST ? o->last : 10};
+	const struct timespec pause = {.tv_nsec = TAIL_POLL_MS * 1000000L};
+	int rc = 0;
+
+	if (o->sandbox != NULL && resolve(a, "tail", o->sandbox, &id) < 0)
+		return 1;
+	f.sandbox = id;
+	/* -n 0 prints nothing: only the head is looked up, to follow from it. */
+	if (f.last > 0)
+		rc = pdk_audit_query(a, &f, tail_row, &t, &err);
+	else if (o->follow)
+		rc = pdk_audit_query(a, &(struct pdk_audit_filter){.last = 1}, head_row, &t, &err);
+	while (rc == 0 && o->follow) {
+		(void)fflush(stdout);
+		(void)nanosleep(&pause, NULL);
+		f.last = 0;
+		f.after_seq = t.last_seq;
+		rc = pdk_audit_query(a, &f, tail_row, &t, &err);
+	}
+	if (rc < 0) {
+		pdk_cli_error("audit tail: %s", err->msg);
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- verify ---- */
+
+static void verify_json(const struct pdk_audit_verify *v)
+{
+	_cleanup_json_ json_t *o = json_object();
+
+	pdk_json_set(o, "ok", json_boolean(v->reason == PDK_AUDIT_INTACT));
+	pdk_json_set(o, "reason", json_string(pdk_audit_break_name(v->reason)));
+	pdk_json_set(o, "broken_seq",
+		     v->reason ? json_integer((json_int_t)v->broken_seq) : json_null());
+	pdk_json_set(o, "detail", v->reason ? json_string(v->detail) : json_null());
+	pdk_json_set(o, "records", json_integer((json_int_t)v->records));
+	pdk_json_set(o, "checkpoints", json_integer((json_int_t)v->checkpoints));
+	pdk_json_set(o, "signed_seq", json_integer((json_int_t)v->signed_seq));
+	pdk_json_set(o, "head_seq", json_integer((json_int_t)v->head_seq));
+	pdk_json_set(o, "head_hash", json_string(v->head_hash));
+	pdk_json_set(o, "key_id", json_string(v->key_id));
+	print_json(o);
+}
+
+static int cmd_verify(struct pdk_audit *a, struct audit_opts *o)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_audit_verify v;
+
+	if (pdk_audit_verify_chain(a, &v, &err) < 0) {
+		pdk_cli_error("audit verify: %s", err->msg);
+		return 1;
+	}
+	if (o->json) {
+		verify_json(&v);
+	} else if (v.reason == PDK_AUDIT_INTACT) {
+		printf("ok: %" PRIu64 " records, %" PRIu64 " checkpoints (last signed at %" PRIu64
+		       ")\n",
+		       v.records, v.checkpoints, v.signed_seq);
+		printf("head: %" PRIu64 " %s\n", v.head_seq, v.head_hash[0] ? v.head_hash : "-");
+		printf("key: %s\n", v.key_id[0] ? v.key_id : "-");
+	} else {
+		printf("broken at %" PRIu64 ": %s: %s\n", v.broken_seq,
+		       pdk_audit_break_name(v.reason), v.detail);
+		printf("head: %" PRIu64 " %s\n", v.head_seq, v.head_hash[0] ? v.head_hash : "-");
+	}
+	return v.reason == PDK_AUDIT_INTACT ? 0 : 1;
+}
+
+/* ---- export ---- */
+
+struct export_format {
+	const char *name;
+	int (*run)(struct pdk_audit *a, const struct pdk_audit_filter *f, struct pdk_error **err);
+};
+
+static int export_jsonl(struct pdk_audit *a, const struct pdk_audit_filter *f,
+			struct pdk_error **err)
+{
+	return pdk_audit_query(a, f, print_line, NULL, err);
+}
+
+static const struct export_format formats[] = {
+	{"jsonl", export_jsonl},
+};
+
+static int cmd_export(struct pdk_audit *a, struct audit_opts *o)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *id = NULL;
+	struct pdk_audit_filter f = {.after_seq = o->since};
+	const char *name = o->format ? o->format : "jsonl";
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(formats); i++) {
+		if (strcmp(name, formats[i].name) != 0)
+			continue;
+		if (o->sandbox != NULL && resolve(a, "export", o->sandbox, &id) < 0)
+			return 1;
+		f.sandbox = id;
+		if (formats[i].run(a, &f, &err) < 0 || fflush(stdout) != 0) {
+			pdk_cli_error("audit export: %s",
+				      err ? err->msg : "cannot write the output");
+			return 1;
+		}
+		return 0;
+	}
+	pdk_cli_error("audit export: unknown --format '%s' (known: jsonl)", name);
+	return 2;
+}
+
+static const struct subcommand subcommands[] = {
+	{"ls", cmd_ls, O_JSON, 0},
+	{"show", cmd_show, O_JSON, 1},
+	{"tail", cmd_tail, O_FOLLOW | O_LAST | O_KIND | O_SANDBOX | O_JSON, 0},
+	{"verify", cmd_verify, O_JSON, 0},
+	{"export", cmd_export, O_FORMAT | O_SANDBOX | O_SINCE, 0},
+};
+
+/* ---- options ---- */
+
+static int parse_number(const char *opt, const char *s, uint64_t *out)
+{
+	if (pdk_parse_u64(s, UINT64_MAX / 2, out) < 0) {
+		pdk_cli_error("audit: invalid %s '%s': expected a whole number", opt, s);
+		return -1;
+	}
+	return 0;
+}
+
+/* Returns 0, 1 for --help, or 2 on a usage error. */
+static int parse_opts(int argc, char **argv, struct audit_opts *o)
+{
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "fn:h", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			o->given |= O_JSON;
+			o->json = true;
+			break;
+		case 'f':
+			o->given |= O_FOLLOW;
+			o->follow = true;
+			break;
+		case 'n':
+			o->given |= O_LAST;
+			if (parse_number("-n", optarg, &o->last) < 0)
+				return 2;
+			break;
+		case 'k':
+			o->given |= O_KIND;
+			o->kind = optarg;
+			break;
+		case 's':
+			o->given |= O_SANDBOX;
+			o->sandbox = optarg;
+			break;
+		case 'F':
+			o->given |= O_FORMAT;
+			o->format = optarg;
+			break;
+		case 'S':
+			o->given |= O_SINCE;
+			if (parse_number("--since", optarg, &o->since) < 0)
+				return 2;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			fputs("Try 'paddock audit --help'.\n", stderr);
+			return 2;
+		}
+	}
+	o->args = argv + optind;
+	return 0;
+}
+
+static int run_subcommand(const struct subcommand *sc, struct audit_opts *o)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *state = pdk_state_dir();
+	struct pdk_audit *a = NULL;
+	int rc;
+
+	if ((o->given & ~sc->takes) != 0) {
+		pdk_cli_error("audit %s: an option given is not one of its own (see 'paddock audit "
+			      "--help')",
+			      sc->name);
+		return 2;
+	}
+	if (pdk_strv_len(o->args) != sc->nargs) {
+		pdk_cli_error("audit %s: expected %u argument(s)", sc->name, sc->nargs);
+		return 2;
+	}
+	if (pdk_audit_open(state, &a, &err) < 0) {
+		pdk_cli_error("audit %s: %s", sc->name, err->msg);
+		return 1;
+	}
+	rc = sc->fn(a, o);
+	pdk_audit_free(a);
+	return rc;
+}
+
+int pdk_cmd_audit(int argc, char **argv)
+{
+	struct audit_opts o = {0};
+	int rc;
+
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	rc = parse_opts(argc - 1, argv + 1, &o);
+	if (rc != 0)
+		return rc == 1 ? 0 : 2;
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(subcommands); i++)
+		if (strcmp(argv[1], subcommands[i].name) == 0)
+			return run_subcommand(&subcommands[i], &o);
+	pdk_cli_error("audit: unknown command '%s' (see 'paddock audit --help')", argv[1]);
+	return 2;
+}

@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# The audit store: `paddock run` and `paddock ws` fill it; `paddock audit
+# ls/show/tail/verify/export` read it; tampering with the database is caught
+# with the right reason; concurrent runs keep one chain; secrets never reach
+# the database file. Each case runs as root and as nobody (rootless).
+set -u
+. "$TESTS_DIR/integration/lib-run.sh"
+
+for tool in sqlite3 openssl python3; do
+	if ! command -v $tool >/dev/null; then
+		echo "1..0 # SKIP $tool is not installed (make setup installs it)"
+		[ "${PDK_MUST_WORK:-0}" = 1 ] && exit 1
+		exit 0
+	fi
+done
+
+# paddock audit ARGS as root or nobody, on that identity's state directory
+# (AUDIT_STATE overrides it).
+paudit() {
+	local PRUN who=$1
+	prun_cmd "$who"
+	shift
+	if [ -n "${AUDIT_STATE:-}" ]; then
+		(cd "$T/home" && exec "${PRUN[@]:0:${#PRUN[@]}-1}" PADDOCK_STATE_DIR="$AUDIT_STATE" \
+			"$T/bin/paddock" audit "$@")
+	else
+		(cd "$T/home" && exec "${PRUN[@]}" audit "$@")
+	fi
+}
+state_of() { echo "$T/state-$1"; }
+records() { sqlite3 "$(state_of "$1")/audit.db" 'SELECT COUNT(*) FROM events'; }
+
+# The exported lines checked by an independent verifier (python's hashlib): each
+# line's prev_hash is the SHA-256 of the line before, and seq counts from 1.
+# Prints the number of lines and the last hash.
+check_export_chain() {
+	python3 -c '
+import hashlib, json, sys
+prev, n = "0" * 64, 0
+for raw in sys.stdin.buffer:
+    line = raw.rstrip(b"\n")
+    rec = json.loads(line)
+    n += 1
+    assert rec["seq"] == n, (rec["seq"], n)
+    assert rec["prev_hash"] == prev, (n, rec["prev_hash"], prev)
+    prev = hashlib.sha256(line).hexdigest()
+print(n, prev)'
+}
+
+# The last checkpoint's signature checked with the openssl command (third party).
+check_last_checkpoint_with_openssl() {
+	local st=$1 d seq hash key sig
+	d=$(mktemp -d "$T/sig-XXXXXX")
+	IFS='|' read -r seq hash key sig < <(sqlite3 "$st/audit.db" \
+		"SELECT seq, lower(hex(hash)), key_id, hex(sig) FROM checkpoints ORDER BY seq DESC LIMIT 1")
+	printf '{"hash":"%s","key_id":"%s","seq":%s}' "$hash" "$key" "$seq" > "$d/msg"
+	echo "$sig" | python3 -c 'import sys; sys.stdout.buffer.write(bytes.fromhex(sys.stdin.read().strip()))' > "$d/sig"
+	openssl pkeyutl -verify -pubin -inkey "$st/audit-key.pub.pem" -rawin -in "$d/msg" \
+		-sigfile "$d/sig" >/dev/null 2>&1
+}
+
+check_run_fills_store() {
+	local who=$1 out st rc id n
+	st=$(state_of "$who")
+	prun "$who" --workspace-mode none -- sh -c 'exit 3'
+	is "$?" 3 "$who: the command's status comes through with the audit store on"
+	is "$(records "$who")" 4 "$who: one run stores 4 events (create, exec, exit, destroy)"
+	is "$(stat -c %a "$st/audit.db")" 600 "$who: the store is 0600"
+	is "$(stat -c %a "$st/audit-key")" 600 "$who: the signing key is 0600"
+	[ "$who" = user ] && is "$(stat -c %u "$st/audit.db")" $UNPRIV_UID "user: the store is nobody's own"
+
+	out=$(paudit "$who" ls)
+	is "$?" 0 "$who: audit ls exits 0"
+	id=$(echo "$out" | awk 'NR == 2 { print $1 }')
+	[ ${#id} = 36 ]
+	ok $? "$who: audit ls lists the sandbox ($id)"
+	echo "$out" | awk 'NR == 2 { exit !($4 == 4) }'
+	ok $? "$who: audit ls counts its 4 events"
+	is "$(paudit "$who" ls --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d), d[0]["events"], d[0]["sandbox"])')" \
+		"1 4 $id" "$who: audit ls --json"
+
+	out=$(paudit "$who" show "${id:0:13}")
+	is "$?" 0 "$who: audit show PREFIX exits 0"
+	is "$(echo "$out" | awk 'NR > 1 { print $3 }' | tr '\n' ' ')" \
+		"sandbox.create process.exec process.exit sandbox.destroy " "$who: audit show is the timeline"
+	echo "$out" | grep -q 'process.exit.*exit_code=3'
+	ok $? "$who: audit show shows the exit code"
+	is "$(paudit "$who" show "$id" --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" \
+		4 "$who: audit show --json"
+	paudit "$who" show nosuchsandbox >/dev/null 2>&1
+	is "$?" 1 "$who: audit show of an unknown id exits 1"
+
+	out=$(paudit "$who" tail -n 2)
+	is "$(echo "$out" | awk '{ print $4 }' | tr '\n' ' ')" "process.exit sandbox.destroy " \
+		"$who: audit tail -n 2 prints the last two events"
+	out=$(paudit "$who" tail --kind process.exec)
+	is "$(echo "$out" | awk '{ print $4 }' | sort -u)" "process.exec" "$who: audit tail --kind filters"
+
+	out=$(paudit "$who" verify)
+	rc=$?
+	is "$rc" 0 "$who: audit verify of an intact store exits 0"
+	echo "$out" | grep -qE '^head: 4 [0-9a-f]{64}$'
+	ok $? "$who: audit verify prints the head seq and hash"
+
+	out=$(paudit "$who" export --format jsonl)
+	is "$(echo "$out" | check_export_chain | cut -d' ' -f1)" 4 \
+		"$who: export gives the canonical lines and an independent verifier accepts the chain"
+	n=$(echo "$out" | check_export_chain | cut -d' ' -f2)
+	paudit "$who" verify | grep -q "^head: 4 $n$"
+	ok $? "$who: the head hash is the SHA-256 of the last exported line"
+	is "$(paudit "$who" export --since 3 | wc -l)" 1 "$who: export --since 3 gives record 4 only"
+	check_last_checkpoint_with_openssl "$st"
+	ok $? "$who: the last checkpoint's signature verifies with 'openssl pkeyutl' and the public key file"
+	prun "$who" --no-audit --workspace-mode none -- true
+	is "$(records "$who")" 4 "$who: --no-audit stores nothing"
+}
+
+check_follow() {
+	local who=$1 log pid
+	log=$(mktemp "$T/tail-XXXXXX")
+	chmod 0666 "$log"
+	paudit "$who" tail -f -n 0 > "$log" 2>&1 &
+	pid=$!
+	sleep 0.5
+	prun "$who" --workspace-mode none -- true
+	sleep 0.8
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	is "$(awk '{ print $4 }' "$log" | tr '\n' ' ')" \
+		"sandbox.create process.exec process.exit sandbox.destroy " \
+		"$who: audit tail -f follows the events of a new run, and only those"
+}
+
+check_secrets() {
+	local who=$1 st found=0 f ev
+	st=$(state_of "$who")
+	ev="$T/home/events-$who.jsonl"
+	prun "$who" --workspace-mode none --events "$ev" -e API_TOKEN=tok-9f8e7d6c5b4a-$who \
+		-- sh -c 'test -n "$API_TOKEN"' tok-9f8e7d6c5b4a-$who DB_PASSWORD=pw-0a1b2c3d-$who \
+		ghp_0123456789abcdefghijABCDEFGHIJ012345
+	is "$?" 0 "$who: the secret reaches the command's environment"
+	for f in "$st"/audit.db*; do
+		grep -aqE "tok-9f8e7d6c5b4a|pw-0a1b2c3d|ghp_0123456789abcdef" "$f" && found=1 && echo "# in $f"
+	done
+	is "$found" 0 "$who: no secret (-e value, NAME=VALUE in argv, token shape) in the db, -wal or -shm files"
+	paudit "$who" export | grep -qE "tok-9f8e7d6c5b4a|pw-0a1b2c3d|ghp_0123456789abcdef"
+	is "$?" 1 "$who: no secret in the export"
+	grep -qE "tok-9f8e7d6c5b4a|pw-0a1b2c3d|ghp_0123456789abcdef" "$ev"
+	is "$?" 1 "$who: no secret in the --events file"
+	paudit "$who" export | grep -q '"argv":\["sh","-c","test -n \\"$API_TOKEN\\"","\[REDACTED:API_TOKEN\]","DB_PASSWORD=\[REDACTED\]","\[REDACTED\]"\]'
+	ok $? "$who: the argv shows where each secret was, redacted"
+}
+
+check_concurrent() {
+	local who=$1 before i pids=() out
+	before=$(records "$who")
+	for i in $(seq 1 20); do
+		prun "$who" --workspace-mode none -- sh -c "exit $((i % 3))" &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i"; done
+	is "$(( $(records "$who") - before ))" 80 "$who: 20 concurrent runs store all 80 events"
+	out=$(paudit "$who" verify)
+	is "$?" 0 "$who: and the chain they built together verifies ($(echo "$out" | head -1))"
+	is "$(paudit "$who" export | check_export_chain | cut -d' ' -f1)" "$(records "$who")" \
+		"$who: the independent verifier accepts the whole chain"
+}
+
+check_ws_events() {
+	local who=$1 ws id out
+	ws=$(mktemp -d "$T/ws-XXXXXX")
+	[ "$who" = user ] && chown "$UNPRIV_UID:$UNPRIV_UID" "$ws"
+	prun "$who" -w "$ws" -- sh -c 'echo new > made.txt' 2>/dev/null
+	id=$(ls "$(state_of "$who")/ws" | grep -E '^[0-9a-f-]{36}$' | tail -n 1)
+	pws "$who" discard "$id" >/dev/null
+	is "$?" 0 "$who: ws discard of the run's change set"
+	out=$(paudit "$who" tail --kind fs.change --json)
+	echo "$out" | grep -q '"action":"discarded"' && echo "$out" | grep -q 'made.txt'
+	ok $? "$who: ws discard's fs.change events reach the store"
+}
+
+# Each tampering on a copy of the store; verify exits 1 and names the reason and seq.
+tamper() {
+	local who=$1 what=$2 want=$3 sql=$4 copy out rc
+	copy=$(mktemp -d "$T/tamper-XXXXXX")
+	cp -a "$(state_of "$who")/." "$copy/"
+	[ -n "$sql" ] && sqlite3 "$copy/audit.db" "$sql"
+	if [ "$what" = "replaced key" ]; then
+		rm -f "$copy/audit-key" "$copy/audit-key.pub.pem"
+		openssl genpkey -algorithm ed25519 -out "$copy/new.pem" 2>/dev/null
+		openssl pkey -in "$copy/new.pem" -outform DER | tail -c 32 > "$copy/audit-key"
+		openssl pkey -in "$copy/new.pem" -pubout -out "$copy/audit-key.pub.pem" 2>/dev/null
+	fi
+	[ "$who" = user ] && chown -R "$UNPRIV_UID:$UNPRIV_UID" "$copy"
+	out=$(AUDIT_STATE="$copy" paudit "$who" verify)
+	rc=$?
+	is "$rc" 1 "$who: $what: audit verify exits 1"
+	echo "$out" | grep -q "^broken at $want" || { echo "$out" | sed 's/^/#   /'; false; }
+	ok $? "$who: $what: reported as 'broken at $want'"
+}
+
+check_tampering() {
+	local who=$1 n
+	n=$(records "$who")
+	tamper "$who" "edited field" "3: altered" \
+		"UPDATE events SET line = CAST(replace(CAST(line AS TEXT), '\"exit_code\":3', '\"exit_code\":0') AS BLOB) WHERE seq = 3"
+	tamper "$who" "deleted row" "2: missing" "DELETE FROM events WHERE seq = 2"
+	tamper "$who" "swapped rows" "5: reordered" \
+		"UPDATE events SET seq = -1 WHERE seq = 5; UPDATE events SET seq = 5 WHERE seq = 6; UPDATE events SET seq = 6 WHERE seq = -1"
+	tamper "$who" "cut tail" "$((n - 1)): truncated" "DELETE FROM events WHERE seq >= $((n - 1))"
+	tamper "$who" "corrupted signature" "4: bad signature" \
+		"UPDATE checkpoints SET sig = zeroblob(64) WHERE seq = 4"
+	tamper "$who" "replaced key" "4: bad signature" ""
+}
+
+# Fail closed: a store that cannot be written stops the sandbox before its command goes on.
+check_fail_closed() {
+	local who=$1 bad out rc
+	bad="$T/home/not-a-dir-$who"
+	: > "$bad"
+	out=$(PRUN_ENV=(PADDOCK_STATE_DIR="$bad"); prun "$who" --workspace-mode none -- sh -c 'sleep 2; echo ran' 2>&1)
+	rc=$?
+	[ "$rc" != 0 ] && ! echo "$out" | grep -q '^ran$' && echo "$out" | grep -q 'stopping the sandbox'
+	ok $? "$who: an unwritable store stops the sandbox (status $rc, the command's output never came)"
+	out=$(PRUN_ENV=(PADDOCK_STATE_DIR="$bad"); prun "$who" --no-audit --workspace-mode none -- sh -c 'echo ran' 2>/dev/null)
+	is "$?:$out" "0:ran" "$who: --no-audit runs without a store"
+}
+
+check_usage() {
+	paudit root bogus >/dev/null 2>&1
+	is "$?" 2 "audit with an unknown command exits 2"
+	paudit root show >/dev/null 2>&1
+	is "$?" 2 "audit show without an id exits 2"
+	paudit root ls --kind x >/dev/null 2>&1
+	is "$?" 2 "an option of another subcommand exits 2"
+	paudit root export --format nosuch >/dev/null 2>&1
+	is "$?" 2 "export with an unknown format exits 2"
+	paudit root tail -n x >/dev/null 2>&1
+	is "$?" 2 "tail -n with a non-number exits 2"
+	prun root --workspace-mode none --audit-queue-full sometimes -- true 2>/dev/null
+	is "$?" 122 "run --audit-queue-full with an unknown policy exits 122"
+	AUDIT_N=$(records root)
+	prun root --workspace-mode none --audit-queue-full stop -- true
+	is "$?:$(( $(records root) - AUDIT_N ))" "0:4" "run --audit-queue-full stop records a normal run whole"
+	paudit root verify --help | grep -q "bad signature"
+	ok $? "audit verify --help documents the reasons"
+}
+
+for who in root user; do
+	check_run_fills_store "$who"
+	check_follow "$who"
+	check_secrets "$who"
+	check_ws_events "$who"
+	check_concurrent "$who"
+	check_tampering "$who"
+	check_fail_closed "$who"
+done
+check_usage
+done_testing

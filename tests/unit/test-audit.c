@@ -1,0 +1,674 @@
+#include "common.h"
+#include "audit.h"
+#include "events.h"
+#include "redact.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+/* ---- helpers ---- */
+
+/* The test's temporary directories, removed after it (each test is its own process). */
+static char *made[4];
+
+static void remove_made(void)
+{
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(made) && made[i] != NULL; i++)
+		(void)!pdk_rm_rf_at(AT_FDCWD, made[i]);
+}
+
+TestSuite(audit, .fini = remove_made);
+TestSuite(audit_sink, .fini = remove_made);
+
+static char *tmp_state(void)
+{
+	char tmpl[] = "/tmp/pdk-audit-XXXXXX";
+	size_t i = 0;
+
+	cr_assert_not_null(mkdtemp(tmpl));
+	while (i + 1 < PDK_ARRAY_SIZE(made) && made[i] != NULL)
+		i++;
+	made[i] = pdk_xstrdup(tmpl);
+	return pdk_xstrdup(tmpl);
+}
+
+/* An event shaped as the hub stamps it. */
+static json_t *event(const char *sandbox, uint64_t n)
+{
+	json_t *e = json_object();
+	json_t *a = json_object();
+	char ts[40];
+
+	pdk_events_format_ts(1700000000000000000ULL + n * 1000, ts, sizeof(ts));
+	pdk_json_set(a, "n", json_integer((json_int_t)n));
+	pdk_json_set(a, "note", json_string("k-0123456789"));
+	pdk_json_set(e, "ts", json_string(ts));
+	pdk_json_set(e, "seq", json_integer((json_int_t)n));
+	pdk_json_set(e, "sandbox", json_string(sandbox));
+	pdk_json_set(e, "session", json_null());
+	pdk_json_set(e, "workflow", json_string("wf"));
+	pdk_json_set(e, "actor", json_string("test"));
+	pdk_json_set(e, "kind", json_string("process.exec"));
+	pdk_json_set(e, "attrs", a);
+	return e;
+}
+
+/* Append `total` events of `sandbox` in batches of `batch`. */
+static void fill(struct pdk_audit *a, const char *sandbox, size_t total, size_t batch)
+{
+	struct pdk_error *err = NULL;
+	json_t **v = pdk_xcalloc(batch, sizeof(*v));
+
+	for (size_t done = 0; done < total;) {
+		size_t n = total - done < batch ? total - done : batch;
+
+		for (size_t i = 0; i < n; i++)
+			v[i] = event(sandbox, done + i);
+		cr_assert_eq(pdk_audit_append(a, v, n, false, &err), 0, "append: %s",
+			     err ? err->msg : "");
+		for (size_t i = 0; i < n; i++)
+			json_decref(v[i]);
+		done += n;
+	}
+	free(v);
+}
+
+static struct pdk_audit *open_store(const char *state)
+{
+	struct pdk_error *err = NULL;
+	struct pdk_audit *a = NULL;
+
+	cr_assert_eq(pdk_audit_open(state, &a, &err), 0, "open: %s", err ? err->msg : "");
+	return a;
+}
+
+/* A store with `n` records, checkpoints every 1000 and one at the end. */
+static struct pdk_audit *store_with(const char *state, size_t n)
+{
+	struct pdk_error *err = NULL;
+	struct pdk_audit *a = open_store(state);
+
+	fill(a, "sb-1", n, 100); /* checkpoints fall on 1000, 2000... */
+	cr_assert_eq(pdk_audit_checkpoint(a, &err), 0);
+	return a;
+}
+
+static void sql(const char *state, const char *stmt)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/%s", state, PDK_AUDIT_DB);
+	sqlite3 *db = NULL;
+	char *msg = NULL;
+
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 10000);
+	cr_assert_eq(sqlite3_exec(db, stmt, NULL, NULL, &msg), SQLITE_OK, "%s: %s", stmt,
+		     msg ? msg : "");
+	cr_assert_gt(sqlite3_changes(db), 0, "'%s' changed nothing", stmt);
+	sqlite3_close(db);
+}
+
+static struct pdk_audit_verify verify(struct pdk_audit *a)
+{
+	struct pdk_error *err = NULL;
+	struct pdk_audit_verify v;
+
+	cr_assert_eq(pdk_audit_verify_chain(a, &v, &err), 0, "verify: %s", err ? err->msg : "");
+	return v;
+}
+
+static void expect_break(struct pdk_audit *a, enum pdk_audit_break why, uint64_t seq)
+{
+	struct pdk_audit_verify v = verify(a);
+
+	cr_assert_eq(v.reason, why, "reason: got '%s' (%s), want '%s'",
+		     pdk_audit_break_name(v.reason), v.detail, pdk_audit_break_name(why));
+	cr_assert_eq(v.broken_seq, seq, "seq: got %llu, want %llu (%s)",
+		     (unsigned long long)v.broken_seq, (unsigned long long)seq, v.detail);
+}
+
+static void sha256_hex(const char *p, size_t n, char out[65])
+{
+	unsigned char h[32];
+	unsigned int len = 0;
+
+	cr_assert_eq(EVP_Digest(p, n, h, &len, EVP_sha256(), NULL), 1);
+	for (size_t i = 0; i < 32; i++)
+		(void)snprintf(out + 2 * i, 3, "%02x", h[i]);
+}
+
+/* ---- the chain ---- */
+
+struct chain_check {
+	char prev[65];
+	uint64_t n;
+};
+
+/* An independent verifier: hash the stored bytes, follow prev_hash with a JSON parser. */
+static int check_row(void *data, const struct pdk_audit_row *r)
+{
+	struct chain_check *c = data;
+	json_t *j = json_loadb(r->line, r->line_len, 0, NULL);
+
+	cr_assert_not_null(j);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "prev_hash")), c->prev);
+	cr_assert_eq((uint64_t)json_integer_value(json_object_get(j, "seq")), r->seq);
+	cr_assert_eq(r->seq, c->n + 1);
+	json_decref(j);
+	sha256_hex(r->line, r->line_len, c->prev);
+	c->n++;
+	return 0;
+}
+
+Test(audit, chain_append_and_verify)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 2500);
+	struct pdk_audit_verify v = verify(a);
+	struct chain_check c = {.n = 0};
+	struct pdk_error *err = NULL;
+	struct stat st;
+
+	memset(c.prev, '0', 64);
+	c.prev[64] = '\0';
+	cr_assert_eq(v.reason, PDK_AUDIT_INTACT, "%s", v.detail);
+	cr_assert_eq(v.records, 2500);
+	cr_assert_eq(v.checkpoints, 3, "1000, 2000 and the end: %llu",
+		     (unsigned long long)v.checkpoints);
+	cr_assert_eq(v.signed_seq, 2500);
+	cr_assert_eq(v.head_seq, 2500);
+	cr_assert_eq(strlen(v.key_id), 64);
+	cr_assert_eq(pdk_audit_query(a, &(struct pdk_audit_filter){0}, check_row, &c, &err), 0);
+	cr_assert_eq(c.n, 2500);
+	cr_assert_str_eq(c.prev, v.head_hash, "the head is the hash of the last stored line");
+	/* The store and the private key are the owner's only. */
+	_cleanup_free_ char *db = pdk_xasprintf("%s/%s", state, PDK_AUDIT_DB);
+	_cleanup_free_ char *key = pdk_xasprintf("%s/%s", state, PDK_AUDIT_KEY);
+	cr_assert_eq(stat(db, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	cr_assert_eq(stat(key, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	pdk_audit_free(a);
+}
+
+Test(audit, empty_store_is_intact)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = open_store(state);
+	struct pdk_audit_verify v = verify(a);
+
+	cr_assert_eq(v.reason, PDK_AUDIT_INTACT);
+	cr_assert_eq(v.records, 0);
+	pdk_audit_free(a);
+}
+
+Test(audit, edited_field_is_altered)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 50);
+
+	sql(state, "UPDATE events SET line = CAST(replace(CAST(line AS TEXT), 'k-0123456789', "
+		   "'k-9999999999') AS BLOB) WHERE seq = 17");
+	expect_break(a, PDK_AUDIT_ALTERED, 17);
+	pdk_audit_free(a);
+}
+
+Test(audit, edited_field_with_its_hash_recomputed_is_altered)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 50);
+
+	/* The forger also rewrites the row's hash column: the next record's link still breaks. */
+	sql(state, "UPDATE events SET line = CAST(replace(CAST(line AS TEXT), 'k-0123456789', "
+		   "'k-9999999999') AS BLOB) WHERE seq = 17");
+	sqlite3 *db = NULL;
+	_cleanup_free_ char *path = pdk_xasprintf("%s/%s", state, PDK_AUDIT_DB);
+	sqlite3_stmt *st = NULL;
+	unsigned char h[32];
+	unsigned int len = 0;
+
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(
+		sqlite3_prepare_v2(db, "SELECT line FROM events WHERE seq = 17", -1, &st, NULL),
+		SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	cr_assert_eq(EVP_Digest(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0), h,
+				&len, EVP_sha256(), NULL),
+		     1);
+	sqlite3_finalize(st);
+	cr_assert_eq(
+		sqlite3_prepare_v2(db, "UPDATE events SET hash = ? WHERE seq = 17", -1, &st, NULL),
+		SQLITE_OK);
+	sqlite3_bind_blob(st, 1, h, 32, SQLITE_STATIC);
+	cr_assert_eq(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	expect_break(a, PDK_AUDIT_ALTERED, 17);
+	pdk_audit_free(a);
+}
+
+Test(audit, deleted_row_is_missing)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 50);
+
+	sql(state, "DELETE FROM events WHERE seq = 23");
+	expect_break(a, PDK_AUDIT_MISSING, 23);
+	pdk_audit_free(a);
+}
+
+Test(audit, deleted_first_row_is_missing)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 10);
+
+	sql(state, "DELETE FROM events WHERE seq = 1");
+	expect_break(a, PDK_AUDIT_MISSING, 1);
+	pdk_audit_free(a);
+}
+
+Test(audit, swapped_rows_are_reordered)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 50);
+
+	/* Swap every column of two rows but their seq: row 30 now holds record 31. */
+	sql(state, "UPDATE events SET seq = -1 WHERE seq = 30");
+	sql(state, "UPDATE events SET seq = 30 WHERE seq = 31");
+	sql(state, "UPDATE events SET seq = 31 WHERE seq = -1");
+	expect_break(a, PDK_AUDIT_REORDERED, 30);
+	pdk_audit_free(a);
+}
+
+Test(audit, truncated_tail_is_truncated)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 1500);
+
+	sql(state, "DELETE FROM events WHERE seq > 1200");
+	expect_break(a, PDK_AUDIT_TRUNCATED, 1201);
+	pdk_audit_free(a);
+}
+
+Test(audit, checkpoint_beyond_the_chain_is_truncated)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 20);
+
+	sql(state, "UPDATE checkpoints SET seq = 25 WHERE seq = 20");
+	expect_break(a, PDK_AUDIT_TRUNCATED, 21);
+	pdk_audit_free(a);
+}
+
+Test(audit, corrupted_signature_is_bad_signature)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 2100);
+
+	sql(state, "UPDATE checkpoints SET sig = CAST(substr(sig, 1, 10) || "
+		   "CAST(x'00' AS BLOB) || substr(sig, 12) AS BLOB) WHERE seq = 2000");
+	expect_break(a, PDK_AUDIT_BAD_SIGNATURE, 2000);
+	pdk_audit_free(a);
+}
+
+Test(audit, replaced_key_is_bad_signature)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 1200);
+	struct pdk_error *err = NULL;
+	_cleanup_free_ char *key = pdk_xasprintf("%s/%s", state, PDK_AUDIT_KEY);
+	_cleanup_free_ char *pub = pdk_xasprintf("%s/%s", state, PDK_AUDIT_PUBKEY);
+
+	pdk_audit_free(a);
+	/* A forger replaces the key pair and signs new checkpoints with it. */
+	cr_assert_eq(unlink(key), 0);
+	cr_assert_eq(unlink(pub), 0);
+	a = open_store(state);
+	fill(a, "sb-2", 10, 10);
+	cr_assert_eq(pdk_audit_checkpoint(a, &err), 0);
+	expect_break(a, PDK_AUDIT_BAD_SIGNATURE, 1000);
+	pdk_audit_free(a);
+}
+
+Test(audit, missing_public_key_is_bad_signature)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 30);
+	_cleanup_free_ char *pub = pdk_xasprintf("%s/%s", state, PDK_AUDIT_PUBKEY);
+
+	cr_assert_eq(unlink(pub), 0);
+	expect_break(a, PDK_AUDIT_BAD_SIGNATURE, 30);
+	pdk_audit_free(a);
+}
+
+/* Several processes append at once: one chain, every event. */
+Test(audit, concurrent_writers_keep_one_chain)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = open_store(state);
+	struct pdk_audit_verify v;
+	pid_t pids[6];
+
+	for (size_t p = 0; p < PDK_ARRAY_SIZE(pids); p++) {
+		pids[p] = fork();
+		cr_assert_geq(pids[p], 0);
+		if (pids[p] == 0) {
+			struct pdk_audit *mine = NULL;
+			struct pdk_error *err = NULL;
+			char name[16];
+
+			(void)snprintf(name, sizeof(name), "sb-%zu", p);
+			if (pdk_audit_open(state, &mine, &err) < 0)
+				_exit(1);
+			for (size_t i = 0; i < 300; i += 5) {
+				json_t *e[5];
+
+				for (size_t k = 0; k < 5; k++)
+					e[k] = event(name, i + k);
+				if (pdk_audit_append(mine, e, 5, i % 100 == 0, &err) < 0)
+					_exit(2);
+				for (size_t k = 0; k < 5; k++)
+					json_decref(e[k]);
+			}
+			pdk_audit_free(mine);
+			_exit(0);
+		}
+	}
+	for (size_t p = 0; p < PDK_ARRAY_SIZE(pids); p++) {
+		int status = 0;
+
+		cr_assert_eq(waitpid(pids[p], &status, 0), pids[p]);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %zu: %d", p,
+			  status);
+	}
+	v = verify(a);
+	cr_assert_eq(v.reason, PDK_AUDIT_INTACT, "%s", v.detail);
+	cr_assert_eq(v.records, 6 * 300);
+	cr_assert_gt(v.checkpoints, 0);
+	pdk_audit_free(a);
+}
+
+/* ---- redaction ---- */
+
+static char *redact(const struct pdk_redact *r, const char *s)
+{
+	char *out = pdk_redact_string(r, s, strlen(s));
+
+	return out ? out : pdk_xstrdup(s);
+}
+
+static void expect_redacted(const char *in, const char *want)
+{
+	_cleanup_free_ char *got = redact(NULL, in);
+
+	cr_assert_str_eq(got, want, "'%s'", in);
+}
+
+Test(redact, token_shapes)
+{
+	expect_redacted("token ghp_abcdefghijklmnopqrstuvwxyz0123456789 end",
+			"token [REDACTED] end");
+	expect_redacted("gho_ABCDEFGHIJKLMNOPQRSTUVWX", "[REDACTED]");
+	expect_redacted("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", "[REDACTED]");
+	expect_redacted("key=sk-proj-abcdefghijklmnopqrstuvwxyz", "key=[REDACTED]");
+	expect_redacted("use sk-abcdefghijklmnopqrstuvwx now", "use [REDACTED] now");
+	expect_redacted("AKIAIOSFODNN7EXAMPLE", "[REDACTED]");
+	expect_redacted("aws:AKIAIOSFODNN7EXAMPLE,", "aws:[REDACTED],");
+	expect_redacted("xoxb-123456789012-abcdefghij", "[REDACTED]");
+	expect_redacted("xoxp-1234567890-abc", "[REDACTED]");
+	expect_redacted("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.abc",
+			"Authorization: Bearer [REDACTED]");
+	expect_redacted("authorization: bearer abcdefgh12345678",
+			"authorization: bearer [REDACTED]");
+}
+
+Test(redact, near_misses_stay)
+{
+	/* Too short, or part of a longer word: not a token. */
+	expect_redacted("sk-short", "sk-short");
+	expect_redacted("task-abcdefghijklmnopqrstuvwxyz0123",
+			"task-abcdefghijklmnopqrstuvwxyz0123");
+	expect_redacted("ghp_short", "ghp_short");
+	expect_redacted("AKIA1234", "AKIA1234");
+	expect_redacted("the bearer of news", "the bearer of news");
+	expect_redacted("PATH=/usr/bin", "PATH=/usr/bin");
+	expect_redacted("x = 1", "x = 1");
+	expect_redacted("", "");
+}
+
+Test(redact, secret_names_in_assignments)
+{
+	expect_redacted("API_TOKEN=abc123", "API_TOKEN=[REDACTED]");
+	expect_redacted("env DB_PASSWORD=hunter2 cmd", "env DB_PASSWORD=[REDACTED] cmd");
+	expect_redacted("--api-key=xyz", "--api-key=[REDACTED]");
+	expect_redacted("https://h/?auth_token=abc&x=1", "https://h/?auth_token=[REDACTED]&x=1");
+	expect_redacted("my_secret='two words' x", "my_secret=[REDACTED] x");
+	expect_redacted("PASSWORD=\"a b", "PASSWORD=[REDACTED]");
+	expect_redacted("Credential=c passwd=p", "Credential=[REDACTED] passwd=[REDACTED]");
+	expect_redacted("TOKEN=", "TOKEN=");
+	cr_assert(pdk_redact_name_is_secret("github_token", 12));
+	cr_assert(pdk_redact_name_is_secret("X-Auth", 6));
+	cr_assert_not(pdk_redact_name_is_secret("HOME", 4));
+	cr_assert_not(pdk_redact_name_is_secret("PATH", 4));
+}
+
+Test(redact, registered_values)
+{
+	struct pdk_redact *r = pdk_redact_new();
+	_cleanup_free_ char *a = NULL;
+	_cleanup_free_ char *b = NULL;
+
+	cr_assert(pdk_redact_add_secret(r, "DB", "s3cr3t-value"));
+	cr_assert(pdk_redact_add_secret(r, "LONG", "s3cr3t-value-longer"));
+	cr_assert_not(pdk_redact_add_secret(r, "TINY", "ab"), "too short to search for");
+	a = redact(r, "echo s3cr3t-value-longer s3cr3t-value|s3cr3t-value");
+	cr_assert_str_eq(a, "echo [REDACTED:LONG] [REDACTED:DB]|[REDACTED:DB]");
+	b = redact(r, "ab cd");
+	cr_assert_str_eq(b, "ab cd");
+	pdk_redact_free(r);
+}
+
+Test(redact, invalid_utf8_becomes_visible_escapes)
+{
+	_cleanup_free_ char *got = pdk_redact_string(NULL,
+						     "a\xff"
+						     "b\xc3\xa9",
+						     5);
+
+	cr_assert_str_eq(got, "a\\xffb\xc3\xa9");
+}
+
+Test(redact, json_walk_rewrites_nested_strings)
+{
+	json_t *v = json_pack("{s:[s,s], s:{s:s}, s:i}", "argv", "PASSWORD=x1", "ok", "nested", "h",
+			      "Bearer abcdefghijkl", "n", 3);
+	_cleanup_free_ char *s = NULL;
+
+	cr_assert_eq(pdk_redact_json(NULL, v), 2);
+	s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+	cr_assert_str_eq(s, "{\"argv\":[\"PASSWORD=[REDACTED]\",\"ok\"],\"n\":3,"
+			    "\"nested\":{\"h\":\"Bearer [REDACTED]\"}}");
+	json_decref(v);
+}
+
+/* The hub redacts before any sink: the --events file never sees a registered secret. */
+Test(redact, hub_redacts_before_sinks)
+{
+	char path[] = "/tmp/pdk-redact-XXXXXX";
+	int fd = mkstemp(path);
+	struct pdk_error *err = NULL;
+	struct pdk_events *ev;
+	char *data = NULL;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	ev = pdk_events_open(path, "sb", "t", &err);
+	cr_assert_not_null(ev);
+	cr_assert(pdk_events_add_secret(ev, "API_TOKEN", "tok-value-42"));
+	cr_assert_eq(pdk_events_emit(ev, "process.exec", 0,
+				     json_pack("{s:[s,s]}", "argv", "curl", "-Htok-value-42"),
+				     &err),
+		     0);
+	cr_assert_eq(pdk_events_close(ev, &err), 0);
+	pdk_events_free(ev);
+	cr_assert_eq(pdk_read_file_at(AT_FDCWD, path, 1 << 20, &data, &err), 0);
+	cr_assert_null(strstr(data, "tok-value-42"), "%s", data);
+	cr_assert_not_null(strstr(data, "-H[REDACTED:API_TOKEN]"), "%s", data);
+	free(data);
+	unlink(path);
+}
+
+/* ---- the sink and its queue ---- */
+
+/* Holds the store's write lock from another connection, as a slow writer would. */
+static sqlite3 *hold_write_lock(const char *state)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/%s", state, PDK_AUDIT_DB);
+	struct pdk_audit *a = open_store(state); /* creates the schema */
+	sqlite3 *db = NULL;
+
+	pdk_audit_free(a);
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	return db;
+}
+
+static void release_write_lock(sqlite3 *db)
+{
+	cr_assert_eq(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+}
+
+static uint64_t stored(const char *state)
+{
+	struct pdk_audit *a = open_store(state);
+	struct pdk_audit_verify v = verify(a);
+
+	cr_assert_eq(v.reason, PDK_AUDIT_INTACT, "%s", v.detail);
+	pdk_audit_free(a);
+	return v.records;
+}
+
+static struct pdk_events *hub_with_sink(const char *state, enum pdk_audit_on_full policy)
+{
+	struct pdk_events *ev = pdk_events_new("sb-q", "t");
+	struct pdk_audit_sink_config cfg = {
+		.state_dir = state, .queue_max = 4, .flush_ms = 20, .on_full = policy};
+
+	pdk_audit_add_sink(ev, &cfg);
+	return ev;
+}
+
+Test(audit_sink, writes_everything_at_close)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_events *ev = hub_with_sink(state, PDK_AUDIT_BLOCK);
+	struct pdk_error *err = NULL;
+
+	for (int i = 0; i < 103; i++)
+		cr_assert_eq(pdk_events_emit(ev, "tool.call", 0, NULL, &err), 0);
+	cr_assert_eq(pdk_events_close(ev, &err), 0, "%s", err ? err->msg : "");
+	pdk_events_free(ev);
+	cr_assert_eq(stored(state), 103);
+}
+
+Test(audit_sink, full_queue_with_stop_fails_and_drops_nothing)
+{
+	_cleanup_free_ char *state = tmp_state();
+	sqlite3 *lock = hold_write_lock(state);
+	struct pdk_events *ev = hub_with_sink(state, PDK_AUDIT_STOP);
+	struct pdk_error *err = NULL;
+	uint64_t ok = 0, refused = 0;
+
+	for (int i = 0; i < 20; i++) {
+		if (pdk_events_emit(ev, "tool.call", 0, NULL, &err) == 0) {
+			ok++;
+		} else {
+			cr_assert_not_null(strstr(err->msg, "queue is full"), "%s", err->msg);
+			refused++;
+			pdk_error_free(&err);
+		}
+	}
+	cr_assert_gt(refused, 0, "the writer is stuck: the queue must fill");
+	cr_assert_leq(ok, 8, "at most the queue and the writer's batch: %llu",
+		      (unsigned long long)ok);
+	release_write_lock(lock);
+	cr_assert_eq(pdk_events_close(ev, &err), 0, "%s", err ? err->msg : "");
+	pdk_events_free(ev);
+	cr_assert_eq(stored(state), ok, "every accepted event is stored");
+}
+
+struct emitter {
+	struct pdk_events *ev;
+	atomic_int done;
+	int failures;
+};
+
+static void *emit_many(void *data)
+{
+	struct emitter *e = data;
+
+	for (int i = 0; i < 20; i++) {
+		struct pdk_error *err = NULL;
+
+		if (pdk_events_emit(e->ev, "tool.call", 0, NULL, &err) < 0) {
+			e->failures++;
+			pdk_error_free(&err);
+		}
+		atomic_fetch_add(&e->done, 1);
+	}
+	return NULL;
+}
+
+Test(audit_sink, full_queue_with_block_waits_for_the_writer)
+{
+	_cleanup_free_ char *state = tmp_state();
+	sqlite3 *lock = hold_write_lock(state);
+	struct emitter e = {.ev = hub_with_sink(state, PDK_AUDIT_BLOCK)};
+	const struct timespec wait = {.tv_nsec = 300 * 1000000L};
+	struct pdk_error *err = NULL;
+	pthread_t t;
+
+	cr_assert_eq(pthread_create(&t, NULL, emit_many, &e), 0);
+	nanosleep(&wait, NULL);
+	cr_assert_lt(atomic_load(&e.done), 20, "emit must wait while the writer is stuck");
+	release_write_lock(lock);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(e.failures, 0);
+	cr_assert_eq(pdk_events_close(e.ev, &err), 0, "%s", err ? err->msg : "");
+	pdk_events_free(e.ev);
+	cr_assert_eq(stored(state), 20);
+}
+
+Test(audit_sink, writer_failure_fails_closed)
+{
+	_cleanup_free_ char *dir = tmp_state();
+	_cleanup_free_ char *state = pdk_xasprintf("%s/not-a-dir", dir);
+	struct pdk_events *ev;
+	struct pdk_error *err = NULL;
+	int failed = 0;
+	int fd = open(state, O_CREAT | O_WRONLY, 0600);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	ev = hub_with_sink(state, PDK_AUDIT_BLOCK);
+	for (int i = 0; i < 50; i++) {
+		if (pdk_events_emit(ev, "tool.call", 0, NULL, &err) < 0) {
+			failed++;
+			pdk_error_free(&err);
+		}
+	}
+	cr_assert_gt(failed, 0, "once the writer failed, emit fails");
+	cr_assert_lt(pdk_events_close(ev, &err), 0);
+	cr_assert_not_null(strstr(err->msg, "not-a-dir"), "%s", err->msg);
+	pdk_error_free(&err);
+	pdk_events_free(ev);
+}
