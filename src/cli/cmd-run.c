@@ -5,6 +5,7 @@
 #include "common.h"
 #include "cli.h"
 #include "events.h"
+#include "otlp.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "util.h"
@@ -25,6 +26,7 @@ struct pdk_run_opts {
 	const char *ws_mode;
 	const char *cwd;
 	const char *events;
+	const char *otlp;
 	const char *timeout;
 	const char *memory;
 	const char *pids;
@@ -50,6 +52,7 @@ enum {
 	OPT_DISCARD,
 	OPT_DISK,
 	OPT_CHANGE_SET,
+	OPT_OTLP,
 };
 
 static const struct option long_opts[] = {
@@ -65,6 +68,7 @@ static const struct option long_opts[] = {
 	{"ro", required_argument, NULL, OPT_RO},
 	{"rw", required_argument, NULL, OPT_RW},
 	{"events", required_argument, NULL, OPT_EVENTS},
+	{"otlp", required_argument, NULL, OPT_OTLP},
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"discard", no_argument, NULL, OPT_DISCARD},
 	{"disk", required_argument, NULL, OPT_DISK},
@@ -105,6 +109,8 @@ static void usage(FILE *out)
 	      "      --ro PATH            also bind host PATH read-only (repeatable)\n"
 	      "      --rw PATH            also bind host PATH read-write (repeatable)\n"
 	      "      --events FILE        append JSON-lines events to FILE\n"
+	      "      --otlp URL           export events to an OpenTelemetry collector\n"
+	      "                           (OTLP/HTTP JSON; default: OTEL_EXPORTER_OTLP_ENDPOINT)\n"
 	      "      --stats              print wall time, CPU time and peak memory at the end\n"
 	      "  -h, --help               show this help\n"
 	      "\n"
@@ -164,6 +170,9 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 			break;
 		case OPT_EVENTS:
 			o->events = optarg;
+			break;
+		case OPT_OTLP:
+			o->otlp = optarg;
 			break;
 		case OPT_STATS:
 			o->stats = true;
@@ -597,6 +606,40 @@ static int run_sandbox(struct run_ctx *c, char id_out[37])
 	return exit_code(&res);
 }
 
+/*
+ * The event stream, when --events or an OTLP endpoint asks for one. A bad
+ * --otlp URL is a bad option; a bad OTEL_* variable or an exporter that
+ * cannot start only costs the export (a warning), never the run.
+ */
+static int open_events(struct run_ctx *c, const char *id)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_otlp_config cfg;
+	int otlp;
+
+	pdk_otlp_config_init(&cfg);
+	otlp = pdk_otlp_config_from_env(&cfg, c->o.otlp, &err);
+	if (otlp < 0 && c->o.otlp != NULL) {
+		pdk_cli_error("run: %s", err->msg);
+		pdk_otlp_config_release(&cfg);
+		return PDK_EXIT_POLICY;
+	}
+	if (otlp < 0)
+		pdk_cli_warn("OTLP export disabled: %s", err->msg);
+	pdk_error_free(&err);
+	if (c->o.events != NULL || otlp > 0)
+		c->events = pdk_events_new(id, "paddock-run");
+	if (c->o.events != NULL && pdk_events_add_file(c->events, c->o.events, &err) < 0) {
+		pdk_cli_error("%s", err->msg);
+		pdk_otlp_config_release(&cfg);
+		return PDK_EXIT_POLICY;
+	}
+	if (otlp > 0 && pdk_otlp_add_sink(c->events, &cfg, NULL, &err) < 0)
+		pdk_cli_warn("OTLP export disabled: %s", err->msg);
+	pdk_otlp_config_release(&cfg);
+	return 0;
+}
+
 int pdk_cmd_run(int argc, char **argv)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -610,13 +653,8 @@ int pdk_cmd_run(int argc, char **argv)
 	}
 	rc = prepare(&c) < 0 ? PDK_EXIT_POLICY : 0;
 	pdk_make_id(id);
-	if (rc == 0 && c.o.events != NULL) {
-		c.events = pdk_events_open(c.o.events, id, "paddock-run", &err);
-		if (c.events == NULL) {
-			pdk_cli_error("%s", err->msg);
-			rc = PDK_EXIT_POLICY;
-		}
-	}
+	if (rc == 0)
+		rc = open_events(&c, id);
 	if (rc == 0 && make_change_set(&c, id) < 0)
 		rc = PDK_EXIT_SETUP;
 	if (rc == 0) {
