@@ -57,6 +57,12 @@ static int helper_child(void *arg)
 	if (dup2(a->sock, STDIN_FILENO) < 0 || dup2(a->sock, STDOUT_FILENO) < 0)
 		_exit(127);
 	execve(a->path, a->argv, environ);
+	/*
+	 * Tell the parent on the socket: it resumes once we exit (CLONE_VFORK),
+	 * but may do so before our exit status is visible to waitid().
+	 */
+	if (write(STDOUT_FILENO, "E", 1) < 0)
+		_exit(126);
 	_exit(127);
 }
 
@@ -268,7 +274,7 @@ static int spawn_helper(const char *path, int *pidfd, pid_t *pid, struct pdk_err
 	int sv[2];
 	char *const argv[] = {(char *)"paddock-otlp", NULL};
 	struct spawn_arg a = {.path = path, .argv = argv};
-	siginfo_t si = {0};
+	char mark = 0;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return pdk_error_set(err, errno, "cannot create the OTLP exporter's socket");
@@ -279,9 +285,15 @@ static int spawn_helper(const char *path, int *pidfd, pid_t *pid, struct pdk_err
 		(void)close(sv[0]);
 		return pdk_error_wrap(err, "cannot start the OTLP exporter '%s'", path);
 	}
-	/* CLONE_VFORK: the child has exec'd or already failed and exited. */
-	if (waitid(P_PIDFD, (id_t)*pidfd, &si, WEXITED | WNOHANG) == 0 && si.si_pid != 0) {
+	/*
+	 * CLONE_VFORK: the child has exec'd, or failed and said so. The helper
+	 * itself writes nothing before its report, at the end.
+	 */
+	if (TEMP_FAILURE_RETRY(recv(sv[0], &mark, 1, MSG_DONTWAIT)) == 1 && mark == 'E') {
+		siginfo_t si;
+
 		(void)close(sv[0]);
+		(void)TEMP_FAILURE_RETRY(waitid(P_PIDFD, (id_t)*pidfd, &si, WEXITED));
 		(void)close(*pidfd);
 		return pdk_error_setx(err, ENOENT,
 				      "cannot run the OTLP exporter '%s' (set PADDOCK_OTLP to its "
