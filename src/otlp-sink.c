@@ -121,7 +121,7 @@ static int sink_emit(void *data, const json_t *event, struct pdk_error **err)
 
 	(void)err;
 	rc = s->broken ? -EPIPE : flush_rest(s);
-	if (rc == -EAGAIN || rc < 0) {
+	if (rc < 0) {
 		s->broken |= rc != -EAGAIN;
 		s->dropped++;
 		return 0;

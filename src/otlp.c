@@ -447,18 +447,11 @@ static json_t *group(const json_t *events, json_t *items, const char *service_na
 	bool *done = pdk_xcalloc(n ? n : 1, sizeof(*done));
 
 	for (size_t i = 0; i < n; i++) {
-		json_t *list = json_array();
-		json_t *rs = json_object();
-		json_t *sc = json_object();
-		json_t *scs = json_array();
+		json_t *list, *rs, *sc, *scs;
 
-		if (done[i]) {
-			json_decref(list);
-			json_decref(rs);
-			json_decref(sc);
-			json_decref(scs);
+		if (done[i])
 			continue;
-		}
+		list = json_array();
 		for (size_t j = i; j < n; j++) {
 			if (done[j] ||
 			    !same_resource(json_array_get(events, i), json_array_get(events, j)))
@@ -466,9 +459,12 @@ static json_t *group(const json_t *events, json_t *items, const char *service_na
 			done[j] = true;
 			json_array_append(list, json_array_get(items, j));
 		}
+		sc = json_object();
 		pdk_json_set(sc, "scope", scope());
 		pdk_json_set(sc, list_key, list);
+		scs = json_array();
 		json_array_append_new(scs, sc);
+		rs = json_object();
 		pdk_json_set(rs, "resource", resource(json_array_get(events, i), service_name));
 		pdk_json_set(rs, scope_key, scs);
 		json_array_append_new(out, rs);

@@ -31,25 +31,26 @@ static void check_request(json_t *req, const char *field, size_t want_records)
 	if (text == NULL || json_object_size(req) != 1 || json_object_get(req, field) == NULL)
 		abort();
 	free(text);
-	json_array_foreach (json_object_get(req, field), i, rl) {
-		json_t *scopes = json_object_get(rl, strcmp(field, "resourceLogs") == 0 ? "scopeLogs"
-											: "scopeSpans");
+	json_array_foreach(json_object_get(req, field), i, rl)
+	{
+		json_t *scopes = json_object_get(
+			rl, strcmp(field, "resourceLogs") == 0 ? "scopeLogs" : "scopeSpans");
 		json_t *sc;
 		size_t j;
 
-		json_array_foreach (scopes, j, sc) {
+		json_array_foreach(scopes, j, sc)
+		{
 			json_t *recs = json_object_get(sc, "logRecords");
 			json_t *spans = json_object_get(sc, "spans");
 			json_t *s;
 			size_t k;
 
 			n += json_array_size(recs);
-			json_array_foreach (spans, k, s)
-				if (strtoull(json_string_value(json_object_get(s, "endTimeUnixNano")),
-					     NULL, 10) <
-				    strtoull(json_string_value(json_object_get(s, "startTimeUnixNano")),
-					     NULL, 10))
-					abort();
+			json_array_foreach(spans, k, s) if (
+				strtoull(json_string_value(json_object_get(s, "endTimeUnixNano")),
+					 NULL, 10) <
+				strtoull(json_string_value(json_object_get(s, "startTimeUnixNano")),
+					 NULL, 10)) abort();
 		}
 	}
 	if (want_records != (size_t)-1 && n != want_records)
@@ -107,7 +108,8 @@ static void as_headers(const char *s)
 	pdk_otlp_config_init(&c);
 	if (pdk_otlp_config_parse_headers(&c, s, NULL) == 0)
 		for (size_t i = 0; c.headers && c.headers[i]; i++)
-			if (strpbrk(c.headers[i], "\r\n") != NULL || strstr(c.headers[i], ": ") == NULL)
+			if (strpbrk(c.headers[i], "\r\n") != NULL ||
+			    strstr(c.headers[i], ": ") == NULL)
 				abort();
 	(void)!pdk_otlp_config_set_endpoint(&c, s, NULL);
 	pdk_otlp_config_release(&c);

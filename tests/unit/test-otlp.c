@@ -9,6 +9,8 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define SB "0190c0de-1234-7abc-8def-0123456789ab"
 
@@ -686,4 +688,74 @@ Test(otlp_export, no_retry_on_400)
 	cr_assert_eq(s.requests, 2, "one logs and one traces request, neither retried");
 	cr_assert_str_eq(st.last_error, "HTTP 400");
 	pdk_otlp_free(o);
+}
+
+/* ---- the supervisor's sink, with a helper that never reads ---- */
+
+Test(otlp_sink, full_socket_drops_and_close_keeps_its_deadline)
+{
+	char dir[] = "/tmp/pdk-otlp-XXXXXX";
+	_cleanup_free_ char *helper = NULL;
+	struct pdk_otlp_config c;
+	struct pdk_error *err = NULL;
+	struct pdk_events *ev;
+	_cleanup_free_ char *big = pdk_xmalloc(4097);
+	unsigned long long lost = 0, total = 0, dropped = 0;
+	uint64_t t0;
+	int rc;
+
+	cr_assert_not_null(mkdtemp(dir));
+	helper = pdk_xasprintf("%s/stuck-helper", dir);
+	/* Keeps the socket open as stdin and stdout, and never reads it nor reports. */
+	cr_assert_eq(pdk_write_file_at(AT_FDCWD, helper, "#!/bin/sh\nexec sleep 30\n", true, &err),
+		     0);
+	cr_assert_eq(chmod(helper, 0755), 0);
+	memset(big, 'a', 4096);
+	big[4096] = '\0';
+	pdk_otlp_config_init(&c);
+	cr_assert_eq(pdk_otlp_config_set_endpoint(&c, "http://127.0.0.1:9", NULL), 0);
+	c.deadline_ms = 300;
+	ev = pdk_events_new(SB, "t");
+	cr_assert_eq(pdk_otlp_add_sink(ev, &c, helper, &err), 0, "%s", err ? err->msg : "");
+	for (int i = 0; i < 2000; i++)
+		cr_assert_eq(pdk_events_emit(ev, "process.exec", 0,
+					     json_pack("{s:i, s:[s]}", "pid", i, "argv", big),
+					     &err),
+			     0, "a full export queue is no error of the event stream");
+	t0 = pdk_now_mono_ns();
+	rc = pdk_events_close(ev, &err);
+	cr_assert_lt(rc, 0, "close reports what was not exported");
+	/* A bound on the close, not a speed measurement: without the deadline it waits 30 s. */
+	cr_assert_lt(pdk_now_mono_ns() - t0, 5000000000ULL);
+	cr_assert_eq(sscanf(strstr(err->msg, "exporter: ") + 10,
+			    "%llu of %llu event(s) not exported", &lost, &total),
+		     2, "%s", err->msg);
+	cr_assert_eq(total, 2000, "%s", err->msg);
+	cr_assert_eq(lost, 2000, "nothing was exported: %s", err->msg);
+	cr_assert_eq(sscanf(strstr(err->msg, "deadline: ") + 10, "%llu dropped", &dropped), 1);
+	cr_assert_gt(dropped, 0, "the socket filled up: %s", err->msg);
+	cr_assert_lt(dropped, 2000, "some were handed over: %s", err->msg);
+	cr_assert_not_null(strstr(err->msg, "no report from the exporter"), "%s", err->msg);
+	pdk_error_free(&err);
+	pdk_events_free(ev);
+	pdk_otlp_config_release(&c);
+	unlink(helper);
+	rmdir(dir);
+}
+
+Test(otlp_sink, missing_helper_is_an_error_and_adds_nothing)
+{
+	struct pdk_otlp_config c;
+	struct pdk_error *err = NULL;
+	struct pdk_events *ev = pdk_events_new(SB, "t");
+
+	pdk_otlp_config_init(&c);
+	cr_assert_eq(pdk_otlp_config_set_endpoint(&c, "http://127.0.0.1:9", NULL), 0);
+	cr_assert_lt(pdk_otlp_add_sink(ev, &c, "/nonexistent/paddock-otlp", &err), 0);
+	cr_assert_not_null(strstr(err->msg, "/nonexistent/paddock-otlp"), "%s", err->msg);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_events_emit(ev, "process.exec", 0, NULL, &err), 0);
+	cr_assert_eq(pdk_events_close(ev, &err), 0, "no sink was added");
+	pdk_events_free(ev);
+	pdk_otlp_config_release(&c);
 }
