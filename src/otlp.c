@@ -12,7 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#define ANY_DEPTH_MAX 16 /* nested attribute values deeper than this become a string */
+#define ANY_DEPTH_MAX 16   /* nested attribute values deeper than this become a string */
+#define PENDING_MAX   4096 /* span starts kept open across batches */
 
 /* ---- strings ---- */
 
@@ -75,12 +76,18 @@ json_t *pdk_otlp_sanitize(const json_t *v)
 		return utf8_string(json_string_value(v), json_string_length(v));
 	case JSON_ARRAY:
 		r = json_array();
-		json_array_foreach(v, i, x) json_array_append_new(r, pdk_otlp_sanitize(x));
+		for (i = 0; i < json_array_size(v) && (x = json_array_get(v, i)); i++) {
+			json_array_append_new(r, pdk_otlp_sanitize(x));
+		}
 		return r;
 	case JSON_OBJECT:
 		r = json_object();
 		/* Keys come from paddock's own code; jansson checks them on insertion. */
-		json_object_foreach((json_t *)v, k, x) pdk_json_set(r, k, pdk_otlp_sanitize(x));
+		for (void *it_ = json_object_iter((json_t *)v);
+		     it_ && (k = json_object_iter_key(it_)) && (x = json_object_iter_value(it_));
+		     it_ = json_object_iter_next((json_t *)v, it_)) {
+			pdk_json_set(r, k, pdk_otlp_sanitize(x));
+		}
 		return r;
 	case JSON_INTEGER:
 	case JSON_REAL:
@@ -251,7 +258,9 @@ static json_t *any_array(const json_t *v, int depth)
 	json_t *x;
 	size_t i;
 
-	json_array_foreach(v, i, x) json_array_append_new(vals, any_value(x, depth + 1));
+	for (i = 0; i < json_array_size(v) && (x = json_array_get(v, i)); i++) {
+		json_array_append_new(vals, any_value(x, depth + 1));
+	}
 	pdk_json_set(wrap, "values", vals);
 	return wrap;
 }
@@ -272,8 +281,11 @@ static json_t *any_kvlist(const json_t *v, int depth)
 	const char *k;
 	json_t *x;
 
-	json_object_foreach((json_t *)v, k, x)
+	for (void *it_ = json_object_iter((json_t *)v);
+	     it_ && (k = json_object_iter_key(it_)) && (x = json_object_iter_value(it_));
+	     it_ = json_object_iter_next((json_t *)v, it_)) {
 		json_array_append_new(vals, kv(k, any_value(x, depth + 1)));
+	}
 	pdk_json_set(wrap, "values", vals);
 	return wrap;
 }
@@ -359,18 +371,19 @@ static void add_derived(json_t *out, const char *kind, const json_t *attrs)
 		add_attr(out, "gen_ai.operation.name", str_value("execute_tool"));
 }
 
-/* The event's attrs as OTLP attributes, semantic-convention names first. */
-static void add_event_attrs(json_t *out, const char *kind, const json_t *attrs)
+/* The event's attrs (but `skip`, may be NULL) as OTLP attributes. */
+static void add_event_attrs(json_t *out, const char *kind, const json_t *attrs, const char *skip)
 {
 	const char *k;
 	json_t *v;
 
-	json_object_foreach((json_t *)attrs, k, v)
-	{
+	for (void *it_ = json_object_iter((json_t *)attrs);
+	     it_ && (k = json_object_iter_key(it_)) && (v = json_object_iter_value(it_));
+	     it_ = json_object_iter_next((json_t *)attrs, it_)) {
 		const char *name = mapped_name(kind, k);
 		_cleanup_free_ char *other = NULL;
 
-		if (json_is_null(v))
+		if (json_is_null(v) || (skip && strcmp(k, skip) == 0))
 			continue;
 		if (name == NULL)
 			name = other = pdk_xasprintf("paddock.%s", k);
@@ -498,7 +511,7 @@ static json_t *log_record(const json_t *e)
 	if (str_of(e, "actor") != NULL)
 		add_attr(a, "paddock.actor", str_value(str_of(e, "actor")));
 	if (json_is_object(attrs))
-		add_event_attrs(a, kind, attrs);
+		add_event_attrs(a, kind, attrs, NULL);
 	pdk_json_set(r, "attributes", a);
 	if (sandbox != NULL) {
 		/* Every record is correlated with its sandbox's root span. */
@@ -519,7 +532,9 @@ json_t *pdk_otlp_encode_logs(const json_t *events, const char *service_name)
 
 	if (json_array_size(events) == 0)
 		return NULL;
-	json_array_foreach(events, i, e) json_array_append_new(records, log_record(e));
+	for (i = 0; i < json_array_size(events) && (e = json_array_get(events, i)); i++) {
+		json_array_append_new(records, log_record(e));
+	}
 	req = json_object();
 	pdk_json_set(req, "resourceLogs",
 		     group(events, records, service_name, "scopeLogs", "logRecords"));
@@ -602,19 +617,25 @@ static void sandbox_span(struct span_list *l, const json_t *start, const json_t 
 	add_attr(json_object_get(s, "attributes"), "paddock.sandbox.id",
 		 str_value(str_of(start, "sandbox")));
 	add_event_attrs(json_object_get(s, "attributes"), "sandbox.create",
-			json_object_get(start, "attrs"));
+			json_object_get(start, "attrs"), NULL);
 	set_status(s, false, NULL);
 	push_span(l, start, s);
 }
 
-static void process_span(struct span_list *l, const json_t *exec, const json_t *exit)
+/*
+ * A process span from `exec` to `end`. `exit` (may be NULL) is its
+ * process.exit; without one the span ends at `end`: the failed exec itself,
+ * a new exec of the same pid, or the sandbox's end (the tree was killed).
+ */
+static void process_span(struct span_list *l, const json_t *exec, const json_t *exit,
+			 const json_t *end)
 {
 	const json_t *xa = json_object_get(exec, "attrs");
 	const json_t *ea = exit ? json_object_get(exit, "attrs") : NULL;
 	const char *argv0 = json_string_value(json_array_get(json_object_get(xa, "argv"), 0));
 	_cleanup_free_ char *name = pdk_xasprintf("exec %s", argv0 ? base_name(argv0) : "?");
 	json_t *s = new_span(exec, name, PDK_OTLP_SPAN_INTERNAL, ts_ns(str_of(exec, "ts")),
-			     ts_ns(str_of(exit ? exit : exec, "ts")));
+			     ts_ns(str_of(end, "ts")));
 	json_t *attrs = json_object_get(s, "attributes");
 	int64_t code = int_of(ea, "exit_code", 0);
 	const char *sig = str_of(ea, "signal");
@@ -622,24 +643,11 @@ static void process_span(struct span_list *l, const json_t *exec, const json_t *
 	_cleanup_free_ char *msg = NULL;
 
 	set_ids(s, exec, "process", int_of(exec, "seq", 0), true);
-	add_event_attrs(attrs, "process.exec", xa);
-	if (ea != NULL) {
-		const char *k;
-		json_t *v;
-
-		/* The exit's attributes, but the pid is already there. */
-		json_object_foreach((json_t *)ea, k, v)
-		{
-			const char *nm = mapped_name("process.exit", k);
-			_cleanup_free_ char *other = NULL;
-
-			if (strcmp(k, "pid") == 0 || json_is_null(v))
-				continue;
-			if (nm == NULL)
-				nm = other = pdk_xasprintf("paddock.%s", k);
-			add_attr(attrs, nm, any_value(v, 0));
-		}
-	}
+	add_event_attrs(attrs, "process.exec", xa, NULL);
+	if (ea != NULL)
+		add_event_attrs(attrs, "process.exit", ea, "pid");
+	else if (end != exec)
+		add_attr(attrs, "paddock.ended_by", str_value(str_of(end, "kind")));
 	if (error != NULL)
 		msg = pdk_xasprintf("exec failed: %s", error);
 	else if (sig != NULL)
@@ -669,7 +677,7 @@ static void timed_span(struct span_list *l, const json_t *e)
 	const char *error = str_of(a, "error");
 
 	set_ids(s, e, str_of(e, "kind"), int_of(e, "seq", 0), true);
-	add_event_attrs(json_object_get(s, "attributes"), str_of(e, "kind"), a);
+	add_event_attrs(json_object_get(s, "attributes"), str_of(e, "kind"), a, NULL);
 	set_status(s, denied || error != NULL, denied ? "denied" : error);
 	push_span(l, e, s);
 }
@@ -696,26 +704,50 @@ static ssize_t find_start(const json_t *pending, const json_t *end)
 	return -1;
 }
 
+/* End the open process spans of e's sandbox (of `pid`, or all when pid < 0) at e. */
+static void end_processes(struct span_list *l, json_t *open, const json_t *e, int64_t pid)
+{
+	const char *sandbox = str_of(e, "sandbox");
+
+	for (size_t i = json_array_size(open); i-- > 0;) {
+		const json_t *s = json_array_get(open, i);
+
+		if (!kind_is(s, "process.exec") || strcmp(str_of(s, "sandbox"), sandbox) != 0 ||
+		    (pid >= 0 && int_of(json_object_get(s, "attrs"), "pid", -2) != pid))
+			continue;
+		process_span(l, s, NULL, e);
+		json_array_remove(open, i);
+	}
+}
+
 static void span_event(struct span_list *l, json_t *open, const json_t *e)
 {
-	bool exec_failed =
-		kind_is(e, "process.exec") && str_of(json_object_get(e, "attrs"), "error");
+	const json_t *a = json_object_get(e, "attrs");
+	bool exec = kind_is(e, "process.exec");
 	ssize_t i;
 
 	if (str_of(e, "sandbox") == NULL)
 		return;
-	if (kind_is(e, "sandbox.create") || (kind_is(e, "process.exec") && !exec_failed)) {
+	if (exec && str_of(a, "error") != NULL) {
+		process_span(l, e, NULL, e);
+	} else if (exec || kind_is(e, "sandbox.create")) {
+		/* A pid that execs again starts a new span: the previous program is gone. */
+		if (exec)
+			end_processes(l, open, e, int_of(a, "pid", -1));
 		json_array_append(open, (json_t *)e);
-	} else if (exec_failed) {
-		process_span(l, e, NULL);
+		/* Starts whose end never comes must not pile up: the oldest go first. */
+		while (json_array_size(open) > PENDING_MAX)
+			json_array_remove(open, 0);
 	} else if (kind_is(e, "net.connect") || kind_is(e, "tool.call")) {
 		timed_span(l, e);
 	} else if (kind_is(e, "process.exit") || kind_is(e, "sandbox.destroy")) {
+		if (kind_is(e, "sandbox.destroy"))
+			end_processes(l, open, e, -1);
 		i = find_start(open, e);
 		if (i < 0)
 			return;
 		if (kind_is(e, "process.exit"))
-			process_span(l, json_array_get(open, (size_t)i), e);
+			process_span(l, json_array_get(open, (size_t)i), e, e);
 		else
 			sandbox_span(l, json_array_get(open, (size_t)i), e);
 		json_array_remove(open, (size_t)i);
@@ -732,7 +764,9 @@ json_t *pdk_otlp_encode_traces(const json_t *events, const char *service_name, j
 	json_t *e;
 	size_t i;
 
-	json_array_foreach(events, i, e) span_event(&l, open, e);
+	for (i = 0; i < json_array_size(events) && (e = json_array_get(events, i)); i++) {
+		span_event(&l, open, e);
+	}
 	if (json_array_size(spans) == 0)
 		return NULL;
 	req = json_object();
@@ -1017,8 +1051,7 @@ int pdk_otlp_config_from_json(struct pdk_otlp_config *cfg, const json_t *j, stru
 		return pdk_error_setx(err, EINVAL, "exporter configuration: no endpoint");
 	if (pdk_otlp_config_set_endpoint(cfg, str_of(j, "endpoint"), err) < 0)
 		return -EINVAL;
-	json_array_foreach(h, i, x)
-	{
+	for (i = 0; i < json_array_size(h) && (x = json_array_get(h, i)); i++) {
 		if (!json_is_string(x) || strpbrk(json_string_value(x), "\r\n") != NULL)
 			return pdk_error_setx(err, EINVAL, "exporter configuration: bad header");
 		pdk_strv_push(&cfg->headers, json_string_value(x));

@@ -31,26 +31,31 @@ static void check_request(json_t *req, const char *field, size_t want_records)
 	if (text == NULL || json_object_size(req) != 1 || json_object_get(req, field) == NULL)
 		abort();
 	free(text);
-	json_array_foreach(json_object_get(req, field), i, rl)
-	{
+	for (i = 0; i < json_array_size(json_object_get(req, field)) &&
+		    (rl = json_array_get(json_object_get(req, field), i));
+	     i++) {
 		json_t *scopes = json_object_get(
 			rl, strcmp(field, "resourceLogs") == 0 ? "scopeLogs" : "scopeSpans");
 		json_t *sc;
 		size_t j;
 
-		json_array_foreach(scopes, j, sc)
-		{
+		for (j = 0; j < json_array_size(scopes) && (sc = json_array_get(scopes, j)); j++) {
 			json_t *recs = json_object_get(sc, "logRecords");
 			json_t *spans = json_object_get(sc, "spans");
 			json_t *s;
 			size_t k;
 
 			n += json_array_size(recs);
-			json_array_foreach(spans, k, s) if (
-				strtoull(json_string_value(json_object_get(s, "endTimeUnixNano")),
-					 NULL, 10) <
-				strtoull(json_string_value(json_object_get(s, "startTimeUnixNano")),
-					 NULL, 10)) abort();
+			for (k = 0; k < json_array_size(spans) && (s = json_array_get(spans, k));
+			     k++) {
+				if (strtoull(json_string_value(
+						     json_object_get(s, "endTimeUnixNano")),
+					     NULL, 10) <
+				    strtoull(json_string_value(
+						     json_object_get(s, "startTimeUnixNano")),
+					     NULL, 10))
+					abort();
+			}
 		}
 	}
 	if (want_records != (size_t)-1 && n != want_records)

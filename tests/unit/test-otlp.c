@@ -65,8 +65,10 @@ static json_t *attr(const json_t *list, const char *key)
 	json_t *x;
 	size_t i;
 
-	json_array_foreach(list, i, x) if (strcmp(json_string_value(json_object_get(x, "key")),
-						  key) == 0) return json_object_get(x, "value");
+	for (i = 0; i < json_array_size(list) && (x = json_array_get(list, i)); i++) {
+		if (strcmp(json_string_value(json_object_get(x, "key")), key) == 0)
+			return json_object_get(x, "value");
+	}
 	return NULL;
 }
 
@@ -109,8 +111,10 @@ static json_t *span_named(json_t *spans, const char *name)
 	json_t *s;
 	size_t i;
 
-	json_array_foreach(spans, i, s) if (strcmp(json_string_value(json_object_get(s, "name")),
-						   name) == 0) return s;
+	for (i = 0; i < json_array_size(spans) && (s = json_array_get(spans, i)); i++) {
+		if (strcmp(json_string_value(json_object_get(s, "name")), name) == 0)
+			return s;
+	}
 	return NULL;
 }
 
@@ -758,4 +762,50 @@ Test(otlp_sink, missing_helper_is_an_error_and_adds_nothing)
 	cr_assert_eq(pdk_events_close(ev, &err), 0, "no sink was added");
 	pdk_events_free(ev);
 	pdk_otlp_config_release(&c);
+}
+
+Test(otlp, open_processes_end_at_reexec_and_at_sandbox_end)
+{
+	_cleanup_json_ json_t *events = json_array();
+	_cleanup_json_ json_t *pending = json_array();
+	_cleanup_json_ json_t *req = NULL;
+	_cleanup_json_ json_t *flood = json_array();
+	_cleanup_json_ json_t *none = NULL;
+	json_t *spans, *sh, *py, *sb;
+
+	json_array_append_new(events, ev("sandbox.create", "2026-11-22T10:00:00Z", 0, NULL));
+	json_array_append_new(events, ev("process.exec", "2026-11-22T10:00:01Z", 1,
+					 json_pack("{s:i, s:[s]}", "pid", 7, "argv", "sh")));
+	/* The same pid execs another program: the first span ends there. */
+	json_array_append_new(events, ev("process.exec", "2026-11-22T10:00:02Z", 2,
+					 json_pack("{s:i, s:[s]}", "pid", 7, "argv", "python3")));
+	/* No process.exit for it: the sandbox's end ends it. */
+	json_array_append_new(events, ev("sandbox.destroy", "2026-11-22T10:00:03Z", 3, NULL));
+	req = pdk_otlp_encode_traces(events, NULL, pending);
+	spans = spans_of(req);
+	cr_assert_eq(json_array_size(spans), 3);
+	sh = span_named(spans, "exec sh");
+	py = span_named(spans, "exec python3");
+	sb = span_named(spans, "sandbox");
+	cr_assert(sh && py && sb);
+	cr_assert_str_eq(json_string_value(json_object_get(sh, "endTimeUnixNano")),
+			 "1795341602000000000");
+	cr_assert_str_eq(sattr(json_object_get(sh, "attributes"), "paddock.ended_by"),
+			 "process.exec");
+	cr_assert_str_eq(json_string_value(json_object_get(py, "endTimeUnixNano")),
+			 "1795341603000000000");
+	cr_assert_str_eq(sattr(json_object_get(py, "attributes"), "paddock.ended_by"),
+			 "sandbox.destroy");
+	cr_assert_str_neq(json_string_value(json_object_get(sh, "spanId")),
+			  json_string_value(json_object_get(py, "spanId")));
+	cr_assert_eq(json_array_size(pending), 0, "nothing is left open");
+	/* Starts that never end are bounded. */
+	for (int i = 0; i < 5000; i++)
+		json_array_append_new(flood, ev("process.exec", "2026-11-22T10:00:00Z", i,
+						json_pack("{s:i}", "pid", 100 + i)));
+	none = pdk_otlp_encode_traces(flood, NULL, pending);
+	cr_assert_null(none);
+	cr_assert_eq(json_array_size(pending), 4096);
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(pending, 0), "seq")), 904,
+		     "the oldest were dropped");
 }
