@@ -488,8 +488,55 @@ static json_t *group(const json_t *events, json_t *items, const char *service_na
 
 /* ---- logs ---- */
 
-static json_t *log_record(const json_t *e)
+static bool kind_is(const json_t *e, const char *kind)
 {
+	const char *k = str_of(e, "kind");
+
+	return k != NULL && strcmp(k, kind) == 0;
+}
+
+static int64_t int_of(const json_t *o, const char *key, int64_t dflt)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+/*
+ * The span a record belongs to: its own for process.exec, net.connect and
+ * tool.call; for process.exit, its exec's when that is earlier in the same
+ * batch; else the sandbox's root span.
+ */
+static void log_span(const json_t *events, size_t idx, char span[static 17])
+{
+	const json_t *e = json_array_get(events, idx);
+	const char *sandbox = str_of(e, "sandbox");
+	int64_t pid = int_of(json_object_get(e, "attrs"), "pid", -1);
+
+	if (kind_is(e, "process.exec")) {
+		pdk_otlp_span_id(sandbox, "process", int_of(e, "seq", 0), span);
+		return;
+	}
+	if (kind_is(e, "net.connect") || kind_is(e, "tool.call")) {
+		pdk_otlp_span_id(sandbox, str_of(e, "kind"), int_of(e, "seq", 0), span);
+		return;
+	}
+	for (size_t i = idx; kind_is(e, "process.exit") && i-- > 0;) {
+		const json_t *x = json_array_get(events, i);
+		const char *xs = str_of(x, "sandbox");
+
+		if (kind_is(x, "process.exec") && xs != NULL && strcmp(xs, sandbox) == 0 &&
+		    int_of(json_object_get(x, "attrs"), "pid", -2) == pid) {
+			pdk_otlp_span_id(sandbox, "process", int_of(x, "seq", 0), span);
+			return;
+		}
+	}
+	pdk_otlp_span_id(sandbox, "sandbox", 0, span);
+}
+
+static json_t *log_record(const json_t *events, size_t idx)
+{
+	const json_t *e = json_array_get(events, idx);
 	const char *kind = str_of(e, "kind");
 	const char *sandbox = str_of(e, "sandbox");
 	const json_t *attrs = json_object_get(e, "attrs");
@@ -514,9 +561,8 @@ static json_t *log_record(const json_t *e)
 		add_event_attrs(a, kind, attrs, NULL);
 	pdk_json_set(r, "attributes", a);
 	if (sandbox != NULL) {
-		/* Every record is correlated with its sandbox's root span. */
 		pdk_otlp_trace_id(sandbox, trace);
-		pdk_otlp_span_id(sandbox, "sandbox", 0, span);
+		log_span(events, idx, span);
 		pdk_json_set(r, "traceId", json_string(trace));
 		pdk_json_set(r, "spanId", json_string(span));
 	}
@@ -533,7 +579,7 @@ json_t *pdk_otlp_encode_logs(const json_t *events, const char *service_name)
 	if (json_array_size(events) == 0)
 		return NULL;
 	for (i = 0; i < json_array_size(events) && (e = json_array_get(events, i)); i++) {
-		json_array_append_new(records, log_record(e));
+		json_array_append_new(records, log_record(events, i));
 	}
 	req = json_object();
 	pdk_json_set(req, "resourceLogs",
@@ -547,20 +593,6 @@ struct span_list {
 	json_t *events; /* the event each span belongs to (for its resource) */
 	json_t *spans;
 };
-
-static bool kind_is(const json_t *e, const char *kind)
-{
-	const char *k = str_of(e, "kind");
-
-	return k != NULL && strcmp(k, kind) == 0;
-}
-
-static int64_t int_of(const json_t *o, const char *key, int64_t dflt)
-{
-	json_t *v = json_object_get(o, key);
-
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
-}
 
 static json_t *new_span(const json_t *e, const char *name, int kind, uint64_t start, uint64_t end)
 {
@@ -664,7 +696,8 @@ static void timed_span(struct span_list *l, const json_t *e)
 	const json_t *a = json_object_get(e, "attrs");
 	bool tool = kind_is(e, "tool.call");
 	uint64_t end = ts_ns(str_of(e, "ts"));
-	double ms = num_of(a, "duration_ms");
+	double ms = num_of(a, "duration_ms") >= 0 ? num_of(a, "duration_ms")
+						  : num_of(a, "duration_ns") / 1e6;
 	uint64_t dur = ms > 0 && ms < 1e12 ? (uint64_t)(ms * 1e6) : 0;
 	const char *tname = str_of(a, "tool") ? str_of(a, "tool") : str_of(a, "name");
 	const char *host = str_of(a, "host");

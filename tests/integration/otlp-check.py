@@ -78,5 +78,7 @@ if root and procs:
     fact("process_same_trace", p["traceId"] == root[0]["traceId"])
     fact("process_exit_code", attrs(p["attributes"]).get("process.exit.code", ("", "none"))[1])
     fact("process_status", p["status"]["code"])
+    fact("process_logs_in_process_span", [x["spanId"] for x in records
+          if x["eventName"] in ("process.exec", "process.exit")] == [p["spanId"]] * 2)
     fact("process_within_sandbox", int(root[0]["startTimeUnixNano"]) <= int(p["startTimeUnixNano"])
          <= int(p["endTimeUnixNano"]) <= int(root[0]["endTimeUnixNano"]))

@@ -68,6 +68,7 @@ check_payload() {
 		"process_same_trace=True" \
 		"process_exit_code=3" \
 		"process_status=2" \
+		"process_logs_in_process_span=True" \
 		"process_within_sandbox=True"; do
 		is "$(fact "${f%%=*}")" "$f" "$who: received $f"
 	done

@@ -51,8 +51,8 @@ static json_t *run_events(void)
 		      json_pack("{s:s, s:i, s:s, s:s, s:f}", "host", "example.com", "port", 443,
 				"peer", "93.184.216.34", "decision", "deny", "duration_ms", 50.0)));
 	json_array_append_new(a, ev("tool.call", "2026-11-22T10:00:00.500000Z", 5,
-				    json_pack("{s:s, s:s, s:f}", "tool", "read_file", "call_id",
-					      "c-1", "duration_ms", 20.0)));
+				    json_pack("{s:s, s:s, s:I}", "tool", "read_file", "call_id",
+					      "c-1", "duration_ns", (json_int_t)20000000)));
 	json_array_append_new(a, ev("process.exit", "2026-11-22T10:00:01.000000Z", 6,
 				    json_pack("{s:i, s:i}", "pid", 2, "exit_code", 3)));
 	json_array_append_new(a, ev("sandbox.destroy", "2026-11-22T10:00:01.500000Z", 7, NULL));
@@ -808,4 +808,25 @@ Test(otlp, open_processes_end_at_reexec_and_at_sandbox_end)
 	cr_assert_eq(json_array_size(pending), 4096);
 	cr_assert_eq(json_integer_value(json_object_get(json_array_get(pending, 0), "seq")), 904,
 		     "the oldest were dropped");
+}
+
+Test(otlp, log_records_point_at_their_spans)
+{
+	_cleanup_json_ json_t *events = run_events();
+	_cleanup_json_ json_t *logs = pdk_otlp_encode_logs(events, NULL);
+	_cleanup_json_ json_t *traces = pdk_otlp_encode_traces(events, NULL, NULL);
+	json_t *recs = records_of(logs);
+	json_t *spans = spans_of(traces);
+#define SPAN_OF_REC(i) json_string_value(json_object_get(json_array_get(recs, i), "spanId"))
+#define ID_OF(name)    json_string_value(json_object_get(span_named(spans, name), "spanId"))
+
+	cr_assert_str_eq(SPAN_OF_REC(0), ID_OF("sandbox"), "sandbox.create: the root");
+	cr_assert_str_eq(SPAN_OF_REC(1), ID_OF("exec sh"), "process.exec: its process");
+	cr_assert_str_eq(SPAN_OF_REC(2), ID_OF("sandbox"), "limit.exceeded: the root");
+	cr_assert_str_eq(SPAN_OF_REC(4), ID_OF("connect example.com"));
+	cr_assert_str_eq(SPAN_OF_REC(5), ID_OF("execute_tool read_file"));
+	cr_assert_str_eq(SPAN_OF_REC(6), ID_OF("exec sh"), "process.exit: its exec's process");
+	cr_assert_str_eq(SPAN_OF_REC(7), ID_OF("sandbox"));
+#undef SPAN_OF_REC
+#undef ID_OF
 }
