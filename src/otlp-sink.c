@@ -156,17 +156,27 @@ static uint64_t ms_left(uint64_t deadline_ns)
 	return deadline_ns > now ? (deadline_ns - now + 999999) / 1000000 : 0;
 }
 
+/* Wait for `events` on the socket until the deadline. True when ready. */
+static bool wait_sock(const struct otlp_sink *s, short events, uint64_t deadline_ns)
+{
+	struct pollfd p = {.fd = s->sock, .events = events};
+	int r;
+
+	do
+		r = ms_left(deadline_ns) ? poll(&p, 1, (int)ms_left(deadline_ns)) : 0;
+	while (r < 0 && errno == EINTR);
+	return r > 0;
+}
+
 /* Finish the partial line, then tell the helper the stream is over. */
 static void finish_stream(struct otlp_sink *s, uint64_t deadline_ns)
 {
 	while (!s->broken && s->rest != NULL) {
-		struct pollfd p = {.fd = s->sock, .events = POLLOUT};
 		int rc = flush_rest(s);
 
 		if (rc == 0)
 			break;
-		if (rc != -EAGAIN || ms_left(deadline_ns) == 0 ||
-		    poll(&p, 1, (int)ms_left(deadline_ns)) <= 0) {
+		if (rc != -EAGAIN || !wait_sock(s, POLLOUT, deadline_ns)) {
 			s->broken = true;
 			s->dropped++; /* that line never arrived whole */
 			s->sent--;
@@ -182,10 +192,9 @@ static json_t *read_report(struct otlp_sink *s, uint64_t deadline_ns)
 	size_t len = 0;
 
 	while (len < sizeof(buf) - 1) {
-		struct pollfd p = {.fd = s->sock, .events = POLLIN};
 		ssize_t n;
 
-		if (ms_left(deadline_ns) == 0 || poll(&p, 1, (int)ms_left(deadline_ns)) <= 0)
+		if (!wait_sock(s, POLLIN, deadline_ns))
 			return NULL;
 		n = TEMP_FAILURE_RETRY(recv(s->sock, buf + len, sizeof(buf) - 1 - len, 0));
 		if (n <= 0)

@@ -33,7 +33,7 @@ struct pdk_otlp {
 	size_t head, n;
 	uint64_t first_ns; /* monotonic time the oldest queued event arrived */
 	size_t inflight;
-	bool closing, done, started;
+	bool closing, done, started, global_init;
 	uint64_t deadline_ns; /* monotonic; valid when closing */
 	atomic_bool abort;
 	struct pdk_otlp_stats st;
@@ -339,7 +339,9 @@ struct pdk_otlp *pdk_otlp_new(const struct pdk_otlp_config *cfg, struct pdk_erro
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&o->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || setup_curl(o, err) < 0) {
+	/* Reference-counted by libcurl; released in pdk_otlp_free(). */
+	o->global_init = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+	if (!o->global_init || setup_curl(o, err) < 0) {
 		(void)pdk_error_setx(err, ENOMEM, "cannot initialise libcurl");
 		pdk_otlp_free(o);
 		return NULL;
@@ -425,6 +427,8 @@ void pdk_otlp_free(struct pdk_otlp *o)
 	curl_slist_free_all(o->headers);
 	if (o->curl)
 		curl_easy_cleanup(o->curl);
+	if (o->global_init)
+		curl_global_cleanup();
 	pthread_cond_destroy(&o->cond);
 	pthread_mutex_destroy(&o->lock);
 	pdk_otlp_config_release(&o->cfg);
