@@ -250,6 +250,8 @@ int pdk_otlp_config_from_env(struct pdk_otlp_config *cfg, const char *endpoint,
 	const char *headers = getenv("OTEL_EXPORTER_OTLP_HEADERS");
 	const char *service = getenv("OTEL_SERVICE_NAME");
 
+	if (endpoint != NULL && *endpoint == '\0')
+		return pdk_error_setx(err, EINVAL, "--otlp: an empty URL");
 	if (url == NULL || *url == '\0')
 		return 0;
 	if (endpoint == NULL && disabled && strcasecmp(disabled, "true") == 0)

@@ -485,6 +485,8 @@ Test(otlp, config_from_env)
 	cr_assert_eq(c.deadline_ms, 500);
 	cr_assert_str_eq(c.service_name, "agents");
 	pdk_otlp_config_release(&c);
+	cr_assert_lt(pdk_otlp_config_from_env(&c, "", &err), 0, "an empty --otlp is an error");
+	pdk_error_free(&err);
 	/* --otlp wins over the variable. */
 	pdk_otlp_config_init(&c);
 	cr_assert_eq(pdk_otlp_config_from_env(&c, "https://other", NULL), 1);
