@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "events.h"
 #include "redact.h"
+#include "otlp.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "util.h"
@@ -27,6 +28,7 @@ struct pdk_run_opts {
 	const char *ws_mode;
 	const char *cwd;
 	const char *events;
+	const char *otlp;
 	const char *timeout;
 	const char *memory;
 	const char *pids;
@@ -58,6 +60,7 @@ enum {
 	OPT_NO_EXEC_TRACE,
 	OPT_NO_AUDIT,
 	OPT_AUDIT_FULL,
+	OPT_OTLP,
 };
 
 static const struct option long_opts[] = {
@@ -73,6 +76,7 @@ static const struct option long_opts[] = {
 	{"ro", required_argument, NULL, OPT_RO},
 	{"rw", required_argument, NULL, OPT_RW},
 	{"events", required_argument, NULL, OPT_EVENTS},
+	{"otlp", required_argument, NULL, OPT_OTLP},
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"discard", no_argument, NULL, OPT_DISCARD},
 	{"disk", required_argument, NULL, OPT_DISK},
@@ -123,6 +127,8 @@ static void usage(FILE *out)
 	      "      --audit-queue-full P when events come faster than the store takes\n"
 	      "                           them: block (wait, the default) or stop (stop\n"
 	      "                           the sandbox); never dropped\n"
+	      "      --otlp URL           export events to an OpenTelemetry collector\n"
+	      "                           (OTLP/HTTP JSON; default: OTEL_EXPORTER_OTLP_ENDPOINT)\n"
 	      "      --stats              print wall time, CPU time and peak memory at the end\n"
 	      "  -h, --help               show this help\n"
 	      "\n"
@@ -182,6 +188,9 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 			break;
 		case OPT_EVENTS:
 			o->events = optarg;
+			break;
+		case OPT_OTLP:
+			o->otlp = optarg;
 			break;
 		case OPT_STATS:
 			o->stats = true;
@@ -577,45 +586,6 @@ fail:
 	return -1;
 }
 
-/*
- * The run's event stream: the audit store (unless --no-audit), the
- * --events file, and the values of secret-looking variables of the
- * sandbox's environment registered for redaction before any sink.
- */
-static int open_events(struct run_ctx *c, const char *id)
-{
-	_cleanup_error_ struct pdk_error *err = NULL;
-
-	c->events = pdk_events_new(id, "paddock-run");
-	for (size_t i = 0; c->env != NULL && c->env[i] != NULL; i++) {
-		const char *eq = strchr(c->env[i], '=');
-
-		if (eq != NULL && pdk_redact_name_is_secret(c->env[i], (size_t)(eq - c->env[i]))) {
-			_cleanup_free_ char *name = strndup(c->env[i], (size_t)(eq - c->env[i]));
-
-			if (name == NULL)
-				pdk_oom();
-			(void)pdk_events_add_secret(c->events, name, eq + 1);
-		}
-	}
-	if (!c->o.no_audit) {
-		_cleanup_free_ char *state = pdk_state_dir();
-		struct pdk_audit_sink_config cfg = {.state_dir = state, .on_full = PDK_AUDIT_BLOCK};
-
-		if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "stop") == 0)
-			cfg.on_full = PDK_AUDIT_STOP;
-		else if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "block") != 0)
-			return bad_value("--audit-queue-full", c->o.audit_full, "block or stop");
-
-		pdk_audit_add_sink(c->events, &cfg);
-	}
-	if (c->o.events != NULL && pdk_events_add_file(c->events, c->o.events, &err) < 0) {
-		pdk_cli_error("%s", err->msg);
-		return -1;
-	}
-	return 0;
-}
-
 static int run_sandbox(struct run_ctx *c, char id_out[37])
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -665,6 +635,70 @@ static int run_sandbox(struct run_ctx *c, char id_out[37])
 	return exit_code(&res);
 }
 
+/* The values of secret-looking variables of the sandbox's environment, redacted before any sink. */
+static void add_env_secrets(struct run_ctx *c)
+{
+	for (size_t i = 0; c->env != NULL && c->env[i] != NULL; i++) {
+		const char *eq = strchr(c->env[i], '=');
+		_cleanup_free_ char *name = NULL;
+
+		if (eq == NULL || !pdk_redact_name_is_secret(c->env[i], (size_t)(eq - c->env[i])))
+			continue;
+		name = strndup(c->env[i], (size_t)(eq - c->env[i]));
+		if (name == NULL)
+			pdk_oom();
+		(void)pdk_events_add_secret(c->events, name, eq + 1);
+	}
+}
+
+/*
+ * The run's event stream: the audit store (unless --no-audit), the
+ * --events file, an OTLP exporter. A bad --otlp URL is a bad option; a bad
+ * OTEL_* variable or an exporter that cannot start only costs the export
+ * (a warning), never the run.
+ */
+static int open_events(struct run_ctx *c, const char *id)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_audit_sink_config acfg = {.on_full = PDK_AUDIT_BLOCK};
+	_cleanup_free_ char *state = NULL;
+	struct pdk_otlp_config cfg;
+	int otlp;
+
+	if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "stop") == 0)
+		acfg.on_full = PDK_AUDIT_STOP;
+	else if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "block") != 0)
+		return bad_value("--audit-queue-full", c->o.audit_full, "block or stop") < 0
+			       ? PDK_EXIT_POLICY
+			       : 0;
+	pdk_otlp_config_init(&cfg);
+	otlp = pdk_otlp_config_from_env(&cfg, c->o.otlp, &err);
+	if (otlp < 0 && c->o.otlp != NULL) {
+		pdk_cli_error("run: %s", err->msg);
+		pdk_otlp_config_release(&cfg);
+		return PDK_EXIT_POLICY;
+	}
+	if (otlp < 0)
+		pdk_cli_warn("OTLP export disabled: %s", err->msg);
+	pdk_error_free(&err);
+	c->events = pdk_events_new(id, "paddock-run");
+	add_env_secrets(c);
+	if (!c->o.no_audit) {
+		state = pdk_state_dir();
+		acfg.state_dir = state;
+		pdk_audit_add_sink(c->events, &acfg);
+	}
+	if (c->o.events != NULL && pdk_events_add_file(c->events, c->o.events, &err) < 0) {
+		pdk_cli_error("%s", err->msg);
+		pdk_otlp_config_release(&cfg);
+		return PDK_EXIT_POLICY;
+	}
+	if (otlp > 0 && pdk_otlp_add_sink(c->events, &cfg, NULL, &err) < 0)
+		pdk_cli_warn("OTLP export disabled: %s", err->msg);
+	pdk_otlp_config_release(&cfg);
+	return 0;
+}
+
 int pdk_cmd_run(int argc, char **argv)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -678,8 +712,8 @@ int pdk_cmd_run(int argc, char **argv)
 	}
 	rc = prepare(&c) < 0 ? PDK_EXIT_POLICY : 0;
 	pdk_make_id(id);
-	if (rc == 0 && open_events(&c, id) < 0)
-		rc = PDK_EXIT_POLICY;
+	if (rc == 0)
+		rc = open_events(&c, id);
 	if (rc == 0 && make_change_set(&c, id) < 0)
 		rc = PDK_EXIT_SETUP;
 	if (rc == 0) {
