@@ -9,7 +9,8 @@
 
 DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libjansson-dev \
 	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap python3 \
-	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch
+	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch \
+	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON ?= meson

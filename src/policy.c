@@ -17,6 +17,7 @@
  * walk never stops at the first one. docs/internals/policy.md has more.
  */
 #include "common.h"
+#include "egress.h"
 #include "policy.h"
 #include "util.h"
 
@@ -788,7 +789,7 @@ static const struct enum_val ws_modes[] = {
 static const struct enum_val net_modes[] = {
 	{"none", PDK_NET_NONE, NULL},
 	{"host", PDK_NET_HOST, NULL},
-	{"allowlist", -1, "'allowlist' is not supported yet (use none or host)"},
+	{"allowlist", PDK_NET_ALLOWLIST, NULL},
 };
 static const struct enum_spec ws_mode_spec = {ws_modes, PDK_ARRAY_SIZE(ws_modes)};
 static const struct enum_spec net_mode_spec = {net_modes, PDK_ARRAY_SIZE(net_modes)};
@@ -947,7 +948,29 @@ static char *check_etc_name(struct walk *w, const struct node *n, const char *pa
 	return pdk_xstrdup(s);
 }
 
+/* A network.allow entry, stored in its canonical form (lowercase, IDNA, v6 compressed). */
+static char *check_allow(struct walk *w, const struct node *n, const char *path, const char *s)
+{
+	struct pdk_egress_rule r;
+	_cleanup_free_ char *why = NULL;
+	_cleanup_free_ char *ex = NULL;
+	char *out;
+
+	if (pdk_egress_rule_parse(s, &r, &why) < 0) {
+		ex = excerpt_str(s);
+		bad(w, n, path,
+		    "'%s' is not a host, '*.domain' or IP address with an optional "
+		    ":port: %s",
+		    ex, why);
+		return NULL;
+	}
+	out = steal_ptr(&r.text);
+	pdk_egress_rule_release(&r);
+	return out;
+}
+
 static const struct list_spec abs_paths = {"an absolute path", check_abs_path};
+static const struct list_spec allow_entries = {"a host[:port]", check_allow};
 static const struct list_spec etc_names = {"a name under /etc", check_etc_name};
 
 static bool strv_has(char *const *v, const char *s)
@@ -1520,6 +1543,7 @@ static const struct table fs_table = TABLE(fs_fields);
 
 static const struct field net_fields[] = {
 	{"mode", parse_enum, emit_enum, OFF(network.mode), &net_mode_spec},
+	{"allow", parse_list, emit_list, OFF(network.allow), &allow_entries},
 };
 static const struct table net_table = TABLE(net_fields);
 
@@ -1533,6 +1557,8 @@ static const struct limit_spec lim_nofile = {LIM_COUNT, NULL, 1U << 30, 1};
 static const struct limit_spec lim_fsize = {LIM_SIZE, "unlimited", UINT64_MAX, 1};
 static const struct limit_spec lim_tmp_size = {LIM_SIZE, NULL, UINT64_MAX, 1};
 static const struct limit_spec lim_disk = {LIM_SIZE, "unlimited", UINT64_MAX, 1};
+static const struct limit_spec lim_egress_bytes = {LIM_SIZE, "unlimited", UINT64_MAX, 1};
+static const struct limit_spec lim_egress_count = {LIM_COUNT, "unlimited", UINT32_MAX, 1};
 
 static const struct field limit_fields[] = {
 	{"memory", parse_limit, emit_limit, OFF(limits.memory), &lim_memory},
@@ -1544,6 +1570,11 @@ static const struct field limit_fields[] = {
 	{"fsize", parse_limit, emit_limit, OFF(limits.fsize), &lim_fsize},
 	{"tmp_size", parse_limit, emit_limit, OFF(limits.tmp_size), &lim_tmp_size},
 	{"disk", parse_limit, emit_limit, OFF(limits.disk), &lim_disk},
+	{"egress_bytes", parse_limit, emit_limit, OFF(limits.egress_bytes), &lim_egress_bytes},
+	{"egress_requests", parse_limit, emit_limit, OFF(limits.egress_requests),
+	 &lim_egress_count},
+	{"egress_connections", parse_limit, emit_limit, OFF(limits.egress_connections),
+	 &lim_egress_count},
 };
 static const struct table limit_table = TABLE(limit_fields);
 
@@ -2007,6 +2038,7 @@ struct pdk_policy *pdk_policy_dup(const struct pdk_policy *p)
 	d->etc = strv_copy(p->etc);
 	d->hostname = str_copy(p->hostname);
 	d->env = strv_copy(p->env);
+	d->network.allow = strv_copy(p->network.allow);
 	return d;
 }
 
@@ -2025,6 +2057,7 @@ void pdk_policy_free(struct pdk_policy *p)
 	pdk_strv_free(p->etc);
 	free(p->hostname);
 	pdk_strv_free(p->env);
+	pdk_strv_free(p->network.allow);
 	free(p);
 }
 
@@ -2090,6 +2123,8 @@ const char *pdk_policy_net_mode_name(enum pdk_net_mode m)
 		return "none";
 	case PDK_NET_HOST:
 		return "host";
+	case PDK_NET_ALLOWLIST:
+		return "allowlist";
 	default:
 		return "unknown";
 	}

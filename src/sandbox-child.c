@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <linux/close_range.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -70,14 +71,13 @@ static void setup_namespaces(struct pdk_sandbox *sb)
 		child_fail(sb, -rc, "cannot bring up loopback: %s", strerror(-rc));
 }
 
-/* Hand the parent the fd of a disk-limited workspace's upper layer (SCM_RIGHTS). */
-static void send_upper_fd(struct pdk_sandbox *sb, int fd)
+/* Hand the parent an fd (SCM_RIGHTS) tagged with `tag`, then close ours. */
+static void send_fd(struct pdk_sandbox *sb, char tag, int fd)
 {
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
-	char tag = PDK__CHILD_UPPER_FD;
 	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
 	struct msghdr mh = {.msg_iov = &iov,
 			    .msg_iovlen = 1,
@@ -92,8 +92,32 @@ static void send_upper_fd(struct pdk_sandbox *sb, int fd)
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	if (TEMP_FAILURE_RETRY(sendmsg(sb->sync[1], &mh, MSG_NOSIGNAL)) < 0)
-		child_fail(sb, errno, "cannot pass the workspace layer: %s", strerror(errno));
+		child_fail(sb, errno, "cannot pass an fd to the supervisor: %s", strerror(errno));
 	(void)close(fd);
+}
+
+/*
+ * Step 4 (allowlist mode): the proxy's listening socket on 127.0.0.1 in the
+ * sandbox's own network namespace, handed to the supervisor. The sandbox
+ * keeps no copy: it cannot accept its own connections, and Landlock later
+ * denies it any bind.
+ */
+static void setup_egress(struct pdk_sandbox *sb)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(PDK_EGRESS_PORT),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd;
+
+	if (sb->cfg->policy->network.mode != PDK_NET_ALLOWLIST)
+		return;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		child_fail(sb, errno, "egress: socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
+		child_fail(sb, errno, "egress: cannot listen on 127.0.0.1:%d: %s", PDK_EGRESS_PORT,
+			   strerror(errno));
+	send_fd(sb, PDK__CHILD_EGRESS_FD, fd);
 }
 
 static void setup_filesystem(struct pdk_sandbox *sb)
@@ -105,7 +129,7 @@ static void setup_filesystem(struct pdk_sandbox *sb)
 	if (rc < 0)
 		child_fail(sb, -rc, "mount: %s", msg);
 	if (upper_fd >= 0)
-		send_upper_fd(sb, upper_fd);
+		send_fd(sb, PDK__CHILD_UPPER_FD, upper_fd);
 	if (chdir(sb->cwd) < 0)
 		child_fail(sb, errno, "cannot change to working directory '%s' in the sandbox: %s",
 			   sb->cwd, strerror(errno));
@@ -150,6 +174,7 @@ int pdk__sandbox_child(void *arg)
 	reset_signals();
 	setup_namespaces(sb);
 	setup_filesystem(sb);
+	setup_egress(sb);
 	setup_confinement(sb);
 	/*
 	 * SECURITY: no fd the caller of paddock leaked to us may reach the

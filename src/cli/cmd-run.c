@@ -4,6 +4,7 @@
  */
 #include "common.h"
 #include "cli.h"
+#include "egress.h"
 #include "events.h"
 #include "policy.h"
 #include "sandbox.h"
@@ -32,6 +33,7 @@ struct pdk_run_opts {
 	char **env;
 	char **ro;
 	char **rw;
+	char **allow; /* --allow entries */
 	const char *disk;
 	const char *change_set;
 	bool stats;
@@ -50,6 +52,7 @@ enum {
 	OPT_DISCARD,
 	OPT_DISK,
 	OPT_CHANGE_SET,
+	OPT_ALLOW,
 };
 
 static const struct option long_opts[] = {
@@ -69,6 +72,7 @@ static const struct option long_opts[] = {
 	{"discard", no_argument, NULL, OPT_DISCARD},
 	{"disk", required_argument, NULL, OPT_DISK},
 	{"change-set", required_argument, NULL, OPT_CHANGE_SET},
+	{"allow", required_argument, NULL, OPT_ALLOW},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -104,6 +108,10 @@ static void usage(FILE *out)
 	      "      --cpus N             CPU bandwidth, e.g. 0.5 or 2\n"
 	      "      --ro PATH            also bind host PATH read-only (repeatable)\n"
 	      "      --rw PATH            also bind host PATH read-write (repeatable)\n"
+	      "      --allow HOST[:PORT]  let HTTP(S) to HOST out through the egress proxy\n"
+	      "                           (repeatable; *.DOMAIN, IP literals; default\n"
+	      "                           ports 80 and 443); implies network mode\n"
+	      "                           allowlist. See docs/egress.md\n"
 	      "      --events FILE        append JSON-lines events to FILE\n"
 	      "      --stats              print wall time, CPU time and peak memory at the end\n"
 	      "  -h, --help               show this help\n"
@@ -119,6 +127,7 @@ static void opts_release(struct pdk_run_opts *o)
 	pdk_strv_free(o->env);
 	pdk_strv_free(o->ro);
 	pdk_strv_free(o->rw);
+	pdk_strv_free(o->allow);
 }
 
 /* Returns 0, 1 for --help, or -1 after printing an error. */
@@ -176,6 +185,9 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 			break;
 		case OPT_CHANGE_SET:
 			o->change_set = optarg;
+			break;
+		case OPT_ALLOW:
+			pdk_strv_push(&o->allow, optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -290,6 +302,34 @@ static int apply_ws_opts(const struct pdk_run_opts *o, struct pdk_policy *p, cha
 	return 0;
 }
 
+/*
+ * --allow adds to the profile's network.allow and turns network mode none
+ * into allowlist; with mode host it would mean nothing, so it is refused.
+ */
+static int apply_allow_opts(const struct pdk_run_opts *o, struct pdk_policy *p)
+{
+	for (size_t i = 0; o->allow != NULL && o->allow[i] != NULL; i++) {
+		struct pdk_egress_rule r;
+		_cleanup_free_ char *why = NULL;
+
+		if (pdk_egress_rule_parse(o->allow[i], &r, &why) < 0) {
+			pdk_cli_error("run: invalid --allow '%s': %s", o->allow[i], why);
+			return -1;
+		}
+		pdk_strv_push(&p->network.allow, r.text);
+		pdk_egress_rule_release(&r);
+	}
+	if (o->allow == NULL)
+		return 0;
+	if (p->network.mode == PDK_NET_HOST) {
+		pdk_cli_error("run: --allow needs network mode none or allowlist (the profile "
+			      "has host)");
+		return -1;
+	}
+	p->network.mode = PDK_NET_ALLOWLIST;
+	return 0;
+}
+
 /* The name part of "K=V" or "K": [A-Za-z_][A-Za-z0-9_]*, as the profile's env keys. */
 static bool valid_env_name(const char *kv)
 {
@@ -332,6 +372,8 @@ static int build_env(const struct pdk_run_opts *o, const struct pdk_policy *p, c
 	pdk_strv_push(&env, "LANG=C.UTF-8");
 	if (term != NULL)
 		pdk_strv_push_take(&env, pdk_xasprintf("TERM=%s", term));
+	if (p->network.mode == PDK_NET_ALLOWLIST)
+		pdk_egress_env_add(&env); /* before the profile's env and -e, which may override */
 	for (size_t i = 0; p->env != NULL && p->env[i] != NULL; i++)
 		env_set(&env, p->env[i]);
 	for (size_t i = 0; o->env != NULL && o->env[i] != NULL; i++) {
@@ -447,7 +489,7 @@ static int prepare(struct run_ctx *c)
 		return -1;
 	}
 	pdk_policy_report_release(&rep);
-	if (apply_limit_opts(&c->o, c->policy) < 0 ||
+	if (apply_limit_opts(&c->o, c->policy) < 0 || apply_allow_opts(&c->o, c->policy) < 0 ||
 	    apply_ws_opts(&c->o, c->policy, &c->workspace) < 0 ||
 	    build_env(&c->o, c->policy, &c->env) < 0)
 		return -1;
