@@ -79,7 +79,7 @@ def hold_then(target, cmd):
     s = socket.create_connection(PROXY, timeout=5)
     if target:
         s.sendall(f"CONNECT {target} HTTP/1.1\r\n\r\n".encode())
-        print(s.recv(4096).split(b"\r\n")[0].decode())
+        print(s.recv(4096).split(b"\r\n")[0].decode(), flush=True)
     rc = subprocess.call(cmd)
     print(f"cmd-exit={rc}")
     s.close()

@@ -182,7 +182,8 @@ Test(egress, match_exact_wildcard_port)
 	cr_assert_null(match(&rs, "badexample.com", 443));
 	cr_assert_str_eq(match(&rs, "api.github.com", 443), "*.github.com:443");
 	cr_assert_str_eq(match(&rs, "a.b.github.com", 443), "*.github.com:443");
-	cr_assert_null(match(&rs, "github.com", 443), "a wildcard does not match its suffix itself");
+	cr_assert_null(match(&rs, "github.com", 443),
+		       "a wildcard does not match its suffix itself");
 	cr_assert_null(match(&rs, "evilgithub.com", 443));
 	cr_assert_null(match(&rs, "api.github.com", 80), "an explicit port is the only one");
 	cr_assert_null(match(&rs, "github.com.evil.net", 443));
@@ -559,12 +560,12 @@ static void policy_err(const char *yaml, const char *field, int line, int col, c
 
 Test(egress, policy_errors)
 {
-	policy_err("network:\n  allow:\n    - example.com\n    - 'a.*.com'\n",
-		   "network.allow[1]", 4, 7, "wildcard");
+	policy_err("network:\n  allow:\n    - example.com\n    - 'a.*.com'\n", "network.allow[1]",
+		   4, 7, "wildcard");
 	policy_err("network:\n  allow: [example.com:99999]\n", "network.allow[0]", 2, 11,
 		   "1 to 65535");
-	policy_err("network:\n  allow: [Example.com, example.com.]\n", "network.allow[1]", 2,
-		   24, "listed twice");
+	policy_err("network:\n  allow: [Example.com, example.com.]\n", "network.allow[1]", 2, 24,
+		   "listed twice");
 	policy_err("network:\n  allow: example.com\n", "network.allow", 2, 10, "expected a list");
 	policy_err("network:\n  allow: ['127.1']\n", "network.allow[0]", 2, 11, "IPv4");
 	policy_err("limits:\n  egress_bytes: lots\n", "limits.egress_bytes", 2, 17, "a size");
@@ -575,7 +576,8 @@ Test(egress, policy_errors)
 Test(egress, env_names_the_proxy)
 {
 	_cleanup_strv_ char **env = NULL;
-	const char *want[] = {"HTTP_PROXY=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128",
+	const char *want[] = {"HTTP_PROXY=http://127.0.0.1:3128",
+			      "https_proxy=http://127.0.0.1:3128",
 			      "ALL_PROXY=http://127.0.0.1:3128", "NO_PROXY="};
 
 	pdk_egress_env_add(&env);
