@@ -18,6 +18,7 @@ import time
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # the head and the body are two writes
 
     def log_message(self, *args):
         pass
