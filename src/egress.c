@@ -109,11 +109,12 @@ static void emit_limit(struct pdk_egress *e, const char *limit, uint64_t value)
 static void emit_connect(struct conn *c, bool allow, int status, const char *reason)
 {
 	const struct pdk__egress_head *h = &c->head;
-	json_t *a = json_object();
+	json_t *a;
 
 	if (c->event_done)
 		return;
 	c->event_done = true;
+	a = json_object();
 	pdk_json_set(a, "method", json_string(http_method_str((enum http_method)h->p.method)));
 	pdk_json_set(a, "host", h->host ? json_string(h->host) : json_null());
 	pdk_json_set(a, "port", json_integer(h->port));
