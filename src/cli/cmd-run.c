@@ -302,6 +302,15 @@ static int apply_ws_opts(const struct pdk_run_opts *o, struct pdk_policy *p, cha
 	return 0;
 }
 
+static bool strv_contains(char *const *v, const char *s)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
+		if (strcmp(v[i], s) == 0)
+			return true;
+	}
+	return false;
+}
+
 /*
  * --allow adds to the profile's network.allow and turns network mode none
  * into allowlist; with mode host it would mean nothing, so it is refused.
@@ -316,7 +325,8 @@ static int apply_allow_opts(const struct pdk_run_opts *o, struct pdk_policy *p)
 			pdk_cli_error("run: invalid --allow '%s': %s", o->allow[i], why);
 			return -1;
 		}
-		pdk_strv_push(&p->network.allow, r.text);
+		if (!strv_contains(p->network.allow, r.text))
+			pdk_strv_push(&p->network.allow, r.text);
 		pdk_egress_rule_release(&r);
 	}
 	if (o->allow == NULL)
