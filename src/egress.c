@@ -39,6 +39,7 @@
 #define HEAD_TIMEOUT_S  30  /* a client that sends no complete head is dropped */
 #define IDLE_TIMEOUT_S  600 /* a tunnel or response with no traffic */
 #define MAX_LOCAL_ADDRS 64
+#define MAX_CANDIDATES  8            /* checked addresses of one name tried in turn */
 #define TUNNEL_BUF      (256 * 1024) /* bytes per read() in a tunnel, and held per direction */
 
 enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_TUNNEL, ST_FORWARD, ST_CLOSING };
@@ -56,7 +57,9 @@ struct conn {
 	struct evdns_getaddrinfo_request *dns;
 	struct tunnel *tun; /* ST_TUNNEL */
 	const struct pdk_egress_rule *rule;
-	char addr[INET6_ADDRSTRLEN]; /* the address connected to */
+	char addr[INET6_ADDRSTRLEN];                  /* the address connected to */
+	struct sockaddr_storage cand[MAX_CANDIDATES]; /* addresses that passed the checks */
+	size_t n_cand, next_cand;
 	uint64_t t_start;
 	uint64_t sent, received; /* bytes towards upstream / towards the client */
 	bool answered;           /* bytes of a response reached the client */
@@ -83,6 +86,7 @@ struct pdk_egress {
 
 struct tunnel;
 static void client_read(struct bufferevent *bev, void *arg);
+static void connect_next(struct conn *c);
 static void client_event(struct bufferevent *bev, short what, void *arg);
 static void conn_free(struct conn *c);
 
@@ -611,15 +615,24 @@ static void up_connect_event(struct bufferevent *bev, short what, void *arg)
 	}
 	why = pdk_xasprintf("cannot connect to %s port %u: %s", c->addr, c->head.port,
 			    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	if (c->next_cand < c->n_cand) {
+		/* Another checked address of the same answer (an IPv6 one without a route). */
+		bufferevent_free(c->up);
+		c->up = NULL;
+		connect_next(c);
+		return;
+	}
 	answer(c, true, 502, why);
 }
 
-static void connect_up(struct conn *c, const struct sockaddr *sa, socklen_t len)
+/* Connect to the next candidate address: one that passed judge_addr() (or a listed IP). */
+static void connect_next(struct conn *c)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = c->cand[c->next_cand++];
+	socklen_t len =
+		ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 	struct timeval t = {HEAD_TIMEOUT_S, 0};
 
-	memcpy(&ss, sa, len);
 	((struct sockaddr_in *)&ss)->sin_port = htons(c->head.port); /* same offset in v6 */
 	if (inet_ntop(ss.ss_family,
 		      ss.ss_family == AF_INET
@@ -628,9 +641,11 @@ static void connect_up(struct conn *c, const struct sockaddr *sa, socklen_t len)
 		      c->addr, sizeof(c->addr)) == NULL)
 		c->addr[0] = '\0';
 	c->state = ST_CONNECT;
-	c->e->requests++;
-	c->e->open_upstream++;
-	c->counted = true;
+	if (!c->counted) {
+		c->e->requests++;
+		c->e->open_upstream++;
+		c->counted = true;
+	}
 	c->up = bufferevent_socket_new(c->e->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (c->up == NULL) {
 		answer(c, true, 502, "cannot create a socket");
@@ -692,7 +707,6 @@ static void addr_text(const struct sockaddr *sa, char *buf, size_t len)
 static void resolved(int result, struct evutil_addrinfo *res, void *arg)
 {
 	struct conn *c = arg;
-	const struct evutil_addrinfo *pick = NULL;
 	_cleanup_free_ char *why = NULL;
 
 	if (result == EVUTIL_EAI_CANCEL)
@@ -704,12 +718,15 @@ static void resolved(int result, struct evutil_addrinfo *res, void *arg)
 		answer(c, true, 502, why);
 		return;
 	}
-	for (const struct evutil_addrinfo *ai = res; ai != NULL && pick == NULL; ai = ai->ai_next) {
+	c->n_cand = c->next_cand = 0;
+	for (const struct evutil_addrinfo *ai = res; ai != NULL && c->n_cand < MAX_CANDIDATES;
+	     ai = ai->ai_next) {
 		const char *bad = judge_addr(c, ai->ai_addr);
 
-		if (bad == NULL) {
-			pick = ai;
-		} else if (why == NULL) {
+		if (bad == NULL && ai->ai_addrlen <= sizeof(c->cand[0])) {
+			memset(&c->cand[c->n_cand], 0, sizeof(c->cand[0]));
+			memcpy(&c->cand[c->n_cand++], ai->ai_addr, ai->ai_addrlen);
+		} else if (bad != NULL && why == NULL) {
 			char a[INET6_ADDRSTRLEN];
 
 			addr_text(ai->ai_addr, a, sizeof(a));
@@ -718,8 +735,8 @@ static void resolved(int result, struct evutil_addrinfo *res, void *arg)
 					    c->head.host, a, bad);
 		}
 	}
-	if (pick != NULL)
-		connect_up(c, pick->ai_addr, (socklen_t)pick->ai_addrlen);
+	if (c->n_cand > 0)
+		connect_next(c);
 	else
 		answer(c, false, 403, why ? why : "the name has no address");
 	evutil_freeaddrinfo(res);
@@ -758,10 +775,10 @@ static void decide(struct conn *c)
 	bufferevent_disable(c->client, EV_READ);
 	bufferevent_set_timeouts(c->client, NULL, NULL);
 	if (h->host_is_ip) {
-		socklen_t len = h->ip.ss_family == AF_INET ? sizeof(struct sockaddr_in)
-							   : sizeof(struct sockaddr_in6);
-
-		connect_up(c, (struct sockaddr *)&h->ip, len);
+		c->cand[0] = h->ip;
+		c->n_cand = 1;
+		c->next_cand = 0;
+		connect_next(c);
 		return;
 	}
 	c->state = ST_RESOLVE;

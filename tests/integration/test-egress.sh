@@ -28,7 +28,7 @@ ORIGIN=http://127.0.0.1:$P
 
 # The proxy's resolver: a hosts file mapping origin.test to loopback, and a resolver that
 # answers nothing (a closed port on 127.0.0.1), so no query leaves the machine.
-printf '127.0.0.1 origin.test\n' >"$T/hosts"
+printf '127.0.0.1 origin.test\n127.0.0.2 multi.test\n127.0.0.1 multi.test\n' >"$T/hosts"
 printf 'nameserver 127.0.0.1:9\noptions timeout:1 attempts:1\n' >"$T/resolv.conf"
 chmod 0644 "$T/hosts" "$T/resolv.conf"
 PRUN_ENV=(PADDOCK_HOSTS="$T/hosts" PADDOCK_RESOLV_CONF="$T/resolv.conf")
@@ -87,6 +87,9 @@ check_names() {
 	out=$(qrun "$who" --allow "*.test:$P" --allow "127.0.0.1:$P" -- \
 		curl -sS -m 10 -p "http://origin.test:$P/hello")
 	is "$out" hello-egress "$who: a wildcard rule allows a CONNECT to a name below it"
+	out=$(qrun "$who" --allow "multi.test:$P" --allow "127.0.0.2:$P" --allow "127.0.0.1:$P" -- \
+		curl -sS -m 10 "http://multi.test:$P/hello")
+	is "$out" hello-egress "$who: when the first checked address refuses, the next one is tried"
 	out=$(qrun "$who" --allow "nowhere.test:$P" -- curl -sS -m 10 -w ' %{http_code}' \
 		"http://nowhere.test:$P/")
 	case "$out" in *"cannot resolve 'nowhere.test'"*502) rc=0 ;; *) rc=1 ;; esac
