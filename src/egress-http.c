@@ -289,7 +289,41 @@ static void head_append(FILE *f, const char *s, size_t len)
 		(void)fwrite(s, 1, len, f); /* a memstream: fclose() reports failure */
 }
 
-char *pdk__egress_head_upstream(struct pdk__egress_head *h, const char *data, size_t *len)
+/* Append s[0..len) with every rw->from[i] replaced by rw->to[i]. */
+static void append_swapped(FILE *f, const char *s, size_t len, const struct pdk__egress_rewrite *rw)
+{
+	while (len > 0) {
+		size_t best = len, which = 0;
+
+		for (size_t i = 0; rw != NULL && i < rw->n_swap; i++) {
+			const char *at = memmem(s, len, rw->from[i], strlen(rw->from[i]));
+
+			if (at != NULL && (size_t)(at - s) < best) {
+				best = (size_t)(at - s);
+				which = i;
+			}
+		}
+		head_append(f, s, best);
+		if (best == len)
+			return;
+		fputs(rw->to[which], f);
+		best += strlen(rw->from[which]);
+		s += best;
+		len -= best;
+	}
+}
+
+static bool dropped(const char *name, size_t len, const struct pdk__egress_rewrite *rw)
+{
+	for (size_t i = 0; rw != NULL && i < rw->n_drop; i++) {
+		if (strlen(rw->drop[i]) == len && strncasecmp(rw->drop[i], name, len) == 0)
+			return true;
+	}
+	return false;
+}
+
+char *pdk__egress_head_upstream(struct pdk__egress_head *h, const char *data,
+				const struct pdk__egress_rewrite *rw, size_t *len)
 {
 	const char *conn = NULL;
 	size_t conn_len = 0;
@@ -315,7 +349,7 @@ char *pdk__egress_head_upstream(struct pdk__egress_head *h, const char *data, si
 	fputs(http_method_str((enum http_method)h->p.method), f);
 	fputc(' ', f);
 	if (h->path.len > 0)
-		head_append(f, data + h->path.off, h->path.len);
+		append_swapped(f, data + h->path.off, h->path.len, rw);
 	else
 		fputc('/', f);
 	fprintf(f, " HTTP/1.1\r\nHost: %s%s%s", v6 ? "[" : "", h->host, v6 ? "]" : "");
@@ -323,13 +357,16 @@ char *pdk__egress_head_upstream(struct pdk__egress_head *h, const char *data, si
 		fprintf(f, ":%u", h->port);
 	fputs("\r\n", f);
 	for (size_t i = 0; i < h->n_headers; i++) {
-		if (hop_by_hop(data + h->names[i].off, h->names[i].len, conn, conn_len))
+		if (hop_by_hop(data + h->names[i].off, h->names[i].len, conn, conn_len) ||
+		    dropped(data + h->names[i].off, h->names[i].len, rw))
 			continue;
 		head_append(f, data + h->names[i].off, h->names[i].len);
 		fputs(": ", f);
-		head_append(f, data + h->values[i].off, h->values[i].len);
+		append_swapped(f, data + h->values[i].off, h->values[i].len, rw);
 		fputs("\r\n", f);
 	}
+	for (size_t i = 0; rw != NULL && i < rw->n_extra; i++)
+		fprintf(f, "%s\r\n", rw->extra[i]);
 	fputs("Connection: close\r\n\r\n", f);
 	if (fclose(f) != 0)
 		pdk_oom();

@@ -62,13 +62,30 @@ int pdk__egress_head_parse(struct pdk__egress_head *h, const char *data, size_t 
 ssize_t pdk__egress_body_feed(struct pdk__egress_head *h, const char *data, size_t len);
 
 /*
- * The head to send upstream for a plain HTTP request: origin-form target,
- * Host from the URL, hop-by-hop and Proxy-* fields removed, "Connection:
- * close". `data` is the buffer the head was parsed from. New string (caller
- * frees), *len set; NULL (and h->status/reason set) when a field holds
- * bytes that must not be forwarded.
+ * Changes to a head on its way upstream (credential injection): fields
+ * named in `drop` are left out, every `from[i]` in the target and in field
+ * values becomes `to[i]`, and each `extra` line ("Name: value", no CRLF) is
+ * added. All borrowed.
  */
-char *pdk__egress_head_upstream(struct pdk__egress_head *h, const char *data, size_t *len);
+struct pdk__egress_rewrite {
+	const char *const *drop;
+	size_t n_drop;
+	const char *const *from;
+	const char *const *to;
+	size_t n_swap;
+	const char *const *extra;
+	size_t n_extra;
+};
+
+/*
+ * The head to send upstream for a plain HTTP request: origin-form target,
+ * Host from the URL, hop-by-hop and Proxy-* fields removed, `rw` applied
+ * (may be NULL), "Connection: close". `data` is the buffer the head was
+ * parsed from. New string (caller frees), *len set; NULL (and
+ * h->status/reason set) when a field holds bytes that must not be forwarded.
+ */
+char *pdk__egress_head_upstream(struct pdk__egress_head *h, const char *data,
+				const struct pdk__egress_rewrite *rw, size_t *len);
 
 void pdk__egress_head_release(struct pdk__egress_head *h);
 

@@ -14,6 +14,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+static char *xstrndup_local(const char *s, size_t n)
+{
+	char *d = pdk_xmalloc(n + 1);
+
+	memcpy(d, s, n);
+	d[n] = '\0';
+	return d;
+}
 
 static bool is_host_char(unsigned char c)
 {
@@ -402,4 +412,106 @@ void pdk_egress_env_add(char ***env)
 			env, pdk_xasprintf("%s=http://127.0.0.1:%d", names[i], PDK_EGRESS_PORT));
 	pdk_strv_push(env, "NO_PROXY=");
 	pdk_strv_push(env, "no_proxy=");
+}
+
+/* ---- credentials ---- */
+
+static bool valid_field_name(const char *s, size_t len)
+{
+	static const char *const refused[] = {
+		"host",    "connection",        "keep-alive",     "upgrade",         "te",
+		"trailer", "transfer-encoding", "content-length", "proxy-connection"};
+
+	if (len == 0 || len > 64)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-')
+			return false;
+	}
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(refused); i++) {
+		if (strlen(refused[i]) == len && strncasecmp(refused[i], s, len) == 0)
+			return false;
+	}
+	return true;
+}
+
+static bool valid_secret_name(const char *s, size_t len)
+{
+	if (len == 0 || len > 32)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '_')
+			return false;
+	}
+	return true;
+}
+
+int pdk_egress_cred_parse(const char *header, char **field, char **secret, char **why)
+{
+	const char *colon = strchr(header, ':');
+	const char *ref, *end;
+
+	*why = NULL;
+	for (const char *p = header; *p; p++) {
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f) {
+			*why = pdk_xstrdup("the header may hold printable ASCII only");
+			return -EINVAL;
+		}
+	}
+	if (colon == NULL || !valid_field_name(header, (size_t)(colon - header))) {
+		*why = pdk_xstrdup(
+			"expected 'Name: value' with a field name of letters, digits and "
+			"'-' (not Host, Content-Length or a hop-by-hop field)");
+		return -EINVAL;
+	}
+	ref = strstr(colon, "${secret:");
+	end = ref ? strchr(ref, '}') : NULL;
+	if (ref == NULL || end == NULL || !valid_secret_name(ref + 9, (size_t)(end - ref - 9))) {
+		*why = pdk_xstrdup("the value must hold one ${secret:NAME}, NAME of 1 to 32 of "
+				   "a-z, 0-9 and _");
+		return -EINVAL;
+	}
+	if (strstr(end, "${") != NULL || memmem(colon, (size_t)(ref - colon), "${", 2) != NULL) {
+		*why = pdk_xstrdup("the value may hold only one ${...}");
+		return -EINVAL;
+	}
+	*field = xstrndup_local(header, (size_t)(colon - header));
+	*secret = xstrndup_local(ref + 9, (size_t)(end - ref - 9));
+	return 0;
+}
+
+char *pdk_egress_placeholder(const char *secret, const char *sandbox_id)
+{
+	return pdk_xasprintf("paddock-secret-%s-%s", secret, sandbox_id);
+}
+
+void pdk_egress_secret_env_set(char ***env, char *const *credentials, const char *sandbox_id)
+{
+	for (size_t i = 0; credentials != NULL && credentials[i] && credentials[i + 1]; i += 2) {
+		_cleanup_free_ char *field = NULL;
+		_cleanup_free_ char *secret = NULL;
+		_cleanup_free_ char *why = NULL;
+		_cleanup_free_ char *ph = NULL;
+		_cleanup_free_ char *key = NULL;
+		size_t klen, j;
+
+		if (pdk_egress_cred_parse(credentials[i + 1], &field, &secret, &why) < 0)
+			continue; /* the policy parser refused it already */
+		ph = pdk_egress_placeholder(secret, sandbox_id);
+		key = pdk_xasprintf("%s%s", PDK_EGRESS_SECRET_PREFIX, secret);
+		for (char *c = key; *c; c++)
+			*c = (char)toupper((unsigned char)*c);
+		klen = strlen(key);
+		for (j = 0; *env != NULL && (*env)[j] != NULL; j++) {
+			if (strncmp((*env)[j], key, klen) == 0 && (*env)[j][klen] == '=')
+				break;
+		}
+		/* SECURITY: the variable holds the placeholder, whatever -e or the profile said. */
+		if (*env != NULL && (*env)[j] != NULL) {
+			free((*env)[j]);
+			(*env)[j] = pdk_xasprintf("%s=%s", key, ph);
+		} else {
+			pdk_strv_push_take(env, pdk_xasprintf("%s=%s", key, ph));
+		}
+	}
 }

@@ -19,6 +19,7 @@
 #include "util.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/dns.h>
@@ -68,8 +69,26 @@ struct conn {
 	bool event_done;         /* net.connect emitted for the current request */
 };
 
+/* A secret named by network.credentials: its value never enters the sandbox. */
+struct secret {
+	char *name;
+	char *placeholder; /* what the sandbox sees in PADDOCK_SECRET_<NAME> */
+	char *value;       /* from PADDOCK_SECRET_<NAME> in this process's environment */
+};
+
+struct cred {
+	struct pdk_egress_rule host;
+	char *field;   /* the header's name */
+	char *line;    /* the header, with the secret's value in it */
+	size_t secret; /* index into secrets */
+};
+
 struct pdk_egress {
 	struct pdk_egress_config cfg;
+	struct secret *secrets;
+	size_t n_secrets;
+	struct cred *creds;
+	size_t n_creds;
 	struct event_base *base;
 	struct evdns_base *dns;
 	struct evconnlistener *listener;
@@ -742,6 +761,115 @@ static void resolved(int result, struct evutil_addrinfo *res, void *arg)
 	evutil_freeaddrinfo(res);
 }
 
+/* ---- credentials (plain HTTP) ---- */
+
+static void emit_credential(struct conn *c, const struct secret *s, const char *field, bool inject,
+			    const char *reason)
+{
+	json_t *a = json_object();
+
+	pdk_json_set(a, "host", json_string(c->head.host));
+	pdk_json_set(a, "port", json_integer(c->head.port));
+	pdk_json_set(a, "secret", json_string(s->name));
+	pdk_json_set(a, "header", field ? json_string(field) : json_null());
+	pdk_json_set(a, "decision", json_string(inject ? "inject" : "deny"));
+	if (reason != NULL)
+		pdk_json_set(a, "reason", json_string(reason));
+	emit(c->e, "net.credential", a);
+}
+
+static bool cred_matches(const struct conn *c, const struct cred *cr)
+{
+	const struct pdk__egress_head *h = &c->head;
+
+	if (h->host_is_ip)
+		return pdk_egress_match_addr(&cr->host, 1, (const struct sockaddr *)&h->ip,
+					     h->port) != NULL;
+	return pdk_egress_match_host(&cr->host, 1, h->host, h->port) != NULL;
+}
+
+/* Does the request's target or a field value hold `needle`? */
+static bool head_has(const struct pdk__egress_head *h, const char *data, const char *needle)
+{
+	size_t nl = strlen(needle);
+
+	if (memmem(data + h->url.off, h->url.len, needle, nl) != NULL)
+		return true;
+	for (size_t i = 0; i < h->n_headers; i++) {
+		if (memmem(data + h->values[i].off, h->values[i].len, needle, nl) != NULL)
+			return true;
+	}
+	return false;
+}
+
+static bool secret_allowed_here(const struct conn *c, size_t secret)
+{
+	for (size_t i = 0; i < c->e->n_creds; i++) {
+		if (c->e->creds[i].secret == secret && cred_matches(c, &c->e->creds[i]))
+			return true;
+	}
+	return false;
+}
+
+struct rewrite {
+	struct pdk__egress_rewrite rw;
+	const char **drop, **from, **to, **extra;
+};
+
+static void rewrite_release(struct rewrite *r)
+{
+	free(r->drop);
+	free(r->from);
+	free(r->to);
+	free(r->extra);
+}
+
+/*
+ * SECURITY: a placeholder goes only to a host a credential rule of its
+ * secret names, where it becomes the value; anywhere else the request is
+ * refused (and recorded), so the sandbox cannot learn which host would take
+ * it. A matching rule's header replaces any field of that name the client
+ * sent. Returns 0, or -1 after answering 403.
+ */
+static int apply_credentials(struct conn *c, const char *data, struct rewrite *r)
+{
+	struct pdk_egress *e = c->e;
+
+	r->drop = pdk_xcalloc(e->n_creds + 1, sizeof(*r->drop));
+	r->extra = pdk_xcalloc(e->n_creds + 1, sizeof(*r->extra));
+	r->from = pdk_xcalloc(e->n_secrets + 1, sizeof(*r->from));
+	r->to = pdk_xcalloc(e->n_secrets + 1, sizeof(*r->to));
+	for (size_t i = 0; i < e->n_secrets; i++) {
+		const struct secret *s = &e->secrets[i];
+		_cleanup_free_ char *why = NULL;
+
+		if (!head_has(&c->head, data, s->placeholder))
+			continue;
+		if (!secret_allowed_here(c, i)) {
+			why = pdk_xasprintf("the placeholder of secret '%s' may not be sent to %s "
+					    "port %u (no network.credentials rule names it)",
+					    s->name, c->head.host, c->head.port);
+			emit_credential(c, s, NULL, false, why);
+			answer(c, false, 403, why);
+			return -1;
+		}
+		r->from[r->rw.n_swap] = s->placeholder;
+		r->to[r->rw.n_swap++] = s->value;
+	}
+	for (size_t i = 0; i < e->n_creds; i++) {
+		if (!cred_matches(c, &e->creds[i]))
+			continue;
+		r->drop[r->rw.n_drop++] = e->creds[i].field;
+		r->extra[r->rw.n_extra++] = e->creds[i].line;
+		emit_credential(c, &e->secrets[e->creds[i].secret], e->creds[i].field, true, NULL);
+	}
+	r->rw.drop = r->drop;
+	r->rw.from = r->from;
+	r->rw.to = r->to;
+	r->rw.extra = r->extra;
+	return 0;
+}
+
 /* ---- a request head ---- */
 
 static void decide(struct conn *c)
@@ -803,7 +931,14 @@ static void client_read(struct bufferevent *bev, void *arg)
 	}
 	c->t_start = pdk_now_mono_ns();
 	if (!c->head.connect) {
-		c->up_head = pdk__egress_head_upstream(&c->head, data, &c->up_head_len);
+		struct rewrite r = {0};
+
+		if (apply_credentials(c, data, &r) < 0) {
+			rewrite_release(&r);
+			return;
+		}
+		c->up_head = pdk__egress_head_upstream(&c->head, data, &r.rw, &c->up_head_len);
+		rewrite_release(&r);
 		if (c->up_head == NULL) {
 			answer(c, false, c->head.status, c->head.reason);
 			return;
@@ -947,6 +1082,86 @@ static int setup_dns(struct pdk_egress *e, struct pdk_error **err)
 	return 0;
 }
 
+static size_t add_secret(struct pdk_egress *e, const char *name, struct pdk_error **err)
+{
+	_cleanup_free_ char *var = pdk_xasprintf("%s%s", PDK_EGRESS_SECRET_PREFIX, name);
+	const char *value;
+	struct secret *s;
+
+	for (size_t i = 0; i < e->n_secrets; i++) {
+		if (strcmp(e->secrets[i].name, name) == 0)
+			return i;
+	}
+	for (char *p = var; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	value = secure_getenv(var);
+	/* SECURITY: fail closed; a value that could end the header line is refused. */
+	if (value == NULL || *value == '\0' || strpbrk(value, "\r\n") != NULL) {
+		(void)pdk_error_setx(err, ENOKEY,
+				     "secret '%s': set %s in paddock's environment (one line, not "
+				     "empty)",
+				     name, var);
+		return SIZE_MAX;
+	}
+	e->secrets = pdk_xrealloc(e->secrets, (e->n_secrets + 1) * sizeof(*e->secrets));
+	s = &e->secrets[e->n_secrets];
+	s->name = pdk_xstrdup(name);
+	s->value = pdk_xstrdup(value);
+	s->placeholder = pdk_egress_placeholder(name, e->cfg.sandbox_id ? e->cfg.sandbox_id : "");
+	return e->n_secrets++;
+}
+
+/* network.credentials -> creds and secrets; every secret must have its value. */
+static int setup_credentials(struct pdk_egress *e, struct pdk_error **err)
+{
+	char *const *v = e->cfg.credentials;
+	size_t n = 0;
+
+	while (v != NULL && v[n] != NULL && v[n + 1] != NULL)
+		n += 2;
+	e->creds = pdk_xcalloc(n / 2 + 1, sizeof(*e->creds));
+	for (size_t i = 0; i < n; i += 2) {
+		struct cred *cr = &e->creds[e->n_creds];
+		_cleanup_free_ char *secret = NULL;
+		_cleanup_free_ char *why = NULL;
+		_cleanup_free_ char *ref = NULL;
+		const char *at;
+
+		if (pdk_egress_rule_parse(v[i], &cr->host, &why) < 0)
+			return pdk_error_setx(err, EINVAL, "network.credentials: %s", why);
+		e->n_creds++;
+		if (pdk_egress_cred_parse(v[i + 1], &cr->field, &secret, &why) < 0)
+			return pdk_error_setx(err, EINVAL, "network.credentials: %s", why);
+		cr->secret = add_secret(e, secret, err);
+		if (cr->secret == SIZE_MAX)
+			return -1;
+		ref = pdk_xasprintf("${secret:%s}", secret);
+		at = strstr(v[i + 1], ref);
+		cr->line = pdk_xasprintf("%.*s%s%s", (int)(at - v[i + 1]), v[i + 1],
+					 e->secrets[cr->secret].value, at + strlen(ref));
+	}
+	return 0;
+}
+
+static void free_credentials(struct pdk_egress *e)
+{
+	for (size_t i = 0; i < e->n_creds; i++) {
+		pdk_egress_rule_release(&e->creds[i].host);
+		free(e->creds[i].field);
+		if (e->creds[i].line != NULL)
+			explicit_bzero(e->creds[i].line, strlen(e->creds[i].line));
+		free(e->creds[i].line);
+	}
+	for (size_t i = 0; i < e->n_secrets; i++) {
+		explicit_bzero(e->secrets[i].value, strlen(e->secrets[i].value));
+		free(e->secrets[i].value);
+		free(e->secrets[i].name);
+		free(e->secrets[i].placeholder);
+	}
+	free(e->creds);
+	free(e->secrets);
+}
+
 static int start_thread(struct pdk_egress *e, struct pdk_error **err)
 {
 	sigset_t all, old;
@@ -984,6 +1199,8 @@ static int setup(struct pdk_egress *e, int listen_fd, struct pdk_error **err)
 	if (e->wake == NULL || event_add(e->wake, NULL) < 0)
 		return pdk_error_setx(err, ENOMEM, "cannot create the egress wake-up event");
 	rc = load_local_addrs(e, err);
+	if (rc == 0)
+		rc = setup_credentials(e, err);
 	if (rc == 0)
 		rc = setup_dns(e, err);
 	if (rc == 0)
@@ -1030,6 +1247,7 @@ void pdk_egress_stop(struct pdk_egress *e)
 		(void)close(e->wake_fd[0]);
 	if (e->wake_fd[1] >= 0)
 		(void)close(e->wake_fd[1]);
+	free_credentials(e);
 	free(e);
 }
 

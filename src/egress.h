@@ -106,6 +106,33 @@ const char *pdk_egress_addr_class_name(enum pdk_egress_addr_class c);
 /* Append HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, their lowercase twins and NO_PROXY= to *env. */
 void pdk_egress_env_add(char ***env);
 
+/* ---- credentials (plain HTTP) ---- */
+
+/* paddock's own environment variable that holds secret NAME: "PADDOCK_SECRET_" + NAME in upper
+ * case. */
+#define PDK_EGRESS_SECRET_PREFIX "PADDOCK_SECRET_"
+
+/*
+ * Parse a `network.credentials` header template, "Name: text ${secret:NAME}
+ * text": a field name of letters, digits and '-' (not a hop-by-hop or Host
+ * field), printable ASCII text, exactly one ${secret:NAME} with NAME of 1 to
+ * 32 characters of [a-z0-9_]. On success *field and *secret are new strings
+ * (caller frees); on failure -EINVAL and *why (new string).
+ */
+PDK_MUST_CHECK int pdk_egress_cred_parse(const char *header, char **field, char **secret,
+					 char **why);
+
+/* The placeholder the sandbox sees for secret NAME: "paddock-secret-NAME-SANDBOX_ID". New string.
+ */
+char *pdk_egress_placeholder(const char *secret, const char *sandbox_id);
+
+/*
+ * For each secret named in `credentials` (pairs: host entry, header
+ * template; NULL-terminated), set PADDOCK_SECRET_<NAME>=<placeholder> in
+ * *env, replacing any value already there.
+ */
+void pdk_egress_secret_env_set(char ***env, char *const *credentials, const char *sandbox_id);
+
 /* ---- the proxy ---- */
 
 struct pdk_egress_config {
@@ -117,6 +144,8 @@ struct pdk_egress_config {
 	struct pdk_events *events; /* borrowed; may be NULL */
 	const char *resolv_conf;   /* NULL: $PADDOCK_RESOLV_CONF, else /etc/resolv.conf */
 	const char *hosts;         /* NULL: $PADDOCK_HOSTS, else /etc/hosts */
+	char *const *credentials;  /* pairs host, header template (policy network.credentials) */
+	const char *sandbox_id;    /* for the placeholders */
 };
 
 struct pdk_egress;
@@ -124,7 +153,8 @@ struct pdk_egress;
 /*
  * Start the proxy on `listen_fd` (a listening TCP socket; ownership taken,
  * also on failure) in a thread of its own. Returns NULL + *err when the
- * resolver configuration, the event loop or the thread cannot be set up.
+ * resolver configuration, a credential's secret (PADDOCK_SECRET_<NAME> in
+ * this process's environment), the event loop or the thread cannot be set up.
  */
 struct pdk_egress *pdk_egress_start(const struct pdk_egress_config *cfg, int listen_fd,
 				    struct pdk_error **err);

@@ -71,6 +71,8 @@ struct pdk_policy {
 	struct {
 		enum pdk_net_mode mode;
 		char **allow; /* allowlist entries in canonical form (egress.h rules) */
+		/* Credential rules, as pairs: host entry (canonical), header template. */
+		char **credentials;
 	} network;
 
 	struct pdk_policy_limits limits;

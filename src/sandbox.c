@@ -295,6 +295,8 @@ static int start_egress(struct pdk_sandbox *sb, struct pdk_error **err)
 		.max_requests = p->limits.egress_requests,
 		.max_connections = p->limits.egress_connections,
 		.events = sb->cfg->events,
+		.credentials = p->network.credentials,
+		.sandbox_id = sb->id,
 	};
 	size_t n = pdk_strv_len(p->network.allow);
 

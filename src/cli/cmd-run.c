@@ -671,6 +671,9 @@ int pdk_cmd_run(int argc, char **argv)
 	}
 	if (rc == 0 && make_change_set(&c, id) < 0)
 		rc = PDK_EXIT_SETUP;
+	/* The sandbox sees a placeholder for each credential's secret (docs/egress.md). */
+	if (rc == 0 && c.policy->network.mode == PDK_NET_ALLOWLIST)
+		pdk_egress_secret_env_set(&c.env, c.policy->network.credentials, id);
 	if (rc == 0) {
 		c.sigfd = make_sigfd(&c.oldmask);
 		rc = c.sigfd < 0 ? PDK_EXIT_SETUP : run_sandbox(&c, id);

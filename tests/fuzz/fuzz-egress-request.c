@@ -44,7 +44,7 @@ static void check_head(struct pdk__egress_head *h, const char *buf, size_t size,
 		abort();
 	if (!h->connect) {
 		size_t len = 0;
-		char *up = pdk__egress_head_upstream(h, buf, &len);
+		char *up = pdk__egress_head_upstream(h, buf, NULL, &len);
 
 		if (up != NULL)
 			check_upstream(up, len);

@@ -349,7 +349,7 @@ Test(egress, head_absolute_get_and_rebuild)
 	cr_assert(h.keep_alive);
 	cr_assert_str_eq(h.host, "origin.test");
 	cr_assert_eq(h.port, 8080);
-	up = pdk__egress_head_upstream(&h, req, &len);
+	up = pdk__egress_head_upstream(&h, req, NULL, &len);
 	cr_assert_str_eq(up, "GET /a/b?q=1 HTTP/1.1\r\nHost: origin.test:8080\r\nUser-Agent: t\r\n"
 			     "Accept: */*\r\nConnection: close\r\n\r\n");
 	cr_assert_eq(len, strlen(up));
