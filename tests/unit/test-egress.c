@@ -573,6 +573,125 @@ Test(egress, policy_errors)
 		   "a whole number");
 }
 
+/* ---- credentials ---- */
+
+Test(egress, credential_templates)
+{
+	char *field = NULL, *secret = NULL, *why = NULL;
+
+	cr_assert_eq(pdk_egress_cred_parse("Authorization: Bearer ${secret:github}", &field,
+					   &secret, &why),
+		     0);
+	cr_assert_str_eq(field, "Authorization");
+	cr_assert_str_eq(secret, "github");
+	free(field);
+	free(secret);
+	cr_assert_eq(pdk_egress_cred_parse("X-Api-Key: ${secret:k_2}", &field, &secret, &why), 0);
+	cr_assert_str_eq(secret, "k_2");
+	free(field);
+	free(secret);
+	{
+		static const struct {
+			const char *hdr, *why;
+		} bad[] = {
+			{"Authorization Bearer ${secret:a}", "Name: value"},
+			{"Host: ${secret:a}", "Name: value"},
+			{"Content-Length: ${secret:a}", "Name: value"},
+			{"X-A: no secret", "${secret:NAME}"},
+			{"X-A: ${secret:Upper}", "${secret:NAME}"},
+			{"X-A: ${secret:}", "${secret:NAME}"},
+			{"X-A: ${secret:a} ${secret:b}", "only one"},
+			{"X-A: ${env:HOME} ${secret:a}", "only one"},
+			{"X-A: ${secret:a}\r\nX-B: b", "printable"},
+			{"X: a\x7f ${secret:a}", "printable"},
+		};
+
+		for (size_t i = 0; i < PDK_ARRAY_SIZE(bad); i++) {
+			why = NULL;
+			cr_assert_eq(pdk_egress_cred_parse(bad[i].hdr, &field, &secret, &why),
+				     -EINVAL, "%s", bad[i].hdr);
+			cr_assert_not_null(strstr(why, bad[i].why), "%s: %s", bad[i].hdr, why);
+			free(why);
+		}
+	}
+}
+
+Test(egress, secret_placeholders_in_env)
+{
+	_cleanup_strv_ char **env = NULL;
+	char *creds[] = {"api.test", "Authorization: Bearer ${secret:tok}", "b.test",
+			 "X-Key: ${secret:tok}", NULL};
+	_cleanup_free_ char *ph = pdk_egress_placeholder("tok", "ID");
+
+	cr_assert_str_eq(ph, "paddock-secret-tok-ID");
+	pdk_strv_push(&env, "PADDOCK_SECRET_TOK=the-real-value");
+	pdk_strv_push(&env, "PATH=/bin");
+	pdk_egress_secret_env_set(&env, creds, "ID");
+	cr_assert_str_eq(env[0], "PADDOCK_SECRET_TOK=paddock-secret-tok-ID",
+			 "a value copied in with -e is replaced by the placeholder");
+	cr_assert_str_eq(env[1], "PATH=/bin");
+	cr_assert_null(env[2], "one variable per secret");
+}
+
+Test(egress, head_rewrite_for_credentials)
+{
+	struct pdk__egress_head h = {0};
+	const char *req = "GET http://api.test/v1?t=PH HTTP/1.1\r\nAuthorization: token x\r\n"
+			  "X-Tok: a PH b PH\r\nAccept: */*\r\n\r\n";
+	const char *drop[] = {"authorization"};
+	const char *from[] = {"PH"};
+	const char *to[] = {"VALUE"};
+	const char *extra[] = {"Authorization: Bearer VALUE"};
+	struct pdk__egress_rewrite rw = {drop, 1, from, to, 1, extra, 1};
+	_cleanup_free_ char *up = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(head(&h, req), (int)strlen(req));
+	up = pdk__egress_head_upstream(&h, req, &rw, &len);
+	cr_assert_str_eq(up, "GET /v1?t=VALUE HTTP/1.1\r\nHost: api.test\r\n"
+			     "X-Tok: a VALUE b VALUE\r\nAccept: */*\r\n"
+			     "Authorization: Bearer VALUE\r\nConnection: close\r\n\r\n");
+	pdk__egress_head_release(&h);
+}
+
+Test(egress, policy_credentials)
+{
+	struct pdk_policy_report r = {0};
+	struct pdk_policy *p = parse_yaml(
+		"network:\n  mode: allowlist\n  credentials:\n"
+		"    - {host: API.Test, header: 'Authorization: Bearer ${secret:tok}'}\n",
+		&r);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_policy *back;
+
+	cr_assert_not_null(p);
+	cr_assert_str_eq(p->network.credentials[0], "api.test");
+	cr_assert_str_eq(p->network.credentials[1], "Authorization: Bearer ${secret:tok}");
+	cr_assert_null(p->network.credentials[2]);
+	cr_assert_eq(pdk_policy_dump(p, f, &err), 0);
+	fclose(f);
+	back = parse_yaml(out, NULL);
+	cr_assert_not_null(back, "%s", out);
+	cr_assert_str_eq(back->network.credentials[1], "Authorization: Bearer ${secret:tok}");
+	pdk_policy_free(back);
+	free(out);
+	pdk_policy_free(p);
+	pdk_policy_report_release(&r);
+	policy_err("network:\n  credentials:\n    - {host: a.test}\n", "network.credentials[0]", 3,
+		   7, "needs 'header'");
+	policy_err("network:\n  credentials:\n    - {host: a.test, header: 'X: y', z: 1}\n",
+		   "network.credentials[0]", 3, 38, "unknown key 'z'");
+	policy_err("network:\n  credentials:\n    - {host: 'a.*', header: 'X: ${secret:a}'}\n",
+		   "network.credentials[0].host", 3, 14, "wildcard");
+	policy_err("network:\n  credentials:\n    - {host: a.test, header: 'X: plain'}\n",
+		   "network.credentials[0].header", 3, 29, "${secret:NAME}");
+	policy_err("network:\n  credentials: {host: a.test}\n", "network.credentials", 2, 16,
+		   "expected a list");
+}
+
 Test(egress, env_names_the_proxy)
 {
 	_cleanup_strv_ char **env = NULL;
