@@ -687,7 +687,7 @@ Test(egress, policy_credentials)
 	policy_err("network:\n  credentials:\n    - {host: 'a.*', header: 'X: ${secret:a}'}\n",
 		   "network.credentials[0].host", 3, 14, "wildcard");
 	policy_err("network:\n  credentials:\n    - {host: a.test, header: 'X: plain'}\n",
-		   "network.credentials[0].header", 3, 29, "${secret:NAME}");
+		   "network.credentials[0].header", 3, 30, "${secret:NAME}");
 	policy_err("network:\n  credentials: {host: a.test}\n", "network.credentials", 2, 16,
 		   "expected a list");
 }
