@@ -215,6 +215,54 @@ check_modes() {
 	is "$?" 122 "$who: --allow with network mode host is refused"
 }
 
+check_credentials() {
+	local who=$1 out rc ev value=s3cr3t-$RANDOM$RANDOM
+	ev=$T/home/ev-cred-$who.jsonl
+	rm -f "$ev"
+	cat >"$T/cred.yaml" <<-EOF
+	extends: default
+	network:
+	  mode: allowlist
+	  allow: ['127.0.0.1:$P', 'other.test:$P']
+	  credentials:
+	    - {host: '127.0.0.1:$P', header: 'Authorization: Bearer \${secret:tok}'}
+	EOF
+	local saved=("${PRUN_ENV[@]}")
+	PRUN_ENV+=(PADDOCK_SECRET_TOK="$value")
+	out=$(qrun "$who" --profile "$T/cred.yaml" -e PADDOCK_SECRET_TOK -- sh -c \
+		'echo "$PADDOCK_SECRET_TOK"; env | grep -c "$1"' sh "$value")
+	case "$out" in "paddock-secret-tok-"*"
+0") rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: inside, PADDOCK_SECRET_TOK is a placeholder and no variable holds the value (even with -e)"
+	out=$(qrun "$who" --events "$ev" --profile "$T/cred.yaml" -- sh -c \
+		'curl -sS -m 10 -H "Authorization: token mine" -H "X-Tok: <$PADDOCK_SECRET_TOK>" "$1/headers"' \
+		sh "$ORIGIN")
+	case "$out" in *"Authorization: token mine"*) rc=1 ;;
+	*"Authorization: Bearer $value"*"X-Tok: <$value>"* | *"X-Tok: <$value>"*"Authorization: Bearer $value"*) rc=0 ;;
+	*) rc=1 ;; esac
+	ok $rc "$who: the proxy injects the header and swaps the placeholder for the named host"
+	out=$(qrun "$who" --events "$ev" --profile "$T/cred.yaml" -- sh -c \
+		'curl -sS -m 10 -w " %{http_code}" -H "X-Tok: $PADDOCK_SECRET_TOK" "http://other.test:$1/headers"' \
+		sh "$P")
+	case "$out" in *"placeholder of secret 'tok' may not be sent to other.test"*403) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: a placeholder sent to another host is refused with 403 ($out)"
+	python3 - "$ev" "$value" <<-'PY'
+	import json, sys
+	text = open(sys.argv[1]).read()
+	evs = [json.loads(l) for l in text.splitlines()]
+	cred = [e["attrs"] for e in evs if e["kind"] == "net.credential"]
+	inj = [a for a in cred if a["decision"] == "inject" and a["secret"] == "tok" and a["header"] == "Authorization"]
+	deny = [a for a in cred if a["decision"] == "deny" and a["host"] == "other.test"]
+	sys.exit(0 if len(inj) == 1 and len(deny) == 1 and sys.argv[2] not in text else 1)
+	PY
+	ok $? "$who: net.credential records the injection and the refusal, never the value"
+	PRUN_ENV=("${saved[@]}")
+	out=$(qrun "$who" --profile "$T/cred.yaml" -- true)
+	rc=$?
+	case "$rc:$out" in "125:"*"secret 'tok': set PADDOCK_SECRET_TOK"*) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: a credential whose secret is not set stops the sandbox (125)"
+}
+
 for who in root user; do
 	check_allow_deny "$who"
 	check_names "$who"
@@ -222,5 +270,6 @@ for who in root user; do
 	check_http "$who"
 	check_budgets "$who"
 	check_modes "$who"
+	check_credentials "$who"
 done
 done_testing
