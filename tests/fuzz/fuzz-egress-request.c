@@ -43,14 +43,23 @@ static void check_head(struct pdk__egress_head *h, const char *buf, size_t size,
 	if ((size_t)n > size || h->host == NULL || h->port == 0)
 		abort();
 	if (!h->connect) {
-		size_t len = 0;
-		char *up = pdk__egress_head_upstream(h, buf, NULL, &len);
+		/* The credential rewrite too: a drop, a swap and an extra line. */
+		static const char *const drop[] = {"authorization"};
+		static const char *const from[] = {"PH"};
+		static const char *const to[] = {"secret-value"};
+		static const char *const extra[] = {"Authorization: Bearer secret-value"};
+		const struct pdk__egress_rewrite rw = {drop, 1, from, to, 1, extra, 1};
 
-		if (up != NULL)
-			check_upstream(up, len);
-		else if (h->status != 400)
-			abort();
-		free(up);
+		for (int i = 0; i < 2; i++) {
+			size_t len = 0;
+			char *up = pdk__egress_head_upstream(h, buf, i ? &rw : NULL, &len);
+
+			if (up != NULL)
+				check_upstream(up, len);
+			else if (h->status != 400)
+				abort();
+			free(up);
+		}
 	}
 	if (!h->msg_done) {
 		ssize_t b = pdk__egress_body_feed(h, buf + n, size - (size_t)n);
