@@ -384,6 +384,15 @@ static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
 	return sb;
 }
 
+/* Undo a half-made sandbox; the first error is the one to report. */
+static int create_failed(struct pdk_sandbox *sb, int rc)
+{
+	_cleanup_error_ struct pdk_error *cleanup_err = NULL;
+
+	(void)!pdk_sandbox_destroy(sb, &cleanup_err);
+	return rc;
+}
+
 int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox **out,
 		       struct pdk_error **err)
 {
@@ -402,19 +411,19 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		rc = make_sockets(sb, err);
 	if (rc == 0)
 		rc = start(sb, err);
-	if (rc == 0)
-		rc = start_egress(sb, err);
-	if (rc < 0) {
-		_cleanup_error_ struct pdk_error *cleanup_err = NULL;
-
-		(void)!pdk_sandbox_destroy(sb,
-					   &cleanup_err); /* the first error is the one to report */
-		return rc;
-	}
+	if (rc < 0)
+		return create_failed(sb, rc);
 	sb->t_exec_ns = pdk_now_mono_ns();
 	if (cfg->policy->network.mode == PDK_NET_HOST)
 		warn(cfg, "network mode 'host': the sandbox shares the host's network");
 	emit(sb, "sandbox.create", 0, create_attrs(sb));
+	/*
+	 * The proxy starts after sandbox.create, so its net.connect events come
+	 * after it; until then a connection waits in the listening socket's backlog.
+	 */
+	rc = start_egress(sb, err);
+	if (rc < 0)
+		return create_failed(sb, rc);
 	*out = sb;
 	return 0;
 }
