@@ -206,6 +206,8 @@ check_modes() {
 	out=$(qrun "$who" --allow "127.0.0.1:$P" -- sh -c 'echo $HTTP_PROXY $https_proxy $ALL_PROXY "[$NO_PROXY]"')
 	is "$out" "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 []" \
 		"$who: allowlist mode names the proxy in the environment"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- sh -c 'ls /proc/$$/fd | tr "\n" " "; python3 "$1" connect tcp 127.0.0.1 3128' sh "$PROBE")
+	is "$out" "0 1 2 connected" "$who: the command holds only stdio (not the proxy's listener), and reaches the proxy"
 	out=$(qrun "$who" --allow 'a.*.b' -- true)
 	rc=$?
 	case "$rc:$out" in "122:"*"invalid --allow 'a.*.b'"*wildcard*) rc=0 ;; *) rc=1 ;; esac
