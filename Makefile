@@ -61,6 +61,7 @@ fuzz: setup
 bench: build
 	python3 bench/startup ./$(BUILD)/paddock
 	python3 bench/workspace ./$(BUILD)/paddock
+	python3 bench/egress ./$(BUILD)/paddock
 
 format:
 	clang-format -i $$(git ls-files '*.[ch]')
