@@ -40,7 +40,9 @@
 #define HEAD_TIMEOUT_S  30  /* a client that sends no complete head is dropped */
 #define IDLE_TIMEOUT_S  600 /* a tunnel or response with no traffic */
 #define MAX_LOCAL_ADDRS 64
-#define MAX_CANDIDATES  8            /* checked addresses of one name tried in turn */
+#define MAX_CANDIDATES  8   /* checked addresses of one name tried in turn */
+#define MAX_CLIENTS     256 /* connections from the sandbox at once; more wait in the backlog */
+#define ACCEPT_PAUSE_MS 100 /* after an accept() error (EMFILE): wait, do not spin */
 #define TUNNEL_BUF      (256 * 1024) /* bytes per read() in a tunnel, and held per direction */
 
 enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_TUNNEL, ST_FORWARD, ST_CLOSING };
@@ -92,6 +94,9 @@ struct pdk_egress {
 	struct event_base *base;
 	struct evdns_base *dns;
 	struct evconnlistener *listener;
+	struct event *resume; /* re-enables the listener after an accept() error */
+	size_t n_clients;
+	bool listening;
 	struct event *wake;
 	int wake_fd[2];
 	pthread_t thread;
@@ -975,6 +980,11 @@ static void conn_free(struct conn *c)
 		tunnel_free(c->tun);
 	if (c->client != NULL)
 		bufferevent_free(c->client);
+	/* SECURITY: the sandbox cannot make the supervisor hold more than MAX_CLIENTS. */
+	if (e->n_clients-- == MAX_CLIENTS && !e->listening && e->listener != NULL) {
+		evconnlistener_enable(e->listener);
+		e->listening = true;
+	}
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -1009,10 +1019,37 @@ static void accepted(struct evconnlistener *l, evutil_socket_t fd, struct sockad
 	if (e->conns != NULL)
 		e->conns->prev = c;
 	e->conns = c;
+	if (++e->n_clients == MAX_CLIENTS) {
+		evconnlistener_disable(e->listener);
+		e->listening = false;
+	}
 	no_delay(c->client);
 	bufferevent_setcb(c->client, client_read, NULL, client_event, c);
 	bufferevent_set_timeouts(c->client, &head, NULL);
 	bufferevent_enable(c->client, EV_READ | EV_WRITE);
+}
+
+/* An accept() error (EMFILE, ENOBUFS): pause instead of spinning on a readable socket. */
+static void accept_failed(struct evconnlistener *l, void *arg)
+{
+	struct pdk_egress *e = arg;
+	struct timeval t = {0, ACCEPT_PAUSE_MS * 1000};
+
+	evconnlistener_disable(l);
+	e->listening = false;
+	(void)event_add(e->resume, &t);
+}
+
+static void accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_egress *e = arg;
+
+	(void)fd;
+	(void)what;
+	if (e->n_clients < MAX_CLIENTS && !e->listening) {
+		evconnlistener_enable(e->listener);
+		e->listening = true;
+	}
 }
 
 /* ---- lifecycle ---- */
@@ -1193,6 +1230,11 @@ static int setup(struct pdk_egress *e, int listen_fd, struct pdk_error **err)
 	if (e->listener == NULL)
 		return pdk_error_setx(err, ENOMEM, "cannot listen for the sandbox's connections");
 	fd = -1; /* the listener owns it now */
+	e->listening = true;
+	evconnlistener_set_error_cb(e->listener, accept_failed);
+	e->resume = evtimer_new(e->base, accept_resume, e);
+	if (e->resume == NULL)
+		return pdk_error_setx(err, ENOMEM, "cannot create the egress accept timer");
 	if (pipe2(e->wake_fd, O_CLOEXEC | O_NONBLOCK) < 0)
 		return pdk_error_set(err, errno, "pipe");
 	e->wake = event_new(e->base, e->wake_fd[0], EV_READ, woken, e);
@@ -1237,6 +1279,8 @@ void pdk_egress_stop(struct pdk_egress *e)
 		conn_free(e->conns);
 	if (e->wake != NULL)
 		event_free(e->wake);
+	if (e->resume != NULL)
+		event_free(e->resume);
 	if (e->listener != NULL)
 		evconnlistener_free(e->listener);
 	if (e->dns != NULL)

@@ -13,6 +13,9 @@
       open a connection to the proxy and send nothing, run CMD, print CMD's exit status
   egress-probe.py tunnel-hold HOST:PORT CMD...
       open a CONNECT tunnel and keep it, run CMD, print CMD's exit status
+  egress-probe.py flood N CMD...
+      open N connections to the proxy that send nothing, close them, run CMD, print how many
+      connected and CMD's exit status
 """
 import errno
 import socket
@@ -86,6 +89,25 @@ def hold_then(target, cmd):
     return 0
 
 
+def flood(n, cmd):
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.settimeout(5)
+        try:
+            s.connect(PROXY)
+            socks.append(s)
+        except OSError:
+            s.close()
+            break
+    print(f"connected={len(socks)}", flush=True)
+    for s in socks:
+        s.close()
+    rc = subprocess.call(cmd)
+    print(f"cmd-exit={rc}")
+    return 0
+
+
 mode = sys.argv[1]
 if mode == "connect":
     sys.exit(connect(*sys.argv[2:5]))
@@ -97,6 +119,8 @@ elif mode == "pipeline":
     sys.exit(pipeline(sys.argv[2]))
 elif mode == "hold-then":
     sys.exit(hold_then(None, sys.argv[2:]))
+elif mode == "flood":
+    sys.exit(flood(int(sys.argv[2]), sys.argv[3:]))
 elif mode == "tunnel-hold":
     sys.exit(hold_then(sys.argv[2], sys.argv[3:]))
 sys.exit(2)
