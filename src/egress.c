@@ -44,6 +44,7 @@
 #define MAX_CLIENTS     256 /* connections from the sandbox at once; more wait in the backlog */
 #define ACCEPT_PAUSE_MS 100 /* after an accept() error (EMFILE): wait, do not spin */
 #define TUNNEL_BUF      (256 * 1024) /* bytes per read() in a tunnel, and held per direction */
+#define FORWARD_HIGH    (256 * 1024) /* plain HTTP: bytes queued to one side before reading pauses */
 
 enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_TUNNEL, ST_FORWARD, ST_CLOSING };
 
@@ -211,6 +212,7 @@ static void finish(struct conn *c)
 	c->state = ST_CLOSING;
 	close_up(c);
 	bufferevent_disable(c->client, EV_READ);
+	bufferevent_setwatermark(c->client, EV_WRITE, 0, 0); /* `drained` means empty */
 	if (evbuffer_get_length(out) == 0) {
 		conn_free(c);
 		return;
@@ -527,6 +529,8 @@ static void forward_read(struct bufferevent *bev, void *arg)
 		if ((size_t)n < len)
 			break; /* the response ended inside this chunk */
 	}
+	if (!c->resp.done && evbuffer_get_length(bufferevent_get_output(c->client)) >= FORWARD_HIGH)
+		bufferevent_disable(bev, EV_READ);
 	if (c->resp.done)
 		response_done(c);
 }
@@ -581,6 +585,10 @@ static void forward_body(struct conn *c)
 			return;
 		}
 		evbuffer_remove_buffer(in, bufferevent_get_output(c->up), (size_t)n);
+		if (evbuffer_get_length(bufferevent_get_output(c->up)) >= FORWARD_HIGH) {
+			bufferevent_disable(c->client, EV_READ);
+			return;
+		}
 		if ((size_t)n < len && !c->head.msg_done)
 			return; /* the parser wants more (it never stops early otherwise) */
 	}
@@ -592,6 +600,21 @@ static void forward_client_read(struct bufferevent *bev, void *arg)
 	forward_body(arg);
 }
 
+/*
+ * Back-pressure: a side whose queue reached FORWARD_HIGH stops the other
+ * side's reading (forward_read, forward_body); when it drains to half, this
+ * resumes it. A client that reads slowly holds at most that much.
+ */
+static void forward_drained(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (bev == c->client && c->up != NULL)
+		bufferevent_enable(c->up, EV_READ);
+	else if (bev == c->up && !c->close_after)
+		bufferevent_enable(c->client, EV_READ);
+}
+
 static void start_forward(struct conn *c)
 {
 	struct timeval idle = {IDLE_TIMEOUT_S, 0};
@@ -601,8 +624,10 @@ static void start_forward(struct conn *c)
 	(void)account(c, c->up_head_len, true); /* the budget is checked before connecting */
 	bufferevent_write(c->up, c->up_head, c->up_head_len);
 	free(steal_ptr(&c->up_head));
-	bufferevent_setcb(c->up, forward_read, NULL, forward_event, c);
-	bufferevent_setcb(c->client, forward_client_read, NULL, forward_event, c);
+	bufferevent_setcb(c->up, forward_read, forward_drained, forward_event, c);
+	bufferevent_setcb(c->client, forward_client_read, forward_drained, forward_event, c);
+	bufferevent_setwatermark(c->up, EV_WRITE, FORWARD_HIGH / 2, 0);
+	bufferevent_setwatermark(c->client, EV_WRITE, FORWARD_HIGH / 2, 0);
 	bufferevent_set_timeouts(c->up, &idle, NULL);
 	bufferevent_set_timeouts(c->client, NULL, NULL);
 	bufferevent_enable(c->up, EV_READ | EV_WRITE);

@@ -6,6 +6,7 @@ Binds an ephemeral port, writes it to PORTFILE, serves HTTP/1.1 (keep-alive) unt
 (bounded to 15 minutes):
   GET /hello      -> "hello-egress\n"
   GET /big        -> 65536 bytes of 'x'
+  GET /huge       -> 8 MiB of 'y'
   POST /echo      -> the request body
   GET /headers    -> the request's header lines, as received
 """
@@ -36,6 +37,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply(b"hello-egress\n")
         elif self.path == "/big":
             self.reply(b"x" * 65536)
+        elif self.path == "/huge":
+            self.reply(b"y" * (8 << 20))
         elif self.path == "/headers":
             self.reply(str(self.headers).encode())
         else:

@@ -146,6 +146,9 @@ check_http() {
 	out=$(qrun "$who" --allow "127.0.0.1:$P" -- curl -sS -v -m 10 "$ORIGIN/hello" "$ORIGIN/hello")
 	case "$out" in *"Re-using existing connection"*hello-egress*) rc=0 ;; *) rc=1 ;; esac
 	ok $rc "$who: plain HTTP keeps the client connection alive between requests"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- sh -c \
+		'curl -sS -m 20 --limit-rate 4M "$1/huge" | wc -c' sh "$ORIGIN")
+	is "$out" 8388608 "$who: a large response to a slow reader arrives whole (back-pressure)"
 	out=$(qrun "$who" --allow "127.0.0.1:$P" -- curl -sS -m 10 --data-binary @/etc/os-release \
 		"$ORIGIN/echo" | cmp - /etc/os-release && echo same)
 	is "$out" same "$who: a POST body goes up and the answer comes back whole"
