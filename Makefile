@@ -10,7 +10,8 @@
 DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libjansson-dev \
 	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap python3 \
 	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch \
-	libsqlite3-dev libssl-dev sqlite3 openssl libcurl4-openssl-dev
+	libsqlite3-dev libssl-dev sqlite3 openssl libcurl4-openssl-dev \
+	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON ?= meson
@@ -62,6 +63,7 @@ bench: build
 	python3 bench/startup ./$(BUILD)/paddock
 	python3 bench/workspace ./$(BUILD)/paddock
 	./$(BUILD)/bench-audit
+	python3 bench/egress ./$(BUILD)/paddock
 
 format:
 	clang-format -i $$(git ls-files '*.[ch]')

@@ -34,6 +34,13 @@
 #define LANDLOCK_ACCESS_NET_BIND_TCP    (1ULL << 0) /* ABI 4 */
 #define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
 #endif
+#ifndef LANDLOCK_RULE_NET_PORT
+#define LANDLOCK_RULE_NET_PORT 2 /* ABI 4 */
+struct landlock_net_port_attr {
+	uint64_t allowed_access;
+	uint64_t port;
+};
+#endif
 #ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0) /* ABI 6 */
 #define LANDLOCK_SCOPE_SIGNAL               (1ULL << 1)
@@ -71,8 +78,9 @@ struct ll_rule {
 };
 
 struct pdk_landlock {
-	int abi;        /* 0 = disabled (best effort) */
-	bool allow_tcp; /* network.mode host: TCP is not Landlock's to deny */
+	int abi;          /* 0 = disabled (best effort) */
+	bool allow_tcp;   /* network.mode host: TCP is not Landlock's to deny */
+	int connect_port; /* network.mode allowlist: the one port TCP may connect to; -1 none */
 	struct ll_rule *rules;
 	size_t n, cap;
 };
@@ -160,6 +168,7 @@ struct pdk_landlock *pdk_landlock_prepare(bool required, struct pdk_error **err)
 	}
 	ll = pdk_xcalloc(1, sizeof(*ll));
 	ll->abi = v > 0 ? v : 0;
+	ll->connect_port = -1;
 	return ll;
 }
 
@@ -223,6 +232,19 @@ static int apply_rule(int ruleset, const struct ll_rule *r, char *errbuf, size_t
 	return 0;
 }
 
+/* The one TCP port connect() may reach (allowlist mode); nothing without ABI 4 or a port. */
+static int apply_port_rule(const struct pdk_landlock *ll, int ruleset)
+{
+	struct landlock_net_port_attr np = {.allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP};
+
+	if (ll->abi < 4 || ll->allow_tcp || ll->connect_port < 0)
+		return 0;
+	np.port = (uint64_t)ll->connect_port;
+	if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_NET_PORT, &np, 0) < 0)
+		return -1;
+	return 0;
+}
+
 /*
  * In the child, after pivot_root: only stack memory and the prepared
  * array are used, so this is safe after a fork of a threaded process.
@@ -246,6 +268,8 @@ int pdk_landlock_apply_child(const struct pdk_landlock *ll, char *errbuf, size_t
 		if (rc < 0)
 			return rc;
 	}
+	if (apply_port_rule(ll, ruleset) < 0)
+		return child_error(errbuf, errlen, errno, "landlock_add_rule (TCP port)", NULL);
 	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
 		return child_error(errbuf, errlen, errno, "landlock_restrict_self", NULL);
 	return 0;
@@ -259,6 +283,11 @@ int pdk_landlock_get_abi(const struct pdk_landlock *ll)
 void pdk_landlock_allow_tcp(struct pdk_landlock *ll)
 {
 	ll->allow_tcp = true;
+}
+
+void pdk_landlock_allow_tcp_connect_port(struct pdk_landlock *ll, uint16_t port)
+{
+	ll->connect_port = port;
 }
 
 void pdk_landlock_free(struct pdk_landlock *ll)

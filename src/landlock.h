@@ -55,6 +55,13 @@ PDK_MUST_CHECK int pdk_landlock_apply_child(const struct pdk_landlock *ll, char 
  */
 void pdk_landlock_allow_tcp(struct pdk_landlock *ll);
 
+/*
+ * Allow TCP connect to `port` only (network.mode allowlist: the egress
+ * proxy's port on the sandbox's loopback); bind stays denied. With ABI < 4
+ * Landlock cannot filter TCP and the network namespace alone holds the line.
+ */
+void pdk_landlock_allow_tcp_connect_port(struct pdk_landlock *ll, uint16_t port);
+
 /* ABI recorded at prepare (0 = disabled). */
 int pdk_landlock_get_abi(const struct pdk_landlock *ll);
 

@@ -17,6 +17,7 @@
  * walk never stops at the first one. docs/internals/policy.md has more.
  */
 #include "common.h"
+#include "egress.h"
 #include "policy.h"
 #include "util.h"
 
@@ -788,7 +789,7 @@ static const struct enum_val ws_modes[] = {
 static const struct enum_val net_modes[] = {
 	{"none", PDK_NET_NONE, NULL},
 	{"host", PDK_NET_HOST, NULL},
-	{"allowlist", -1, "'allowlist' is not supported yet (use none or host)"},
+	{"allowlist", PDK_NET_ALLOWLIST, NULL},
 };
 static const struct enum_spec ws_mode_spec = {ws_modes, PDK_ARRAY_SIZE(ws_modes)};
 static const struct enum_spec net_mode_spec = {net_modes, PDK_ARRAY_SIZE(net_modes)};
@@ -947,7 +948,127 @@ static char *check_etc_name(struct walk *w, const struct node *n, const char *pa
 	return pdk_xstrdup(s);
 }
 
+/* A network.allow entry, stored in its canonical form (lowercase, IDNA, v6 compressed). */
+static char *check_allow(struct walk *w, const struct node *n, const char *path, const char *s)
+{
+	struct pdk_egress_rule r;
+	_cleanup_free_ char *why = NULL;
+	_cleanup_free_ char *ex = NULL;
+	char *out;
+
+	if (pdk_egress_rule_parse(s, &r, &why) < 0) {
+		ex = excerpt_str(s);
+		bad(w, n, path,
+		    "'%s' is not a host, '*.domain' or IP address with an optional "
+		    ":port: %s",
+		    ex, why);
+		return NULL;
+	}
+	out = steal_ptr(&r.text);
+	pdk_egress_rule_release(&r);
+	return out;
+}
+
+/* ---- network.credentials: a list of {host, header} ---- */
+
+#define MAX_CREDENTIALS 32
+
+static const struct node *cred_key(struct walk *w, const struct node *map, const char *path,
+				   const char *key)
+{
+	const struct node *found = NULL;
+
+	for (size_t i = 0; i + 1 < map->n; i += 2) {
+		const struct node *k = map->kids[i];
+
+		if (k->type == NODE_SCALAR && strcmp(k->str, key) == 0 && strlen(key) == k->len)
+			found = map->kids[i + 1];
+	}
+	if (found == NULL)
+		bad(w, map, path, "a credential needs '%s'", key);
+	return found;
+}
+
+static bool cred_keys_ok(struct walk *w, const struct node *map, const char *path)
+{
+	for (size_t i = 0; i + 1 < map->n; i += 2) {
+		const struct node *k = map->kids[i];
+		_cleanup_free_ char *ex = NULL;
+
+		if (k->type == NODE_SCALAR &&
+		    (strcmp(k->str, "host") == 0 || strcmp(k->str, "header") == 0))
+			continue;
+		ex = excerpt(k->str, k->len);
+		bad(w, k, path, "unknown key '%s' (expected host and header)", ex);
+		return false;
+	}
+	return true;
+}
+
+static bool cred_item(struct walk *w, const struct node *n, const char *path, char ***v)
+{
+	_cleanup_free_ char *hpath = pdk_xasprintf("%s.host", path);
+	_cleanup_free_ char *vpath = pdk_xasprintf("%s.header", path);
+	_cleanup_free_ char *host = NULL;
+	_cleanup_free_ char *field = NULL;
+	_cleanup_free_ char *secret = NULL;
+	_cleanup_free_ char *why = NULL;
+	const struct node *hn, *vn;
+	const char *hs, *vs;
+
+	if (n->type != NODE_MAP) {
+		expected(w, n, path, "a mapping {host: HOST, header: 'Name: ... ${secret:NAME}'}");
+		return false;
+	}
+	if (!cred_keys_ok(w, n, path))
+		return false;
+	hn = cred_key(w, n, path, "host");
+	vn = cred_key(w, n, path, "header");
+	if (hn == NULL || vn == NULL)
+		return false;
+	hs = want_string(w, hn, hpath, "a host[:port]");
+	host = hs != NULL ? check_allow(w, hn, hpath, hs) : NULL;
+	vs = want_string(w, vn, vpath, "a header");
+	if (host == NULL || vs == NULL)
+		return false;
+	if (pdk_egress_cred_parse(vs, &field, &secret, &why) < 0) {
+		bad(w, vn, vpath, "%s", why);
+		return false;
+	}
+	pdk_strv_push_take(v, steal_ptr(&host));
+	pdk_strv_push(v, vs);
+	return true;
+}
+
+/* The list replaces the inherited one as a whole. */
+static void parse_credentials(struct walk *w, const struct node *n, const char *path,
+			      const struct field *f)
+{
+	_cleanup_strv_ char **v = NULL;
+	char ***dst = MEMBER(f, char **, w->pol);
+	bool ok = true;
+
+	if (n->type != NODE_SEQ) {
+		expected(w, n, path, "a list");
+		return;
+	}
+	if (n->n > MAX_CREDENTIALS) {
+		bad(w, n, path, "more than %d entries", MAX_CREDENTIALS);
+		return;
+	}
+	for (size_t i = 0; i < n->n; i++) {
+		_cleanup_free_ char *sub = pdk_xasprintf("%s[%zu]", path, i);
+
+		ok = cred_item(w, n->kids[i], sub, &v) && ok;
+	}
+	if (!ok)
+		return;
+	pdk_strv_free(*dst);
+	*dst = steal_ptr(&v);
+}
+
 static const struct list_spec abs_paths = {"an absolute path", check_abs_path};
+static const struct list_spec allow_entries = {"a host[:port]", check_allow};
 static const struct list_spec etc_names = {"a name under /etc", check_etc_name};
 
 static bool strv_has(char *const *v, const char *s)
@@ -1482,6 +1603,23 @@ static void emit_env(struct emitter *e, const struct pdk_policy *p, const struct
 	emit_end(e, true);
 }
 
+static void emit_credentials(struct emitter *e, const struct pdk_policy *p, const struct field *f)
+{
+	char *const *v = *CMEMBER(f, char **, p);
+
+	emit_str(e, f->key);
+	emit_start(e, false, v == NULL || v[0] == NULL);
+	for (size_t i = 0; v != NULL && v[i] != NULL && v[i + 1] != NULL; i += 2) {
+		emit_start(e, true, true);
+		emit_str(e, "host");
+		emit_str(e, v[i]);
+		emit_str(e, "header");
+		emit_str(e, v[i + 1]);
+		emit_end(e, true);
+	}
+	emit_end(e, false);
+}
+
 static void emit_limit(struct emitter *e, const struct pdk_policy *p, const struct field *f)
 {
 	const struct limit_spec *ls = f->arg;
@@ -1521,6 +1659,8 @@ static const struct table fs_table = TABLE(fs_fields);
 
 static const struct field net_fields[] = {
 	{"mode", parse_enum, emit_enum, OFF(network.mode), &net_mode_spec},
+	{"allow", parse_list, emit_list, OFF(network.allow), &allow_entries},
+	{"credentials", parse_credentials, emit_credentials, OFF(network.credentials), NULL},
 };
 static const struct table net_table = TABLE(net_fields);
 
@@ -1534,6 +1674,8 @@ static const struct limit_spec lim_nofile = {LIM_COUNT, NULL, 1U << 30, 1};
 static const struct limit_spec lim_fsize = {LIM_SIZE, "unlimited", UINT64_MAX, 1};
 static const struct limit_spec lim_tmp_size = {LIM_SIZE, NULL, UINT64_MAX, 1};
 static const struct limit_spec lim_disk = {LIM_SIZE, "unlimited", UINT64_MAX, 1};
+static const struct limit_spec lim_egress_bytes = {LIM_SIZE, "unlimited", UINT64_MAX, 1};
+static const struct limit_spec lim_egress_count = {LIM_COUNT, "unlimited", UINT32_MAX, 1};
 
 static const struct field limit_fields[] = {
 	{"memory", parse_limit, emit_limit, OFF(limits.memory), &lim_memory},
@@ -1545,6 +1687,11 @@ static const struct field limit_fields[] = {
 	{"fsize", parse_limit, emit_limit, OFF(limits.fsize), &lim_fsize},
 	{"tmp_size", parse_limit, emit_limit, OFF(limits.tmp_size), &lim_tmp_size},
 	{"disk", parse_limit, emit_limit, OFF(limits.disk), &lim_disk},
+	{"egress_bytes", parse_limit, emit_limit, OFF(limits.egress_bytes), &lim_egress_bytes},
+	{"egress_requests", parse_limit, emit_limit, OFF(limits.egress_requests),
+	 &lim_egress_count},
+	{"egress_connections", parse_limit, emit_limit, OFF(limits.egress_connections),
+	 &lim_egress_count},
 };
 static const struct table limit_table = TABLE(limit_fields);
 
@@ -2015,6 +2162,8 @@ struct pdk_policy *pdk_policy_dup(const struct pdk_policy *p)
 	d->etc = strv_copy(p->etc);
 	d->hostname = str_copy(p->hostname);
 	d->env = strv_copy(p->env);
+	d->network.allow = strv_copy(p->network.allow);
+	d->network.credentials = strv_copy(p->network.credentials);
 	return d;
 }
 
@@ -2033,6 +2182,8 @@ void pdk_policy_free(struct pdk_policy *p)
 	pdk_strv_free(p->etc);
 	free(p->hostname);
 	pdk_strv_free(p->env);
+	pdk_strv_free(p->network.allow);
+	pdk_strv_free(p->network.credentials);
 	free(p);
 }
 
@@ -2098,6 +2249,8 @@ const char *pdk_policy_net_mode_name(enum pdk_net_mode m)
 		return "none";
 	case PDK_NET_HOST:
 		return "host";
+	case PDK_NET_ALLOWLIST:
+		return "allowlist";
 	default:
 		return "unknown";
 	}

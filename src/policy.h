@@ -22,8 +22,9 @@ enum pdk_ws_mode {
 };
 
 enum pdk_net_mode {
-	PDK_NET_NONE = 0, /* own network namespace with loopback only */
-	PDK_NET_HOST,     /* the host's network (explicit; recorded as a risk) */
+	PDK_NET_NONE = 0,  /* own network namespace with loopback only */
+	PDK_NET_HOST,      /* the host's network (explicit; recorded as a risk) */
+	PDK_NET_ALLOWLIST, /* own namespace; HTTP(S) through the egress proxy (egress.h) */
 };
 
 /*
@@ -48,6 +49,9 @@ struct pdk_policy_limits {
 	uint64_t fsize;       /* RLIMIT_FSIZE bytes; 0 = unlimited */
 	uint64_t tmp_size;    /* size of each tmpfs (/tmp ...) in bytes; 0 = kernel default */
 	uint64_t disk;        /* bytes the workspace may add (overlay upper, tmpfs); 0 = no limit */
+	uint64_t egress_bytes;       /* bytes through the egress proxy, both ways; 0 = no limit */
+	uint64_t egress_requests;    /* requests and tunnels the proxy lets out; 0 = no limit */
+	uint64_t egress_connections; /* upstream connections open at once; 0 = no limit */
 };
 
 struct pdk_policy {
@@ -67,6 +71,9 @@ struct pdk_policy {
 
 	struct {
 		enum pdk_net_mode mode;
+		char **allow; /* allowlist entries in canonical form (egress.h rules) */
+		/* Credential rules, as pairs: host entry (canonical), header template. */
+		char **credentials;
 	} network;
 
 	struct pdk_policy_limits limits;

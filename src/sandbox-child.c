@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <linux/close_range.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -95,6 +96,30 @@ static void send_fd(struct pdk_sandbox *sb, char tag, int fd, const char *what)
 	(void)close(fd);
 }
 
+/*
+ * Step 4 (allowlist mode): the proxy's listening socket on 127.0.0.1 in the
+ * sandbox's own network namespace, handed to the supervisor. The sandbox
+ * keeps no copy: it cannot accept its own connections, and Landlock later
+ * denies it any bind.
+ */
+static void setup_egress(struct pdk_sandbox *sb)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(PDK_EGRESS_PORT),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd;
+
+	if (sb->cfg->policy->network.mode != PDK_NET_ALLOWLIST)
+		return;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		child_fail(sb, errno, "egress: socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
+		child_fail(sb, errno, "egress: cannot listen on 127.0.0.1:%d: %s", PDK_EGRESS_PORT,
+			   strerror(errno));
+	send_fd(sb, PDK__CHILD_EGRESS_FD, fd, "the egress listening socket");
+}
+
 static void setup_filesystem(struct pdk_sandbox *sb)
 {
 	char msg[768];
@@ -163,6 +188,7 @@ int pdk__sandbox_child(void *arg)
 	reset_signals();
 	setup_namespaces(sb);
 	setup_filesystem(sb);
+	setup_egress(sb);
 	setup_confinement(sb);
 	/*
 	 * SECURITY: no fd the caller of paddock leaked to us may reach the

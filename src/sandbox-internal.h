@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "cgroup.h"
+#include "egress.h"
 #include "exectrace.h"
 #include "landlock.h"
 #include "mount.h"
@@ -16,6 +17,7 @@
 /* One-byte messages on the sync socket, each carrying an fd (SCM_RIGHTS). */
 #define PDK__CHILD_UPPER_FD  'U' /* the disk-limited workspace's upper layer */
 #define PDK__CHILD_NOTIFY_FD 'N' /* the exec-tracing seccomp listener */
+#define PDK__CHILD_EGRESS_FD 'E' /* the egress proxy's listening socket (allowlist mode) */
 
 /* What the child reports over the sync socket when a step fails. */
 struct pdk__child_error {
@@ -41,7 +43,11 @@ struct pdk_sandbox {
 	size_t n_cg_procs;
 	int ctl[2]; /* [0] parent, [1] child -> init's control channel */
 	int pidfd;
-	int upper_fd; /* tmpfs upper layer of a disk-limited workspace, or -1 */
+	int upper_fd;              /* tmpfs upper layer of a disk-limited workspace, or -1 */
+	int egress_fd;             /* allowlist mode: the listening socket from the child, or -1 */
+	struct pdk_egress *egress; /* allowlist mode: the running proxy */
+	struct pdk_egress_rule *egress_rules; /* parsed network.allow */
+	size_t n_egress_rules;
 	char **ws_lowers;
 	pid_t pid; /* host pid of the init */
 	bool reaped;

@@ -224,6 +224,8 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 	pdk_landlock_add_exec_fd(sb->landlock, sb->init_fd);
 	if (p->network.mode == PDK_NET_HOST)
 		pdk_landlock_allow_tcp(sb->landlock);
+	if (p->network.mode == PDK_NET_ALLOWLIST)
+		pdk_landlock_allow_tcp_connect_port(sb->landlock, PDK_EGRESS_PORT);
 	sb->plan = pdk_mount_plan_new(&spec, sb->landlock, err);
 	if (sb->plan == NULL)
 		return pdk_error_wrap(err, "filesystem view");
@@ -311,9 +313,11 @@ static int take_child_fd(struct pdk_sandbox *sb, char tag, int fd, struct pdk_er
 {
 	if (fd < 0)
 		return pdk_error_setx(err, EPROTO, "the sandbox child sent no fd");
-	if (tag == PDK__CHILD_UPPER_FD) {
-		close_fd(&sb->upper_fd);
-		sb->upper_fd = fd;
+	if (tag == PDK__CHILD_UPPER_FD || tag == PDK__CHILD_EGRESS_FD) {
+		int *slot = tag == PDK__CHILD_UPPER_FD ? &sb->upper_fd : &sb->egress_fd;
+
+		close_fd(slot);
+		*slot = fd;
 		return 0;
 	}
 	if (sb->tracer != NULL || !sb->exec_trace) {
@@ -339,7 +343,8 @@ static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 		if (n != 1)
 			break;
 		if (((char *)&ce)[0] != PDK__CHILD_UPPER_FD &&
-		    ((char *)&ce)[0] != PDK__CHILD_NOTIFY_FD)
+		    ((char *)&ce)[0] != PDK__CHILD_NOTIFY_FD &&
+		    ((char *)&ce)[0] != PDK__CHILD_EGRESS_FD)
 			break;
 		if (take_child_fd(sb, ((char *)&ce)[0], fd, err) < 0)
 			return -1;
@@ -413,6 +418,40 @@ static int start(struct pdk_sandbox *sb, struct pdk_error **err)
 	return sb->pid < 0 ? sb->pid : rc;
 }
 
+/* Allowlist mode: parse the rules and start the proxy on the child's listening socket. */
+static int start_egress(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	const struct pdk_policy *p = sb->cfg->policy;
+	struct pdk_egress_config ec = {
+		.max_bytes = p->limits.egress_bytes,
+		.max_requests = p->limits.egress_requests,
+		.max_connections = p->limits.egress_connections,
+		.events = sb->cfg->events,
+		.credentials = p->network.credentials,
+		.sandbox_id = sb->id,
+	};
+	size_t n = pdk_strv_len(p->network.allow);
+
+	if (p->network.mode != PDK_NET_ALLOWLIST)
+		return 0;
+	if (sb->egress_fd < 0)
+		return pdk_error_setx(err, EPROTO,
+				      "egress: the sandbox passed no listening socket");
+	sb->egress_rules = pdk_xcalloc(n + 1, sizeof(*sb->egress_rules));
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *why = NULL;
+
+		if (pdk_egress_rule_parse(p->network.allow[i], &sb->egress_rules[i], &why) < 0)
+			return pdk_error_setx(err, EINVAL, "network.allow: '%s': %s",
+					      p->network.allow[i], why);
+		sb->n_egress_rules++;
+	}
+	ec.rules = sb->egress_rules;
+	ec.n_rules = sb->n_egress_rules;
+	sb->egress = pdk_egress_start(&ec, steal_fd(&sb->egress_fd), err);
+	return sb->egress != NULL ? 0 : -1;
+}
+
 static json_t *create_attrs(struct pdk_sandbox *sb)
 {
 	const struct pdk_policy *p = sb->cfg->policy;
@@ -429,6 +468,8 @@ static json_t *create_attrs(struct pdk_sandbox *sb)
 	if (sb->cfg->ws != NULL && sb->ws_lowers != NULL)
 		pdk_json_set(a, "change_set", json_string(pdk_ws_id(sb->cfg->ws)));
 	pdk_json_set(a, "network", json_string(pdk_policy_net_mode_name(p->network.mode)));
+	if (p->network.mode == PDK_NET_ALLOWLIST)
+		pdk_json_set(a, "network.allow", pdk_json_strv(p->network.allow));
 	pdk_json_set(a, "uid", json_integer(sb->uid));
 	pdk_json_set(a, "cgroup",
 		     pdk_cgroup_path(sb->cgroup) ? json_string(pdk_cgroup_path(sb->cgroup))
@@ -467,14 +508,24 @@ static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
 	sb->cfg = cfg;
 	sb->uid = geteuid();
 	sb->gid = getegid();
-	sb->init_fd = sb->pidfd = sb->upper_fd = -1;
+	sb->init_fd = sb->pidfd = sb->upper_fd = sb->egress_fd = -1;
 	sb->sync[0] = sb->sync[1] = sb->ctl[0] = sb->ctl[1] = -1;
 	sb->cmd_pid = -1;
 	sb->cwd = pdk_xstrdup(cfg->cwd ? cfg->cwd : ws ? ws : "/");
 	sb->ns_flags = PDK_NS_FLAGS;
-	if (cfg->policy->network.mode == PDK_NET_NONE)
+	/* SECURITY: only host mode shares the host's network; allowlist goes through the proxy. */
+	if (cfg->policy->network.mode != PDK_NET_HOST)
 		sb->ns_flags |= CLONE_NEWNET;
 	return sb;
+}
+
+/* Undo a half-made sandbox; the first error is the one to report. */
+static int create_failed(struct pdk_sandbox *sb, int rc)
+{
+	_cleanup_error_ struct pdk_error *cleanup_err = NULL;
+
+	(void)!pdk_sandbox_destroy(sb, &cleanup_err);
+	return rc;
 }
 
 int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox **out,
@@ -495,27 +546,26 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		rc = make_sockets(sb, err);
 	if (rc == 0)
 		rc = start(sb, err);
-	if (rc < 0) {
-		_cleanup_error_ struct pdk_error *cleanup_err = NULL;
-
-		(void)!pdk_sandbox_destroy(sb,
-					   &cleanup_err); /* the first error is the one to report */
-		return rc;
-	}
+	if (rc < 0)
+		return create_failed(sb, rc);
 	sb->t_exec_ns = pdk_now_mono_ns();
-	if (sb->exec_trace && sb->tracer == NULL) {
-		/* SECURITY: the child loaded the filter, so it must have sent its listener. */
-		_cleanup_error_ struct pdk_error *cleanup_err = NULL;
-
-		(void)!pdk_sandbox_destroy(sb, &cleanup_err);
-		return pdk_error_setx(err, EPROTO,
-				      "exec tracing: the sandbox child sent no listener");
-	}
+	/* SECURITY: the child loaded the filter, so it must have sent its listener. */
+	if (sb->exec_trace && sb->tracer == NULL)
+		return create_failed(sb, pdk_error_setx(err, EPROTO,
+							"exec tracing: the sandbox "
+							"child sent no listener"));
 	if (sb->tracer != NULL)
 		pdk_exectrace_start_recording(sb->tracer, sb->pid);
 	if (cfg->policy->network.mode == PDK_NET_HOST)
 		warn(cfg, "network mode 'host': the sandbox shares the host's network");
 	emit(sb, "sandbox.create", 0, create_attrs(sb));
+	/*
+	 * The proxy starts after sandbox.create, so its net.connect events come
+	 * after it; until then a connection waits in the listening socket's backlog.
+	 */
+	rc = start_egress(sb, err);
+	if (rc < 0)
+		return create_failed(sb, rc);
 	*out = sb;
 	return 0;
 }
@@ -782,6 +832,11 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 		(void)!pdk_sandbox_signal(sb, SIGKILL);
 		reap_init(sb);
 	}
+	/* The proxy's open connections get their net.connect events before sandbox.destroy. */
+	pdk_egress_stop(sb->egress);
+	for (size_t i = 0; i < sb->n_egress_rules; i++)
+		pdk_egress_rule_release(&sb->egress_rules[i]);
+	free(sb->egress_rules);
 	if (sb->cgroup != NULL)
 		rc = pdk_cgroup_destroy(sb->cgroup, err);
 	if (sb->t_exec_ns)
@@ -798,6 +853,7 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 	close_fd(&sb->ctl[1]);
 	close_fd(&sb->pidfd);
 	close_fd(&sb->upper_fd);
+	close_fd(&sb->egress_fd);
 	pdk_strv_free(sb->ws_lowers);
 	free(sb->cwd);
 	free(sb);

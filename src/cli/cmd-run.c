@@ -5,6 +5,7 @@
 #include "common.h"
 #include "audit.h"
 #include "cli.h"
+#include "egress.h"
 #include "events.h"
 #include "redact.h"
 #include "otlp.h"
@@ -36,6 +37,7 @@ struct pdk_run_opts {
 	char **env;
 	char **ro;
 	char **rw;
+	char **allow; /* --allow entries */
 	const char *disk;
 	const char *change_set;
 	bool stats;
@@ -61,6 +63,7 @@ enum {
 	OPT_NO_AUDIT,
 	OPT_AUDIT_FULL,
 	OPT_OTLP,
+	OPT_ALLOW,
 };
 
 static const struct option long_opts[] = {
@@ -84,6 +87,7 @@ static const struct option long_opts[] = {
 	{"no-exec-trace", no_argument, NULL, OPT_NO_EXEC_TRACE},
 	{"no-audit", no_argument, NULL, OPT_NO_AUDIT},
 	{"audit-queue-full", required_argument, NULL, OPT_AUDIT_FULL},
+	{"allow", required_argument, NULL, OPT_ALLOW},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -129,6 +133,10 @@ static void usage(FILE *out)
 	      "                           the sandbox); never dropped\n"
 	      "      --otlp URL           export events to an OpenTelemetry collector\n"
 	      "                           (OTLP/HTTP JSON; default: OTEL_EXPORTER_OTLP_ENDPOINT)\n"
+	      "      --allow HOST[:PORT]  let HTTP(S) to HOST out through the egress proxy\n"
+	      "                           (repeatable; *.DOMAIN, IP literals; default\n"
+	      "                           ports 80 and 443); implies network mode\n"
+	      "                           allowlist. See docs/egress.md\n"
 	      "      --stats              print wall time, CPU time and peak memory at the end\n"
 	      "  -h, --help               show this help\n"
 	      "\n"
@@ -143,6 +151,7 @@ static void opts_release(struct pdk_run_opts *o)
 	pdk_strv_free(o->env);
 	pdk_strv_free(o->ro);
 	pdk_strv_free(o->rw);
+	pdk_strv_free(o->allow);
 }
 
 /* Returns 0, 1 for --help, or -1 after printing an error. */
@@ -212,6 +221,9 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 			break;
 		case OPT_AUDIT_FULL:
 			o->audit_full = optarg;
+			break;
+		case OPT_ALLOW:
+			pdk_strv_push(&o->allow, optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -326,6 +338,44 @@ static int apply_ws_opts(const struct pdk_run_opts *o, struct pdk_policy *p, cha
 	return 0;
 }
 
+static bool strv_contains(char *const *v, const char *s)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
+		if (strcmp(v[i], s) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * --allow adds to the profile's network.allow and turns network mode none
+ * into allowlist; with mode host it would mean nothing, so it is refused.
+ */
+static int apply_allow_opts(const struct pdk_run_opts *o, struct pdk_policy *p)
+{
+	for (size_t i = 0; o->allow != NULL && o->allow[i] != NULL; i++) {
+		struct pdk_egress_rule r;
+		_cleanup_free_ char *why = NULL;
+
+		if (pdk_egress_rule_parse(o->allow[i], &r, &why) < 0) {
+			pdk_cli_error("run: invalid --allow '%s': %s", o->allow[i], why);
+			return -1;
+		}
+		if (!strv_contains(p->network.allow, r.text))
+			pdk_strv_push(&p->network.allow, r.text);
+		pdk_egress_rule_release(&r);
+	}
+	if (o->allow == NULL)
+		return 0;
+	if (p->network.mode == PDK_NET_HOST) {
+		pdk_cli_error("run: --allow needs network mode none or allowlist (the profile "
+			      "has host)");
+		return -1;
+	}
+	p->network.mode = PDK_NET_ALLOWLIST;
+	return 0;
+}
+
 /* The name part of "K=V" or "K": [A-Za-z_][A-Za-z0-9_]*, as the profile's env keys. */
 static bool valid_env_name(const char *kv)
 {
@@ -368,6 +418,8 @@ static int build_env(const struct pdk_run_opts *o, const struct pdk_policy *p, c
 	pdk_strv_push(&env, "LANG=C.UTF-8");
 	if (term != NULL)
 		pdk_strv_push_take(&env, pdk_xasprintf("TERM=%s", term));
+	if (p->network.mode == PDK_NET_ALLOWLIST)
+		pdk_egress_env_add(&env); /* before the profile's env and -e, which may override */
 	for (size_t i = 0; p->env != NULL && p->env[i] != NULL; i++)
 		env_set(&env, p->env[i]);
 	for (size_t i = 0; o->env != NULL && o->env[i] != NULL; i++) {
@@ -485,7 +537,9 @@ static int prepare(struct run_ctx *c)
 	pdk_policy_report_release(&rep);
 	if (c->o.no_exec_trace)
 		c->policy->audit.exec_trace = false;
-	if (apply_limit_opts(&c->o, c->policy) < 0 ||
+	if (c->o.no_exec_trace)
+		c->policy->audit.exec_trace = false;
+	if (apply_limit_opts(&c->o, c->policy) < 0 || apply_allow_opts(&c->o, c->policy) < 0 ||
 	    apply_ws_opts(&c->o, c->policy, &c->workspace) < 0 ||
 	    build_env(&c->o, c->policy, &c->env) < 0)
 		return -1;
@@ -716,6 +770,9 @@ int pdk_cmd_run(int argc, char **argv)
 		rc = open_events(&c, id);
 	if (rc == 0 && make_change_set(&c, id) < 0)
 		rc = PDK_EXIT_SETUP;
+	/* The sandbox sees a placeholder for each credential's secret (docs/egress.md). */
+	if (rc == 0 && c.policy->network.mode == PDK_NET_ALLOWLIST)
+		pdk_egress_secret_env_set(&c.env, c.policy->network.credentials, id);
 	if (rc == 0) {
 		c.sigfd = make_sigfd(&c.oldmask);
 		rc = c.sigfd < 0 ? PDK_EXIT_SETUP : run_sandbox(&c, id);

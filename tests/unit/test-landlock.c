@@ -299,6 +299,30 @@ Test(landlock, tcp_bind_and_connect_denied)
 	(void)close(l);
 }
 
+Test(landlock, tcp_connect_to_one_port_only)
+{
+	struct sockaddr_in allowed, other, any = {.sin_family = AF_INET};
+	struct pdk_landlock *ll;
+	int l1, l2, s;
+
+	need_abi(4);
+	l1 = tcp_listener(&allowed);
+	l2 = tcp_listener(&other);
+	ll = prepare();
+	pdk_landlock_allow_tcp_connect_port(ll, ntohs(allowed.sin_port));
+	restrict_self(ll);
+	cr_assert_eq(tcp_connect(&allowed), 0, "the allowed port: %s", strerror(errno));
+	assert_errno(tcp_connect(&other), EACCES);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(s, 0);
+	any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	any.sin_port = allowed.sin_port;
+	assert_errno(bind(s, (struct sockaddr *)&any, sizeof(any)), EACCES);
+	(void)close(s);
+	(void)close(l1);
+	(void)close(l2);
+}
+
 static socklen_t abstract_addr(struct sockaddr_un *a)
 {
 	int n;

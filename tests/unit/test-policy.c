@@ -760,10 +760,8 @@ Test(policy, error_bad_mode)
 {
 	expect_one("filesystem:\n  workspace:\n    mode: rwx\n", "filesystem.workspace.mode", 3, 11,
 		   "expected one of overlay, rw, ro, tmpfs, none, found 'rwx'");
-	expect_one("network:\n  mode: allowlist\n", "network.mode", 2, 9,
-		   "'allowlist' is not supported yet");
 	expect_one("network:\n  mode: bridge\n", "network.mode", 2, 9,
-		   "expected one of none, host, found 'bridge'");
+		   "expected one of none, host, allowlist, found 'bridge'");
 }
 
 Test(policy, error_relative_path)
@@ -899,7 +897,7 @@ Test(policy, multiple_errors_all_reported)
 	assert_diag(&r, "filesystem.etc[0]", 5, 9, "'/etc/passwd' cannot be bound");
 	assert_diag(&r, "limits.memory", 7, 11, "found 'lots'");
 	assert_diag(&r, "limits.wall", 8, 9, "found '10y'");
-	assert_diag(&r, "network.mode", 10, 9, "'allowlist' is not supported yet");
+	assert_diag(&r, "network.mode", 10, 9, "found 'bridge'");
 	for (size_t i = 1; i < r.n; i++)
 		cr_assert_gt(r.diags[i].line, r.diags[i - 1].line, "in file order");
 	pdk_policy_report_release(&r);

@@ -1,0 +1,1359 @@
+/*
+ * egress.c - the allowlist proxy: a libevent loop in a thread of its own,
+ * outside the sandbox, accepting on the listening socket the sandbox's
+ * child opened in the sandbox's network namespace.
+ *
+ * One struct conn per accepted connection, in one of these states:
+ *   HEAD      reading a request head (pdk__egress_head_parse)
+ *   RESOLVE   asynchronous DNS (evdns) for an allowed name
+ *   CONNECT   connecting upstream to the one address that was checked
+ *   TUNNEL    CONNECT: bytes both ways until either side ends
+ *   FORWARD   plain HTTP: the body goes up, one response comes back
+ *   CLOSING   the last bytes (an error answer) drain to the client
+ * Only the loop's thread touches a conn; pdk_egress_stop() wakes the loop
+ * through a pipe. docs/internals/egress.md explains the choices.
+ */
+#include "common.h"
+#include "egress-internal.h"
+#include "json.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HEAD_TIMEOUT_S  30  /* a client that sends no complete head is dropped */
+#define IDLE_TIMEOUT_S  600 /* a tunnel or response with no traffic */
+#define MAX_LOCAL_ADDRS 64
+#define MAX_CANDIDATES  8   /* checked addresses of one name tried in turn */
+#define MAX_CLIENTS     256 /* connections from the sandbox at once; more wait in the backlog */
+#define ACCEPT_PAUSE_MS 100 /* after an accept() error (EMFILE): wait, do not spin */
+#define TUNNEL_BUF      (256 * 1024) /* bytes per read() in a tunnel, and held per direction */
+#define FORWARD_HIGH    (256 * 1024) /* plain HTTP: bytes queued to one side before reading pauses */
+
+enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_TUNNEL, ST_FORWARD, ST_CLOSING };
+
+struct conn {
+	struct pdk_egress *e;
+	struct conn *prev, *next;
+	struct bufferevent *client;
+	struct bufferevent *up;
+	enum conn_state state;
+	struct pdk__egress_head head;
+	char *up_head; /* plain HTTP: the rebuilt head, until it is sent */
+	size_t up_head_len;
+	struct pdk__egress_resp resp;
+	struct evdns_getaddrinfo_request *dns;
+	struct tunnel *tun; /* ST_TUNNEL */
+	const struct pdk_egress_rule *rule;
+	char addr[INET6_ADDRSTRLEN];                  /* the address connected to */
+	struct sockaddr_storage cand[MAX_CANDIDATES]; /* addresses that passed the checks */
+	size_t n_cand, next_cand;
+	uint64_t t_start;
+	uint64_t sent, received; /* bytes towards upstream / towards the client */
+	bool answered;           /* bytes of a response reached the client */
+	bool close_after;        /* no further request on this connection */
+	bool counted;            /* holds one of max_connections */
+	bool event_done;         /* net.connect emitted for the current request */
+};
+
+/* A secret named by network.credentials: its value never enters the sandbox. */
+struct secret {
+	char *name;
+	char *placeholder; /* what the sandbox sees in PADDOCK_SECRET_<NAME> */
+	char *value;       /* from PADDOCK_SECRET_<NAME> in this process's environment */
+};
+
+struct cred {
+	struct pdk_egress_rule host;
+	char *field;   /* the header's name */
+	char *line;    /* the header, with the secret's value in it */
+	size_t secret; /* index into secrets */
+};
+
+struct pdk_egress {
+	struct pdk_egress_config cfg;
+	struct secret *secrets;
+	size_t n_secrets;
+	struct cred *creds;
+	size_t n_creds;
+	struct event_base *base;
+	struct evdns_base *dns;
+	struct evconnlistener *listener;
+	struct event *resume; /* re-enables the listener after an accept() error */
+	size_t n_clients;
+	bool listening;
+	struct event *wake;
+	int wake_fd[2];
+	pthread_t thread;
+	bool running;
+	struct conn *conns;
+	struct sockaddr_storage local[MAX_LOCAL_ADDRS];
+	size_t n_local;
+	uint64_t bytes, requests, open_upstream;
+	bool bytes_exceeded; /* limit.exceeded sent for egress_bytes */
+};
+
+struct tunnel;
+static void client_read(struct bufferevent *bev, void *arg);
+static void connect_next(struct conn *c);
+static void client_event(struct bufferevent *bev, short what, void *arg);
+static void conn_free(struct conn *c);
+
+/* ---- events ---- */
+
+static void emit(struct pdk_egress *e, const char *kind, json_t *attrs)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	/* A failing sink already had its say through the hub; the proxy goes on. */
+	(void)!pdk_events_emit(e->cfg.events, kind, 0, attrs, &err);
+}
+
+static void emit_limit(struct pdk_egress *e, const char *limit, uint64_t value)
+{
+	json_t *a = json_object();
+
+	pdk_json_set(a, "limit", json_string(limit));
+	pdk_json_set(a, "value", json_integer((json_int_t)value));
+	emit(e, "limit.exceeded", a);
+}
+
+/* One net.connect per request or tunnel: the decision, and for allowed ones the traffic. */
+static void emit_connect(struct conn *c, bool allow, int status, const char *reason)
+{
+	const struct pdk__egress_head *h = &c->head;
+	json_t *a;
+
+	if (c->event_done)
+		return;
+	c->event_done = true;
+	a = json_object();
+	pdk_json_set(a, "method", json_string(http_method_str((enum http_method)h->p.method)));
+	pdk_json_set(a, "host", h->host ? json_string(h->host) : json_null());
+	pdk_json_set(a, "port", json_integer(h->port));
+	pdk_json_set(a, "address", c->addr[0] ? json_string(c->addr) : json_null());
+	pdk_json_set(a, "decision", json_string(allow ? "allow" : "deny"));
+	pdk_json_set(a, "rule", c->rule ? json_string(c->rule->text) : json_null());
+	if (reason != NULL)
+		pdk_json_set(a, "reason", json_string(reason));
+	if (status)
+		pdk_json_set(a, "status", json_integer(status));
+	pdk_json_set(a, "bytes_sent", json_integer((json_int_t)c->sent));
+	pdk_json_set(a, "bytes_received", json_integer((json_int_t)c->received));
+	pdk_json_set(a, "duration_ms", json_real((double)(pdk_now_mono_ns() - c->t_start) / 1e6));
+	emit(c->e, "net.connect", a);
+}
+
+/* ---- answers and closing ---- */
+
+static const char *status_text(int status)
+{
+	switch (status) {
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 405:
+		return "Method Not Allowed";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 502:
+		return "Bad Gateway";
+	default:
+		return "Error";
+	}
+}
+
+static void close_up(struct conn *c)
+{
+	if (c->up != NULL)
+		bufferevent_free(c->up);
+	c->up = NULL;
+	if (c->counted)
+		c->e->open_upstream--;
+	c->counted = false;
+}
+
+static void drained(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	conn_free(arg);
+}
+
+static void drain_failed(struct bufferevent *bev, short what, void *arg)
+{
+	(void)what;
+	drained(bev, arg);
+}
+
+/* Stop reading, let what is queued for the client drain, then free. */
+static void finish(struct conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->client);
+
+	c->state = ST_CLOSING;
+	close_up(c);
+	bufferevent_disable(c->client, EV_READ);
+	bufferevent_setwatermark(c->client, EV_WRITE, 0, 0); /* `drained` means empty */
+	if (evbuffer_get_length(out) == 0) {
+		conn_free(c);
+		return;
+	}
+	bufferevent_setcb(c->client, NULL, drained, drain_failed, c);
+	bufferevent_enable(c->client, EV_WRITE);
+}
+
+/* Answer an error (the connection then closes) and record it. */
+static void answer(struct conn *c, bool allow, int status, const char *reason)
+{
+	_cleanup_free_ char *body = pdk_xasprintf("paddock egress: %s\n", reason);
+
+	emit_connect(c, allow, status, reason);
+	evbuffer_add_printf(bufferevent_get_output(c->client),
+			    "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+			    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+			    status, status_text(status), strlen(body), body);
+	finish(c);
+}
+
+/* ---- budgets ---- */
+
+/* Count bytes moved; false (and limit.exceeded once) when the budget is spent. */
+static bool account(struct conn *c, size_t n, bool up)
+{
+	struct pdk_egress *e = c->e;
+
+	e->bytes += n;
+	if (up)
+		c->sent += n;
+	else
+		c->received += n;
+	if (e->cfg.max_bytes == 0 || e->bytes <= e->cfg.max_bytes)
+		return true;
+	if (!e->bytes_exceeded)
+		emit_limit(e, "egress_bytes", e->cfg.max_bytes);
+	e->bytes_exceeded = true;
+	return false;
+}
+
+/* Before a new upstream connection: the reason a budget refuses it, or NULL. */
+static const char *budget_refusal(struct pdk_egress *e, const char **limit, uint64_t *value)
+{
+	if (e->cfg.max_bytes && e->bytes >= e->cfg.max_bytes) {
+		*limit = "egress_bytes";
+		*value = e->cfg.max_bytes;
+		return "the egress byte budget (limits.egress_bytes) is spent";
+	}
+	if (e->cfg.max_requests && e->requests >= e->cfg.max_requests) {
+		*limit = "egress_requests";
+		*value = e->cfg.max_requests;
+		return "the request budget (limits.egress_requests) is spent";
+	}
+	if (e->cfg.max_connections && e->open_upstream >= e->cfg.max_connections) {
+		*limit = "egress_connections";
+		*value = e->cfg.max_connections;
+		return "too many connections at once (limits.egress_connections)";
+	}
+	return NULL;
+}
+
+/* ---- tunnels ---- */
+
+/*
+ * A tunnel moves bytes with read() and write() on its two sockets, one
+ * TUNNEL_BUF buffer per direction, and no bufferevent: libevent 2.1's
+ * evbuffer_read() reads at most 4 KiB per call whatever the bufferevent's
+ * limits say, and on a paravirtualized machine every system call is dear
+ * (bench/egress: 4 KiB reads moved a tenth of what these do). A direction
+ * reads only when its buffer is empty, so a slow reader stops the writer
+ * (back-pressure) with at most TUNNEL_BUF bytes held. An end of stream is
+ * passed on as shutdown(SHUT_WR), so half-closed protocols keep working.
+ */
+struct tdir {
+	struct conn *c;
+	int from, to; /* borrowed from struct tunnel */
+	struct event *rev, *wev;
+	char *buf;       /* TUNNEL_BUF bytes */
+	size_t off, len; /* pending: buf[off..len) */
+	bool eof;        /* `from` ended */
+	bool up;         /* towards the upstream server */
+};
+
+struct tunnel {
+	int fd[2];          /* [0] the client, [1] the upstream server; owned */
+	struct tdir dir[2]; /* [0] client -> upstream, [1] upstream -> client */
+	uint64_t last_ns;   /* last byte moved either way */
+};
+
+static void tunnel_free(struct tunnel *t)
+{
+	for (int i = 0; i < 2; i++) {
+		if (t->dir[i].rev != NULL)
+			event_free(t->dir[i].rev);
+		if (t->dir[i].wev != NULL)
+			event_free(t->dir[i].wev);
+		free(t->dir[i].buf);
+		if (t->fd[i] >= 0)
+			(void)close(t->fd[i]);
+	}
+	free(t);
+}
+
+static void tunnel_end(struct conn *c, const char *reason)
+{
+	emit_connect(c, true, 200, reason);
+	conn_free(c);
+}
+
+static bool tunnel_done(const struct tunnel *t)
+{
+	return t->dir[0].eof && t->dir[1].eof && t->dir[0].len == 0 && t->dir[1].len == 0;
+}
+
+/* Write what is pending. 0, or -1 (the tunnel must end). */
+static int tdir_flush(struct tdir *d)
+{
+	struct timeval idle = {IDLE_TIMEOUT_S, 0};
+
+	while (d->off < d->len) {
+		ssize_t n = write(d->to, d->buf + d->off, d->len - d->off);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			(void)event_del(d->rev);
+			return event_add(d->wev, NULL);
+		}
+		if (n <= 0)
+			return -1;
+		d->off += (size_t)n;
+	}
+	d->off = d->len = 0;
+	(void)event_del(d->wev);
+	if (d->eof)
+		return shutdown(d->to, SHUT_WR) < 0 && errno != ENOTCONN ? -1 : 0;
+	return event_add(d->rev, &idle);
+}
+
+static void tdir_written(evutil_socket_t fd, short what, void *arg)
+{
+	struct tdir *d = arg;
+	struct conn *c = d->c;
+
+	(void)fd;
+	(void)what;
+	if (tdir_flush(d) < 0)
+		tunnel_end(c, "a side of the tunnel failed");
+	else if (tunnel_done(c->tun))
+		tunnel_end(c, NULL);
+}
+
+static void tdir_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct tdir *d = arg;
+	struct conn *c = d->c;
+	ssize_t n;
+
+	if (what & EV_TIMEOUT) {
+		if (pdk_now_mono_ns() - c->tun->last_ns >= IDLE_TIMEOUT_S * 1000000000ULL)
+			tunnel_end(c, "idle for too long");
+		return;
+	}
+	n = read(fd, d->buf, TUNNEL_BUF);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < 0) {
+		tunnel_end(c, "a side of the tunnel failed");
+		return;
+	}
+	c->tun->last_ns = pdk_now_mono_ns();
+	if (n == 0) {
+		d->eof = true;
+		(void)event_del(d->rev);
+	} else if (!account(c, (size_t)n, d->up)) {
+		tunnel_end(c, "the egress byte budget was spent: the tunnel was closed");
+		return;
+	}
+	d->off = 0;
+	d->len = (size_t)n;
+	if (tdir_flush(d) < 0)
+		tunnel_end(c, "a side of the tunnel failed");
+	else if (tunnel_done(c->tun))
+		tunnel_end(c, NULL);
+}
+
+static int tdir_init(struct conn *c, struct tdir *d, int from, int to, bool up)
+{
+	d->c = c;
+	d->from = from;
+	d->to = to;
+	d->up = up;
+	d->buf = pdk_xmalloc(TUNNEL_BUF);
+	d->rev = event_new(c->e->base, from, EV_READ | EV_PERSIST, tdir_readable, d);
+	d->wev = event_new(c->e->base, to, EV_WRITE | EV_PERSIST, tdir_written, d);
+	return d->rev != NULL && d->wev != NULL ? 0 : -1;
+}
+
+/* Take the two sockets from their bufferevents (a dup, then the bufferevent goes). */
+static int take_fd(struct bufferevent **bev)
+{
+	int fd = fcntl(bufferevent_getfd(*bev), F_DUPFD_CLOEXEC, 3);
+
+	bufferevent_free(*bev);
+	*bev = NULL;
+	return fd;
+}
+
+static void start_tunnel(struct conn *c)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	struct evbuffer *early = bufferevent_get_input(c->client);
+	struct tunnel *t;
+
+	if (evbuffer_get_length(early) > TUNNEL_BUF) {
+		answer(c, true, 400, "too many bytes behind the CONNECT request");
+		return;
+	}
+	t = pdk_xcalloc(1, sizeof(*t));
+	c->tun = t;
+	c->state = ST_TUNNEL;
+	c->answered = true;
+	t->last_ns = pdk_now_mono_ns();
+	t->fd[0] = t->fd[1] = -1;
+	if (tdir_init(c, &t->dir[0], -1, -1, true) < 0 ||
+	    tdir_init(c, &t->dir[1], -1, -1, false) < 0)
+		goto fail;
+	/* Bytes the client sent right behind its CONNECT (a TLS hello) go up first. */
+	t->dir[0].len = (size_t)evbuffer_remove(early, t->dir[0].buf, TUNNEL_BUF);
+	memcpy(t->dir[1].buf, ok, sizeof(ok) - 1);
+	t->dir[1].len = sizeof(ok) - 1;
+	t->fd[0] = take_fd(&c->client);
+	t->fd[1] = take_fd(&c->up); /* c->counted stays: the connection is still open */
+	if (t->fd[0] < 0 || t->fd[1] < 0)
+		goto fail;
+	for (int i = 0; i < 2; i++) {
+		struct tdir *d = &t->dir[i];
+
+		d->from = t->fd[i];
+		d->to = t->fd[1 - i];
+		if (event_assign(d->rev, c->e->base, d->from, EV_READ | EV_PERSIST, tdir_readable,
+				 d) < 0 ||
+		    event_assign(d->wev, c->e->base, d->to, EV_WRITE | EV_PERSIST, tdir_written,
+				 d) < 0 ||
+		    tdir_flush(d) < 0)
+			goto fail;
+	}
+	return;
+fail:
+	tunnel_end(c, "cannot set up the tunnel");
+}
+
+/* ---- plain HTTP ---- */
+
+static void next_request(struct conn *c)
+{
+	struct timeval head = {HEAD_TIMEOUT_S, 0};
+
+	close_up(c);
+	pdk__egress_head_release(&c->head);
+	c->state = ST_HEAD;
+	c->rule = NULL;
+	c->addr[0] = '\0';
+	c->sent = c->received = 0;
+	c->answered = c->event_done = false;
+	bufferevent_setcb(c->client, client_read, NULL, client_event, c);
+	bufferevent_set_timeouts(c->client, &head, NULL);
+	bufferevent_enable(c->client, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0)
+		client_read(c->client, c);
+}
+
+static void response_done(struct conn *c)
+{
+	emit_connect(c, true, (int)c->resp.p.status_code, NULL);
+	if (c->close_after || !c->resp.keep_alive || !c->head.keep_alive) {
+		finish(c);
+		return;
+	}
+	next_request(c);
+}
+
+/* A malformed or cut-off upstream answer: 502 if nothing reached the client yet. */
+static void upstream_failed(struct conn *c, const char *reason)
+{
+	if (!c->answered) {
+		answer(c, true, 502, reason);
+		return;
+	}
+	emit_connect(c, true, (int)c->resp.p.status_code, reason);
+	finish(c);
+}
+
+static void forward_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	/* One contiguous chunk at a time: no copy of a large response. */
+	while (evbuffer_get_length(in) > 0 && !c->resp.done) {
+		size_t len = evbuffer_get_contiguous_space(in);
+		ssize_t n = pdk__egress_resp_feed(
+			&c->resp, (const char *)evbuffer_pullup(in, (ssize_t)len), len);
+
+		if (n < 0) {
+			upstream_failed(c, "the upstream server sent a malformed response");
+			return;
+		}
+		if (!account(c, (size_t)n, false)) {
+			upstream_failed(c, "the egress byte budget was spent");
+			return;
+		}
+		c->answered = c->answered || n > 0;
+		evbuffer_remove_buffer(in, bufferevent_get_output(c->client), (size_t)n);
+		if ((size_t)n < len)
+			break; /* the response ended inside this chunk */
+	}
+	if (!c->resp.done && evbuffer_get_length(bufferevent_get_output(c->client)) >= FORWARD_HIGH)
+		bufferevent_disable(bev, EV_READ);
+	if (c->resp.done)
+		response_done(c);
+}
+
+static void forward_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	if (bev == c->client) {
+		/* The client went away: nothing more to do for it. */
+		emit_connect(c, true, (int)c->resp.p.status_code,
+			     "the client closed the connection");
+		conn_free(c);
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT) {
+		upstream_failed(c, "the upstream server did not answer in time");
+		return;
+	}
+	/* EOF (or error): a response delimited by the end of the connection ends here. */
+	if (pdk__egress_resp_feed(&c->resp, NULL, 0) >= 0 && c->resp.done) {
+		c->close_after = true;
+		response_done(c);
+		return;
+	}
+	upstream_failed(c, "the upstream server closed the connection before a whole response");
+}
+
+/* Request body bytes from the client go up as they are; anything after the request waits. */
+static void forward_body(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->client);
+
+	while (evbuffer_get_length(in) > 0) {
+		size_t len = evbuffer_get_contiguous_space(in);
+		ssize_t n;
+
+		if (c->head.msg_done) {
+			/*
+			 * SECURITY: one request in flight. A pipelined one is not read;
+			 * the connection closes after this response.
+			 */
+			c->close_after = true;
+			bufferevent_disable(c->client, EV_READ);
+			return;
+		}
+		n = pdk__egress_body_feed(&c->head, (const char *)evbuffer_pullup(in, (ssize_t)len),
+					  len);
+		if (n < 0 || !account(c, n < 0 ? 0 : (size_t)n, true)) {
+			upstream_failed(c, n < 0 ? "the request body is malformed"
+						 : "the egress byte budget was spent");
+			return;
+		}
+		evbuffer_remove_buffer(in, bufferevent_get_output(c->up), (size_t)n);
+		if (evbuffer_get_length(bufferevent_get_output(c->up)) >= FORWARD_HIGH) {
+			bufferevent_disable(c->client, EV_READ);
+			return;
+		}
+		if ((size_t)n < len && !c->head.msg_done)
+			return; /* the parser wants more (it never stops early otherwise) */
+	}
+}
+
+static void forward_client_read(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	forward_body(arg);
+}
+
+/*
+ * Back-pressure: a side whose queue reached FORWARD_HIGH stops the other
+ * side's reading (forward_read, forward_body); when it drains to half, this
+ * resumes it. A client that reads slowly holds at most that much.
+ */
+static void forward_drained(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (bev == c->client && c->up != NULL)
+		bufferevent_enable(c->up, EV_READ);
+	else if (bev == c->up && !c->close_after)
+		bufferevent_enable(c->client, EV_READ);
+}
+
+static void start_forward(struct conn *c)
+{
+	struct timeval idle = {IDLE_TIMEOUT_S, 0};
+
+	c->state = ST_FORWARD;
+	pdk__egress_resp_init(&c->resp, c->head.p.method == HTTP_HEAD);
+	(void)account(c, c->up_head_len, true); /* the budget is checked before connecting */
+	bufferevent_write(c->up, c->up_head, c->up_head_len);
+	free(steal_ptr(&c->up_head));
+	bufferevent_setcb(c->up, forward_read, forward_drained, forward_event, c);
+	bufferevent_setcb(c->client, forward_client_read, forward_drained, forward_event, c);
+	bufferevent_setwatermark(c->up, EV_WRITE, FORWARD_HIGH / 2, 0);
+	bufferevent_setwatermark(c->client, EV_WRITE, FORWARD_HIGH / 2, 0);
+	bufferevent_set_timeouts(c->up, &idle, NULL);
+	bufferevent_set_timeouts(c->client, NULL, NULL);
+	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	bufferevent_enable(c->client, EV_READ | EV_WRITE);
+	forward_body(c);
+}
+
+/* ---- upstream connection ---- */
+
+/*
+ * A relay writes what it just read: Nagle's algorithm would hold a short
+ * write (an answer's head) back until the peer's delayed ACK, 40 ms later.
+ */
+static void no_delay(struct bufferevent *bev)
+{
+	int one = 1;
+
+	/* Best effort: without it the relay is slower, not less safe. */
+	(void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void up_connect_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	_cleanup_free_ char *why = NULL;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		no_delay(bev);
+		if (c->head.connect)
+			start_tunnel(c);
+		else
+			start_forward(c);
+		return;
+	}
+	why = pdk_xasprintf("cannot connect to %s port %u: %s", c->addr, c->head.port,
+			    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	if (c->next_cand < c->n_cand) {
+		/* Another checked address of the same answer (an IPv6 one without a route). */
+		bufferevent_free(c->up);
+		c->up = NULL;
+		connect_next(c);
+		return;
+	}
+	answer(c, true, 502, why);
+}
+
+/* Connect to the next candidate address: one that passed judge_addr() (or a listed IP). */
+static void connect_next(struct conn *c)
+{
+	struct sockaddr_storage ss = c->cand[c->next_cand++];
+	socklen_t len =
+		ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	struct timeval t = {HEAD_TIMEOUT_S, 0};
+
+	((struct sockaddr_in *)&ss)->sin_port = htons(c->head.port); /* same offset in v6 */
+	if (inet_ntop(ss.ss_family,
+		      ss.ss_family == AF_INET
+			      ? (const void *)&((struct sockaddr_in *)&ss)->sin_addr
+			      : (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr,
+		      c->addr, sizeof(c->addr)) == NULL)
+		c->addr[0] = '\0';
+	c->state = ST_CONNECT;
+	if (!c->counted) {
+		c->e->requests++;
+		c->e->open_upstream++;
+		c->counted = true;
+	}
+	c->up = bufferevent_socket_new(c->e->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (c->up == NULL) {
+		answer(c, true, 502, "cannot create a socket");
+		return;
+	}
+	bufferevent_setcb(c->up, NULL, NULL, up_connect_event, c);
+	bufferevent_set_timeouts(c->up, &t, &t);
+	/* SECURITY: connect to the address that was checked; never resolve again. */
+	if (bufferevent_socket_connect(c->up, (struct sockaddr *)&ss, len) < 0)
+		answer(c, true, 502, "cannot connect upstream");
+}
+
+static bool is_local(const struct pdk_egress *e, const struct sockaddr *sa)
+{
+	for (size_t i = 0; i < e->n_local; i++) {
+		const struct sockaddr_storage *l = &e->local[i];
+
+		if (l->ss_family != sa->sa_family)
+			continue;
+		if (sa->sa_family == AF_INET &&
+		    memcmp(&((const struct sockaddr_in *)l)->sin_addr,
+			   &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4) == 0)
+			return true;
+		if (sa->sa_family == AF_INET6 &&
+		    memcmp(&((const struct sockaddr_in6 *)l)->sin6_addr,
+			   &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * SECURITY: every resolved address is judged. A special-purpose or local
+ * address is refused unless the policy lists that very address (SSRF to
+ * metadata services and host loopback services; DNS rebinding).
+ */
+static const char *judge_addr(const struct conn *c, const struct sockaddr *sa)
+{
+	enum pdk_egress_addr_class cls = pdk_egress_classify(sa);
+
+	if (pdk_egress_match_addr(c->e->cfg.rules, c->e->cfg.n_rules, sa, c->head.port) != NULL)
+		return NULL;
+	if (cls == PDK_EGRESS_ADDR_PUBLIC && is_local(c->e, sa))
+		cls = PDK_EGRESS_ADDR_HOST;
+	return cls == PDK_EGRESS_ADDR_PUBLIC ? NULL : pdk_egress_addr_class_name(cls);
+}
+
+static void addr_text(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const void *a =
+		sa->sa_family == AF_INET
+			? (const void *)&((const struct sockaddr_in *)(const void *)sa)->sin_addr
+			: (const void *)&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+
+	if (inet_ntop(sa->sa_family, a, buf, (socklen_t)len) == NULL)
+		buf[0] = '\0';
+}
+
+static void resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+	struct conn *c = arg;
+	_cleanup_free_ char *why = NULL;
+
+	if (result == EVUTIL_EAI_CANCEL)
+		return; /* the conn is being freed */
+	c->dns = NULL;
+	if (result != 0) {
+		why = pdk_xasprintf("cannot resolve '%s': %s", c->head.host,
+				    evutil_gai_strerror(result));
+		answer(c, true, 502, why);
+		return;
+	}
+	c->n_cand = c->next_cand = 0;
+	for (const struct evutil_addrinfo *ai = res; ai != NULL && c->n_cand < MAX_CANDIDATES;
+	     ai = ai->ai_next) {
+		const char *bad = judge_addr(c, ai->ai_addr);
+
+		if (bad == NULL && ai->ai_addrlen <= sizeof(c->cand[0])) {
+			memset(&c->cand[c->n_cand], 0, sizeof(c->cand[0]));
+			memcpy(&c->cand[c->n_cand++], ai->ai_addr, ai->ai_addrlen);
+		} else if (bad != NULL && why == NULL) {
+			char a[INET6_ADDRSTRLEN];
+
+			addr_text(ai->ai_addr, a, sizeof(a));
+			why = pdk_xasprintf("'%s' resolves to %s, a %s address (list the address "
+					    "itself to allow it)",
+					    c->head.host, a, bad);
+		}
+	}
+	if (c->n_cand > 0)
+		connect_next(c);
+	else
+		answer(c, false, 403, why ? why : "the name has no address");
+	evutil_freeaddrinfo(res);
+}
+
+/* ---- credentials (plain HTTP) ---- */
+
+static void emit_credential(struct conn *c, const struct secret *s, const char *field, bool inject,
+			    const char *reason)
+{
+	json_t *a = json_object();
+
+	pdk_json_set(a, "host", json_string(c->head.host));
+	pdk_json_set(a, "port", json_integer(c->head.port));
+	pdk_json_set(a, "secret", json_string(s->name));
+	pdk_json_set(a, "header", field ? json_string(field) : json_null());
+	pdk_json_set(a, "decision", json_string(inject ? "inject" : "deny"));
+	if (reason != NULL)
+		pdk_json_set(a, "reason", json_string(reason));
+	emit(c->e, "net.credential", a);
+}
+
+static bool cred_matches(const struct conn *c, const struct cred *cr)
+{
+	const struct pdk__egress_head *h = &c->head;
+
+	if (h->host_is_ip)
+		return pdk_egress_match_addr(&cr->host, 1, (const struct sockaddr *)&h->ip,
+					     h->port) != NULL;
+	return pdk_egress_match_host(&cr->host, 1, h->host, h->port) != NULL;
+}
+
+/* Does the request's target or a field value hold `needle`? */
+static bool head_has(const struct pdk__egress_head *h, const char *data, const char *needle)
+{
+	size_t nl = strlen(needle);
+
+	if (memmem(data + h->url.off, h->url.len, needle, nl) != NULL)
+		return true;
+	for (size_t i = 0; i < h->n_headers; i++) {
+		if (memmem(data + h->values[i].off, h->values[i].len, needle, nl) != NULL)
+			return true;
+	}
+	return false;
+}
+
+static bool secret_allowed_here(const struct conn *c, size_t secret)
+{
+	for (size_t i = 0; i < c->e->n_creds; i++) {
+		if (c->e->creds[i].secret == secret && cred_matches(c, &c->e->creds[i]))
+			return true;
+	}
+	return false;
+}
+
+struct rewrite {
+	struct pdk__egress_rewrite rw;
+	const char **drop, **from, **to, **extra;
+};
+
+static void rewrite_release(struct rewrite *r)
+{
+	free(r->drop);
+	free(r->from);
+	free(r->to);
+	free(r->extra);
+}
+
+/*
+ * SECURITY: a placeholder goes only to a host a credential rule of its
+ * secret names, where it becomes the value; anywhere else the request is
+ * refused (and recorded), so the sandbox cannot learn which host would take
+ * it. A matching rule's header replaces any field of that name the client
+ * sent. Returns 0, or -1 after answering 403.
+ */
+static int apply_credentials(struct conn *c, const char *data, struct rewrite *r)
+{
+	struct pdk_egress *e = c->e;
+
+	r->drop = pdk_xcalloc(e->n_creds + 1, sizeof(*r->drop));
+	r->extra = pdk_xcalloc(e->n_creds + 1, sizeof(*r->extra));
+	r->from = pdk_xcalloc(e->n_secrets + 1, sizeof(*r->from));
+	r->to = pdk_xcalloc(e->n_secrets + 1, sizeof(*r->to));
+	for (size_t i = 0; i < e->n_secrets; i++) {
+		const struct secret *s = &e->secrets[i];
+		_cleanup_free_ char *why = NULL;
+
+		if (!head_has(&c->head, data, s->placeholder))
+			continue;
+		if (!secret_allowed_here(c, i)) {
+			why = pdk_xasprintf("the placeholder of secret '%s' may not be sent to %s "
+					    "port %u (no network.credentials rule names it)",
+					    s->name, c->head.host, c->head.port);
+			emit_credential(c, s, NULL, false, why);
+			answer(c, false, 403, why);
+			return -1;
+		}
+		r->from[r->rw.n_swap] = s->placeholder;
+		r->to[r->rw.n_swap++] = s->value;
+	}
+	for (size_t i = 0; i < e->n_creds; i++) {
+		if (!cred_matches(c, &e->creds[i]))
+			continue;
+		r->drop[r->rw.n_drop++] = e->creds[i].field;
+		r->extra[r->rw.n_extra++] = e->creds[i].line;
+		emit_credential(c, &e->secrets[e->creds[i].secret], e->creds[i].field, true, NULL);
+	}
+	r->rw.drop = r->drop;
+	r->rw.from = r->from;
+	r->rw.to = r->to;
+	r->rw.extra = r->extra;
+	return 0;
+}
+
+/* ---- a request head ---- */
+
+static void decide(struct conn *c)
+{
+	const struct pdk_egress_config *cfg = &c->e->cfg;
+	struct pdk__egress_head *h = &c->head;
+	struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	_cleanup_free_ char *why = NULL;
+	const char *limit = NULL;
+	const char *refusal;
+	uint64_t value = 0;
+
+	if (h->host_is_ip)
+		c->rule = pdk_egress_match_addr(cfg->rules, cfg->n_rules, (struct sockaddr *)&h->ip,
+						h->port);
+	else
+		c->rule = pdk_egress_match_host(cfg->rules, cfg->n_rules, h->host, h->port);
+	if (c->rule == NULL) {
+		why = pdk_xasprintf("no network.allow rule allows %s%s%s port %u",
+				    h->ip.ss_family == AF_INET6 ? "[" : "", h->host,
+				    h->ip.ss_family == AF_INET6 ? "]" : "", h->port);
+		answer(c, false, 403, why);
+		return;
+	}
+	refusal = budget_refusal(c->e, &limit, &value);
+	if (refusal != NULL) {
+		emit_limit(c->e, limit, value);
+		answer(c, false, 429, refusal);
+		return;
+	}
+	bufferevent_disable(c->client, EV_READ);
+	bufferevent_set_timeouts(c->client, NULL, NULL);
+	if (h->host_is_ip) {
+		c->cand[0] = h->ip;
+		c->n_cand = 1;
+		c->next_cand = 0;
+		connect_next(c);
+		return;
+	}
+	c->state = ST_RESOLVE;
+	/* May call resolved() at once (a hosts-file entry); then it returns NULL. */
+	c->dns = evdns_getaddrinfo(c->e->dns, h->host, NULL, &hints, resolved, c);
+}
+
+static void client_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t len = evbuffer_get_length(in);
+	size_t scan = len < PDK__EGRESS_HEAD_MAX ? len : PDK__EGRESS_HEAD_MAX;
+	const char *data = (const char *)evbuffer_pullup(in, (ssize_t)scan);
+	int n = pdk__egress_head_parse(&c->head, data, scan);
+
+	if (n == 0)
+		return;
+	if (n < 0) {
+		answer(c, false, c->head.status, c->head.reason);
+		return;
+	}
+	c->t_start = pdk_now_mono_ns();
+	if (!c->head.connect) {
+		struct rewrite r = {0};
+
+		if (apply_credentials(c, data, &r) < 0) {
+			rewrite_release(&r);
+			return;
+		}
+		c->up_head = pdk__egress_head_upstream(&c->head, data, &r.rw, &c->up_head_len);
+		rewrite_release(&r);
+		if (c->up_head == NULL) {
+			answer(c, false, c->head.status, c->head.reason);
+			return;
+		}
+	}
+	evbuffer_drain(in, (size_t)n);
+	decide(c);
+}
+
+static void client_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if ((what & BEV_EVENT_TIMEOUT) && evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+		answer(c, false, 400, "the request head did not arrive in time");
+		return;
+	}
+	conn_free(c); /* EOF, error, or an idle keep-alive connection */
+}
+
+/* ---- connections ---- */
+
+static void conn_free(struct conn *c)
+{
+	struct pdk_egress *e = c->e;
+
+	if (c->dns != NULL)
+		evdns_getaddrinfo_cancel(c->dns); /* calls resolved() with EAI_CANCEL */
+	if (c->head.host != NULL && c->state != ST_HEAD && c->state != ST_CLOSING)
+		emit_connect(c, true, 0, "closed");
+	close_up(c);
+	if (c->tun != NULL)
+		tunnel_free(c->tun);
+	if (c->client != NULL)
+		bufferevent_free(c->client);
+	/* SECURITY: the sandbox cannot make the supervisor hold more than MAX_CLIENTS. */
+	if (e->n_clients-- == MAX_CLIENTS && !e->listening && e->listener != NULL) {
+		evconnlistener_enable(e->listener);
+		e->listening = true;
+	}
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		e->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	pdk__egress_head_release(&c->head);
+	free(c->up_head);
+	free(c);
+}
+
+static void accepted(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
+		     void *arg)
+{
+	struct pdk_egress *e = arg;
+	struct conn *c = pdk_xcalloc(1, sizeof(*c));
+	struct timeval head = {HEAD_TIMEOUT_S, 0};
+
+	(void)l;
+	(void)sa;
+	(void)len;
+	c->e = e;
+	c->state = ST_HEAD;
+	c->t_start = pdk_now_mono_ns();
+	c->client = bufferevent_socket_new(e->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->client == NULL) {
+		(void)close(fd);
+		free(c);
+		return;
+	}
+	c->next = e->conns;
+	if (e->conns != NULL)
+		e->conns->prev = c;
+	e->conns = c;
+	if (++e->n_clients == MAX_CLIENTS) {
+		evconnlistener_disable(e->listener);
+		e->listening = false;
+	}
+	no_delay(c->client);
+	bufferevent_setcb(c->client, client_read, NULL, client_event, c);
+	bufferevent_set_timeouts(c->client, &head, NULL);
+	bufferevent_enable(c->client, EV_READ | EV_WRITE);
+}
+
+/* An accept() error (EMFILE, ENOBUFS): pause instead of spinning on a readable socket. */
+static void accept_failed(struct evconnlistener *l, void *arg)
+{
+	struct pdk_egress *e = arg;
+	struct timeval t = {0, ACCEPT_PAUSE_MS * 1000};
+
+	evconnlistener_disable(l);
+	e->listening = false;
+	(void)event_add(e->resume, &t);
+}
+
+static void accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_egress *e = arg;
+
+	(void)fd;
+	(void)what;
+	if (e->n_clients < MAX_CLIENTS && !e->listening) {
+		evconnlistener_enable(e->listener);
+		e->listening = true;
+	}
+}
+
+/* ---- lifecycle ---- */
+
+static void woken(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_egress *e = arg;
+
+	(void)fd;
+	(void)what;
+	while (e->conns != NULL)
+		conn_free(e->conns);
+	event_base_loopbreak(e->base);
+}
+
+static void *loop_main(void *arg)
+{
+	struct pdk_egress *e = arg;
+
+	(void)event_base_dispatch(e->base);
+	return NULL;
+}
+
+static void quiet_log(int severity, const char *msg)
+{
+	(void)severity;
+	(void)msg; /* libevent's own warnings would go to the sandboxed command's stderr */
+}
+
+static int load_local_addrs(struct pdk_egress *e, struct pdk_error **err)
+{
+	struct ifaddrs *ifa = NULL;
+
+	if (getifaddrs(&ifa) < 0)
+		return pdk_error_set(err, errno, "cannot list the host's addresses");
+	for (struct ifaddrs *i = ifa; i != NULL && e->n_local < MAX_LOCAL_ADDRS; i = i->ifa_next) {
+		if (i->ifa_addr == NULL ||
+		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		memcpy(&e->local[e->n_local++], i->ifa_addr,
+		       i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+							 : sizeof(struct sockaddr_in6));
+	}
+	freeifaddrs(ifa);
+	return 0;
+}
+
+static int setup_dns(struct pdk_egress *e, struct pdk_error **err)
+{
+	const char *rc_env = secure_getenv("PADDOCK_RESOLV_CONF");
+	const char *hosts_env = secure_getenv("PADDOCK_HOSTS");
+	const char *resolv = e->cfg.resolv_conf ? e->cfg.resolv_conf : rc_env;
+	const char *hosts = e->cfg.hosts ? e->cfg.hosts : hosts_env;
+	int rc;
+
+	e->dns = evdns_base_new(e->base, 0);
+	if (e->dns == NULL)
+		return pdk_error_setx(err, ENOMEM, "cannot create the DNS resolver");
+	rc = evdns_base_resolv_conf_parse(e->dns, DNS_OPTIONS_ALL & ~DNS_OPTION_HOSTSFILE,
+					  resolv ? resolv : "/etc/resolv.conf");
+	/* 6: no nameserver listed (evdns then asks 127.0.0.1); 1: the default file is missing. */
+	if (rc != 0 && rc != 6 && !(rc == 1 && resolv == NULL))
+		return pdk_error_setx(err, EINVAL, "cannot read the resolver configuration '%s'",
+				      resolv ? resolv : "/etc/resolv.conf");
+	if (evdns_base_load_hosts(e->dns, hosts) != 0 && hosts != NULL)
+		return pdk_error_setx(err, EINVAL, "cannot read the hosts file '%s'", hosts);
+	return 0;
+}
+
+static size_t add_secret(struct pdk_egress *e, const char *name, struct pdk_error **err)
+{
+	_cleanup_free_ char *var = pdk_xasprintf("%s%s", PDK_EGRESS_SECRET_PREFIX, name);
+	const char *value;
+	struct secret *s;
+
+	for (size_t i = 0; i < e->n_secrets; i++) {
+		if (strcmp(e->secrets[i].name, name) == 0)
+			return i;
+	}
+	for (char *p = var; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	value = secure_getenv(var);
+	/* SECURITY: fail closed; a value that could end the header line is refused. */
+	if (value == NULL || *value == '\0' || strpbrk(value, "\r\n") != NULL) {
+		(void)pdk_error_setx(err, ENOKEY,
+				     "secret '%s': set %s in paddock's environment (one line, not "
+				     "empty)",
+				     name, var);
+		return SIZE_MAX;
+	}
+	e->secrets = pdk_xrealloc(e->secrets, (e->n_secrets + 1) * sizeof(*e->secrets));
+	s = &e->secrets[e->n_secrets];
+	s->name = pdk_xstrdup(name);
+	s->value = pdk_xstrdup(value);
+	s->placeholder = pdk_egress_placeholder(name, e->cfg.sandbox_id ? e->cfg.sandbox_id : "");
+	return e->n_secrets++;
+}
+
+/* network.credentials -> creds and secrets; every secret must have its value. */
+static int setup_credentials(struct pdk_egress *e, struct pdk_error **err)
+{
+	char *const *v = e->cfg.credentials;
+	size_t n = 0;
+
+	while (v != NULL && v[n] != NULL && v[n + 1] != NULL)
+		n += 2;
+	e->creds = pdk_xcalloc(n / 2 + 1, sizeof(*e->creds));
+	for (size_t i = 0; i < n; i += 2) {
+		struct cred *cr = &e->creds[e->n_creds];
+		_cleanup_free_ char *secret = NULL;
+		_cleanup_free_ char *why = NULL;
+		_cleanup_free_ char *ref = NULL;
+		const char *at;
+
+		if (pdk_egress_rule_parse(v[i], &cr->host, &why) < 0)
+			return pdk_error_setx(err, EINVAL, "network.credentials: %s", why);
+		e->n_creds++;
+		if (pdk_egress_cred_parse(v[i + 1], &cr->field, &secret, &why) < 0)
+			return pdk_error_setx(err, EINVAL, "network.credentials: %s", why);
+		cr->secret = add_secret(e, secret, err);
+		if (cr->secret == SIZE_MAX)
+			return -1;
+		ref = pdk_xasprintf("${secret:%s}", secret);
+		at = strstr(v[i + 1], ref);
+		cr->line = pdk_xasprintf("%.*s%s%s", (int)(at - v[i + 1]), v[i + 1],
+					 e->secrets[cr->secret].value, at + strlen(ref));
+	}
+	return 0;
+}
+
+static void free_credentials(struct pdk_egress *e)
+{
+	for (size_t i = 0; i < e->n_creds; i++) {
+		pdk_egress_rule_release(&e->creds[i].host);
+		free(e->creds[i].field);
+		if (e->creds[i].line != NULL)
+			explicit_bzero(e->creds[i].line, strlen(e->creds[i].line));
+		free(e->creds[i].line);
+	}
+	for (size_t i = 0; i < e->n_secrets; i++) {
+		explicit_bzero(e->secrets[i].value, strlen(e->secrets[i].value));
+		free(e->secrets[i].value);
+		free(e->secrets[i].name);
+		free(e->secrets[i].placeholder);
+	}
+	free(e->creds);
+	free(e->secrets);
+}
+
+static int start_thread(struct pdk_egress *e, struct pdk_error **err)
+{
+	sigset_t all, old;
+	int rc;
+
+	/* The loop's thread takes no signal: the supervisor's signalfd gets them all. */
+	sigfillset(&all);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&e->thread, NULL, loop_main, e);
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return pdk_error_set(err, rc, "cannot start the egress proxy thread");
+	e->running = true;
+	return 0;
+}
+
+static int setup(struct pdk_egress *e, int listen_fd, struct pdk_error **err)
+{
+	int rc;
+
+	_cleanup_close_ int fd = listen_fd;
+
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+		return pdk_error_set(err, errno, "egress listening socket");
+	e->base = event_base_new();
+	if (e->base == NULL)
+		return pdk_error_setx(err, ENOMEM, "cannot create the egress event loop");
+	e->listener = evconnlistener_new(e->base, accepted, e, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+	if (e->listener == NULL)
+		return pdk_error_setx(err, ENOMEM, "cannot listen for the sandbox's connections");
+	fd = -1; /* the listener owns it now */
+	e->listening = true;
+	evconnlistener_set_error_cb(e->listener, accept_failed);
+	e->resume = evtimer_new(e->base, accept_resume, e);
+	if (e->resume == NULL)
+		return pdk_error_setx(err, ENOMEM, "cannot create the egress accept timer");
+	if (pipe2(e->wake_fd, O_CLOEXEC | O_NONBLOCK) < 0)
+		return pdk_error_set(err, errno, "pipe");
+	e->wake = event_new(e->base, e->wake_fd[0], EV_READ, woken, e);
+	if (e->wake == NULL || event_add(e->wake, NULL) < 0)
+		return pdk_error_setx(err, ENOMEM, "cannot create the egress wake-up event");
+	rc = load_local_addrs(e, err);
+	if (rc == 0)
+		rc = setup_credentials(e, err);
+	if (rc == 0)
+		rc = setup_dns(e, err);
+	if (rc == 0)
+		rc = start_thread(e, err);
+	return rc;
+}
+
+struct pdk_egress *pdk_egress_start(const struct pdk_egress_config *cfg, int listen_fd,
+				    struct pdk_error **err)
+{
+	struct pdk_egress *e = pdk_xcalloc(1, sizeof(*e));
+
+	event_set_log_callback(quiet_log);
+	e->cfg = *cfg;
+	e->wake_fd[0] = e->wake_fd[1] = -1;
+	if (setup(e, listen_fd, err) < 0) {
+		pdk_egress_stop(e);
+		(void)pdk_error_wrap(err, "egress proxy");
+		return NULL;
+	}
+	return e;
+}
+
+void pdk_egress_stop(struct pdk_egress *e)
+{
+	if (e == NULL)
+		return;
+	if (e->running) {
+		/* The loop frees every connection (each gets its event) and returns. */
+		(void)!write(e->wake_fd[1], "x", 1);
+		(void)pthread_join(e->thread, NULL);
+	}
+	while (e->conns != NULL)
+		conn_free(e->conns);
+	if (e->wake != NULL)
+		event_free(e->wake);
+	if (e->resume != NULL)
+		event_free(e->resume);
+	if (e->listener != NULL)
+		evconnlistener_free(e->listener);
+	if (e->dns != NULL)
+		evdns_base_free(e->dns, 1);
+	if (e->base != NULL)
+		event_base_free(e->base);
+	if (e->wake_fd[0] >= 0)
+		(void)close(e->wake_fd[0]);
+	if (e->wake_fd[1] >= 0)
+		(void)close(e->wake_fd[1]);
+	free_credentials(e);
+	free(e);
+}
+
+/*
+ * SECURITY: the proxy resolves with evdns only (the resolver configuration
+ * and hosts file named in docs/egress.md). libevent's evutil also holds a
+ * path to the C library's blocking resolver, which in a static binary would
+ * load NSS modules at run time; the static paddock binary is linked with
+ * --wrap for these three (meson.build), so that path fails instead.
+ */
+struct addrinfo;
+struct servent;
+struct protoent;
+int __wrap_getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+		       struct addrinfo **res);
+struct servent *__wrap_getservbyname(const char *name, const char *proto);
+struct protoent *__wrap_getprotobynumber(int proto);
+
+int __wrap_getaddrinfo(const char *node, const char *service, const struct addrinfo *hints,
+		       struct addrinfo **res)
+{
+	(void)node;
+	(void)service;
+	(void)hints;
+	*res = NULL;
+	return -4; /* EAI_FAIL */
+}
+
+struct servent *__wrap_getservbyname(const char *name, const char *proto)
+{
+	(void)name;
+	(void)proto;
+	return NULL;
+}
+
+struct protoent *__wrap_getprotobynumber(int proto)
+{
+	(void)proto;
+	return NULL;
+}

@@ -1,0 +1,284 @@
+#!/bin/bash
+# network.mode allowlist: the egress proxy, as root and as nobody. An origin server runs on
+# 127.0.0.1 outside the sandbox; curl and a probe run inside. Allowed requests get the
+# body, denied ones a 403; every bypass attempt fails with its own errno; malformed,
+# oversized, pipelined and slow requests; budgets; net.connect events. Only loopback is used.
+set -u
+. "$(dirname "$0")/lib-run.sh"
+: "${TESTS_DIR:?TESTS_DIR must name the tests directory}"
+
+for tool in curl python3; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "Bail out! $tool is not installed (make setup installs it)"
+		exit 1
+	fi
+done
+# The probe lives in the workspace ($T/home), which the sandbox sees at its own path.
+cp "$TESTS_DIR/integration/egress-probe.py" "$T/home/egress-probe"
+chmod 0644 "$T/home/egress-probe"
+PROBE=$T/home/egress-probe
+
+python3 "$TESTS_DIR/integration/egress-origin.py" "$T/origin.port" &
+ORIGIN_PID=$!
+trap 'kill $ORIGIN_PID 2>/dev/null; undelegate_cgroup; rm -rf "$T"' EXIT
+for _ in $(seq 100); do [ -s "$T/origin.port" ] && break; sleep 0.05; done
+P=$(cat "$T/origin.port")
+[ -n "$P" ] || { echo "Bail out! the origin server did not start"; exit 1; }
+ORIGIN=http://127.0.0.1:$P
+
+# The proxy's resolver: a hosts file mapping origin.test to loopback, and a resolver that
+# answers nothing (a closed port on 127.0.0.1), so no query leaves the machine.
+printf '127.0.0.1 origin.test\n127.0.0.2 multi.test\n127.0.0.1 multi.test\n' >"$T/hosts"
+printf 'nameserver 127.0.0.1:9\noptions timeout:1 attempts:1\n' >"$T/resolv.conf"
+chmod 0644 "$T/hosts" "$T/resolv.conf"
+PRUN_ENV=(PADDOCK_HOSTS="$T/hosts" PADDOCK_RESOLV_CONF="$T/resolv.conf")
+
+# prun with paddock's own notices (rootless downgrades) left out of the output; keeps its status.
+qrun() {
+	prun "$@" 2>&1 | grep -v '^paddock: warning: '
+	return "${PIPESTATUS[0]}"
+}
+hex() { printf "$1" | od -An -tx1 | tr -d ' \n'; }
+
+check_allow_deny() {
+	local who=$1 out rc ev
+	ev=$T/home/ev-$who.jsonl
+	rm -f "$ev"
+	out=$(qrun "$who" --events "$ev" --allow "127.0.0.1:$P" -- curl -sS -m 10 "$ORIGIN/hello")
+	rc=$?
+	is "$rc:$out" "0:hello-egress" "$who: an allowed IP:port gets the body through the proxy"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- curl -sS -m 10 -p "$ORIGIN/hello")
+	rc=$?
+	is "$rc:$out" "0:hello-egress" "$who: a CONNECT tunnel to the allowed IP:port works"
+	out=$(qrun "$who" --events "$ev" --allow "127.0.0.1:$P" -- \
+		curl -sS -m 10 -w ' %{http_code}' http://denied.test/)
+	rc=$?
+	is "$rc:$out" "$(printf '0:paddock egress: no network.allow rule allows denied.test port 80\n 403')" \
+		"$who: a host not listed gets 403 naming the reason"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- curl -sS -m 10 -p https://denied.test/)
+	rc=$?
+	case "$out" in *403*) true ;; *) false ;; esac
+	ok $? "$who: a CONNECT to a host not listed is refused with 403 (curl: $rc, $out)"
+	out=$(qrun "$who" --allow "127.0.0.1:$((P + 1))" -- \
+		curl -sS -m 10 -o /dev/null -w '%{http_code}' "$ORIGIN/hello")
+	is "$out" 403 "$who: the right IP on another port is refused"
+	python3 - "$ev" <<-'EOF'
+	import json, sys
+	evs = [json.loads(l) for l in open(sys.argv[1])]
+	net = [e["attrs"] for e in evs if e["kind"] == "net.connect"]
+	ok = [a for a in net if a["decision"] == "allow" and a["status"] == 200 and a["bytes_received"] > 0
+	      and a["address"] == "127.0.0.1" and a["rule"].startswith("127.0.0.1:")]
+	deny = [a for a in net if a["decision"] == "deny" and a["host"] == "denied.test" and a["status"] == 403
+	        and "no network.allow rule" in a["reason"] and a["rule"] is None]
+	sys.exit(0 if len(ok) == 1 and len(deny) == 1 and len(net) == 2 else 1)
+	EOF
+	ok $? "$who: net.connect events record the allowed request (rule, address, bytes) and the denial"
+}
+
+check_names() {
+	local who=$1 out rc
+	out=$(qrun "$who" --allow "origin.test:$P" -- curl -sS -m 10 -w ' %{http_code}' \
+		"http://origin.test:$P/hello")
+	case "$out" in *"resolves to 127.0.0.1, a loopback address"*403) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: a listed name that resolves to loopback is denied (SSRF): $out"
+	out=$(qrun "$who" --allow "ORIGIN.Test.:$P" --allow "127.0.0.1:$P" -- \
+		curl -sS -m 10 "http://Origin.TEST:$P/hello")
+	is "$out" hello-egress "$who: the same name is allowed once its address is listed (case, dot)"
+	out=$(qrun "$who" --allow "*.test:$P" --allow "127.0.0.1:$P" -- \
+		curl -sS -m 10 -p "http://origin.test:$P/hello")
+	is "$out" hello-egress "$who: a wildcard rule allows a CONNECT to a name below it"
+	out=$(qrun "$who" --allow "multi.test:$P" --allow "127.0.0.2:$P" --allow "127.0.0.1:$P" -- \
+		curl -sS -m 10 "http://multi.test:$P/hello")
+	is "$out" hello-egress "$who: when the first checked address refuses, the next one is tried"
+	out=$(qrun "$who" --allow "nowhere.test:$P" -- curl -sS -m 10 -w ' %{http_code}' \
+		"http://nowhere.test:$P/")
+	case "$out" in *"cannot resolve 'nowhere.test'"*502) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: a name that does not resolve gets 502: $out"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" raw \
+		"$(hex "GET http://127.1:$P/hello HTTP/1.1\r\n\r\n")")
+	is "$out" "HTTP/1.1 400 Bad Request" "$who: a short IPv4 spelling (127.1) is refused as malformed"
+}
+
+check_bypass() {
+	local who=$1 out rc
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- curl -sS -m 5 --noproxy '*' "$ORIGIN/hello")
+	rc=$?
+	is "$rc" 7 "$who: curl --noproxy '*' cannot connect (curl exit 7: $out)"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" connect tcp 127.0.0.1 "$P")
+	rc=$?
+	is "$rc:$out" "1:EACCES" "$who: a raw TCP connect to the origin's port is refused (Landlock)"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" connect udp 8.8.8.8 53)
+	rc=$?
+	is "$rc:$out" "1:ENETUNREACH" "$who: UDP to 8.8.8.8:53 has no route"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" connect tcp6 ::1 "$P")
+	rc=$?
+	is "$rc:$out" "1:EACCES" "$who: IPv6 TCP to [::1] is refused"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" connect udp6 2001:db8::1 53)
+	rc=$?
+	case "$rc:$out" in 1:ENETUNREACH | 1:EADDRNOTAVAIL | 1:EAFNOSUPPORT) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: IPv6 UDP out has no route ($out)"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" connect tcp 127.0.0.1 22)
+	rc=$?
+	is "$rc:$out" "1:EACCES" "$who: the host's loopback services (127.0.0.1:22) are out of reach"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- sh -c 'python3 "$1" connect tcp 127.0.0.1 3129; \
+		python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 8000))" 2>&1 | tail -1' \
+		sh "$PROBE")
+	case "$out" in "EACCES"*"PermissionError"*) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: no other port, and no bind inside the sandbox ($out)"
+}
+
+check_http() {
+	local who=$1 out rc
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" raw \
+		"$(hex 'BREW http://127.0.0.1/ HTTP/1.1\r\n\r\n')")
+	is "$out" "HTTP/1.1 405 Method Not Allowed" "$who: an unknown method gets 405"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" raw \
+		"$(hex 'GET /hello HTTP/1.1\r\nHost: x\r\n\r\n')")
+	is "$out" "HTTP/1.1 400 Bad Request" "$who: an origin-form request gets 400"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" raw \
+		"$(hex 'GET http://127.0.0.1/\r\n\001\002 garbage\r\n\r\n')")
+	is "$out" "HTTP/1.1 400 Bad Request" "$who: a malformed head gets 400"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" big-head)
+	is "$out" "HTTP/1.1 431 Request Header Fields Too Large" "$who: an oversized head gets 431"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" pipeline "$ORIGIN/hello")
+	is "$out" "responses=1 closed" \
+		"$who: a pipelined second request is not answered; the connection closes after the first"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- curl -sS -v -m 10 "$ORIGIN/hello" "$ORIGIN/hello")
+	case "$out" in *"Re-using existing connection"*hello-egress*) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: plain HTTP keeps the client connection alive between requests"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- sh -c \
+		'curl -sS -m 20 --limit-rate 4M "$1/huge" | wc -c' sh "$ORIGIN")
+	is "$out" 8388608 "$who: a large response to a slow reader arrives whole (back-pressure)"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- curl -sS -m 10 --data-binary @/etc/os-release \
+		"$ORIGIN/echo" | cmp - /etc/os-release && echo same)
+	is "$out" same "$who: a POST body goes up and the answer comes back whole"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- curl -sS -m 10 -H 'Connection: X-Drop' \
+		-H 'X-Drop: secret' -H 'Proxy-Authorization: Basic eDp5' "$ORIGIN/headers")
+	case "$out" in *[Xx]-[Dd]rop* | *[Pp]roxy-* | *"Connection: keep"*) rc=1 ;; *Host:\ 127.0.0.1:$P*) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: hop-by-hop and Proxy-* fields are not forwarded"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" flood 300 \
+		curl -sS -m 10 "$ORIGIN/hello")
+	is "$out" "$(printf 'connected=300\nhello-egress\ncmd-exit=0')" \
+		"$who: 300 idle connections at once (more than the proxy holds) do not break it"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- python3 "$PROBE" hold-then \
+		curl -sS -m 5 "$ORIGIN/hello")
+	is "$out" "$(printf 'hello-egress\ncmd-exit=0')" \
+		"$who: a client that sends nothing does not stall another request"
+}
+
+check_budgets() {
+	local who=$1 out rc ev
+	ev=$T/home/ev-budget-$who.jsonl
+	rm -f "$ev"
+	cat >"$T/budget.yaml" <<-EOF
+	extends: default
+	network: {mode: allowlist, allow: ['127.0.0.1:$P']}
+	limits: {egress_requests: 2}
+	EOF
+	out=$(qrun "$who" --events "$ev" --profile "$T/budget.yaml" -- sh -c \
+		"for i in 1 2 3; do curl -sS -m 10 -o /dev/null -w '%{http_code} ' $ORIGIN/hello; done")
+	is "$out" "200 200 429 " "$who: limits.egress_requests: the third request gets 429"
+	grep -q '"kind":"limit.exceeded".*"limit":"egress_requests"' "$ev" ||
+		grep -q '"limit":"egress_requests".*"kind":"limit.exceeded"' "$ev"
+	ok $? "$who: limit.exceeded egress_requests is recorded"
+	cat >"$T/budget.yaml" <<-EOF
+	extends: default
+	network: {mode: allowlist, allow: ['127.0.0.1:$P']}
+	limits: {egress_bytes: 8K}
+	EOF
+	out=$(qrun "$who" --events "$ev" --profile "$T/budget.yaml" -- sh -c \
+		"curl -sS -m 10 $ORIGIN/big 2>/dev/null | wc -c; curl -sS -m 10 -o /dev/null -w '%{http_code}' $ORIGIN/hello" 2>/dev/null)
+	set -- $out
+	[ "${1:-0}" -lt 65536 ] && [ "${2:-}" = 429 ]
+	ok $? "$who: limits.egress_bytes cuts a large response ($1 of 65536 bytes) and then answers 429"
+	grep -q '"limit":"egress_bytes"' "$ev"
+	ok $? "$who: limit.exceeded egress_bytes is recorded"
+	cat >"$T/budget.yaml" <<-EOF
+	extends: default
+	network: {mode: allowlist, allow: ['127.0.0.1:$P']}
+	limits: {egress_connections: 1}
+	EOF
+	out=$(qrun "$who" --profile "$T/budget.yaml" -- python3 "$PROBE" tunnel-hold "127.0.0.1:$P" \
+		curl -sS -m 5 -o /dev/null -w '%{http_code}\n' "$ORIGIN/hello")
+	is "$out" "$(printf 'HTTP/1.1 200 Connection established\n429\ncmd-exit=0')" \
+		"$who: limits.egress_connections: a second connection while a tunnel is open gets 429"
+}
+
+check_modes() {
+	local who=$1 out rc
+	out=$(qrun "$who" -- sh -c 'echo ${HTTP_PROXY:-unset}; python3 "$1" connect tcp 127.0.0.1 3128' \
+		sh "$PROBE")
+	case "$out" in "unset"*"ECONNREFUSED" | "unset"*"EACCES") rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: network mode none has no proxy and no variables ($out)"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- sh -c 'echo $HTTP_PROXY $https_proxy $ALL_PROXY "[$NO_PROXY]"')
+	is "$out" "http://127.0.0.1:3128 http://127.0.0.1:3128 http://127.0.0.1:3128 []" \
+		"$who: allowlist mode names the proxy in the environment"
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- sh -c 'ls -l /proc/$$/fd | grep -c socket; python3 "$1" connect tcp 127.0.0.1 3128' sh "$PROBE")
+	is "$out" "$(printf '0\nconnected')" "$who: the command holds no socket (not the proxy's listener), and reaches the proxy"
+	out=$(qrun "$who" --allow 'a.*.b' -- true)
+	rc=$?
+	case "$rc:$out" in "122:"*"invalid --allow 'a.*.b'"*wildcard*) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: an invalid --allow gives 122 and says why"
+	printf 'extends: default\nnetwork: {mode: host}\n' >"$T/host.yaml"
+	out=$(qrun "$who" --profile "$T/host.yaml" --allow example.com -- true)
+	is "$?" 122 "$who: --allow with network mode host is refused"
+}
+
+check_credentials() {
+	local who=$1 out rc ev value=s3cr3t-$RANDOM$RANDOM
+	ev=$T/home/ev-cred-$who.jsonl
+	rm -f "$ev"
+	cat >"$T/cred.yaml" <<-EOF
+	extends: default
+	network:
+	  mode: allowlist
+	  allow: ['127.0.0.1:$P', 'other.test:$P']
+	  credentials:
+	    - {host: '127.0.0.1:$P', header: 'Authorization: Bearer \${secret:tok}'}
+	EOF
+	local saved=("${PRUN_ENV[@]}")
+	PRUN_ENV+=(PADDOCK_SECRET_TOK="$value")
+	out=$(qrun "$who" --profile "$T/cred.yaml" -e PADDOCK_SECRET_TOK -- sh -c \
+		'echo "$PADDOCK_SECRET_TOK"; env | grep -c "$1"' sh "$value")
+	case "$out" in "paddock-secret-tok-"*"
+0") rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: inside, PADDOCK_SECRET_TOK is a placeholder and no variable holds the value (even with -e)"
+	out=$(qrun "$who" --events "$ev" --profile "$T/cred.yaml" -- sh -c \
+		'curl -sS -m 10 -H "Authorization: token mine" -H "X-Tok: <$PADDOCK_SECRET_TOK>" "$1/headers"' \
+		sh "$ORIGIN")
+	case "$out" in *"Authorization: token mine"*) rc=1 ;;
+	*"Authorization: Bearer $value"*"X-Tok: <$value>"* | *"X-Tok: <$value>"*"Authorization: Bearer $value"*) rc=0 ;;
+	*) rc=1 ;; esac
+	ok $rc "$who: the proxy injects the header and swaps the placeholder for the named host"
+	out=$(qrun "$who" --events "$ev" --profile "$T/cred.yaml" -- sh -c \
+		'curl -sS -m 10 -w " %{http_code}" -H "X-Tok: $PADDOCK_SECRET_TOK" "http://other.test:$1/headers"' \
+		sh "$P")
+	case "$out" in *"placeholder of secret 'tok' may not be sent to other.test"*403) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: a placeholder sent to another host is refused with 403 ($out)"
+	python3 - "$ev" "$value" <<-'PY'
+	import json, sys
+	text = open(sys.argv[1]).read()
+	evs = [json.loads(l) for l in text.splitlines()]
+	cred = [e["attrs"] for e in evs if e["kind"] == "net.credential"]
+	inj = [a for a in cred if a["decision"] == "inject" and a["secret"] == "tok" and a["header"] == "Authorization"]
+	deny = [a for a in cred if a["decision"] == "deny" and a["host"] == "other.test"]
+	sys.exit(0 if len(inj) == 1 and len(deny) == 1 and sys.argv[2] not in text else 1)
+	PY
+	ok $? "$who: net.credential records the injection and the refusal, never the value"
+	PRUN_ENV=("${saved[@]}")
+	out=$(qrun "$who" --profile "$T/cred.yaml" -- true)
+	rc=$?
+	case "$rc:$out" in "125:"*"secret 'tok': set PADDOCK_SECRET_TOK"*) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: a credential whose secret is not set stops the sandbox (125)"
+}
+
+for who in root user; do
+	check_allow_deny "$who"
+	check_names "$who"
+	check_bypass "$who"
+	check_http "$who"
+	check_budgets "$who"
+	check_modes "$who"
+	check_credentials "$who"
+done
+done_testing

@@ -1,0 +1,710 @@
+/*
+ * test-egress.c - the egress proxy's pure parts: host normalization,
+ * allowlist entries and matching, address classification (every SSRF
+ * class), the request-head parser, and the policy fields.
+ */
+#include "common.h"
+#include "egress-internal.h"
+#include "policy.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- host names ---- */
+
+static void norm_ok(const char *in, const char *want)
+{
+	_cleanup_free_ char *out = NULL;
+	const char *why = NULL;
+	int rc = pdk_egress_host_normalize(in, strlen(in), &out, &why);
+
+	cr_assert_eq(rc, 0, "'%s': %s", in, why ? why : "");
+	cr_assert_str_eq(out, want, "'%s'", in);
+}
+
+static void norm_bad(const char *in, const char *reason)
+{
+	char *out = NULL;
+	const char *why = NULL;
+	int rc = pdk_egress_host_normalize(in, strlen(in), &out, &why);
+
+	cr_assert_eq(rc, -EINVAL, "'%s' accepted as '%s'", in, out ? out : "");
+	cr_assert_null(out);
+	cr_assert_not_null(strstr(why, reason), "'%s': %s", in, why);
+}
+
+Test(egress, normalize_case_and_trailing_dot)
+{
+	norm_ok("Example.COM", "example.com");
+	norm_ok("example.com.", "example.com");
+	norm_ok("API.GitHub.com.", "api.github.com");
+	norm_ok("_dmarc.example.com", "_dmarc.example.com");
+	norm_ok("a-b.c", "a-b.c");
+}
+
+Test(egress, normalize_idn)
+{
+	norm_ok("bücher.example", "xn--bcher-kva.example");
+	norm_ok("BÜCHER.example", "xn--bcher-kva.example");
+	norm_ok("xn--bcher-kva.example", "xn--bcher-kva.example");
+	norm_ok("XN--BCHER-KVA.EXAMPLE.", "xn--bcher-kva.example");
+	norm_ok("例え.テスト", "xn--r8jz45g.xn--zckzah");
+}
+
+Test(egress, normalize_refusals)
+{
+	norm_bad("", "empty");
+	norm_bad(".", "empty");
+	norm_bad("a..b", "label");
+	norm_bad("-a.com", "'-'");
+	norm_bad("a-.com", "'-'");
+	norm_bad("a b.com", "character");
+	norm_bad("a/b.com", "character");
+	norm_bad("a:b", "character");
+	norm_bad("127.1", "number");
+	norm_bad("0x7f.1", "number");
+	norm_bad("2130706433", "number");
+	norm_bad("10.0.0.1", "number");
+	norm_bad("\xff\xfe.com", "IDNA");
+	{
+		char big[300];
+
+		memset(big, 'a', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		norm_bad(big, "253");
+	}
+	{
+		const char nul[] = "a\0b.com";
+		char *out = NULL;
+		const char *why = NULL;
+
+		cr_assert_eq(pdk_egress_host_normalize(nul, sizeof(nul) - 1, &out, &why), -EINVAL);
+		cr_assert_not_null(strstr(why, "NUL"));
+	}
+}
+
+/* ---- allow entries ---- */
+
+static void rule_ok(const char *entry, enum pdk_egress_rule_kind kind, const char *text,
+		    uint16_t port)
+{
+	struct pdk_egress_rule r;
+	_cleanup_free_ char *why = NULL;
+
+	cr_assert_eq(pdk_egress_rule_parse(entry, &r, &why), 0, "'%s': %s", entry, why);
+	cr_assert_eq(r.kind, kind, "'%s'", entry);
+	cr_assert_str_eq(r.text, text, "'%s'", entry);
+	cr_assert_eq(r.port, port, "'%s'", entry);
+	pdk_egress_rule_release(&r);
+}
+
+static void rule_bad(const char *entry, const char *reason)
+{
+	struct pdk_egress_rule r;
+	_cleanup_free_ char *why = NULL;
+
+	cr_assert_eq(pdk_egress_rule_parse(entry, &r, &why), -EINVAL, "'%s' accepted", entry);
+	cr_assert_not_null(strstr(why, reason), "'%s': %s", entry, why);
+}
+
+Test(egress, rule_forms)
+{
+	rule_ok("Example.com", PDK_EGRESS_RULE_HOST, "example.com", 0);
+	rule_ok("example.com.:8443", PDK_EGRESS_RULE_HOST, "example.com:8443", 8443);
+	rule_ok("*.GitHub.com", PDK_EGRESS_RULE_SUFFIX, "*.github.com", 0);
+	rule_ok("*.github.com:443", PDK_EGRESS_RULE_SUFFIX, "*.github.com:443", 443);
+	rule_ok("*.bücher.example", PDK_EGRESS_RULE_SUFFIX, "*.xn--bcher-kva.example", 0);
+	rule_ok("127.0.0.1:8080", PDK_EGRESS_RULE_IP, "127.0.0.1:8080", 8080);
+	rule_ok("10.1.2.3", PDK_EGRESS_RULE_IP, "10.1.2.3", 0);
+	rule_ok("[::1]:8080", PDK_EGRESS_RULE_IP, "[::1]:8080", 8080);
+	rule_ok("[2001:DB8:0:0::1]", PDK_EGRESS_RULE_IP, "[2001:db8::1]", 0);
+}
+
+Test(egress, rule_refusals)
+{
+	rule_bad("*", "wildcard");
+	rule_bad("a.*.com", "wildcard");
+	rule_bad("*example.com", "wildcard");
+	rule_bad("example.com:0", "1 to 65535");
+	rule_bad("example.com:65536", "1 to 65535");
+	rule_bad("example.com:http", "1 to 65535");
+	rule_bad("example.com:", "1 to 65535");
+	rule_bad("::1", "brackets");
+	rule_bad("[::1", "']'");
+	rule_bad("[::1]x", "':PORT'");
+	rule_bad("[example.com]", "IPv6");
+	rule_bad("1.2.3", "IPv4");
+	rule_bad("256.1.1.1", "IPv4");
+	rule_bad("127.1", "IPv4");
+	rule_bad("exa mple.com", "character");
+}
+
+struct rules {
+	struct pdk_egress_rule r[8];
+	size_t n;
+};
+
+static void rules_add(struct rules *rs, const char *entry)
+{
+	_cleanup_free_ char *why = NULL;
+
+	cr_assert_eq(pdk_egress_rule_parse(entry, &rs->r[rs->n], &why), 0, "%s", entry);
+	rs->n++;
+}
+
+static void rules_release(struct rules *rs)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		pdk_egress_rule_release(&rs->r[i]);
+}
+
+static const char *match(struct rules *rs, const char *host, uint16_t port)
+{
+	const struct pdk_egress_rule *r = pdk_egress_match_host(rs->r, rs->n, host, port);
+
+	return r ? r->text : NULL;
+}
+
+Test(egress, match_exact_wildcard_port)
+{
+	struct rules rs = {0};
+
+	rules_add(&rs, "example.com");
+	rules_add(&rs, "*.github.com:443");
+	rules_add(&rs, "api.example.org:8443");
+	cr_assert_str_eq(match(&rs, "example.com", 443), "example.com");
+	cr_assert_str_eq(match(&rs, "example.com", 80), "example.com");
+	cr_assert_null(match(&rs, "example.com", 8080), "default ports are 80 and 443 only");
+	cr_assert_null(match(&rs, "www.example.com", 443), "an exact rule has no subdomains");
+	cr_assert_null(match(&rs, "badexample.com", 443));
+	cr_assert_str_eq(match(&rs, "api.github.com", 443), "*.github.com:443");
+	cr_assert_str_eq(match(&rs, "a.b.github.com", 443), "*.github.com:443");
+	cr_assert_null(match(&rs, "github.com", 443),
+		       "a wildcard does not match its suffix itself");
+	cr_assert_null(match(&rs, "evilgithub.com", 443));
+	cr_assert_null(match(&rs, "api.github.com", 80), "an explicit port is the only one");
+	cr_assert_null(match(&rs, "github.com.evil.net", 443));
+	cr_assert_str_eq(match(&rs, "api.example.org", 8443), "api.example.org:8443");
+	cr_assert_null(match(&rs, "api.example.org", 443));
+	rules_release(&rs);
+}
+
+Test(egress, match_after_normalization)
+{
+	struct rules rs = {0};
+	_cleanup_free_ char *h1 = NULL;
+	_cleanup_free_ char *h2 = NULL;
+	const char *why;
+
+	rules_add(&rs, "bücher.example");
+	cr_assert_eq(pdk_egress_host_normalize("BÜCHER.Example.", 16, &h1, &why), 0);
+	cr_assert_str_eq(match(&rs, h1, 443), "xn--bcher-kva.example");
+	cr_assert_eq(pdk_egress_host_normalize("XN--BCHER-KVA.EXAMPLE", 21, &h2, &why), 0);
+	cr_assert_str_eq(match(&rs, h2, 80), "xn--bcher-kva.example");
+	rules_release(&rs);
+}
+
+static struct sockaddr_storage sa_of(const char *text)
+{
+	struct sockaddr_storage ss;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, text, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, text, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	else
+		cr_assert_fail("bad test address '%s'", text);
+	return ss;
+}
+
+Test(egress, match_ip_literals)
+{
+	struct rules rs = {0};
+	struct sockaddr_storage a;
+
+	rules_add(&rs, "127.0.0.1:8080");
+	rules_add(&rs, "[::1]:9090");
+	rules_add(&rs, "example.com");
+	a = sa_of("127.0.0.1");
+	cr_assert_not_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080));
+	cr_assert_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8081));
+	a = sa_of("::ffff:127.0.0.1");
+	cr_assert_not_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080),
+			   "a v4-mapped address is its v4 address");
+	a = sa_of("127.0.0.2");
+	cr_assert_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080));
+	a = sa_of("::1");
+	cr_assert_not_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 9090));
+	cr_assert_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080));
+	cr_assert_null(match(&rs, "127.0.0.1", 8080), "an IP rule is not a name rule");
+	rules_release(&rs);
+}
+
+/* ---- address classes ---- */
+
+static void cls(const char *text, enum pdk_egress_addr_class want)
+{
+	struct sockaddr_storage a = sa_of(text);
+	enum pdk_egress_addr_class got = pdk_egress_classify((struct sockaddr *)&a);
+
+	cr_assert_eq(got, want, "%s: got %s, want %s", text, pdk_egress_addr_class_name(got),
+		     pdk_egress_addr_class_name(want));
+}
+
+Test(egress, classify_v4)
+{
+	cls("127.0.0.1", PDK_EGRESS_ADDR_LOOPBACK);
+	cls("127.255.255.254", PDK_EGRESS_ADDR_LOOPBACK);
+	cls("10.0.0.1", PDK_EGRESS_ADDR_PRIVATE);
+	cls("172.16.0.1", PDK_EGRESS_ADDR_PRIVATE);
+	cls("172.31.255.255", PDK_EGRESS_ADDR_PRIVATE);
+	cls("172.32.0.1", PDK_EGRESS_ADDR_PUBLIC);
+	cls("192.168.1.1", PDK_EGRESS_ADDR_PRIVATE);
+	cls("100.64.0.1", PDK_EGRESS_ADDR_CGNAT);
+	cls("100.127.255.255", PDK_EGRESS_ADDR_CGNAT);
+	cls("100.128.0.1", PDK_EGRESS_ADDR_PUBLIC);
+	cls("169.254.169.254", PDK_EGRESS_ADDR_LINK_LOCAL);
+	cls("0.0.0.0", PDK_EGRESS_ADDR_UNSPECIFIED);
+	cls("0.1.2.3", PDK_EGRESS_ADDR_UNSPECIFIED);
+	cls("224.0.0.1", PDK_EGRESS_ADDR_MULTICAST);
+	cls("239.255.255.250", PDK_EGRESS_ADDR_MULTICAST);
+	cls("255.255.255.255", PDK_EGRESS_ADDR_RESERVED);
+	cls("240.0.0.1", PDK_EGRESS_ADDR_RESERVED);
+	cls("192.0.2.1", PDK_EGRESS_ADDR_RESERVED);
+	cls("198.18.0.1", PDK_EGRESS_ADDR_RESERVED);
+	cls("8.8.8.8", PDK_EGRESS_ADDR_PUBLIC);
+	cls("93.184.216.34", PDK_EGRESS_ADDR_PUBLIC);
+}
+
+Test(egress, classify_v6)
+{
+	cls("::1", PDK_EGRESS_ADDR_LOOPBACK);
+	cls("::", PDK_EGRESS_ADDR_UNSPECIFIED);
+	cls("fe80::1", PDK_EGRESS_ADDR_LINK_LOCAL);
+	cls("febf::1", PDK_EGRESS_ADDR_LINK_LOCAL);
+	cls("fc00::1", PDK_EGRESS_ADDR_PRIVATE);
+	cls("fd12:3456::1", PDK_EGRESS_ADDR_PRIVATE);
+	cls("fec0::1", PDK_EGRESS_ADDR_PRIVATE);
+	cls("ff02::1", PDK_EGRESS_ADDR_MULTICAST);
+	cls("2001:db8::1", PDK_EGRESS_ADDR_RESERVED);
+	cls("2606:4700::1111", PDK_EGRESS_ADDR_PUBLIC);
+}
+
+Test(egress, classify_v6_embedding_v4)
+{
+	cls("::ffff:127.0.0.1", PDK_EGRESS_ADDR_LOOPBACK);
+	cls("::ffff:169.254.169.254", PDK_EGRESS_ADDR_LINK_LOCAL);
+	cls("::ffff:10.0.0.1", PDK_EGRESS_ADDR_PRIVATE);
+	cls("::ffff:8.8.8.8", PDK_EGRESS_ADDR_PUBLIC);
+	cls("::127.0.0.1", PDK_EGRESS_ADDR_LOOPBACK);
+	cls("64:ff9b::a9fe:a9fe", PDK_EGRESS_ADDR_LINK_LOCAL);
+	cls("64:ff9b::808:808", PDK_EGRESS_ADDR_PUBLIC);
+	cls("2002:7f00:1::", PDK_EGRESS_ADDR_LOOPBACK);
+	cls("2002:c0a8:101::1", PDK_EGRESS_ADDR_PRIVATE);
+}
+
+Test(egress, classify_other_family)
+{
+	struct sockaddr sa = {.sa_family = AF_UNIX};
+
+	cr_assert_eq(pdk_egress_classify(&sa), PDK_EGRESS_ADDR_RESERVED);
+}
+
+/* ---- request heads ---- */
+
+static int head(struct pdk__egress_head *h, const char *s)
+{
+	return pdk__egress_head_parse(h, s, strlen(s));
+}
+
+Test(egress, head_connect)
+{
+	struct pdk__egress_head h = {0};
+	const char *req = "CONNECT Example.COM:443 HTTP/1.1\r\nHost: x\r\n\r\nTLS";
+
+	cr_assert_eq(head(&h, req), (int)strlen(req) - 3);
+	cr_assert(h.connect);
+	cr_assert_str_eq(h.host, "example.com");
+	cr_assert_eq(h.port, 443);
+	cr_assert_not(h.host_is_ip);
+	pdk__egress_head_release(&h);
+}
+
+Test(egress, head_absolute_get_and_rebuild)
+{
+	struct pdk__egress_head h = {0};
+	const char *req = "GET http://Origin.Test:8080/a/b?q=1#frag HTTP/1.1\r\n"
+			  "Host: evil.example\r\nUser-Agent: t\r\nProxy-Authorization: x\r\n"
+			  "Connection: keep-alive, X-Secret\r\nX-Secret: s\r\nAccept: */*\r\n\r\n";
+	_cleanup_free_ char *up = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(head(&h, req), (int)strlen(req));
+	cr_assert_not(h.connect);
+	cr_assert(h.msg_done, "a GET without a body is complete");
+	cr_assert(h.keep_alive);
+	cr_assert_str_eq(h.host, "origin.test");
+	cr_assert_eq(h.port, 8080);
+	up = pdk__egress_head_upstream(&h, req, NULL, &len);
+	cr_assert_str_eq(up, "GET /a/b?q=1 HTTP/1.1\r\nHost: origin.test:8080\r\nUser-Agent: t\r\n"
+			     "Accept: */*\r\nConnection: close\r\n\r\n");
+	cr_assert_eq(len, strlen(up));
+	pdk__egress_head_release(&h);
+}
+
+Test(egress, head_ip_hosts)
+{
+	struct pdk__egress_head h = {0};
+
+	cr_assert_gt(head(&h, "GET http://127.0.0.1:8080/ HTTP/1.1\r\n\r\n"), 0);
+	cr_assert(h.host_is_ip);
+	cr_assert_eq(h.ip.ss_family, AF_INET);
+	cr_assert_str_eq(h.host, "127.0.0.1");
+	cr_assert_gt(head(&h, "CONNECT [::1]:443 HTTP/1.1\r\n\r\n"), 0);
+	cr_assert(h.host_is_ip);
+	cr_assert_eq(h.ip.ss_family, AF_INET6);
+	cr_assert_str_eq(h.host, "::1");
+	cr_assert_eq(head(&h, "GET http://127.1/ HTTP/1.1\r\n\r\n"), -1,
+		     "a short IPv4 spelling is neither an address nor a name");
+	cr_assert_eq(h.status, 400);
+	pdk__egress_head_release(&h);
+}
+
+Test(egress, head_incomplete_then_complete)
+{
+	struct pdk__egress_head h = {0};
+	const char *req = "GET http://a.test/ HTTP/1.1\r\nAccept: */*\r\n\r\n";
+
+	for (size_t i = 0; i < strlen(req); i++)
+		cr_assert_eq(pdk__egress_head_parse(&h, req, i), 0, "%zu bytes", i);
+	cr_assert_eq(head(&h, req), (int)strlen(req));
+	pdk__egress_head_release(&h);
+}
+
+static void head_err(const char *req, int status, const char *reason)
+{
+	struct pdk__egress_head h = {0};
+
+	cr_assert_eq(head(&h, req), -1, "%s", req);
+	cr_assert_eq(h.status, status, "%s: %d", req, h.status);
+	cr_assert_not_null(strstr(h.reason, reason), "%s: %s", req, h.reason);
+	pdk__egress_head_release(&h);
+}
+
+Test(egress, head_errors)
+{
+	head_err("GET /relative HTTP/1.1\r\nHost: a\r\n\r\n", 400, "no host");
+	head_err("GET https://a.test/ HTTP/1.1\r\n\r\n", 400, "CONNECT");
+	head_err("GET ftp://a.test/ HTTP/1.1\r\n\r\n", 400, "http://");
+	head_err("GET http://u:p@a.test/ HTTP/1.1\r\n\r\n", 400, "credentials");
+	head_err("CONNECT a.test HTTP/1.1\r\n\r\n", 400, "");
+	head_err("TRACE http://a.test/ HTTP/1.1\r\n\r\n", 405, "method");
+	head_err("BREW http://a.test/ HTTP/1.1\r\n\r\n", 405, "method");
+	head_err("GET http://a.test/ HTTP/1.1\r\nBad Header\r\n\r\n", 400, "malformed");
+	head_err("\x16\x03\x01\x02\x00\x01", 405, "method");
+	head_err("GET http://a b/ HTTP/1.1\r\n\r\n", 400, "");
+	head_err("GET http://a.test:0/ HTTP/1.1\r\n\r\n", 400, "");
+}
+
+Test(egress, head_size_caps)
+{
+	struct pdk__egress_head h = {0};
+	char *big = pdk_xmalloc(PDK__EGRESS_HEAD_MAX + 64);
+	char *many = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	memset(big, 'a', PDK__EGRESS_HEAD_MAX + 63);
+	memcpy(big, "GET http://a.test/ HTTP/1.1\r\nX: ", 32);
+	big[PDK__EGRESS_HEAD_MAX + 63] = '\0';
+	cr_assert_eq(head(&h, big), -1);
+	cr_assert_eq(h.status, 431);
+	f = open_memstream(&many, &len);
+	fputs("GET http://a.test/ HTTP/1.1\r\n", f);
+	for (int i = 0; i < PDK__EGRESS_HEADERS_MAX + 1; i++)
+		fprintf(f, "X-%d: v\r\n", i);
+	fputs("\r\n", f);
+	fclose(f);
+	cr_assert_eq(head(&h, many), -1);
+	cr_assert_eq(h.status, 431);
+	cr_assert_not_null(strstr(h.reason, "too many"));
+	free(many);
+	free(big);
+	pdk__egress_head_release(&h);
+}
+
+Test(egress, body_content_length_and_pipelining)
+{
+	struct pdk__egress_head h = {0};
+	const char *req = "POST http://a.test/ HTTP/1.1\r\nContent-Length: 5\r\n\r\n";
+	int n = head(&h, req);
+
+	cr_assert_eq(n, (int)strlen(req));
+	cr_assert_not(h.msg_done);
+	cr_assert_eq(pdk__egress_body_feed(&h, "ab", 2), 2);
+	cr_assert_not(h.msg_done);
+	cr_assert_eq(pdk__egress_body_feed(&h, "cdeGET http://b/", 16), 3,
+		     "the next request's bytes are not body");
+	cr_assert(h.msg_done);
+	pdk__egress_head_release(&h);
+}
+
+Test(egress, body_chunked)
+{
+	struct pdk__egress_head h = {0};
+	const char *req = "PUT http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+	const char *body = "3\r\nabc\r\n0\r\n\r\nNEXT";
+
+	cr_assert_eq(head(&h, req), (int)strlen(req));
+	cr_assert_eq(pdk__egress_body_feed(&h, body, strlen(body)), (ssize_t)strlen(body) - 4);
+	cr_assert(h.msg_done);
+	pdk__egress_head_release(&h);
+}
+
+Test(egress, response_boundaries)
+{
+	struct pdk__egress_resp r;
+	const char *a = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhiEXTRA";
+	const char *b = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n";
+	const char *c = "HTTP/1.0 200 OK\r\n\r\nuntil eof";
+	const char *d = "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
+
+	pdk__egress_resp_init(&r, false);
+	cr_assert_eq(pdk__egress_resp_feed(&r, a, strlen(a)), (ssize_t)strlen(a) - 5);
+	cr_assert(r.done);
+	cr_assert(r.keep_alive);
+	pdk__egress_resp_init(&r, false);
+	cr_assert_eq(pdk__egress_resp_feed(&r, b, strlen(b)), (ssize_t)strlen(b));
+	cr_assert(r.done, "an interim 100 is followed by the final answer");
+	cr_assert_eq(r.p.status_code, 204);
+	pdk__egress_resp_init(&r, false);
+	cr_assert_eq(pdk__egress_resp_feed(&r, c, strlen(c)), (ssize_t)strlen(c));
+	cr_assert_not(r.done);
+	cr_assert_eq(pdk__egress_resp_feed(&r, NULL, 0), 0);
+	cr_assert(r.done, "EOF ends a response without a length");
+	cr_assert_not(r.keep_alive);
+	pdk__egress_resp_init(&r, true);
+	cr_assert_eq(pdk__egress_resp_feed(&r, d, strlen(d)), (ssize_t)strlen(d));
+	cr_assert(r.done, "the answer to HEAD has no body");
+	pdk__egress_resp_init(&r, false);
+	cr_assert_eq(pdk__egress_resp_feed(&r, "NOT HTTP\r\n", 10), -1);
+}
+
+/* ---- policy ---- */
+
+static struct pdk_policy *parse_yaml(const char *yaml, struct pdk_policy_report *r)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	return pdk_policy_parse("t.yaml", yaml, strlen(yaml), r, &err);
+}
+
+Test(egress, policy_fields)
+{
+	struct pdk_policy_report r = {0};
+	struct pdk_policy *p = parse_yaml("network:\n  mode: allowlist\n  allow: [Example.COM, "
+					  "'*.github.com:443', '[::1]:8080', bücher.example]\n"
+					  "limits: {egress_bytes: 10M, egress_requests: 100, "
+					  "egress_connections: 4}\n",
+					  &r);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	cr_assert_not_null(p);
+	cr_assert_eq(p->network.mode, PDK_NET_ALLOWLIST);
+	cr_assert_str_eq(p->network.allow[0], "example.com");
+	cr_assert_str_eq(p->network.allow[1], "*.github.com:443");
+	cr_assert_str_eq(p->network.allow[2], "[::1]:8080");
+	cr_assert_str_eq(p->network.allow[3], "xn--bcher-kva.example");
+	cr_assert_null(p->network.allow[4]);
+	cr_assert_eq(p->limits.egress_bytes, 10 << 20);
+	cr_assert_eq(p->limits.egress_requests, 100);
+	cr_assert_eq(p->limits.egress_connections, 4);
+	cr_assert_eq(pdk_policy_dump(p, f, &err), 0);
+	fclose(f);
+	cr_assert_not_null(strstr(out, "mode: allowlist"), "%s", out);
+	cr_assert_not_null(strstr(out, "egress_bytes: 10M"), "%s", out);
+	cr_assert_not_null(strstr(out, "'*.github.com:443'"), "%s", out);
+	{
+		struct pdk_policy *back = parse_yaml(out, NULL);
+
+		cr_assert_not_null(back, "the dump reads back: %s", out);
+		cr_assert_str_eq(back->network.allow[1], "*.github.com:443");
+		cr_assert_str_eq(back->network.allow[3], "xn--bcher-kva.example");
+		pdk_policy_free(back);
+	}
+	free(out);
+	pdk_policy_free(p);
+	pdk_policy_report_release(&r);
+}
+
+static void policy_err(const char *yaml, const char *field, int line, int col, const char *msg)
+{
+	struct pdk_policy_report r = {0};
+	struct pdk_policy *p = parse_yaml(yaml, &r);
+
+	cr_assert_null(p, "%s", yaml);
+	cr_assert_eq(r.n, 1, "%s: %zu problems", yaml, r.n);
+	cr_assert_str_eq(r.diags[0].field, field);
+	cr_assert_eq(r.diags[0].line, line, "%s: line %d", yaml, r.diags[0].line);
+	cr_assert_eq(r.diags[0].column, col, "%s: column %d", yaml, r.diags[0].column);
+	cr_assert_not_null(strstr(r.diags[0].msg, msg), "%s", r.diags[0].msg);
+	pdk_policy_report_release(&r);
+}
+
+Test(egress, policy_errors)
+{
+	policy_err("network:\n  allow:\n    - example.com\n    - 'a.*.com'\n", "network.allow[1]",
+		   4, 7, "wildcard");
+	policy_err("network:\n  allow: [example.com:99999]\n", "network.allow[0]", 2, 11,
+		   "1 to 65535");
+	policy_err("network:\n  allow: [Example.com, example.com.]\n", "network.allow[1]", 2, 24,
+		   "listed twice");
+	policy_err("network:\n  allow: example.com\n", "network.allow", 2, 10, "expected a list");
+	policy_err("network:\n  allow: ['127.1']\n", "network.allow[0]", 2, 11, "IPv4");
+	policy_err("limits:\n  egress_bytes: lots\n", "limits.egress_bytes", 2, 17, "a size");
+	policy_err("limits:\n  egress_requests: -1\n", "limits.egress_requests", 2, 20,
+		   "a whole number");
+}
+
+/* ---- credentials ---- */
+
+Test(egress, credential_templates)
+{
+	char *field = NULL, *secret = NULL, *why = NULL;
+
+	cr_assert_eq(pdk_egress_cred_parse("Authorization: Bearer ${secret:github}", &field,
+					   &secret, &why),
+		     0);
+	cr_assert_str_eq(field, "Authorization");
+	cr_assert_str_eq(secret, "github");
+	free(field);
+	free(secret);
+	cr_assert_eq(pdk_egress_cred_parse("X-Api-Key: ${secret:k_2}", &field, &secret, &why), 0);
+	cr_assert_str_eq(secret, "k_2");
+	free(field);
+	free(secret);
+	{
+		static const struct {
+			const char *hdr, *why;
+		} bad[] = {
+			{"Authorization Bearer ${secret:a}", "Name: value"},
+			{"Host: ${secret:a}", "Name: value"},
+			{"Content-Length: ${secret:a}", "Name: value"},
+			{"X-A: no secret", "${secret:NAME}"},
+			{"X-A: ${secret:Upper}", "${secret:NAME}"},
+			{"X-A: ${secret:}", "${secret:NAME}"},
+			{"X-A: ${secret:a} ${secret:b}", "only one"},
+			{"X-A: ${env:HOME} ${secret:a}", "only one"},
+			{"X-A: ${secret:a}\r\nX-B: b", "printable"},
+			{"X: a\x7f ${secret:a}", "printable"},
+		};
+
+		for (size_t i = 0; i < PDK_ARRAY_SIZE(bad); i++) {
+			why = NULL;
+			cr_assert_eq(pdk_egress_cred_parse(bad[i].hdr, &field, &secret, &why),
+				     -EINVAL, "%s", bad[i].hdr);
+			cr_assert_not_null(strstr(why, bad[i].why), "%s: %s", bad[i].hdr, why);
+			free(why);
+		}
+	}
+}
+
+Test(egress, secret_placeholders_in_env)
+{
+	_cleanup_strv_ char **env = NULL;
+	char *creds[] = {"api.test", "Authorization: Bearer ${secret:tok}", "b.test",
+			 "X-Key: ${secret:tok}", NULL};
+	_cleanup_free_ char *ph = pdk_egress_placeholder("tok", "ID");
+
+	cr_assert_str_eq(ph, "paddock-secret-tok-ID");
+	pdk_strv_push(&env, "PADDOCK_SECRET_TOK=the-real-value");
+	pdk_strv_push(&env, "PATH=/bin");
+	pdk_egress_secret_env_set(&env, creds, "ID");
+	cr_assert_str_eq(env[0], "PADDOCK_SECRET_TOK=paddock-secret-tok-ID",
+			 "a value copied in with -e is replaced by the placeholder");
+	cr_assert_str_eq(env[1], "PATH=/bin");
+	cr_assert_null(env[2], "one variable per secret");
+}
+
+Test(egress, head_rewrite_for_credentials)
+{
+	struct pdk__egress_head h = {0};
+	const char *req = "GET http://api.test/v1?t=PH HTTP/1.1\r\nAuthorization: token x\r\n"
+			  "X-Tok: a PH b PH\r\nAccept: */*\r\n\r\n";
+	const char *drop[] = {"authorization"};
+	const char *from[] = {"PH"};
+	const char *to[] = {"VALUE"};
+	const char *extra[] = {"Authorization: Bearer VALUE"};
+	struct pdk__egress_rewrite rw = {drop, 1, from, to, 1, extra, 1};
+	_cleanup_free_ char *up = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(head(&h, req), (int)strlen(req));
+	up = pdk__egress_head_upstream(&h, req, &rw, &len);
+	cr_assert_str_eq(up, "GET /v1?t=VALUE HTTP/1.1\r\nHost: api.test\r\n"
+			     "X-Tok: a VALUE b VALUE\r\nAccept: */*\r\n"
+			     "Authorization: Bearer VALUE\r\nConnection: close\r\n\r\n");
+	pdk__egress_head_release(&h);
+}
+
+Test(egress, policy_credentials)
+{
+	struct pdk_policy_report r = {0};
+	struct pdk_policy *p = parse_yaml(
+		"network:\n  mode: allowlist\n  credentials:\n"
+		"    - {host: API.Test, header: 'Authorization: Bearer ${secret:tok}'}\n",
+		&r);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_policy *back;
+
+	cr_assert_not_null(p);
+	cr_assert_str_eq(p->network.credentials[0], "api.test");
+	cr_assert_str_eq(p->network.credentials[1], "Authorization: Bearer ${secret:tok}");
+	cr_assert_null(p->network.credentials[2]);
+	cr_assert_eq(pdk_policy_dump(p, f, &err), 0);
+	fclose(f);
+	back = parse_yaml(out, NULL);
+	cr_assert_not_null(back, "%s", out);
+	cr_assert_str_eq(back->network.credentials[1], "Authorization: Bearer ${secret:tok}");
+	pdk_policy_free(back);
+	free(out);
+	pdk_policy_free(p);
+	pdk_policy_report_release(&r);
+	policy_err("network:\n  credentials:\n    - {host: a.test}\n", "network.credentials[0]", 3,
+		   7, "needs 'header'");
+	policy_err("network:\n  credentials:\n    - {host: a.test, header: 'X: y', z: 1}\n",
+		   "network.credentials[0]", 3, 38, "unknown key 'z'");
+	policy_err("network:\n  credentials:\n    - {host: 'a.*', header: 'X: ${secret:a}'}\n",
+		   "network.credentials[0].host", 3, 14, "wildcard");
+	policy_err("network:\n  credentials:\n    - {host: a.test, header: 'X: plain'}\n",
+		   "network.credentials[0].header", 3, 30, "${secret:NAME}");
+	policy_err("network:\n  credentials: {host: a.test}\n", "network.credentials", 2, 16,
+		   "expected a list");
+}
+
+Test(egress, env_names_the_proxy)
+{
+	_cleanup_strv_ char **env = NULL;
+	const char *want[] = {"HTTP_PROXY=http://127.0.0.1:3128",
+			      "https_proxy=http://127.0.0.1:3128",
+			      "ALL_PROXY=http://127.0.0.1:3128", "NO_PROXY="};
+
+	pdk_egress_env_add(&env);
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(want); i++) {
+		bool found = false;
+
+		for (size_t j = 0; env[j] != NULL; j++)
+			found = found || strcmp(env[j], want[i]) == 0;
+		cr_assert(found, "%s", want[i]);
+	}
+}
