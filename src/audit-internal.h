@@ -34,7 +34,7 @@ struct pdk_audit {
 	sqlite3_stmt *st[ST_N];
 	EVP_MD *sha256;
 	EVP_MD_CTX *md;
-	EVP_PKEY *key; /* the private key, loaded at the first checkpoint */
+	EVP_PKEY *key; /* the private key, loaded at first use */
 	char key_id[PDK_AUDIT_HASH_HEX];
 	char *buf; /* serialisation buffer, reused */
 	size_t buf_cap;

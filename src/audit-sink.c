@@ -30,7 +30,7 @@ struct audit_sink {
 	bool started;
 	struct pdk_error *failed; /* the writer's first error, sticky */
 	pthread_t thread;
-	struct pdk_audit *store; /* opened by the writer at its first batch */
+	struct pdk_audit *store; /* opened by the writer when it starts */
 	char *state_dir;
 	unsigned flush_ms;
 	uint64_t checkpoint_every;

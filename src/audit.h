@@ -37,7 +37,8 @@ struct pdk_audit;
 /*
  * Open (creating it, 0600, and `state_dir`, 0700, if needed) the store in
  * `state_dir`. *out is the caller's, freed with pdk_audit_free(). The
- * signing key is loaded (or created) at the first checkpoint, not here.
+ * signing key is loaded (or created) at the first checkpoint, not here
+ * (the sink's writer loads it early).
  */
 PDK_MUST_CHECK int pdk_audit_open(const char *state_dir, struct pdk_audit **out,
 				  struct pdk_error **err);
