@@ -612,6 +612,17 @@ void pdk_exectrace_on_exits(struct pdk_exectrace *t, const struct pollfd *pfd, s
 	}
 }
 
+void pdk_exectrace_forget(struct pdk_exectrace *t, pid_t pid)
+{
+	for (size_t i = 0; t != NULL && i < t->n_procs; i++) {
+		if (t->procs[i].pid == pid) {
+			(void)close(t->procs[i].pidfd);
+			t->procs[i] = t->procs[--t->n_procs];
+			return;
+		}
+	}
+}
+
 void pdk_exectrace_finish(struct pdk_exectrace *t)
 {
 	if (t == NULL)

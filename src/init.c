@@ -22,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,8 +90,42 @@ struct exec_failure {
 	int stage;
 };
 
+/*
+ * The file execvp() would run for `name`, found before the vfork: execvp
+ * tries execve() on each PATH entry in turn, and with exec tracing every
+ * attempt is a recorded exec. Only an executable regular file is taken;
+ * with none, NULL, and execvp() itself then makes the attempts and reports
+ * the error it would report.
+ */
+static const char *resolve_command(const char *name)
+{
+	static char buf[4096];
+	const char *path = getenv("PATH");
+	struct stat st;
+
+	if (strchr(name, '/') != NULL || path == NULL)
+		return NULL;
+	while (*path != '\0') {
+		size_t dlen = strcspn(path, ":");
+		const char *dir = dlen ? path : ".";
+		size_t n = dlen ? dlen : 1;
+
+		if (n + 1 + strlen(name) < sizeof(buf)) {
+			memcpy(buf, dir, n);
+			buf[n] = '/';
+			memcpy(buf + n + 1, name, strlen(name) + 1);
+			if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
+				return buf;
+		}
+		path += dlen;
+		if (*path == ':')
+			path++;
+	}
+	return NULL;
+}
+
 /* In the vfork child: become the command. Never returns. */
-PDK_NORETURN static void exec_command(char **argv, const sigset_t *oldmask,
+PDK_NORETURN static void exec_command(char **argv, const char *file, const sigset_t *oldmask,
 				      volatile struct exec_failure *fail)
 {
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
@@ -101,7 +136,11 @@ PDK_NORETURN static void exec_command(char **argv, const sigset_t *oldmask,
 	fail->stage = PDK_INIT_STAGE_SETSID;
 	if (setsid() >= 0) {
 		fail->stage = PDK_INIT_STAGE_EXEC;
-		execvp(argv[0], argv);
+		if (file != NULL)
+			execv(file, argv);
+		/* ENOEXEC: execvp() also runs a script without #! with /bin/sh. */
+		if (file == NULL || errno == ENOEXEC)
+			execvp(argv[0], argv);
 	}
 	fail->err = errno;
 	_exit(127);
@@ -112,6 +151,7 @@ static pid_t start_command(int ctl, char **argv)
 {
 	struct pdk_init_msg m = {.type = PDK_INIT_MSG_EXEC};
 	volatile struct exec_failure fail = {0, PDK_INIT_STAGE_NONE};
+	const char *file = resolve_command(argv[0]);
 	sigset_t all, old;
 	pid_t pid;
 
@@ -120,7 +160,7 @@ static pid_t start_command(int ctl, char **argv)
 	(void)sigprocmask(SIG_BLOCK, &all, &old);
 	pid = vfork();
 	if (pid == 0)
-		exec_command(argv, &old, &fail);
+		exec_command(argv, file, &old, &fail);
 	if (pid < 0) {
 		m.err = errno;
 		m.stage = PDK_INIT_STAGE_FORK;

@@ -599,6 +599,16 @@ static void on_exec_msg(struct pdk_sandbox *sb, const struct pdk_init_msg *m)
 	sb->cmd_exec_ts_ns = m->ts_ns;
 	sb->exec_errno = m->err;
 	sb->cmd_started = m->err == 0;
+	/*
+	 * With exec tracing, the command's exec is already a traced
+	 * process.exec, and its process.exit is the supervisor's (with the
+	 * sandbox's accounting), not the tracer's: one record of each.
+	 */
+	if (sb->tracer != NULL && m->err == 0) {
+		pdk_exectrace_forget(sb->tracer, m->pid);
+		json_decref(a);
+		return;
+	}
 	pdk_json_set(a, "pid", json_integer(m->pid));
 	pdk_json_set(a, "argv", pdk_json_strv(sb->cfg->argv));
 	pdk_json_set(a, "cwd", json_string(sb->cwd));
@@ -713,10 +723,14 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 		}
 		if (n < 0)
 			continue;
-		if (sb->tracer != NULL)
-			on_trace(sb, pfd, nt);
+		/*
+		 * The init's messages first: its report of the command's exec
+		 * takes the command out of the tracer's exit watch.
+		 */
 		if (pfd[PFD_CTL].revents)
 			read_ctl(sb);
+		if (sb->tracer != NULL)
+			on_trace(sb, pfd, nt);
 		if (pfd[PFD_SIG].revents)
 			forward_signals(sb, sigfd);
 		if (pfd[PFD_CTL].revents & (POLLHUP | POLLERR))
