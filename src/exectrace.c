@@ -69,6 +69,7 @@ struct tracked {
 struct pdk_exectrace {
 	int fd;
 	pid_t init_pid;
+	pid_t skip_exit_pid; /* inside the sandbox; 0: none */
 	bool recording;
 	pdk_exectrace_emit_cb emit;
 	void *data;
@@ -612,17 +613,6 @@ void pdk_exectrace_on_exits(struct pdk_exectrace *t, const struct pollfd *pfd, s
 	}
 }
 
-void pdk_exectrace_forget(struct pdk_exectrace *t, pid_t pid)
-{
-	for (size_t i = 0; t != NULL && i < t->n_procs; i++) {
-		if (t->procs[i].pid == pid) {
-			(void)close(t->procs[i].pidfd);
-			t->procs[i] = t->procs[--t->n_procs];
-			return;
-		}
-	}
-}
-
 void pdk_exectrace_finish(struct pdk_exectrace *t)
 {
 	if (t == NULL)
@@ -729,7 +719,7 @@ static void record(struct pdk_exectrace *t, const struct seccomp_notif *req, uin
 		pdk_json_set(a, "exit_tracked", json_false());
 	t->count++;
 	t->emit(t->data, "process.exec", ts, a);
-	if (p->pidfd >= 0 && st->nspid >= 0) {
+	if (p->pidfd >= 0 && st->nspid >= 0 && st->nspid != t->skip_exit_pid) {
 		t->procs[t->n_procs++] = (struct tracked){
 			.host_pid = p->host_pid,
 			.pid = st->nspid,
@@ -819,6 +809,11 @@ void pdk_exectrace_start_recording(struct pdk_exectrace *t, pid_t init_pid)
 {
 	t->init_pid = init_pid;
 	t->recording = true;
+}
+
+void pdk_exectrace_skip_exit(struct pdk_exectrace *t, pid_t pid)
+{
+	t->skip_exit_pid = pid;
 }
 
 int pdk_exectrace_fd(const struct pdk_exectrace *t)

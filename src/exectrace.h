@@ -74,11 +74,11 @@ size_t pdk_exectrace_pollfds(const struct pdk_exectrace *t, struct pollfd *pfd, 
 void pdk_exectrace_on_exits(struct pdk_exectrace *t, const struct pollfd *pfd, size_t n);
 
 /*
- * Stop watching the process whose pid inside the sandbox is `pid` (no
- * `process.exit` from the tracer: the supervisor reports that one itself).
- * NULL-safe; a pid not watched is a no-op.
+ * Never watch the exit of the process whose pid inside the sandbox is
+ * `pid`: the supervisor reports that one itself (the command's). Its execs
+ * are still recorded.
  */
-void pdk_exectrace_forget(struct pdk_exectrace *t, pid_t pid);
+void pdk_exectrace_skip_exit(struct pdk_exectrace *t, pid_t pid);
 
 /*
  * The sandbox has ended: emit `process.exit` for every process still

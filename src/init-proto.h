@@ -13,6 +13,12 @@
 
 #include <stdint.h>
 
+/*
+ * The command's pid inside the sandbox: the init (pid 1) forks nothing
+ * before it, and a new pid namespace hands out pids from 1 upwards.
+ */
+#define PDK_INIT_COMMAND_PID 2
+
 enum pdk_init_msg_type {
 	PDK_INIT_MSG_EXEC = 1, /* the command was exec'd (err == 0) or could not be (err != 0) */
 	PDK_INIT_MSG_EXIT = 2, /* the command ended: status as from waitpid() */

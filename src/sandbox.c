@@ -554,8 +554,15 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		return create_failed(sb, pdk_error_setx(err, EPROTO,
 							"exec tracing: the sandbox "
 							"child sent no listener"));
-	if (sb->tracer != NULL)
+	if (sb->tracer != NULL) {
 		pdk_exectrace_start_recording(sb->tracer, sb->pid);
+		/*
+		 * The command is the init's first child in a new pid namespace:
+		 * pid 2. Its exit is ours to report (with the accounting); the
+		 * tracer's would race with the init's message and repeat it.
+		 */
+		pdk_exectrace_skip_exit(sb->tracer, PDK_INIT_COMMAND_PID);
+	}
 	if (cfg->policy->network.mode == PDK_NET_HOST)
 		warn(cfg, "network mode 'host': the sandbox shares the host's network");
 	emit(sb, "sandbox.create", 0, create_attrs(sb));
@@ -605,7 +612,6 @@ static void on_exec_msg(struct pdk_sandbox *sb, const struct pdk_init_msg *m)
 	 * sandbox's accounting), not the tracer's: one record of each.
 	 */
 	if (sb->tracer != NULL && m->err == 0) {
-		pdk_exectrace_forget(sb->tracer, m->pid);
 		json_decref(a);
 		return;
 	}
@@ -723,14 +729,10 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 		}
 		if (n < 0)
 			continue;
-		/*
-		 * The init's messages first: its report of the command's exec
-		 * takes the command out of the tracer's exit watch.
-		 */
-		if (pfd[PFD_CTL].revents)
-			read_ctl(sb);
 		if (sb->tracer != NULL)
 			on_trace(sb, pfd, nt);
+		if (pfd[PFD_CTL].revents)
+			read_ctl(sb);
 		if (pfd[PFD_SIG].revents)
 			forward_signals(sb, sigfd);
 		if (pfd[PFD_CTL].revents & (POLLHUP | POLLERR))
