@@ -47,18 +47,6 @@ struct pdk__pidfd_info {
 #define PDK_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct pdk__pidfd_info)
 #define PDK_PIDFD_INFO_EXIT (1ULL << 3)
 
-/*
- * Linux 6.6: wake the supervisor and, on our answer, the process on the
- * current CPU, like a synchronous call, instead of waiting for a scheduler
- * slot twice per exec.
- */
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
-
 struct tracked {
 	pid_t host_pid;
 	pid_t pid; /* inside the sandbox */
@@ -786,8 +774,6 @@ struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pdk_exectrace_emit_cb e
 								   : sizeof(*t->resp);
 	t->req = pdk_xcalloc(1, t->req_size);
 	t->resp = pdk_xcalloc(1, t->resp_size);
-	/* An older kernel lacks it: then only the latency is higher. */
-	(void)ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
 	t->ticks_per_s = sysconf(_SC_CLK_TCK);
 	if (t->ticks_per_s <= 0)
 		t->ticks_per_s = 100;
