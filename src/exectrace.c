@@ -47,18 +47,6 @@ struct pdk__pidfd_info {
 #define PDK_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct pdk__pidfd_info)
 #define PDK_PIDFD_INFO_EXIT (1ULL << 3)
 
-/*
- * Linux 6.6: wake the supervisor and, on our answer, the process on the
- * current CPU, like a synchronous call, instead of waiting for a scheduler
- * slot twice per exec.
- */
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
-
 struct tracked {
 	pid_t host_pid;
 	pid_t pid; /* inside the sandbox */
@@ -432,49 +420,48 @@ void pdk__exectrace_set_argv(json_t *obj, char *const *argv)
 
 /* ---- /proc readers ---- */
 
-static int read_small_at(int dirfd, const char *name, char *buf, size_t len)
+/*
+ * /proc/PID/NAME into buf, with one read(): these files are generated whole
+ * on the first read, and each syscall counts on a VM (the traced process
+ * waits for them). Paths, not a /proc/PID dirfd: the caller makes sure the
+ * pid is still the process it means (ID_VALID, or a pidfd check).
+ */
+static int read_proc(pid_t pid, const char *name, char *buf, size_t len)
 {
-	_cleanup_close_ int fd = TEMP_FAILURE_RETRY(openat(dirfd, name, O_RDONLY | O_CLOEXEC));
+	char path[64];
+	_cleanup_close_ int fd = -1;
 	ssize_t n;
 
+	(void)snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	fd = TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC));
 	if (fd < 0)
 		return -errno;
-	n = pdk_read_all(fd, buf, len - 1);
+	n = TEMP_FAILURE_RETRY(read(fd, buf, len - 1));
 	if (n < 0)
-		return (int)n;
+		return -errno;
 	buf[n] = '\0';
 	return 0;
 }
 
-static int read_status_at(int dirfd, struct pdk__proc_status *st)
+static int read_status(pid_t pid, struct pdk__proc_status *st)
 {
 	char buf[4096];
-	int rc = read_small_at(dirfd, "status", buf, sizeof(buf));
+	int rc = read_proc(pid, "status", buf, sizeof(buf));
 
 	return rc < 0 ? rc : pdk__exectrace_parse_status(buf, st);
-}
-
-static int open_proc_dir(pid_t pid)
-{
-	char path[32];
-
-	(void)snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	return TEMP_FAILURE_RETRY(open(path, O_PATH | O_DIRECTORY | O_CLOEXEC));
 }
 
 /* The pid inside the sandbox of host pid `host` (its parent, usually). */
 static pid_t inner_pid(const struct pdk_exectrace *t, pid_t host)
 {
 	struct pdk__proc_status st;
-	_cleanup_close_ int dirfd = -1;
 
 	if (host == t->init_pid)
 		return 1;
 	for (size_t i = 0; i < t->n_procs; i++)
 		if (t->procs[i].host_pid == host)
 			return t->procs[i].pid;
-	dirfd = open_proc_dir(host);
-	if (dirfd < 0 || read_status_at(dirfd, &st) < 0)
+	if (read_status(host, &st) < 0)
 		return -1;
 	return st.nspid;
 }
@@ -484,11 +471,13 @@ static pid_t inner_pid(const struct pdk_exectrace *t, pid_t host)
  * in another mount namespace whose root we cannot reach (pivot_root) is
  * resolved up to that namespace's root: it is already the in-sandbox path.
  */
-static char *read_cwd(int dirfd)
+static char *read_cwd(pid_t pid)
 {
-	char buf[PATH_MAX];
-	ssize_t n = readlinkat(dirfd, "cwd", buf, sizeof(buf) - 1);
+	char path[64], buf[PATH_MAX];
+	ssize_t n;
 
+	(void)snprintf(path, sizeof(path), "/proc/%d/cwd", (int)pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
 	if (n < 0)
 		return NULL;
 	buf[n] = '\0';
@@ -520,23 +509,17 @@ static const char *signal_name(int sig)
 /* Exit status and CPU time of the zombie, or of the reaped process through its pidfd. */
 static void fill_exit(const struct pdk_exectrace *t, const struct tracked *p, json_t *a)
 {
-	char path[32], buf[1024];
+	char buf[1024];
 	struct pdk__proc_stat st;
 	struct pdk__pidfd_info info = {.mask = PDK_PIDFD_INFO_EXIT};
-	_cleanup_close_ int fd = -1;
 	int status = -1;
-	ssize_t n = -1;
+	int rc = read_proc(p->host_pid, "stat", buf, sizeof(buf));
 
-	(void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)p->host_pid);
-	fd = TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC));
-	if (fd >= 0)
-		n = TEMP_FAILURE_RETRY(read(fd, buf, sizeof(buf) - 1));
 	/*
 	 * Opened and read while the pidfd's process was not yet reaped (the
 	 * signal 0 below still reaches it): the pid was still its own.
 	 */
-	if (n > 0 && syscall(SYS_pidfd_send_signal, p->pidfd, 0, NULL, 0) == 0) {
-		buf[n] = '\0';
+	if (rc == 0 && syscall(SYS_pidfd_send_signal, p->pidfd, 0, NULL, 0) == 0) {
 		/* Z: zombie; X: its reaper is releasing it right now (exit_code still set). */
 		if (pdk__exectrace_parse_stat(buf, &st) == 0 &&
 		    (st.state == 'Z' || st.state == 'X')) {
@@ -647,26 +630,21 @@ static void pinned_release(struct pinned *p)
  */
 static void pin(struct pdk_exectrace *t, pid_t tid, struct pinned *p)
 {
-	_cleanup_close_ int dirfd = open_proc_dir(tid);
 	struct tracked *old;
 
 	p->pidfd = -1;
 	p->host_pid = tid;
 	p->st = (struct pdk__proc_status){-1, -1, -1};
-	if (dirfd < 0 || read_status_at(dirfd, &p->st) < 0)
+	if (read_status(tid, &p->st) < 0)
 		return;
 	/*
 	 * A thread other than the leader: exec makes it the leader, with the
 	 * leader's pids, so those are the ones to record and watch.
 	 */
-	if (p->st.tgid != tid) {
-		(void)close(dirfd);
-		dirfd = open_proc_dir(p->st.tgid);
-		if (dirfd < 0 || read_status_at(dirfd, &p->st) < 0)
-			return;
-	}
+	if (p->st.tgid != tid && read_status(p->st.tgid, &p->st) < 0)
+		return;
 	p->host_pid = p->st.tgid;
-	p->cwd = read_cwd(dirfd);
+	p->cwd = read_cwd(p->host_pid);
 	old = find_tracked(t, p->host_pid);
 	/*
 	 * A watched process of that pid that can no longer be signalled was
@@ -797,8 +775,6 @@ struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pdk_exectrace_emit_cb e
 								   : sizeof(*t->resp);
 	t->req = pdk_xcalloc(1, t->req_size);
 	t->resp = pdk_xcalloc(1, t->resp_size);
-	/* An older kernel lacks it: then only the latency is higher. */
-	(void)ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
 	t->ticks_per_s = sysconf(_SC_CLK_TCK);
 	if (t->ticks_per_s <= 0)
 		t->ticks_per_s = 100;

@@ -181,6 +181,14 @@ static const struct arg_rule arg_rules[] = {
 	{"socketpair", 2, {ARG32(0, AF_INET6), ARG_MASK(1, 0xf, SOCK_RAW)}},
 	{"socketpair", 2, {ARG32(0, AF_INET), ARG_MASK(1, 0xf, SOCK_PACKET)}},
 	{"socketpair", 2, {ARG32(0, AF_NETLINK), ARG32(2, NETLINK_AUDIT)}},
+	/*
+	 * SECURITY: a filter of the process's own with a listener would take
+	 * exec tracing's notifications (the newest filter's listener gets a
+	 * USER_NOTIF): its execs would run unrecorded.
+	 */
+	{"seccomp",
+	 1,
+	 {ARG_MASK(1, SECCOMP_FILTER_FLAG_NEW_LISTENER, SECCOMP_FILTER_FLAG_NEW_LISTENER)}},
 };
 
 static int resolve(const char *name)

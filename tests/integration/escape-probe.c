@@ -13,8 +13,10 @@
 
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/filter.h>
 #include <linux/keyctl.h>
 #include <linux/perf_event.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 #include <sys/sysmacros.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -311,6 +314,17 @@ static int p_personality(void)
 {
 	return ret(personality(READ_IMPLIES_EXEC));
 }
+/* A seccomp listener of our own would receive exec tracing's notifications. */
+static int p_seccomp_listener(void)
+{
+	struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	struct sock_fprog prog = {.len = 1, .filter = &allow};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return errno;
+	return ret(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+			   &prog));
+}
 static int p_reboot(void)
 {
 	return ret(syscall(SYS_reboot, 0xfee1dead, 672274793, 0x4321fedc, NULL));
@@ -514,6 +528,7 @@ static const struct {
 	{"init-module", p_init_module},
 	{"open-by-handle", p_open_by_handle},
 	{"personality", p_personality},
+	{"seccomp-listener", p_seccomp_listener},
 	{"reboot", p_reboot},
 	{"sethostname", p_sethostname},
 	{"setgroups", p_setgroups},

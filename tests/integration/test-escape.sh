@@ -53,6 +53,7 @@ kexec:EPERM
 init-module:EPERM
 open-by-handle:EPERM
 personality:EPERM
+seccomp-listener:EPERM
 reboot:EPERM
 sethostname:EPERM
 setgroups:EPERM

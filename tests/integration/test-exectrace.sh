@@ -18,7 +18,7 @@ trun() { # who, run args...
 # Python checks get: the events file, the workspace path; helpers below.
 pycheck() { # desc, python source (stdin)
 	local desc=$1
-	python3 - "$EV" "$T/home" 2>"$T/pyerr" <<PY
+	PROBE_NAME=${PROBE_NAME:-} python3 - "$EV" "$T/home" 2>"$T/pyerr" <<PY
 import json, sys
 evs = [json.loads(l) for l in open(sys.argv[1])]
 ws = sys.argv[2]
@@ -158,6 +158,24 @@ assert traced == [] and exits == [], (traced, exits)
 PY
 }
 
+# The escape battery runs without an event sink (tracing off); these attempts run with tracing
+# on: still refused, and the attempt's own exec is recorded.
+check_escapes_traced() {
+	local who=$1 name out rc
+	for name in seccomp-listener mount-tmpfs unshare-user ptrace-init; do
+		# LeakSanitizer (ASan builds of the probe) cannot work where ptrace is denied.
+		trun "$who" --ro "$PROBE" -e ASAN_OPTIONS=detect_leaks=0 -- "$PROBE" "$name" \
+			>"$T/out" 2>/dev/null; rc=$?
+		out=$(cat "$T/out")
+		[ "$rc" = 1 ] && printf '%s' "$out" | grep -qE "^$name: blocked \((EPERM|EBUSY)\)$"
+		ok $? "$who: with tracing on, $name is refused (exit $rc: $out)"
+		PROBE_NAME=$name pycheck "$who: the $name attempt's exec is recorded" <<'PY'
+import os
+find([os.environ["PROBE"], os.environ["PROBE_NAME"]])
+PY
+	done
+}
+
 check_profile_field() {
 	local out
 	out=$("$PADDOCK" profile show default 2>&1 | grep -A1 '^audit:' | tr -d ' \n')
@@ -168,8 +186,13 @@ check_profile_field() {
 	ok $? "profile check: a bad audit.exec_trace is named (got: $out)"
 }
 
+: "${ESCAPE_PROBE:?ESCAPE_PROBE must name the escape-probe binary}"
+cp "$ESCAPE_PROBE" "$T/bin/escape-probe" && chmod 0755 "$T/bin/escape-probe"
+export PROBE="$T/bin/escape-probe"
+
 check_profile_field
 for who in root user; do
+	check_escapes_traced "$who"
 	check_pipeline "$who"
 	check_daemon "$who"
 	check_execveat_and_failures "$who"

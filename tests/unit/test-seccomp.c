@@ -671,6 +671,14 @@ Test(seccomp, notify_program_traps_exactly_exec)
 	cr_assert_not_null(s);
 	cr_assert_eq(eval(s, AUDIT_ARCH_I386, 11, NULL), SECCOMP_RET_KILL_PROCESS);
 	cr_assert_eq(eval(s, AUDIT_ARCH_X86_64, 0x40000000 | 520, NULL), SECCOMP_RET_KILL_PROCESS);
+	/* No listener of the sandbox's own: it would take exec tracing's notifications. */
+	{
+		uint64_t listen[6] = {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER};
+		uint64_t plain[6] = {SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC};
+
+		cr_assert_eq(eval(s, AUDIT_ARCH_X86_64, SYS_seccomp, listen), RET_EPERM);
+		cr_assert_eq(eval(s, AUDIT_ARCH_X86_64, SYS_seccomp, plain), SECCOMP_RET_ALLOW);
+	}
 	/* The denylist leaves exec alone: the notify program alone decides to trace it. */
 	cr_assert_eq(eval(s, AUDIT_ARCH_X86_64, SYS_execve, NULL), SECCOMP_RET_ALLOW);
 	pdk_seccomp_free(s);
@@ -688,6 +696,8 @@ Test(seccomp, notify_filter_in_the_kernel)
 	cr_assert_geq(fd, 0, "load: %s", strerror(-fd));
 	cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC, "the listener must close on exec");
 	load_filter(0);
+	/* Under the denylist, no second listener (see notify_program_traps_exactly_exec). */
+	cr_assert_eq(pdk_seccomp_apply_notify_child(), -EPERM);
 	/* A denied syscall never reaches the listener. */
 	assert_denied(syscall(SYS_mount, "none", NOPATH, "tmpfs", 0, NULL), EPERM);
 	/* With the listener closed, a traced syscall fails with ENOSYS instead of waiting. */
