@@ -74,6 +74,20 @@ size_t pdk_exectrace_pollfds(const struct pdk_exectrace *t, struct pollfd *pfd, 
 void pdk_exectrace_on_exits(struct pdk_exectrace *t, const struct pollfd *pfd, size_t n);
 
 /*
+ * Whether exits may be collected late (pdk_exectrace_sweep_exits() now and
+ * then) without losing their status: the kernel keeps a reaped process's
+ * exit status for its pidfd (Linux 6.15). Otherwise the pidfds must be
+ * polled, so that exits are read from the zombies before they are reaped.
+ */
+bool pdk_exectrace_lazy_exits(const struct pdk_exectrace *t);
+
+/* Processes watched for their exit now. */
+size_t pdk_exectrace_watching(const struct pdk_exectrace *t);
+
+/* Emit `process.exit` for every watched process that has ended (no wait). */
+void pdk_exectrace_sweep_exits(struct pdk_exectrace *t);
+
+/*
  * The sandbox has ended: emit `process.exit` for every process still
  * watched (all of them are dead now) and stop watching.
  */
