@@ -33,6 +33,7 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,6 +70,7 @@ struct pdk_exectrace {
 	size_t n_procs;
 	uint64_t count;
 	long ticks_per_s;
+	bool exit_info; /* the kernel keeps a reaped process's exit status for its pidfd */
 };
 
 /* ---- reading another process's memory ---- */
@@ -754,6 +756,20 @@ done:
 
 /* ---- life cycle ---- */
 
+/*
+ * PIDFD_INFO_EXIT came with Linux 6.15. It cannot be probed on a live
+ * process (the ioctl itself is older), so the release is read.
+ */
+static bool kernel_keeps_exit_info(void)
+{
+	struct utsname u;
+	unsigned major = 0, minor = 0;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+		return false;
+	return major > 6 || (major == 6 && minor >= 15);
+}
+
 struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pdk_exectrace_emit_cb emit, void *data,
 					struct pdk_error **err)
 {
@@ -775,6 +791,7 @@ struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pdk_exectrace_emit_cb e
 								   : sizeof(*t->resp);
 	t->req = pdk_xcalloc(1, t->req_size);
 	t->resp = pdk_xcalloc(1, t->resp_size);
+	t->exit_info = kernel_keeps_exit_info();
 	t->ticks_per_s = sysconf(_SC_CLK_TCK);
 	if (t->ticks_per_s <= 0)
 		t->ticks_per_s = 100;
@@ -795,6 +812,25 @@ void pdk_exectrace_skip_exit(struct pdk_exectrace *t, pid_t pid)
 int pdk_exectrace_fd(const struct pdk_exectrace *t)
 {
 	return t->fd;
+}
+
+bool pdk_exectrace_lazy_exits(const struct pdk_exectrace *t)
+{
+	return t->exit_info;
+}
+
+size_t pdk_exectrace_watching(const struct pdk_exectrace *t)
+{
+	return t->n_procs;
+}
+
+void pdk_exectrace_sweep_exits(struct pdk_exectrace *t)
+{
+	struct pollfd pfd[PDK_EXECTRACE_MAX_TRACKED];
+	size_t n = pdk_exectrace_pollfds(t, pfd, PDK_ARRAY_SIZE(pfd));
+
+	if (n > 0 && poll(pfd, n, 0) > 0)
+		pdk_exectrace_on_exits(t, pfd, n);
 }
 
 uint64_t pdk_exectrace_count(const struct pdk_exectrace *t)
