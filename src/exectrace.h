@@ -79,6 +79,8 @@ void pdk_exectrace_on_exits(struct pdk_exectrace *t, const struct pollfd *pfd, s
  * are still recorded.
  */
 void pdk_exectrace_skip_exit(struct pdk_exectrace *t, pid_t pid);
+
+/*
  * Whether exits may be collected late (pdk_exectrace_sweep_exits() now and
  * then) without losing their status: the kernel keeps a reaped process's
  * exit status for its pidfd (Linux 6.15). Otherwise the pidfds must be
@@ -86,71 +88,71 @@ void pdk_exectrace_skip_exit(struct pdk_exectrace *t, pid_t pid);
  */
 bool pdk_exectrace_lazy_exits(const struct pdk_exectrace *t);
 
- /* Processes watched for their exit now. */
- size_t pdk_exectrace_watching(const struct pdk_exectrace *t);
+/* Processes watched for their exit now. */
+size_t pdk_exectrace_watching(const struct pdk_exectrace *t);
 
- /* Emit `process.exit` for every watched process that has ended (no wait). */
- void pdk_exectrace_sweep_exits(struct pdk_exectrace *t);
+/* Emit `process.exit` for every watched process that has ended (no wait). */
+void pdk_exectrace_sweep_exits(struct pdk_exectrace *t);
 
- /*
-  * The sandbox has ended: emit `process.exit` for every process still
-  * watched (all of them are dead now) and stop watching.
-  */
- void pdk_exectrace_finish(struct pdk_exectrace *t);
+/*
+ * The sandbox has ended: emit `process.exit` for every process still
+ * watched (all of them are dead now) and stop watching.
+ */
+void pdk_exectrace_finish(struct pdk_exectrace *t);
 
- /* Execs recorded so far (tests, stats). */
- uint64_t pdk_exectrace_count(const struct pdk_exectrace *t);
+/* Execs recorded so far (tests, stats). */
+uint64_t pdk_exectrace_count(const struct pdk_exectrace *t);
 
- /* NULL-safe. Closes the listener: later execs in the sandbox fail with ENOSYS. */
- void pdk_exectrace_free(struct pdk_exectrace *t);
+/* NULL-safe. Closes the listener: later execs in the sandbox fail with ENOSYS. */
+void pdk_exectrace_free(struct pdk_exectrace *t);
 
- /* ---- internals, exported for the unit tests and fuzz targets ---- */
+/* ---- internals, exported for the unit tests and fuzz targets ---- */
 
- /* The argv and path of one exec as read from the process's memory. */
- struct pdk__exec_args {
-	 char *path; /* NUL-terminated; NULL when it could not be read */
-	 bool path_truncated;
-	 char **argv;         /* NULL-terminated; NULL when it could not be read */
-	 size_t argc;         /* entries in argv */
-	 bool argv_truncated; /* more arguments or bytes than the caps */
-	 int read_errno;      /* first failure to read (EFAULT: a bad pointer), or 0 */
- };
- void pdk__exec_args_release(struct pdk__exec_args *a);
+/* The argv and path of one exec as read from the process's memory. */
+struct pdk__exec_args {
+	char *path; /* NUL-terminated; NULL when it could not be read */
+	bool path_truncated;
+	char **argv;         /* NULL-terminated; NULL when it could not be read */
+	size_t argc;         /* entries in argv */
+	bool argv_truncated; /* more arguments or bytes than the caps */
+	int read_errno;      /* first failure to read (EFAULT: a bad pointer), or 0 */
+};
+void pdk__exec_args_release(struct pdk__exec_args *a);
 
- /*
-  * Read the path at `path_addr` and the argv array at `argv_addr` from the
-  * memory of `pid` with process_vm_readv(), within the caps above.
-  */
- void pdk__exectrace_read_args(pid_t pid, uint64_t path_addr, uint64_t argv_addr,
-			       struct pdk__exec_args *out);
+/*
+ * Read the path at `path_addr` and the argv array at `argv_addr` from the
+ * memory of `pid` with process_vm_readv(), within the caps above.
+ */
+void pdk__exectrace_read_args(pid_t pid, uint64_t path_addr, uint64_t argv_addr,
+			      struct pdk__exec_args *out);
 
- /* What /proc/PID/status tells about a process (-1 where a line is missing). */
- struct pdk__proc_status {
-	 pid_t tgid;
-	 pid_t ppid;
-	 pid_t nspid; /* the innermost pid namespace's number (last NSpid field) */
- };
- PDK_MUST_CHECK int pdk__exectrace_parse_status(const char *text, struct pdk__proc_status *st);
+/* What /proc/PID/status tells about a process (-1 where a line is missing). */
+struct pdk__proc_status {
+	pid_t tgid;
+	pid_t ppid;
+	pid_t nspid; /* the innermost pid namespace's number (last NSpid field) */
+};
+PDK_MUST_CHECK int pdk__exectrace_parse_status(const char *text, struct pdk__proc_status *st);
 
- /* What /proc/PID/stat tells about an exited process. */
- struct pdk__proc_stat {
-	 char state;
-	 uint64_t utime_ticks;
-	 uint64_t stime_ticks;
-	 int exit_code; /* wait status; field 52 */
- };
- PDK_MUST_CHECK int pdk__exectrace_parse_stat(const char *text, struct pdk__proc_stat *st);
+/* What /proc/PID/stat tells about an exited process. */
+struct pdk__proc_stat {
+	char state;
+	uint64_t utime_ticks;
+	uint64_t stime_ticks;
+	int exit_code; /* wait status; field 52 */
+};
+PDK_MUST_CHECK int pdk__exectrace_parse_stat(const char *text, struct pdk__proc_stat *st);
 
- /*
-  * `n` bytes as a JSON string. Bytes that are not valid UTF-8 become
-  * U+FFFD and *lossy is set (the caller then records the hex form too).
-  */
- json_t *pdk__exectrace_json_bytes(const char *s, size_t n, bool *lossy);
+/*
+ * `n` bytes as a JSON string. Bytes that are not valid UTF-8 become
+ * U+FFFD and *lossy is set (the caller then records the hex form too).
+ */
+json_t *pdk__exectrace_json_bytes(const char *s, size_t n, bool *lossy);
 
- /* Set obj[key] to the bytes of `s`, and obj[key_hex] to their hex when they are not UTF-8. */
- void pdk__exectrace_set_bytes(json_t *obj, const char *key, const char *s);
+/* Set obj[key] to the bytes of `s`, and obj[key_hex] to their hex when they are not UTF-8. */
+void pdk__exectrace_set_bytes(json_t *obj, const char *key, const char *s);
 
- /* The exec event's argv attributes: argv, and argv_hex when an element is not UTF-8. */
- void pdk__exectrace_set_argv(json_t *obj, char *const *argv);
+/* The exec event's argv attributes: argv, and argv_hex when an element is not UTF-8. */
+void pdk__exectrace_set_argv(json_t *obj, char *const *argv);
 
 #endif
