@@ -5,6 +5,7 @@
 #include "common.h"
 #include "audit.h"
 #include "cli.h"
+#include "otlp.h"
 #include "util.h"
 #include "workspace.h"
 
@@ -64,7 +65,7 @@ static void usage(FILE *out)
 	      "       paddock audit show ID [--json]\n"
 	      "       paddock audit tail [-f] [-n N] [--kind K] [--sandbox ID] [--json]\n"
 	      "       paddock audit verify [--json]\n"
-	      "       paddock audit export --format jsonl [--sandbox ID] [--since SEQ]\n"
+	      "       paddock audit export [--format jsonl|otlp] [--sandbox ID] [--since SEQ]\n"
 	      "\n"
 	      "The audit store holds every event of every sandbox (paddock run, paddock ws),\n"
 	      "hash-chained and signed at checkpoints, in audit.db in the state directory\n"
@@ -78,7 +79,9 @@ static void usage(FILE *out)
 	      "          prints the head (seq and hash) to anchor elsewhere, or the first\n"
 	      "          broken sequence number and why: altered, missing, reordered,\n"
 	      "          truncated, bad signature\n"
-	      "  export  the stored canonical lines, one per line (--since SEQ: after SEQ)\n"
+	      "  export  the stored canonical lines, one per line (--since SEQ: after SEQ);\n"
+	      "          --format otlp: OTLP/HTTP JSON request bodies instead, one per line\n"
+	      "          (resourceLogs, then resourceSpans), ready to POST to a collector\n"
 	      "\n"
 	      "exit status: 0 done (verify: intact), 1 failed (verify: broken), 2 usage error.\n",
 	      out);
@@ -342,8 +345,77 @@ static int export_jsonl(struct pdk_audit *a, const struct pdk_audit_filter *f,
 	return pdk_audit_query(a, f, print_line, NULL, err);
 }
 
+/*
+ * OTLP: the stored events as OTLP/HTTP JSON request bodies, one per line,
+ * batches of OTLP_BATCH events: an ExportLogsServiceRequest
+ * ({"resourceLogs":...}) then, when the batch closes spans, an
+ * ExportTraceServiceRequest ({"resourceSpans":...}). Spans that straddle
+ * batches are carried over; each line can be POSTed as it is to a
+ * collector's /v1/logs or /v1/traces.
+ */
+#define OTLP_BATCH 512
+
+struct otlp_export {
+	json_t *batch;   /* events not yet encoded */
+	json_t *pending; /* span starts carried between batches */
+	int rc;
+};
+
+/* Print and release one request body (NULL: nothing to print). */
+static void print_body(json_t *doc)
+{
+	_cleanup_free_ char *line = doc ? pdk_json_dump_line(doc) : NULL;
+
+	if (line != NULL)
+		fputs(line, stdout);
+	json_decref(doc);
+}
+
+static void otlp_flush(struct otlp_export *x)
+{
+	if (json_array_size(x->batch) == 0)
+		return;
+	print_body(pdk_otlp_encode_logs(x->batch, NULL));
+	print_body(pdk_otlp_encode_traces(x->batch, NULL, x->pending));
+	json_array_clear(x->batch);
+}
+
+static int otlp_row(void *data, const struct pdk_audit_row *r)
+{
+	struct otlp_export *x = data;
+	json_error_t jerr;
+	json_t *e = json_loadb(r->line, r->line_len, 0, &jerr);
+
+	if (e == NULL) {
+		pdk_cli_error("audit export: record %" PRIu64 " is not JSON: %s", r->seq,
+			      jerr.text);
+		x->rc = -EINVAL;
+		return 1;
+	}
+	json_array_append_new(x->batch, e);
+	if (json_array_size(x->batch) >= OTLP_BATCH)
+		otlp_flush(x);
+	return 0;
+}
+
+static int export_otlp(struct pdk_audit *a, const struct pdk_audit_filter *f,
+		       struct pdk_error **err)
+{
+	struct otlp_export x = {.batch = json_array(), .pending = json_array()};
+	int rc = pdk_audit_query(a, f, otlp_row, &x, err);
+
+	if (rc >= 0 && x.rc == 0)
+		otlp_flush(&x);
+	json_decref(x.batch);
+	json_decref(x.pending);
+	if (rc >= 0 && x.rc < 0)
+		return pdk_error_setx(err, -x.rc, "a stored record could not be read");
+	return rc;
+}
+
 static const struct export_format formats[] = {
 	{"jsonl", export_jsonl},
+	{"otlp", export_otlp},
 };
 
 static int cmd_export(struct pdk_audit *a, struct audit_opts *o)
@@ -366,7 +438,7 @@ static int cmd_export(struct pdk_audit *a, struct audit_opts *o)
 		}
 		return 0;
 	}
-	pdk_cli_error("audit export: unknown --format '%s' (known: jsonl)", name);
+	pdk_cli_error("audit export: unknown --format '%s' (known: jsonl, otlp)", name);
 	return 2;
 }
 

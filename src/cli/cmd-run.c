@@ -15,6 +15,7 @@
 #include "workspace.h"
 
 #include <dirent.h>
+#include <ctype.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -706,6 +707,30 @@ static void add_env_secrets(struct run_ctx *c)
 }
 
 /*
+ * The values of the secrets that network.credentials names (read by the
+ * egress proxy from PADDOCK_SECRET_<NAME>): never in an event, whatever
+ * reports them.
+ */
+static void add_credential_secrets(struct run_ctx *c)
+{
+	char *const *cred = c->policy->network.credentials;
+
+	for (size_t i = 0; cred != NULL && cred[i] != NULL && cred[i + 1] != NULL; i += 2) {
+		_cleanup_free_ char *field = NULL, *name = NULL, *why = NULL, *var = NULL;
+		const char *value;
+
+		if (pdk_egress_cred_parse(cred[i + 1], &field, &name, &why) < 0)
+			continue; /* the proxy refuses to start on it */
+		var = pdk_xasprintf(PDK_EGRESS_SECRET_PREFIX "%s", name);
+		for (char *p = var; *p != '\0'; p++)
+			*p = (char)toupper((unsigned char)*p);
+		value = secure_getenv(var);
+		if (value != NULL && *value != '\0')
+			(void)pdk_events_add_secret(c->events, name, value);
+	}
+}
+
+/*
  * The run's event stream: the audit store (unless --no-audit), the
  * --events file, an OTLP exporter. A bad --otlp URL is a bad option; a bad
  * OTEL_* variable or an exporter that cannot start only costs the export
@@ -737,6 +762,7 @@ static int open_events(struct run_ctx *c, const char *id)
 	pdk_error_free(&err);
 	c->events = pdk_events_new(id, "paddock-run");
 	add_env_secrets(c);
+	add_credential_secrets(c);
 	if (!c->o.no_audit) {
 		state = pdk_state_dir();
 		acfg.state_dir = state;

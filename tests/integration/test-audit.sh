@@ -109,6 +109,15 @@ check_run_fills_store() {
 	paudit "$who" verify | grep -q "^head: 4 $n$"
 	ok $? "$who: the head hash is the SHA-256 of the last exported line"
 	is "$(paudit "$who" export --since 3 | wc -l)" 1 "$who: export --since 3 gives record 4 only"
+	out=$(paudit "$who" export --format otlp | python3 -c '
+import json, sys
+docs = [json.loads(l) for l in sys.stdin]
+logs = [r for d in docs for rl in d.get("resourceLogs", []) for sl in rl["scopeLogs"] for r in sl["logRecords"]]
+spans = [s for d in docs for rs in d.get("resourceSpans", []) for ss in rs["scopeSpans"] for s in ss["spans"]]
+names = sorted(s["name"] for s in spans)
+print(len(logs), ",".join(r["eventName"] for r in logs), len(spans), "sandbox" in names)')
+	is "$out" "4 sandbox.create,process.exec,process.exit,sandbox.destroy 2 True" \
+		"$who: export --format otlp: a log record per stored event, the sandbox and process spans"
 	check_last_checkpoint_with_openssl "$st"
 	ok $? "$who: the last checkpoint's signature verifies with 'openssl pkeyutl' and the public key file"
 	prun "$who" --no-audit --workspace-mode none -- true
@@ -124,6 +133,8 @@ check_follow() {
 	sleep 0.5
 	prun "$who" --workspace-mode none -- true
 	sleep 0.8
+	# $! is the shell running paudit, not paddock itself: stop this test's tail by name.
+	pkill -f "^$T/bin/paddock audit tail -f" 2>/dev/null
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	is "$(awk '{ print $4 }' "$log" | tr '\n' ' ')" \

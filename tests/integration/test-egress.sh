@@ -265,6 +265,12 @@ check_credentials() {
 	sys.exit(0 if len(inj) == 1 and len(deny) == 1 and sys.argv[2] not in text else 1)
 	PY
 	ok $? "$who: net.credential records the injection and the refusal, never the value"
+	# The secret's value planted in argv: the traced exec records argv, and the audit store
+	# and the events file get it redacted (the value is registered with the event stream).
+	rm -f "$ev"
+	qrun "$who" --events "$ev" --profile "$T/cred.yaml" -- sh -c 'exit 0' sh "$value" >/dev/null
+	! grep -q "$value" "$ev" && grep -q 'REDACTED:tok' "$ev"
+	ok $? "$who: the secret's value in a command's argv is redacted in the events"
 	PRUN_ENV=("${saved[@]}")
 	out=$(qrun "$who" --profile "$T/cred.yaml" -- true)
 	rc=$?

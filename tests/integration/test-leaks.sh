@@ -57,7 +57,8 @@ for who in root user; do
 	out=$(prun "$who" -- ls /proc/self/fd 3</dev/null 4</dev/null 2>/dev/null | tr '\n' ' ')
 	is "$out" "0 1 2 3 " "$who: the command inherits only stdio, not the caller's fds 3 and 4"
 done
-# The supervisor's own fds while a sandbox runs: signalfd, pidfd and the control socket;
+# The supervisor's own fds while a sandbox runs: signalfd, pidfd, the control socket and the
+# exec-tracing listener, and the audit store's connection;
 # nothing from setup (cgroup.procs, the init binary, the sync socket) stays open. Fds the
 # caller passed down are not paddock's and are not counted.
 prun root -- sleep 2 2>/dev/null &
@@ -66,6 +67,9 @@ sup=$(pgrep -n -x paddock)
 fds=$(ls -l "/proc/$sup/fd" 2>/dev/null)
 wait
 own=$(printf '%s\n' "$fds" | grep -cE 'anon_inode|socket:')
-is "$own" 3 "root: the supervisor holds 3 fds of its own while a sandbox runs (signalfd, pidfd, control)"
+is "$own" 4 "root: the supervisor holds 4 fds of its own while a sandbox runs (signalfd, pidfd, control, exec-tracing listener)"
+files=$(printf '%s\n' "$fds" | grep -oE '[^/ ]+/audit\.db(-wal|-shm)?$' | sort | tr '\n' ' ')
+is "$files" "state-root/audit.db state-root/audit.db-shm state-root/audit.db-wal " \
+	"root: and the audit store's three files (the writer thread's connection)"
 printf '%s\n' "$fds" | grep -qE 'cgroup|paddock-init'; is $? 1 "root: no setup fd (cgroup.procs, init binary) stays open"
 done_testing
