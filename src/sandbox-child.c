@@ -159,7 +159,7 @@ static void setup_confinement(struct pdk_sandbox *sb)
 	 * does not stop seccomp() itself, but needs nothing from this one),
 	 * and its listener reaches the parent before anything can exec: the
 	 * first traced exec is our own execveat of the init, which a second
-	 * parent thread answers while clone() waits for us (sandbox.c start()).
+	 * parent thread answers while the clone call waits for us (sandbox.c start()).
 	 */
 	if (sb->exec_trace) {
 		rc = pdk_seccomp_apply_notify_child();

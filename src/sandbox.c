@@ -387,7 +387,7 @@ static int start(struct pdk_sandbox *sb, struct pdk_error **err)
 	sb->n_cg_procs = (size_t)rc;
 	/*
 	 * With exec tracing, the child's execveat of the init waits for our
-	 * answer, but clone() with CLONE_VFORK returns only after that exec.
+	 * answer, but the clone call with CLONE_VFORK returns only after that exec.
 	 * CLONE_VFORK suspends the calling thread only, so a second thread
 	 * reads the sync socket meanwhile and answers that one exec. It is
 	 * joined before anything else happens: the supervisor stays
