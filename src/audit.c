@@ -97,25 +97,6 @@ int pdk__audit_sha256(struct pdk_audit *a, const void *p, size_t n, unsigned cha
 	return 0;
 }
 
-/* mkdir -p, 0700 for what it creates. */
-static int make_dirs(const char *path, struct pdk_error **err)
-{
-	_cleanup_free_ char *buf = pdk_xstrdup(path);
-
-	for (char *s = buf + 1;; s++) {
-		bool end = *s == '\0';
-
-		if (*s != '/' && !end)
-			continue;
-		*s = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return pdk_error_set(err, errno, "cannot create directory '%s'", buf);
-		if (end)
-			return 0;
-		*s = '/';
-	}
-}
-
 /* SECURITY: the store is created 0600 before SQLite opens it (its -wal and -shm follow). */
 static int create_file(const char *path, struct pdk_error **err)
 {
@@ -191,7 +172,7 @@ int pdk_audit_open(const char *state_dir, struct pdk_audit **out, struct pdk_err
 	if (a->sha256 == NULL || a->md == NULL)
 		rc = pdk_error_setx(err, EIO, "cannot set up sha-256");
 	else
-		rc = make_dirs(state_dir, err);
+		rc = pdk_mkdir_p(state_dir, err);
 	if (rc == 0)
 		rc = create_file(a->path, err);
 	if (rc == 0 &&

@@ -18,17 +18,6 @@ static const char *str_of(const json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* ---- export outcome ---- */
 
 enum pdk_otlp_verdict pdk_otlp_classify(bool transport_failed, long http_status)
@@ -156,9 +145,9 @@ static int url_decode(const char *v, size_t n, char **out)
 		char c = v[i];
 
 		if (c == '%') {
-			if (i + 2 >= n || hexval(v[i + 1]) < 0 || hexval(v[i + 2]) < 0)
+			if (i + 2 >= n || pdk_hexval(v[i + 1]) < 0 || pdk_hexval(v[i + 2]) < 0)
 				return -EINVAL;
-			c = (char)(hexval(v[i + 1]) * 16 + hexval(v[i + 2]));
+			c = (char)(pdk_hexval(v[i + 1]) * 16 + pdk_hexval(v[i + 2]));
 			i += 2;
 		}
 		/* SECURITY: no header injection through a decoded value. */

@@ -138,17 +138,6 @@ static uint64_t id_hash(uint64_t seed, const char *sandbox, const char *role, in
 	return h ? h : 1;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 void pdk_otlp_trace_id(const char *sandbox, char out[static 33])
 {
 	size_t o = 0;
@@ -159,12 +148,12 @@ void pdk_otlp_trace_id(const char *sandbox, char out[static 33])
 		for (size_t i = 0; i < 36 && o <= 32; i++) {
 			bool dash = i == 8 || i == 13 || i == 18 || i == 23;
 
-			if (dash != (sandbox[i] == '-') || (!dash && hexval(sandbox[i]) < 0)) {
+			if (dash != (sandbox[i] == '-') || (!dash && pdk_hexval(sandbox[i]) < 0)) {
 				o = 33;
 				break;
 			}
 			if (!dash) {
-				out[o++] = "0123456789abcdef"[hexval(sandbox[i])];
+				out[o++] = "0123456789abcdef"[pdk_hexval(sandbox[i])];
 				zero &= sandbox[i] == '0';
 			}
 		}

@@ -417,3 +417,32 @@ int pdk_rm_rf_at(int parent, const char *name)
 		return -errno;
 	return 0;
 }
+
+int pdk_mkdir_p(const char *path, struct pdk_error **err)
+{
+	_cleanup_free_ char *buf = pdk_xstrdup(path);
+
+	for (char *s = buf + 1;; s++) {
+		bool end = *s == '\0';
+
+		if (*s != '/' && !end)
+			continue;
+		*s = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return pdk_error_set(err, errno, "cannot create directory '%s'", buf);
+		if (end)
+			return 0;
+		*s = '/';
+	}
+}
+
+int pdk_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

@@ -122,6 +122,12 @@ PDK_MUST_CHECK int pdk_copy_sparse(int in_fd, int out_fd, uint64_t size);
  */
 PDK_MUST_CHECK int pdk_rm_rf_at(int dirfd, const char *name);
 
+/* mkdir -p: every missing directory of `path` is made, mode 0700. 0 or negative + *err. */
+PDK_MUST_CHECK int pdk_mkdir_p(const char *path, struct pdk_error **err);
+
+/* The value of one hex digit (either case), or -1. */
+int pdk_hexval(char c);
+
 /*
  * Parse "512", "64K", "1M", "2G", "1T" (binary multiples; optional "i"/"iB"/"B"
  * suffix). 0 or -EINVAL / -ERANGE.

@@ -53,26 +53,6 @@ char *pdk_state_dir(void)
 	return pdk_xasprintf("%s/.local/state/paddock", home != NULL && home[0] ? home : "/tmp");
 }
 
-/* mkdir -p with mode 0700 for the directories it creates. */
-static int mkdir_p(const char *path, struct pdk_error **err)
-{
-	_cleanup_free_ char *buf = pdk_xstrdup(path);
-
-	for (char *s = buf + 1;; s++) {
-		bool end = *s == '\0';
-
-		if (*s != '/' && !end)
-			continue;
-		*s = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return pdk_error_set(err, errno, "cannot create directory '%s'", buf);
-		if (end)
-			break;
-		*s = '/';
-	}
-	return 0;
-}
-
 static void close_fds(struct pdk_ws *ws)
 {
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(ws->fds); i++) {
@@ -303,7 +283,7 @@ int pdk_ws_create(const char *state_dir, const char *workspace, const char *sand
 		goto fail;
 	}
 	root = pdk_xasprintf("%s/ws", state_dir);
-	rc = mkdir_p(root, err);
+	rc = pdk_mkdir_p(root, err);
 	if (rc < 0)
 		goto fail;
 	if (realpath(root, real) == NULL) {
