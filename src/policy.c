@@ -1040,33 +1040,6 @@ static bool cred_item(struct walk *w, const struct node *n, const char *path, ch
 	return true;
 }
 
-/* The list replaces the inherited one as a whole. */
-static void parse_credentials(struct walk *w, const struct node *n, const char *path,
-			      const struct field *f)
-{
-	_cleanup_strv_ char **v = NULL;
-	char ***dst = MEMBER(f, char **, w->pol);
-	bool ok = true;
-
-	if (n->type != NODE_SEQ) {
-		expected(w, n, path, "a list");
-		return;
-	}
-	if (n->n > MAX_CREDENTIALS) {
-		bad(w, n, path, "more than %d entries", MAX_CREDENTIALS);
-		return;
-	}
-	for (size_t i = 0; i < n->n; i++) {
-		_cleanup_free_ char *sub = pdk_xasprintf("%s[%zu]", path, i);
-
-		ok = cred_item(w, n->kids[i], sub, &v) && ok;
-	}
-	if (!ok)
-		return;
-	pdk_strv_free(*dst);
-	*dst = steal_ptr(&v);
-}
-
 static const struct list_spec abs_paths = {"an absolute path", check_abs_path};
 static const struct list_spec allow_entries = {"a host[:port]", check_allow};
 static const struct list_spec etc_names = {"a name under /etc", check_etc_name};
@@ -1099,11 +1072,16 @@ static bool list_item(struct walk *w, const struct node *n, const char *path,
 	return true;
 }
 
-/* A list replaces the inherited one as a whole. */
-static void parse_list(struct walk *w, const struct node *n, const char *path,
-		       const struct field *f)
+typedef bool (*item_fn)(struct walk *w, const struct node *n, const char *path, const void *arg,
+			char ***v);
+
+/*
+ * A sequence of at most `max` items, each checked by `item`; the list
+ * replaces the inherited one as a whole, and only when every item is good.
+ */
+static void parse_seq(struct walk *w, const struct node *n, const char *path, const struct field *f,
+		      int max, item_fn item)
 {
-	const struct list_spec *ls = f->arg;
 	_cleanup_strv_ char **v = NULL;
 	char ***dst = MEMBER(f, char **, w->pol);
 	bool ok = true;
@@ -1112,19 +1090,45 @@ static void parse_list(struct walk *w, const struct node *n, const char *path,
 		expected(w, n, path, "a list");
 		return;
 	}
-	if (n->n > MAX_ENTRIES) {
-		bad(w, n, path, "more than %d entries", MAX_ENTRIES);
+	if (n->n > (size_t)max) {
+		bad(w, n, path, "more than %d entries", max);
 		return;
 	}
 	for (size_t i = 0; i < n->n; i++) {
 		_cleanup_free_ char *sub = pdk_xasprintf("%s[%zu]", path, i);
 
-		ok = list_item(w, n->kids[i], sub, ls, &v) && ok;
+		ok = item(w, n->kids[i], sub, f->arg, &v) && ok;
 	}
 	if (!ok)
 		return;
 	pdk_strv_free(*dst);
 	*dst = steal_ptr(&v);
+}
+
+static bool list_item_fn(struct walk *w, const struct node *n, const char *path, const void *arg,
+			 char ***v)
+{
+	return list_item(w, n, path, arg, v);
+}
+
+static bool cred_item_fn(struct walk *w, const struct node *n, const char *path, const void *arg,
+			 char ***v)
+{
+	(void)arg;
+	return cred_item(w, n, path, v);
+}
+
+static void parse_list(struct walk *w, const struct node *n, const char *path,
+		       const struct field *f)
+{
+	parse_seq(w, n, path, f, MAX_ENTRIES, list_item_fn);
+}
+
+/* Each entry is a pair {host, header}, stored as two strings. */
+static void parse_credentials(struct walk *w, const struct node *n, const char *path,
+			      const struct field *f)
+{
+	parse_seq(w, n, path, f, MAX_CREDENTIALS, cred_item_fn);
 }
 
 /* ---- best_effort ---- */
