@@ -760,6 +760,11 @@ static int open_events(struct run_ctx *c, const char *id)
 	if (otlp < 0)
 		pdk_cli_warn("OTLP export disabled: %s", err->msg);
 	pdk_error_free(&err);
+	/* No sink, no stream: nothing would read the events (nor the exec trace they carry). */
+	if (c->o.no_audit && c->o.events == NULL && otlp <= 0) {
+		pdk_otlp_config_release(&cfg);
+		return 0;
+	}
 	c->events = pdk_events_new(id, "paddock-run");
 	add_env_secrets(c);
 	add_credential_secrets(c);
