@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define TAIL_POLL_MS 200
@@ -38,6 +39,7 @@ struct audit_opts {
 	const char *format;
 	uint64_t since;
 	char **args;
+	const char *state; /* the state directory the store was opened in */
 };
 
 struct subcommand {
@@ -256,6 +258,18 @@ static int head_row(void *data, const struct pdk_audit_row *r)
 	return 0;
 }
 
+/*
+ * Whether the store `tail -f` follows is still the file it opened: one that
+ * was removed or replaced (a new store, a restore) has no more events for
+ * this chain, so following it would wait forever.
+ */
+static bool store_gone(const char *path, const struct stat *first)
+{
+	struct stat st;
+
+	return stat(path, &st) < 0 || st.st_dev != first->st_dev || st.st_ino != first->st_ino;
+}
+
 static int cmd_tail(struct pdk_audit *a, struct audit_opts *o)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -263,6 +277,8 @@ static int cmd_tail(struct pdk_audit *a, struct audit_opts *o)
 	struct tail_state t = {.json = o->json};
 	struct pdk_audit_filter f = {.kind = o->kind, .last = o->given & O_LAST ? o->last : 10};
 	const struct timespec pause = {.tv_nsec = TAIL_POLL_MS * 1000000L};
+	_cleanup_free_ char *path = pdk_xasprintf("%s/%s", o->state, PDK_AUDIT_DB);
+	struct stat first;
 	int rc = 0;
 
 	if (o->sandbox != NULL && resolve(a, "tail", o->sandbox, &id) < 0)
@@ -273,9 +289,19 @@ static int cmd_tail(struct pdk_audit *a, struct audit_opts *o)
 		rc = pdk_audit_query(a, &f, tail_row, &t, &err);
 	else if (o->follow)
 		rc = pdk_audit_query(a, &(struct pdk_audit_filter){.last = 1}, head_row, &t, &err);
+	if (o->follow && stat(path, &first) < 0) {
+		pdk_cli_error("audit tail: %s: %s", path, strerror(errno));
+		return 1;
+	}
 	while (rc == 0 && o->follow) {
 		(void)fflush(stdout);
 		(void)nanosleep(&pause, NULL);
+		if (store_gone(path, &first)) {
+			pdk_cli_error("audit tail: the store '%s' was removed or replaced; "
+				      "nothing more will be appended to the chain being followed",
+				      path);
+			return 1;
+		}
 		f.last = 0;
 		f.after_seq = t.last_seq;
 		rc = pdk_audit_query(a, &f, tail_row, &t, &err);
@@ -528,6 +554,7 @@ static int run_subcommand(const struct subcommand *sc, struct audit_opts *o)
 		pdk_cli_error("audit %s: expected %u argument(s)", sc->name, sc->nargs);
 		return 2;
 	}
+	o->state = state;
 	if (pdk_audit_open(state, &a, &err) < 0) {
 		pdk_cli_error("audit %s: %s", sc->name, err->msg);
 		return 1;

@@ -142,6 +142,33 @@ check_follow() {
 		"$who: audit tail -f follows the events of a new run, and only those"
 }
 
+# A store removed under `tail -f` ends the follow with an error instead of
+# waiting forever for a chain that will not grow.
+check_follow_gone() {
+	local who=$1 copy log pid rc=timeout i
+	copy="$T/gone-$who"
+	cp -a "$(state_of "$who")" "$copy"
+	log=$(mktemp "$T/tail-gone-XXXXXX")
+	chmod 0666 "$log"
+	AUDIT_STATE=$copy paudit "$who" tail -f -n 0 > "$log" 2>&1 &
+	pid=$!
+	sleep 0.5
+	rm -f "$copy/audit.db" "$copy/audit.db-wal" "$copy/audit.db-shm"
+	for i in $(seq 50); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			wait "$pid"
+			rc=$?
+			break
+		fi
+		sleep 0.1
+	done
+	[ "$rc" = timeout ] && { kill "$pid"; pkill -f "^$T/bin/paddock audit tail -f" 2>/dev/null; }
+	is "$rc" 1 "$who: audit tail -f exits 1 when the store it follows is removed"
+	grep -q "was removed or replaced" "$log"
+	ok $? "$who: ... and says so ($(head -c 160 "$log"))"
+	rm -rf "$copy"
+}
+
 check_secrets() {
 	local who=$1 st found=0 f ev
 	st=$(state_of "$who")
@@ -260,6 +287,7 @@ check_usage() {
 for who in root user; do
 	check_run_fills_store "$who"
 	check_follow "$who"
+	check_follow_gone "$who"
 	check_secrets "$who"
 	check_ws_events "$who"
 	check_concurrent "$who"
