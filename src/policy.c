@@ -132,6 +132,23 @@ static char *excerpt_str(const char *s)
 	return excerpt(s, strlen(s));
 }
 
+/*
+ * Like excerpt_str() for a file name or path, but a long one keeps its end
+ * (the file's own name says more than the directories above it).
+ */
+static char *excerpt_path(const char *s)
+{
+	size_t len = strlen(s), start;
+
+	if (len <= EXCERPT)
+		return excerpt(s, len);
+	start = len - EXCERPT;
+	while (start < len && ((unsigned char)s[start] & 0xc0) == 0x80)
+		start++;
+	_cleanup_free_ char *tail = excerpt(s + start, len - start);
+	return pdk_xasprintf("...%s", tail);
+}
+
 static char *xstrndup(const char *s, size_t n)
 {
 	char *out = pdk_xmalloc(n + 1);
@@ -1982,10 +1999,10 @@ static char *dir_of(const char *path)
 static int cycle_error(const char *id, const char *name, const struct chain *up,
 		       struct pdk_error **err)
 {
-	_cleanup_free_ char *s = excerpt_str(name);
+	_cleanup_free_ char *s = excerpt_path(name);
 
 	for (const struct chain *c = up; c != NULL; c = c->up) {
-		_cleanup_free_ char *ex = excerpt_str(c->name);
+		_cleanup_free_ char *ex = excerpt_path(c->name);
 		char *next = pdk_xasprintf("%s -> %s", ex, s);
 
 		free(s);

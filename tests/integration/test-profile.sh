@@ -39,6 +39,13 @@ head -c 3000000 /dev/zero | tr '\0' 'a' > "$T/home/huge.yaml"
 "$P" profile check "$T/home/huge.yaml" 2>/dev/null; is $? 122 "an oversized profile is refused, no crash"
 printf '\xff\xfe\x00garbage\x00' > "$T/home/bin.yaml"
 "$P" profile check "$T/home/bin.yaml" 2>/dev/null; is $? 122 "binary garbage is refused, no crash"
+long="$T/home/a-directory-name-long-enough-that-a-quoted-path-must-be-cut-short/$(printf 'd%.0s' $(seq 60))"
+mkdir -p "$long"
+printf 'extends: cycle-b.yaml\nname: cycle-a\n' > "$long/cycle-a.yaml"
+printf 'extends: cycle-a.yaml\nname: cycle-b\n' > "$long/cycle-b.yaml"
+"$P" profile check "$long/cycle-a.yaml" 2>"$T/err"; is $? 122 "an extends cycle gives 122"
+grep -q "extends cycle: .*cycle-a.yaml -> .*cycle-b.yaml -> .*cycle-a.yaml" "$T/err"
+ok $? "a cycle of long paths still names each file (their ends are kept): $(grep -o 'extends cycle:.*' "$T/err" | head -c 200)"
 
 for who in root user; do
 	ws=$(mkws)
