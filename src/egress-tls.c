@@ -9,10 +9,28 @@
 #include "util.h"
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <stdlib.h>
 #include <string.h>
+
+/*
+ * Certificate verification looks a signature's digest up by its NID in
+ * OpenSSL's legacy name table (to weigh its security level); without the
+ * entry every chain fails as "CA signature digest algorithm too weak". The
+ * audit store initializes OpenSSL without that table (audit.c, for its
+ * start-up time), and OpenSSL's initialization runs once per process, so
+ * the digests that certificates are signed with are added here.
+ */
+static void add_cert_digests(void)
+{
+	const EVP_MD *md[] = {EVP_sha1(), EVP_sha224(), EVP_sha256(), EVP_sha384(), EVP_sha512()};
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(md); i++)
+		(void)EVP_add_digest(
+			md[i]); /* fails only without memory: verification then fails */
+}
 
 struct ssl_ctx_st *pdk_egress_tls_client_ctx(struct pdk_error **err)
 {
@@ -20,6 +38,7 @@ struct ssl_ctx_st *pdk_egress_tls_client_ctx(struct pdk_error **err)
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 	int ok;
 
+	add_cert_digests();
 	if (ctx == NULL || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
 		SSL_CTX_free(ctx);
 		ERR_clear_error();
