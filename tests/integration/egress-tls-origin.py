@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """An HTTPS origin server for the egress TLS tests, on 127.0.0.1 outside the sandbox.
 
-  egress-tls-origin.py PORTFILE CERT KEY
+  egress-tls-origin.py PORTFILE CERT KEY LOG
 Binds an ephemeral port, writes it to PORTFILE, serves HTTPS (HTTP/1.1) with CERT and KEY
 until killed (bounded to 15 minutes):
   GET /hello      -> "hello-tls\n"
-  GET /headers    -> the request's header lines, as received
+  GET /headers    -> "seen\n"; the request line and header lines, as received, are appended
+                     to LOG (outside the sandbox: what reached the server, which the client
+                     never sees)
   POST /echo      -> the request body
 """
 import http.server
@@ -36,7 +38,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path == "/hello":
             self.reply(b"hello-tls\n")
         elif self.path == "/headers":
-            self.reply(str(self.headers).encode())
+            with open(sys.argv[4], "a") as log:
+                log.write(self.requestline + "\n" + str(self.headers) + "--\n")
+            self.reply(b"seen\n")
         else:
             self.reply(b"not found\n", 404)
 
