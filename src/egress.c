@@ -115,6 +115,7 @@ struct pdk_egress {
 	uint64_t bytes, requests, open_upstream;
 	bool bytes_exceeded;           /* limit.exceeded sent for egress_bytes */
 	struct ssl_ctx_st *tls_client; /* cfg.ca set: verifies the real servers (egress-tls.c) */
+	char *tls_error;               /* why tls_client could not be made, or NULL */
 };
 
 struct tunnel;
@@ -1028,13 +1029,37 @@ static void intercept_up_event(struct bufferevent *bev, short what, void *arg)
 	answer(c, false, 502, why);
 }
 
+/*
+ * The upstream side's context, made at the first interception: loading the
+ * trust store parses the host's whole bundle (tens of milliseconds), which
+ * neither the sandbox's start nor a sandbox that never intercepts should pay.
+ * 0, or -1 with e->tls_error set (then every interception fails).
+ */
+static int trust_store(struct pdk_egress *e)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (e->tls_client == NULL && e->tls_error == NULL) {
+		e->tls_client = pdk_egress_tls_client_ctx(&err);
+		if (e->tls_client == NULL)
+			e->tls_error = pdk_xstrdup(err->msg);
+	}
+	return e->tls_client != NULL ? 0 : -1;
+}
+
 /* The upstream TCP connection is up: start TLS on it, verifying the real server. */
 static void intercept_up(struct conn *c)
 {
 	struct timeval t = {HEAD_TIMEOUT_S, 0};
-	SSL *ssl = pdk_egress_tls_client_ssl(c->e->tls_client, c->head.host, c->head.host_is_ip);
+	SSL *ssl;
 	int fd;
 
+	/* SECURITY: fail closed: no interception without a trust store to verify with. */
+	if (trust_store(c->e) < 0) {
+		answer(c, false, 502, c->e->tls_error);
+		return;
+	}
+	ssl = pdk_egress_tls_client_ssl(c->e->tls_client, c->head.host, c->head.host_is_ip);
 	if (ssl == NULL) {
 		answer(c, true, 502, "cannot set up TLS towards the upstream server");
 		return;
@@ -1418,6 +1443,21 @@ static void free_credentials(struct pdk_egress *e)
 	free(e->secrets);
 }
 
+/* A trust store named by PADDOCK_EGRESS_CA_FILE must be readable: fail the start, not later. */
+static int check_trust_store(struct pdk_error **err)
+{
+	const char *file = secure_getenv("PADDOCK_EGRESS_CA_FILE");
+	int fd;
+
+	if (file == NULL || *file == '\0')
+		return 0;
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pdk_error_set(err, errno, "PADDOCK_EGRESS_CA_FILE '%s'", file);
+	(void)close(fd);
+	return 0;
+}
+
 static int start_thread(struct pdk_egress *e, struct pdk_error **err)
 {
 	sigset_t all, old;
@@ -1464,11 +1504,8 @@ static int setup(struct pdk_egress *e, int listen_fd, struct pdk_error **err)
 		rc = setup_credentials(e, err);
 	if (rc == 0)
 		rc = setup_dns(e, err);
-	if (rc == 0 && e->cfg.ca != NULL) {
-		/* SECURITY: fail closed: no interception without a trust store to verify with. */
-		e->tls_client = pdk_egress_tls_client_ctx(err);
-		rc = e->tls_client != NULL ? 0 : -1;
-	}
+	if (rc == 0 && e->cfg.ca != NULL)
+		rc = check_trust_store(err);
 	if (rc == 0)
 		rc = start_thread(e, err);
 	return rc;
@@ -1517,6 +1554,7 @@ void pdk_egress_stop(struct pdk_egress *e)
 		(void)close(e->wake_fd[1]);
 	free_credentials(e);
 	pdk_egress_tls_ctx_free(e->tls_client);
+	free(e->tls_error);
 	free(e);
 }
 

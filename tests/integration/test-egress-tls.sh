@@ -165,7 +165,8 @@ $B $B $B $B" "$who: the bundle inside is the host's plus the sandbox CA, no key,
 	bg=$!
 	for _ in $(seq 60); do
 		during=$(comm -13 <(echo "$before") <(scratch_dirs))
-		[ -n "$during" ] && break
+		# Made by mkdtemp, then the bundle is written: wait for both.
+		[ -n "$during" ] && [ -n "$(ls -A "$during" 2>/dev/null)" ] && break
 		sleep 0.05
 	done
 	out=$(ls -A "$during" 2>&1; stat -c '%a %U' "$during" 2>&1)
@@ -178,6 +179,13 @@ $B $B $B $B" "$who: the bundle inside is the host's plus the sandbox CA, no key,
 		'grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt; echo "${SSL_CERT_FILE-unset}"')
 	is "$out" "$n_host
 unset" "$who: without a credential rule there is no CA: the bundle is the host's, no variable is set"
+	local saved=("${PRUN_ENV[@]}")
+	PRUN_ENV+=(PADDOCK_EGRESS_CA_FILE=/nonexistent/ca.pem)
+	out=$(qrun "$who" --profile "$T/tls.yaml" -- true)
+	rc=$?
+	PRUN_ENV=("${saved[@]}")
+	case "$rc:$out" in "125:"*"PADDOCK_EGRESS_CA_FILE '/nonexistent/ca.pem'"*) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: a trust store that cannot be read stops the sandbox (125: fail closed)"
 }
 
 check_no_interception() {
