@@ -945,13 +945,20 @@ static void client_tls_failed(struct conn *c)
 	SSL *ssl = bufferevent_openssl_get_ssl(c->client);
 	_cleanup_free_ char *why = NULL;
 	unsigned long e = bufferevent_get_openssl_error(c->client);
+	/* NULL when OpenSSL's strings are not loaded (audit.c leaves them out). */
+	const char *text = e ? ERR_reason_error_string(e) : NULL;
+	char code[64];
 
 	if (ssl == NULL || c->event_done || SSL_is_init_finished(ssl))
 		return;
+	if (text == NULL && e != 0) {
+		ERR_error_string_n(e, code, sizeof(code));
+		text = code;
+	}
 	why = pdk_xasprintf("the client's TLS handshake failed (%s): a client that does not use "
 			    "the sandbox's trust bundle, or pins certificates, cannot be given "
 			    "credentials",
-			    e ? ERR_reason_error_string(e) : "the connection ended");
+			    text ? text : "the connection ended");
 	emit_connect(c, true, 0, why);
 }
 
