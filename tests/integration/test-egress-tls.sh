@@ -126,6 +126,12 @@ print(u.urlopen(r, timeout=10).read().decode(), end="")' "$PA")
 	has "$log" "User-Agent: Python-urllib" && has "$log" "Authorization: Bearer $VALUE" &&
 		has "$log" "X-Tok: $VALUE"
 	ok $? "$who: ... and the origin got the secret from urllib's request"
+	out=$(qrun "$who" --profile "$T/tls.yaml" -- sh -c \
+		'head -c 300000 /dev/zero | tr "\0" b | curl -sS -m 20 --data-binary @- "https://api.test:$1/echo" | wc -c' sh "$PA")
+	is "$out" 300000 "$who: a 300 kB request body goes up through the intercepted tunnel and comes back whole"
+	out=$(qrun "$who" --profile "$T/tls.yaml" -- sh -c \
+		'curl -sS -m 10 -o /dev/null -w "%{http_code}" -H "X-Big: $(head -c 17000 /dev/zero | tr "\0" a)" "https://api.test:$1/hello"' sh "$PA")
+	is "$out" 431 "$who: inside an intercepted tunnel, a head over 16 KiB gets 431 from the proxy"
 	python3 - "$ev" "$PA" <<-'PY'
 	import json, sys
 	evs = [json.loads(l) for l in open(sys.argv[1])]
