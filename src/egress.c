@@ -499,7 +499,9 @@ static void next_request(struct conn *c)
 static void response_done(struct conn *c)
 {
 	emit_connect(c, true, (int)c->resp.p.status_code, NULL);
-	/* NEEDSWORK: an intercepted tunnel carries one request (it went up with Connection: close).
+	/*
+	 * NEEDSWORK: an intercepted tunnel carries one request (it went up with
+	 * Connection: close); keep-alive would save two handshakes per request.
 	 */
 	if (c->intercept || c->close_after || !c->resp.keep_alive || !c->head.keep_alive) {
 		finish(c);
