@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <openssl/bn.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -131,6 +132,17 @@ struct pdk_egress_ca *pdk_egress_ca_new(const char *label, struct pdk_error **er
 {
 	struct pdk_egress_ca *ca = pdk_xcalloc(1, sizeof(*ca));
 
+	/*
+	 * As the audit store does (audit.c): the system's openssl.cnf is not read
+	 * (start-up time; the TLS settings that matter are set in code), and no
+	 * legacy tables are loaded. OpenSSL's initialization runs once per
+	 * process, so whichever module comes first decides; these are the same.
+	 */
+	(void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
+					  OPENSSL_INIT_NO_ADD_ALL_DIGESTS |
+					  OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS,
+				  NULL);
+	pdk_egress_tls_add_digests();
 	ca->key = EVP_EC_gen("P-256");
 	ca->leaf_key = ca->key != NULL ? EVP_EC_gen("P-256") : NULL;
 	if (ca->leaf_key != NULL)

@@ -23,7 +23,7 @@
  * start-up time), and OpenSSL's initialization runs once per process, so
  * the digests that certificates are signed with are added here.
  */
-static void add_cert_digests(void)
+void pdk_egress_tls_add_digests(void)
 {
 	const EVP_MD *md[] = {EVP_sha1(), EVP_sha224(), EVP_sha256(), EVP_sha384(), EVP_sha512()};
 
@@ -38,7 +38,7 @@ struct ssl_ctx_st *pdk_egress_tls_client_ctx(struct pdk_error **err)
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 	int ok;
 
-	add_cert_digests();
+	pdk_egress_tls_add_digests();
 	if (ctx == NULL || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) {
 		SSL_CTX_free(ctx);
 		ERR_clear_error();

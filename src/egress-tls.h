@@ -101,6 +101,13 @@ char *pdk_egress_tls_failure(struct ssl_st *ssl, unsigned long ssl_err);
 void pdk_egress_tls_ctx_free(struct ssl_ctx_st *ctx);
 
 /*
+ * Add the digests that certificates are signed with to OpenSSL's legacy
+ * name table, which certificate checks (verification, and the security
+ * level of a certificate given to an SSL_CTX) consult. Idempotent.
+ */
+void pdk_egress_tls_add_digests(void);
+
+/*
  * Does network.credentials (pairs host, header template; NULL-terminated)
  * name any credential? Then allowlist mode intercepts HTTPS, and the
  * sandbox gets a CA.
