@@ -137,11 +137,36 @@ static int set_host(struct pdk__egress_head *h, const char *s, size_t len)
 	return 0;
 }
 
+/*
+ * Inside an intercepted TLS connection: the target is in origin form
+ * ("/path?query"), and the host is the tunnel's, which the allowlist
+ * checked; the request cannot name another.
+ */
+static int check_origin_target(struct pdk__egress_head *h, const char *data)
+{
+	struct http_parser_url u;
+	const char *url = data + h->url.off;
+
+	if (h->connect)
+		return fail(h, 405, "CONNECT inside a tunnel is not forwarded");
+	http_parser_url_init(&u);
+	if (h->url.len == 0 || url[0] != '/' || http_parser_parse_url(url, h->url.len, 0, &u) != 0)
+		return fail(h, 400, "the request target is not a path (origin form)");
+	h->path.off = h->url.off;
+	h->path.len = h->url.len;
+	if (u.field_set & (1 << UF_FRAGMENT))
+		h->path.len = u.field_data[UF_FRAGMENT].off - 1;
+	h->port = h->origin_port;
+	return set_host(h, h->origin_host, strlen(h->origin_host));
+}
+
 static int check_target(struct pdk__egress_head *h, const char *data)
 {
 	struct http_parser_url u;
 	const char *url = data + h->url.off;
 
+	if (h->origin_host != NULL)
+		return check_origin_target(h, data);
 	http_parser_url_init(&u);
 	if (h->url.len == 0 || http_parser_parse_url(url, h->url.len, h->connect, &u) != 0)
 		return fail(h, 400, "the request target is not a valid URL");
@@ -198,12 +223,15 @@ static int finish_head(struct pdk__egress_head *h, const char *data, size_t n, s
 	return (int)n + 1;
 }
 
-int pdk__egress_head_parse(struct pdk__egress_head *h, const char *data, size_t len)
+static int head_parse(struct pdk__egress_head *h, const char *data, size_t len,
+		      const char *origin_host, uint16_t origin_port)
 {
 	size_t scan = len < PDK__EGRESS_HEAD_MAX ? len : PDK__EGRESS_HEAD_MAX;
 	size_t n;
 
 	pdk__egress_head_release(h);
+	h->origin_host = origin_host;
+	h->origin_port = origin_port;
 	http_parser_init(&h->p, HTTP_REQUEST);
 	h->p.data = h;
 	h->base = data;
@@ -221,6 +249,17 @@ int pdk__egress_head_parse(struct pdk__egress_head *h, const char *data, size_t 
 	if (scan == PDK__EGRESS_HEAD_MAX)
 		return fail(h, 431, "the request head is too large");
 	return 0;
+}
+
+int pdk__egress_head_parse(struct pdk__egress_head *h, const char *data, size_t len)
+{
+	return head_parse(h, data, len, NULL, 0);
+}
+
+int pdk__egress_head_parse_origin(struct pdk__egress_head *h, const char *data, size_t len,
+				  const char *host, uint16_t port)
+{
+	return head_parse(h, data, len, host, port);
 }
 
 ssize_t pdk__egress_body_feed(struct pdk__egress_head *h, const char *data, size_t len)
@@ -353,7 +392,7 @@ char *pdk__egress_head_upstream(struct pdk__egress_head *h, const char *data,
 	else
 		fputc('/', f);
 	fprintf(f, " HTTP/1.1\r\nHost: %s%s%s", v6 ? "[" : "", h->host, v6 ? "]" : "");
-	if (h->port != 80)
+	if (h->port != (h->origin_host != NULL ? 443 : 80))
 		fprintf(f, ":%u", h->port);
 	fputs("\r\n", f);
 	for (size_t i = 0; i < h->n_headers; i++) {

@@ -38,6 +38,8 @@ struct pdk__egress_head {
 	struct pdk__egress_span names[PDK__EGRESS_HEADERS_MAX];
 	struct pdk__egress_span values[PDK__EGRESS_HEADERS_MAX];
 	size_t n_headers;
+	const char *origin_host; /* origin form (an intercepted tunnel): its host; borrowed */
+	uint16_t origin_port;
 	bool in_value; /* parser state: the last callback was a header value */
 	bool headers_done;
 	bool too_many;
@@ -52,6 +54,16 @@ struct pdk__egress_head {
  * many bytes arrived without its end. Release with pdk__egress_head_release().
  */
 int pdk__egress_head_parse(struct pdk__egress_head *h, const char *data, size_t len);
+
+/*
+ * The same for a request inside an intercepted TLS tunnel to host:port
+ * (borrowed for the head's life): the target must be in origin form
+ * ("/path?query", a fragment is dropped), CONNECT is refused (405), and
+ * h->host and h->port are the tunnel's, so a request cannot name another
+ * host. The rebuilt head omits the port from Host when it is 443.
+ */
+int pdk__egress_head_parse_origin(struct pdk__egress_head *h, const char *data, size_t len,
+				  const char *host, uint16_t port);
 
 /*
  * Forward-parse request body bytes after a complete head: returns how many

@@ -15,6 +15,7 @@
  */
 #include "common.h"
 #include "egress-internal.h"
+#include "egress-tls.h"
 #include "json.h"
 #include "util.h"
 
@@ -22,6 +23,7 @@
 #include <ctype.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/listener.h>
@@ -30,6 +32,8 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -70,6 +74,9 @@ struct conn {
 	bool close_after;        /* no further request on this connection */
 	bool counted;            /* holds one of max_connections */
 	bool event_done;         /* net.connect emitted for the current request */
+	bool intercept;          /* CONNECT to a host with a credential rule: TLS is terminated */
+	char *tunnel_host;       /* intercept: the CONNECT's host, for the requests inside */
+	uint16_t tunnel_port;
 };
 
 /* A secret named by network.credentials: its value never enters the sandbox. */
@@ -106,7 +113,9 @@ struct pdk_egress {
 	struct sockaddr_storage local[MAX_LOCAL_ADDRS];
 	size_t n_local;
 	uint64_t bytes, requests, open_upstream;
-	bool bytes_exceeded; /* limit.exceeded sent for egress_bytes */
+	bool bytes_exceeded;           /* limit.exceeded sent for egress_bytes */
+	struct ssl_ctx_st *tls_client; /* cfg.ca set: verifies the real servers (egress-tls.c) */
+	char *tls_error;               /* why tls_client could not be made, or NULL */
 };
 
 struct tunnel;
@@ -114,6 +123,7 @@ static void client_read(struct bufferevent *bev, void *arg);
 static void connect_next(struct conn *c);
 static void client_event(struct bufferevent *bev, short what, void *arg);
 static void conn_free(struct conn *c);
+static void intercept_up(struct conn *c);
 
 /* ---- events ---- */
 
@@ -150,6 +160,8 @@ static void emit_connect(struct conn *c, bool allow, int status, const char *rea
 	pdk_json_set(a, "address", c->addr[0] ? json_string(c->addr) : json_null());
 	pdk_json_set(a, "decision", json_string(allow ? "allow" : "deny"));
 	pdk_json_set(a, "rule", c->rule ? json_string(c->rule->text) : json_null());
+	if (c->intercept)
+		pdk_json_set(a, "intercepted", json_true());
 	if (reason != NULL)
 		pdk_json_set(a, "reason", json_string(reason));
 	if (status)
@@ -487,7 +499,11 @@ static void next_request(struct conn *c)
 static void response_done(struct conn *c)
 {
 	emit_connect(c, true, (int)c->resp.p.status_code, NULL);
-	if (c->close_after || !c->resp.keep_alive || !c->head.keep_alive) {
+	/*
+	 * NEEDSWORK: an intercepted tunnel carries one request (it went up with
+	 * Connection: close); keep-alive would save two handshakes per request.
+	 */
+	if (c->intercept || c->close_after || !c->resp.keep_alive || !c->head.keep_alive) {
 		finish(c);
 		return;
 	}
@@ -656,7 +672,9 @@ static void up_connect_event(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		no_delay(bev);
-		if (c->head.connect)
+		if (c->head.connect && c->intercept)
+			intercept_up(c);
+		else if (c->head.connect)
 			start_tunnel(c);
 		else
 			start_forward(c);
@@ -900,6 +918,203 @@ static int apply_credentials(struct conn *c, const char *data, struct rewrite *r
 	return 0;
 }
 
+/* ---- HTTPS interception (credential injection; the OpenSSL parts are in egress-tls.c) ---- */
+
+/* A CONNECT is intercepted when the sandbox has a CA and a credential rule names its host. */
+static bool wants_interception(const struct conn *c)
+{
+	if (c->e->cfg.ca == NULL)
+		return false;
+	for (size_t i = 0; i < c->e->n_creds; i++) {
+		if (cred_matches(c, &c->e->creds[i]))
+			return true;
+	}
+	return false;
+}
+
+/* Orderly TLS end (close_notify) towards the sandbox, best effort, before the socket closes. */
+static void tls_close_notify(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+	if (ssl != NULL && SSL_is_init_finished(ssl))
+		(void)SSL_shutdown(ssl); /* a socket BIO: the alert goes out now, or not at all */
+}
+
+/* The sandbox's TLS client gave up (it does not trust the sandbox's CA: a pinning client). */
+static void client_tls_failed(struct conn *c)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(c->client);
+	_cleanup_free_ char *why = NULL;
+	unsigned long e = bufferevent_get_openssl_error(c->client);
+	/* NULL when OpenSSL's strings are not loaded (audit.c leaves them out). */
+	const char *text = e ? ERR_reason_error_string(e) : NULL;
+	char code[64];
+
+	if (ssl == NULL || c->event_done || SSL_is_init_finished(ssl))
+		return;
+	if (text == NULL && e != 0) {
+		ERR_error_string_n(e, code, sizeof(code));
+		text = code;
+	}
+	why = pdk_xasprintf("the client's TLS handshake failed (%s): a client that does not use "
+			    "the sandbox's trust bundle, or pins certificates, cannot be given "
+			    "credentials",
+			    text ? text : "the connection ended");
+	emit_connect(c, true, 0, why);
+}
+
+/* The real server answered the handshake and passed verification: now the sandbox's side. */
+static void intercept_client(struct conn *c)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	struct timeval head = {HEAD_TIMEOUT_S, 0};
+	_cleanup_error_ struct pdk_error *err = NULL;
+	SSL_CTX *ctx = pdk_egress_ca_server_ctx(c->e->cfg.ca, c->head.host, &err);
+	SSL *ssl;
+	int fd;
+
+	if (ctx == NULL) {
+		answer(c, true, 502, err->msg);
+		return;
+	}
+	/* The client's TLS hello must come after the 200, or it would be read as plain bytes. */
+	if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0) {
+		answer(c, true, 400, "bytes behind the CONNECT request before its answer");
+		return;
+	}
+	ssl = SSL_new(ctx);
+	if (ssl == NULL)
+		pdk_oom();
+	fd = take_fd(&c->client);
+	/* 39 bytes on a connection that has sent nothing else: the socket buffer takes them. */
+	if (fd < 0 || send(fd, ok, sizeof(ok) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(ok) - 1)) {
+		SSL_free(ssl);
+		if (fd >= 0)
+			(void)close(fd);
+		emit_connect(c, true, 0, "the client closed the connection");
+		conn_free(c);
+		return;
+	}
+	/* On failure libevent has freed ssl and closed fd (BEV_OPT_CLOSE_ON_FREE). */
+	c->client = bufferevent_openssl_socket_new(c->e->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+						   BEV_OPT_CLOSE_ON_FREE);
+	if (c->client == NULL) {
+		conn_free(c);
+		return;
+	}
+	/* The CONNECT's own event; every request inside gets one of its own. */
+	emit_connect(c, true, 200, NULL);
+	c->tunnel_host = pdk_xstrdup(c->head.host);
+	c->tunnel_port = c->head.port;
+	c->event_done = false;
+	c->sent = c->received = 0;
+	c->state = ST_HEAD;
+	no_delay(c->client);
+	bufferevent_setcb(c->client, client_read, NULL, client_event, c);
+	bufferevent_set_timeouts(c->client, &head, NULL);
+	bufferevent_enable(c->client, EV_READ | EV_WRITE);
+}
+
+static void intercept_up_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	_cleanup_free_ char *tls = NULL;
+	_cleanup_free_ char *why = NULL;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		bufferevent_set_timeouts(bev, NULL, NULL);
+		bufferevent_disable(bev, EV_READ); /* until a request goes up */
+		intercept_client(c);
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT)
+		tls = pdk_xstrdup("no TLS handshake in time");
+	else
+		tls = pdk_egress_tls_failure(bufferevent_openssl_get_ssl(bev),
+					     bufferevent_get_openssl_error(bev));
+	/* SECURITY: an upstream that cannot prove its name never gets the secret. */
+	why = pdk_xasprintf("TLS to %s port %u: %s", c->head.host, c->head.port, tls);
+	answer(c, false, 502, why);
+}
+
+/*
+ * The upstream side's context, made at the first interception: loading the
+ * trust store parses the host's whole bundle (tens of milliseconds), which
+ * neither the sandbox's start nor a sandbox that never intercepts should pay.
+ * 0, or -1 with e->tls_error set (then every interception fails).
+ */
+static int trust_store(struct pdk_egress *e)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (e->tls_client == NULL && e->tls_error == NULL) {
+		e->tls_client = pdk_egress_tls_client_ctx(&err);
+		if (e->tls_client == NULL)
+			e->tls_error = pdk_xstrdup(err->msg);
+	}
+	return e->tls_client != NULL ? 0 : -1;
+}
+
+/* The upstream TCP connection is up: start TLS on it, verifying the real server. */
+static void intercept_up(struct conn *c)
+{
+	struct timeval t = {HEAD_TIMEOUT_S, 0};
+	SSL *ssl;
+	int fd;
+
+	/* SECURITY: fail closed: no interception without a trust store to verify with. */
+	if (trust_store(c->e) < 0) {
+		answer(c, false, 502, c->e->tls_error);
+		return;
+	}
+	ssl = pdk_egress_tls_client_ssl(c->e->tls_client, c->head.host, c->head.host_is_ip);
+	if (ssl == NULL) {
+		answer(c, true, 502, "cannot set up TLS towards the upstream server");
+		return;
+	}
+	fd = take_fd(&c->up);
+	if (fd < 0) {
+		SSL_free(ssl);
+		answer(c, true, 502, "cannot set up TLS towards the upstream server");
+		return;
+	}
+	/* On failure libevent has freed ssl and closed fd (BEV_OPT_CLOSE_ON_FREE). */
+	c->up = bufferevent_openssl_socket_new(c->e->base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
+					       BEV_OPT_CLOSE_ON_FREE);
+	if (c->up == NULL) {
+		answer(c, true, 502, "cannot set up TLS towards the upstream server");
+		return;
+	}
+	/* Many servers close without close_notify; the response parser finds the end itself. */
+	bufferevent_openssl_set_allow_dirty_shutdown(c->up, 1);
+	bufferevent_setcb(c->up, NULL, NULL, intercept_up_event, c);
+	bufferevent_set_timeouts(c->up, &t, &t);
+	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+}
+
+/* A request inside an intercepted tunnel, its credentials applied: up it goes. */
+static void intercepted_request(struct conn *c)
+{
+	struct pdk_egress *e = c->e;
+
+	c->t_start = pdk_now_mono_ns();
+	if (e->cfg.max_bytes && e->bytes >= e->cfg.max_bytes) {
+		emit_limit(e, "egress_bytes", e->cfg.max_bytes);
+		answer(c, false, 429, "the egress byte budget (limits.egress_bytes) is spent");
+		return;
+	}
+	if (e->cfg.max_requests && e->requests >= e->cfg.max_requests) {
+		emit_limit(e, "egress_requests", e->cfg.max_requests);
+		answer(c, false, 429, "the request budget (limits.egress_requests) is spent");
+		return;
+	}
+	e->requests++;
+	bufferevent_disable(c->client, EV_READ);
+	bufferevent_set_timeouts(c->client, NULL, NULL);
+	start_forward(c);
+}
+
 /* ---- a request head ---- */
 
 static void decide(struct conn *c)
@@ -930,6 +1145,7 @@ static void decide(struct conn *c)
 		answer(c, false, 429, refusal);
 		return;
 	}
+	c->intercept = h->connect && wants_interception(c);
 	bufferevent_disable(c->client, EV_READ);
 	bufferevent_set_timeouts(c->client, NULL, NULL);
 	if (h->host_is_ip) {
@@ -951,7 +1167,9 @@ static void client_read(struct bufferevent *bev, void *arg)
 	size_t len = evbuffer_get_length(in);
 	size_t scan = len < PDK__EGRESS_HEAD_MAX ? len : PDK__EGRESS_HEAD_MAX;
 	const char *data = (const char *)evbuffer_pullup(in, (ssize_t)scan);
-	int n = pdk__egress_head_parse(&c->head, data, scan);
+	int n = c->intercept ? pdk__egress_head_parse_origin(&c->head, data, scan, c->tunnel_host,
+							     c->tunnel_port)
+			     : pdk__egress_head_parse(&c->head, data, scan);
 
 	if (n == 0)
 		return;
@@ -975,7 +1193,10 @@ static void client_read(struct bufferevent *bev, void *arg)
 		}
 	}
 	evbuffer_drain(in, (size_t)n);
-	decide(c);
+	if (c->intercept)
+		intercepted_request(c);
+	else
+		decide(c);
 }
 
 static void client_event(struct bufferevent *bev, short what, void *arg)
@@ -983,10 +1204,14 @@ static void client_event(struct bufferevent *bev, short what, void *arg)
 	struct conn *c = arg;
 
 	(void)bev;
+	if (what & BEV_EVENT_CONNECTED)
+		return; /* an intercepted tunnel: the sandbox's TLS handshake is done */
 	if ((what & BEV_EVENT_TIMEOUT) && evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
 		answer(c, false, 400, "the request head did not arrive in time");
 		return;
 	}
+	if (c->intercept && (what & BEV_EVENT_ERROR))
+		client_tls_failed(c);
 	conn_free(c); /* EOF, error, or an idle keep-alive connection */
 }
 
@@ -1003,6 +1228,8 @@ static void conn_free(struct conn *c)
 	close_up(c);
 	if (c->tun != NULL)
 		tunnel_free(c->tun);
+	if (c->client != NULL && c->intercept)
+		tls_close_notify(c->client);
 	if (c->client != NULL)
 		bufferevent_free(c->client);
 	/* SECURITY: the sandbox cannot make the supervisor hold more than MAX_CLIENTS. */
@@ -1018,6 +1245,7 @@ static void conn_free(struct conn *c)
 		c->next->prev = c->prev;
 	pdk__egress_head_release(&c->head);
 	free(c->up_head);
+	free(c->tunnel_host);
 	free(c);
 }
 
@@ -1224,6 +1452,21 @@ static void free_credentials(struct pdk_egress *e)
 	free(e->secrets);
 }
 
+/* A trust store named by PADDOCK_EGRESS_CA_FILE must be readable: fail the start, not later. */
+static int check_trust_store(struct pdk_error **err)
+{
+	const char *file = secure_getenv("PADDOCK_EGRESS_CA_FILE");
+	int fd;
+
+	if (file == NULL || *file == '\0')
+		return 0;
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pdk_error_set(err, errno, "PADDOCK_EGRESS_CA_FILE '%s'", file);
+	(void)close(fd);
+	return 0;
+}
+
 static int start_thread(struct pdk_egress *e, struct pdk_error **err)
 {
 	sigset_t all, old;
@@ -1270,6 +1513,8 @@ static int setup(struct pdk_egress *e, int listen_fd, struct pdk_error **err)
 		rc = setup_credentials(e, err);
 	if (rc == 0)
 		rc = setup_dns(e, err);
+	if (rc == 0 && e->cfg.ca != NULL)
+		rc = check_trust_store(err);
 	if (rc == 0)
 		rc = start_thread(e, err);
 	return rc;
@@ -1317,6 +1562,8 @@ void pdk_egress_stop(struct pdk_egress *e)
 	if (e->wake_fd[1] >= 0)
 		(void)close(e->wake_fd[1]);
 	free_credentials(e);
+	pdk_egress_tls_ctx_free(e->tls_client);
+	free(e->tls_error);
 	free(e);
 }
 

@@ -20,7 +20,8 @@
 #include "error.h"
 #include "events.h"
 
-struct sockaddr; /* <sys/socket.h> is left to the users that need it */
+struct sockaddr;      /* <sys/socket.h> is left to the users that need it */
+struct pdk_egress_ca; /* egress-tls.h */
 
 /* The proxy's port on the sandbox's loopback (documented in docs/egress.md). */
 #define PDK_EGRESS_PORT 3128
@@ -146,6 +147,13 @@ struct pdk_egress_config {
 	const char *hosts;         /* NULL: $PADDOCK_HOSTS, else /etc/hosts */
 	char *const *credentials;  /* pairs host, header template (policy network.credentials) */
 	const char *sandbox_id;    /* for the placeholders */
+	/*
+	 * The sandbox's CA (egress-tls.h; borrowed), or NULL. When set, a CONNECT
+	 * to a host that a credential rule names is intercepted: TLS towards the
+	 * sandbox with a leaf of this CA, verified TLS towards the real server,
+	 * and the requests inside get the credentials.
+	 */
+	struct pdk_egress_ca *ca;
 };
 
 struct pdk_egress;

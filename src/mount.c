@@ -117,6 +117,23 @@ static int add_bind_list(struct pdk_mount_plan *p, struct pdk_landlock *ll, char
 	return 0;
 }
 
+/* Host files bound read-only at another path inside (pairs: source, destination). */
+static int add_file_binds(struct pdk_mount_plan *p, char *const *v, struct pdk_error **err)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL && v[i + 1] != NULL; i += 2) {
+		struct op *o;
+
+		if (v[i][0] != '/' || v[i + 1][0] != '/')
+			return pdk_error_setx(err, EINVAL, "file bind '%s' on '%s': not absolute",
+					      v[i], v[i + 1]);
+		o = add_op(p, OP_BIND, v[i + 1]);
+		o->src = pdk_xasprintf(OLDROOT "%s", v[i]);
+		o->is_dir = false;
+		o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY;
+	}
+	return 0;
+}
+
 static void add_file(struct pdk_mount_plan *p, const char *dst, char *content)
 {
 	struct op *o = add_op(p, OP_FILE, dst);
@@ -363,6 +380,8 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct
 		rc = add_bind_list(p, ll, s->extra_ro, false, false, err);
 	if (rc == 0)
 		rc = add_bind_list(p, ll, s->extra_rw, true, false, err);
+	if (rc == 0)
+		rc = add_file_binds(p, s->ro_files, err);
 	if (rc == 0) {
 		add_dev(p, ll);
 		add_proc(p);
@@ -455,12 +474,16 @@ static int make_parents(const char *path)
 static int make_path(const char *path, bool last_is_dir)
 {
 	int rc = make_parents(path);
+	struct stat st;
 	int fd;
 
 	if (rc < 0)
 		return rc;
 	if (last_is_dir)
 		return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	/* A file that is there is a mount point as it is, even on a read-only bind. */
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+		return 0;
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return -errno;

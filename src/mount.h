@@ -36,6 +36,7 @@ struct pdk_mount_spec {
 	uint64_t ws_disk;      /* bytes: upper and work live on a tmpfs of this size (0: on disk) */
 	char *const *extra_ro; /* more host paths bound read-only (may be NULL) */
 	char *const *extra_rw; /* more host paths bound read-write (may be NULL) */
+	char *const *ro_files; /* pairs: host file, path inside it is bound over read-only */
 	uid_t uid;             /* the user inside (== the caller's uid) */
 	gid_t gid;
 	const char *user_name; /* for the generated /etc/passwd */

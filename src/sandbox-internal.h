@@ -8,6 +8,7 @@
 #include "common.h"
 #include "cgroup.h"
 #include "egress.h"
+#include "egress-tls.h"
 #include "exectrace.h"
 #include "landlock.h"
 #include "mount.h"
@@ -48,6 +49,9 @@ struct pdk_sandbox {
 	struct pdk_egress *egress; /* allowlist mode: the running proxy */
 	struct pdk_egress_rule *egress_rules; /* parsed network.allow */
 	size_t n_egress_rules;
+	struct pdk_egress_ca *egress_ca; /* HTTPS credential injection: the sandbox's CA, or NULL */
+	char *run_dir;                   /* per-run scratch directory (the trust bundle), or NULL */
+	char **ro_files;                 /* pairs host file, path inside, bound read-only */
 	char **ws_lowers;
 	pid_t pid; /* host pid of the init */
 	bool reaped;

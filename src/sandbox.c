@@ -198,6 +198,7 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		.ws_disk = p->limits.disk,
 		.extra_ro = cfg->extra_ro,
 		.extra_rw = cfg->extra_rw,
+		.ro_files = sb->ro_files,
 		.uid = sb->uid,
 		.gid = sb->gid,
 		.user_name = name,
@@ -418,6 +419,68 @@ static int start(struct pdk_sandbox *sb, struct pdk_error **err)
 	return sb->pid < 0 ? sb->pid : rc;
 }
 
+/*
+ * The per-run scratch directory: $XDG_RUNTIME_DIR/paddock/run-XXXXXX,
+ * /run/paddock/run-XXXXXX for root, else $TMPDIR (or /tmp)/paddock-run-XXXXXX
+ * (mkdtemp: mode 0700, a name no one else chose).
+ */
+static int make_run_dir(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	const char *tmp = getenv("TMPDIR");
+	_cleanup_free_ char *base = NULL;
+	_cleanup_free_ char *tmpl = NULL;
+
+	if (xdg != NULL && xdg[0] == '/')
+		base = pdk_xasprintf("%s/paddock", xdg);
+	else if (sb->uid == 0)
+		base = pdk_xstrdup("/run/paddock");
+	if (base != NULL && pdk_mkdir_p(base, err) < 0)
+		return -1;
+	if (base != NULL)
+		tmpl = pdk_xasprintf("%s/run-XXXXXX", base);
+	else
+		tmpl = pdk_xasprintf("%s/paddock-run-XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp");
+	if (mkdtemp(tmpl) == NULL)
+		return pdk_error_set(err, errno, "cannot create a scratch directory '%s'", tmpl);
+	sb->run_dir = steal_ptr(&tmpl);
+	return 0;
+}
+
+/*
+ * HTTPS credential injection (docs/egress.md): a policy with a credential
+ * rule gets a CA of its own, whose certificate is added to a copy of the
+ * host's trust bundle, bound read-only over the system bundle inside.
+ * SECURITY: the CA's key stays in this process's memory (egress-ca.c).
+ */
+static int prepare_egress_tls(struct pdk_sandbox *sb, struct pdk_error **err)
+{
+	const struct pdk_policy *p = sb->cfg->policy;
+	_cleanup_free_ char *bundle = NULL;
+
+	if (p->network.mode != PDK_NET_ALLOWLIST || !pdk_egress_tls_wanted(p->network.credentials))
+		return 0;
+	sb->egress_ca = pdk_egress_ca_new(sb->id, err);
+	if (sb->egress_ca == NULL || make_run_dir(sb, err) < 0)
+		return pdk_error_wrap(err, "egress");
+	bundle = pdk_xasprintf("%s/ca-bundle.crt", sb->run_dir);
+	if (pdk_egress_ca_write_bundle(sb->egress_ca, bundle, NULL, err) < 0)
+		return pdk_error_wrap(err, "egress: the sandbox's trust bundle");
+	pdk_strv_push_take(&sb->ro_files, steal_ptr(&bundle));
+	pdk_strv_push(&sb->ro_files, PDK_EGRESS_TLS_BUNDLE);
+	return 0;
+}
+
+static void remove_run_dir(struct pdk_sandbox *sb)
+{
+	if (sb->run_dir == NULL)
+		return;
+	/* Best effort: a leftover holds only public certificates. */
+	(void)!pdk_rm_rf_at(AT_FDCWD, sb->run_dir);
+	free(sb->run_dir);
+	sb->run_dir = NULL;
+}
+
 /* Allowlist mode: parse the rules and start the proxy on the child's listening socket. */
 static int start_egress(struct pdk_sandbox *sb, struct pdk_error **err)
 {
@@ -429,6 +492,7 @@ static int start_egress(struct pdk_sandbox *sb, struct pdk_error **err)
 		.events = sb->cfg->events,
 		.credentials = p->network.credentials,
 		.sandbox_id = sb->id,
+		.ca = sb->egress_ca,
 	};
 	size_t n = pdk_strv_len(p->network.allow);
 
@@ -540,6 +604,8 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		rc = make_cgroup(sb, err);
 	if (rc == 0)
 		rc = open_init(sb, err);
+	if (rc == 0)
+		rc = prepare_egress_tls(sb, err);
 	if (rc == 0)
 		rc = make_confinement(sb, err);
 	if (rc == 0)
@@ -875,6 +941,9 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 	for (size_t i = 0; i < sb->n_egress_rules; i++)
 		pdk_egress_rule_release(&sb->egress_rules[i]);
 	free(sb->egress_rules);
+	pdk_egress_ca_free(sb->egress_ca);
+	remove_run_dir(sb);
+	pdk_strv_free(sb->ro_files);
 	if (sb->cgroup != NULL)
 		rc = pdk_cgroup_destroy(sb->cgroup, err);
 	if (sb->t_exec_ns)

@@ -6,6 +6,7 @@
 #include "audit.h"
 #include "cli.h"
 #include "egress.h"
+#include "egress-tls.h"
 #include "events.h"
 #include "redact.h"
 #include "otlp.h"
@@ -802,8 +803,12 @@ int pdk_cmd_run(int argc, char **argv)
 	if (rc == 0 && make_change_set(&c, id) < 0)
 		rc = PDK_EXIT_SETUP;
 	/* The sandbox sees a placeholder for each credential's secret (docs/egress.md). */
-	if (rc == 0 && c.policy->network.mode == PDK_NET_ALLOWLIST)
+	if (rc == 0 && c.policy->network.mode == PDK_NET_ALLOWLIST) {
 		pdk_egress_secret_env_set(&c.env, c.policy->network.credentials, id);
+		/* HTTPS credentials: the sandbox's CA is in the bundle these name (docs/egress.md).
+		 */
+		pdk_egress_tls_env_set(&c.env, c.policy->network.credentials);
+	}
 	if (rc == 0) {
 		c.sigfd = make_sigfd(&c.oldmask);
 		rc = c.sigfd < 0 ? PDK_EXIT_SETUP : run_sandbox(&c, id);

@@ -1,7 +1,9 @@
 /*
  * fuzz-egress-request.c - libFuzzer target for the egress proxy's request
  * head parser (bytes sent by the sandboxed code): pdk__egress_head_parse(),
- * the rebuilt upstream head, and the body framing that follows.
+ * the rebuilt upstream head, and the body framing that follows; and the
+ * same bytes as a request inside an intercepted TLS tunnel
+ * (pdk__egress_head_parse_origin()).
  *
  * Properties: the parser never reads past the bytes given; a complete head
  * has a normalized host (or an IP literal) and a port; the rebuilt head
@@ -69,22 +71,33 @@ static void check_head(struct pdk__egress_head *h, const char *buf, size_t size,
 	}
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One parse: `origin` true is the origin form of an intercepted TLS tunnel to api.test:443. */
+static void parse_one(char *buf, size_t size, bool origin)
 {
 	struct pdk__egress_head h = {0};
-	/* A copy of exactly `size` bytes: ASan catches a read past the end. */
-	char *buf = malloc(size ? size : 1);
-	int n;
+	int n = origin ? pdk__egress_head_parse_origin(&h, buf, size, "api.test", 443)
+		       : pdk__egress_head_parse(&h, buf, size);
 
-	memcpy(buf, data, size);
-	n = pdk__egress_head_parse(&h, buf, size);
 	if (n < 0 && h.status != 400 && h.status != 405 && h.status != 431)
 		abort();
 	if (n < 0 && (h.reason == NULL || h.reason[0] == '\0'))
 		abort();
+	/* Inside a tunnel the host is the tunnel's, whatever the request says. */
+	if (n > 0 && origin && (strcmp(h.host, "api.test") != 0 || h.port != 443 || h.connect))
+		abort();
 	if (n > 0)
 		check_head(&h, buf, size, n);
 	pdk__egress_head_release(&h);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* A copy of exactly `size` bytes: ASan catches a read past the end. */
+	char *buf = malloc(size ? size : 1);
+
+	memcpy(buf, data, size);
+	parse_one(buf, size, false);
+	parse_one(buf, size, true);
 	free(buf);
 	return 0;
 }

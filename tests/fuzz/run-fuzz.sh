@@ -12,7 +12,7 @@ build=${BUILD:-build}
 [ -f "$top/$build/seccomp-bpf.h" ] || ninja -C "$top/$build" seccomp-bpf.h >/dev/null
 srcs=$(cd "$top" && ls src/*.c | grep -v 'src/init.c\|src/seccomp-gen.c')
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -DPDK_FUZZING -DPDK_VERSION=\"fuzz\" -DPDK_LIBSECCOMP_VERSION=\"fuzz\" -iquote $top/src -iquote $top/$build"
-libs="$(pkg-config --cflags --libs libseccomp jansson yaml-0.1 sqlite3 libcrypto libevent libidn2) -lhttp_parser -lpthread -lm"
+libs="$(pkg-config --cflags --libs libseccomp jansson yaml-0.1 sqlite3 libevent_openssl libssl libcrypto libevent libidn2) -lhttp_parser -lpthread -lm"
 for t in "$top"/tests/fuzz/fuzz-*.c; do
 	name=$(basename "$t" .c)
 	corpus="$top/tests/fuzz/corpus-${name#fuzz-}"

@@ -202,3 +202,32 @@ Test(mount, identity_files_are_generated)
 	pdk_mount_plan_free(plan);
 	pdk_policy_free(p);
 }
+
+Test(mount, file_binds_land_read_only_on_top_of_their_directory)
+{
+	struct pdk_error *err = NULL;
+	struct pdk_policy *p = policy();
+	char *files[] = {"/run/scratch/ca-bundle.crt", "/etc/ssl/certs/ca-certificates.crt", NULL};
+	char *relative[] = {"scratch/ca-bundle.crt", "/etc/ssl/certs/x.crt", NULL};
+	struct pdk_mount_spec s = spec_for(p, NULL);
+	struct pdk_mount_plan *plan;
+	char *text;
+
+	s.ro_files = files;
+	plan = pdk_mount_plan_new(&s, NULL, &err);
+	cr_assert_not_null(plan, "%s", err ? err->msg : "");
+	text = plan_text(plan);
+	cr_assert_not_null(strstr(text, "bind       /etc/ssl/certs/ca-certificates.crt <- "
+					"/run/scratch/ca-bundle.crt\n"),
+			   "%s", text);
+	/* After the bind of /etc/ssl that it covers. */
+	cr_assert_gt(line_of(text, "bind", "/etc/ssl/certs/ca-certificates.crt"),
+		     line_of(text, "bind", "/etc/ssl"), "%s", text);
+	free(text);
+	pdk_mount_plan_free(plan);
+	s.ro_files = relative;
+	cr_assert_null(pdk_mount_plan_new(&s, NULL, &err));
+	cr_assert_not_null(strstr(err->msg, "not absolute"), "%s", err->msg);
+	pdk_error_free(&err);
+	pdk_policy_free(p);
+}
