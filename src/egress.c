@@ -375,12 +375,18 @@ static bool tunnel_done(const struct tunnel *t)
 	return true;
 }
 
-/* Wait until `to` takes more; reading stops meanwhile. */
+/*
+ * Wait until `to` takes more. Reading goes on while the pipe has room (the
+ * two splices overlap); it stops when the pipe is full or bytes wait in the
+ * user-space buffer.
+ */
 static int tdir_wait_write(struct tdir *d)
 {
 	struct timeval idle = {IDLE_TIMEOUT_S, 0};
 
-	(void)event_del(d->rev);
+	if (d->off < d->len || d->pipe[0] < 0 || d->in_pipe >= d->pipe_sz || d->eof ||
+	    d->c->tun->cut)
+		(void)event_del(d->rev);
 	return event_add(d->wev, &idle);
 }
 
@@ -474,7 +480,13 @@ static ssize_t tdir_fill(struct tdir *d, size_t max)
 	ssize_t n;
 
 	if (d->pipe[0] >= 0) {
-		n = splice(d->from, NULL, d->pipe[1], NULL, max < d->pipe_sz ? max : d->pipe_sz,
+		size_t room = d->pipe_sz - d->in_pipe;
+
+		if (room == 0) {
+			errno = EAGAIN; /* full: the write event resumes this direction */
+			return -1;
+		}
+		n = splice(d->from, NULL, d->pipe[1], NULL, max < room ? max : room,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n > 0)
 			d->in_pipe += (size_t)n;
