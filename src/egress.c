@@ -395,6 +395,8 @@ static int tdir_flush(struct tdir *d)
 {
 	struct timeval idle = {IDLE_TIMEOUT_S, 0};
 
+	if (d->off < d->len || d->in_pipe > 0)
+		d->c->tun->last_ns = pdk_now_mono_ns(); /* a reader that takes bytes is not idle */
 	while (d->off < d->len) {
 		ssize_t n = write(d->to, d->buf + d->off, d->len - d->off);
 
@@ -490,7 +492,7 @@ static ssize_t tdir_fill(struct tdir *d, size_t max)
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n > 0)
 			d->in_pipe += (size_t)n;
-		if (n >= 0 || errno != EINVAL)
+		if (n >= 0 || errno != EINVAL || d->in_pipe > 0)
 			return n;
 		/* The kernel will not splice these: copy from now on. */
 		(void)close(d->pipe[0]);
