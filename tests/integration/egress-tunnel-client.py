@@ -8,6 +8,8 @@
                                                      second one downloads N bytes whole
   egress-tunnel-client.py reset PORT              -> what the client sees when the origin
                                                      resets its side
+  egress-tunnel-client.py eager PORT N SEED       -> the CONNECT and the first tunnelled
+                                                     bytes in one write; "COUNT SHA256"
 Each command opens a CONNECT tunnel to 127.0.0.1:PORT through $HTTP_PROXY (with
 PADDOCK_DIRECT=1: straight to the port). The streams are the origin's (stream()).
 """
@@ -88,6 +90,20 @@ def main():
         got, sha, _ = drain(stalled)
         want = hashlib.sha256(b"".join(stream(7, 64 << 20))).hexdigest()
         print(f"stalled={'whole' if (got, sha) == (64 << 20, want) else got}")
+    elif cmd == "eager":
+        # The command rides in the same segment as the CONNECT: the proxy has it in its
+        # buffer before the tunnel exists, and must send it up first.
+        proxy = os.environ["HTTP_PROXY"].rsplit(":", 1)
+        s = socket.create_connection((proxy[0].split("//")[1], int(proxy[1])), timeout=60)
+        s.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\nSEND {sys.argv[3]} {sys.argv[4]}\n"
+                  .encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise SystemExit(f"CONNECT refused: {head!r}")
+        n, sha, _ = drain(s)
+        print(n, sha)
     elif cmd == "reset":
         s = tunnel(port)
         s.sendall(b"RESET\n")

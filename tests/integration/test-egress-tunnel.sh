@@ -75,6 +75,10 @@ check_stream() {
 	rc=$?
 	is "$rc:$out" "0:$SIZE $WANT" \
 		"$who: 128 MiB up a tunnel arrive whole, and the origin's answer after the client's shutdown(SHUT_WR) comes back (half-close)"
+	out=$(qrun "$who" "${ALLOW[@]}" -- python3 "$CLIENT" eager "$TP" 1000000 11)
+	rc=$?
+	is "$rc:$out" "0:1000000 $(stream_sum 1000000 11)" \
+		"$who: bytes sent in the same write as the CONNECT go up first, before the spliced ones"
 	rm -f "$ev"
 	out=$(qrun "$who" --events "$ev" "${ALLOW[@]}" -- python3 "$CLIENT" reset "$TP")
 	rc=$?
