@@ -11,7 +11,12 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap python3 \
 	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch \
 	libsqlite3-dev libssl-dev sqlite3 openssl libcurl4-openssl-dev \
-	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl
+	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl nodejs ripgrep socat
+# nodejs, npm, ripgrep and socat: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
+# whose SandboxManager will not start without rg and socat. Debian's npm package is
+# installed only when no npm command exists: a nodejs package that bundles npm (a repack of
+# upstream's) declares a conflict with it.
+NPM_PACKAGE := npm
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON ?= meson
@@ -33,6 +38,15 @@ setup:
 			echo "missing Debian packages; run:"; \
 			echo "  sudo apt-get install -y$$missing"; exit 1; \
 		fi; \
+	fi
+	@if ! command -v npm >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(NPM_PACKAGE) >/dev/null; \
+		else echo "npm is missing; run: sudo apt-get install -y $(NPM_PACKAGE)"; exit 1; fi; \
+	fi
+	@if [ ! -f node_modules/.package-lock.json ] || \
+	    [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+		npm ci --no-audit --no-fund --loglevel=error >/dev/null; \
 	fi
 
 $(BUILD)/build.ninja:

@@ -406,7 +406,7 @@ char *pdk__egress_head_upstream(struct pdk__egress_head *h, const char *data,
 	}
 	for (size_t i = 0; rw != NULL && i < rw->n_extra; i++)
 		fprintf(f, "%s\r\n", rw->extra[i]);
-	fputs("Connection: close\r\n\r\n", f);
+	fputs(h->upstream_keep_alive ? "\r\n" : "Connection: close\r\n\r\n", f);
 	if (fclose(f) != 0)
 		pdk_oom();
 	return buf;

@@ -40,6 +40,11 @@ struct pdk__egress_head {
 	size_t n_headers;
 	const char *origin_host; /* origin form (an intercepted tunnel): its host; borrowed */
 	uint16_t origin_port;
+	/*
+	 * Set by the caller before pdk__egress_head_upstream(): ask the upstream
+	 * server to keep the connection open (no "Connection: close").
+	 */
+	bool upstream_keep_alive;
 	bool in_value; /* parser state: the last callback was a header value */
 	bool headers_done;
 	bool too_many;
@@ -92,9 +97,9 @@ struct pdk__egress_rewrite {
 /*
  * The head to send upstream for a plain HTTP request: origin-form target,
  * Host from the URL, hop-by-hop and Proxy-* fields removed, `rw` applied
- * (may be NULL), "Connection: close". `data` is the buffer the head was
- * parsed from. New string (caller frees), *len set; NULL (and
- * h->status/reason set) when a field holds bytes that must not be forwarded.
+ * (may be NULL), "Connection: close" unless h->upstream_keep_alive. `data` is the buffer the head
+ * was parsed from. New string (caller frees), *len set; NULL (and h->status/reason set) when a
+ * field holds bytes that must not be forwarded.
  */
 char *pdk__egress_head_upstream(struct pdk__egress_head *h, const char *data,
 				const struct pdk__egress_rewrite *rw, size_t *len);

@@ -47,7 +47,8 @@
 #define MAX_CANDIDATES  8   /* checked addresses of one name tried in turn */
 #define MAX_CLIENTS     256 /* connections from the sandbox at once; more wait in the backlog */
 #define ACCEPT_PAUSE_MS 100 /* after an accept() error (EMFILE): wait, do not spin */
-#define TUNNEL_BUF      (256 * 1024) /* bytes per read() in a tunnel, and held per direction */
+#define PIPE_SIZE       (1024 * 1024) /* a tunnel's pipe per direction, if the kernel grants it */
+#define COPY_BUF        (256 * 1024)  /* a tunnel's user-space bytes per direction, at most */
 #define FORWARD_HIGH    (256 * 1024) /* plain HTTP: bytes queued to one side before reading pauses */
 
 enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_TUNNEL, ST_FORWARD, ST_CLOSING };
@@ -77,6 +78,11 @@ struct conn {
 	bool intercept;          /* CONNECT to a host with a credential rule: TLS is terminated */
 	char *tunnel_host;       /* intercept: the CONNECT's host, for the requests inside */
 	uint16_t tunnel_port;
+	/* Plain HTTP keep-alive: the upstream connection `up` kept for the next request. */
+	char *up_host;                  /* the host it was opened for; NULL: not reusable */
+	uint16_t up_port;               /* and the port */
+	char up_addr[INET6_ADDRSTRLEN]; /* the address it is connected to */
+	bool reused;                    /* the current request went over a kept connection */
 };
 
 /* A secret named by network.credentials: its value never enters the sandbox. */
@@ -124,6 +130,7 @@ static void connect_next(struct conn *c);
 static void client_event(struct bufferevent *bev, short what, void *arg);
 static void conn_free(struct conn *c);
 static void intercept_up(struct conn *c);
+static void start_forward(struct conn *c);
 
 /* ---- events ---- */
 
@@ -166,6 +173,8 @@ static void emit_connect(struct conn *c, bool allow, int status, const char *rea
 		pdk_json_set(a, "reason", json_string(reason));
 	if (status)
 		pdk_json_set(a, "status", json_integer(status));
+	if (allow && !h->connect && c->addr[0])
+		pdk_json_set(a, "upstream_reused", json_boolean(c->reused));
 	pdk_json_set(a, "bytes_sent", json_integer((json_int_t)c->sent));
 	pdk_json_set(a, "bytes_received", json_integer((json_int_t)c->received));
 	pdk_json_set(a, "duration_ms", json_real((double)(pdk_now_mono_ns() - c->t_start) / 1e6));
@@ -199,6 +208,7 @@ static void close_up(struct conn *c)
 	if (c->up != NULL)
 		bufferevent_free(c->up);
 	c->up = NULL;
+	free(steal_ptr(&c->up_host));
 	if (c->counted)
 		c->e->open_upstream--;
 	c->counted = false;
@@ -266,8 +276,12 @@ static bool account(struct conn *c, size_t n, bool up)
 	return false;
 }
 
-/* Before a new upstream connection: the reason a budget refuses it, or NULL. */
-static const char *budget_refusal(struct pdk_egress *e, const char **limit, uint64_t *value)
+/*
+ * Before a request goes upstream: the reason a budget refuses it, or NULL.
+ * `reuse`: it goes over a kept connection, which opens none.
+ */
+static const char *budget_refusal(struct pdk_egress *e, bool reuse, const char **limit,
+				  uint64_t *value)
 {
 	if (e->cfg.max_bytes && e->bytes >= e->cfg.max_bytes) {
 		*limit = "egress_bytes";
@@ -279,7 +293,7 @@ static const char *budget_refusal(struct pdk_egress *e, const char **limit, uint
 		*value = e->cfg.max_requests;
 		return "the request budget (limits.egress_requests) is spent";
 	}
-	if (e->cfg.max_connections && e->open_upstream >= e->cfg.max_connections) {
+	if (!reuse && e->cfg.max_connections && e->open_upstream >= e->cfg.max_connections) {
 		*limit = "egress_connections";
 		*value = e->cfg.max_connections;
 		return "too many connections at once (limits.egress_connections)";
@@ -290,20 +304,37 @@ static const char *budget_refusal(struct pdk_egress *e, const char **limit, uint
 /* ---- tunnels ---- */
 
 /*
- * A tunnel moves bytes with read() and write() on its two sockets, one
- * TUNNEL_BUF buffer per direction, and no bufferevent: libevent 2.1's
- * evbuffer_read() reads at most 4 KiB per call whatever the bufferevent's
- * limits say, and on a paravirtualized machine every system call is dear
- * (bench/egress: 4 KiB reads moved a tenth of what these do). A direction
- * reads only when its buffer is empty, so a slow reader stops the writer
- * (back-pressure) with at most TUNNEL_BUF bytes held. An end of stream is
- * passed on as shutdown(SHUT_WR), so half-closed protocols keep working.
+ * A tunnel moves bytes with splice() through one pipe per direction: the
+ * kernel hands socket pages to the pipe and on to the other socket, and no
+ * byte is copied into the proxy's memory. No bufferevent is used: libevent
+ * 2.1's evbuffer_read() reads at most 4 KiB per call, and on a
+ * paravirtualized machine every system call is dear. The two sockets are
+ * taken out of their bufferevents (a dup, then the bufferevent goes) and
+ * driven by plain events of the same loop.
+ *
+ * Each direction splices from its source into its pipe only while the pipe
+ * is empty, then from the pipe into its destination: a slow reader stops
+ * the writer (back-pressure) with at most one pipe's worth held. Bytes that
+ * must go out before the pipe's (the 200 answer, bytes the client sent
+ * right behind its CONNECT, anything a bufferevent still held) wait in a
+ * small user-space buffer that is written first. When a pipe cannot be had
+ * (EMFILE) or the kernel refuses to splice (EINVAL), the direction reads
+ * into that buffer and writes from it instead: slower, never wrong.
+ *
+ * An end of stream is passed on as shutdown(SHUT_WR), so half-closed
+ * protocols keep working. The byte budget is exact: a direction splices at
+ * most what is left of limits.egress_bytes, and when nothing is left, the
+ * next byte offered (seen with MSG_PEEK) cuts the tunnel once what was
+ * already accepted has been delivered.
  */
 struct tdir {
 	struct conn *c;
-	int from, to; /* borrowed from struct tunnel */
+	int from, to;   /* borrowed from struct tunnel */
+	int pipe[2];    /* owned; -1: user-space copies */
+	size_t pipe_sz; /* the pipe's capacity */
+	size_t in_pipe; /* bytes spliced into the pipe, not yet out of it */
 	struct event *rev, *wev;
-	char *buf;       /* TUNNEL_BUF bytes */
+	char *buf;       /* user-space bytes (COPY_BUF), written before the pipe's */
 	size_t off, len; /* pending: buf[off..len) */
 	bool eof;        /* `from` ended */
 	bool up;         /* towards the upstream server */
@@ -313,16 +344,23 @@ struct tunnel {
 	int fd[2];          /* [0] the client, [1] the upstream server; owned */
 	struct tdir dir[2]; /* [0] client -> upstream, [1] upstream -> client */
 	uint64_t last_ns;   /* last byte moved either way */
+	bool cut;           /* the byte budget is spent: deliver what was accepted, then end */
 };
 
 static void tunnel_free(struct tunnel *t)
 {
 	for (int i = 0; i < 2; i++) {
-		if (t->dir[i].rev != NULL)
-			event_free(t->dir[i].rev);
-		if (t->dir[i].wev != NULL)
-			event_free(t->dir[i].wev);
-		free(t->dir[i].buf);
+		struct tdir *d = &t->dir[i];
+
+		if (d->rev != NULL)
+			event_free(d->rev);
+		if (d->wev != NULL)
+			event_free(d->wev);
+		free(d->buf);
+		for (int j = 0; j < 2; j++) {
+			if (d->pipe[j] >= 0)
+				(void)close(d->pipe[j]);
+		}
 		if (t->fd[i] >= 0)
 			(void)close(t->fd[i]);
 	}
@@ -335,32 +373,79 @@ static void tunnel_end(struct conn *c, const char *reason)
 	conn_free(c);
 }
 
-static bool tunnel_done(const struct tunnel *t)
+static bool tdir_drained(const struct tdir *d)
 {
-	return t->dir[0].eof && t->dir[1].eof && t->dir[0].len == 0 && t->dir[1].len == 0;
+	return d->off == d->len && d->in_pipe == 0;
 }
 
-/* Write what is pending. 0, or -1 (the tunnel must end). */
+static bool tunnel_done(const struct tunnel *t)
+{
+	for (int i = 0; i < 2; i++) {
+		if (!tdir_drained(&t->dir[i]) || !(t->dir[i].eof || t->cut))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Wait until `to` takes more. Reading goes on while the pipe has room (the
+ * two splices overlap); it stops when the pipe is full or bytes wait in the
+ * user-space buffer.
+ */
+static int tdir_wait_write(struct tdir *d)
+{
+	struct timeval idle = {IDLE_TIMEOUT_S, 0};
+
+	if (d->off < d->len || d->pipe[0] < 0 || d->in_pipe >= d->pipe_sz || d->eof ||
+	    d->c->tun->cut)
+		(void)event_del(d->rev);
+	return event_add(d->wev, &idle);
+}
+
+/* Write what is pending, user-space bytes first. 0, or -1 (the tunnel must end). */
 static int tdir_flush(struct tdir *d)
 {
 	struct timeval idle = {IDLE_TIMEOUT_S, 0};
 
+	if (d->off < d->len || d->in_pipe > 0)
+		d->c->tun->last_ns = pdk_now_mono_ns(); /* a reader that takes bytes is not idle */
 	while (d->off < d->len) {
 		ssize_t n = write(d->to, d->buf + d->off, d->len - d->off);
 
-		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-			(void)event_del(d->rev);
-			return event_add(d->wev, NULL);
-		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return tdir_wait_write(d);
 		if (n <= 0)
 			return -1;
 		d->off += (size_t)n;
 	}
 	d->off = d->len = 0;
+	while (d->in_pipe > 0) {
+		ssize_t n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return tdir_wait_write(d);
+		if (n <= 0)
+			return -1; /* EPIPE, ECONNRESET: the reader is gone */
+		d->in_pipe -= (size_t)n;
+	}
 	(void)event_del(d->wev);
 	if (d->eof)
 		return shutdown(d->to, SHUT_WR) < 0 && errno != ENOTCONN ? -1 : 0;
+	if (d->c->tun->cut)
+		return 0;
 	return event_add(d->rev, &idle);
+}
+
+/* After a flush: end the tunnel on failure, or when both ways are done. */
+static void tdir_after(struct conn *c, int rc)
+{
+	if (rc < 0)
+		tunnel_end(c, "a side of the tunnel failed");
+	else if (tunnel_done(c->tun))
+		tunnel_end(c, c->tun->cut
+				      ? "the egress byte budget was spent: the tunnel was closed"
+				      : NULL);
 }
 
 static void tdir_written(evutil_socket_t fd, short what, void *arg)
@@ -369,25 +454,97 @@ static void tdir_written(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = d->c;
 
 	(void)fd;
-	(void)what;
-	if (tdir_flush(d) < 0)
-		tunnel_end(c, "a side of the tunnel failed");
-	else if (tunnel_done(c->tun))
-		tunnel_end(c, NULL);
+	if (what & EV_TIMEOUT) {
+		tunnel_end(c, "a side of the tunnel took nothing for too long");
+		return;
+	}
+	tdir_after(c, tdir_flush(d));
+}
+
+/* Bytes the budget still allows (SIZE_MAX: no budget). */
+static size_t budget_left(const struct pdk_egress *e)
+{
+	if (e->cfg.max_bytes == 0)
+		return SIZE_MAX;
+	if (e->bytes >= e->cfg.max_bytes)
+		return 0;
+	return e->cfg.max_bytes - e->bytes < SIZE_MAX ? (size_t)(e->cfg.max_bytes - e->bytes)
+						      : SIZE_MAX;
+}
+
+/* The budget is spent and `from` offers another byte: stop reading both ways. */
+static void tunnel_cut(struct conn *c)
+{
+	struct pdk_egress *e = c->e;
+
+	if (!e->bytes_exceeded)
+		emit_limit(e, "egress_bytes", e->cfg.max_bytes);
+	e->bytes_exceeded = true;
+	c->tun->cut = true;
+	for (int i = 0; i < 2; i++)
+		(void)event_del(c->tun->dir[i].rev);
+}
+
+/*
+ * Move up to `max` bytes from `from` into the pipe (or the buffer). The
+ * count read, 0 at the end of stream, -1 with errno set.
+ */
+static ssize_t tdir_fill(struct tdir *d, size_t max)
+{
+	ssize_t n;
+
+	if (d->pipe[0] >= 0) {
+		size_t room = d->pipe_sz - d->in_pipe;
+
+		if (room == 0) {
+			errno = EAGAIN; /* full: the write event resumes this direction */
+			return -1;
+		}
+		n = splice(d->from, NULL, d->pipe[1], NULL, max < room ? max : room,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0)
+			d->in_pipe += (size_t)n;
+		if (n >= 0 || errno != EINVAL || d->in_pipe > 0)
+			return n;
+		/* The kernel will not splice these: copy from now on. */
+		(void)close(d->pipe[0]);
+		(void)close(d->pipe[1]);
+		d->pipe[0] = d->pipe[1] = -1;
+	}
+	if (d->buf == NULL)
+		d->buf = pdk_xmalloc(COPY_BUF);
+	n = read(d->from, d->buf, max < COPY_BUF ? max : COPY_BUF);
+	if (n > 0) {
+		d->off = 0;
+		d->len = (size_t)n;
+	}
+	return n;
 }
 
 static void tdir_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct tdir *d = arg;
 	struct conn *c = d->c;
+	size_t left = budget_left(c->e);
 	ssize_t n;
+	char peek;
 
 	if (what & EV_TIMEOUT) {
 		if (pdk_now_mono_ns() - c->tun->last_ns >= IDLE_TIMEOUT_S * 1000000000ULL)
 			tunnel_end(c, "idle for too long");
 		return;
 	}
-	n = read(fd, d->buf, TUNNEL_BUF);
+	if (left == 0) {
+		/* SECURITY: nothing more may pass; an end of stream still may. */
+		n = recv(fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n > 0) {
+			tunnel_cut(c);
+			tdir_after(c, 0);
+			return;
+		}
+	} else {
+		n = tdir_fill(d, left);
+	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n < 0) {
@@ -398,31 +555,56 @@ static void tdir_readable(evutil_socket_t fd, short what, void *arg)
 	if (n == 0) {
 		d->eof = true;
 		(void)event_del(d->rev);
-	} else if (!account(c, (size_t)n, d->up)) {
-		tunnel_end(c, "the egress byte budget was spent: the tunnel was closed");
+	} else {
+		(void)account(c, (size_t)n, d->up); /* within the budget: n <= left */
+	}
+	tdir_after(c, tdir_flush(d));
+}
+
+/* A pipe of PIPE_SIZE if the kernel grants it (it may refuse past the user's pipe quota). */
+static void tdir_pipe(struct tdir *d)
+{
+	int sz;
+
+	d->pipe[0] = d->pipe[1] = -1;
+	if (pipe2(d->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		d->pipe[0] = d->pipe[1] = -1; /* EMFILE, ENFILE: copy instead */
 		return;
 	}
-	d->off = 0;
-	d->len = (size_t)n;
-	if (tdir_flush(d) < 0)
-		tunnel_end(c, "a side of the tunnel failed");
-	else if (tunnel_done(c->tun))
-		tunnel_end(c, NULL);
+	(void)fcntl(d->pipe[0], F_SETPIPE_SZ, PIPE_SIZE); /* best effort: a smaller pipe works */
+	sz = fcntl(d->pipe[0], F_GETPIPE_SZ);
+	d->pipe_sz = sz > 0 ? (size_t)sz : 4096;
 }
 
-static int tdir_init(struct conn *c, struct tdir *d, int from, int to, bool up)
+/* Queue bytes to be written before anything spliced (they are not relayed bytes). */
+static void tdir_queue(struct tdir *d, const void *data, size_t len)
 {
-	d->c = c;
-	d->from = from;
-	d->to = to;
-	d->up = up;
-	d->buf = pdk_xmalloc(TUNNEL_BUF);
-	d->rev = event_new(c->e->base, from, EV_READ | EV_PERSIST, tdir_readable, d);
-	d->wev = event_new(c->e->base, to, EV_WRITE | EV_PERSIST, tdir_written, d);
-	return d->rev != NULL && d->wev != NULL ? 0 : -1;
+	if (len == 0)
+		return;
+	d->buf = pdk_xrealloc(d->buf, (d->len + len) > COPY_BUF ? d->len + len : COPY_BUF);
+	memcpy(d->buf + d->len, data, len);
+	d->len += len;
 }
 
-/* Take the two sockets from their bufferevents (a dup, then the bufferevent goes). */
+/* Move what a bufferevent still holds into `d`'s buffer, within the budget; false if cut. */
+static bool tdir_take_input(struct conn *c, struct tdir *d, struct evbuffer *in)
+{
+	size_t len = evbuffer_get_length(in);
+	size_t left = budget_left(c->e);
+	size_t n = len < left ? len : left;
+	char *tmp;
+
+	if (n > 0) {
+		tmp = pdk_xmalloc(n);
+		(void)evbuffer_remove(in, tmp, n);
+		tdir_queue(d, tmp, n);
+		free(tmp);
+		(void)account(c, n, d->up);
+	}
+	return n == len;
+}
+
+/* Take a socket from its bufferevent (a dup, then the bufferevent goes). */
 static int take_fd(struct bufferevent **bev)
 {
 	int fd = fcntl(bufferevent_getfd(*bev), F_DUPFD_CLOEXEC, 3);
@@ -432,63 +614,113 @@ static int take_fd(struct bufferevent **bev)
 	return fd;
 }
 
+static int tunnel_events(struct conn *c, struct tunnel *t)
+{
+	for (int i = 0; i < 2; i++) {
+		struct tdir *d = &t->dir[i];
+
+		d->c = c;
+		d->up = i == 0;
+		d->from = t->fd[i];
+		d->to = t->fd[1 - i];
+		tdir_pipe(d);
+		d->rev = event_new(c->e->base, d->from, EV_READ | EV_PERSIST, tdir_readable, d);
+		d->wev = event_new(c->e->base, d->to, EV_WRITE | EV_PERSIST, tdir_written, d);
+		if (d->rev == NULL || d->wev == NULL)
+			return -1;
+	}
+	return 0;
+}
+
 static void start_tunnel(struct conn *c)
 {
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-	struct evbuffer *early = bufferevent_get_input(c->client);
 	struct tunnel *t;
+	bool whole;
 
-	if (evbuffer_get_length(early) > TUNNEL_BUF) {
+	if (evbuffer_get_length(bufferevent_get_input(c->client)) > COPY_BUF) {
 		answer(c, true, 400, "too many bytes behind the CONNECT request");
 		return;
 	}
 	t = pdk_xcalloc(1, sizeof(*t));
+	for (int i = 0; i < 2; i++)
+		t->fd[i] = t->dir[i].pipe[0] = t->dir[i].pipe[1] = -1;
 	c->tun = t;
 	c->state = ST_TUNNEL;
 	c->answered = true;
 	t->last_ns = pdk_now_mono_ns();
-	t->fd[0] = t->fd[1] = -1;
-	if (tdir_init(c, &t->dir[0], -1, -1, true) < 0 ||
-	    tdir_init(c, &t->dir[1], -1, -1, false) < 0)
-		goto fail;
-	/* Bytes the client sent right behind its CONNECT (a TLS hello) go up first. */
-	t->dir[0].len = (size_t)evbuffer_remove(early, t->dir[0].buf, TUNNEL_BUF);
-	memcpy(t->dir[1].buf, ok, sizeof(ok) - 1);
-	t->dir[1].len = sizeof(ok) - 1;
+	/* First the answer, then whatever either bufferevent already read (a TLS hello). */
+	tdir_queue(&t->dir[1], ok, sizeof(ok) - 1);
+	whole = tdir_take_input(c, &t->dir[0], bufferevent_get_input(c->client)) &&
+		tdir_take_input(c, &t->dir[1], bufferevent_get_input(c->up));
 	t->fd[0] = take_fd(&c->client);
 	t->fd[1] = take_fd(&c->up); /* c->counted stays: the connection is still open */
-	if (t->fd[0] < 0 || t->fd[1] < 0)
-		goto fail;
-	for (int i = 0; i < 2; i++) {
-		struct tdir *d = &t->dir[i];
-
-		d->from = t->fd[i];
-		d->to = t->fd[1 - i];
-		if (event_assign(d->rev, c->e->base, d->from, EV_READ | EV_PERSIST, tdir_readable,
-				 d) < 0 ||
-		    event_assign(d->wev, c->e->base, d->to, EV_WRITE | EV_PERSIST, tdir_written,
-				 d) < 0 ||
-		    tdir_flush(d) < 0)
-			goto fail;
+	if (t->fd[0] < 0 || t->fd[1] < 0 || tunnel_events(c, t) < 0) {
+		tunnel_end(c, "cannot set up the tunnel");
+		return;
 	}
-	return;
-fail:
-	tunnel_end(c, "cannot set up the tunnel");
+	if (!whole)
+		tunnel_cut(c);
+	for (int i = 0; i < 2; i++) {
+		int rc = tdir_flush(&t->dir[i]);
+
+		if (rc < 0 || tunnel_done(t)) {
+			tdir_after(c, rc);
+			return;
+		}
+	}
 }
 
 /* ---- plain HTTP ---- */
+
+/* An idle kept upstream connection that speaks or ends is not used again. */
+static void idle_up_read(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	close_up(arg);
+}
+
+static void idle_up_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	close_up(arg);
+}
+
+/*
+ * After a whole response: may the upstream connection carry the client's
+ * next request? Both sides must allow it, the request must have gone up
+ * whole, and the server must have sent nothing beyond its response.
+ */
+static bool keep_up(const struct conn *c)
+{
+	return c->up != NULL && c->head.upstream_keep_alive && c->head.msg_done &&
+	       c->resp.keep_alive && !c->close_after &&
+	       evbuffer_get_length(bufferevent_get_input(c->up)) == 0 &&
+	       evbuffer_get_length(bufferevent_get_output(c->up)) == 0;
+}
 
 static void next_request(struct conn *c)
 {
 	struct timeval head = {HEAD_TIMEOUT_S, 0};
 
-	close_up(c);
+	if (keep_up(c)) {
+		free(c->up_host);
+		c->up_host = pdk_xstrdup(c->head.host);
+		c->up_port = c->head.port;
+		memcpy(c->up_addr, c->addr, sizeof(c->up_addr));
+		bufferevent_setcb(c->up, idle_up_read, NULL, idle_up_event, c);
+		bufferevent_set_timeouts(c->up, &head, NULL);
+		bufferevent_enable(c->up, EV_READ);
+	} else {
+		close_up(c);
+	}
 	pdk__egress_head_release(&c->head);
 	c->state = ST_HEAD;
 	c->rule = NULL;
 	c->addr[0] = '\0';
 	c->sent = c->received = 0;
-	c->answered = c->event_done = false;
+	c->answered = c->event_done = c->reused = false;
 	bufferevent_setcb(c->client, client_read, NULL, client_event, c);
 	bufferevent_set_timeouts(c->client, &head, NULL);
 	bufferevent_enable(c->client, EV_READ);
@@ -1117,6 +1349,23 @@ static void intercepted_request(struct conn *c)
 
 /* ---- a request head ---- */
 
+/*
+ * Is the kept upstream connection one for this request? The same host (as
+ * normalized, or the same IP text) and port, so the same rule and the
+ * address that was checked for it; and the server has not closed it in the
+ * meantime (a peek sees neither an end nor stray bytes).
+ */
+static bool can_reuse(const struct conn *c)
+{
+	char b;
+
+	if (c->up == NULL || c->up_host == NULL || c->head.connect || c->up_port != c->head.port ||
+	    strcmp(c->up_host, c->head.host) != 0)
+		return false;
+	return recv(bufferevent_getfd(c->up), &b, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+	       (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 static void decide(struct conn *c)
 {
 	const struct pdk_egress_config *cfg = &c->e->cfg;
@@ -1126,6 +1375,7 @@ static void decide(struct conn *c)
 	const char *limit = NULL;
 	const char *refusal;
 	uint64_t value = 0;
+	bool reuse;
 
 	if (h->host_is_ip)
 		c->rule = pdk_egress_match_addr(cfg->rules, cfg->n_rules, (struct sockaddr *)&h->ip,
@@ -1139,7 +1389,10 @@ static void decide(struct conn *c)
 		answer(c, false, 403, why);
 		return;
 	}
-	refusal = budget_refusal(c->e, &limit, &value);
+	reuse = can_reuse(c);
+	if (!reuse)
+		close_up(c); /* before the budget check: it frees a connection */
+	refusal = budget_refusal(c->e, reuse, &limit, &value);
 	if (refusal != NULL) {
 		emit_limit(c->e, limit, value);
 		answer(c, false, 429, refusal);
@@ -1148,6 +1401,13 @@ static void decide(struct conn *c)
 	c->intercept = h->connect && wants_interception(c);
 	bufferevent_disable(c->client, EV_READ);
 	bufferevent_set_timeouts(c->client, NULL, NULL);
+	if (reuse) {
+		c->e->requests++;
+		c->reused = true;
+		memcpy(c->addr, c->up_addr, sizeof(c->addr));
+		start_forward(c);
+		return;
+	}
 	if (h->host_is_ip) {
 		c->cand[0] = h->ip;
 		c->n_cand = 1;
@@ -1185,6 +1445,8 @@ static void client_read(struct bufferevent *bev, void *arg)
 			rewrite_release(&r);
 			return;
 		}
+		/* The upstream connection may serve this client's next request too. */
+		c->head.upstream_keep_alive = c->head.keep_alive;
 		c->up_head = pdk__egress_head_upstream(&c->head, data, &r.rw, &c->up_head_len);
 		rewrite_release(&r);
 		if (c->up_head == NULL) {

@@ -26,6 +26,9 @@ struct pdk_egress_ca; /* egress-tls.h */
 /* The proxy's port on the sandbox's loopback (documented in docs/egress.md). */
 #define PDK_EGRESS_PORT 3128
 
+/* The listening socket's backlog (capped by the namespace's net.core.somaxconn). */
+#define PDK_EGRESS_BACKLOG 1024
+
 /* Longest normalized host name (RFC 1035: 253 characters). */
 #define PDK_EGRESS_HOST_MAX 253
 

@@ -114,7 +114,12 @@ static void setup_egress(struct pdk_sandbox *sb)
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		child_fail(sb, errno, "egress: socket: %s", strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
+	/*
+	 * A backlog of PDK_EGRESS_BACKLOG: a burst of connections (200 at once in
+	 * bench/egress) waits while the proxy thread accepts, instead of having
+	 * its SYNs dropped and retried a second later.
+	 */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, PDK_EGRESS_BACKLOG) < 0)
 		child_fail(sb, errno, "egress: cannot listen on 127.0.0.1:%d: %s", PDK_EGRESS_PORT,
 			   strerror(errno));
 	send_fd(sb, PDK__CHILD_EGRESS_FD, fd, "the egress listening socket");

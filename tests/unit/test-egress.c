@@ -356,6 +356,36 @@ Test(egress, head_absolute_get_and_rebuild)
 	pdk__egress_head_release(&h);
 }
 
+Test(egress, head_upstream_keep_alive)
+{
+	struct pdk__egress_head h = {0};
+	const char *req = "GET http://origin.test/x HTTP/1.1\r\nConnection: keep-alive\r\n"
+			  "Keep-Alive: timeout=5\r\nAccept: */*\r\n\r\n";
+	_cleanup_free_ char *up = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(head(&h, req), (int)strlen(req));
+	cr_assert(h.keep_alive);
+	/* The proxy keeps the upstream connection: no Connection field, HTTP/1.1 persists. */
+	h.upstream_keep_alive = true;
+	up = pdk__egress_head_upstream(&h, req, NULL, &len);
+	cr_assert_str_eq(up, "GET /x HTTP/1.1\r\nHost: origin.test\r\nAccept: */*\r\n\r\n");
+	cr_assert_eq(len, strlen(up));
+	pdk__egress_head_release(&h);
+	cr_assert_not(h.upstream_keep_alive, "a released head asks for close again");
+}
+
+Test(egress, head_http10_no_keep_alive)
+{
+	struct pdk__egress_head h = {0};
+	const char *req = "GET http://origin.test/ HTTP/1.0\r\n\r\n";
+
+	cr_assert_eq(head(&h, req), (int)strlen(req));
+	cr_assert_not(h.keep_alive,
+		      "HTTP/1.0 without keep-alive closes, so the upstream is not kept");
+	pdk__egress_head_release(&h);
+}
+
 Test(egress, head_ip_hosts)
 {
 	struct pdk__egress_head h = {0};
