@@ -1445,8 +1445,11 @@ static void client_read(struct bufferevent *bev, void *arg)
 			rewrite_release(&r);
 			return;
 		}
-		/* The upstream connection may serve this client's next request too. */
-		c->head.upstream_keep_alive = c->head.keep_alive;
+		/*
+		 * The upstream connection may serve this client's next request too
+		 * (not inside an intercepted tunnel: it carries one request).
+		 */
+		c->head.upstream_keep_alive = c->head.keep_alive && !c->intercept;
 		c->up_head = pdk__egress_head_upstream(&c->head, data, &r.rw, &c->up_head_len);
 		rewrite_release(&r);
 		if (c->up_head == NULL) {
