@@ -61,6 +61,7 @@ struct pdk_supervisor {
 	size_t n_execs;
 	/* Snapshots by name: index i is change-set snapshot number i + 1. */
 	char **snap_names;
+	uint64_t cpu_base_ns; /* CPU time of the inits before the last restart */
 };
 
 /* Reply helpers (supervisor.c). Each sends on the current connection, if any. */

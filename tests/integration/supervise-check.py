@@ -209,6 +209,28 @@ rep, ev, out, _ = c.run(["sh", "-c", "echo data > newfile"])
 rep, _ = c.call("diff")
 check({"path": "newfile", "kind": "added"} in rep.get("changes", []), "diff lists a file added in the workspace", rep)
 
+# Snapshot and rollback of the overlay workspace.
+c.run(["sh", "-c", "echo v1 > state.txt"])
+rep, _ = c.call("snapshot", name="first")
+check(rep.get("snapshot") == "first", "snapshot 'first'", rep)
+rep, ev, out, _ = c.run(["sh", "-c", "cat state.txt; echo v2 > state.txt; rm newfile; echo x > extra"])
+check(out == b"v1\n", "the workspace is intact after a snapshot", out)
+rep, _ = c.call("rollback", snapshot="first")
+check(rep.get("snapshot") == "first", "rollback to 'first'", rep)
+rep, ev, out, _ = c.run(["sh", "-c", "cat state.txt newfile; ls"])
+check(out == b"v1\ndata\nnewfile\nstate.txt\n", "rollback restores the file, the deleted one, drops the added one", out)
+rep, _ = c.call("rollback", snapshot="nope")
+check(rep.get("error", {}).get("code") == "not_found", "rollback to an unknown snapshot: not_found", rep)
+rep, _ = c.call("exec", fds=[devnull] * 3, argv=["sleep", "5"])
+rep2, _ = c.call("snapshot", name="busy")
+check(rep2.get("error", {}).get("code") == "conflict", "no snapshot while an exec runs", rep2)
+c.call("signal", exec=rep["exec"], sig=9)
+c.wait_event(lambda m: m.get("ev") == "exit" and m.get("exec") == rep["exec"])
+rep, _ = c.call("rollback", snapshot="0")
+rep2, ev, out, _ = c.run(["ls"])
+check(rep.get("snapshot") == "0" and out == b"", "rollback to 0: the empty workspace again", (rep, out))
+c.run(["sh", "-c", "echo data > newfile"])
+
 # Events of the exec trace land in the spool.
 evs = events(sv)
 kinds = [e["kind"] for e in evs]
@@ -276,4 +298,25 @@ sv = start(overrides={"limits": {"memory": "lots"}})
 check(sv.ready.get("ok") is False and sv.ready["error"]["step"] == "policy" and
       "limits.memory" in sv.ready["error"]["message"], "a bad spec: readiness names the step", sv.ready)
 check(sv.wait() != 0, "and the supervisor exits non-zero")
+
+# Commit: an overlay over a host directory; the host sees the changes only at commit.
+hostws = os.path.join(WORK, "hostws")
+os.makedirs(hostws, exist_ok=True)
+with open(os.path.join(hostws, "orig.txt"), "w") as f:
+    f.write("orig\n")
+sv = start(workspace={"path": hostws, "mode": "overlay"})
+c = sv.connect()
+rep, ev, out, _ = c.run(["sh", "-c", "pwd; cat orig.txt; echo new > made.txt; echo changed > orig.txt"])
+check(out == (hostws + "\norig\n").encode() and not os.path.exists(os.path.join(hostws, "made.txt")),
+      "an overlay over a host directory: changes stay in the sandbox", out)
+rep, _ = c.call("commit")
+with open(os.path.join(hostws, "orig.txt")) as f:
+    orig = f.read()
+check(rep.get("committed") == 2 and os.path.exists(os.path.join(hostws, "made.txt")) and orig == "changed\n",
+      "commit applies them to the host directory", rep)
+rep, ev, out, _ = c.run(["cat", "made.txt", "orig.txt"])
+check(out == b"new\nchanged\n", "and the sandbox goes on with them", out)
+c.call("destroy")
+check(sv.wait() == 0 and os.path.exists(os.path.join(hostws, "made.txt")),
+      "destroy keeps the host directory")
 sys.exit(1 if FAILED else 0)
