@@ -1050,6 +1050,11 @@ static void on_conn(struct pdk_supervisor *s)
 
 	if (rc == -EAGAIN)
 		return;
+	if (rc == -EBADMSG || rc == -EMSGSIZE) {
+		/* A malformed request is answered; the connection stays. */
+		pdk__sv_reply_error(s, 0, "bad_request", NULL, err);
+		return;
+	}
 	if (rc <= 0) {
 		if (rc < 0 && err->status != ECONNRESET)
 			fprintf(stderr, "paddock supervise: %s\n", err->msg);
@@ -1116,6 +1121,20 @@ static int serve(struct pdk_supervisor *s, struct pdk_error **err)
 
 /* ---- teardown ---- */
 
+/*
+ * Whether an overlay over a host directory ended with no change: its change
+ * set then goes. One with changes stays for `paddock ws` (diff, commit, discard).
+ */
+static bool ws_empty(struct pdk_supervisor *s)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_ws_diff d = {0};
+	bool empty = pdk_ws_diff(s->ws, 0, PDK_WS_CURRENT, &d, &err) == 0 && d.n == 0;
+
+	pdk_ws_diff_release(&d);
+	return empty;
+}
+
 static void cleanup(struct pdk_supervisor *s)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -1137,7 +1156,8 @@ static void cleanup(struct pdk_supervisor *s)
 	if (pdk_events_close(s->events, &err) < 0)
 		fprintf(stderr, "paddock supervise: cleanup: %s\n", err->msg);
 	pdk_error_free(&err);
-	if (s->ws != NULL && s->private_ws != NULL && pdk_ws_remove(s->ws, &err) < 0)
+	if (s->ws != NULL && (s->private_ws != NULL || ws_empty(s)) &&
+	    pdk_ws_remove(s->ws, &err) < 0)
 		fprintf(stderr, "paddock supervise: cleanup: %s\n", err->msg);
 	if (s->private_ws != NULL)
 		(void)!pdk_rm_rf_at(AT_FDCWD, s->private_ws);
