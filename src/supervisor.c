@@ -37,6 +37,7 @@
 #define BUDGET_CHECK_MS 100
 #define MAX_EXECS       1024
 #define NSEC_PER_MS     1000000ULL
+#define NUDGE_MS        10 /* at most one {"ev":"events"} per this long */
 
 char *pdk_supervisor_runtime_dir(void)
 {
@@ -294,6 +295,9 @@ static int setup_events(struct pdk_supervisor *s, struct pdk_error **err)
 	pdk_runspec_add_secrets(s->events, s->env, s->policy);
 	if (pdk_events_add_file(s->events, path, err) < 0)
 		return pdk_error_wrap(err, "events");
+	s->spool_fd = TEMP_FAILURE_RETRY(open(path, O_PATH | O_CLOEXEC));
+	if (s->spool_fd < 0)
+		return pdk_error_set(err, errno, "events: cannot open '%s'", path);
 	return 0;
 }
 
@@ -464,6 +468,26 @@ static void check_budgets(struct pdk_supervisor *s)
 			 json_integer((json_int_t)(s->cpu_limit_ns / NSEC_PER_MS)));
 }
 
+/*
+ * Tell the connected daemon that the spool grew, at most once per
+ * NUDGE_MS; returns the ms until a nudge held back may go (-1: none).
+ */
+static int nudge(struct pdk_supervisor *s)
+{
+	uint64_t now = pdk_now_mono_ns();
+	struct stat st;
+
+	if (s->conn_fd < 0 || s->spool_fd < 0 || fstat(s->spool_fd, &st) < 0 ||
+	    st.st_size == s->spool_told)
+		return -1;
+	if (now - s->nudge_ns < NUDGE_MS * NSEC_PER_MS)
+		return (int)((s->nudge_ns + NUDGE_MS * NSEC_PER_MS - now) / NSEC_PER_MS) + 1;
+	s->spool_told = st.st_size;
+	s->nudge_ns = now;
+	pdk__sv_send(s, json_pack("{s:s}", "ev", "events"), NULL, 0);
+	return -1;
+}
+
 /* How long the loop may sleep: budgets, exec timeouts, the sandbox's own needs. */
 static int loop_timeout_ms(struct pdk_supervisor *s)
 {
@@ -490,6 +514,9 @@ static int loop_timeout_ms(struct pdk_supervisor *s)
 	}
 	if (sb_ms >= 0 && (uint64_t)sb_ms < ms)
 		ms = (uint64_t)sb_ms;
+	/* Events from the egress proxy's thread do not wake us: look again soon. */
+	if (s->conn_fd >= 0 && s->policy->network.mode == PDK_NET_ALLOWLIST && ms > 100)
+		ms = 100;
 	return ms == UINT64_MAX ? -1 : ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
@@ -1086,14 +1113,19 @@ static int serve(struct pdk_supervisor *s, struct pdk_error **err)
 	_cleanup_free_ struct pollfd *pfd =
 		pdk_xcalloc(P_SB + PDK_SANDBOX_MAX_POLLFDS, sizeof(*pfd));
 
+	int held = -1; /* ms until a held-back nudge may go */
+
 	while (s->ended == NULL && !s->destroy_requested) {
 		size_t n = pdk_sandbox_pollfds(s->sb, pfd + P_SB, PDK_SANDBOX_MAX_POLLFDS);
+		int timeout = loop_timeout_ms(s);
 		int rc;
 
 		pfd[P_LISTEN] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
 		pfd[P_CONN] = (struct pollfd){.fd = s->conn_fd, .events = POLLIN};
 		pfd[P_SIG] = (struct pollfd){.fd = s->sig_fd, .events = POLLIN};
-		rc = poll(pfd, P_SB + n, loop_timeout_ms(s));
+		if (held >= 0 && (timeout < 0 || held < timeout))
+			timeout = held;
+		rc = poll(pfd, P_SB + n, timeout);
 		if (rc < 0 && errno != EINTR)
 			return pdk_error_set(err, errno, "poll");
 		if (rc < 0)
@@ -1115,6 +1147,7 @@ static int serve(struct pdk_supervisor *s, struct pdk_error **err)
 		if (!pdk_sandbox_alive(s->sb))
 			end_with(s, "init_lost", NULL, NULL);
 		check_budgets(s);
+		held = nudge(s);
 	}
 	return 0;
 }
@@ -1178,6 +1211,8 @@ static void release(struct pdk_supervisor *s)
 		(void)close(s->conn_fd);
 	if (s->sig_fd >= 0)
 		(void)close(s->sig_fd);
+	if (s->spool_fd >= 0)
+		(void)close(s->spool_fd);
 	pdk_events_free(s->events);
 	pdk_ws_free(s->ws);
 	pdk_policy_free(s->policy);
@@ -1214,7 +1249,8 @@ static int setup(struct pdk_supervisor *s, int spec_fd, struct pdk_error **err)
 
 int pdk_supervisor_run(const char *id, int spec_fd, int ready_fd, struct pdk_error **err)
 {
-	struct pdk_supervisor s = {.root_fd = -1, .listen_fd = -1, .conn_fd = -1, .sig_fd = -1};
+	struct pdk_supervisor s = {
+		.root_fd = -1, .listen_fd = -1, .conn_fd = -1, .sig_fd = -1, .spool_fd = -1};
 	int rc;
 
 	if (!valid_id(id)) {

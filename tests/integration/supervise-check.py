@@ -239,6 +239,10 @@ rep2, ev, out, _ = c.run(["ls"])
 check(rep.get("snapshot") == "0" and out == b"", "rollback to 0: the empty workspace again", (rep, out))
 c.run(["sh", "-c", "echo data > newfile"])
 
+nudges = [m for m in c.pending if m.get("ev") == "events"]
+check(len(nudges) > 0, "the daemon is nudged when the spool grows", c.pending[-5:])
+c.pending = [m for m in c.pending if m.get("ev") != "events"]
+
 # Events of the exec trace land in the spool.
 evs = events(sv)
 kinds = [e["kind"] for e in evs]
