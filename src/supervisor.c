@@ -1272,6 +1272,8 @@ int pdk_supervisor_run(const char *id, int spec_fd, int ready_fd, struct pdk_err
 	}
 	/* Setup's garbage (policy parsing, the spec) goes back to the system: idle PSS. */
 	(void)malloc_trim(0);
+	/* The wall budget counts from readiness: setup time is not the sandbox's. */
+	s.created_ns = pdk_now_mono_ns();
 	report_ready(&s, ready_fd, NULL);
 	rc = serve(&s, err);
 	if (s.ended != NULL && s.destroy_requested == 0)

@@ -278,7 +278,7 @@ time.sleep(1.0)
 c.call("resume")
 ev = c.wait_event(lambda m: m.get("ev") == "ended", timeout=10)
 took = time.monotonic() - t0
-check(ev.get("reason") == "wall" and took >= 2.4, "the wall budget ends the sandbox (after %.1f s, 1 s paused)" % took, ev)
+check(ev.get("reason") == "wall" and took >= 2.3, "the wall budget ends the sandbox (after %.1f s, 1 s paused)" % took, ev)
 rc = sv.wait()
 check(rc == 0 and not alive(sv.ready["init_pid"]), "the supervisor cleans up and exits 0", rc)
 kinds = [e["kind"] for e in events(sv)]
