@@ -132,6 +132,13 @@ check(cpu_grows(p1["usage"]["cpu_ns"]) is not None, "resumed: the loop runs agai
 rep, _ = c.call("signal", exec=busy, sig=9)
 ev = c.wait_event(lambda m: m.get("ev") == "exit" and m.get("exec") == busy)
 check(rep.get("ok") and ev["end"] == "killed" and ev["signal"] == 9, "signal SIGKILL ends the exec: killed", ev)
+rep, _ = c.call("exec", fds=[devnull] * 3, argv=["sleep", "10"])
+time.sleep(0.2)
+c.call("signal", exec=rep["exec"], sig=15)
+ev = c.wait_event(lambda m: m.get("ev") == "exit" and m.get("exec") == rep["exec"])
+check(ev["end"] == "signaled" and ev["signal"] == 15, "signal SIGTERM reaches the exec (not blocked)", ev)
+rep, _ = c.call("signal", exec=12345, sig=15)
+check(rep.get("error", {}).get("code") == "not_found", "signal to an unknown exec: not_found", rep)
 rep, ev, _, _ = c.run(["sleep", "10"], timeout_ms=200)
 check(ev is not None and ev["end"] == "timeout" and ev["duration_ns"] < 5_000_000_000,
       "an exec over its timeout_ms is killed: timeout", ev)
