@@ -233,7 +233,11 @@ static void op_open(struct pdk_supervisor *s, json_int_t req, json_t *msg, const
 		fd = -1;
 		return;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0) {
+		reply_errno(s, req, errno, "cannot stat", path);
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
 		reply_errno(s, req, S_ISDIR(st.st_mode) ? EISDIR : EINVAL,
 			    "not a regular file:", path);
 		return;
