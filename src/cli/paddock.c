@@ -17,6 +17,7 @@ static const struct pdk_command commands[] = {
 	{"profile", pdk_cmd_profile, "show or check sandbox profiles"},
 	{"audit", pdk_cmd_audit, "list, show, follow, verify or export the audit trail"},
 	{"version", pdk_cmd_version, "print the version"},
+	{"supervise", pdk_cmd_supervise, NULL}, /* started by the daemon: not listed */
 	{"help", cmd_help, "show this help"},
 };
 
@@ -75,7 +76,8 @@ static void usage(FILE *out)
 		     "namespaces, seccomp, Landlock, cgroups, rlimits, no capabilities.\n\n"
 		     "commands:\n");
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(commands); i++)
-		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		if (commands[i].summary != NULL)
+			fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\nRun 'paddock COMMAND --help' for a command's options.\n");
 }
 
