@@ -30,8 +30,8 @@ static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS pools (profile TEXT PRIMARY KEY NOT NULL, size INTEGER NOT NULL)",
 };
 
-#define SB_COLUMNS                                                                              \
-	"id, state, profile, labels, spec, idempotency_key, supervisor_pid, created_ns,"        \
+#define SB_COLUMNS                                                                       \
+	"id, state, profile, labels, spec, idempotency_key, supervisor_pid, created_ns," \
 	" expires_ns, idle_timeout_s, spool_offset, output_bytes, commands, pool, claimed"
 
 static inline void cleanup_stmt(sqlite3_stmt **st)
@@ -104,10 +104,10 @@ int pdk_store_open(const char *state_dir, struct pdk_store **out, struct pdk_err
 		else
 			(void)close(fd);
 	}
-	if (rc == 0 && sqlite3_open_v2(s->path, &s->db,
-				       SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
-					       SQLITE_OPEN_NOFOLLOW,
-				       NULL) != SQLITE_OK)
+	if (rc == 0 &&
+	    sqlite3_open_v2(s->path, &s->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+			    NULL) != SQLITE_OK)
 		rc = s->db ? db_error(s, err, "open")
 			   : pdk_error_setx(err, ENOMEM, "cannot open '%s'", s->path);
 	if (rc == 0) {
@@ -185,8 +185,9 @@ int pdk_store_sandbox_insert(struct pdk_store *s, const struct pdk_store_sandbox
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
-	if (prepare(s, "INSERT INTO sandboxes (" SB_COLUMNS ") VALUES"
-		       " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	if (prepare(s,
+		    "INSERT INTO sandboxes (" SB_COLUMNS ") VALUES"
+		    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		    &st, err) < 0)
 		return -EIO;
 	rc |= bind_text(st, 1, sb->id);
@@ -251,8 +252,8 @@ int pdk_store_sandbox_each(struct pdk_store *s, pdk_store_sandbox_cb cb, void *d
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (prepare(s, "SELECT " SB_COLUMNS " FROM sandboxes ORDER BY created_ns, id", &st,
-		    err) < 0)
+	if (prepare(s, "SELECT " SB_COLUMNS " FROM sandboxes ORDER BY created_ns, id", &st, err) <
+	    0)
 		return -EIO;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct pdk_store_sandbox sb = {0};
@@ -275,9 +276,10 @@ int pdk_store_sandbox_update(struct pdk_store *s, const struct pdk_store_sandbox
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
-	if (prepare(s, "UPDATE sandboxes SET state = ?, supervisor_pid = ?, spool_offset = ?,"
-		       " output_bytes = ?, commands = ?, pool = ?, claimed = ?, expires_ns = ?,"
-		       " labels = ? WHERE id = ?",
+	if (prepare(s,
+		    "UPDATE sandboxes SET state = ?, supervisor_pid = ?, spool_offset = ?,"
+		    " output_bytes = ?, commands = ?, pool = ?, claimed = ?, expires_ns = ?,"
+		    " labels = ?, idempotency_key = ?, idle_timeout_s = ? WHERE id = ?",
 		    &st, err) < 0)
 		return -EIO;
 	rc |= bind_text(st, 1, sb->state);
@@ -289,7 +291,9 @@ int pdk_store_sandbox_update(struct pdk_store *s, const struct pdk_store_sandbox
 	rc |= sqlite3_bind_int(st, 7, sb->claimed);
 	rc |= bind_u64(st, 8, sb->expires_ns);
 	rc |= bind_text(st, 9, sb->labels ? sb->labels : "{}");
-	rc |= bind_text(st, 10, sb->id);
+	rc |= bind_text(st, 10, sb->idempotency_key);
+	rc |= bind_u64(st, 11, sb->idle_timeout_s);
+	rc |= bind_text(st, 12, sb->id);
 	if (rc != SQLITE_OK)
 		return db_error(s, err, "bind");
 	if (step_done(s, st, err) < 0)
@@ -322,8 +326,8 @@ int pdk_store_token_add(struct pdk_store *s, const char *name, const char *sha25
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
-	if (prepare(s, "INSERT INTO tokens (name, sha256, created_ns) VALUES (?, ?, ?)", &st,
-		    err) < 0)
+	if (prepare(s, "INSERT INTO tokens (name, sha256, created_ns) VALUES (?, ?, ?)", &st, err) <
+	    0)
 		return -EIO;
 	rc |= bind_text(st, 1, name);
 	rc |= bind_text(st, 2, sha256_hex);
@@ -393,8 +397,9 @@ int pdk_store_pool_set(struct pdk_store *s, const char *profile, uint64_t size,
 
 	if (size == 0)
 		return exec_bound1(s, "DELETE FROM pools WHERE profile = ?", profile, err);
-	if (prepare(s, "INSERT INTO pools (profile, size) VALUES (?, ?)"
-		       " ON CONFLICT(profile) DO UPDATE SET size = excluded.size",
+	if (prepare(s,
+		    "INSERT INTO pools (profile, size) VALUES (?, ?)"
+		    " ON CONFLICT(profile) DO UPDATE SET size = excluded.size",
 		    &st, err) < 0)
 		return -EIO;
 	rc |= bind_text(st, 1, profile);

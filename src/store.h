@@ -22,14 +22,14 @@ struct pdk_store;
 /* One sandbox row. Strings are owned by the struct (pdk_store_sandbox_release()). */
 struct pdk_store_sandbox {
 	char *id;
-	char *state;   /* starting|running|paused|ended|lost */
+	char *state; /* starting|running|paused|ended|lost */
 	char *profile;
-	char *labels;  /* JSON object */
-	char *spec;    /* JSON object (the supervisor's spec) */
-	char *idempotency_key; /* may be NULL */
-	pid_t supervisor_pid;  /* 0: none yet */
-	uint64_t created_ns;   /* CLOCK_REALTIME */
-	uint64_t expires_ns;   /* 0: no TTL */
+	char *labels;            /* JSON object */
+	char *spec;              /* JSON object (the supervisor's spec) */
+	char *idempotency_key;   /* may be NULL */
+	pid_t supervisor_pid;    /* 0: none yet */
+	uint64_t created_ns;     /* CLOCK_REALTIME */
+	uint64_t expires_ns;     /* 0: no TTL */
 	uint64_t idle_timeout_s; /* 0: none */
 	uint64_t spool_offset;   /* bytes of events.jsonl already ingested */
 	uint64_t output_bytes;   /* exec output charged to the budget */
@@ -64,7 +64,10 @@ PDK_MUST_CHECK int pdk_store_sandbox_by_key(struct pdk_store *s, const char *key
 typedef int (*pdk_store_sandbox_cb)(void *data, const struct pdk_store_sandbox *sb);
 PDK_MUST_CHECK int pdk_store_sandbox_each(struct pdk_store *s, pdk_store_sandbox_cb cb, void *data,
 					  struct pdk_error **err);
-/* Update the mutable columns (state, pid, offsets, budgets, pool flags) of row sb->id. */
+/*
+ * Update the mutable columns of row sb->id (all but id, profile, spec, created_ns).
+ * -EEXIST when the new idempotency key is another row's.
+ */
 PDK_MUST_CHECK int pdk_store_sandbox_update(struct pdk_store *s, const struct pdk_store_sandbox *sb,
 					    struct pdk_error **err);
 /* Delete row `id` (absent is not an error). */
@@ -72,9 +75,10 @@ PDK_MUST_CHECK int pdk_store_sandbox_delete(struct pdk_store *s, const char *id,
 					    struct pdk_error **err);
 
 /* Admin tokens: `sha256_hex` of the token, a name (unique), created time. */
-PDK_MUST_CHECK int pdk_store_token_add(struct pdk_store *s, const char *name, const char *sha256_hex,
-				       struct pdk_error **err);
-/* 0 when `sha256_hex` is a stored token's (its name in *name, caller frees, may be NULL), else -ENOENT. */
+PDK_MUST_CHECK int pdk_store_token_add(struct pdk_store *s, const char *name,
+				       const char *sha256_hex, struct pdk_error **err);
+/* 0 when `sha256_hex` is a stored token's (its name in *name, caller frees, may be NULL), else
+ * -ENOENT. */
 PDK_MUST_CHECK int pdk_store_token_check(struct pdk_store *s, const char *sha256_hex, char **name,
 					 struct pdk_error **err);
 typedef int (*pdk_store_token_cb)(void *data, const char *name, uint64_t created_ns);

@@ -16,14 +16,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#define STR_MAX      4096
-#define ARG_MAX_LEN  (128 * 1024)
-#define ARGV_MAX     4096
-#define ENV_MAX      1024
-#define LABELS_MAX   64
+#define STR_MAX         4096
+#define ARG_MAX_LEN     (128 * 1024)
+#define ARGV_MAX        4096
+#define ENV_MAX         1024
+#define LABELS_MAX      64
 #define LABEL_VALUE_MAX 256
-#define IDEM_MAX     200
-#define DURATION_MAX_S (366ULL * 24 * 3600)
+#define IDEM_MAX        200
+#define DURATION_MAX_S  (366ULL * 24 * 3600)
 
 static int fail(struct pdk_req_error *e, const char *field, const char *fmt, ...) PDK_PRINTF(3, 4);
 static int fail(struct pdk_req_error *e, const char *field, const char *fmt, ...)
@@ -70,7 +70,8 @@ static int check_object(json_t *obj, const char *prefix, const struct field *fie
 	const char *key;
 	json_t *v;
 
-	json_object_foreach(obj, key, v) {
+	json_object_foreach(obj, key, v)
+	{
 		char path[PDK_REQ_FIELD_MAX];
 		size_t i;
 
@@ -155,8 +156,8 @@ static int duration(json_t *v, const char *path, uint64_t unit_ms, uint64_t *ms,
 	}
 	if (!json_is_string(v) || json_string_length(v) > 32 ||
 	    pdk_parse_duration(json_string_value(v), ms) < 0)
-		return fail(e, path, "'%s' must be a duration (\"30s\", \"10m\", \"1h\") or a number",
-			    path);
+		return fail(e, path,
+			    "'%s' must be a duration (\"30s\", \"10m\", \"1h\") or a number", path);
 	if (*ms > DURATION_MAX_S * 1000)
 		return fail(e, path, "'%s' is out of range", path);
 	return 0;
@@ -237,7 +238,8 @@ static int string_map(json_t *v, const char *path, size_t max_n, bool (*key_ok)(
 		return fail(e, path, "'%s' must be an object of strings", path);
 	if (json_object_size(v) > max_n)
 		return fail(e, path, "'%s' has more than %zu entries", path, max_n);
-	json_object_foreach(v, k, x) {
+	json_object_foreach(v, k, x)
+	{
 		char p[PDK_REQ_FIELD_MAX];
 		const char *s;
 
@@ -279,7 +281,8 @@ static int chk_labels(json_t *v, const char *path, void *out, struct pdk_req_err
 
 	if (string_map(v, path, LABELS_MAX, label_key_ok, LABEL_VALUE_MAX, e) < 0)
 		return -1;
-	json_object_foreach(v, k, x) {
+	json_object_foreach(v, k, x)
+	{
 		if (!printable(json_string_value(x))) {
 			char p[PDK_REQ_FIELD_MAX];
 
@@ -333,9 +336,9 @@ static int chk_dur_any(json_t *v, const char *path, void *out, struct pdk_req_er
 }
 
 static const struct field limit_fields[] = {
-	{"memory", chk_size, 0},     {"pids", chk_count, 0},       {"cpu", chk_cpu, 0},
-	{"wall", chk_dur_any, 0},    {"cpu_time", chk_dur_any, 0}, {"egress_bytes", chk_size, 0},
-	{"commands", chk_count, 0},  {"output", chk_size, 0},      {"output_bytes", chk_size, 0},
+	{"memory", chk_size, 0},    {"pids", chk_count, 0},       {"cpu", chk_cpu, 0},
+	{"wall", chk_dur_any, 0},   {"cpu_time", chk_dur_any, 0}, {"egress_bytes", chk_size, 0},
+	{"commands", chk_count, 0}, {"output", chk_size, 0},      {"output_bytes", chk_size, 0},
 };
 
 static int chk_limits(json_t *v, const char *path, void *out, struct pdk_req_error *e)
@@ -364,8 +367,10 @@ static int chk_allow(json_t *v, const char *path, void *out, struct pdk_req_erro
 
 	(void)out;
 	if (!json_is_array(v) || json_array_size(v) > 256)
-		return fail(e, path, "'%s' must be an array of at most 256 host:port strings", path);
-	json_array_foreach(v, i, x) {
+		return fail(e, path, "'%s' must be an array of at most 256 host:port strings",
+			    path);
+	json_array_foreach(v, i, x)
+	{
 		char p[PDK_REQ_FIELD_MAX];
 		const char *s;
 
@@ -460,7 +465,10 @@ static int chk_idem(json_t *v, const char *path, void *out, struct pdk_req_error
 	return 0;
 }
 
-#define CF(name, fn, member) {name, fn, offsetof(struct pdk_req_create, member)}
+#define CF(name, fn, member)                                      \
+	{                                                         \
+		name, fn, offsetof(struct pdk_req_create, member) \
+	}
 static const struct field create_fields[] = {
 	CF("profile", chk_name, profile),
 	CF("overrides", chk_overrides, overrides),
@@ -525,7 +533,10 @@ static int chk_cwd(json_t *v, const char *path, void *out, struct pdk_req_error 
 	return 0;
 }
 
-#define EF(name, fn, member) {name, fn, offsetof(struct exec_parse, member)}
+#define EF(name, fn, member)                                  \
+	{                                                     \
+		name, fn, offsetof(struct exec_parse, member) \
+	}
 static const struct field exec_fields[] = {
 	EF("argv", keep, argv),
 	EF("cmd", keep, cmd),
@@ -559,11 +570,11 @@ static int exec_argv(json_t *argv, json_t *cmd, struct pdk_req_exec *r, struct p
 		pdk_strv_push(&r->argv, s);
 		return 0;
 	}
-	if (!json_is_array(argv) || json_array_size(argv) == 0 ||
-	    json_array_size(argv) > ARGV_MAX)
+	if (!json_is_array(argv) || json_array_size(argv) == 0 || json_array_size(argv) > ARGV_MAX)
 		return fail(e, "argv", "'argv' must be a non-empty array of at most %d strings",
 			    ARGV_MAX);
-	json_array_foreach(argv, i, x) {
+	json_array_foreach(argv, i, x)
+	{
 		char p[32];
 
 		(void)snprintf(p, sizeof(p), "argv[%zu]", i);
@@ -689,16 +700,19 @@ int pdk_req_parse_token(const char *body, size_t len, struct pdk_req_token *out,
 		return -1;
 	if (p.ops == NULL || !json_is_array(p.ops) || json_array_size(p.ops) == 0 ||
 	    json_array_size(p.ops) > 8)
-		return fail(e, "ops", "'ops' must be a non-empty array of read, exec, files, control");
+		return fail(e, "ops",
+			    "'ops' must be a non-empty array of read, exec, files, control");
 	memset(out, 0, sizeof(*out));
-	json_array_foreach(p.ops, i, x) {
+	json_array_foreach(p.ops, i, x)
+	{
 		char path[32];
 		unsigned bit;
 
 		(void)snprintf(path, sizeof(path), "ops[%zu]", i);
 		bit = json_is_string(x) ? pdk_token_op_from_name(json_string_value(x)) : 0;
 		if (bit == 0)
-			return fail(e, path, "'%s' must be one of read, exec, files, control", path);
+			return fail(e, path, "'%s' must be one of read, exec, files, control",
+				    path);
 		out->ops |= bit;
 	}
 	if (p.ttl_s == 0 || p.ttl_s > PDK_REQ_TOKEN_TTL_MAX)
@@ -712,11 +726,14 @@ struct kill_parse {
 	json_t *ids;
 };
 
-#define KF(name, fn, member) {name, fn, offsetof(struct kill_parse, member)}
+#define KF(name, fn, member)                                  \
+	{                                                     \
+		name, fn, offsetof(struct kill_parse, member) \
+	}
 static const struct field kill_fields[] = {
-	KF("session", chk_str, r.session),   KF("workflow", chk_str, r.workflow),
-	KF("agent", chk_str, r.agent),       KF("reason", chk_str, r.reason),
-	KF("labels", chk_labels, r.labels),  KF("ids", keep, ids),
+	KF("session", chk_str, r.session),  KF("workflow", chk_str, r.workflow),
+	KF("agent", chk_str, r.agent),      KF("reason", chk_str, r.reason),
+	KF("labels", chk_labels, r.labels), KF("ids", keep, ids),
 };
 
 void pdk_req_kill_release(struct pdk_req_kill *r)
@@ -739,7 +756,8 @@ static int kill_ids(json_t *ids, struct pdk_req_kill *r, struct pdk_req_error *e
 		return 0;
 	if (!json_is_array(ids) || json_array_size(ids) > 10000)
 		return fail(e, "ids", "'ids' must be an array of sandbox ids");
-	json_array_foreach(ids, i, x) {
+	json_array_foreach(ids, i, x)
+	{
 		char path[32];
 		const char *s;
 
@@ -817,8 +835,8 @@ static const struct {
 	const char *name;
 	int sig;
 } signals[] = {
-	{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
-	{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"CONT", SIGCONT},
+	{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"KILL", SIGKILL},
+	{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM},   {"CONT", SIGCONT},
 	{"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"WINCH", SIGWINCH}, {"ALRM", SIGALRM},
 };
 

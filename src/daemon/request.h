@@ -26,22 +26,22 @@ struct pdk_req_error {
 
 /* POST /v1/sandboxes */
 struct pdk_req_create {
-	char *profile;         /* never NULL ("default") */
-	json_t *overrides;     /* validated object or NULL */
-	json_t *workspace;     /* validated {"path":..,"mode":..} or NULL */
-	json_t *env;           /* object of strings or NULL */
-	json_t *labels;        /* object of strings, never NULL */
-	uint64_t ttl_s;        /* 0: none */
+	char *profile;     /* never NULL ("default") */
+	json_t *overrides; /* validated object or NULL */
+	json_t *workspace; /* validated {"path":..,"mode":..} or NULL */
+	json_t *env;       /* object of strings or NULL */
+	json_t *labels;    /* object of strings, never NULL */
+	uint64_t ttl_s;    /* 0: none */
 	uint64_t idle_timeout_s;
 	char *idempotency_key; /* may be NULL */
 };
 
 /* POST /v1/sandboxes/{id}/exec */
 struct pdk_req_exec {
-	char **argv;       /* never NULL, argv[0] set */
-	char **env;        /* "K=V" strings; may be NULL */
-	char *cwd;         /* may be NULL */
-	char *stdin_data;  /* may be NULL */
+	char **argv;      /* never NULL, argv[0] set */
+	char **env;       /* "K=V" strings; may be NULL */
+	char *cwd;        /* may be NULL */
+	char *stdin_data; /* may be NULL */
 	size_t stdin_len;
 	uint64_t timeout_ms; /* 0: none */
 	uint64_t output_cap;

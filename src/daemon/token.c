@@ -186,7 +186,8 @@ static int parse_claims(const unsigned char *p, size_t n, struct pdk_token_claim
 	memset(c, 0, sizeof(*c));
 	memcpy(c->sb, json_string_value(sb), json_string_length(sb));
 	c->exp = (uint64_t)json_integer_value(exp);
-	json_array_foreach(ops, i, v) {
+	json_array_foreach(ops, i, v)
+	{
 		unsigned bit = json_is_string(v) ? pdk_token_op_from_name(json_string_value(v)) : 0;
 
 		if (bit == 0)
@@ -196,8 +197,8 @@ static int parse_claims(const unsigned char *p, size_t n, struct pdk_token_claim
 	return 0;
 }
 
-int pdk_token_verify(const unsigned char key[PDK_TOKEN_KEY_LEN], const char *token,
-		     uint64_t now_s, struct pdk_token_claims *claims, struct pdk_error **err)
+int pdk_token_verify(const unsigned char key[PDK_TOKEN_KEY_LEN], const char *token, uint64_t now_s,
+		     struct pdk_token_claims *claims, struct pdk_error **err)
 {
 	_cleanup_free_ unsigned char *payload = NULL, *sig = NULL;
 	size_t plen = strlen(PDK_TOKEN_SB_PREFIX), tlen = strnlen(token, PDK_TOKEN_MAX_LEN + 1);

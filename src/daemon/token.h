@@ -16,9 +16,9 @@
 #include "common.h"
 #include "error.h"
 
-#define PDK_TOKEN_KEY_FILE  "daemon.key"
-#define PDK_TOKEN_KEY_LEN   32
-#define PDK_TOKEN_SB_PREFIX "pdk_sb_"
+#define PDK_TOKEN_KEY_FILE   "daemon.key"
+#define PDK_TOKEN_KEY_LEN    32
+#define PDK_TOKEN_SB_PREFIX  "pdk_sb_"
 #define PDK_TOKEN_ADM_PREFIX "pdk_adm_"
 /* Longest token accepted at all (anything longer is rejected before any work). */
 #define PDK_TOKEN_MAX_LEN 2048
@@ -31,7 +31,8 @@ enum pdk_token_ops {
 	PDK_TOKEN_OP_FILES = 1 << 2,   /* files and archive, read and write */
 	PDK_TOKEN_OP_CONTROL = 1 << 3, /* pause, resume, snapshot, rollback, commit, destroy */
 };
-#define PDK_TOKEN_OPS_ALL (PDK_TOKEN_OP_READ | PDK_TOKEN_OP_EXEC | PDK_TOKEN_OP_FILES | PDK_TOKEN_OP_CONTROL)
+#define PDK_TOKEN_OPS_ALL \
+	(PDK_TOKEN_OP_READ | PDK_TOKEN_OP_EXEC | PDK_TOKEN_OP_FILES | PDK_TOKEN_OP_CONTROL)
 
 struct pdk_token_claims {
 	char sb[PDK_TOKEN_ID_MAX + 1];

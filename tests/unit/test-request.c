@@ -72,7 +72,8 @@ Test(request, create_refusals_name_the_field)
 	create_refused("{\"overrides\":{\"limits\":{\"memory\":\"lots\"}}}",
 		       "overrides.limits.memory");
 	create_refused("{\"overrides\":{\"limits\":{\"swap\":1}}}", "overrides.limits.swap");
-	create_refused("{\"overrides\":{\"network\":{\"mode\":\"open\"}}}", "overrides.network.mode");
+	create_refused("{\"overrides\":{\"network\":{\"mode\":\"open\"}}}",
+		       "overrides.network.mode");
 	create_refused("{\"overrides\":{\"network\":{\"allow\":[\"a b\"]}}}",
 		       "overrides.network.allow[0]");
 	create_refused("{\"workspace\":{\"path\":\"rel\"}}", "workspace.path");
@@ -90,7 +91,7 @@ Test(request, exec_argv_cmd_and_stdin)
 	cr_assert_eq(pdk_req_parse_exec(S("{\"argv\":[\"echo\",\"hi\"],\"env\":{\"X\":\"1\"},"
 					  "\"cwd\":\"/tmp\",\"timeout\":\"2s\",\"stdin_b64\":"
 					  "\"aGVsbG8=\"}"),
-				       &r, &e),
+					&r, &e),
 		     0, "%s: %s", e.field, e.msg);
 	cr_assert_str_eq(r.argv[1], "hi");
 	cr_assert_str_eq(r.env[0], "X=1");

@@ -16,9 +16,9 @@ Test(token, mint_then_verify)
 	struct pdk_error *err = NULL;
 	char *t = NULL;
 
-	cr_assert_eq(pdk_token_mint(key, "sb-1", PDK_TOKEN_OP_EXEC | PDK_TOKEN_OP_READ, 2000, &t,
-				    &err),
-		     0);
+	cr_assert_eq(
+		pdk_token_mint(key, "sb-1", PDK_TOKEN_OP_EXEC | PDK_TOKEN_OP_READ, 2000, &t, &err),
+		0);
 	cr_assert(strncmp(t, "pdk_sb_", 7) == 0);
 	cr_assert_eq(pdk_token_verify(key, t, 1999, &c, &err), 0, "%s", err ? err->msg : "");
 	cr_assert_str_eq(c.sb, "sb-1");
@@ -53,7 +53,8 @@ Test(token, other_key_and_tampering_are_refused)
 	pdk_error_free(&err);
 	/* Swap in a payload naming another sandbox and all ops, keeping the old MAC. */
 	payload = pdk_token_b64url_encode(
-		(const unsigned char *)"{\"exp\":2000,\"ops\":[\"exec\",\"files\"],\"sb\":\"sb-2\"}",
+		(const unsigned char
+			 *)"{\"exp\":2000,\"ops\":[\"exec\",\"files\"],\"sb\":\"sb-2\"}",
 		strlen("{\"exp\":2000,\"ops\":[\"exec\",\"files\"],\"sb\":\"sb-2\"}"));
 	dot = strchr(t, '.');
 	forged = pdk_xasprintf("pdk_sb_%s%s", payload, dot);
@@ -70,8 +71,9 @@ Test(token, other_key_and_tampering_are_refused)
 
 Test(token, garbage_is_refused)
 {
-	static const char *const bad[] = {"", "pdk_sb_", "pdk_sb_.", "pdk_sb_abc", "pdk_sb_a.b",
-					  "pdk_adm_xyz", "pdk_sb_!!!.???", "Bearer"};
+	static const char *const bad[] = {
+		"",           "pdk_sb_",     "pdk_sb_.",       "pdk_sb_abc",
+		"pdk_sb_a.b", "pdk_adm_xyz", "pdk_sb_!!!.???", "Bearer"};
 	struct pdk_token_claims c;
 	struct pdk_error *err = NULL;
 
