@@ -18,6 +18,7 @@ static const struct pdk_command commands[] = {
 	{"audit", pdk_cmd_audit, "list, show, follow, verify or export the audit trail"},
 	{"serve", pdk_cmd_serve, "run the control-plane daemon (REST API, long-lived sandboxes)"},
 	{"version", pdk_cmd_version, "print the version"},
+	{"supervise", pdk_cmd_supervise, NULL}, /* started by the daemon: not listed */
 	{"help", cmd_help, "show this help"},
 };
 
@@ -76,7 +77,8 @@ static void usage(FILE *out)
 		     "namespaces, seccomp, Landlock, cgroups, rlimits, no capabilities.\n\n"
 		     "commands:\n");
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(commands); i++)
-		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		if (commands[i].summary != NULL)
+			fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\nRun 'paddock COMMAND --help' for a command's options.\n");
 }
 
