@@ -526,7 +526,7 @@ void pdk__sb_ingest(struct pdk_sb *sb)
 /* ---- create: start the supervisor, wait on its ready pipe ---- */
 
 struct spawn_arg {
-	int exe_fd, spec_fd, ready_fd, null_fd;
+	int exe_fd, spec_fd, ready_fd, null_fd, log_fd;
 	char *const *argv;
 	char *const *envp;
 };
@@ -537,7 +537,7 @@ static int spawn_child(void *p)
 	const struct spawn_arg *a = p;
 
 	if (setsid() < 0 || dup2(a->spec_fd, 3) < 0 || dup2(a->ready_fd, 4) < 0 ||
-	    dup2(a->null_fd, 0) < 0 || dup2(a->null_fd, 1) < 0 || dup2(a->null_fd, 2) < 0)
+	    dup2(a->null_fd, 0) < 0 || dup2(a->log_fd, 1) < 0 || dup2(a->log_fd, 2) < 0)
 		_exit(127);
 	/* Every other descriptor of the daemon is close-on-exec: nothing else is inherited. */
 	(void)syscall(SYS_close_range, 5U, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -660,7 +660,8 @@ static void ready_readable(evutil_socket_t fd, short what, void *arg)
 static int spawn(struct pdk_sb *sb, const char *spec, struct pdk_error **err)
 {
 	struct pdk_daemon *d = sb->d;
-	_cleanup_close_ int spec_fd = -1, ready_r = -1, ready_w = -1, null_fd = -1;
+	_cleanup_close_ int spec_fd = -1, ready_r = -1, ready_w = -1, null_fd = -1, log_fd = -1;
+	_cleanup_free_ char *dir = NULL, *log_path = NULL;
 	_cleanup_strv_ char **argv = NULL;
 	int pipefd[2];
 	struct spawn_arg a;
@@ -677,6 +678,15 @@ static int spawn(struct pdk_sb *sb, const char *spec, struct pdk_error **err)
 	null_fd = TEMP_FAILURE_RETRY(open("/dev/null", O_RDWR | O_CLOEXEC));
 	if (null_fd < 0)
 		return pdk_error_set(err, errno, "open /dev/null");
+	/* The supervisor's stdout and stderr: RUNDIR/sb/ID/log (contract). */
+	dir = sb_dir(sb);
+	if (mkdir(dir, 0700) < 0)
+		return pdk_error_set(err, errno, "mkdir '%s'", dir);
+	log_path = pdk_xasprintf("%s/log", dir);
+	log_fd = TEMP_FAILURE_RETRY(
+		open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+	if (log_fd < 0)
+		return pdk_error_set(err, errno, "open '%s'", log_path);
 	/* Above 4, so that the child's dup2 onto 3 and 4 never overwrites one of them. */
 	pdk_strv_push(&argv, "paddock");
 	pdk_strv_push(&argv, "supervise");
@@ -687,7 +697,7 @@ static int spawn(struct pdk_sb *sb, const char *spec, struct pdk_error **err)
 	pdk_strv_push(&argv, "--ready-fd");
 	pdk_strv_push(&argv, "4");
 	a = (struct spawn_arg){
-		.exe_fd = d->exe_fd, .null_fd = null_fd, .argv = argv, .envp = environ};
+		.exe_fd = d->exe_fd, .null_fd = null_fd, .log_fd = log_fd, .argv = argv, .envp = environ};
 	a.spec_fd = fcntl(spec_fd, F_DUPFD_CLOEXEC, 10);
 	a.ready_fd = fcntl(ready_w, F_DUPFD_CLOEXEC, 10);
 	if (a.spec_fd < 0 || a.ready_fd < 0) {

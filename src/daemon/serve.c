@@ -279,9 +279,15 @@ static int start_pools(struct pdk_daemon *d, char **pools, struct pdk_error **er
 
 static int start(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struct pdk_error **err)
 {
-	d->exe_fd = TEMP_FAILURE_RETRY(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
-	if (d->exe_fd < 0)
+	int fd = TEMP_FAILURE_RETRY(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+
+	if (fd < 0)
 		return pdk_error_set(err, errno, "cannot open /proc/self/exe");
+	/* Above 4: a supervisor's fds 3 and 4 are its spec and ready pipe (spawn in sandboxes.c). */
+	d->exe_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	(void)close(fd);
+	if (d->exe_fd < 0)
+		return pdk_error_set(err, errno, "cannot keep /proc/self/exe open");
 	if (open_state(d, o, err) < 0 || start_pools(d, o->pools, err) < 0)
 		return -EIO;
 	d->base = event_base_new();
