@@ -696,8 +696,11 @@ static int spawn(struct pdk_sb *sb, const char *spec, struct pdk_error **err)
 	pdk_strv_push(&argv, "3");
 	pdk_strv_push(&argv, "--ready-fd");
 	pdk_strv_push(&argv, "4");
-	a = (struct spawn_arg){
-		.exe_fd = d->exe_fd, .null_fd = null_fd, .log_fd = log_fd, .argv = argv, .envp = environ};
+	a = (struct spawn_arg){.exe_fd = d->exe_fd,
+			       .null_fd = null_fd,
+			       .log_fd = log_fd,
+			       .argv = argv,
+			       .envp = environ};
 	a.spec_fd = fcntl(spec_fd, F_DUPFD_CLOEXEC, 10);
 	a.ready_fd = fcntl(ready_w, F_DUPFD_CLOEXEC, 10);
 	if (a.spec_fd < 0 || a.ready_fd < 0) {

@@ -283,7 +283,8 @@ static int start(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struct p
 
 	if (fd < 0)
 		return pdk_error_set(err, errno, "cannot open /proc/self/exe");
-	/* Above 4: a supervisor's fds 3 and 4 are its spec and ready pipe (spawn in sandboxes.c). */
+	/* Above 4: a supervisor's fds 3 and 4 are its spec and ready pipe (spawn in sandboxes.c).
+	 */
 	d->exe_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
 	(void)close(fd);
 	if (d->exe_fd < 0)
