@@ -119,7 +119,7 @@ sandbox_tests() {
 	wait $(jobs -p | grep -v "$(serve_pid "$who")") 2>/dev/null
 	sleep 0.2
 	api "$who" GET "/v1/sandboxes?session=sK"
-	is "$(jq_get "$(cat "$T/idem-$who-1")" id) $(python3 -c 'import json,sys; print(len(json.loads(sys.argv[1])["sandboxes"]))' "$BODY")" \
+	is "$(jq_get "$(cat "$T/idem-$who-1")" id) $(printf '%s' "$BODY" | jq '.sandboxes | length')" \
 		"$(jq_get "$(cat "$T/idem-$who-2")" id) 1" "$who: two concurrent creates with one idempotency key -> one sandbox"
 
 	# The daemon dies (SIGKILL) while a command runs; a new one re-adopts every sandbox.
@@ -156,7 +156,7 @@ sandbox_tests() {
 
 	# Delete the rest; nothing of them is left.
 	api "$who" GET /v1/sandboxes
-	for n in $(python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.loads(sys.argv[1])["sandboxes"]))' "$BODY"); do
+	for n in $(printf '%s' "$BODY" | jq -r '.sandboxes[].id'); do
 		api "$who" DELETE "/v1/sandboxes/$n"
 	done
 	sleep 0.5
