@@ -59,7 +59,9 @@ leak_cycles() {
 	is "$fd1" "$fd0" "$who: the daemon's open descriptors: $fd0 before, $fd1 after"
 	mnt1=$(wc -l </proc/self/mountinfo)
 	is "$mnt1" "$mnt0" "$who: host mounts: $mnt0 before, $mnt1 after"
-	is "$(find /sys/fs/cgroup -type d 2>/dev/null | grep -c -F -f "$T/ids-$who")" "0" \
+	# A sandbox's cgroup is named after the random tail of its id (sandbox.c).
+	cut -c25- "$T/ids-$who" >"$T/tails-$who"
+	is "$(find /sys/fs/cgroup -type d 2>/dev/null | grep -c -F -f "$T/tails-$who")" "0" \
 		"$who: no cgroup of any of the $n sandboxes is left"
 	is "$(ps -eo args | grep -v grep | grep -c -F -f "$T/ids-$who")" "0" \
 		"$who: no process of any of the $n sandboxes is left"
