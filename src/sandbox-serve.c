@@ -39,6 +39,15 @@ static bool put_strv(char *buf, size_t cap, size_t *off, char *const *v, uint32_
 	return true;
 }
 
+static size_t strv_bytes(char *const *v)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		n += strlen(v[i]) + 1;
+	return n;
+}
+
 static int send_req(struct pdk_sandbox *sb, const void *buf, size_t len, const int *fds,
 		    size_t nfds, struct pdk_error **err)
 {
@@ -73,6 +82,7 @@ int pdk_sandbox_spawn(struct pdk_sandbox *sb, const struct pdk_sandbox_spawn *re
 	_cleanup_free_ char *buf = NULL;
 	struct pdk_init_req hdr = {.type = PDK_INIT_REQ_SPAWN};
 	size_t off = sizeof(hdr);
+	size_t cap;
 	int fds[3];
 	size_t nfds;
 	int rc;
@@ -81,10 +91,15 @@ int pdk_sandbox_spawn(struct pdk_sandbox *sb, const struct pdk_sandbox_spawn *re
 		return pdk_error_setx(err, ESRCH, "the sandbox is not serving");
 	if (req->argv == NULL || req->argv[0] == NULL || req->argv[0][0] == '\0')
 		return pdk_error_setx(err, EINVAL, "no command to run");
-	buf = pdk_xmalloc(PDK_INIT_MAX_REQ);
-	if (!put_str(buf, PDK_INIT_MAX_REQ, &off, req->cwd ? req->cwd : "/") ||
-	    !put_strv(buf, PDK_INIT_MAX_REQ, &off, req->argv, &hdr.argc) ||
-	    !put_strv(buf, PDK_INIT_MAX_REQ, &off, req->envp, &hdr.envc))
+	/* Sized to fit (a fixed 128 KiB buffer would be an mmap() and munmap() per exec). */
+	cap = sizeof(hdr) + strlen(req->cwd ? req->cwd : "/") + 1 + strv_bytes(req->argv) +
+	      strv_bytes(req->envp);
+	if (cap > PDK_INIT_MAX_REQ)
+		cap = PDK_INIT_MAX_REQ + 1; /* put_*() then say it does not fit */
+	buf = pdk_xmalloc(cap);
+	if (!put_str(buf, cap, &off, req->cwd ? req->cwd : "/") ||
+	    !put_strv(buf, cap, &off, req->argv, &hdr.argc) ||
+	    !put_strv(buf, cap, &off, req->envp, &hdr.envc) || off > PDK_INIT_MAX_REQ)
 		return pdk_error_setx(err, E2BIG, "arguments and environment exceed %d bytes",
 				      PDK_INIT_MAX_REQ);
 	if (req->pty_fd >= 0) {
@@ -122,7 +137,7 @@ size_t pdk_sandbox_pollfds(struct pdk_sandbox *sb, struct pollfd *pfd, size_t ma
 	bool lazy = sb->tracer != NULL && pdk_exectrace_lazy_exits(sb->tracer);
 	size_t nt = 0;
 
-	if (max < PFD_FIXED || sb->reaped)
+	if (sb == NULL || max < PFD_FIXED || sb->reaped)
 		return 0;
 	pfd[PFD_INIT] = (struct pollfd){.fd = sb->pidfd, .events = POLLIN};
 	pfd[PFD_CTL] = (struct pollfd){.fd = sb->ctl[0], .events = POLLIN};
@@ -136,7 +151,7 @@ size_t pdk_sandbox_pollfds(struct pdk_sandbox *sb, struct pollfd *pfd, size_t ma
 
 int pdk_sandbox_poll_timeout_ms(struct pdk_sandbox *sb)
 {
-	if (sb->tracer != NULL && pdk_exectrace_lazy_exits(sb->tracer) &&
+	if (sb != NULL && sb->tracer != NULL && pdk_exectrace_lazy_exits(sb->tracer) &&
 	    pdk_exectrace_watching(sb->tracer) > 0)
 		return PDK__EXIT_SWEEP_MS;
 	return -1;
@@ -163,6 +178,8 @@ int pdk_sandbox_next_proc(struct pdk_sandbox *sb, struct pdk_sandbox_proc *p)
 {
 	struct pdk_init_msg m;
 
+	if (sb == NULL)
+		return 0;
 	for (;;) {
 		ssize_t n = TEMP_FAILURE_RETRY(recv(sb->ctl[0], &m, sizeof(m), MSG_DONTWAIT));
 
@@ -192,7 +209,7 @@ int pdk_sandbox_next_proc(struct pdk_sandbox *sb, struct pdk_sandbox_proc *p)
 
 bool pdk_sandbox_alive(const struct pdk_sandbox *sb)
 {
-	return sb->pid > 0 && !sb->reaped;
+	return sb != NULL && sb->pid > 0 && !sb->reaped;
 }
 
 int pdk_sandbox_pause(struct pdk_sandbox *sb, struct pdk_error **err)
@@ -215,7 +232,7 @@ void pdk_sandbox_usage(struct pdk_sandbox *sb, struct pdk_sandbox_usage *u)
 	struct pdk_cgroup_stats st;
 
 	memset(u, 0, sizeof(*u));
-	if (pdk_cgroup_stats(sb->cgroup, &st, &ignored) < 0)
+	if (sb == NULL || pdk_cgroup_stats(sb->cgroup, &st, &ignored) < 0)
 		return;
 	u->cpu_ns = st.cpu_usage_ns;
 	u->memory_current = st.memory_current;

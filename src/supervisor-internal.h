@@ -61,12 +61,24 @@ struct pdk_supervisor {
 	size_t n_execs;
 	/* Snapshots by name: index i is change-set snapshot number i + 1. */
 	char **snap_names;
+	uint64_t cpu_base_ns; /* CPU time of the inits before the last restart */
+	/* {"ev":"events"} nudges: the spool's size when last told, and when. */
+	int spool_fd; /* O_PATH of events.jsonl, for fstat() */
+	off_t spool_told;
+	uint64_t nudge_ns;
 };
 
 /* Reply helpers (supervisor.c). Each sends on the current connection, if any. */
 void pdk__sv_send(struct pdk_supervisor *s, json_t *msg, const int *fds, size_t nfds);
 void pdk__sv_reply_error(struct pdk_supervisor *s, json_int_t req, const char *code,
 			 const char *field, const struct pdk_error *err);
+
+/*
+ * openat2() of `path` beneath the sandbox's root (RESOLVE_IN_ROOT |
+ * RESOLVE_NO_MAGICLINKS; O_CLOEXEC, and O_NOCTTY unless O_PATH, added).
+ * The fd, or -errno.
+ */
+int pdk__sv_open_in(struct pdk_supervisor *s, const char *path, int flags, mode_t mode);
 
 /*
  * File operations, confined to the sandbox's root (supervisor-files.c):
