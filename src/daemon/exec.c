@@ -62,6 +62,7 @@ struct pdk_exec {
 	size_t in_len, in_off;
 	uint64_t raw_max;
 	struct pdk_stream stream; /* EXEC_STREAM */
+	json_t *early;            /* output read before the start answer: [[stream, data]...] */
 	bool started, finished, raw_too_big;
 	uint64_t start_ns;
 };
@@ -201,6 +202,7 @@ static void exec_free(struct pdk_exec *x)
 		(void)close(x->in_fd);
 	json_decref(x->exec_id);
 	json_decref(x->exit);
+	json_decref(x->early);
 	free(x->in_data);
 	free(x);
 }
@@ -491,6 +493,17 @@ static void output_readable(evutil_socket_t fd, short what, void *arg)
 	}
 	if (x->mode == EXEC_STREAM) {
 		c->total += (uint64_t)n;
+		/*
+		 * The pipe and the control socket are watched by the same loop: output
+		 * can be read before the start answer. It waits for the stream to open.
+		 */
+		if (!x->started) {
+			if (x->early == NULL)
+				x->early = json_array();
+			json_array_append_new(
+				x->early, json_pack("[s, o]", c->name, json_text(buf, (size_t)n)));
+			return;
+		}
 		pdk__stream_send(&x->stream, NULL, c->name,
 				 json_pack("{s:o}", "data", json_text(buf, (size_t)n)));
 		return;
@@ -550,6 +563,14 @@ static void started(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds, voi
 		pdk__stream_send(&x->stream, NULL, "start",
 				 json_pack("{s:O, s:O}", "exec_id", x->exec_id, "pid",
 					   json_object_get(reply, "pid") ?: json_null()));
+		for (size_t i = 0; i < json_array_size(x->early); i++) {
+			json_t *e = json_array_get(x->early, i);
+
+			pdk__stream_send(&x->stream, NULL, json_string_value(json_array_get(e, 0)),
+					 json_pack("{s:O}", "data", json_array_get(e, 1)));
+		}
+		json_decref(x->early);
+		x->early = NULL;
 	}
 }
 

@@ -91,30 +91,39 @@ static int bind_fd(struct pdk_daemon *d, struct evhttp *h, int fd, struct pdk_er
 
 static int listen_unix(struct pdk_daemon *d, struct pdk_error **err)
 {
+	_cleanup_free_ char *tmp = pdk_xasprintf("%s.new", d->socket_path);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	mode_t old;
 	int fd, rc;
 
-	if (strlen(d->socket_path) >= sizeof(sa.sun_path))
+	if (strlen(tmp) >= sizeof(sa.sun_path))
 		return pdk_error_setx(err, ENAMETOOLONG, "socket path '%s' is too long",
 				      d->socket_path);
-	memcpy(sa.sun_path, d->socket_path, strlen(d->socket_path) + 1);
+	memcpy(sa.sun_path, tmp, strlen(tmp) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return pdk_error_set(err, errno, "socket");
 	/* We hold the state lock: a socket left at the path is a dead daemon's. */
-	(void)unlink(d->socket_path);
+	(void)unlink(tmp);
 	/* SECURITY: the socket is 0600 from its creation (umask), not chmod'ed afterwards. */
 	old = umask(0177);
 	rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
 	if (rc < 0) {
-		rc = pdk_error_set(err, errno, "bind '%s'", d->socket_path);
+		rc = pdk_error_set(err, errno, "bind '%s'", tmp);
 		(void)close(fd);
 		return rc;
 	}
 	d->http_unix = http_new(d, on_unix_request);
-	return bind_fd(d, d->http_unix, fd, err);
+	if (bind_fd(d, d->http_unix, fd, err) < 0)
+		return -EIO;
+	/*
+	 * Bound and listening under a temporary name, then renamed: a client that
+	 * sees the path can connect (no window between bind and listen).
+	 */
+	if (rename(tmp, d->socket_path) < 0)
+		return pdk_error_set(err, errno, "rename '%s' to '%s'", tmp, d->socket_path);
+	return 0;
 }
 
 static int listen_tcp(struct pdk_daemon *d, const char *spec, struct pdk_error **err)

@@ -44,8 +44,10 @@ serve_start() {
 	[ "$who" = user ] && chown $UNPRIV_UID:$UNPRIV_UID "$T/serve-$who"
 	(as_exec "$who" "$T/bin/paddock" serve "$@" >"$T/serve-$who.log" 2>&1) &
 	eval "SERVE_PID_$who=$!"
-	for i in $(seq 1 100); do
-		[ -S "$(sock_of "$who")" ] && return 0
+	# Ready when it answers (a socket left by a killed daemon may still be at the path).
+	for i in $(seq 1 200); do
+		[ "$(as "$who" curl -s -o /dev/null -w '%{http_code}' --unix-socket "$(sock_of "$who")" \
+			http://paddock/v1/health 2>/dev/null)" = 200 ] && return 0
 		sleep 0.05
 	done
 	echo "# the daemon did not start:"; sed 's/^/#   /' "$T/serve-$who.log"
