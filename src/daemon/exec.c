@@ -17,6 +17,7 @@
 
 #define READ_CHUNK     65536
 #define PENDING_MAX    (8u << 20) /* output held while the spill file is being opened */
+#define EARLY_MAX      (1u << 20) /* output held until the start answer */
 #define DRAIN_GRACE_MS 200 /* after the exit, how long a lingering pipe writer is waited for */
 
 enum exec_mode {
@@ -46,6 +47,7 @@ struct capture {
 	int file_fd;
 	bool file_requested, file_failed;
 	struct evbuffer *pending;
+	struct evbuffer *early; /* read before the start answer */
 };
 
 struct pdk_exec {
@@ -62,7 +64,6 @@ struct pdk_exec {
 	size_t in_len, in_off;
 	uint64_t raw_max;
 	struct pdk_stream stream; /* EXEC_STREAM */
-	json_t *early;            /* output read before the start answer: [[stream, data]...] */
 	bool started, finished, raw_too_big;
 	uint64_t start_ns;
 };
@@ -143,6 +144,8 @@ static void capture_release(struct capture *c)
 		(void)close(c->file_fd);
 	if (c->pending != NULL)
 		evbuffer_free(c->pending);
+	if (c->early != NULL)
+		evbuffer_free(c->early);
 	free(c->head);
 	free(c->tail);
 	free(c->file);
@@ -202,7 +205,6 @@ static void exec_free(struct pdk_exec *x)
 		(void)close(x->in_fd);
 	json_decref(x->exec_id);
 	json_decref(x->exit);
-	json_decref(x->early);
 	free(x->in_data);
 	free(x);
 }
@@ -471,6 +473,47 @@ void pdk__exec_abort_all(struct pdk_sb *sb)
 
 /* ---- pipes ---- */
 
+/* Bytes of one stream: to the SSE stream, the raw answer, or the capture. */
+static void handle_output(struct pdk_exec *x, struct capture *c, const char *buf, size_t n)
+{
+	if (x->mode == EXEC_STREAM) {
+		c->total += n;
+		pdk__stream_send(&x->stream, NULL, c->name,
+				 json_pack("{s:o}", "data", json_text(buf, n)));
+		return;
+	}
+	if (x->mode == EXEC_RAW && c == &x->out) {
+		c->total += n;
+		if (c->head_len + n > c->head_max) {
+			x->raw_too_big = true;
+			return;
+		}
+		memcpy(c->head + c->head_len, buf, n);
+		c->head_len += n;
+		return;
+	}
+	capture_add(x, c, buf, n);
+}
+
+/*
+ * The pipes and the control socket are watched by the same loop: output can
+ * be read before the start answer (which gives the exec id the spill file and
+ * the stream need). It waits in c->early until then.
+ */
+static void replay_early(struct pdk_exec *x, struct capture *c)
+{
+	size_t n = c->early ? evbuffer_get_length(c->early) : 0;
+
+	if (n > 0)
+		handle_output(x, c, (const char *)evbuffer_pullup(c->early, (ssize_t)n), n);
+	if (c->early != NULL) {
+		evbuffer_free(c->early);
+		if (c->ev != NULL && event_add(c->ev, NULL) < 0)
+			pdk_oom();
+	}
+	c->early = NULL;
+}
+
 static void output_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct pdk_exec *x = arg;
@@ -491,35 +534,16 @@ static void output_readable(evutil_socket_t fd, short what, void *arg)
 		maybe_finish(x);
 		return;
 	}
-	if (x->mode == EXEC_STREAM) {
-		c->total += (uint64_t)n;
-		/*
-		 * The pipe and the control socket are watched by the same loop: output
-		 * can be read before the start answer. It waits for the stream to open.
-		 */
-		if (!x->started) {
-			if (x->early == NULL)
-				x->early = json_array();
-			json_array_append_new(
-				x->early, json_pack("[s, o]", c->name, json_text(buf, (size_t)n)));
-			return;
-		}
-		pdk__stream_send(&x->stream, NULL, c->name,
-				 json_pack("{s:o}", "data", json_text(buf, (size_t)n)));
+	if (!x->started) {
+		if (c->early == NULL && (c->early = evbuffer_new()) == NULL)
+			pdk_oom();
+		evbuffer_add(c->early, buf, (size_t)n);
+		/* Bounded: past EARLY_MAX the pipe is left to fill (the command waits). */
+		if (evbuffer_get_length(c->early) >= EARLY_MAX)
+			(void)event_del(c->ev);
 		return;
 	}
-	if (x->mode == EXEC_RAW && c == &x->out) {
-		if (c->head_len + (size_t)n > c->head_max) {
-			x->raw_too_big = true;
-			c->total += (uint64_t)n;
-			return;
-		}
-		memcpy(c->head + c->head_len, buf, (size_t)n);
-		c->head_len += (size_t)n;
-		c->total += (uint64_t)n;
-		return;
-	}
-	capture_add(x, c, buf, (size_t)n);
+	handle_output(x, c, buf, (size_t)n);
 }
 
 static void input_writable(evutil_socket_t fd, short what, void *arg)
@@ -563,15 +587,9 @@ static void started(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds, voi
 		pdk__stream_send(&x->stream, NULL, "start",
 				 json_pack("{s:O, s:O}", "exec_id", x->exec_id, "pid",
 					   json_object_get(reply, "pid") ?: json_null()));
-		for (size_t i = 0; i < json_array_size(x->early); i++) {
-			json_t *e = json_array_get(x->early, i);
-
-			pdk__stream_send(&x->stream, NULL, json_string_value(json_array_get(e, 0)),
-					 json_pack("{s:O}", "data", json_array_get(e, 1)));
-		}
-		json_decref(x->early);
-		x->early = NULL;
 	}
+	replay_early(x, &x->out);
+	replay_early(x, &x->err);
 }
 
 static int nonblock(int fd)
