@@ -82,6 +82,21 @@ sandbox_tests() {
 	api "$who" GET "/v1/sandboxes/$id/stat?path=/tmp/up"
 	is "$CODE" "404" "$who: DELETE files recursive"
 
+	# Workspace layers through the daemon: snapshot, diff, rollback (the private workspace).
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"pwd"}'
+	f=$(jq_get "$BODY" stdout.text | tr -d '\n')
+	api "$who" PUT "/v1/sandboxes/$id/files?path=$f/layer.txt" "one"
+	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s1"}'
+	is "$CODE $(jq_get "$BODY" snapshot)" "200 s1" "$who: snapshot"
+	api "$who" PUT "/v1/sandboxes/$id/files?path=$f/layer.txt" "two"
+	api "$who" GET "/v1/sandboxes/$id/diff"
+	is "$CODE $(jq_get "$BODY" changes.0.path)" "200 layer.txt" "$who: diff"
+	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"s1"}'
+	api "$who" GET "/v1/sandboxes/$id/files?path=$f/layer.txt"
+	is "$BODY" "one" "$who: rollback to the snapshot"
+	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"../x"}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 snapshot" "$who: a bad snapshot name -> 400 naming snapshot"
+
 	# Sandbox tokens: limited to their sandbox and their operations.
 	api "$who" POST /v1/sandboxes '{"labels":{"session":"sB"}}'
 	id2=$(jq_get "$BODY" id)
