@@ -93,6 +93,8 @@ struct pdk__cgroup_ops {
 	int (*kill_all)(struct pdk_cgroup *cg, struct pdk_error **err);
 	/* Freeze (true) or thaw (false) every task. -ENOTSUP (no *err) without a freezer. */
 	int (*freeze)(struct pdk_cgroup *cg, bool frozen, struct pdk_error **err);
+	/* Whether the kernel reports every task frozen (false when it cannot be read). */
+	bool (*is_frozen)(struct pdk_cgroup *cg);
 };
 
 extern const struct pdk__cgroup_ops pdk__cgroup_v1_ops;

@@ -157,6 +157,8 @@ static void v1_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st)
 	pdk__cgroup_stat_keyed(mem, "memory.oom_control", "oom_kill", &st->oom_kills);
 	pdk__cgroup_stat_keyed(v1_dir(cg, PDK__V1_PIDS), "pids.events", "max", &st->pids_denied);
 	pdk__cgroup_stat_single(v1_dir(cg, PDK__V1_CPUACCT), "cpuacct.usage", &st->cpu_usage_ns);
+	pdk__cgroup_stat_single(mem, "memory.usage_in_bytes", &st->memory_current);
+	pdk__cgroup_stat_single(v1_dir(cg, PDK__V1_PIDS), "pids.current", &st->pids_current);
 }
 
 /* FREEZING becomes FROZEN once every task stopped; one in D state may delay it. */
@@ -182,10 +184,21 @@ static int v1_freeze(struct pdk_cgroup *cg, bool frozen, struct pdk_error **err)
 	return rc;
 }
 
+static bool v1_frozen(struct pdk_cgroup *cg)
+{
+	_cleanup_error_ struct pdk_error *ignored = NULL;
+	_cleanup_free_ char *state = NULL;
+	const char *dir = v1_dir(cg, PDK__V1_FREEZER);
+
+	return dir != NULL && pdk__cgroup_read(dir, "freezer.state", &state, &ignored) == 0 &&
+	       strncmp(state, "FROZEN", 6) == 0;
+}
+
 const struct pdk__cgroup_ops pdk__cgroup_v1_ops = {
 	.version = PDK_CGROUP_V1,
 	.create = v1_create,
 	.stats = v1_stats,
 	.kill_all = NULL, /* v1 has no cgroup.kill: the front's freeze-and-kill loop it is */
 	.freeze = v1_freeze,
+	.is_frozen = v1_frozen,
 };

@@ -239,6 +239,8 @@ static void v2_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st)
 	pdk__cgroup_stat_keyed(dir, "pids.events", "max", &st->pids_denied);
 	pdk__cgroup_stat_keyed(dir, "cpu.stat", "usage_usec", &usec);
 	st->cpu_usage_ns = usec * 1000;
+	pdk__cgroup_stat_single(dir, "memory.current", &st->memory_current);
+	pdk__cgroup_stat_single(dir, "pids.current", &st->pids_current);
 }
 
 /* cgroup.kill (Linux 5.14) kills every task atomically, with no pid reuse race. */
@@ -273,10 +275,19 @@ static int v2_freeze(struct pdk_cgroup *cg, bool frozen, struct pdk_error **err)
 	return rc;
 }
 
+static bool v2_frozen(struct pdk_cgroup *cg)
+{
+	uint64_t frozen = 0;
+
+	pdk__cgroup_stat_keyed(cg->dirs[0].path, "cgroup.events", "frozen", &frozen);
+	return frozen == 1;
+}
+
 const struct pdk__cgroup_ops pdk__cgroup_v2_ops = {
 	.version = PDK_CGROUP_V2,
 	.create = v2_create,
 	.stats = v2_stats,
 	.kill_all = v2_kill_all,
 	.freeze = v2_freeze,
+	.is_frozen = v2_frozen,
 };

@@ -909,6 +909,32 @@ int pdk_cgroup_kill(struct pdk_cgroup *cg, struct pdk_error **err)
 			      pdk_cgroup_path(cg), KILL_ROUNDS * RETRY_SLEEP_NS / 1000000);
 }
 
+int pdk_cgroup_freeze(struct pdk_cgroup *cg, bool frozen, unsigned wait_ms, struct pdk_error **err)
+{
+	_cleanup_error_ struct pdk_error *ignored = NULL;
+	struct timespec ts = {0, 1000000};
+	int rc;
+
+	if (cg == NULL || cg->n_dirs == 0)
+		return pdk_error_setx(err, ENOTSUP, "no cgroup: the sandbox cannot be %s",
+				      frozen ? "frozen" : "thawed");
+	rc = cg->ops->freeze(cg, frozen, err);
+	if (rc == -ENOTSUP)
+		return pdk_error_setx(err, ENOTSUP,
+				      "cgroup '%s' has no freezer (v1: mount the freezer "
+				      "controller; v2: Linux 5.2 or later)",
+				      pdk_cgroup_path(cg));
+	if (rc < 0 || !frozen)
+		return rc;
+	for (unsigned i = 0; i < wait_ms && !cg->ops->is_frozen(cg); i++)
+		(void)nanosleep(&ts, NULL); /* a short nap is fine */
+	if (cg->ops->is_frozen(cg))
+		return 0;
+	(void)!cg->ops->freeze(cg, false, &ignored); /* do not leave it half frozen */
+	return pdk_error_setx(err, EBUSY, "cgroup '%s' did not freeze within %u ms",
+			      pdk_cgroup_path(cg), wait_ms);
+}
+
 int pdk_cgroup_destroy(struct pdk_cgroup *cg, struct pdk_error **err)
 {
 	int rc, r;

@@ -49,11 +49,13 @@ struct pdk_cgroup_limits {
 };
 
 struct pdk_cgroup_stats {
-	uint64_t memory_peak;  /* bytes; 0 if unknown */
-	uint64_t cpu_usage_ns; /* total CPU time of every task ever in the cgroup */
-	uint64_t oom_kills;    /* tasks killed by the OOM killer under this cgroup's limit */
-	uint64_t pids_denied;  /* forks refused by pids.max (v1: pids.events max; v2: pids.events
-				  max) */
+	uint64_t memory_peak;    /* bytes; 0 if unknown */
+	uint64_t cpu_usage_ns;   /* total CPU time of every task ever in the cgroup */
+	uint64_t oom_kills;      /* tasks killed by the OOM killer under this cgroup's limit */
+	uint64_t pids_denied;    /* forks refused by pids.max (v1: pids.events max; v2: pids.events
+				    max) */
+	uint64_t memory_current; /* bytes now (v1 memory.usage_in_bytes, v2 memory.current) */
+	uint64_t pids_current;   /* tasks now (pids.current) */
 };
 
 struct pdk_cgroup;
@@ -105,6 +107,17 @@ PDK_MUST_CHECK int pdk_cgroup_stats(struct pdk_cgroup *cg, struct pdk_cgroup_sta
  * thaw; repeat until empty, bounded).
  */
 PDK_MUST_CHECK int pdk_cgroup_kill(struct pdk_cgroup *cg, struct pdk_error **err);
+
+/*
+ * Freeze (`frozen` true) or thaw every task of the cgroup: v1 writes
+ * freezer.state FROZEN/THAWED, v2 cgroup.freeze 1/0. Freezing waits until
+ * the kernel reports the cgroup frozen (v1 freezer.state FROZEN, v2
+ * "frozen 1" in cgroup.events), polling for at most `wait_ms`; a cgroup
+ * still freezing then is thawed again and the call fails with -EBUSY
+ * (a task in uninterruptible sleep). -ENOTSUP + *err without a freezer.
+ */
+PDK_MUST_CHECK int pdk_cgroup_freeze(struct pdk_cgroup *cg, bool frozen, unsigned wait_ms,
+				     struct pdk_error **err);
 
 /* Remove the cgroup directories (kills remaining tasks first) and free cg. NULL-safe. */
 PDK_MUST_CHECK int pdk_cgroup_destroy(struct pdk_cgroup *cg, struct pdk_error **err);

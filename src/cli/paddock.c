@@ -16,6 +16,7 @@ static const struct pdk_command commands[] = {
 	{"ws", pdk_cmd_ws, "review, commit or discard workspace change sets"},
 	{"profile", pdk_cmd_profile, "show or check sandbox profiles"},
 	{"audit", pdk_cmd_audit, "list, show, follow, verify or export the audit trail"},
+	{"serve", pdk_cmd_serve, "run the control-plane daemon (REST API, long-lived sandboxes)"},
 	{"version", pdk_cmd_version, "print the version"},
 	{"help", cmd_help, "show this help"},
 };

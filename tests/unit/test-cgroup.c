@@ -1172,3 +1172,90 @@ Test(cgroup, real_v2_unified_attach_kill_destroy)
 	destroy_ok();
 	cr_assert_neq(access(path, F_OK), 0, "%s removed", path);
 }
+
+/* --- freeze / thaw (pause and resume of a service-mode sandbox) --- */
+
+Test(cgroup, v2_freeze_waits_for_frozen_and_thaws)
+{
+	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_V2);
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	fake_v2("", "memory pids cpu\n");
+	struct pdk_cgroup *cg = make("fz", &o, &all_limits, 0, NULL);
+
+	put("paddock-fz/cgroup.procs", "");
+	/* The kernel has not reported "frozen 1": the freeze times out and is undone. */
+	put("paddock-fz/cgroup.events", "populated 1\nfrozen 0\n");
+	cr_assert_eq(pdk_cgroup_freeze(cg, true, 5, &err), -EBUSY);
+	cr_assert(strstr(err->msg, "did not freeze") != NULL, "%s", err->msg);
+	cr_assert_str_eq(slurp("paddock-fz/cgroup.freeze"), "0", "thawed again after the timeout");
+	pdk_error_free(&err);
+	/* Once cgroup.events says so, the freeze succeeds and stays. */
+	put("paddock-fz/cgroup.events", "populated 1\nfrozen 1\n");
+	cr_assert_eq(pdk_cgroup_freeze(cg, true, 5, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_str_eq(slurp("paddock-fz/cgroup.freeze"), "1");
+	cr_assert_eq(pdk_cgroup_freeze(cg, false, 5, &err), 0);
+	cr_assert_str_eq(slurp("paddock-fz/cgroup.freeze"), "0");
+	destroy_ok();
+}
+
+Test(cgroup, v2_freeze_without_freezer_is_enotsup)
+{
+	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_V2);
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *f = NULL;
+
+	fake_v2("", "memory pids cpu\n");
+	struct pdk_cgroup *cg = make("nf", &o, &all_limits, 0, NULL);
+
+	f = tpath("paddock-nf/cgroup.freeze");
+	cr_assert_eq(unlink(f), 0);
+	put("paddock-nf/cgroup.procs", "");
+	cr_assert_eq(pdk_cgroup_freeze(cg, true, 5, &err), -ENOTSUP);
+	cr_assert(strstr(err->msg, "no freezer") != NULL, "%s", err->msg);
+	destroy_ok();
+}
+
+Test(cgroup, v2_stats_current_values)
+{
+	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_V2);
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_cgroup_stats st;
+
+	fake_v2("", "memory pids cpu\n");
+	struct pdk_cgroup *cg = make("cur", &o, &all_limits, 0, NULL);
+
+	put("paddock-cur/memory.current", "1048576\n");
+	put("paddock-cur/pids.current", "3\n");
+	put("paddock-cur/cpu.stat", "usage_usec 1500\nuser_usec 1000\n");
+	put("paddock-cur/cgroup.procs", "");
+	cr_assert_eq(pdk_cgroup_stats(cg, &st, &err), 0);
+	cr_assert_eq(st.memory_current, 1048576);
+	cr_assert_eq(st.pids_current, 3);
+	cr_assert_eq(st.cpu_usage_ns, 1500000);
+	destroy_ok();
+}
+
+Test(cgroup, v1_freeze_writes_freezer_state)
+{
+	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_AUTO);
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	fake_v1_comounted();
+	struct pdk_cgroup *cg = make("f1", &o, &all_limits, 0, NULL);
+
+	for (size_t i = 0; i < cg->n_dirs; i++) {
+		_cleanup_free_ char *procs = pdk__cgroup_join(cg->dirs[i].path, "cgroup.procs");
+
+		put_abs(procs, "");
+	}
+	/*
+	 * A fake file keeps what was written: "FROZEN" reads back as FROZEN,
+	 * so the wait ends at once, as the kernel's would once every task stopped.
+	 */
+	cr_assert_eq(pdk_cgroup_freeze(cg, true, 5, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_str_eq(slurp("freezer/paddock-f1/freezer.state"), "FROZEN");
+	cr_assert_eq(pdk_cgroup_freeze(cg, false, 5, &err), 0);
+	cr_assert_str_eq(slurp("freezer/paddock-f1/freezer.state"), "THAWED");
+	destroy_ok();
+}

@@ -1,0 +1,226 @@
+/*
+ * cmd-serve.c - `paddock serve`: the daemon (src/daemon/), and
+ * `paddock serve token create|ls|revoke` for its admin tokens.
+ */
+#include "common.h"
+#include "cli.h"
+#include "daemon.h"
+#include "request.h"
+#include "store.h"
+#include "token.h"
+#include "util.h"
+#include "workspace.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static void usage(FILE *out)
+{
+	fputs("usage: paddock serve [OPTIONS]\n"
+	      "       paddock serve token create [--name NAME]\n"
+	      "       paddock serve token ls\n"
+	      "       paddock serve token revoke NAME\n"
+	      "\n"
+	      "Run the control plane: a daemon with a REST/JSON API (docs/daemon.md, docs/api.yaml)\n"
+	      "that creates long-lived sandboxes, runs commands in them, moves files, pauses,\n"
+	      "snapshots, kills them, keeps warm pools and streams their events. Each sandbox is\n"
+	      "run by its own supervisor process, which outlives the daemon: a restarted daemon\n"
+	      "re-adopts every sandbox it finds, and marks 'lost' the ones whose supervisor died.\n"
+	      "\n"
+	      "options:\n"
+	      "  --socket PATH       the unix socket (mode 0600; default RUNDIR/paddock.sock).\n"
+	      "                      Its peers are admins when their uid is the daemon's or 0.\n"
+	      "  --listen HOST:PORT  also serve HTTP on TCP (numeric address). Every TCP request\n"
+	      "                      needs 'Authorization: Bearer TOKEN': an admin token (below)\n"
+	      "                      or a sandbox token (POST /v1/sandboxes/ID/tokens).\n"
+	      "  --pool PROFILE=N    keep N ready sandboxes of PROFILE (repeatable; N <= 64). A\n"
+	      "                      create of that profile without workspace, overrides or env\n"
+	      "                      claims one at once; the pool refills in the background.\n"
+	      "  --max-body BYTES    the largest request body (files, archives; default 64M).\n"
+	      "                      JSON bodies are limited to 1 MiB.\n"
+	      "  --state-dir DIR     the state directory (default $PADDOCK_STATE_DIR, else\n"
+	      "                      $XDG_STATE_HOME/paddock, ~/.local/state/paddock, or\n"
+	      "                      /var/lib/paddock for root). It holds daemon.db, daemon.key,\n"
+	      "                      daemon.lock and the audit store; one daemon per directory.\n"
+	      "  --kill-on-exit      destroy every sandbox (pool members too) at SIGTERM/SIGINT;\n"
+	      "                      by default they keep running and the next daemon re-adopts them.\n"
+	      "  -q, --quiet         no log lines on stderr\n"
+	      "  -h, --help          this help\n"
+	      "\n"
+	      "RUNDIR is $PADDOCK_RUNTIME_DIR, else $XDG_RUNTIME_DIR/paddock, else /run/paddock for\n"
+	      "root, else /tmp/paddock-UID (mode 0700). Each sandbox has RUNDIR/sb/ID/ with its\n"
+	      "control socket and event spool.\n"
+	      "\n"
+	      "token commands (run by the daemon's user, with or without a running daemon):\n"
+	      "  create [--name N]   print a new admin token once; only its SHA-256 is stored\n"
+	      "  ls                  list the admin tokens' names and creation times\n"
+	      "  revoke NAME         remove a token; requests with it fail from then on\n"
+	      "\n"
+	      "exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 when the daemon could not\n"
+	      "start (another daemon holds the state directory, the socket cannot be bound...),\n"
+	      "122 for a bad option.\n",
+	      out);
+}
+
+static int open_store(const char *state_dir, struct pdk_store **s)
+{
+	_cleanup_free_ char *dir = state_dir ? pdk_xstrdup(state_dir) : pdk_state_dir();
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (pdk_store_open(dir, s, &err) < 0) {
+		pdk_cli_error("%s", err->msg);
+		return 1;
+	}
+	return 0;
+}
+
+static int print_token(void *data, const char *name, uint64_t created_ns)
+{
+	time_t t = (time_t)(created_ns / 1000000000ULL);
+	struct tm tm;
+	char buf[32];
+
+	(void)data;
+	(void)gmtime_r(&t, &tm);
+	(void)strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	printf("%-24s %s\n", name, buf);
+	return 0;
+}
+
+static int token_create(struct pdk_store *s, const char *name)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *token = NULL, *auto_name = NULL;
+	char hash[65], id[37];
+
+	if (name == NULL) {
+		pdk_make_id(id);
+		auto_name = pdk_xasprintf("token-%.8s", id + 28);
+		name = auto_name;
+	}
+	if (pdk_token_admin_new(&token, hash, &err) < 0 ||
+	    pdk_store_token_add(s, name, hash, &err) < 0) {
+		pdk_cli_error("%s", err->msg);
+		return 1;
+	}
+	printf("%s\n", token);
+	fprintf(stderr, "paddock: admin token '%s' created; it is shown only this once\n", name);
+	return 0;
+}
+
+static int cmd_token(int argc, char **argv, const char *state_dir)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_store *s = NULL;
+	const char *name = NULL;
+	int rc = 0;
+
+	if (argc < 2) {
+		usage(stderr);
+		return PDK_EXIT_POLICY;
+	}
+	if (strcmp(argv[1], "create") == 0 && argc == 4 && strcmp(argv[2], "--name") == 0)
+		name = argv[3];
+	else if (!((strcmp(argv[1], "create") == 0 && argc == 2) ||
+		   (strcmp(argv[1], "ls") == 0 && argc == 2) ||
+		   (strcmp(argv[1], "revoke") == 0 && argc == 3))) {
+		pdk_cli_error("usage: paddock serve token create [--name N] | ls | revoke NAME");
+		return PDK_EXIT_POLICY;
+	}
+	if (name != NULL && !pdk_req_name_ok(name)) {
+		pdk_cli_error("a token name is 1-64 of [A-Za-z0-9_.-]");
+		return PDK_EXIT_POLICY;
+	}
+	if (open_store(state_dir, &s) != 0)
+		return 1;
+	if (strcmp(argv[1], "create") == 0)
+		rc = token_create(s, name);
+	else if (strcmp(argv[1], "ls") == 0)
+		rc = pdk_store_token_each(s, print_token, NULL, &err) < 0 ? 1 : 0;
+	else
+		rc = pdk_store_token_revoke(s, argv[2], &err) < 0 ? 1 : 0;
+	if (err != NULL)
+		pdk_cli_error("%s", err->msg);
+	pdk_store_free(s);
+	return rc;
+}
+
+enum { OPT_SOCKET = 256, OPT_LISTEN, OPT_POOL, OPT_MAX_BODY, OPT_STATE_DIR, OPT_KILL };
+
+static const struct option long_opts[] = {
+	{"socket", required_argument, NULL, OPT_SOCKET},
+	{"listen", required_argument, NULL, OPT_LISTEN},
+	{"pool", required_argument, NULL, OPT_POOL},
+	{"max-body", required_argument, NULL, OPT_MAX_BODY},
+	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+	{"kill-on-exit", no_argument, NULL, OPT_KILL},
+	{"quiet", no_argument, NULL, 'q'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+int pdk_cmd_serve(int argc, char **argv)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_strv_ char **pools = NULL;
+	struct pdk_daemon_opts o = {0};
+	int c;
+
+	/* The token verbs come before any option parsing: their own grammar. */
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "token") == 0)
+			return cmd_token(argc - i, argv + i, o.state_dir);
+		if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc)
+			o.state_dir = argv[++i];
+		else
+			break;
+	}
+	o.state_dir = NULL;
+	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_SOCKET:
+			o.socket_path = optarg;
+			break;
+		case OPT_LISTEN:
+			o.listen = optarg;
+			break;
+		case OPT_POOL:
+			pdk_strv_push(&pools, optarg);
+			break;
+		case OPT_MAX_BODY:
+			if (pdk_parse_size(optarg, &o.max_body) < 0 || o.max_body < 1024) {
+				pdk_cli_error("--max-body wants a size of at least 1K, not '%s'",
+					      optarg);
+				return PDK_EXIT_POLICY;
+			}
+			break;
+		case OPT_STATE_DIR:
+			o.state_dir = optarg;
+			break;
+		case OPT_KILL:
+			o.kill_on_exit = true;
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return PDK_EXIT_POLICY;
+		}
+	}
+	if (optind < argc) {
+		pdk_cli_error("serve takes no arguments ('%s')", argv[optind]);
+		return PDK_EXIT_POLICY;
+	}
+	o.pools = pools;
+	if (pdk_daemon_serve(&o, &err) < 0) {
+		pdk_cli_error("serve: %s", err->msg);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,98 @@
+/*
+ * request.h - strict validation of the daemon's JSON request bodies.
+ *
+ * Every body is untrusted bytes from the network. A parser here accepts a
+ * body only when it is one JSON object whose every member is known and of
+ * the right type and range; otherwise it fails with a message and the path
+ * of the offending field ("argv[0]", "overrides.limits.memory", "ttl"), which
+ * the HTTP layer returns as the error's "field". Unknown fields are errors.
+ * Duplicate keys are errors. Nothing here allocates more than the body's size
+ * allows, and nothing crashes on any input (tests/fuzz/fuzz-request.c).
+ */
+#ifndef PDK_REQUEST_H
+#define PDK_REQUEST_H
+
+#include "common.h"
+#include "json.h"
+
+#define PDK_REQ_FIELD_MAX 128
+#define PDK_REQ_MSG_MAX   256
+
+/* Why a body was refused. */
+struct pdk_req_error {
+	char field[PDK_REQ_FIELD_MAX]; /* "" when the body as a whole is wrong */
+	char msg[PDK_REQ_MSG_MAX];
+};
+
+/* POST /v1/sandboxes */
+struct pdk_req_create {
+	char *profile;     /* never NULL ("default") */
+	json_t *overrides; /* validated object or NULL */
+	json_t *workspace; /* validated {"path":..,"mode":..} or NULL */
+	json_t *env;       /* object of strings or NULL */
+	json_t *labels;    /* object of strings, never NULL */
+	uint64_t ttl_s;    /* 0: none */
+	uint64_t idle_timeout_s;
+	char *idempotency_key; /* may be NULL */
+};
+
+/* POST /v1/sandboxes/{id}/exec */
+struct pdk_req_exec {
+	char **argv;      /* never NULL, argv[0] set */
+	char **env;       /* "K=V" strings; may be NULL */
+	char *cwd;        /* may be NULL */
+	char *stdin_data; /* may be NULL */
+	size_t stdin_len;
+	uint64_t timeout_ms; /* 0: none */
+	uint64_t output_cap;
+	bool stream;
+	bool pty;
+	uint64_t cols, rows;
+};
+
+/* POST /v1/sandboxes/{id}/tokens */
+struct pdk_req_token {
+	unsigned ops;
+	uint64_t ttl_s;
+};
+
+/* POST /v1/kill */
+struct pdk_req_kill {
+	char *session, *workflow, *agent, *reason;
+	json_t *labels; /* object of strings or NULL */
+	char **ids;     /* may be NULL */
+};
+
+#define PDK_REQ_OUTPUT_CAP_DEFAULT 16384
+#define PDK_REQ_OUTPUT_CAP_MAX     (16u << 20)
+#define PDK_REQ_TOKEN_TTL_DEFAULT  (15 * 60)
+#define PDK_REQ_TOKEN_TTL_MAX      (24 * 3600)
+#define PDK_REQ_POOL_MAX           64
+
+/*
+ * Each parser: 0 and *out filled (release with the matching _release), or -1 and
+ * *e filled. A NULL or empty body is taken as "{}" where every field is optional.
+ */
+int pdk_req_parse_create(const char *body, size_t len, struct pdk_req_create *out,
+			 struct pdk_req_error *e);
+void pdk_req_create_release(struct pdk_req_create *r);
+int pdk_req_parse_exec(const char *body, size_t len, struct pdk_req_exec *out,
+		       struct pdk_req_error *e);
+void pdk_req_exec_release(struct pdk_req_exec *r);
+int pdk_req_parse_token(const char *body, size_t len, struct pdk_req_token *out,
+			struct pdk_req_error *e);
+int pdk_req_parse_kill(const char *body, size_t len, struct pdk_req_kill *out,
+		       struct pdk_req_error *e);
+void pdk_req_kill_release(struct pdk_req_kill *r);
+/* {"size":N} (PUT /v1/pools/{profile}) */
+int pdk_req_parse_pool(const char *body, size_t len, uint64_t *size, struct pdk_req_error *e);
+/* {"<key>":"name"}: snapshot {"name"}, rollback {"snapshot"}; a name is [A-Za-z0-9_.-]{1,64}. */
+int pdk_req_parse_name(const char *body, size_t len, const char *key, bool required, char **out,
+		       struct pdk_req_error *e);
+/* {"signal":"TERM"|"SIGTERM"|15} */
+int pdk_req_parse_signal(const char *body, size_t len, int *sig, struct pdk_req_error *e);
+
+/* A profile, snapshot or pool name: [A-Za-z0-9_.-]{1,64}, not starting with '.'. */
+bool pdk_req_name_ok(const char *s);
+
+#endif

@@ -1,0 +1,429 @@
+/*
+ * store.c - the daemon's SQLite state (store.h).
+ */
+#include "common.h"
+#include "store.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <string.h>
+
+#define BUSY_TIMEOUT_MS 10000
+
+struct pdk_store {
+	sqlite3 *db;
+	char *path;
+};
+
+static const char *const schema[] = {
+	"CREATE TABLE IF NOT EXISTS sandboxes ("
+	" id TEXT PRIMARY KEY NOT NULL, state TEXT NOT NULL, profile TEXT NOT NULL,"
+	" labels TEXT NOT NULL, spec TEXT NOT NULL, idempotency_key TEXT UNIQUE,"
+	" supervisor_pid INTEGER NOT NULL DEFAULT 0, created_ns INTEGER NOT NULL,"
+	" expires_ns INTEGER NOT NULL DEFAULT 0, idle_timeout_s INTEGER NOT NULL DEFAULT 0,"
+	" spool_offset INTEGER NOT NULL DEFAULT 0, output_bytes INTEGER NOT NULL DEFAULT 0,"
+	" commands INTEGER NOT NULL DEFAULT 0, pool INTEGER NOT NULL DEFAULT 0,"
+	" claimed INTEGER NOT NULL DEFAULT 0)",
+	"CREATE TABLE IF NOT EXISTS tokens ("
+	" name TEXT PRIMARY KEY NOT NULL, sha256 TEXT UNIQUE NOT NULL, created_ns INTEGER NOT NULL)",
+	"CREATE TABLE IF NOT EXISTS pools (profile TEXT PRIMARY KEY NOT NULL, size INTEGER NOT NULL)",
+};
+
+#define SB_COLUMNS                                                                       \
+	"id, state, profile, labels, spec, idempotency_key, supervisor_pid, created_ns," \
+	" expires_ns, idle_timeout_s, spool_offset, output_bytes, commands, pool, claimed"
+
+static inline void cleanup_stmt(sqlite3_stmt **st)
+{
+	(void)sqlite3_finalize(*st); /* NULL-safe; its status repeats the last step's */
+}
+#define _cleanup_stmt_ __attribute__((cleanup(cleanup_stmt)))
+
+static int db_error(struct pdk_store *s, struct pdk_error **err, const char *what)
+{
+	return pdk_error_setx(err, EIO, "state store '%s': %s: %s", s->path, what,
+			      sqlite3_errmsg(s->db));
+}
+
+static int prepare(struct pdk_store *s, const char *sql, sqlite3_stmt **st, struct pdk_error **err)
+{
+	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
+		return db_error(s, err, sql);
+	return 0;
+}
+
+/* Step a statement that returns no row. */
+static int step_done(struct pdk_store *s, sqlite3_stmt *st, struct pdk_error **err)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY)
+		return pdk_error_setx(err, EEXIST, "state store: %s", sqlite3_errmsg(s->db));
+	if (rc != SQLITE_DONE)
+		return db_error(s, err, sqlite3_sql(st));
+	return 0;
+}
+
+static int exec_sql(struct pdk_store *s, const char *sql, struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (prepare(s, sql, &st, err) < 0)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (rc != SQLITE_DONE)
+		return db_error(s, err, sql);
+	return 0;
+}
+
+void pdk_store_free(struct pdk_store *s)
+{
+	if (s == NULL)
+		return;
+	(void)sqlite3_close(s->db);
+	free(s->path);
+	free(s);
+}
+
+int pdk_store_open(const char *state_dir, struct pdk_store **out, struct pdk_error **err)
+{
+	struct pdk_store *s = pdk_xcalloc(1, sizeof(*s));
+	int rc, fd;
+
+	s->path = pdk_xasprintf("%s/%s", state_dir, PDK_STORE_DB);
+	rc = pdk_mkdir_p(state_dir, err);
+	/* SECURITY: the store is created 0600 before SQLite opens it (its -wal and -shm follow). */
+	if (rc == 0) {
+		fd = TEMP_FAILURE_RETRY(
+			open(s->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+		if (fd < 0)
+			rc = pdk_error_set(err, errno, "cannot open state store '%s'", s->path);
+		else
+			(void)close(fd);
+	}
+	if (rc == 0 &&
+	    sqlite3_open_v2(s->path, &s->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+			    NULL) != SQLITE_OK)
+		rc = s->db ? db_error(s, err, "open")
+			   : pdk_error_setx(err, ENOMEM, "cannot open '%s'", s->path);
+	if (rc == 0) {
+		sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+		(void)sqlite3_extended_result_codes(s->db, 1);
+		rc = exec_sql(s, "PRAGMA journal_mode=WAL", err);
+	}
+	for (size_t i = 0; rc == 0 && i < PDK_ARRAY_SIZE(schema); i++)
+		rc = exec_sql(s, schema[i], err);
+	if (rc < 0) {
+		pdk_store_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void pdk_store_sandbox_release(struct pdk_store_sandbox *sb)
+{
+	free(sb->id);
+	free(sb->state);
+	free(sb->profile);
+	free(sb->labels);
+	free(sb->spec);
+	free(sb->idempotency_key);
+	memset(sb, 0, sizeof(*sb));
+}
+
+static int bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+	if (v == NULL)
+		return sqlite3_bind_null(st, i);
+	return sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+}
+
+static int bind_u64(sqlite3_stmt *st, int i, uint64_t v)
+{
+	return sqlite3_bind_int64(st, i, (sqlite3_int64)v);
+}
+
+static char *col_text(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return t == NULL ? NULL : pdk_xstrdup((const char *)t);
+}
+
+static uint64_t col_u64(sqlite3_stmt *st, int i)
+{
+	return (uint64_t)sqlite3_column_int64(st, i);
+}
+
+static void read_row(sqlite3_stmt *st, struct pdk_store_sandbox *sb)
+{
+	sb->id = col_text(st, 0);
+	sb->state = col_text(st, 1);
+	sb->profile = col_text(st, 2);
+	sb->labels = col_text(st, 3);
+	sb->spec = col_text(st, 4);
+	sb->idempotency_key = col_text(st, 5);
+	sb->supervisor_pid = (pid_t)sqlite3_column_int64(st, 6);
+	sb->created_ns = col_u64(st, 7);
+	sb->expires_ns = col_u64(st, 8);
+	sb->idle_timeout_s = col_u64(st, 9);
+	sb->spool_offset = col_u64(st, 10);
+	sb->output_bytes = col_u64(st, 11);
+	sb->commands = col_u64(st, 12);
+	sb->pool = sqlite3_column_int(st, 13);
+	sb->claimed = sqlite3_column_int(st, 14);
+}
+
+int pdk_store_sandbox_insert(struct pdk_store *s, const struct pdk_store_sandbox *sb,
+			     struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	if (prepare(s,
+		    "INSERT INTO sandboxes (" SB_COLUMNS ") VALUES"
+		    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		    &st, err) < 0)
+		return -EIO;
+	rc |= bind_text(st, 1, sb->id);
+	rc |= bind_text(st, 2, sb->state);
+	rc |= bind_text(st, 3, sb->profile);
+	rc |= bind_text(st, 4, sb->labels ? sb->labels : "{}");
+	rc |= bind_text(st, 5, sb->spec ? sb->spec : "{}");
+	rc |= bind_text(st, 6, sb->idempotency_key);
+	rc |= sqlite3_bind_int64(st, 7, sb->supervisor_pid);
+	rc |= bind_u64(st, 8, sb->created_ns);
+	rc |= bind_u64(st, 9, sb->expires_ns);
+	rc |= bind_u64(st, 10, sb->idle_timeout_s);
+	rc |= bind_u64(st, 11, sb->spool_offset);
+	rc |= bind_u64(st, 12, sb->output_bytes);
+	rc |= bind_u64(st, 13, sb->commands);
+	rc |= sqlite3_bind_int(st, 14, sb->pool);
+	rc |= sqlite3_bind_int(st, 15, sb->claimed);
+	if (rc != SQLITE_OK)
+		return db_error(s, err, "bind");
+	rc = step_done(s, st, err);
+	if (rc == -EEXIST)
+		return pdk_error_wrap(err, "sandbox '%s'", sb->id);
+	return rc;
+}
+
+static int get_one(struct pdk_store *s, const char *sql, const char *arg,
+		   struct pdk_store_sandbox *out, struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (prepare(s, sql, &st, err) < 0)
+		return -EIO;
+	if (bind_text(st, 1, arg) != SQLITE_OK)
+		return db_error(s, err, "bind");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return pdk_error_setx(err, ENOENT, "no sandbox '%s'", arg);
+	if (rc != SQLITE_ROW)
+		return db_error(s, err, sql);
+	memset(out, 0, sizeof(*out));
+	read_row(st, out);
+	return 0;
+}
+
+int pdk_store_sandbox_get(struct pdk_store *s, const char *id, struct pdk_store_sandbox *out,
+			  struct pdk_error **err)
+{
+	return get_one(s, "SELECT " SB_COLUMNS " FROM sandboxes WHERE id = ?", id, out, err);
+}
+
+int pdk_store_sandbox_by_key(struct pdk_store *s, const char *key, struct pdk_store_sandbox *out,
+			     struct pdk_error **err)
+{
+	return get_one(s, "SELECT " SB_COLUMNS " FROM sandboxes WHERE idempotency_key = ?", key,
+		       out, err);
+}
+
+int pdk_store_sandbox_each(struct pdk_store *s, pdk_store_sandbox_cb cb, void *data,
+			   struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (prepare(s, "SELECT " SB_COLUMNS " FROM sandboxes ORDER BY created_ns, id", &st, err) <
+	    0)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct pdk_store_sandbox sb = {0};
+		int r;
+
+		read_row(st, &sb);
+		r = cb(data, &sb);
+		pdk_store_sandbox_release(&sb);
+		if (r != 0)
+			return r;
+	}
+	if (rc != SQLITE_DONE)
+		return db_error(s, err, "list sandboxes");
+	return 0;
+}
+
+int pdk_store_sandbox_update(struct pdk_store *s, const struct pdk_store_sandbox *sb,
+			     struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	if (prepare(s,
+		    "UPDATE sandboxes SET state = ?, supervisor_pid = ?, spool_offset = ?,"
+		    " output_bytes = ?, commands = ?, pool = ?, claimed = ?, expires_ns = ?,"
+		    " labels = ?, idempotency_key = ?, idle_timeout_s = ? WHERE id = ?",
+		    &st, err) < 0)
+		return -EIO;
+	rc |= bind_text(st, 1, sb->state);
+	rc |= sqlite3_bind_int64(st, 2, sb->supervisor_pid);
+	rc |= bind_u64(st, 3, sb->spool_offset);
+	rc |= bind_u64(st, 4, sb->output_bytes);
+	rc |= bind_u64(st, 5, sb->commands);
+	rc |= sqlite3_bind_int(st, 6, sb->pool);
+	rc |= sqlite3_bind_int(st, 7, sb->claimed);
+	rc |= bind_u64(st, 8, sb->expires_ns);
+	rc |= bind_text(st, 9, sb->labels ? sb->labels : "{}");
+	rc |= bind_text(st, 10, sb->idempotency_key);
+	rc |= bind_u64(st, 11, sb->idle_timeout_s);
+	rc |= bind_text(st, 12, sb->id);
+	if (rc != SQLITE_OK)
+		return db_error(s, err, "bind");
+	if (step_done(s, st, err) < 0)
+		return -EIO;
+	if (sqlite3_changes(s->db) == 0)
+		return pdk_error_setx(err, ENOENT, "no sandbox '%s'", sb->id);
+	return 0;
+}
+
+static int exec_bound1(struct pdk_store *s, const char *sql, const char *arg,
+		       struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+
+	if (prepare(s, sql, &st, err) < 0)
+		return -EIO;
+	if (bind_text(st, 1, arg) != SQLITE_OK)
+		return db_error(s, err, "bind");
+	return step_done(s, st, err);
+}
+
+int pdk_store_sandbox_delete(struct pdk_store *s, const char *id, struct pdk_error **err)
+{
+	return exec_bound1(s, "DELETE FROM sandboxes WHERE id = ?", id, err);
+}
+
+int pdk_store_token_add(struct pdk_store *s, const char *name, const char *sha256_hex,
+			struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	if (prepare(s, "INSERT INTO tokens (name, sha256, created_ns) VALUES (?, ?, ?)", &st, err) <
+	    0)
+		return -EIO;
+	rc |= bind_text(st, 1, name);
+	rc |= bind_text(st, 2, sha256_hex);
+	rc |= bind_u64(st, 3, pdk_now_real_ns());
+	if (rc != SQLITE_OK)
+		return db_error(s, err, "bind");
+	rc = step_done(s, st, err);
+	if (rc == -EEXIST)
+		return pdk_error_wrap(err, "token '%s'", name);
+	return rc;
+}
+
+int pdk_store_token_check(struct pdk_store *s, const char *sha256_hex, char **name,
+			  struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (prepare(s, "SELECT name FROM tokens WHERE sha256 = ?", &st, err) < 0)
+		return -EIO;
+	if (bind_text(st, 1, sha256_hex) != SQLITE_OK)
+		return db_error(s, err, "bind");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return db_error(s, err, "check token");
+	if (name != NULL)
+		*name = col_text(st, 0);
+	return 0;
+}
+
+int pdk_store_token_each(struct pdk_store *s, pdk_store_token_cb cb, void *data,
+			 struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (prepare(s, "SELECT name, created_ns FROM tokens ORDER BY created_ns, name", &st, err) <
+	    0)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int r = cb(data, (const char *)sqlite3_column_text(st, 0), col_u64(st, 1));
+
+		if (r != 0)
+			return r;
+	}
+	if (rc != SQLITE_DONE)
+		return db_error(s, err, "list tokens");
+	return 0;
+}
+
+int pdk_store_token_revoke(struct pdk_store *s, const char *name, struct pdk_error **err)
+{
+	if (exec_bound1(s, "DELETE FROM tokens WHERE name = ?", name, err) < 0)
+		return -EIO;
+	if (sqlite3_changes(s->db) == 0)
+		return pdk_error_setx(err, ENOENT, "no token named '%s'", name);
+	return 0;
+}
+
+int pdk_store_pool_set(struct pdk_store *s, const char *profile, uint64_t size,
+		       struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	if (size == 0)
+		return exec_bound1(s, "DELETE FROM pools WHERE profile = ?", profile, err);
+	if (prepare(s,
+		    "INSERT INTO pools (profile, size) VALUES (?, ?)"
+		    " ON CONFLICT(profile) DO UPDATE SET size = excluded.size",
+		    &st, err) < 0)
+		return -EIO;
+	rc |= bind_text(st, 1, profile);
+	rc |= bind_u64(st, 2, size);
+	if (rc != SQLITE_OK)
+		return db_error(s, err, "bind");
+	return step_done(s, st, err);
+}
+
+int pdk_store_pool_each(struct pdk_store *s, pdk_store_pool_cb cb, void *data,
+			struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (prepare(s, "SELECT profile, size FROM pools ORDER BY profile", &st, err) < 0)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int r = cb(data, (const char *)sqlite3_column_text(st, 0), col_u64(st, 1));
+
+		if (r != 0)
+			return r;
+	}
+	if (rc != SQLITE_DONE)
+		return db_error(s, err, "list pools");
+	return 0;
+}

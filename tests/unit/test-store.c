@@ -1,0 +1,175 @@
+#include "common.h"
+#include "store.h"
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char dir[64];
+
+static void setup(void)
+{
+	(void)snprintf(dir, sizeof(dir), "/tmp/pdk-store-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
+}
+
+TestSuite(store, .init = setup, .fini = teardown);
+
+static struct pdk_store *open_store(void)
+{
+	struct pdk_store *s = NULL;
+	struct pdk_error *err = NULL;
+
+	cr_assert_eq(pdk_store_open(dir, &s, &err), 0, "%s", err ? err->msg : "");
+	return s;
+}
+
+static struct pdk_store_sandbox row(const char *id, const char *key)
+{
+	struct pdk_store_sandbox sb = {
+		.id = (char *)id,
+		.state = (char *)"starting",
+		.profile = (char *)"default",
+		.labels = (char *)"{\"session\":\"s1\"}",
+		.spec = (char *)"{}",
+		.idempotency_key = (char *)key,
+		.created_ns = 42,
+		.expires_ns = 1000,
+		.idle_timeout_s = 60,
+	};
+	return sb;
+}
+
+Test(store, created_private_and_round_trips)
+{
+	struct pdk_store *s = open_store();
+	struct pdk_store_sandbox in = row("sb-1", "k1"), out = {0};
+	_cleanup_free_ char *path = pdk_xasprintf("%s/daemon.db", dir);
+	struct pdk_error *err = NULL;
+	struct stat st;
+
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	cr_assert_eq(pdk_store_sandbox_insert(s, &in, &err), 0);
+	cr_assert_eq(pdk_store_sandbox_get(s, "sb-1", &out, &err), 0);
+	cr_assert_str_eq(out.state, "starting");
+	cr_assert_str_eq(out.labels, "{\"session\":\"s1\"}");
+	cr_assert_str_eq(out.idempotency_key, "k1");
+	cr_assert_eq(out.created_ns, 42);
+	cr_assert_eq(out.idle_timeout_s, 60);
+	pdk_store_sandbox_release(&out);
+	pdk_store_free(s);
+}
+
+Test(store, idempotency_key_is_unique)
+{
+	struct pdk_store *s = open_store();
+	struct pdk_store_sandbox a = row("sb-a", "same"), b = row("sb-b", "same"), out = {0};
+	struct pdk_error *err = NULL;
+
+	cr_assert_eq(pdk_store_sandbox_insert(s, &a, &err), 0);
+	cr_assert_eq(pdk_store_sandbox_insert(s, &b, &err), -EEXIST);
+	cr_assert_not_null(err);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_store_sandbox_get(s, "sb-b", &out, &err), -ENOENT);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_store_sandbox_by_key(s, "same", &out, &err), 0);
+	cr_assert_str_eq(out.id, "sb-a");
+	pdk_store_sandbox_release(&out);
+	pdk_store_free(s);
+}
+
+static int count_cb(void *data, const struct pdk_store_sandbox *sb)
+{
+	(void)sb;
+	(*(int *)data)++;
+	return 0;
+}
+
+Test(store, update_persists_across_reopen_and_delete)
+{
+	struct pdk_store *s = open_store();
+	struct pdk_store_sandbox a = row("sb-a", NULL), out = {0};
+	struct pdk_error *err = NULL;
+	int n = 0;
+
+	cr_assert_eq(pdk_store_sandbox_insert(s, &a, &err), 0);
+	a.state = (char *)"running";
+	a.supervisor_pid = 1234;
+	a.spool_offset = 999;
+	a.output_bytes = 5;
+	a.commands = 2;
+	cr_assert_eq(pdk_store_sandbox_update(s, &a, &err), 0);
+	pdk_store_free(s);
+	s = open_store();
+	cr_assert_eq(pdk_store_sandbox_get(s, "sb-a", &out, &err), 0);
+	cr_assert_str_eq(out.state, "running");
+	cr_assert_eq(out.supervisor_pid, 1234);
+	cr_assert_eq(out.spool_offset, 999);
+	cr_assert_eq(out.commands, 2);
+	pdk_store_sandbox_release(&out);
+	cr_assert_eq(pdk_store_sandbox_each(s, count_cb, &n, &err), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(pdk_store_sandbox_delete(s, "sb-a", &err), 0);
+	n = 0;
+	cr_assert_eq(pdk_store_sandbox_each(s, count_cb, &n, &err), 0);
+	cr_assert_eq(n, 0);
+	a.id = (char *)"nope";
+	cr_assert_eq(pdk_store_sandbox_update(s, &a, &err), -ENOENT);
+	pdk_error_free(&err);
+	pdk_store_free(s);
+}
+
+Test(store, tokens_hash_only_and_revoke)
+{
+	struct pdk_store *s = open_store();
+	struct pdk_error *err = NULL;
+	char *name = NULL;
+
+	cr_assert_eq(pdk_store_token_add(s, "ci", "ab12", &err), 0);
+	cr_assert_eq(pdk_store_token_add(s, "ci", "cd34", &err), -EEXIST);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_store_token_check(s, "ab12", &name, &err), 0);
+	cr_assert_str_eq(name, "ci");
+	free(name);
+	cr_assert_eq(pdk_store_token_check(s, "zz", NULL, &err), -ENOENT);
+	cr_assert_eq(pdk_store_token_revoke(s, "ci", &err), 0);
+	cr_assert_eq(pdk_store_token_check(s, "ab12", NULL, &err), -ENOENT);
+	cr_assert_eq(pdk_store_token_revoke(s, "ci", &err), -ENOENT);
+	pdk_error_free(&err);
+	pdk_store_free(s);
+}
+
+static int pool_cb(void *data, const char *profile, uint64_t size)
+{
+	char *buf = data;
+	size_t n = strlen(buf);
+
+	(void)snprintf(buf + n, 64 - n, "%s=%llu;", profile, (unsigned long long)size);
+	return 0;
+}
+
+Test(store, pools_set_update_remove)
+{
+	struct pdk_store *s = open_store();
+	struct pdk_error *err = NULL;
+	char buf[64] = "";
+
+	cr_assert_eq(pdk_store_pool_set(s, "default", 4, &err), 0);
+	cr_assert_eq(pdk_store_pool_set(s, "net", 1, &err), 0);
+	cr_assert_eq(pdk_store_pool_set(s, "default", 2, &err), 0);
+	cr_assert_eq(pdk_store_pool_each(s, pool_cb, buf, &err), 0);
+	cr_assert_str_eq(buf, "default=2;net=1;");
+	cr_assert_eq(pdk_store_pool_set(s, "net", 0, &err), 0);
+	buf[0] = '\0';
+	cr_assert_eq(pdk_store_pool_each(s, pool_cb, buf, &err), 0);
+	cr_assert_str_eq(buf, "default=2;");
+	pdk_store_free(s);
+}
