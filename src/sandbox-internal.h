@@ -14,6 +14,8 @@
 #include "seccomp.h"
 #include "sandbox.h"
 
+#include <poll.h>
+
 /* One-byte messages on the sync socket, each carrying an fd (SCM_RIGHTS). */
 #define PDK__CHILD_UPPER_FD  'U' /* the disk-limited workspace's upper layer */
 #define PDK__CHILD_NOTIFY_FD 'N' /* the exec-tracing seccomp listener */
@@ -66,7 +68,29 @@ struct pdk_sandbox {
 	uint64_t rusage_cpu_us;
 	uint64_t rusage_maxrss_kb;
 	bool timed_out;
+	/* Service mode. */
+	uint64_t last_exec_id;
 };
+
+/* Slots of the supervisor's poll set before the exec tracer's. */
+enum { PFD_INIT, PFD_CTL, PFD_SIG, PFD_TRACE, PFD_FIXED };
+
+/*
+ * How late a traced exit may be collected when the kernel keeps exit
+ * statuses for pidfds: waking up for every exit cost a shell loop of
+ * short processes 14 % more time; collecting them after each exec
+ * notification, or after this long, costs next to nothing.
+ */
+#define PDK__EXIT_SWEEP_MS 50
+
+/* Collect the init's exit status once its pidfd is readable (or to wait for it). */
+void pdk__sandbox_reap_init(struct pdk_sandbox *sb);
+
+/*
+ * Answer exec notifications and report traced exits (pfd laid out as
+ * above: PFD_TRACE, then n exit pidfds from PFD_FIXED on unless `lazy`).
+ */
+void pdk__sandbox_on_trace(struct pdk_sandbox *sb, struct pollfd *pfd, size_t n, bool lazy);
 
 /*
  * Runs in the child (pdk_ns_spawn): shares the parent's memory, so it reads

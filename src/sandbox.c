@@ -244,6 +244,10 @@ static int make_sockets(struct pdk_sandbox *sb, struct pdk_error **err)
 	sb->init_argv = NULL;
 	pdk_strv_push(&sb->init_argv, "paddock-init");
 	pdk_strv_push_take(&sb->init_argv, pdk_xasprintf("%d", sb->ctl[1]));
+	if (sb->cfg->serve) {
+		pdk_strv_push(&sb->init_argv, "--serve");
+		return 0;
+	}
 	pdk_strv_push(&sb->init_argv, "--");
 	for (size_t i = 0; sb->cfg->argv[i] != NULL; i++)
 		pdk_strv_push(&sb->init_argv, sb->cfg->argv[i]);
@@ -534,7 +538,7 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 	struct pdk_sandbox *sb = sandbox_alloc(cfg);
 	int rc;
 
-	if (cfg->argv == NULL || cfg->argv[0] == NULL)
+	if (!cfg->serve && (cfg->argv == NULL || cfg->argv[0] == NULL))
 		rc = pdk_error_setx(err, EINVAL, "no command to run");
 	else
 		rc = make_cgroup(sb, err);
@@ -554,8 +558,9 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		return create_failed(sb, pdk_error_setx(err, EPROTO,
 							"exec tracing: the sandbox "
 							"child sent no listener"));
-	if (sb->tracer != NULL) {
+	if (sb->tracer != NULL)
 		pdk_exectrace_start_recording(sb->tracer, sb->pid);
+	if (sb->tracer != NULL && !cfg->serve) {
 		/*
 		 * The command is the init's first child in a new pid namespace:
 		 * pid 2. Its exit is ours to report (with the accounting); the
@@ -654,7 +659,7 @@ static void kill_tree(struct pdk_sandbox *sb)
 		warn(sb->cfg, "%s", err->msg);
 }
 
-static void reap_init(struct pdk_sandbox *sb)
+void pdk__sandbox_reap_init(struct pdk_sandbox *sb)
 {
 	siginfo_t si;
 
@@ -684,19 +689,8 @@ static int poll_timeout_ms(struct pdk_sandbox *sb, uint64_t deadline)
 	return (int)((deadline - now + 999999) / 1000000);
 }
 
-/* Slots of the supervisor's poll set before the exec tracer's. */
-enum { PFD_INIT, PFD_CTL, PFD_SIG, PFD_TRACE, PFD_FIXED };
-
-/*
- * How late a traced exit may be collected when the kernel keeps exit
- * statuses for pidfds: waking up for every exit cost a shell loop of
- * short processes 14 % more time; collecting them after each exec
- * notification, or after this long, costs next to nothing.
- */
-#define EXIT_SWEEP_MS 50
-
 /* Answer exec notifications and report traced exits; a broken listener stops tracing. */
-static void on_trace(struct pdk_sandbox *sb, struct pollfd *pfd, size_t n, bool lazy)
+void pdk__sandbox_on_trace(struct pdk_sandbox *sb, struct pollfd *pfd, size_t n, bool lazy)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 
@@ -718,8 +712,8 @@ static int supervise_timeout_ms(struct pdk_sandbox *sb, uint64_t deadline, bool 
 {
 	int ms = poll_timeout_ms(sb, deadline);
 
-	if (lazy && pdk_exectrace_watching(sb->tracer) > 0 && (ms < 0 || ms > EXIT_SWEEP_MS))
-		ms = EXIT_SWEEP_MS;
+	if (lazy && pdk_exectrace_watching(sb->tracer) > 0 && (ms < 0 || ms > PDK__EXIT_SWEEP_MS))
+		ms = PDK__EXIT_SWEEP_MS;
 	return ms;
 }
 
@@ -752,7 +746,7 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 		if (n < 0)
 			continue;
 		if (sb->tracer != NULL)
-			on_trace(sb, pfd, nt, lazy);
+			pdk__sandbox_on_trace(sb, pfd, nt, lazy);
 		if (pfd[PFD_CTL].revents)
 			read_ctl(sb);
 		if (pfd[PFD_SIG].revents)
@@ -760,7 +754,7 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 		if (pfd[PFD_CTL].revents & (POLLHUP | POLLERR))
 			pfd[PFD_CTL].fd = -1; /* init closed its end; keep waiting for its exit */
 		if (pfd[PFD_INIT].revents)
-			reap_init(sb);
+			pdk__sandbox_reap_init(sb);
 	}
 	read_ctl(sb);
 	/* Every process of the sandbox is dead now: report the exits still watched. */
@@ -852,7 +846,7 @@ int pdk_sandbox_wait(struct pdk_sandbox *sb, int sigfd, struct pdk_sandbox_resul
 
 	if (rc < 0) {
 		kill_tree(sb);
-		reap_init(sb);
+		pdk__sandbox_reap_init(sb);
 		return rc;
 	}
 	fill_result(sb, res);
@@ -868,7 +862,11 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 		return 0;
 	if (sb->pid > 0 && !sb->reaped) {
 		(void)!pdk_sandbox_signal(sb, SIGKILL);
-		reap_init(sb);
+		pdk__sandbox_reap_init(sb);
+		/* Service mode: the exits of the processes still watched, before sandbox.destroy.
+		 */
+		if (sb->cfg->serve)
+			pdk_exectrace_finish(sb->tracer);
 	}
 	/* The proxy's open connections get their net.connect events before sandbox.destroy. */
 	pdk_egress_stop(sb->egress);

@@ -7,9 +7,9 @@
 #include "cli.h"
 #include "egress.h"
 #include "events.h"
-#include "redact.h"
 #include "otlp.h"
 #include "policy.h"
+#include "runspec.h"
 #include "sandbox.h"
 #include "util.h"
 #include "workspace.h"
@@ -243,207 +243,6 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 	return 0;
 }
 
-/* "1.5" CPUs -> 1500 thousandths. */
-static int parse_cpus(const char *s, uint32_t *milli)
-{
-	char *end = NULL;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 1024)
-		return -EINVAL;
-	*milli = (uint32_t)(v * 1000.0 + 0.5);
-	return *milli ? 0 : -EINVAL;
-}
-
-static int bad_value(const char *opt, const char *val, const char *want)
-{
-	pdk_cli_error("run: invalid %s '%s': expected %s", opt, val, want);
-	return -1;
-}
-
-/* Command-line limits override the profile's; an explicit limit is never best-effort. */
-static int apply_limit_opts(const struct pdk_run_opts *o, struct pdk_policy *p)
-{
-	struct pdk_policy_limits *l = &p->limits;
-
-	if (o->timeout && (pdk_parse_duration(o->timeout, &l->wall_ms) < 0 || l->wall_ms == 0))
-		return bad_value("--timeout", o->timeout, "a duration such as 500ms, 30s, 10m");
-	if (o->memory && (pdk_parse_size(o->memory, &l->memory) < 0 || l->memory < 1 << 20))
-		return bad_value("--memory", o->memory,
-				 "a size of at least 1M, such as 512M or 2G");
-	if (o->memory)
-		p->best_effort &= ~(unsigned)PDK_BE_MEMORY;
-	if (o->pids && (pdk_parse_u64(o->pids, 4194304, &l->pids) < 0 || l->pids == 0))
-		return bad_value("--pids", o->pids, "a whole number from 1 to 4194304");
-	if (o->pids)
-		p->best_effort &= ~(unsigned)PDK_BE_PIDS;
-	if (o->cpus && parse_cpus(o->cpus, &l->cpu_milli) < 0)
-		return bad_value("--cpus", o->cpus, "a number of CPUs above 0, such as 0.5 or 2");
-	if (o->cpus)
-		p->best_effort &= ~(unsigned)PDK_BE_CPU;
-	if (o->disk && (pdk_parse_size(o->disk, &l->disk) < 0 || l->disk < 1 << 20))
-		return bad_value("--disk", o->disk, "a size of at least 1M, such as 100M or 2G");
-	return 0;
-}
-
-static int apply_ws_opts(const struct pdk_run_opts *o, struct pdk_policy *p, char **ws_out)
-{
-	const char *ws = o->workspace ? o->workspace : p->workspace.path ? p->workspace.path : ".";
-	char real[PATH_MAX];
-	struct stat st;
-
-	if (o->change_set != NULL) {
-		if (o->workspace != NULL || (o->ws_mode && strcmp(o->ws_mode, "overlay") != 0))
-			return bad_value("--change-set", o->change_set,
-					 "no -w and no other --workspace-mode (the change set "
-					 "names its workspace)");
-		p->workspace.mode = PDK_WS_OVERLAY;
-		return 0;
-	}
-
-	if (o->ws_mode) {
-		static const enum pdk_ws_mode modes[] = {PDK_WS_OVERLAY, PDK_WS_RW, PDK_WS_RO,
-							 PDK_WS_TMPFS, PDK_WS_NONE};
-		size_t i;
-
-		for (i = 0; i < PDK_ARRAY_SIZE(modes); i++)
-			if (strcmp(o->ws_mode, pdk_policy_ws_mode_name(modes[i])) == 0)
-				break;
-		if (i == PDK_ARRAY_SIZE(modes))
-			return bad_value("--workspace-mode", o->ws_mode,
-					 "overlay, rw, ro, tmpfs or none");
-		p->workspace.mode = modes[i];
-	}
-	if (o->discard && p->workspace.mode != PDK_WS_OVERLAY) {
-		pdk_cli_error("run: --discard needs the overlay workspace mode (it is '%s')",
-			      pdk_policy_ws_mode_name(p->workspace.mode));
-		return -1;
-	}
-	if (p->workspace.mode == PDK_WS_NONE)
-		return 0;
-	if (realpath(ws, real) == NULL || stat(real, &st) < 0) {
-		pdk_cli_error("run: workspace '%s': %s", ws, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		pdk_cli_error("run: workspace '%s' is not a directory", ws);
-		return -1;
-	}
-	if (strcmp(real, "/") == 0) {
-		pdk_cli_error("run: the workspace cannot be '/'");
-		return -1;
-	}
-	*ws_out = pdk_xstrdup(real);
-	return 0;
-}
-
-static bool strv_contains(char *const *v, const char *s)
-{
-	for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
-		if (strcmp(v[i], s) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
- * --allow adds to the profile's network.allow and turns network mode none
- * into allowlist; with mode host it would mean nothing, so it is refused.
- */
-static int apply_allow_opts(const struct pdk_run_opts *o, struct pdk_policy *p)
-{
-	for (size_t i = 0; o->allow != NULL && o->allow[i] != NULL; i++) {
-		struct pdk_egress_rule r;
-		_cleanup_free_ char *why = NULL;
-
-		if (pdk_egress_rule_parse(o->allow[i], &r, &why) < 0) {
-			pdk_cli_error("run: invalid --allow '%s': %s", o->allow[i], why);
-			return -1;
-		}
-		if (!strv_contains(p->network.allow, r.text))
-			pdk_strv_push(&p->network.allow, r.text);
-		pdk_egress_rule_release(&r);
-	}
-	if (o->allow == NULL)
-		return 0;
-	if (p->network.mode == PDK_NET_HOST) {
-		pdk_cli_error("run: --allow needs network mode none or allowlist (the profile "
-			      "has host)");
-		return -1;
-	}
-	p->network.mode = PDK_NET_ALLOWLIST;
-	return 0;
-}
-
-/* The name part of "K=V" or "K": [A-Za-z_][A-Za-z0-9_]*, as the profile's env keys. */
-static bool valid_env_name(const char *kv)
-{
-	size_t n = strcspn(kv, "=");
-
-	if (n == 0 || (kv[0] >= '0' && kv[0] <= '9'))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = kv[i];
-
-		if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9')))
-			return false;
-	}
-	return true;
-}
-
-/* Later entries win: -e over the profile's env over the base. */
-static void env_set(char ***env, const char *kv)
-{
-	size_t klen = strcspn(kv, "=");
-
-	for (size_t i = 0; *env != NULL && (*env)[i] != NULL; i++) {
-		if (strncmp((*env)[i], kv, klen) == 0 && (*env)[i][klen] == '=') {
-			free((*env)[i]);
-			(*env)[i] = pdk_xstrdup(kv);
-			return;
-		}
-	}
-	pdk_strv_push(env, kv);
-}
-
-static int build_env(const struct pdk_run_opts *o, const struct pdk_policy *p, char ***out)
-{
-	const char *term = getenv("TERM");
-	char **env = NULL;
-
-	pdk_strv_push(&env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-	pdk_strv_push(&env, "HOME=/tmp");
-	pdk_strv_push(&env, "LANG=C.UTF-8");
-	if (term != NULL)
-		pdk_strv_push_take(&env, pdk_xasprintf("TERM=%s", term));
-	if (p->network.mode == PDK_NET_ALLOWLIST)
-		pdk_egress_env_add(&env); /* before the profile's env and -e, which may override */
-	for (size_t i = 0; p->env != NULL && p->env[i] != NULL; i++)
-		env_set(&env, p->env[i]);
-	for (size_t i = 0; o->env != NULL && o->env[i] != NULL; i++) {
-		const char *kv = o->env[i];
-		_cleanup_free_ char *copied = NULL;
-
-		if (!valid_env_name(kv)) {
-			pdk_strv_free(env);
-			return bad_value("--env", kv, "K=V or K, K made of letters, digits and _");
-		}
-		if (strchr(kv, '=') == NULL) {
-			const char *v = getenv(kv);
-
-			if (v == NULL)
-				continue; /* like docker -e K: unset here, unset there */
-			kv = copied = pdk_xasprintf("%s=%s", o->env[i], v);
-		}
-		env_set(&env, kv);
-	}
-	*out = env;
-	return 0;
-}
-
 static void warn_cb(void *data, const char *msg)
 {
 	(void)data;
@@ -521,11 +320,35 @@ struct run_ctx {
 	sigset_t oldmask;
 };
 
+/* The run's request, as runspec.h takes it. */
+static void to_runspec(const struct pdk_run_opts *o, struct pdk_runspec *rs)
+{
+	*rs = (struct pdk_runspec){
+		.profile = o->profile,
+		.wall = {o->timeout, "--timeout"},
+		.memory = {o->memory, "--memory"},
+		.pids = {o->pids, "--pids"},
+		.cpus = {o->cpus, "--cpus"},
+		.disk = {o->disk, "--disk"},
+		.ws_mode = {o->ws_mode, "--workspace-mode"},
+		.workspace = o->workspace,
+		.env = o->env,
+		.env_name = "--env",
+		.allow = o->allow,
+		.allow_name = "--allow",
+		.change_set = o->change_set,
+		.discard = o->discard,
+		.no_exec_trace = o->no_exec_trace,
+	};
+}
+
 static int prepare(struct run_ctx *c)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_policy_report rep = {0};
+	struct pdk_runspec rs;
 
+	to_runspec(&c->o, &rs);
 	c->policy = pdk_policy_load(c->o.profile ? c->o.profile : "default", &rep, &err);
 	if (c->policy == NULL) {
 		if (rep.n > 0)
@@ -536,14 +359,12 @@ static int prepare(struct run_ctx *c)
 		return -1;
 	}
 	pdk_policy_report_release(&rep);
-	if (c->o.no_exec_trace)
-		c->policy->audit.exec_trace = false;
-	if (c->o.no_exec_trace)
-		c->policy->audit.exec_trace = false;
-	if (apply_limit_opts(&c->o, c->policy) < 0 || apply_allow_opts(&c->o, c->policy) < 0 ||
-	    apply_ws_opts(&c->o, c->policy, &c->workspace) < 0 ||
-	    build_env(&c->o, c->policy, &c->env) < 0)
+	if (pdk_runspec_apply(&rs, c->policy, &err) < 0 ||
+	    pdk_runspec_workspace(&rs, c->policy, &c->workspace, &err) < 0 ||
+	    pdk_runspec_env(&rs, c->policy, &c->env, &err) < 0) {
+		pdk_cli_error("run: %s", err->msg);
 		return -1;
+	}
 	return 0;
 }
 
@@ -690,46 +511,6 @@ static int run_sandbox(struct run_ctx *c, char id_out[37])
 	return exit_code(&res);
 }
 
-/* The values of secret-looking variables of the sandbox's environment, redacted before any sink. */
-static void add_env_secrets(struct run_ctx *c)
-{
-	for (size_t i = 0; c->env != NULL && c->env[i] != NULL; i++) {
-		const char *eq = strchr(c->env[i], '=');
-		_cleanup_free_ char *name = NULL;
-
-		if (eq == NULL || !pdk_redact_name_is_secret(c->env[i], (size_t)(eq - c->env[i])))
-			continue;
-		name = strndup(c->env[i], (size_t)(eq - c->env[i]));
-		if (name == NULL)
-			pdk_oom();
-		(void)pdk_events_add_secret(c->events, name, eq + 1);
-	}
-}
-
-/*
- * The values of the secrets that network.credentials names (read by the
- * egress proxy from PADDOCK_SECRET_<NAME>): never in an event, whatever
- * reports them.
- */
-static void add_credential_secrets(struct run_ctx *c)
-{
-	char *const *cred = c->policy->network.credentials;
-
-	for (size_t i = 0; cred != NULL && cred[i] != NULL && cred[i + 1] != NULL; i += 2) {
-		_cleanup_free_ char *field = NULL, *name = NULL, *why = NULL, *var = NULL;
-		const char *value;
-
-		if (pdk_egress_cred_parse(cred[i + 1], &field, &name, &why) < 0)
-			continue; /* the proxy refuses to start on it */
-		var = pdk_xasprintf(PDK_EGRESS_SECRET_PREFIX "%s", name);
-		for (char *p = var; *p != '\0'; p++)
-			*p = (char)toupper((unsigned char)*p);
-		value = secure_getenv(var);
-		if (value != NULL && *value != '\0')
-			(void)pdk_events_add_secret(c->events, name, value);
-	}
-}
-
 /*
  * The run's event stream: the audit store (unless --no-audit), the
  * --events file, an OTLP exporter. A bad --otlp URL is a bad option; a bad
@@ -746,10 +527,11 @@ static int open_events(struct run_ctx *c, const char *id)
 
 	if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "stop") == 0)
 		acfg.on_full = PDK_AUDIT_STOP;
-	else if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "block") != 0)
-		return bad_value("--audit-queue-full", c->o.audit_full, "block or stop") < 0
-			       ? PDK_EXIT_POLICY
-			       : 0;
+	else if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "block") != 0) {
+		pdk_cli_error("run: invalid --audit-queue-full '%s': expected block or stop",
+			      c->o.audit_full);
+		return PDK_EXIT_POLICY;
+	}
 	pdk_otlp_config_init(&cfg);
 	otlp = pdk_otlp_config_from_env(&cfg, c->o.otlp, &err);
 	if (otlp < 0 && c->o.otlp != NULL) {
@@ -766,8 +548,7 @@ static int open_events(struct run_ctx *c, const char *id)
 		return 0;
 	}
 	c->events = pdk_events_new(id, "paddock-run");
-	add_env_secrets(c);
-	add_credential_secrets(c);
+	pdk_runspec_add_secrets(c->events, c->env, c->policy);
 	if (!c->o.no_audit) {
 		state = pdk_state_dir();
 		acfg.state_dir = state;
