@@ -16,6 +16,7 @@
 #include <http_parser.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -749,14 +750,26 @@ static int send_all(int fd, const char *head, size_t hlen, const void *body, siz
  * -EPIPE without *err when the connection closed before the first byte
  * (a kept connection the daemon had closed: the caller may retry).
  */
-static int read_response(struct pdk_client *c, struct pdk__client_parser *p, struct pdk_error **err)
+static int read_response(struct pdk_client *c, struct pdk__client_parser *p, int idle_ms,
+			 struct pdk_error **err)
 {
 	_cleanup_free_ char *buf = pdk_xmalloc(65536);
 	bool any = false;
 
 	for (;;) {
-		ssize_t n = TEMP_FAILURE_RETRY(read(c->fd, buf, 65536));
+		struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+		ssize_t n;
 		int r;
+
+		if (idle_ms > 0) {
+			r = (int)TEMP_FAILURE_RETRY(poll(&pfd, 1, idle_ms));
+			if (r < 0)
+				return pdk_error_set(err, errno, "poll");
+			if (r == 0)
+				return pdk_error_setx(err, ETIMEDOUT,
+						      "the daemon sent nothing for %d ms", idle_ms);
+		}
+		n = TEMP_FAILURE_RETRY(read(c->fd, buf, 65536));
 
 		if (n < 0 && errno == ECONNRESET && !any)
 			return -EPIPE;
@@ -793,7 +806,7 @@ static int request_once(struct pdk_client *c, const struct pdk_client_req *q,
 	}
 	p = pdk__client_parser_new(strcmp(q->method, "HEAD") == 0);
 	pdk__client_parser_set_sink(p, q->on_data, q->on_sse, q->ud);
-	r = read_response(c, p, err);
+	r = read_response(c, p, q->idle_ms, err);
 	if (r == -EPIPE && *err == NULL) {
 		*retry = reused;
 		if (!reused)

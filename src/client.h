@@ -84,6 +84,11 @@ struct pdk_client_req {
 	pdk_client_data_cb on_data;
 	pdk_client_sse_cb on_sse;
 	void *ud;
+	/*
+	 * > 0: give up with -ETIMEDOUT when the daemon sends nothing for this
+	 * many milliseconds (0: wait as long as it takes).
+	 */
+	int idle_ms;
 };
 
 struct pdk_client_resp {
