@@ -28,6 +28,7 @@ int pdk_cmd_profile(int argc, char **argv);
 int pdk_cmd_ws(int argc, char **argv);
 int pdk_cmd_version(int argc, char **argv);
 int pdk_cmd_serve(int argc, char **argv);
+int pdk_cmd_supervise(int argc, char **argv);
 
 /* 1536 -> "1.5 KiB", 12 -> "12 B" (binary units). */
 void pdk_cli_human_size(uint64_t bytes, char *buf, size_t len);

@@ -31,6 +31,7 @@ static const struct pdk_command commands[] = {
 	{"kill", pdk_cmd_kill, "destroy sandboxes: by id, session, workflow, agent or label"},
 	{"events", pdk_cmd_events, "print the daemon's audit events (--follow: live)"},
 	{"version", pdk_cmd_version, "print the version"},
+	{"supervise", pdk_cmd_supervise, NULL}, /* started by the daemon: not listed */
 	{"help", cmd_help, "show this help"},
 };
 
@@ -89,7 +90,8 @@ static void usage(FILE *out)
 		     "namespaces, seccomp, Landlock, cgroups, rlimits, no capabilities.\n\n"
 		     "commands:\n");
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(commands); i++)
-		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		if (commands[i].summary != NULL)
+			fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\nRun 'paddock COMMAND --help' for a command's options.\n");
 }
 

@@ -14,8 +14,7 @@
 #include <event2/http.h>
 
 /* A control call's answer: `reply` NULL when the connection was lost (borrowed; fds owned). */
-typedef void (*pdk_sb_reply_cb)(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds,
-				void *ctx);
+typedef void (*pdk_sb_reply_cb)(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx);
 
 struct pdk_sb_call {
 	struct pdk_sb_call *next;
@@ -101,8 +100,6 @@ void pdk__http_status_error(struct evhttp_request *req, int status, const char *
 /* ---- events (ingest.c) ---- */
 void pdk__sse_subscribe(struct pdk_daemon *d, struct evhttp_request *req, const char *sandbox,
 			const char *session, const char *kind, uint64_t since);
-
-
 
 /* ---- long responses (SSE): ingest.c ---- */
 struct pdk_stream {

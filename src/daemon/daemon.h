@@ -53,8 +53,8 @@ struct pdk_daemon {
 	uid_t uid;
 	struct pdk_sb *sandboxes; /* every sandbox this daemon knows */
 	struct pdk_sse *subscribers;
-	uint64_t event_seq;   /* the daemon stream's own sequence */
-	uint64_t fanout_seq;  /* the last audit seq handed to subscribers */
+	uint64_t event_seq;  /* the daemon stream's own sequence */
+	uint64_t fanout_seq; /* the last audit seq handed to subscribers */
 	int exit_status;
 };
 
@@ -67,8 +67,8 @@ PDK_MUST_CHECK int pdk_daemon_serve(const struct pdk_daemon_opts *opts, struct p
 /* ---- shared between the daemon's files (pdk__ = internal) ---- */
 
 /* Emit one of the daemon's own events into the audit store (and so to subscribers). */
-void pdk__daemon_event(struct pdk_daemon *d, const char *sandbox, json_t *labels,
-		       const char *kind, json_t *attrs);
+void pdk__daemon_event(struct pdk_daemon *d, const char *sandbox, json_t *labels, const char *kind,
+		       json_t *attrs);
 /* Hand audit records after d->fanout_seq to the SSE subscribers. */
 void pdk__daemon_fanout(struct pdk_daemon *d);
 /* Route one HTTP request (http.c). */

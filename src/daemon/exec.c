@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define READ_CHUNK   65536
-#define PENDING_MAX  (8u << 20) /* output held while the spill file is being opened */
-#define DRAIN_GRACE_MS 200      /* after the exit, how long a lingering pipe writer is waited for */
+#define READ_CHUNK     65536
+#define PENDING_MAX    (8u << 20) /* output held while the spill file is being opened */
+#define DRAIN_GRACE_MS 200 /* after the exit, how long a lingering pipe writer is waited for */
 
 enum exec_mode {
 	EXEC_SYNC,   /* one JSON answer with capped text */
@@ -40,7 +40,8 @@ struct capture {
 	int fd;
 	struct event *ev;
 	bool eof;
-	/* The full output inside the sandbox, opened through the supervisor when the cap is passed. */
+	/* The full output inside the sandbox, opened through the supervisor when the cap is passed.
+	 */
 	char *file;
 	int file_fd;
 	bool file_requested, file_failed;
@@ -75,7 +76,11 @@ static char *utf8_clean(const char *p, size_t n, size_t *out_len)
 
 	for (size_t i = 0; i < n;) {
 		unsigned char c = (unsigned char)p[i];
-		size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		size_t len = c < 0x80         ? 1
+			     : (c >> 5) == 6  ? 2
+			     : (c >> 4) == 14 ? 3
+			     : (c >> 3) == 30 ? 4
+					      : 0;
 		bool ok = len > 0 && i + len <= n && !(len == 2 && c < 0xc2);
 
 		for (size_t j = 1; ok && j < len; j++)
@@ -236,7 +241,6 @@ static void spill_write(struct capture *c, const char *p, size_t n)
 	evbuffer_add(c->pending, p, n);
 }
 
-
 static void spill_opened(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)
 {
 	struct spill_ctx *s = ctx;
@@ -334,7 +338,8 @@ static json_t *capture_json(struct capture *c)
 		      json_text((const char *)evbuffer_pullup(b, (ssize_t)n), n), "bytes",
 		      (json_int_t)c->total, "dropped", (json_int_t)dropped, "truncated",
 		      dropped > 0, "file",
-		      dropped > 0 && c->file && !c->file_failed ? json_string(c->file) : json_null());
+		      dropped > 0 && c->file && !c->file_failed ? json_string(c->file)
+								: json_null());
 	evbuffer_free(b);
 	return o;
 }
@@ -400,8 +405,8 @@ static void exec_finish(struct pdk_exec *x)
 			if (b == NULL)
 				pdk_oom();
 			evbuffer_add(b, x->out.head, x->out.head_len);
-			evhttp_add_header(evhttp_request_get_output_headers(x->req),
-					  "Content-Type", "application/x-tar");
+			evhttp_add_header(evhttp_request_get_output_headers(x->req), "Content-Type",
+					  "application/x-tar");
 			evhttp_send_reply(x->req, 200, "OK", b);
 			evbuffer_free(b);
 		}
@@ -535,8 +540,8 @@ static void started(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds, voi
 	if (x->mode == EXEC_STREAM) {
 		pdk__stream_start(&x->stream, x->req);
 		pdk__stream_send(&x->stream, NULL, "start",
-			 json_pack("{s:O, s:O}", "exec_id", x->exec_id, "pid",
-				   json_object_get(reply, "pid") ?: json_null()));
+				 json_pack("{s:O, s:O}", "exec_id", x->exec_id, "pid",
+					   json_object_get(reply, "pid") ?: json_null()));
 	}
 }
 
@@ -545,8 +550,8 @@ static int nonblock(int fd)
 	return fcntl(fd, F_SETFL, O_NONBLOCK);
 }
 
-static struct pdk_exec *exec_new(struct pdk_sb *sb, struct evhttp_request *req,
-				 enum exec_mode mode, uint64_t cap)
+static struct pdk_exec *exec_new(struct pdk_sb *sb, struct evhttp_request *req, enum exec_mode mode,
+				 uint64_t cap)
 {
 	struct pdk_exec *x = pdk_xcalloc(1, sizeof(*x));
 
@@ -604,7 +609,8 @@ static int exec_launch(struct pdk_exec *x, char **argv, char **env, const char *
 		(void)close(x->in_fd);
 		x->in_fd = -1;
 	} else {
-		x->in_ev = event_new(sb->d->base, x->in_fd, EV_WRITE | EV_PERSIST, input_writable, x);
+		x->in_ev =
+			event_new(sb->d->base, x->in_fd, EV_WRITE | EV_PERSIST, input_writable, x);
 		if (x->in_ev == NULL || event_add(x->in_ev, NULL) < 0)
 			pdk_oom();
 	}
@@ -638,9 +644,9 @@ void pdk__exec_start(struct pdk_sb *sb, struct evhttp_request *req, struct pdk_r
 	}
 	x->in_data = steal_ptr(&er->stdin_data);
 	x->in_len = er->stdin_len;
-	pdk__daemon_event(sb->d, sb->row.id, sb->labels, "exec.request",
-			  json_pack("{s:o, s:b}", "argv", pdk_json_strv(er->argv), "stream",
-				    stream));
+	pdk__daemon_event(
+		sb->d, sb->row.id, sb->labels, "exec.request",
+		json_pack("{s:o, s:b}", "argv", pdk_json_strv(er->argv), "stream", stream));
 	(void)exec_launch(x, er->argv, er->env, er->cwd, er->timeout_ms);
 }
 
@@ -650,8 +656,14 @@ void pdk__exec_tar(struct pdk_sb *sb, struct evhttp_request *req, const char *di
 void pdk__exec_tar(struct pdk_sb *sb, struct evhttp_request *req, const char *dir, bool create,
 		   char *body, size_t body_len, uint64_t max)
 {
-	char *argv[] = {(char *)"tar", create ? (char *)"-c" : (char *)"-x", (char *)"-f",
-			(char *)"-", (char *)"-C", (char *)dir, create ? (char *)"." : NULL, NULL};
+	char *argv[] = {(char *)"tar",
+			create ? (char *)"-c" : (char *)"-x",
+			(char *)"-f",
+			(char *)"-",
+			(char *)"-C",
+			(char *)dir,
+			create ? (char *)"." : NULL,
+			NULL};
 	struct pdk_exec *x = exec_new(sb, req, create ? EXEC_RAW : EXEC_STATUS, 8192);
 
 	x->raw_max = max;

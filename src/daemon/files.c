@@ -112,8 +112,9 @@ static void got_write_fd(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds
 				rc == -ENOSPC || rc == -EDQUOT ? "limit" : "internal", "path",
 				"cannot write '%s': %s", f->path, strerror(-rc));
 	else
-		pdk__http_json(f->req, 201,
-			       json_pack("{s:s, s:I}", "path", f->path, "bytes", (json_int_t)f->len));
+		pdk__http_json(
+			f->req, 201,
+			json_pack("{s:s, s:I}", "path", f->path, "bytes", (json_int_t)f->len));
 	file_op_free(f);
 }
 
@@ -197,7 +198,8 @@ void pdk__files_route(struct pdk_sb *sb, struct evhttp_request *req, const char 
 	f->path = pdk_xstrdup(path);
 	f->max = max_body < budget_left(sb) ? max_body : budget_left(sb);
 	if (method == EVHTTP_REQ_GET) {
-		call_or_fail(sb, f, json_pack("{s:s, s:s, s:s}", "op", "open", "path", path, "flags", "r"),
+		call_or_fail(sb, f,
+			     json_pack("{s:s, s:s, s:s}", "op", "open", "path", path, "flags", "r"),
 			     got_read_fd);
 	} else if (method == EVHTTP_REQ_PUT) {
 		if (parse_mode(req, evhttp_find_header(q, "mode"), &mode) < 0 ||
@@ -206,8 +208,8 @@ void pdk__files_route(struct pdk_sb *sb, struct evhttp_request *req, const char 
 			return;
 		}
 		call_or_fail(sb, f,
-			     json_pack("{s:s, s:s, s:s, s:i, s:b}", "op", "open", "path", path, "flags",
-				       "w", "mode", (int)mode, "mkdir", 1),
+			     json_pack("{s:s, s:s, s:s, s:i, s:b}", "op", "open", "path", path,
+				       "flags", "w", "mode", (int)mode, "mkdir", 1),
 			     got_write_fd);
 	} else {
 		call_or_fail(sb, f,

@@ -104,9 +104,9 @@ void pdk__http_svc_error(struct evhttp_request *req, json_t *reply)
 	for (size_t i = 0; code != NULL && i < PDK_ARRAY_SIZE(map); i++)
 		if (strcmp(code, map[i].code) == 0) {
 			pdk__http_error(req, map[i].http,
-					map[i].http == 429 ? "limit"
+					map[i].http == 429                 ? "limit"
 					: strcmp(code, "exec_failed") == 0 ? "bad_request"
-									  : code,
+									   : code,
 					field, "%s", msg ? msg : code);
 			return;
 		}
@@ -134,15 +134,13 @@ static bool peer_is_owner(struct pdk_daemon *d, struct evhttp_request *req)
 	return cred.uid == d->uid || cred.uid == 0;
 }
 
-static void auth_failed(struct pdk_daemon *d, struct evhttp_request *req, int code,
-			const char *why)
+static void auth_failed(struct pdk_daemon *d, struct evhttp_request *req, int code, const char *why)
 {
-	pdk__daemon_event(d, "daemon", NULL, "auth.failure",
-			  json_pack("{s:s, s:s, s:s}", "reason", why, "method",
-				    evhttp_request_get_command(req) == EVHTTP_REQ_GET ? "GET"
-										     : "other",
-				    "path", evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req))
-						    ?: ""));
+	pdk__daemon_event(
+		d, "daemon", NULL, "auth.failure",
+		json_pack("{s:s, s:s, s:s}", "reason", why, "method",
+			  evhttp_request_get_command(req) == EVHTTP_REQ_GET ? "GET" : "other",
+			  "path", evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req)) ?: ""));
 	pdk__http_error(req, code, code == 401 ? "unauthorized" : "forbidden", NULL, "%s", why);
 }
 
@@ -238,7 +236,8 @@ static int read_body(struct route_ctx *c, size_t max)
 	return 0;
 }
 
-/* A JSON body, whatever its Content-Type says (curl -d sends a form type): it is parsed strictly. */
+/* A JSON body, whatever its Content-Type says (curl -d sends a form type): it is parsed strictly.
+ */
 static int json_body(struct route_ctx *c)
 {
 	return read_body(c, JSON_BODY_MAX);
@@ -305,8 +304,8 @@ static void route_create(struct route_ctx *c)
 {
 	struct pdk_req_create cr;
 	struct pdk_req_error e = {0};
-	const char *hkey = evhttp_find_header(evhttp_request_get_input_headers(c->req),
-					      "Idempotency-Key");
+	const char *hkey =
+		evhttp_find_header(evhttp_request_get_input_headers(c->req), "Idempotency-Key");
 
 	if (json_body(c) < 0)
 		return;
@@ -376,9 +375,8 @@ static bool kill_match(struct pdk_sb *sb, const struct pdk_req_kill *k)
 	if (!label_matches(sb, "session", k->session) ||
 	    !label_matches(sb, "workflow", k->workflow) || !label_matches(sb, "agent", k->agent))
 		return false;
-	json_object_foreach(k->labels, key, v)
-		if (!label_matches(sb, key, json_string_value(v)))
-			return false;
+	json_object_foreach(k->labels, key,
+			    v) if (!label_matches(sb, key, json_string_value(v))) return false;
 	return true;
 }
 
@@ -473,8 +471,8 @@ static void route_events(struct route_ctx *c)
 	const char *since = query(c, "since"), *sandbox = query(c, "sandbox");
 	uint64_t after = UINT64_MAX;
 
-	if (!c->auth.admin && (sandbox == NULL || !allowed(c->d, c->req, &c->auth, sandbox,
-							   PDK_TOKEN_OP_READ))) {
+	if (!c->auth.admin &&
+	    (sandbox == NULL || !allowed(c->d, c->req, &c->auth, sandbox, PDK_TOKEN_OP_READ))) {
 		if (sandbox == NULL)
 			auth_failed(c->d, c->req, 403, "a sandbox token reads only its own events");
 		return;
@@ -525,7 +523,8 @@ static void route_exec(struct route_ctx *c, struct pdk_sb *sb)
 		pdk__daemon_event(c->d, sb->row.id, sb->labels, "limit.exceeded",
 				  json_pack("{s:s, s:s}", "limit", what, "request", "exec"));
 		pdk_req_exec_release(&er);
-		pdk__http_error(c->req, 429, "limit", what, "the sandbox's %s budget is spent", what);
+		pdk__http_error(c->req, 429, "limit", what, "the sandbox's %s budget is spent",
+				what);
 		return;
 	}
 	pdk__exec_start(sb, c->req, &er,
@@ -554,9 +553,9 @@ static void route_token(struct route_ctx *c, struct pdk_sb *sb)
 		return;
 	}
 	pdk_events_format_ts(exp * 1000000000ULL, ts, sizeof(ts));
-	pdk__daemon_event(c->d, sb->row.id, sb->labels, "token.create",
-			  json_pack("{s:o, s:s}", "ops", pdk_token_ops_json(t.ops), "expires_at",
-				    ts));
+	pdk__daemon_event(
+		c->d, sb->row.id, sb->labels, "token.create",
+		json_pack("{s:o, s:s}", "ops", pdk_token_ops_json(t.ops), "expires_at", ts));
 	pdk__http_json(c->req, 201,
 		       json_pack("{s:s, s:s, s:o}", "token", token, "expires_at", ts, "ops",
 				 pdk_token_ops_json(t.ops)));

@@ -87,8 +87,8 @@ void pdk__stream_end(struct pdk_stream *s)
 
 /* ---- the daemon's own events ---- */
 
-void pdk__daemon_event(struct pdk_daemon *d, const char *sandbox, json_t *labels,
-		       const char *kind, json_t *attrs)
+void pdk__daemon_event(struct pdk_daemon *d, const char *sandbox, json_t *labels, const char *kind,
+		       json_t *attrs)
 {
 	_cleanup_json_ json_t *e = json_object();
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -217,8 +217,8 @@ void pdk__sse_subscribe(struct pdk_daemon *d, struct evhttp_request *req, const 
 	s->kind = kind ? pdk_xstrdup(kind) : NULL;
 	pdk__daemon_fanout(d); /* d->fanout_seq is the head: the replay stops there */
 	pdk__stream_start(&s->s, req);
-	if (since != UINT64_MAX &&
-	    pdk_audit_query(d->audit, &f, fan_row, &fan, &err) < 0 && !d->quiet)
+	if (since != UINT64_MAX && pdk_audit_query(d->audit, &f, fan_row, &fan, &err) < 0 &&
+	    !d->quiet)
 		fprintf(stderr, "paddock serve: events replay: %s\n", err->msg);
 	s->next = d->subscribers;
 	d->subscribers = s;

@@ -189,7 +189,8 @@ static void add_budgets(struct pdk_sb *sb, json_t *o)
 	if (json_integer_value(json_object_get(limits, "commands")) == 0)
 		pdk_json_set(limits, "commands",
 			     json_integer((json_int_t)limit_of(sb, "commands")));
-	json_object_foreach(limits, k, v) {
+	json_object_foreach(limits, k, v)
+	{
 		json_int_t lim = json_integer_value(v);
 		json_int_t used = json_integer_value(json_object_get(usage, k));
 
@@ -217,8 +218,7 @@ json_t *pdk__sb_json(struct pdk_sb *sb, const char *token)
 	if (token != NULL) {
 		pdk_json_set(o, "token", json_string(token));
 		pdk_json_set(o, "token_expires_at",
-			     ts_or_null(pdk_now_real_ns() +
-					PDK_REQ_TOKEN_TTL_MAX * 1000000000ULL));
+			     ts_or_null(pdk_now_real_ns() + PDK_REQ_TOKEN_TTL_MAX * 1000000000ULL));
 	}
 	add_budgets(sb, o);
 	return o;
@@ -385,15 +385,16 @@ static void sb_forget(struct pdk_sb *sb, const char *final_state)
 		close_fd(&sb->ctl_fd);
 		(void)!pdk_rm_rf_at(AT_FDCWD, dir);
 		if (req != NULL)
-			pdk__http_json(req, 200, json_pack("{s:s, s:s}", "id", sb->row.id, "state",
-							   "lost"));
+			pdk__http_json(req, 200,
+				       json_pack("{s:s, s:s}", "id", sb->row.id, "state", "lost"));
 		return;
 	}
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir); /* what the supervisor left: the ingested spool */
 	if (pdk_store_sandbox_delete(d->store, sb->row.id, &err) < 0 && !d->quiet)
 		fprintf(stderr, "paddock serve: %s\n", err->msg);
 	if (req != NULL)
-		pdk__http_json(req, 200, json_pack("{s:s, s:s}", "id", sb->row.id, "state", "ended"));
+		pdk__http_json(req, 200,
+			       json_pack("{s:s, s:s}", "id", sb->row.id, "state", "ended"));
 	sb_unlink(sb);
 	sb_free(sb);
 }
@@ -419,7 +420,7 @@ static void sb_lost_connection(struct pdk_sb *sb)
 	if (sb->end_reason == NULL)
 		sb->end_reason = pdk_xstrdup("supervisor_lost");
 	sb_forget(sb, sb->destroying || strcmp(sb->end_reason, "supervisor_lost") != 0 ? "ended"
-											 : "lost");
+										       : "lost");
 }
 
 static void destroyed(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)
@@ -476,7 +477,8 @@ static void stamp_labels(struct pdk_sb *sb, json_t *e)
 
 void pdk__sb_ingest(struct pdk_sb *sb)
 {
-	_cleanup_free_ char *path = pdk_xasprintf("%s/sb/%s/events.jsonl", sb->d->run_dir, sb->row.id);
+	_cleanup_free_ char *path =
+		pdk_xasprintf("%s/sb/%s/events.jsonl", sb->d->run_dir, sb->row.id);
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int fd = TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -524,7 +526,7 @@ void pdk__sb_ingest(struct pdk_sb *sb)
 /* ---- create: start the supervisor, wait on its ready pipe ---- */
 
 struct spawn_arg {
-	int exe_fd, spec_fd, ready_fd, null_fd;
+	int exe_fd, spec_fd, ready_fd, null_fd, log_fd;
 	char *const *argv;
 	char *const *envp;
 };
@@ -535,7 +537,7 @@ static int spawn_child(void *p)
 	const struct spawn_arg *a = p;
 
 	if (setsid() < 0 || dup2(a->spec_fd, 3) < 0 || dup2(a->ready_fd, 4) < 0 ||
-	    dup2(a->null_fd, 0) < 0 || dup2(a->null_fd, 1) < 0 || dup2(a->null_fd, 2) < 0)
+	    dup2(a->null_fd, 0) < 0 || dup2(a->log_fd, 1) < 0 || dup2(a->log_fd, 2) < 0)
 		_exit(127);
 	/* Every other descriptor of the daemon is close-on-exec: nothing else is inherited. */
 	(void)syscall(SYS_close_range, 5U, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -552,8 +554,8 @@ static void reply_waiters(struct pdk_sb *sb, const char *error_msg)
 
 		sb->waiters = w->next;
 		if (error_msg != NULL) {
-			pdk__http_error(w->req, 500, "internal", NULL, "sandbox could not be created: %s",
-					error_msg);
+			pdk__http_error(w->req, 500, "internal", NULL,
+					"sandbox could not be created: %s", error_msg);
 		} else if (pdk_token_mint(sb->d->key, sb->row.id, PDK_TOKEN_OPS_ALL,
 					  pdk_now_real_ns() / 1000000000ULL + PDK_REQ_TOKEN_TTL_MAX,
 					  &token, &err) < 0) {
@@ -624,8 +626,8 @@ static void ready_done(struct pdk_sb *sb)
 	sb->init_pid = (pid_t)json_integer_value(json_object_get(j, "init_pid"));
 	rc = ctl_connect(sb);
 	if (rc < 0) {
-		_cleanup_free_ char *msg = pdk_xasprintf("cannot connect to the supervisor: %s",
-							 strerror(-rc));
+		_cleanup_free_ char *msg =
+			pdk_xasprintf("cannot connect to the supervisor: %s", strerror(-rc));
 		create_failed(sb, msg);
 		return;
 	}
@@ -658,7 +660,8 @@ static void ready_readable(evutil_socket_t fd, short what, void *arg)
 static int spawn(struct pdk_sb *sb, const char *spec, struct pdk_error **err)
 {
 	struct pdk_daemon *d = sb->d;
-	_cleanup_close_ int spec_fd = -1, ready_r = -1, ready_w = -1, null_fd = -1;
+	_cleanup_close_ int spec_fd = -1, ready_r = -1, ready_w = -1, null_fd = -1, log_fd = -1;
+	_cleanup_free_ char *dir = NULL, *log_path = NULL;
 	_cleanup_strv_ char **argv = NULL;
 	int pipefd[2];
 	struct spawn_arg a;
@@ -675,6 +678,15 @@ static int spawn(struct pdk_sb *sb, const char *spec, struct pdk_error **err)
 	null_fd = TEMP_FAILURE_RETRY(open("/dev/null", O_RDWR | O_CLOEXEC));
 	if (null_fd < 0)
 		return pdk_error_set(err, errno, "open /dev/null");
+	/* The supervisor's stdout and stderr: RUNDIR/sb/ID/log (contract). */
+	dir = sb_dir(sb);
+	if (mkdir(dir, 0700) < 0)
+		return pdk_error_set(err, errno, "mkdir '%s'", dir);
+	log_path = pdk_xasprintf("%s/log", dir);
+	log_fd = TEMP_FAILURE_RETRY(
+		open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+	if (log_fd < 0)
+		return pdk_error_set(err, errno, "open '%s'", log_path);
 	/* Above 4, so that the child's dup2 onto 3 and 4 never overwrites one of them. */
 	pdk_strv_push(&argv, "paddock");
 	pdk_strv_push(&argv, "supervise");
@@ -684,7 +696,10 @@ static int spawn(struct pdk_sb *sb, const char *spec, struct pdk_error **err)
 	pdk_strv_push(&argv, "3");
 	pdk_strv_push(&argv, "--ready-fd");
 	pdk_strv_push(&argv, "4");
-	a = (struct spawn_arg){.exe_fd = d->exe_fd, .null_fd = null_fd, .argv = argv,
+	a = (struct spawn_arg){.exe_fd = d->exe_fd,
+			       .null_fd = null_fd,
+			       .log_fd = log_fd,
+			       .argv = argv,
 			       .envp = environ};
 	a.spec_fd = fcntl(spec_fd, F_DUPFD_CLOEXEC, 10);
 	a.ready_fd = fcntl(ready_w, F_DUPFD_CLOEXEC, 10);
@@ -748,8 +763,8 @@ static bool replay_key(struct pdk_daemon *d, struct evhttp_request *req, const c
 			return true;
 		}
 		if (pdk_token_mint(d->key, sb->row.id, PDK_TOKEN_OPS_ALL,
-				   pdk_now_real_ns() / 1000000000ULL + PDK_REQ_TOKEN_TTL_MAX, &token,
-				   &err) < 0)
+				   pdk_now_real_ns() / 1000000000ULL + PDK_REQ_TOKEN_TTL_MAX,
+				   &token, &err) < 0)
 			pdk__http_status_error(req, err->status, err->msg);
 		else
 			pdk__http_json(req, 200, pdk__sb_json(sb, token));
@@ -900,8 +915,9 @@ static void adopt_status(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds
 {
 	status_answer(sb, reply, fds, nfds, ctx);
 	if (reply != NULL)
-		pdk__daemon_event(sb->d, sb->row.id, sb->labels, "sandbox.adopt",
-				  json_pack("{s:i}", "supervisor_pid", (int)sb->row.supervisor_pid));
+		pdk__daemon_event(
+			sb->d, sb->row.id, sb->labels, "sandbox.adopt",
+			json_pack("{s:i}", "supervisor_pid", (int)sb->row.supervisor_pid));
 }
 
 static int adopt_one(void *data, const struct pdk_store_sandbox *row)
@@ -973,7 +989,7 @@ void pdk__sb_tick(struct pdk_daemon *d)
 			continue;
 		}
 		(void)!pdk__sb_call(sb, json_pack("{s:s}", "op", "status"), NULL, 0, status_answer,
-				   NULL);
+				    NULL);
 		pdk__sb_ingest(sb);
 	}
 }

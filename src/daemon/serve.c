@@ -179,7 +179,8 @@ static void on_child(evutil_socket_t sig, short what, void *arg)
 	(void)sig;
 	(void)what;
 	(void)arg;
-	/* Supervisors this daemon started: reaped whenever they end (they report on their socket). */
+	/* Supervisors this daemon started: reaped whenever they end (they report on their socket).
+	 */
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 }
@@ -214,8 +215,8 @@ static int take_lock(struct pdk_daemon *d, struct pdk_error **err)
 	_cleanup_free_ char *path = pdk_xasprintf("%s/daemon.lock", d->state_dir);
 	char pid[24];
 
-	d->lock_fd = TEMP_FAILURE_RETRY(
-		open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+	d->lock_fd =
+		TEMP_FAILURE_RETRY(open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
 	if (d->lock_fd < 0)
 		return pdk_error_set(err, errno, "cannot open '%s'", path);
 	if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
@@ -233,8 +234,7 @@ static int take_lock(struct pdk_daemon *d, struct pdk_error **err)
 	return 0;
 }
 
-static int open_state(struct pdk_daemon *d, const struct pdk_daemon_opts *o,
-		      struct pdk_error **err)
+static int open_state(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struct pdk_error **err)
 {
 	_cleanup_free_ char *sbdir = NULL;
 	int rc;
@@ -279,9 +279,16 @@ static int start_pools(struct pdk_daemon *d, char **pools, struct pdk_error **er
 
 static int start(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struct pdk_error **err)
 {
-	d->exe_fd = TEMP_FAILURE_RETRY(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
-	if (d->exe_fd < 0)
+	int fd = TEMP_FAILURE_RETRY(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+
+	if (fd < 0)
 		return pdk_error_set(err, errno, "cannot open /proc/self/exe");
+	/* Above 4: a supervisor's fds 3 and 4 are its spec and ready pipe (spawn in sandboxes.c).
+	 */
+	d->exe_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	(void)close(fd);
+	if (d->exe_fd < 0)
+		return pdk_error_set(err, errno, "cannot keep /proc/self/exe open");
 	if (open_state(d, o, err) < 0 || start_pools(d, o->pools, err) < 0)
 		return -EIO;
 	d->base = event_base_new();
@@ -360,16 +367,19 @@ static void stop(struct pdk_daemon *d)
 
 int pdk_daemon_serve(const struct pdk_daemon_opts *o, struct pdk_error **err)
 {
-	struct pdk_daemon d = {.exe_fd = -1, .lock_fd = -1, .uid = geteuid(),
+	struct pdk_daemon d = {.exe_fd = -1,
+			       .lock_fd = -1,
+			       .uid = geteuid(),
 			       .max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY,
-			       .kill_on_exit = o->kill_on_exit, .quiet = o->quiet};
+			       .kill_on_exit = o->kill_on_exit,
+			       .quiet = o->quiet};
 	int rc = start(&d, o, err);
 
 	if (rc == 0) {
 		if (!d.quiet)
 			fprintf(stderr, "paddock serve: listening on %s%s%s (state %s)\n",
-				d.socket_path, o->listen ? " and tcp " : "", o->listen ? o->listen : "",
-				d.state_dir);
+				d.socket_path, o->listen ? " and tcp " : "",
+				o->listen ? o->listen : "", d.state_dir);
 		if (event_base_dispatch(d.base) < 0)
 			rc = pdk_error_setx(err, EIO, "the event loop failed");
 	}

@@ -1,0 +1,30 @@
+/*
+ * supervisor.h - one sandbox's supervisor in service mode (`paddock
+ * supervise`): builds the sandbox from the daemon's spec, then serves the
+ * control protocol (docs/internals/daemon.md) on RUNDIR/sb/<id>/ctl.sock
+ * until the sandbox is destroyed or a budget ends it. Single-threaded
+ * (the egress proxy, in allowlist mode, has its own thread).
+ */
+#ifndef PDK_SUPERVISOR_H
+#define PDK_SUPERVISOR_H
+
+#include "common.h"
+#include "error.h"
+
+/*
+ * The runtime directory: $PADDOCK_RUNTIME_DIR, else $XDG_RUNTIME_DIR/paddock,
+ * else /run/paddock as root, else /tmp/paddock-<uid>. A new string.
+ */
+char *pdk_supervisor_runtime_dir(void);
+
+/*
+ * Read the spec JSON from `spec_fd` (closed), build sandbox `id`, report
+ * readiness as one JSON line on `ready_fd` (closed; -1: none), serve until
+ * the end. Returns 0 after a clean end (destroy, SIGTERM, a budget), or
+ * negative + *err when setup failed (then also reported on ready_fd, with
+ * the step that failed) or the loop broke.
+ */
+PDK_MUST_CHECK int pdk_supervisor_run(const char *id, int spec_fd, int ready_fd,
+				      struct pdk_error **err);
+
+#endif

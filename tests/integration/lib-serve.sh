@@ -1,0 +1,111 @@
+# Helpers for the daemon tests, sourced after lib-run.sh.
+#   serve_start root|user [ARGS...]   start `paddock serve` as root or nobody (own state and run dirs)
+#   serve_stop root|user [SIG]        stop it (SIGTERM by default) and wait; $SERVE_RC is its status
+#   api root|user METHOD PATH [BODY]  HTTP over the unix socket, as that identity: sets $CODE and $BODY
+#   tcp METHOD URL TOKEN [BODY]       HTTP over TCP with a bearer token: sets $CODE and $BODY
+#   jq_get JSON EXPR                  one value out of JSON (python3)
+
+# as WHO CMD...: run CMD as root, or as nobody with the daemon's environment.
+as() {
+	local who=$1
+	shift
+	if [ "$who" = root ]; then
+		env PADDOCK_INIT="$T/bin/paddock-init" PADDOCK_STATE_DIR="$T/serve-root/state" \
+			PADDOCK_RUNTIME_DIR="$T/serve-root/run" "${SERVE_ENV[@]}" "$@"
+	else
+		setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all \
+			env HOME="$T/home" PADDOCK_INIT="$T/bin/paddock-init" \
+			PADDOCK_STATE_DIR="$T/serve-user/state" PADDOCK_RUNTIME_DIR="$T/serve-user/run" \
+			"${SERVE_ENV[@]}" "$@"
+	fi
+}
+SERVE_ENV=()
+
+# as_exec WHO CMD...: the same, replacing the calling (sub)shell, so that $! is CMD's pid.
+as_exec() {
+	local who=$1
+	shift
+	if [ "$who" = root ]; then
+		exec env PADDOCK_INIT="$T/bin/paddock-init" PADDOCK_STATE_DIR="$T/serve-root/state" \
+			PADDOCK_RUNTIME_DIR="$T/serve-root/run" "${SERVE_ENV[@]}" "$@"
+	fi
+	exec setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all \
+		env HOME="$T/home" PADDOCK_INIT="$T/bin/paddock-init" \
+		PADDOCK_STATE_DIR="$T/serve-user/state" PADDOCK_RUNTIME_DIR="$T/serve-user/run" \
+		"${SERVE_ENV[@]}" "$@"
+}
+
+sock_of() { echo "$T/serve-$1/run/paddock.sock"; }
+
+serve_start() {
+	local who=$1 i
+	shift
+	mkdir -p "$T/serve-$who"
+	[ "$who" = user ] && chown $UNPRIV_UID:$UNPRIV_UID "$T/serve-$who"
+	(as_exec "$who" "$T/bin/paddock" serve "$@" >"$T/serve-$who.log" 2>&1) &
+	eval "SERVE_PID_$who=$!"
+	for i in $(seq 1 100); do
+		[ -S "$(sock_of "$who")" ] && return 0
+		sleep 0.05
+	done
+	echo "# the daemon did not start:"; sed 's/^/#   /' "$T/serve-$who.log"
+	return 1
+}
+
+serve_pid() { eval "echo \$SERVE_PID_$1"; }
+
+serve_stop() {
+	local pid
+	pid=$(serve_pid "$1")
+	kill -"${2:-TERM}" "$pid" 2>/dev/null
+	wait "$pid"
+	SERVE_RC=$?
+}
+
+api() {
+	local who=$1 method=$2 path=$3 out
+	out=$(mktemp "$T/api-XXXXXX")
+	chmod 0666 "$out"
+	if [ $# -ge 4 ]; then
+		CODE=$(printf '%s' "$4" | as "$who" curl -s -o "$out" -w '%{http_code}' \
+			--unix-socket "$(sock_of "$who")" -X "$method" --data-binary @- \
+			-H 'Content-Type: application/json' "http://paddock$path")
+	else
+		CODE=$(as "$who" curl -s -o "$out" -w '%{http_code}' --unix-socket "$(sock_of "$who")" \
+			-X "$method" "http://paddock$path")
+	fi
+	BODY=$(cat "$out")
+	rm -f "$out"
+}
+
+tcp() {
+	local method=$1 url=$2 token=$3 out
+	out=$(mktemp "$T/api-XXXXXX")
+	if [ $# -ge 4 ]; then
+		CODE=$(printf '%s' "$4" | curl -s -o "$out" -w '%{http_code}' -X "$method" \
+			-H "Authorization: Bearer $token" --data-binary @- "$url")
+	elif [ -n "$token" ]; then
+		CODE=$(curl -s -o "$out" -w '%{http_code}' -X "$method" \
+			-H "Authorization: Bearer $token" "$url")
+	else
+		CODE=$(curl -s -o "$out" -w '%{http_code}' -X "$method" "$url")
+	fi
+	BODY=$(cat "$out")
+	rm -f "$out"
+}
+
+jq_get() {
+	python3 -c '
+import json, sys
+v = json.loads(sys.argv[1])
+for k in sys.argv[2].split("."):
+    if k == "": continue
+    v = v[int(k)] if isinstance(v, list) else v.get(k) if isinstance(v, dict) else None
+print("" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else str(v).lower() if isinstance(v, bool) else v))
+' "$1" "$2" 2>/dev/null
+}
+
+# Does this build have the supervisor (`paddock supervise`)? Sandbox tests need it.
+have_supervisor() {
+	"$T/bin/paddock" supervise --help >/dev/null 2>&1
+}
