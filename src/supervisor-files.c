@@ -31,8 +31,8 @@
 
 static int open_in(struct pdk_supervisor *s, const char *path, int flags, mode_t mode)
 {
+	/* openat2() refuses O_NOCTTY with O_PATH (its flags are checked strictly). */
 	struct open_how how = {
-		/* openat2() refuses O_PATH with any flag but O_DIRECTORY, O_NOFOLLOW, O_CLOEXEC. */
 		.flags = (uint64_t)(flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY)),
 		.mode = (flags & O_CREAT) ? mode : 0,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
