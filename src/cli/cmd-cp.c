@@ -269,6 +269,30 @@ static int upload_file(struct pdk_client *c, const char *src, const struct stat 
 	return put(c, path, "application/octet-stream", buf, len);
 }
 
+/*
+ * mkdir -p TARGET in the sandbox, by its own mkdir (as the sandbox's user):
+ * the archive route extracts into an existing directory.
+ */
+static int remote_mkdir(struct pdk_client *c, const char *id, const char *target)
+{
+	_cleanup_free_ char *eid = pdk_client_escape(id);
+	_cleanup_free_ char *path = pdk_xasprintf("/v1/sandboxes/%s/exec", eid);
+	_cleanup_json_ json_t *body = json_pack("{s:[s, s, s]}", "argv", "mkdir", "-p", target);
+	_cleanup_json_ json_t *out = pdk_cli_call(c, "POST", path, body);
+	json_t *code;
+
+	if (out == NULL)
+		return PDK_CLI_EXIT_API;
+	code = json_object_get(out, "exit_code");
+	if (!json_is_integer(code) || json_integer_value(code) != 0) {
+		pdk_cli_error(
+			"cannot make directory '%s' in sandbox %s: %s", target, id,
+			json_string_value(json_object_get(json_object_get(out, "stderr"), "text")));
+		return PDK_CLI_EXIT_API;
+	}
+	return 0;
+}
+
 static int upload_dir(struct pdk_client *c, const char *src, const struct remote *dst,
 		      const char *target)
 {
@@ -292,6 +316,9 @@ static int upload_dir(struct pdk_client *c, const char *src, const struct remote
 	}
 	if (!tar_wait(pid))
 		return 1;
+	r = remote_mkdir(c, dst->id, target);
+	if (r != 0)
+		return r;
 	path = sb_path(dst->id, "archive", target, NULL);
 	return put(c, path, "application/x-tar", buf, len);
 }
