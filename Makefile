@@ -64,6 +64,7 @@ bench: build
 	python3 bench/workspace ./$(BUILD)/paddock
 	./$(BUILD)/bench-audit
 	python3 bench/egress ./$(BUILD)/paddock
+	python3 bench/daemon ./$(BUILD)/paddock --quick
 
 format:
 	clang-format -i $$(git ls-files '*.[ch]')
