@@ -500,12 +500,31 @@ static void reap_all(struct server *s)
 	}
 }
 
+/*
+ * Our own stdio becomes /dev/null: what the supervisor had there (a log
+ * file) is not the sandbox's business, and fds received later must not
+ * land on 0-2 (install_fd() relies on it).
+ */
+static void null_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		_exit(125);
+	for (int i = 0; i < 3; i++)
+		if (fd != i && dup2(fd, i) < 0)
+			_exit(125);
+	if (fd > 2)
+		(void)close(fd);
+}
+
 PDK_NORETURN static void serve(int ctl)
 {
 	struct server s = {.ctl = ctl};
 	struct pollfd pfd[2];
 	sigset_t chld;
 
+	null_stdio();
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	(void)sigprocmask(SIG_BLOCK, &chld, &s.oldmask); /* SIGCHLD: valid, cannot fail */

@@ -122,7 +122,7 @@ size_t pdk_sandbox_pollfds(struct pdk_sandbox *sb, struct pollfd *pfd, size_t ma
 	bool lazy = sb->tracer != NULL && pdk_exectrace_lazy_exits(sb->tracer);
 	size_t nt = 0;
 
-	if (max < PFD_FIXED || sb->reaped)
+	if (sb == NULL || max < PFD_FIXED || sb->reaped)
 		return 0;
 	pfd[PFD_INIT] = (struct pollfd){.fd = sb->pidfd, .events = POLLIN};
 	pfd[PFD_CTL] = (struct pollfd){.fd = sb->ctl[0], .events = POLLIN};
@@ -136,7 +136,7 @@ size_t pdk_sandbox_pollfds(struct pdk_sandbox *sb, struct pollfd *pfd, size_t ma
 
 int pdk_sandbox_poll_timeout_ms(struct pdk_sandbox *sb)
 {
-	if (sb->tracer != NULL && pdk_exectrace_lazy_exits(sb->tracer) &&
+	if (sb != NULL && sb->tracer != NULL && pdk_exectrace_lazy_exits(sb->tracer) &&
 	    pdk_exectrace_watching(sb->tracer) > 0)
 		return PDK__EXIT_SWEEP_MS;
 	return -1;
@@ -163,6 +163,8 @@ int pdk_sandbox_next_proc(struct pdk_sandbox *sb, struct pdk_sandbox_proc *p)
 {
 	struct pdk_init_msg m;
 
+	if (sb == NULL)
+		return 0;
 	for (;;) {
 		ssize_t n = TEMP_FAILURE_RETRY(recv(sb->ctl[0], &m, sizeof(m), MSG_DONTWAIT));
 
@@ -192,7 +194,7 @@ int pdk_sandbox_next_proc(struct pdk_sandbox *sb, struct pdk_sandbox_proc *p)
 
 bool pdk_sandbox_alive(const struct pdk_sandbox *sb)
 {
-	return sb->pid > 0 && !sb->reaped;
+	return sb != NULL && sb->pid > 0 && !sb->reaped;
 }
 
 int pdk_sandbox_pause(struct pdk_sandbox *sb, struct pdk_error **err)
@@ -215,7 +217,7 @@ void pdk_sandbox_usage(struct pdk_sandbox *sb, struct pdk_sandbox_usage *u)
 	struct pdk_cgroup_stats st;
 
 	memset(u, 0, sizeof(*u));
-	if (pdk_cgroup_stats(sb->cgroup, &st, &ignored) < 0)
+	if (sb == NULL || pdk_cgroup_stats(sb->cgroup, &st, &ignored) < 0)
 		return;
 	u->cpu_ns = st.cpu_usage_ns;
 	u->memory_current = st.memory_current;

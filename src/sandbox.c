@@ -589,7 +589,7 @@ const char *pdk_sandbox_id(const struct pdk_sandbox *sb)
 
 pid_t pdk_sandbox_init_pid(const struct pdk_sandbox *sb)
 {
-	return sb->pid;
+	return sb != NULL ? sb->pid : 0;
 }
 
 int pdk_sandbox_signal(struct pdk_sandbox *sb, int sig)

@@ -85,7 +85,7 @@ PDK_MUST_CHECK int pdk_sandbox_create(const struct pdk_sandbox_config *cfg,
 /* The sandbox's id (UUIDv7 text). Borrowed. */
 const char *pdk_sandbox_id(const struct pdk_sandbox *sb);
 
-/* Host pid of the sandbox's init. */
+/* Host pid of the sandbox's init (0 for a NULL sandbox). */
 pid_t pdk_sandbox_init_pid(const struct pdk_sandbox *sb);
 
 /*
@@ -172,7 +172,7 @@ PDK_MUST_CHECK int pdk_sandbox_dispatch(struct pdk_sandbox *sb, struct pollfd *p
 /* The next start/failure/exit reported by the init: 1 (filled *p), 0 when none is pending. */
 int pdk_sandbox_next_proc(struct pdk_sandbox *sb, struct pdk_sandbox_proc *p);
 
-/* Whether the init is still running (false once it ended, for any reason). */
+/* Whether the init is still running (false once it ended, for any reason; NULL: false). */
 bool pdk_sandbox_alive(const struct pdk_sandbox *sb);
 
 /* Freeze (pause) or thaw (resume) every process of the sandbox (cgroup freezer). */

@@ -61,6 +61,11 @@ struct pdk_supervisor {
 	size_t n_execs;
 	/* Snapshots by name: index i is change-set snapshot number i + 1. */
 	char **snap_names;
+	uint64_t cpu_base_ns; /* CPU time of the inits before the last restart */
+	/* {"ev":"events"} nudges: the spool's size when last told, and when. */
+	int spool_fd; /* O_PATH of events.jsonl, for fstat() */
+	off_t spool_told;
+	uint64_t nudge_ns;
 };
 
 /* Reply helpers (supervisor.c). Each sends on the current connection, if any. */

@@ -37,6 +37,7 @@
 #define BUDGET_CHECK_MS 100
 #define MAX_EXECS       1024
 #define NSEC_PER_MS     1000000ULL
+#define NUDGE_MS        10 /* at most one {"ev":"events"} per this long */
 
 char *pdk_supervisor_runtime_dir(void)
 {
@@ -294,6 +295,9 @@ static int setup_events(struct pdk_supervisor *s, struct pdk_error **err)
 	pdk_runspec_add_secrets(s->events, s->env, s->policy);
 	if (pdk_events_add_file(s->events, path, err) < 0)
 		return pdk_error_wrap(err, "events");
+	s->spool_fd = TEMP_FAILURE_RETRY(open(path, O_PATH | O_CLOEXEC));
+	if (s->spool_fd < 0)
+		return pdk_error_set(err, errno, "events: cannot open '%s'", path);
 	return 0;
 }
 
@@ -459,9 +463,29 @@ static void check_budgets(struct pdk_supervisor *s)
 	if (s->cpu_limit_ns == 0)
 		return;
 	pdk_sandbox_usage(s->sb, &u);
-	if (u.cpu_ns >= s->cpu_limit_ns)
+	if (s->cpu_base_ns + u.cpu_ns >= s->cpu_limit_ns)
 		end_with(s, "cpu_time", "cpu_time",
 			 json_integer((json_int_t)(s->cpu_limit_ns / NSEC_PER_MS)));
+}
+
+/*
+ * Tell the connected daemon that the spool grew, at most once per
+ * NUDGE_MS; returns the ms until a nudge held back may go (-1: none).
+ */
+static int nudge(struct pdk_supervisor *s)
+{
+	uint64_t now = pdk_now_mono_ns();
+	struct stat st;
+
+	if (s->conn_fd < 0 || s->spool_fd < 0 || fstat(s->spool_fd, &st) < 0 ||
+	    st.st_size == s->spool_told)
+		return -1;
+	if (now - s->nudge_ns < NUDGE_MS * NSEC_PER_MS)
+		return (int)((s->nudge_ns + NUDGE_MS * NSEC_PER_MS - now) / NSEC_PER_MS) + 1;
+	s->spool_told = st.st_size;
+	s->nudge_ns = now;
+	pdk__sv_send(s, json_pack("{s:s}", "ev", "events"), NULL, 0);
+	return -1;
 }
 
 /* How long the loop may sleep: budgets, exec timeouts, the sandbox's own needs. */
@@ -490,6 +514,9 @@ static int loop_timeout_ms(struct pdk_supervisor *s)
 	}
 	if (sb_ms >= 0 && (uint64_t)sb_ms < ms)
 		ms = (uint64_t)sb_ms;
+	/* Events from the egress proxy's thread do not wake us: look again soon. */
+	if (s->conn_fd >= 0 && s->policy->network.mode == PDK_NET_ALLOWLIST && ms > 100)
+		ms = 100;
 	return ms == UINT64_MAX ? -1 : ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
 
@@ -757,7 +784,7 @@ static json_t *usage_json(struct pdk_supervisor *s)
 			 (json_int_t)wall_ns(s), "paused_ns",
 			 (json_int_t)(s->paused_ns +
 				      (s->paused_since ? pdk_now_mono_ns() - s->paused_since : 0)),
-			 "cpu_ns", (json_int_t)u.cpu_ns, "memory_current",
+			 "cpu_ns", (json_int_t)(s->cpu_base_ns + u.cpu_ns), "memory_current",
 			 (json_int_t)u.memory_current, "memory_peak", (json_int_t)u.memory_peak,
 			 "pids_current", (json_int_t)u.pids_current, "commands",
 			 (json_int_t)s->commands, "egress_bytes", (json_int_t)0);
@@ -854,6 +881,159 @@ static void op_diff(struct pdk_supervisor *s, json_int_t req)
 	pdk__sv_send(s, json_pack("{s:I, s:o}", "req", req, "changes", changes), NULL, 0);
 }
 
+/*
+ * Snapshot, rollback and commit change the overlay's layers, which the
+ * sandbox's mount namespace holds mounted: they need the sandbox's
+ * processes gone. The init is restarted around them (same id, budgets and
+ * connection; a new init pid, and sandbox.destroy + sandbox.create in the
+ * spool), so they are refused while an exec runs.
+ */
+typedef int (*ws_step_fn)(struct pdk_supervisor *s, json_t *msg, json_t *reply,
+			  struct pdk_error **err);
+
+static int restart_around(struct pdk_supervisor *s, ws_step_fn step, json_t *msg, json_t *reply,
+			  struct pdk_error **err)
+{
+	_cleanup_error_ struct pdk_error *err2 = NULL;
+	struct pdk_sandbox_usage u;
+	bool paused = s->paused_since != 0;
+	int rc;
+
+	pdk_sandbox_usage(s->sb, &u);
+	s->cpu_base_ns += u.cpu_ns;
+	(void)close(s->root_fd);
+	s->root_fd = -1;
+	if (paused)
+		(void)!pdk_sandbox_resume(s->sb, &err2); /* SIGKILL reaches frozen tasks anyway */
+	pdk_error_free(&err2);
+	if (pdk_sandbox_destroy(s->sb, &err2) < 0)
+		fprintf(stderr, "paddock supervise: restart: %s\n", err2->msg);
+	pdk_error_free(&err2);
+	s->sb = NULL;
+	rc = step(s, msg, reply, err);
+	/* Whatever the step did, the sandbox runs again (or ends: init_lost). */
+	if (setup_sandbox(s, &err2) < 0) {
+		fprintf(stderr, "paddock supervise: restart: %s\n", err2->msg);
+		if (rc == 0)
+			rc = pdk_error_setx(err, err2->status, "%s", err2->msg);
+		return rc;
+	}
+	if (paused && pdk_sandbox_pause(s->sb, &err2) < 0)
+		fprintf(stderr, "paddock supervise: restart: %s\n", err2->msg);
+	return rc;
+}
+
+static int step_snapshot(struct pdk_supervisor *s, json_t *msg, json_t *reply,
+			 struct pdk_error **err)
+{
+	const char *name = spec_str(msg, "name");
+	int n = pdk_ws_snapshot(s->ws, err);
+
+	if (n < 0)
+		return n;
+	while (pdk_strv_len(s->snap_names) < (size_t)n - 1)
+		pdk_strv_push(&s->snap_names, "");
+	if (name != NULL)
+		pdk_strv_push(&s->snap_names, name);
+	else
+		pdk_strv_push_take(&s->snap_names, pdk_xasprintf("%d", n));
+	pdk_json_set(reply, "snapshot", json_string(s->snap_names[n - 1]));
+	return 0;
+}
+
+/* Snapshot number of `name` (0 = the workspace as it was), or -1. */
+static int snap_number(struct pdk_supervisor *s, const char *name)
+{
+	size_t n = pdk_strv_len(s->snap_names);
+
+	if (strcmp(name, "0") == 0)
+		return 0;
+	for (size_t i = n; i > 0; i--)
+		if (strcmp(s->snap_names[i - 1], name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int step_rollback(struct pdk_supervisor *s, json_t *msg, json_t *reply,
+			 struct pdk_error **err)
+{
+	int n = snap_number(s, spec_str(msg, "snapshot"));
+
+	if (pdk_ws_rollback(s->ws, (unsigned)n, err) < 0)
+		return -1;
+	while (pdk_strv_len(s->snap_names) > (size_t)n) {
+		size_t last = pdk_strv_len(s->snap_names) - 1;
+
+		free(s->snap_names[last]);
+		s->snap_names[last] = NULL;
+	}
+	pdk_json_set(reply, "snapshot", json_string(spec_str(msg, "snapshot")));
+	return 0;
+}
+
+static int step_commit(struct pdk_supervisor *s, json_t *msg, json_t *reply, struct pdk_error **err)
+{
+	struct pdk_ws_commit_report rep = {0};
+	struct pdk_ws_diff d = {0};
+	int rc = pdk_ws_diff(s->ws, 0, PDK_WS_CURRENT, &d, err);
+
+	(void)msg;
+	if (rc == 0)
+		rc = pdk_ws_commit(s->ws, &d, 0, &rep, err);
+	if (rc == 0) {
+		_cleanup_error_ struct pdk_error *e = NULL;
+
+		if (pdk_ws_emit_changes(s->events, &d, "committed", pdk_ws_id(s->ws), &e) < 0)
+			fprintf(stderr, "paddock supervise: %s\n", e->msg);
+		pdk_json_set(reply, "committed", json_integer((json_int_t)rep.applied));
+		/* The workspace has the changes now: start again from it, with no layer. */
+		rc = pdk_ws_rollback(s->ws, 0, err);
+		pdk_strv_free(s->snap_names);
+		s->snap_names = NULL;
+	}
+	for (size_t i = 0; rc < 0 && i < rep.n_refused; i++)
+		pdk_error_wrap(err, "'%s' refused: %s", rep.refused[i].path, rep.refused[i].reason);
+	pdk_ws_commit_report_release(&rep);
+	pdk_ws_diff_release(&d);
+	return rc;
+}
+
+static void op_ws(struct pdk_supervisor *s, json_int_t req, json_t *msg, const char *op)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	json_t *reply = json_pack("{s:I}", "req", req);
+	ws_step_fn step = strcmp(op, "snapshot") == 0   ? step_snapshot
+			  : strcmp(op, "rollback") == 0 ? step_rollback
+							: step_commit;
+
+	if (s->ws == NULL) {
+		json_decref(reply);
+		return reply_errorx(s, req, "conflict", NULL,
+				    "the workspace is not an overlay: it has no layers");
+	}
+	if (step == step_commit && s->private_ws != NULL) {
+		json_decref(reply);
+		return reply_errorx(s, req, "conflict", NULL,
+				    "the sandbox has a private workspace: nothing to commit to");
+	}
+	if (step == step_rollback &&
+	    (spec_str(msg, "snapshot") == NULL || snap_number(s, spec_str(msg, "snapshot")) < 0)) {
+		json_decref(reply);
+		return reply_errorx(s, req, "not_found", "snapshot", "no such snapshot");
+	}
+	if (s->n_execs > 0) {
+		json_decref(reply);
+		return reply_errorx(s, req, "conflict", NULL,
+				    "execs are running: the workspace layers change only when "
+				    "none does");
+	}
+	if (restart_around(s, step, msg, reply, &err) < 0) {
+		json_decref(reply);
+		return pdk__sv_reply_error(s, req, "internal", NULL, err);
+	}
+	pdk__sv_send(s, reply, NULL, 0);
+}
+
 static void handle(struct pdk_supervisor *s, json_t *msg, int *fds, size_t nfds)
 {
 	json_t *r = json_object_get(msg, "req");
@@ -874,6 +1054,9 @@ static void handle(struct pdk_supervisor *s, json_t *msg, int *fds, size_t nfds)
 		op_pause(s, req, op[0] == 'p');
 	else if (strcmp(op, "diff") == 0)
 		op_diff(s, req);
+	else if (strcmp(op, "snapshot") == 0 || strcmp(op, "rollback") == 0 ||
+		 strcmp(op, "commit") == 0)
+		op_ws(s, req, msg, op);
 	else if (strcmp(op, "destroy") == 0)
 		s->destroy_requested = req ? req : -1;
 	else if (!pdk__sv_file_op(s, op, req, msg))
@@ -894,6 +1077,11 @@ static void on_conn(struct pdk_supervisor *s)
 
 	if (rc == -EAGAIN)
 		return;
+	if (rc == -EBADMSG || rc == -EMSGSIZE) {
+		/* A malformed request is answered; the connection stays. */
+		pdk__sv_reply_error(s, 0, "bad_request", NULL, err);
+		return;
+	}
 	if (rc <= 0) {
 		if (rc < 0 && err->status != ECONNRESET)
 			fprintf(stderr, "paddock supervise: %s\n", err->msg);
@@ -925,14 +1113,19 @@ static int serve(struct pdk_supervisor *s, struct pdk_error **err)
 	_cleanup_free_ struct pollfd *pfd =
 		pdk_xcalloc(P_SB + PDK_SANDBOX_MAX_POLLFDS, sizeof(*pfd));
 
+	int held = -1; /* ms until a held-back nudge may go */
+
 	while (s->ended == NULL && !s->destroy_requested) {
 		size_t n = pdk_sandbox_pollfds(s->sb, pfd + P_SB, PDK_SANDBOX_MAX_POLLFDS);
+		int timeout = loop_timeout_ms(s);
 		int rc;
 
 		pfd[P_LISTEN] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
 		pfd[P_CONN] = (struct pollfd){.fd = s->conn_fd, .events = POLLIN};
 		pfd[P_SIG] = (struct pollfd){.fd = s->sig_fd, .events = POLLIN};
-		rc = poll(pfd, P_SB + n, loop_timeout_ms(s));
+		if (held >= 0 && (timeout < 0 || held < timeout))
+			timeout = held;
+		rc = poll(pfd, P_SB + n, timeout);
 		if (rc < 0 && errno != EINTR)
 			return pdk_error_set(err, errno, "poll");
 		if (rc < 0)
@@ -954,11 +1147,26 @@ static int serve(struct pdk_supervisor *s, struct pdk_error **err)
 		if (!pdk_sandbox_alive(s->sb))
 			end_with(s, "init_lost", NULL, NULL);
 		check_budgets(s);
+		held = nudge(s);
 	}
 	return 0;
 }
 
 /* ---- teardown ---- */
+
+/*
+ * Whether an overlay over a host directory ended with no change: its change
+ * set then goes. One with changes stays for `paddock ws` (diff, commit, discard).
+ */
+static bool ws_empty(struct pdk_supervisor *s)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_ws_diff d = {0};
+	bool empty = pdk_ws_diff(s->ws, 0, PDK_WS_CURRENT, &d, &err) == 0 && d.n == 0;
+
+	pdk_ws_diff_release(&d);
+	return empty;
+}
 
 static void cleanup(struct pdk_supervisor *s)
 {
@@ -968,7 +1176,7 @@ static void cleanup(struct pdk_supervisor *s)
 		pdk_xasprintf("%s/supervisor.pid", s->run_dir ? s->run_dir : ".");
 	_cleanup_free_ char *log = pdk_xasprintf("%s/log", s->run_dir ? s->run_dir : ".");
 
-	if (s->paused_since != 0)
+	if (s->paused_since != 0 && s->sb != NULL)
 		(void)!pdk_sandbox_resume(s->sb, &err); /* SIGKILL reaches frozen tasks anyway */
 	pdk_error_free(&err);
 	while (s->n_execs > 0)
@@ -981,7 +1189,8 @@ static void cleanup(struct pdk_supervisor *s)
 	if (pdk_events_close(s->events, &err) < 0)
 		fprintf(stderr, "paddock supervise: cleanup: %s\n", err->msg);
 	pdk_error_free(&err);
-	if (s->ws != NULL && s->private_ws != NULL && pdk_ws_remove(s->ws, &err) < 0)
+	if (s->ws != NULL && (s->private_ws != NULL || ws_empty(s)) &&
+	    pdk_ws_remove(s->ws, &err) < 0)
 		fprintf(stderr, "paddock supervise: cleanup: %s\n", err->msg);
 	if (s->private_ws != NULL)
 		(void)!pdk_rm_rf_at(AT_FDCWD, s->private_ws);
@@ -1002,6 +1211,8 @@ static void release(struct pdk_supervisor *s)
 		(void)close(s->conn_fd);
 	if (s->sig_fd >= 0)
 		(void)close(s->sig_fd);
+	if (s->spool_fd >= 0)
+		(void)close(s->spool_fd);
 	pdk_events_free(s->events);
 	pdk_ws_free(s->ws);
 	pdk_policy_free(s->policy);
@@ -1038,7 +1249,8 @@ static int setup(struct pdk_supervisor *s, int spec_fd, struct pdk_error **err)
 
 int pdk_supervisor_run(const char *id, int spec_fd, int ready_fd, struct pdk_error **err)
 {
-	struct pdk_supervisor s = {.root_fd = -1, .listen_fd = -1, .conn_fd = -1, .sig_fd = -1};
+	struct pdk_supervisor s = {
+		.root_fd = -1, .listen_fd = -1, .conn_fd = -1, .sig_fd = -1, .spool_fd = -1};
 	int rc;
 
 	if (!valid_id(id)) {
@@ -1060,6 +1272,8 @@ int pdk_supervisor_run(const char *id, int spec_fd, int ready_fd, struct pdk_err
 	}
 	/* Setup's garbage (policy parsing, the spec) goes back to the system: idle PSS. */
 	(void)malloc_trim(0);
+	/* The wall budget counts from readiness: setup time is not the sandbox's. */
+	s.created_ns = pdk_now_mono_ns();
 	report_ready(&s, ready_fd, NULL);
 	rc = serve(&s, err);
 	if (s.ended != NULL && s.destroy_requested == 0)
