@@ -1,0 +1,192 @@
+# Sourced by test-serve.sh once the supervisor is built: sandboxes end to end through the
+# daemon, as root and as nobody. Uses lib-serve.sh.
+
+# The processes of this test's supervisors (their argv names the sandbox id).
+supervisors_of() { pgrep -f "paddock supervise --id $1" | tr '\n' ' '; }
+# Every supervisor started by WHO's daemon of this test (found by its run dir in its environment).
+supervisors_in() {
+	local p
+	for p in $(pgrep -f "paddock supervise --id"); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PADDOCK_RUNTIME_DIR=$T/serve-$1/run" &&
+			echo "$p"
+	done
+}
+
+sandbox_tests() {
+	local who=$1 port=$2 sock id id2 tok rotok f n pids
+	serve_start "$who" --listen "127.0.0.1:$port"
+	ok $? "$who: the daemon starts (sandbox tests)"
+	sock=$(sock_of "$who")
+
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sA","agent":"bot"},"ttl":"1h"}'
+	id=$(jq_get "$BODY" id)
+	tok=$(jq_get "$BODY" token)
+	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" pool) ${tok:0:7}" "201 running false pdk_sb_" \
+		"$who: POST /v1/sandboxes creates a running sandbox with its token"
+	[ -n "$id" ] || { echo "# create failed: $BODY"; sed 's/^/# /' "$T/serve-$who.log"; return 1; }
+	is "$(stat -c %a "$T/serve-$who/run/sb")" "700" "$who: the sandboxes' run directories are in a 0700 directory"
+
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["sh","-c","echo hello; echo oops >&2; exit 3"]}'
+	is "$CODE $(jq_get "$BODY" exit_code) $(jq_get "$BODY" end) $(jq_get "$BODY" stdout.text | tr -d '\n') $(jq_get "$BODY" stderr.text | tr -d '\n')" \
+		"200 3 exited hello oops" "$who: sync exec: exit code, stdout and stderr"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"cat; echo \"$GREETING\"","stdin":"from-stdin ","env":{"GREETING":"hi"}}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "from-stdin hi" "$who: exec with stdin, env and cmd"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["sh","-c","seq 1 20000"],"output_cap":200}'
+	f=$(jq_get "$BODY" stdout.file)
+	n=$(jq_get "$BODY" stdout.bytes)
+	is "$(jq_get "$BODY" stdout.truncated) $n $(jq_get "$BODY" stdout.dropped) $(jq_get "$BODY" stdout.text | grep -c "bytes dropped; full output in $f")" \
+		"true 108894 108694 1" "$who: output over the cap keeps head and tail with a marker line"
+	api "$who" GET "/v1/sandboxes/$id/files?path=$f"
+	is "$CODE $(printf '%s\n' "$BODY" | wc -l) $(printf '%s\n' "$BODY" | tail -1)" "200 20000 20000" \
+		"$who: the full output is in $f inside the sandbox"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["sh","-c","sleep 5"],"timeout":"300ms"}'
+	is "$CODE $(jq_get "$BODY" end)" "200 timeout" "$who: exec timeout"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["/no/such/program"]}'
+	is "${CODE:0:1}" "4" "$who: exec of a missing program -> 4xx ($(jq_get "$BODY" error.message))"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":[1]}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 argv[0]" "$who: exec argv of the wrong type -> 400 naming argv[0]"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["id"],"timeout":{}}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 timeout" "$who: exec timeout of the wrong type -> 400 naming timeout"
+	as "$who" curl -s -N --unix-socket "$sock" -X POST -d '{"cmd":"echo one; echo two >&2","stream":true}' \
+		"http://paddock/v1/sandboxes/$id/exec" >"$T/stream-$who"
+	is "$(grep '^event:' "$T/stream-$who" | sort | uniq | tr '\n' ' ')" \
+		"event: exit event: start event: stderr event: stdout " "$who: streaming exec as SSE"
+
+	# Files and archives.
+	api "$who" PUT "/v1/sandboxes/$id/files?path=/tmp/up/a.txt" "file body"
+	is "$CODE" "201" "$who: PUT a file (parents made)"
+	api "$who" GET "/v1/sandboxes/$id/files?path=/tmp/up/a.txt"
+	is "$CODE $BODY" "200 file body" "$who: GET the file back"
+	api "$who" GET "/v1/sandboxes/$id/stat?path=/tmp/up/a.txt"
+	is "$(jq_get "$BODY" type) $(jq_get "$BODY" size)" "file 9" "$who: stat"
+	api "$who" GET "/v1/sandboxes/$id/ls?path=/tmp/up"
+	is "$(jq_get "$BODY" entries.0.name)" "a.txt" "$who: ls"
+	as "$who" curl -s --unix-socket "$sock" "http://paddock/v1/sandboxes/$id/archive?path=/tmp/up" \
+		| tar -tf - 2>/dev/null | sort | tr '\n' ' ' >"$T/tar-$who"
+	is "$(cat "$T/tar-$who")" "./ ./a.txt " "$who: GET archive: tar made inside the sandbox"
+	mkdir -p "$T/tarsrc" && echo inner >"$T/tarsrc/b.txt" && tar -cf "$T/in.tar" -C "$T/tarsrc" . && chmod 644 "$T/in.tar"
+	as "$who" curl -s -o /dev/null -w '%{http_code}' --unix-socket "$sock" -X PUT --data-binary @"$T/in.tar" \
+		"http://paddock/v1/sandboxes/$id/archive?path=/tmp/up" >"$T/code"
+	api "$who" GET "/v1/sandboxes/$id/files?path=/tmp/up/b.txt"
+	is "$(cat "$T/code") $BODY" "200 inner" "$who: PUT archive: extracted inside the sandbox"
+	api "$who" DELETE "/v1/sandboxes/$id/files?path=/tmp/up&recursive=1"
+	api "$who" GET "/v1/sandboxes/$id/stat?path=/tmp/up"
+	is "$CODE" "404" "$who: DELETE files recursive"
+
+	# Sandbox tokens: limited to their sandbox and their operations.
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sB"}}'
+	id2=$(jq_get "$BODY" id)
+	tcp GET "http://127.0.0.1:$port/v1/sandboxes/$id" "$tok"
+	is "$CODE $(jq_get "$BODY" id)" "200 $id" "$who: the create token reads its sandbox over TCP"
+	tcp POST "http://127.0.0.1:$port/v1/sandboxes/$id2/exec" "$tok" '{"argv":["id"]}'
+	is "$CODE $(jq_get "$BODY" error.code)" "403 forbidden" "$who: a sandbox token is refused for another sandbox"
+	api "$who" POST "/v1/sandboxes/$id/tokens" '{"ops":["read"],"ttl":"5m"}'
+	rotok=$(jq_get "$BODY" token)
+	tcp POST "http://127.0.0.1:$port/v1/sandboxes/$id/exec" "$rotok" '{"argv":["id"]}'
+	is "$CODE" "403" "$who: a read-only token cannot exec"
+	tcp GET "http://127.0.0.1:$port/v1/sandboxes/$id/ls?path=/" "$rotok"
+	is "$CODE" "200" "$who: a read-only token can ls"
+	tcp POST "http://127.0.0.1:$port/v1/sandboxes/$id/tokens" "$tok" '{"ops":["exec"]}'
+	is "$CODE" "403" "$who: a sandbox token cannot mint tokens"
+	tcp POST "http://127.0.0.1:$port/v1/kill" "$tok" '{"session":"sB"}'
+	is "$CODE" "403" "$who: a sandbox token cannot use the kill switch"
+	tcp POST "http://127.0.0.1:$port/v1/sandboxes/$id/exec" "$tok" '{"argv":["echo","via-token"]}'
+	is "$CODE $(jq_get "$BODY" stdout.text | tr -d '\n')" "200 via-token" "$who: the create token can exec over TCP"
+
+	# Pause and resume.
+	api "$who" POST "/v1/sandboxes/$id/pause"
+	is "$CODE $(jq_get "$BODY" state)" "200 paused" "$who: pause" || echo "# $BODY"
+	api "$who" POST "/v1/sandboxes/$id/resume"
+	is "$CODE $(jq_get "$BODY" state)" "200 running" "$who: resume"
+
+	# Budgets: the commands limit, then a 429 and a limit.exceeded event.
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sB"},"overrides":{"limits":{"commands":2}}}'
+	local id3
+	id3=$(jq_get "$BODY" id)
+	api "$who" POST "/v1/sandboxes/$id3/exec" '{"argv":["true"]}'
+	api "$who" POST "/v1/sandboxes/$id3/exec" '{"argv":["true"]}'
+	api "$who" POST "/v1/sandboxes/$id3/exec" '{"argv":["true"]}'
+	is "$CODE $(jq_get "$BODY" error.code)" "429 limit" "$who: a third command over a budget of 2 -> 429 limit"
+	api "$who" GET "/v1/sandboxes/$id3"
+	is "$(jq_get "$BODY" usage.commands) $(jq_get "$BODY" remaining.commands)" "2 0" \
+		"$who: usage and remaining show the spent budget"
+
+	# Idempotency: two concurrent creates with one key make one sandbox.
+	for n in 1 2; do
+		as "$who" curl -s --unix-socket "$sock" -X POST -H 'Idempotency-Key: key-1' \
+			-d '{"labels":{"session":"sK"}}' http://paddock/v1/sandboxes >"$T/idem-$who-$n" &
+	done
+	wait $(jobs -p | grep -v "$(serve_pid "$who")") 2>/dev/null
+	sleep 0.2
+	api "$who" GET "/v1/sandboxes?session=sK"
+	is "$(jq_get "$(cat "$T/idem-$who-1")" id) $(python3 -c 'import json,sys; print(len(json.loads(sys.argv[1])["sandboxes"]))' "$BODY")" \
+		"$(jq_get "$(cat "$T/idem-$who-2")" id) 1" "$who: two concurrent creates with one idempotency key -> one sandbox"
+
+	# The daemon dies (SIGKILL) while a command runs; a new one re-adopts every sandbox.
+	as "$who" curl -s --max-time 5 --unix-socket "$sock" -X POST -d '{"argv":["sleep","2"]}' \
+		"http://paddock/v1/sandboxes/$id/exec" >/dev/null 2>&1 &
+	sleep 0.3
+	serve_stop "$who" KILL
+	pids=$(supervisors_of "$id")
+	ok $([ -n "$pids" ] && echo 0 || echo 1) "$who: the supervisor outlives the daemon's SIGKILL"
+	serve_start "$who" --listen "127.0.0.1:$port"
+	api "$who" GET "/v1/sandboxes/$id"
+	is "$CODE $(jq_get "$BODY" state)" "200 running" "$who: the restarted daemon re-adopted the sandbox"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["echo","again"]}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "again" "$who: exec after re-adoption"
+
+	# A sandbox whose supervisor died while no daemon ran: marked lost and cleaned.
+	serve_stop "$who" KILL
+	kill -9 $(supervisors_of "$id2") 2>/dev/null
+	sleep 0.3
+	serve_start "$who" --listen "127.0.0.1:$port"
+	api "$who" GET "/v1/sandboxes/$id2"
+	is "$CODE $(jq_get "$BODY" state) $([ -e "$T/serve-$who/run/sb/$id2" ] && echo kept || echo removed)" \
+		"200 lost removed" "$who: a sandbox whose supervisor died is marked lost, its run dir removed"
+	api "$who" DELETE "/v1/sandboxes/$id2"
+	is "$CODE $(jq_get "$BODY" state)" "200 ended" "$who: a lost sandbox can be deleted"
+
+	# The kill switch by session label.
+	api "$who" POST /v1/kill '{"session":"sA","reason":"test kill switch"}'
+	is "$CODE $(jq_get "$BODY" killed)" "200 [\"$id\"]" "$who: POST /v1/kill by session kills the session's sandbox"
+	sleep 0.5
+	is "$(supervisors_of "$id")" "" "$who: the killed sandbox's supervisor is gone"
+	api "$who" GET "/v1/sandboxes/$id"
+	is "$CODE" "404" "$who: the killed sandbox is forgotten"
+
+	# Delete the rest; nothing of them is left.
+	api "$who" GET /v1/sandboxes
+	for n in $(python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.loads(sys.argv[1])["sandboxes"]))' "$BODY"); do
+		api "$who" DELETE "/v1/sandboxes/$n"
+	done
+	sleep 0.5
+	api "$who" GET /v1/sandboxes
+	is "$BODY" '{"sandboxes":[]}' "$who: every sandbox deleted"
+	is "$(supervisors_in "$who" | wc -l)" "0" "$who: no supervisor process left"
+	is "$(ls "$T/serve-$who/run/sb" | wc -l)" "0" "$who: no run directory left"
+	is "$(grep -c "$T/serve-$who" /proc/self/mountinfo)" "0" "$who: no mount left"
+	as "$who" curl -s -N --max-time 2 --unix-socket "$sock" \
+		"http://paddock/v1/events?since=0&kind=kill" >"$T/kills-$who"
+	is "$(grep -c 'test kill switch' "$T/kills-$who")" "2" \
+		"$who: the kill is audited (one for the sandbox, one for the call)"
+	as "$who" curl -s -N --max-time 2 --unix-socket "$sock" \
+		"http://paddock/v1/events?since=0&sandbox=$id3&kind=limit.exceeded" >"$T/limit-$who"
+	is "$(grep -c '^event: limit.exceeded' "$T/limit-$who")" "1" "$who: the spent budget is audited as limit.exceeded"
+	as "$who" curl -s -N --max-time 2 --unix-socket "$sock" \
+		"http://paddock/v1/events?since=0&sandbox=$id" >"$T/sbev-$who"
+	n=$(grep -c '^event: exec.request' "$T/sbev-$who")
+	ok $([ "$n" -gt 5 ] && [ "$(grep -c '^event: process.exec' "$T/sbev-$who")" -ge "$n" ] && echo 0 || echo 1) \
+		"$who: the supervisor's spool is ingested (a process.exec for each of the $n exec requests)"
+	serve_stop "$who"
+	is "$SERVE_RC" "0" "$who: clean stop"
+	as "$who" "$T/bin/paddock" audit verify >"$T/verify2-$who" 2>&1
+	ok $? "$who: paddock audit verify passes after the sandboxes' events"
+}
+
+sandbox_tests root "$((PORT_BASE + 2))"
+# The unprivileged daemon gets a delegated cgroup, as an administrator would give it (pause
+# needs the freezer).
+delegate_cgroup
+SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
+sandbox_tests user "$((PORT_BASE + 3))"
+SERVE_ENV=()
