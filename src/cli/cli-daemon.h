@@ -26,12 +26,13 @@ enum {
 	PDK_CLI_OPT_JSON,
 	PDK_CLI_OPT_FIRST_FREE, /* verbs number their own long options from here */
 };
-#define PDK_CLI_CONN_LONGOPTS                                      \
-	{"socket", required_argument, NULL, PDK_CLI_OPT_SOCKET},   \
-		{"url", required_argument, NULL, PDK_CLI_OPT_URL}, \
-	{                                                          \
-		"help", no_argument, NULL, 'h'                     \
-	}
+/* The struct option entries of those, to end each verb's table with. */
+/* clang-format off */
+#define PDK_CLI_CONN_LONGOPTS                                     \
+	{"socket", required_argument, NULL, PDK_CLI_OPT_SOCKET},  \
+	{"url", required_argument, NULL, PDK_CLI_OPT_URL},        \
+	{"help", no_argument, NULL, 'h'}
+/* clang-format on */
 #define PDK_CLI_CONN_HELP                                                                     \
 	"      --socket PATH  the daemon's unix socket (default: $PADDOCK_SOCKET, else\n"     \
 	"                     RUNDIR/paddock.sock; RUNDIR is $PADDOCK_RUNTIME_DIR, else\n"    \
