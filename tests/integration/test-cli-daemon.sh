@@ -218,7 +218,10 @@ for who in root user; do
 	attach_tests "$who"
 	kill_events_tests "$who"
 	tcp_tests "$who" "$port"
-	pc "$who" kill --session s-$who >/dev/null
+	# Supervisors outlive the daemon: destroy every sandbox before stopping it.
+	ids=$(pc "$who" ps -q)
+	[ -z "$ids" ] || pc "$who" kill $ids >/dev/null
+	is "$(pc "$who" ps -q --state running)" "" "$who: kill leaves no running sandbox"
 	serve_stop "$who"
 	is "$SERVE_RC" "0" "$who: the daemon stops cleanly"
 done
