@@ -224,5 +224,8 @@ for who in root user; do
 	is "$(pc "$who" ps -q --state running)" "" "$who: kill leaves no running sandbox"
 	serve_stop "$who"
 	is "$SERVE_RC" "0" "$who: the daemon stops cleanly"
+	sleep 0.5
+	is "$(for p in /proc/[0-9]*; do tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "PADDOCK_STATE_DIR=$T/serve-$who/state" && echo "${p#/proc/}"; done)" \
+		"" "$who: no process of this daemon's state directory is left"
 done
 done_testing
