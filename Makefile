@@ -11,7 +11,7 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap python3 \
 	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch \
 	libsqlite3-dev libssl-dev sqlite3 openssl libcurl4-openssl-dev \
-	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl python3-yaml
+	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl python3-yaml jq
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON ?= meson

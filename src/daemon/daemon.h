@@ -50,6 +50,7 @@ struct pdk_daemon {
 	uint64_t max_body;
 	bool kill_on_exit;
 	bool quiet;
+	bool stopping; /* shutdown: no timer work, no pool refill */
 	uid_t uid;
 	struct pdk_sb *sandboxes; /* every sandbox this daemon knows */
 	struct pdk_sse *subscribers;

@@ -192,6 +192,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (d->stopping)
+		return;
 	pdk__sb_tick(d);
 	pdk__pools_tick(d);
 	pdk__daemon_fanout(d); /* records other writers (paddock run) appended */
@@ -315,6 +317,7 @@ static int start(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struct p
 
 static void stop(struct pdk_daemon *d)
 {
+	d->stopping = true;
 	if (d->base != NULL && d->kill_on_exit) {
 		/* Destroy every sandbox and wait (bounded) for the supervisors to answer. */
 		uint64_t deadline = pdk_now_mono_ns() + SHUTDOWN_WAIT_S * 1000000000ULL;

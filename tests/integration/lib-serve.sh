@@ -3,7 +3,7 @@
 #   serve_stop root|user [SIG]        stop it (SIGTERM by default) and wait; $SERVE_RC is its status
 #   api root|user METHOD PATH [BODY]  HTTP over the unix socket, as that identity: sets $CODE and $BODY
 #   tcp METHOD URL TOKEN [BODY]       HTTP over TCP with a bearer token: sets $CODE and $BODY
-#   jq_get JSON EXPR                  one value out of JSON (python3)
+#   jq_get JSON EXPR                  one value out of JSON (a.b.0.c; jq)
 
 # as WHO CMD...: run CMD as root, or as nobody with the daemon's environment.
 as() {
@@ -95,14 +95,16 @@ tcp() {
 }
 
 jq_get() {
-	python3 -c '
-import json, sys
-v = json.loads(sys.argv[1])
-for k in sys.argv[2].split("."):
-    if k == "": continue
-    v = v[int(k)] if isinstance(v, list) else v.get(k) if isinstance(v, dict) else None
-print("" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else str(v).lower() if isinstance(v, bool) else v))
-' "$1" "$2" 2>/dev/null
+	local f="" k
+	local IFS=.
+	for k in $2; do
+		case $k in
+		'') ;;
+		*[!0-9]*) f="$f.\"$k\"" ;;
+		*) f="$f[$k]" ;;
+		esac
+	done
+	printf '%s' "$1" | jq -r -c "${f:-.} | if . == null then \"\" else . end" 2>/dev/null
 }
 
 # Does this build have the supervisor (`paddock supervise`)? Sandbox tests need it.

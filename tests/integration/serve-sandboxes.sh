@@ -119,7 +119,7 @@ sandbox_tests() {
 	wait $(jobs -p | grep -v "$(serve_pid "$who")") 2>/dev/null
 	sleep 0.2
 	api "$who" GET "/v1/sandboxes?session=sK"
-	is "$(jq_get "$(cat "$T/idem-$who-1")" id) $(python3 -c 'import json,sys; print(len(json.loads(sys.argv[1])["sandboxes"]))' "$BODY")" \
+	is "$(jq_get "$(cat "$T/idem-$who-1")" id) $(printf '%s' "$BODY" | jq '.sandboxes | length')" \
 		"$(jq_get "$(cat "$T/idem-$who-2")" id) 1" "$who: two concurrent creates with one idempotency key -> one sandbox"
 
 	# The daemon dies (SIGKILL) while a command runs; a new one re-adopts every sandbox.
@@ -156,7 +156,7 @@ sandbox_tests() {
 
 	# Delete the rest; nothing of them is left.
 	api "$who" GET /v1/sandboxes
-	for n in $(python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.loads(sys.argv[1])["sandboxes"]))' "$BODY"); do
+	for n in $(printf '%s' "$BODY" | jq -r '.sandboxes[].id'); do
 		api "$who" DELETE "/v1/sandboxes/$n"
 	done
 	sleep 0.5
@@ -181,6 +181,40 @@ sandbox_tests() {
 	is "$SERVE_RC" "0" "$who: clean stop"
 	as "$who" "$T/bin/paddock" audit verify >"$T/verify2-$who" 2>&1
 	ok $? "$who: paddock audit verify passes after the sandboxes' events"
+
+	# Warm pools, TTL, live events, --kill-on-exit.
+	serve_start "$who" --pool default=1 --kill-on-exit
+	for n in $(seq 1 100); do
+		api "$who" GET /v1/pools
+		[ "$(jq_get "$BODY" pools.0.ready)" = 1 ] && break
+		sleep 0.1
+	done
+	is "$(jq_get "$BODY" pools.0.profile) $(jq_get "$BODY" pools.0.size) $(jq_get "$BODY" pools.0.ready)" \
+		"default 1 1" "$who: --pool default=1 fills the pool"
+	as "$who" curl -s -N --max-time 4 --unix-socket "$sock" "http://paddock/v1/events?kind=sandbox.claim" \
+		>"$T/live-$who" 2>/dev/null &
+	sleep 0.5
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sP"},"ttl":1}'
+	id=$(jq_get "$BODY" id)
+	is "$CODE $(jq_get "$BODY" pool) $(jq_get "$BODY" state) $(jq_get "$BODY" labels.session)" "201 true running sP" \
+		"$who: a plain create claims the ready pool member"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["echo","pooled"]}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "pooled" "$who: the claimed sandbox runs commands"
+	sleep 2.5
+	api "$who" GET "/v1/sandboxes/$id"
+	is "$CODE" "404" "$who: a sandbox with ttl 1 s is destroyed once it expires"
+	wait $! 2>/dev/null
+	is "$(grep -c '^event: sandbox.claim' "$T/live-$who")" "1" "$who: GET /v1/events streams new events live"
+	for n in $(seq 1 100); do
+		api "$who" GET /v1/pools
+		[ "$(jq_get "$BODY" pools.0.ready)" = 1 ] && break
+		sleep 0.1
+	done
+	is "$(jq_get "$BODY" pools.0.ready)" "1" "$who: the pool refills in the background"
+	serve_stop "$who"
+	sleep 0.3
+	is "$SERVE_RC $(supervisors_in "$who" | wc -l) $(ls "$T/serve-$who/run/sb" | wc -l)" "0 0 0" \
+		"$who: --kill-on-exit destroys the pool's sandboxes at SIGTERM"
 }
 
 sandbox_tests root "$((PORT_BASE + 2))"
