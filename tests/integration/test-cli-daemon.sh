@@ -192,12 +192,20 @@ kill_events_tests() {
 }
 
 tcp_tests() {
-	local who=$1 port=$2 token
+	local who=$1 port=$2 token out sbtok own
 	token=$(as "$who" "$T/bin/paddock" serve token create --name cli-$who 2>/dev/null)
 	is "$(PADDOCK_URL=http://127.0.0.1:$port PADDOCK_TOKEN=$token pc "$who" ps -q --session s-$who)" "$SB" \
 		"$who: ps over TCP with PADDOCK_URL and an admin PADDOCK_TOKEN"
 	PADDOCK_URL=http://127.0.0.1:$port PADDOCK_TOKEN=pdk_adm_wrong pc "$who" ps >"$T/o" 2>&1
 	is "$?:$(grep -c unauthorized "$T/o")" "125:1" "$who: a wrong token is refused (125, unauthorized)"
+	out=$(pc "$who" create --json --session tok-$who)
+	sbtok=$(jq_get "$out" token)
+	own=$(jq_get "$out" id)
+	is "$(PADDOCK_URL=http://127.0.0.1:$port PADDOCK_TOKEN=$sbtok pc "$who" exec "$own" -- echo mine)" "mine" \
+		"$who: a sandbox token runs commands in its own sandbox over TCP"
+	PADDOCK_URL=http://127.0.0.1:$port PADDOCK_TOKEN=$sbtok pc "$who" exec "$SB" -- echo theirs >"$T/o" 2>&1
+	is "$?:$(grep -c 'theirs' "$T/o"):$(grep -c 'forbidden\|unauthorized' "$T/o")" "125:0:1" \
+		"$who: the same token is refused for another sandbox (the command never ran)"
 	pc "$who" ps --socket "$T/none.sock" >"$T/o" 2>&1
 	is "$?:$(grep -c "is the daemon running" "$T/o")" "125:1" "$who: no daemon: 125 and a hint"
 }
