@@ -39,6 +39,15 @@ static bool put_strv(char *buf, size_t cap, size_t *off, char *const *v, uint32_
 	return true;
 }
 
+static size_t strv_bytes(char *const *v)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		n += strlen(v[i]) + 1;
+	return n;
+}
+
 static int send_req(struct pdk_sandbox *sb, const void *buf, size_t len, const int *fds,
 		    size_t nfds, struct pdk_error **err)
 {
@@ -73,6 +82,7 @@ int pdk_sandbox_spawn(struct pdk_sandbox *sb, const struct pdk_sandbox_spawn *re
 	_cleanup_free_ char *buf = NULL;
 	struct pdk_init_req hdr = {.type = PDK_INIT_REQ_SPAWN};
 	size_t off = sizeof(hdr);
+	size_t cap;
 	int fds[3];
 	size_t nfds;
 	int rc;
@@ -81,10 +91,15 @@ int pdk_sandbox_spawn(struct pdk_sandbox *sb, const struct pdk_sandbox_spawn *re
 		return pdk_error_setx(err, ESRCH, "the sandbox is not serving");
 	if (req->argv == NULL || req->argv[0] == NULL || req->argv[0][0] == '\0')
 		return pdk_error_setx(err, EINVAL, "no command to run");
-	buf = pdk_xmalloc(PDK_INIT_MAX_REQ);
-	if (!put_str(buf, PDK_INIT_MAX_REQ, &off, req->cwd ? req->cwd : "/") ||
-	    !put_strv(buf, PDK_INIT_MAX_REQ, &off, req->argv, &hdr.argc) ||
-	    !put_strv(buf, PDK_INIT_MAX_REQ, &off, req->envp, &hdr.envc))
+	/* Sized to fit (a fixed 128 KiB buffer would be an mmap() and munmap() per exec). */
+	cap = sizeof(hdr) + strlen(req->cwd ? req->cwd : "/") + 1 + strv_bytes(req->argv) +
+	      strv_bytes(req->envp);
+	if (cap > PDK_INIT_MAX_REQ)
+		cap = PDK_INIT_MAX_REQ + 1; /* put_*() then say it does not fit */
+	buf = pdk_xmalloc(cap);
+	if (!put_str(buf, cap, &off, req->cwd ? req->cwd : "/") ||
+	    !put_strv(buf, cap, &off, req->argv, &hdr.argc) ||
+	    !put_strv(buf, cap, &off, req->envp, &hdr.envc) || off > PDK_INIT_MAX_REQ)
 		return pdk_error_setx(err, E2BIG, "arguments and environment exceed %d bytes",
 				      PDK_INIT_MAX_REQ);
 	if (req->pty_fd >= 0) {

@@ -29,7 +29,7 @@
 
 #define LIST_MAX 10000
 
-static int open_in(struct pdk_supervisor *s, const char *path, int flags, mode_t mode)
+int pdk__sv_open_in(struct pdk_supervisor *s, const char *path, int flags, mode_t mode)
 {
 	/* openat2() refuses O_NOCTTY with O_PATH (its flags are checked strictly). */
 	struct open_how how = {
@@ -123,7 +123,7 @@ static int open_parent(struct pdk_supervisor *s, const char *path, char **base)
 		slash[1] = '\0';
 	else
 		*slash = '\0';
-	fd = open_in(s, p, O_PATH | O_DIRECTORY, 0);
+	fd = pdk__sv_open_in(s, p, O_PATH | O_DIRECTORY, 0);
 	if (fd < 0) {
 		free(*base);
 		*base = NULL;
@@ -221,13 +221,13 @@ static void op_open(struct pdk_supervisor *s, json_int_t req, json_t *msg, const
 	 * supervisor; only a regular file is handed out.
 	 */
 	if (flags & O_CREAT) {
-		fd = open_in(s, path, (flags & ~O_TRUNC) | O_EXCL | O_NONBLOCK, mode);
+		fd = pdk__sv_open_in(s, path, (flags & ~O_TRUNC) | O_EXCL | O_NONBLOCK, mode);
 		created = fd >= 0;
 	}
 	if (fd == -EEXIST && !(flags & O_EXCL))
-		fd = open_in(s, path, (flags & ~O_CREAT) | O_NONBLOCK, 0);
+		fd = pdk__sv_open_in(s, path, (flags & ~O_CREAT) | O_NONBLOCK, 0);
 	else if (!(flags & O_CREAT))
-		fd = open_in(s, path, flags | O_NONBLOCK, 0);
+		fd = pdk__sv_open_in(s, path, flags | O_NONBLOCK, 0);
 	if (fd < 0) {
 		reply_errno(s, req, -fd, "cannot open", path);
 		fd = -1;
@@ -290,7 +290,7 @@ static void op_list(struct pdk_supervisor *s, json_int_t req, const char *path)
 	json_t *r;
 	struct dirent *de;
 	bool truncated = false;
-	int fd = open_in(s, path, O_RDONLY | O_DIRECTORY, 0);
+	int fd = pdk__sv_open_in(s, path, O_RDONLY | O_DIRECTORY, 0);
 
 	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
 		int e = fd < 0 ? -fd : errno;

@@ -74,6 +74,13 @@ void pdk__sv_reply_error(struct pdk_supervisor *s, json_int_t req, const char *c
 			 const char *field, const struct pdk_error *err);
 
 /*
+ * openat2() of `path` beneath the sandbox's root (RESOLVE_IN_ROOT |
+ * RESOLVE_NO_MAGICLINKS; O_CLOEXEC, and O_NOCTTY unless O_PATH, added).
+ * The fd, or -errno.
+ */
+int pdk__sv_open_in(struct pdk_supervisor *s, const char *path, int flags, mode_t mode);
+
+/*
  * File operations, confined to the sandbox's root (supervisor-files.c):
  * `op` is one of open, stat, list, delete, mkdir. Returns true when it
  * handled the op (and replied).

@@ -583,23 +583,28 @@ static char **exec_env(struct pdk_supervisor *s, json_t *env)
 	return v;
 }
 
-/* A pty for an interactive exec: master stays here until the reply, slave goes to the init. */
-static int open_pty(json_t *msg, int *master, int *slave)
+/*
+ * A pty for an interactive exec: master stays here until the reply, slave
+ * goes to the init. It comes from the sandbox's own devpts instance
+ * (/dev/pts/ptmx inside), so the process sees its terminal as /dev/pts/N
+ * of its own /dev, and no host pty is involved; the slave is opened from
+ * the master (TIOCGPTPEER), never by a path.
+ */
+static int open_pty(struct pdk_supervisor *s, json_t *msg, int *master, int *slave)
 {
 	struct winsize ws = {.ws_row = 24, .ws_col = 80};
-	char name[64];
 	json_t *c = json_object_get(msg, "cols"), *r = json_object_get(msg, "rows");
+	int unlock = 0;
 
 	if (json_is_integer(c) && json_integer_value(c) > 0 && json_integer_value(c) < 10000)
 		ws.ws_col = (unsigned short)json_integer_value(c);
 	if (json_is_integer(r) && json_integer_value(r) > 0 && json_integer_value(r) < 10000)
 		ws.ws_row = (unsigned short)json_integer_value(r);
-	*master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	*master = pdk__sv_open_in(s, "/dev/pts/ptmx", O_RDWR | O_NOCTTY, 0);
 	if (*master < 0)
-		return -errno;
-	if (grantpt(*master) < 0 || unlockpt(*master) < 0 ||
-	    ptsname_r(*master, name, sizeof(name)) != 0 ||
-	    (*slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+		return *master;
+	if (ioctl(*master, TIOCSPTLCK, &unlock) < 0 ||
+	    (*slave = ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
 		int e = errno;
 
 		(void)close(*master);
@@ -655,7 +660,7 @@ static void op_exec(struct pdk_supervisor *s, json_int_t req, json_t *msg, int *
 		return reply_errorx(s, req, "busy", NULL, "too many running execs");
 	json_array_foreach(argv, i, a) pdk_strv_push(&av, json_string_value(a));
 	env = exec_env(s, json_object_get(msg, "env"));
-	if (pty && (rc = open_pty(msg, &master, &slave)) < 0) {
+	if (pty && (rc = open_pty(s, msg, &master, &slave)) < 0) {
 		(void)pdk_error_set(&err, -rc, "cannot allocate a pty");
 		return pdk__sv_reply_error(s, req, "internal", NULL, err);
 	}

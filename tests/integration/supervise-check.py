@@ -199,13 +199,38 @@ for fd in fds:
     os.close(fd)
 check(rep.get("error", {}).get("code") == "bad_request", "only regular files are handed out", rep)
 
+# An interactive exec: a pty whose master comes with the reply.
+rep, fds = c.call("exec", argv=["sh", "-c", "tty; stty size; echo done"], pty=True, cols=100, rows=30)
+out = b""
+if fds:
+    while True:
+        try:
+            b = os.read(fds[0], 4096)
+        except OSError:  # EIO: the slave side is closed
+            break
+        if not b:
+            break
+        out += b
+    os.close(fds[0])
+ev = c.wait_event(lambda m: m.get("ev") == "exit" and m.get("exec") == rep.get("exec"))
+lines = out.decode(errors="replace").replace("\r", "").splitlines()
+check(len(fds) == 1 and ev["exit_code"] == 0 and lines[:1] and lines[0].startswith("/dev/pts/") and
+      lines[1:3] == ["30 100", "done"], "pty exec: a terminal of the asked size, master fd in the reply",
+      (rep, out))
+
+# The client goes away while an exec runs: its exit finds no one; nothing breaks.
+rep, _ = c.call("exec", fds=[devnull] * 3, argv=["sleep", "0.3"])
+c.close()
+time.sleep(0.8)
+
 # Disconnect and reconnect: the supervisor and the sandbox go on.
 c.close()
 time.sleep(0.1)
 c = sv.connect()
 st, _ = c.call("status")
 rep, ev, out, _ = c.run(["echo", "still here"])
-check(st.get("state") == "running" and out == b"still here\n", "survives its client disconnecting", st)
+check(st.get("state") == "running" and st.get("execs") == [] and out == b"still here\n",
+      "survives its client disconnecting (mid-exec too)", st)
 c2 = sv.connect()
 rep, ev, out, _ = c2.run(["echo", "new conn"])
 check(out == b"new conn\n", "a new connection replaces the old one")
