@@ -371,6 +371,14 @@ static void exec_finish(struct pdk_exec *x)
 	pdk__sb_charge(sb, x->out.total + x->err.total, 0);
 	if (x->exit == NULL)
 		x->exit = json_pack("{s:s}", "end", "killed");
+	if (!x->started) {
+		/* The sandbox went away before the command started: no stream was opened. */
+		pdk__http_error(x->req, 503, "unavailable", NULL,
+				"the sandbox ended before the command started");
+		exec_unlink(x);
+		exec_free(x);
+		return;
+	}
 	switch (x->mode) {
 	case EXEC_SYNC:
 		o = exit_json(x);

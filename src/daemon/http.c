@@ -686,6 +686,44 @@ void pdk__files_route(struct pdk_sb *sb, struct evhttp_request *req, const char 
 		      enum evhttp_cmd_type method, const char *path, struct evkeyvalq *q,
 		      uint64_t max_body);
 
+/* POST /v1/sandboxes/{id}/exec/{exec_id}/signal {"signal":"TERM"}; stdin is not served yet. */
+static void exec_session_route(struct route_ctx *c, const char *id)
+{
+	struct pdk_req_error e = {0};
+	struct pdk_sb *sb;
+	uint64_t eid;
+	int sig;
+
+	if (c->nsegs != 5 || c->method != EVHTTP_REQ_POST ||
+	    (strcmp(c->segs[4], "signal") != 0 && strcmp(c->segs[4], "stdin") != 0)) {
+		pdk__http_error(c->req, 404, "not_found", NULL, "no such route");
+		return;
+	}
+	if (!allowed(c->d, c->req, &c->auth, id, PDK_TOKEN_OP_EXEC) ||
+	    (sb = live_sb(c, id)) == NULL)
+		return;
+	if (strcmp(c->segs[4], "stdin") == 0) {
+		pdk__http_error(
+			c->req, 501, "unavailable", NULL,
+			"exec stdin sessions are not served yet: give 'stdin' in the exec body");
+		return;
+	}
+	if (pdk_parse_u64(c->segs[3], INT32_MAX, &eid) < 0) {
+		pdk__http_error(c->req, 400, "bad_request", "exec_id",
+				"'exec_id' must be a number");
+		return;
+	}
+	if (json_body(c) < 0)
+		return;
+	if (pdk_req_parse_signal(c->body, c->body_len, &sig, &e) < 0) {
+		bad_request(c->req, &e);
+		return;
+	}
+	forward(c, sb,
+		json_pack("{s:s, s:I, s:i}", "op", "signal", "exec", (json_int_t)eid, "sig", sig),
+		"raw");
+}
+
 static void sandbox_sub_route(struct route_ctx *c, const char *id)
 {
 	const char *what = c->segs[2];
@@ -697,8 +735,7 @@ static void sandbox_sub_route(struct route_ctx *c, const char *id)
 		if (strcmp(sb_routes[i].name, what) == 0 && sb_routes[i].method == c->method)
 			r = &sb_routes[i];
 	if (c->nsegs >= 4 && strcmp(what, "exec") == 0) {
-		pdk__http_error(c->req, 501, "unavailable", NULL,
-				"exec sessions (stdin, signal) are not served yet");
+		exec_session_route(c, id);
 		return;
 	}
 	if (r == NULL || c->nsegs != 3) {

@@ -731,11 +731,13 @@ static json_t *make_spec(struct pdk_daemon *d, const char *id, struct pdk_req_cr
 		pdk_json_set(ws, "path", json_null());
 	if (json_object_get(ws, "mode") == NULL)
 		pdk_json_set(ws, "mode", json_string("overlay"));
-	return json_pack("{s:s, s:s, s:n, s:O, s:o, s:O, s:O, s:s, s:s, s:{s:b}}", "id", id,
+	/* "o" takes each value: the request's are increfed, the defaults are new. */
+	return json_pack("{s:s, s:s, s:n, s:o, s:o, s:o, s:O, s:s, s:s, s:{s:b}}", "id", id,
 			 "profile", cr->profile, "policy_file", "overrides",
-			 cr->overrides ? cr->overrides : json_object(), "workspace", ws, "env",
-			 cr->env ? cr->env : json_object(), "labels", cr->labels, "state_dir",
-			 d->state_dir, "run_dir", d->run_dir, "audit", "exec_trace", 1);
+			 cr->overrides ? json_incref(cr->overrides) : json_object(), "workspace",
+			 ws, "env", cr->env ? json_incref(cr->env) : json_object(), "labels",
+			 cr->labels, "state_dir", d->state_dir, "run_dir", d->run_dir, "audit",
+			 "exec_trace", 1);
 }
 
 static void add_waiter(struct pdk_sb *sb, struct evhttp_request *req, int code)

@@ -52,6 +52,15 @@ sandbox_tests() {
 	is "$(grep '^event:' "$T/stream-$who" | sort | uniq | tr '\n' ' ')" \
 		"event: exit event: start event: stderr event: stdout " "$who: streaming exec as SSE"
 
+	as "$who" curl -s -N --max-time 10 --unix-socket "$sock" -X POST -d '{"argv":["sleep","30"],"stream":true}' \
+		"http://paddock/v1/sandboxes/$id/exec" >"$T/sig-$who" &
+	for n in $(seq 1 50); do grep -q '^event: start' "$T/sig-$who" && break; sleep 0.1; done
+	f=$(sed -n 's/^data: {"exec_id":\([0-9]*\).*/\1/p' "$T/sig-$who" | head -1)
+	api "$who" POST "/v1/sandboxes/$id/exec/$f/signal" '{"signal":"TERM"}'
+	wait $!
+	is "$CODE $(grep -c '"end":"signaled"' "$T/sig-$who") $(grep -c '"signal":15' "$T/sig-$who")" "200 1 1" \
+		"$who: POST .../exec/E/signal ends a streaming command"
+
 	# Files and archives.
 	api "$who" PUT "/v1/sandboxes/$id/files?path=/tmp/up/a.txt" "file body"
 	is "$CODE" "201" "$who: PUT a file (parents made)"
