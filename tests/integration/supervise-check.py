@@ -63,6 +63,8 @@ st, _ = c.call("status")
 check(st.get("state") == "running" and st.get("init_pid") == sv.ready["init_pid"],
       "status: running, with the init's pid", st)
 
+devnull0 = os.open("/dev/null", os.O_RDWR)
+
 # 100 execs in one sandbox, each with its own exit code and output.
 bad = []
 for i in range(100):
@@ -79,6 +81,14 @@ check(out == b"bar baz\n/tmp\n", "exec env and cwd are applied", out)
 rep, ev, out, _ = c.run(["sh", "-c", 'echo "$HOME"'])
 check(out == b"/tmp\n", "the sandbox's own environment is the base", out)
 
+# A request over the 64 KiB packet limit is answered (req 0: it could not be read), and the
+# connection stays usable.
+c.send({"op": "exec", "req": 999, "argv": ["echo", "x" * 70000]}, [devnull0] * 3)
+rep = c.wait_event(lambda m: m.get("req") == 0)
+check(rep.get("error", {}).get("code") == "bad_request" and
+      "truncated" in rep["error"]["message"], "a request over 64 KiB: bad_request, req 0", rep)
+rep, _ = c.call("status")
+check(rep.get("state") == "running", "and the connection goes on", rep)
 rep, ev, out, _ = c.run(["no-such-command-xyz"])
 check(ev is None and rep.get("error", {}).get("code") == "exec_failed" and
       "ENOENT" in rep["error"]["message"], "a command that does not exist: exec_failed ENOENT", rep)
@@ -122,6 +132,13 @@ check(cpu_grows(p1["usage"]["cpu_ns"]) is not None, "resumed: the loop runs agai
 rep, _ = c.call("signal", exec=busy, sig=9)
 ev = c.wait_event(lambda m: m.get("ev") == "exit" and m.get("exec") == busy)
 check(rep.get("ok") and ev["end"] == "killed" and ev["signal"] == 9, "signal SIGKILL ends the exec: killed", ev)
+rep, _ = c.call("exec", fds=[devnull] * 3, argv=["sleep", "10"])
+time.sleep(0.2)
+c.call("signal", exec=rep["exec"], sig=15)
+ev = c.wait_event(lambda m: m.get("ev") == "exit" and m.get("exec") == rep["exec"])
+check(ev["end"] == "signaled" and ev["signal"] == 15, "signal SIGTERM reaches the exec (not blocked)", ev)
+rep, _ = c.call("signal", exec=12345, sig=15)
+check(rep.get("error", {}).get("code") == "not_found", "signal to an unknown exec: not_found", rep)
 rep, ev, _, _ = c.run(["sleep", "10"], timeout_ms=200)
 check(ev is not None and ev["end"] == "timeout" and ev["duration_ns"] < 5_000_000_000,
       "an exec over its timeout_ms is killed: timeout", ev)

@@ -12,18 +12,31 @@ checks() {
 	shift
 	mkdir -p "$work"
 	[ "$who" = root ] || chown "$UNPRIV_UID:$UNPRIV_UID" "$work"
+	"$@" env PADDOCK_INIT="$T/bin/paddock-init" "${PRUN_ENV[@]}" \
+		python3 "$T/bin/supervise-check.py" "$T/bin/paddock" "$work" >"$work.out" 2>&1
+	local rc=$?
 	while IFS= read -r line; do
 		case "$line" in
 		"ok - "*) ok 0 "$who: ${line#ok - }" ;;
 		"not ok - "*) ok 1 "$who: ${line#not ok - }" ;;
-		*) echo "$line" ;;
+		*) echo "# $line" ;;
 		esac
-	done < <("$@" env PADDOCK_INIT="$T/bin/paddock-init" "${PRUN_ENV[@]}" \
-		python3 "$T/bin/supervise-check.py" "$T/bin/paddock" "$work" 2>&1)
+	done <"$work.out"
+	# The checks script itself must reach its end (a crash is a failure, not fewer checks).
+	is "$rc" 0 "$who: the checks ran to the end"
 	if [ -s "$work/supervise.log" ] && [ "$TAP_FAILED" != 0 ]; then
 		sed 's/^/# log: /' "$work/supervise.log" | tail -20
 	fi
 }
+
+# The verb is hidden from the list, documented by its own --help, strict about its options.
+"$T/bin/paddock" --help | grep -q supervise; is $? 1 "supervise is not in paddock --help's verb list"
+"$T/bin/paddock" supervise --help | grep -q -- "--spec-fd"; ok $? "paddock supervise --help documents it"
+"$T/bin/paddock" supervise --id x 2>/dev/null; is $? 122 "supervise without --spec-fd: exit 122"
+out=$("$T/bin/paddock" supervise --id not-a-uuid --spec-fd 3 --ready-fd 4 3</dev/null 4>&1 2>/dev/null)
+rc=$?
+case "$rc:$out" in 125:*'"step":"spec"'*) rc=0 ;; esac
+ok $rc "an id that is not a UUID: exit 125, readiness names the spec step"
 
 checks root
 # Rootless: a cgroup delegated to nobody (its freezer too), as an administrator would.
