@@ -11,7 +11,7 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap python3 \
 	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch \
 	libsqlite3-dev libssl-dev sqlite3 openssl libcurl4-openssl-dev \
-	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl jq nodejs ripgrep socat
+	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl python3-yaml jq nodejs ripgrep socat
 # nodejs, npm, ripgrep and socat: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
 # whose SandboxManager will not start without rg and socat. Debian's npm package is
 # installed only when no npm command exists: a nodejs package that bundles npm (a repack of
@@ -79,6 +79,7 @@ bench: build
 	./$(BUILD)/bench-audit
 	python3 bench/egress ./$(BUILD)/paddock
 	python3 bench/egress-tls ./$(BUILD)/paddock
+	python3 bench/daemon ./$(BUILD)/paddock --quick
 
 format:
 	clang-format -i $$(git ls-files '*.[ch]')

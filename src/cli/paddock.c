@@ -3,6 +3,7 @@
  */
 #include "common.h"
 #include "cli.h"
+#include "cli-daemon.h"
 #include "events.h"
 
 #include <stdarg.h>
@@ -17,6 +18,18 @@ static const struct pdk_command commands[] = {
 	{"profile", pdk_cmd_profile, "show or check sandbox profiles"},
 	{"audit", pdk_cmd_audit, "list, show, follow, verify or export the audit trail"},
 	{"serve", pdk_cmd_serve, "run the control-plane daemon (REST API, long-lived sandboxes)"},
+	{"ps", pdk_cmd_ps, "list the daemon's sandboxes"},
+	{"create", pdk_cmd_create, "create a long-lived sandbox (or claim one from a warm pool)"},
+	{"exec", pdk_cmd_exec, "run a command in a running sandbox"},
+	{"attach", pdk_cmd_attach, "an interactive shell in a running sandbox (recorded)"},
+	{"cp", pdk_cmd_cp, "copy files or directories into or out of a sandbox"},
+	{"pause", pdk_cmd_pause, "freeze a sandbox"},
+	{"resume", pdk_cmd_resume, "thaw a paused sandbox"},
+	{"snapshot", pdk_cmd_snapshot, "record a sandbox's workspace under a name"},
+	{"rollback", pdk_cmd_rollback, "put a sandbox's workspace back to a snapshot"},
+	{"diff", pdk_cmd_diff, "list what a sandbox changed in its workspace"},
+	{"kill", pdk_cmd_kill, "destroy sandboxes: by id, session, workflow, agent or label"},
+	{"events", pdk_cmd_events, "print the daemon's audit events (--follow: live)"},
 	{"version", pdk_cmd_version, "print the version"},
 	{"supervise", pdk_cmd_supervise, NULL}, /* started by the daemon: not listed */
 	{"help", cmd_help, "show this help"},

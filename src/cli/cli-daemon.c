@@ -1,0 +1,131 @@
+/*
+ * cli-daemon.c - what the verbs that talk to the daemon share: connection
+ * options, error reporting, JSON output, base64.
+ */
+#include "common.h"
+#include "cli.h"
+#include "cli-daemon.h"
+#include "json.h"
+#include "util.h"
+
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <string.h>
+
+bool pdk_cli_conn_opt(struct pdk_cli_conn *conn, int opt, const char *arg)
+{
+	if (opt == PDK_CLI_OPT_SOCKET) {
+		conn->socket = arg;
+		return true;
+	}
+	if (opt == PDK_CLI_OPT_URL) {
+		conn->url = arg;
+		return true;
+	}
+	return false;
+}
+
+struct pdk_client *pdk_cli_connect(const struct pdk_cli_conn *conn)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_client_opts o = {.socket = conn->socket, .url = conn->url};
+	struct pdk_client *c = pdk_client_new(&o, &err);
+
+	if (c == NULL)
+		pdk_cli_error("%s", err->msg);
+	return c;
+}
+
+int pdk_cli_api_fail(struct pdk_client *c, struct pdk_error **err)
+{
+	int st = (*err)->status;
+
+	pdk_cli_error("%s", (*err)->msg);
+	if (c != NULL && (st == ENOENT || st == ECONNREFUSED) &&
+	    strstr((*err)->msg, "cannot connect") != NULL)
+		fprintf(stderr, "paddock: is the daemon running? start it with 'paddock serve'\n");
+	pdk_error_free(err);
+	return PDK_CLI_EXIT_API;
+}
+
+json_t *pdk_cli_call(struct pdk_client *c, const char *method, const char *path, json_t *body)
+{
+	struct pdk_error *err = NULL;
+	json_t *out = NULL;
+
+	if (pdk_client_json(c, method, path, body, &out, NULL, &err) < 0) {
+		(void)pdk_cli_api_fail(c, &err);
+		return NULL;
+	}
+	return out;
+}
+
+void pdk_cli_print_json(const json_t *j)
+{
+	_cleanup_free_ char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+
+	if (s != NULL)
+		printf("%s\n", s);
+}
+
+bool pdk_cli_add_kv(json_t *obj, const char *kv, const char *what)
+{
+	const char *eq = strchr(kv, '=');
+	_cleanup_free_ char *k = NULL;
+
+	if (eq == NULL || eq == kv) {
+		pdk_cli_error("%s '%s' must be KEY=VALUE", what, kv);
+		return false;
+	}
+	k = strndup(kv, (size_t)(eq - kv));
+	if (k == NULL)
+		pdk_oom();
+	json_object_set_new(obj, k, json_string(eq + 1));
+	return true;
+}
+
+int pdk_cli_usage_error(const char *verb, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "paddock %s: ", verb);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see 'paddock %s --help')\n", verb);
+	return PDK_CLI_EXIT_USAGE;
+}
+
+char *pdk_cli_b64_encode(const void *data, size_t len)
+{
+	char *out = pdk_xmalloc(4 * ((len + 2) / 3) + 1);
+
+	(void)EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+	return out;
+}
+
+bool pdk_cli_b64_decode(const char *s, size_t len, unsigned char **out, size_t *out_len)
+{
+	unsigned char *buf;
+	int n;
+
+	if (len % 4 != 0 || len > INT32_MAX)
+		return false;
+	buf = pdk_xmalloc(len / 4 * 3 + 1);
+	n = EVP_DecodeBlock(buf, (const unsigned char *)s, (int)len);
+	if (n < 0) {
+		free(buf);
+		return false;
+	}
+	/* EVP_DecodeBlock counts the padding as zero bytes. */
+	for (size_t i = len; i > 0 && s[i - 1] == '='; i--)
+		n--;
+	*out = buf;
+	*out_len = (size_t)n;
+	return true;
+}
+
+bool pdk_cli_write(int fd, const void *buf, size_t len)
+{
+	return pdk_write_all(fd, buf, len) == 0;
+}

@@ -1,0 +1,326 @@
+/*
+ * cmd-exec.c - `paddock exec ID [OPTIONS] -- CMD...`: run a command in a
+ * running sandbox of the daemon; the exit status is the command's.
+ */
+#include "common.h"
+#include "cli.h"
+#include "cli-daemon.h"
+#include "json.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { OPT_STREAM = PDK_CLI_OPT_FIRST_FREE, OPT_OUTPUT_CAP };
+
+/* Input sent with --stdin: the same cap as the daemon's default request body. */
+#define STDIN_MAX ((size_t)48 << 20)
+
+static const struct option long_opts[] = {
+	{"stream", no_argument, NULL, OPT_STREAM},
+	{"timeout", required_argument, NULL, 't'},
+	{"env", required_argument, NULL, 'e'},
+	{"cwd", required_argument, NULL, 'C'},
+	{"stdin", no_argument, NULL, 'i'},
+	{"shell", required_argument, NULL, 'c'},
+	{"output-cap", required_argument, NULL, OPT_OUTPUT_CAP},
+	{"json", no_argument, NULL, PDK_CLI_OPT_JSON},
+	PDK_CLI_CONN_LONGOPTS,
+	{NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *out)
+{
+	fputs("usage: paddock exec ID [OPTIONS] -- CMD [ARGS...]\n"
+	      "       paddock exec ID [OPTIONS] -c 'SHELL COMMAND'\n"
+	      "\n"
+	      "Run CMD in the running sandbox ID of the daemon ('paddock serve') and exit\n"
+	      "with its status. CMD is looked up in the sandbox's PATH; its working\n"
+	      "directory is the workspace unless --cwd says otherwise.\n"
+	      "\n"
+	      "By default the call returns when CMD has ended, and its output is kept to\n"
+	      "--output-cap bytes per stream (the daemon's default is 16 KiB): the first and\n"
+	      "last halves with a line saying how much was dropped and which file inside\n"
+	      "the sandbox holds all of it. With --stream, output is printed as it comes,\n"
+	      "all of it.\n"
+	      "\n"
+	      "options:\n"
+	      "      --stream          print stdout and stderr as CMD writes them\n"
+	      "  -t, --timeout DURATION  kill CMD after this long: 500ms, 30s, 10m\n"
+	      "  -e, --env K=V         add K to CMD's environment (repeatable)\n"
+	      "  -C, --cwd DIR         working directory inside the sandbox\n"
+	      "  -i, --stdin           send this process's stdin (read to its end first) to\n"
+	      "                        CMD; without it CMD's stdin is empty\n"
+	      "  -c, --shell STRING    run STRING with /bin/sh -c instead of CMD\n"
+	      "      --output-cap N    bytes of each stream kept in the answer\n"
+	      "      --json            print the daemon's whole answer (exit code, end,\n"
+	      "                        duration, output with byte counts) instead of the\n"
+	      "                        output; not with --stream\n" PDK_CLI_CONN_HELP "\n"
+	      "exit status: CMD's own; 128+N when it died of signal N; 124 when --timeout\n"
+	      "ended it; 2 bad option; 125 the daemon could not be reached or refused\n"
+	      "(its error code, message and field are printed).\n",
+	      out);
+}
+
+struct exec_opts {
+	const char *id;
+	json_t *body;
+	json_t *env;
+	bool stream, json, send_stdin;
+};
+
+/* 0, 1 for --help, or an exit status after printing why. */
+static int parse_one(struct exec_opts *o, int opt, const char *arg)
+{
+	uint64_t n;
+
+	switch (opt) {
+	case OPT_STREAM:
+		o->stream = true;
+		return 0;
+	case 't':
+		json_object_set_new(o->body, "timeout", json_string(arg));
+		return 0;
+	case 'e':
+		return pdk_cli_add_kv(o->env, arg, "--env") ? 0 : PDK_CLI_EXIT_USAGE;
+	case 'C':
+		json_object_set_new(o->body, "cwd", json_string(arg));
+		return 0;
+	case 'i':
+		o->send_stdin = true;
+		return 0;
+	case 'c':
+		json_object_set_new(o->body, "cmd", json_string(arg));
+		return 0;
+	case OPT_OUTPUT_CAP:
+		if (pdk_parse_u64(arg, INT32_MAX, &n) < 0)
+			return pdk_cli_usage_error("exec", "--output-cap '%s' is not a number",
+						   arg);
+		json_object_set_new(o->body, "output_cap", json_integer((json_int_t)n));
+		return 0;
+	case PDK_CLI_OPT_JSON:
+		o->json = true;
+		return 0;
+	case 'h':
+		usage(stdout);
+		return 1;
+	default:
+		return pdk_cli_usage_error("exec", "bad option");
+	}
+}
+
+static int read_stdin(json_t *body)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_free_ char *b64 = NULL;
+	size_t len = 0, cap = 0;
+
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			cap = cap ? cap * 2 : 65536;
+			buf = pdk_xrealloc(buf, cap);
+		}
+		n = TEMP_FAILURE_RETRY(read(STDIN_FILENO, buf + len, cap - len));
+		if (n < 0) {
+			pdk_cli_error("read stdin: %s", strerror(errno));
+			return PDK_CLI_EXIT_USAGE;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > STDIN_MAX) {
+			pdk_cli_error("stdin is larger than %zu MiB: copy it with 'paddock cp'",
+				      STDIN_MAX >> 20);
+			return PDK_CLI_EXIT_USAGE;
+		}
+	}
+	b64 = pdk_cli_b64_encode(buf ? buf : "", len);
+	json_object_set_new(body, "stdin_b64", json_string(b64));
+	return 0;
+}
+
+/* The exit status that stands for an exec result or exit event. */
+static int status_of(json_t *r)
+{
+	const char *end = json_string_value(json_object_get(r, "end"));
+	json_int_t sig = json_integer_value(json_object_get(r, "signal"));
+
+	if (end != NULL && strcmp(end, "timeout") == 0)
+		return PDK_EXIT_TIMEOUT;
+	if (sig > 0 && sig < 128)
+		return 128 + (int)sig;
+	if (!json_is_integer(json_object_get(r, "exit_code")))
+		return PDK_CLI_EXIT_API;
+	return (int)(json_integer_value(json_object_get(r, "exit_code")) & 0xff);
+}
+
+static void put_output(json_t *r, const char *name, int fd)
+{
+	json_t *t = json_object_get(json_object_get(r, name), "text");
+
+	if (json_is_string(t))
+		(void)pdk_cli_write(fd, json_string_value(t), json_string_length(t));
+}
+
+static int exec_sync(struct pdk_client *c, const char *path, struct exec_opts *o)
+{
+	json_t *r = pdk_cli_call(c, "POST", path, o->body);
+	int st;
+
+	if (r == NULL)
+		return PDK_CLI_EXIT_API;
+	if (o->json) {
+		pdk_cli_print_json(r);
+	} else {
+		put_output(r, "stdout", STDOUT_FILENO);
+		put_output(r, "stderr", STDERR_FILENO);
+	}
+	st = status_of(r);
+	json_decref(r);
+	return st;
+}
+
+struct stream_state {
+	int status;
+	bool ended;
+	bool bad;
+};
+
+/* stdout/stderr events carry text in "data", or bytes in "data_b64". */
+static int put_event_data(json_t *j, int fd)
+{
+	json_t *d = json_object_get(j, "data");
+	const char *b = json_string_value(json_object_get(j, "data_b64"));
+	unsigned char *raw = NULL;
+	size_t n = 0;
+	bool ok;
+
+	if (json_is_string(d))
+		return pdk_cli_write(fd, json_string_value(d), json_string_length(d)) ? 0 : -1;
+	if (b == NULL || !pdk_cli_b64_decode(b, strlen(b), &raw, &n))
+		return -1;
+	ok = pdk_cli_write(fd, raw, n);
+	free(raw);
+	return ok ? 0 : -1;
+}
+
+static int on_exec_event(void *ud, const char *event, const char *id, const char *data, size_t len)
+{
+	struct stream_state *st = ud;
+	_cleanup_json_ json_t *j = json_loadb(data, len, 0, NULL);
+
+	(void)id;
+	if (j == NULL) {
+		st->bad = true;
+		return 1;
+	}
+	if (strcmp(event, "stdout") == 0 || strcmp(event, "stderr") == 0)
+		return put_event_data(j, event[3] == 'o' ? STDOUT_FILENO : STDERR_FILENO) < 0;
+	if (strcmp(event, "exit") == 0) {
+		st->status = status_of(j);
+		st->ended = true;
+	} else if (strcmp(event, "error") == 0) {
+		json_t *e = json_object_get(j, "error");
+
+		pdk_cli_error("%s: %s", json_string_value(json_object_get(e, "code")),
+			      json_string_value(json_object_get(e, "message")));
+		st->status = PDK_CLI_EXIT_API;
+		st->ended = true;
+	}
+	return 0;
+}
+
+static int exec_stream(struct pdk_client *c, const char *path, struct exec_opts *o)
+{
+	struct pdk_error *err = NULL;
+	struct stream_state st = {.status = PDK_CLI_EXIT_API};
+	struct pdk_client_resp resp;
+	_cleanup_free_ char *text = NULL;
+	struct pdk_client_req q = {.method = "POST",
+				   .path = path,
+				   .content_type = "application/json",
+				   .accept = "text/event-stream",
+				   .on_sse = on_exec_event,
+				   .ud = &st};
+
+	json_object_set_new(o->body, "stream", json_true());
+	text = json_dumps(o->body, JSON_COMPACT);
+	q.body = text;
+	q.body_len = strlen(text);
+	if (pdk_client_request(c, &q, &resp, &err) < 0) {
+		if (st.bad)
+			pdk_cli_error("the daemon sent an event that is not JSON");
+		return pdk_cli_api_fail(c, &err);
+	}
+	if (resp.status < 200 || resp.status > 299) {
+		(void)pdk_client_error_from(&resp, &err);
+		pdk_client_resp_release(&resp);
+		return pdk_cli_api_fail(c, &err);
+	}
+	pdk_client_resp_release(&resp);
+	if (!st.ended) {
+		pdk_cli_error("the event stream ended without the command's exit");
+		return PDK_CLI_EXIT_API;
+	}
+	return st.status;
+}
+
+static int run(struct pdk_cli_conn *conn, struct exec_opts *o)
+{
+	_cleanup_free_ char *eid = pdk_client_escape(o->id);
+	_cleanup_free_ char *path = pdk_xasprintf("/v1/sandboxes/%s/exec", eid);
+	struct pdk_client *c;
+	int r;
+
+	if (o->send_stdin && (r = read_stdin(o->body)) != 0)
+		return r;
+	c = pdk_cli_connect(conn);
+	if (c == NULL)
+		return PDK_CLI_EXIT_USAGE;
+	r = o->stream ? exec_stream(c, path, o) : exec_sync(c, path, o);
+	pdk_client_free(c);
+	return r;
+}
+
+int pdk_cmd_exec(int argc, char **argv)
+{
+	struct pdk_cli_conn conn = {0};
+	struct exec_opts o = {.body = json_object(), .env = json_object()};
+	int opt, r = 0;
+
+	/*
+	 * Options may come before or after ID (getopt permutes them to the
+	 * front); everything after "--" is CMD.
+	 */
+	optind = 1;
+	while (r == 0 && (opt = getopt_long(argc, argv, "t:e:C:ic:h", long_opts, NULL)) != -1) {
+		if (!pdk_cli_conn_opt(&conn, opt, optarg))
+			r = parse_one(&o, opt, optarg);
+	}
+	if (r == 0 && optind >= argc)
+		r = pdk_cli_usage_error("exec", "which sandbox? give its ID");
+	if (r == 0) {
+		o.id = argv[optind++];
+		if (optind < argc)
+			json_object_set_new(o.body, "argv", pdk_json_strv(argv + optind));
+		if ((optind < argc) == (json_object_get(o.body, "cmd") != NULL))
+			r = pdk_cli_usage_error("exec",
+						"give either -- CMD [ARGS...] or -c STRING");
+		else if (o.json && o.stream)
+			r = pdk_cli_usage_error("exec", "--json and --stream do not go together");
+	}
+	if (r == 0 && json_object_size(o.env) > 0)
+		json_object_set(o.body, "env", o.env);
+	if (r == 0)
+		r = run(&conn, &o);
+	else if (r == 1)
+		r = 0;
+	json_decref(o.body);
+	json_decref(o.env);
+	return r;
+}
