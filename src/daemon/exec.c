@@ -9,6 +9,8 @@
 #include "util.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -70,9 +72,10 @@ struct pdk_exec {
 	bool started, finished, raw_too_big;
 	/* pty: out.fd is the terminal's master, in_fd a second descriptor of it. */
 	bool pty;
-	bool stdin_open;      /* the stdin route may write (in_fd stays open) */
-	bool in_eof;          /* close in_fd once inq is written */
-	struct evbuffer *inq; /* bytes from the stdin route */
+	bool stdin_open;       /* the stdin route may write (in_fd stays open) */
+	bool in_eof;           /* close in_fd once inq is written */
+	struct evbuffer *inq;  /* bytes from the stdin route */
+	struct event *peer_ev; /* the SSE client's socket, watched for its going away */
 	uint64_t start_ns;
 };
 
@@ -202,6 +205,9 @@ static void detach_calls(struct pdk_exec *x)
 static void exec_free(struct pdk_exec *x)
 {
 	detach_calls(x);
+	if (x->peer_ev != NULL)
+		event_free(x->peer_ev);
+	x->peer_ev = NULL;
 	pdk__stream_end(&x->stream); /* no-op unless a stream is still open */
 	capture_release(&x->out);
 	capture_release(&x->err);
@@ -382,6 +388,10 @@ static void exec_finish(struct pdk_exec *x)
 	if (x->finished)
 		return;
 	x->finished = true;
+	if (x->peer_ev != NULL) { /* before the answer's end may close the socket */
+		event_free(x->peer_ev);
+		x->peer_ev = NULL;
+	}
 	pdk__sb_charge(sb, x->out.total + x->err.total, 0);
 	if (x->exit == NULL)
 		x->exit = json_pack("{s:s}", "end", "killed");
@@ -641,6 +651,9 @@ static void stream_gone(void *arg)
 {
 	struct pdk_exec *x = arg;
 
+	if (x->peer_ev != NULL) /* before libevent closes the socket */
+		event_free(x->peer_ev);
+	x->peer_ev = NULL;
 	input_close(x);
 	if (x->pty && x->out.fd >= 0) {
 		if (x->out.ev != NULL)
@@ -655,6 +668,40 @@ static void stream_gone(void *arg)
 static int nonblock(int fd)
 {
 	return fcntl(fd, F_SETFL, O_NONBLOCK);
+}
+
+/*
+ * A session that prints nothing writes nothing to its client: libevent would
+ * not notice the client's going away. Its socket is watched (a peek: the bytes
+ * stay libevent's); EOF or an error ends the session's input and terminal.
+ */
+static void peer_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_exec *x = arg;
+	char c;
+	ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	(void)what;
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	event_free(x->peer_ev);
+	x->peer_ev = NULL;
+	if (n <= 0)
+		stream_gone(x);
+	/* n > 0: the client sent more (not for us); no longer watched. */
+}
+
+static void peer_watch(struct pdk_exec *x)
+{
+	struct evhttp_connection *con = evhttp_request_get_connection(x->req);
+	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+
+	if (fd < 0)
+		return;
+	x->peer_ev = event_new(x->sb->d->base, fd, EV_READ | EV_PERSIST, peer_readable, x);
+	if (x->peer_ev == NULL || event_add(x->peer_ev, NULL) < 0)
+		pdk_oom();
 }
 
 /* The pty master from the start answer: output from it, stdin to a second descriptor of it. */
@@ -703,6 +750,8 @@ static void started(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds, voi
 		pdk__stream_start(&x->stream, x->req);
 		x->stream.on_close = stream_gone;
 		x->stream.on_close_arg = x;
+		if (x->stdin_open)
+			peer_watch(x);
 		pdk__stream_send(&x->stream, NULL, "start",
 				 json_pack("{s:O, s:O, s:b}", "exec_id", x->exec_id, "pid",
 					   json_object_get(reply, "pid") ?: json_null(), "pty",

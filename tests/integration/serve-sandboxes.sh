@@ -72,9 +72,9 @@ pty_tests() {
 		"$who: the session ends with an exit event; the refused input never reached it"
 
 	# The client goes away: the session gets SIGHUP.
-	as "$who" curl -s -N --max-time 30 --unix-socket "$sock" -X POST \
+	(as_exec "$who" curl -s -N --max-time 30 --unix-socket "$sock" -X POST \
 		-d '{"argv":["sleep","60"],"pty":true,"stream":true}' \
-		"http://paddock/v1/sandboxes/$id/exec" >"$T/hup-$who" &
+		"http://paddock/v1/sandboxes/$id/exec" >"$T/hup-$who") &
 	pid=$!
 	wait_for "$T/hup-$who" '^event: start'
 	kill "$pid"
