@@ -329,6 +329,21 @@ sandbox_tests() {
 		sleep 0.1
 	done
 	is "$(jq_get "$BODY" pools.0.ready)" "1" "$who: the pool refills in the background"
+	# A burst of claims: each claim starts its replacement at once (the whole deficit, at most
+	# 4 starting a pool), not one a timer tick.
+	api "$who" PUT /v1/pools/default '{"size":3}'
+	for n in $(seq 1 200); do
+		api "$who" GET /v1/pools
+		[ "$(jq_get "$BODY" pools.0.ready)" = 3 ] && break
+		sleep 0.1
+	done
+	is "$(jq_get "$BODY" pools.0.ready)" "3" "$who: a pool grown to 3 fills"
+	for n in 1 2 3; do
+		api "$who" POST /v1/sandboxes '{"labels":{"session":"burst"}}'
+	done
+	api "$who" GET /v1/sandboxes
+	is "$(printf '%s' "$BODY" | jq '[.sandboxes[] | select(.labels.session == "burst")] | length'):$(printf '%s' "$BODY" | jq '[.sandboxes[] | select(.labels.session == null)] | length')" \
+		"3:3" "$who: right after 3 claims, their 3 replacements are already starting"
 	serve_stop "$who"
 	sleep 0.3
 	is "$SERVE_RC $(supervisors_in "$who" | wc -l) $(ls "$T/serve-$who/run/sb" | wc -l)" "0 0 0" \
