@@ -151,11 +151,14 @@ static int on_event(void *ud, const char *event, const char *id, const char *dat
 			(void)pdk_cli_write(STDOUT_FILENO, json_string_value(d),
 					    json_string_length(d));
 	} else if (strcmp(event, "start") == 0) {
-		const char *e = json_string_value(json_object_get(j, "exec_id"));
+		json_t *e = json_object_get(j, "exec_id");
 
 		pthread_mutex_lock(&s->lock);
-		if (e != NULL && s->exec == NULL)
-			s->exec = pdk_client_escape(e);
+		/* The daemon's exec ids are numbers; a string is taken as well. */
+		if (json_is_string(e) && s->exec == NULL)
+			s->exec = pdk_client_escape(json_string_value(e));
+		else if (json_is_integer(e) && s->exec == NULL)
+			s->exec = pdk_xasprintf("%lld", (long long)json_integer_value(e));
 		pthread_cond_broadcast(&s->started);
 		pthread_mutex_unlock(&s->lock);
 	} else if (strcmp(event, "exit") == 0) {

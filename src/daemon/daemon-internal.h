@@ -87,6 +87,13 @@ void pdk__exec_start(struct pdk_sb *sb, struct evhttp_request *req, struct pdk_r
 void pdk__exec_exited(struct pdk_sb *sb, json_t *ev);
 /* The control connection is gone: every exec of the sandbox ends. */
 void pdk__exec_abort_all(struct pdk_sb *sb);
+/* POST .../exec/{exec_id}/stdin: queue `len` bytes for the command's stdin or pty; `eof`: then
+ * close stdin (a pty gets ^D). Answers req. */
+void pdk__exec_stdin(struct pdk_sb *sb, struct evhttp_request *req, uint64_t exec_id,
+		     const char *data, size_t len, bool eof);
+/* POST .../exec/{exec_id}/resize: TIOCSWINSZ on the pty. Answers req. */
+void pdk__exec_resize(struct pdk_sb *sb, struct evhttp_request *req, uint64_t exec_id,
+		      uint64_t cols, uint64_t rows);
 
 /* ---- http.c ---- */
 void pdk__http_json(struct evhttp_request *req, int code, json_t *body /* stolen */);
@@ -105,6 +112,9 @@ void pdk__sse_subscribe(struct pdk_daemon *d, struct evhttp_request *req, const 
 struct pdk_stream {
 	struct evhttp_request *req; /* NULL once the client went away */
 	bool dead;
+	/* Called (last thing) when the client goes away; may be NULL. */
+	void (*on_close)(void *arg);
+	void *on_close_arg;
 };
 /* Start a text/event-stream answer on `req`; the client's going away sets s->dead. */
 void pdk__stream_start(struct pdk_stream *s, struct evhttp_request *req);

@@ -9,16 +9,21 @@
 #include "util.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
-#define READ_CHUNK     65536
-#define PENDING_MAX    (8u << 20) /* output held while the spill file is being opened */
-#define EARLY_MAX      (1u << 20) /* output held until the start answer */
-#define DRAIN_GRACE_MS 200 /* after the exit, how long a lingering pipe writer is waited for */
+#define READ_CHUNK      65536
+#define PENDING_MAX     (8u << 20) /* output held while the spill file is being opened */
+#define EARLY_MAX       (1u << 20) /* output held until the start answer */
+#define DRAIN_GRACE_MS  200 /* after the exit, how long a lingering pipe writer is waited for */
+#define STDIN_QUEUE_MAX (4u << 20) /* bytes from the stdin route not yet written */
 
 enum exec_mode {
 	EXEC_SYNC,   /* one JSON answer with capped text */
@@ -65,6 +70,12 @@ struct pdk_exec {
 	uint64_t raw_max;
 	struct pdk_stream stream; /* EXEC_STREAM */
 	bool started, finished, raw_too_big;
+	/* pty: out.fd is the terminal's master, in_fd a second descriptor of it. */
+	bool pty;
+	bool stdin_open;       /* the stdin route may write (in_fd stays open) */
+	bool in_eof;           /* close in_fd once inq is written */
+	struct evbuffer *inq;  /* bytes from the stdin route */
+	struct event *peer_ev; /* the SSE client's socket, watched for its going away */
 	uint64_t start_ns;
 };
 
@@ -194,6 +205,9 @@ static void detach_calls(struct pdk_exec *x)
 static void exec_free(struct pdk_exec *x)
 {
 	detach_calls(x);
+	if (x->peer_ev != NULL)
+		event_free(x->peer_ev);
+	x->peer_ev = NULL;
 	pdk__stream_end(&x->stream); /* no-op unless a stream is still open */
 	capture_release(&x->out);
 	capture_release(&x->err);
@@ -203,6 +217,8 @@ static void exec_free(struct pdk_exec *x)
 		event_free(x->grace);
 	if (x->in_fd >= 0)
 		(void)close(x->in_fd);
+	if (x->inq != NULL)
+		evbuffer_free(x->inq);
 	json_decref(x->exec_id);
 	json_decref(x->exit);
 	free(x->in_data);
@@ -372,6 +388,10 @@ static void exec_finish(struct pdk_exec *x)
 	if (x->finished)
 		return;
 	x->finished = true;
+	if (x->peer_ev != NULL) { /* before the answer's end may close the socket */
+		event_free(x->peer_ev);
+		x->peer_ev = NULL;
+	}
 	pdk__sb_charge(sb, x->out.total + x->err.total, 0);
 	if (x->exit == NULL)
 		x->exit = json_pack("{s:s}", "end", "killed");
@@ -392,6 +412,12 @@ static void exec_finish(struct pdk_exec *x)
 		break;
 	case EXEC_STREAM:
 		o = exit_json(x);
+		if (x->pty) {
+			json_t *a = exit_json(x);
+
+			pdk_json_set(a, "pty", json_true());
+			pdk__daemon_event(sb->d, sb->row.id, sb->labels, "exec.exit", a);
+		}
 		pdk_json_set(o, "stdout_bytes", json_integer((json_int_t)x->out.total));
 		pdk_json_set(o, "stderr_bytes", json_integer((json_int_t)x->err.total));
 		pdk__stream_send(&x->stream, NULL, "exit", o);
@@ -473,13 +499,49 @@ void pdk__exec_abort_all(struct pdk_sb *sb)
 
 /* ---- pipes ---- */
 
+/* Standard base64 with padding (caller frees). */
+static char *b64_std(const unsigned char *p, size_t n)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *o = pdk_xmalloc((n + 2) / 3 * 4 + 1);
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+
+		o[k++] = tab[v >> 18 & 63];
+		o[k++] = tab[v >> 12 & 63];
+		o[k++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
+		o[k++] = i + 2 < n ? tab[v & 63] : '=';
+	}
+	o[k] = '\0';
+	return o;
+}
+
+/* {"data": text} and, when the bytes are not valid UTF-8 (text has U+FFFD), "data_b64". */
+static json_t *output_event(const char *buf, size_t n)
+{
+	size_t len;
+	_cleanup_free_ char *clean = utf8_clean(buf, n, &len);
+	bool exact = len == n && memcmp(clean, buf, n) == 0 && memchr(buf, '\0', n) == NULL;
+	json_t *o = json_pack("{s:o}", "data", json_text(buf, n));
+
+	if (!exact) {
+		_cleanup_free_ char *b = b64_std((const unsigned char *)buf, n);
+
+		pdk_json_set(o, "data_b64", json_string(b));
+	}
+	return o;
+}
+
 /* Bytes of one stream: to the SSE stream, the raw answer, or the capture. */
 static void handle_output(struct pdk_exec *x, struct capture *c, const char *buf, size_t n)
 {
 	if (x->mode == EXEC_STREAM) {
 		c->total += n;
-		pdk__stream_send(&x->stream, NULL, c->name,
-				 json_pack("{s:o}", "data", json_text(buf, n)));
+		pdk__stream_send(&x->stream, NULL, c->name, output_event(buf, n));
 		return;
 	}
 	if (x->mode == EXEC_RAW && c == &x->out) {
@@ -546,30 +608,132 @@ static void output_readable(evutil_socket_t fd, short what, void *arg)
 	handle_output(x, c, buf, (size_t)n);
 }
 
+static void input_close(struct pdk_exec *x)
+{
+	if (x->in_ev != NULL)
+		event_free(x->in_ev);
+	x->in_ev = NULL;
+	if (x->in_fd >= 0)
+		(void)close(x->in_fd);
+	x->in_fd = -1;
+}
+
+/* The initial stdin, then what the stdin route queued; EOF when all is written (unless open). */
 static void input_writable(evutil_socket_t fd, short what, void *arg)
 {
 	struct pdk_exec *x = arg;
-	ssize_t n;
+	ssize_t n = 0;
 
 	(void)what;
-	n = write(fd, x->in_data + x->in_off, x->in_len - x->in_off);
+	if (x->in_off < x->in_len) {
+		n = write(fd, x->in_data + x->in_off, x->in_len - x->in_off);
+		if (n > 0)
+			x->in_off += (size_t)n;
+	} else if (x->inq != NULL && evbuffer_get_length(x->inq) > 0) {
+		n = evbuffer_write(x->inq, fd);
+	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n > 0)
-		x->in_off += (size_t)n;
-	if (n < 0 || x->in_off == x->in_len) {
-		/* Written (or the command stopped reading): EOF for it. */
-		event_free(x->in_ev);
-		x->in_ev = NULL;
-		(void)close(x->in_fd);
-		x->in_fd = -1;
+	if (n < 0) { /* the command stopped reading */
+		input_close(x);
+		return;
 	}
+	if (x->in_off < x->in_len || (x->inq != NULL && evbuffer_get_length(x->inq) > 0))
+		return;
+	if (x->pty || (x->stdin_open && !x->in_eof))
+		(void)event_del(x->in_ev); /* until the stdin route queues more */
+	else
+		input_close(x); /* EOF for the command */
+}
+
+/* The SSE client went away: its command loses stdin; a pty session its terminal (SIGHUP). */
+static void stream_gone(void *arg)
+{
+	struct pdk_exec *x = arg;
+
+	if (x->peer_ev != NULL) /* before libevent closes the socket */
+		event_free(x->peer_ev);
+	x->peer_ev = NULL;
+	input_close(x);
+	if (x->pty && x->out.fd >= 0) {
+		if (x->out.ev != NULL)
+			event_free(x->out.ev);
+		x->out.ev = NULL;
+		(void)close(x->out.fd);
+		x->out.fd = -1;
+		x->out.eof = true;
+	}
+}
+
+static int nonblock(int fd)
+{
+	return fcntl(fd, F_SETFL, O_NONBLOCK);
+}
+
+/*
+ * A session that prints nothing writes nothing to its client: libevent would
+ * not notice the client's going away. Its socket is watched (a peek: the bytes
+ * stay libevent's); EOF or an error ends the session's input and terminal.
+ */
+static void peer_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_exec *x = arg;
+	char c;
+	ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	(void)what;
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	event_free(x->peer_ev);
+	x->peer_ev = NULL;
+	if (n <= 0)
+		stream_gone(x);
+	/* n > 0: the client sent more (not for us); no longer watched. */
+}
+
+static void peer_watch(struct pdk_exec *x)
+{
+	struct evhttp_connection *con = evhttp_request_get_connection(x->req);
+	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+
+	if (fd < 0)
+		return;
+	x->peer_ev = event_new(x->sb->d->base, fd, EV_READ | EV_PERSIST, peer_readable, x);
+	if (x->peer_ev == NULL || event_add(x->peer_ev, NULL) < 0)
+		pdk_oom();
+}
+
+/* The pty master from the start answer: output from it, stdin to a second descriptor of it. */
+static void pty_attach(struct pdk_exec *x, int master)
+{
+	struct event_base *base = x->sb->d->base;
+
+	x->out.fd = master;
+	x->in_fd = fcntl(master, F_DUPFD_CLOEXEC, 0);
+	if (x->in_fd < 0 || nonblock(master) < 0) {
+		/* No terminal to serve: the session is closed, the command gets SIGHUP. */
+		input_close(x);
+		(void)close(master);
+		x->out.fd = -1;
+		x->out.eof = true;
+		return;
+	}
+	x->out.ev = event_new(base, x->out.fd, EV_READ | EV_PERSIST, output_readable, x);
+	x->in_ev = event_new(base, x->in_fd, EV_WRITE | EV_PERSIST, input_writable, x);
+	if (x->out.ev == NULL || x->in_ev == NULL || event_add(x->out.ev, NULL) < 0)
+		pdk_oom();
 }
 
 static void started(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)
 {
 	struct pdk_exec *x = ctx;
+	int master = -1;
 
+	if (x->pty && nfds == 1 && reply != NULL && json_object_get(reply, "error") == NULL) {
+		master = fds[0];
+		nfds = 0;
+	}
 	for (size_t i = 0; i < nfds; i++)
 		(void)close(fds[i]);
 	if (reply == NULL || json_object_get(reply, "error") != NULL) {
@@ -584,17 +748,24 @@ static void started(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds, voi
 	pdk__sb_charge(sb, 0, 1);
 	if (x->mode == EXEC_STREAM) {
 		pdk__stream_start(&x->stream, x->req);
+		x->stream.on_close = stream_gone;
+		x->stream.on_close_arg = x;
+		if (x->stdin_open)
+			peer_watch(x);
 		pdk__stream_send(&x->stream, NULL, "start",
-				 json_pack("{s:O, s:O}", "exec_id", x->exec_id, "pid",
-					   json_object_get(reply, "pid") ?: json_null()));
+				 json_pack("{s:O, s:O, s:b}", "exec_id", x->exec_id, "pid",
+					   json_object_get(reply, "pid") ?: json_null(), "pty",
+					   x->pty));
+	}
+	if (x->pty) {
+		x->err.eof = true; /* one stream: the terminal */
+		if (master >= 0)
+			pty_attach(x, master);
+		else
+			x->out.eof = true;
 	}
 	replay_early(x, &x->out);
 	replay_early(x, &x->err);
-}
-
-static int nonblock(int fd)
-{
-	return fcntl(fd, F_SETFL, O_NONBLOCK);
 }
 
 static struct pdk_exec *exec_new(struct pdk_sb *sb, struct evhttp_request *req, enum exec_mode mode,
@@ -652,13 +823,13 @@ static int exec_launch(struct pdk_exec *x, char **argv, char **env, const char *
 	if (x->out.ev == NULL || x->err.ev == NULL || event_add(x->out.ev, NULL) < 0 ||
 	    event_add(x->err.ev, NULL) < 0)
 		pdk_oom();
-	if (x->in_len == 0) {
+	if (x->in_len == 0 && !x->stdin_open) {
 		(void)close(x->in_fd);
 		x->in_fd = -1;
 	} else {
 		x->in_ev =
 			event_new(sb->d->base, x->in_fd, EV_WRITE | EV_PERSIST, input_writable, x);
-		if (x->in_ev == NULL || event_add(x->in_ev, NULL) < 0)
+		if (x->in_ev == NULL || (x->in_len > 0 && event_add(x->in_ev, NULL) < 0))
 			pdk_oom();
 	}
 	x->next = sb->execs;
@@ -679,22 +850,132 @@ fail:
 	return rc;
 }
 
+/* A pty exec: the supervisor answers with the terminal's master (started()). */
+static void exec_launch_pty(struct pdk_exec *x, struct pdk_req_exec *er)
+{
+	json_t *op = json_pack("{s:s, s:o, s:o, s:I, s:b, s:I, s:I}", "op", "exec", "argv",
+			       pdk_json_strv(er->argv), "env",
+			       er->env ? pdk_json_strv(er->env) : json_array(), "timeout_ms",
+			       (json_int_t)er->timeout_ms, "pty", 1, "cols", (json_int_t)er->cols,
+			       "rows", (json_int_t)er->rows);
+
+	if (er->cwd != NULL)
+		pdk_json_set(op, "cwd", json_string(er->cwd));
+	if (pdk__sb_call(x->sb, op, NULL, 0, started, x) < 0) {
+		pdk__http_status_error(x->req, EIO, "cannot start the command in the sandbox");
+		exec_free(x);
+		return;
+	}
+	x->next = x->sb->execs;
+	x->sb->execs = x;
+}
+
 void pdk__exec_start(struct pdk_sb *sb, struct evhttp_request *req, struct pdk_req_exec *er,
 		     bool stream)
 {
-	struct pdk_exec *x = exec_new(sb, req, stream ? EXEC_STREAM : EXEC_SYNC, er->output_cap);
+	struct pdk_exec *x;
 
-	if (er->pty) {
-		exec_free(x);
-		pdk__http_error(req, 501, "unavailable", "pty", "pty sessions are not served yet");
+	if ((er->pty || er->stdin_open) && !stream) {
+		pdk__http_error(req, 400, "bad_request", er->pty ? "pty" : "stdin_open",
+				"'%s' needs a streamed answer: give \"stream\": true or "
+				"Accept: text/event-stream",
+				er->pty ? "pty" : "stdin_open");
 		return;
 	}
+	x = exec_new(sb, req, stream ? EXEC_STREAM : EXEC_SYNC, er->output_cap);
+	x->pty = er->pty;
+	x->stdin_open = er->stdin_open || er->pty;
+	if (x->stdin_open && (x->inq = evbuffer_new()) == NULL)
+		pdk_oom();
 	x->in_data = steal_ptr(&er->stdin_data);
 	x->in_len = er->stdin_len;
-	pdk__daemon_event(
-		sb->d, sb->row.id, sb->labels, "exec.request",
-		json_pack("{s:o, s:b}", "argv", pdk_json_strv(er->argv), "stream", stream));
-	(void)exec_launch(x, er->argv, er->env, er->cwd, er->timeout_ms);
+	pdk__daemon_event(sb->d, sb->row.id, sb->labels, "exec.request",
+			  json_pack("{s:o, s:b, s:b}", "argv", pdk_json_strv(er->argv), "stream",
+				    stream, "pty", er->pty));
+	if (er->pty)
+		exec_launch_pty(x, er);
+	else
+		(void)exec_launch(x, er->argv, er->env, er->cwd, er->timeout_ms);
+}
+
+static struct pdk_exec *exec_find(struct pdk_sb *sb, uint64_t id)
+{
+	for (struct pdk_exec *x = sb->execs; x != NULL; x = x->next)
+		if (!x->finished && json_is_integer(x->exec_id) &&
+		    (uint64_t)json_integer_value(x->exec_id) == id)
+			return x;
+	return NULL;
+}
+
+static void ok_answer(struct evhttp_request *req)
+{
+	pdk__http_json(req, 200, json_pack("{s:b}", "ok", 1));
+}
+
+void pdk__exec_stdin(struct pdk_sb *sb, struct evhttp_request *req, uint64_t exec_id,
+		     const char *data, size_t len, bool eof)
+{
+	struct pdk_exec *x = exec_find(sb, exec_id);
+
+	if (x == NULL) {
+		pdk__http_error(req, 404, "not_found", "exec_id",
+				"no running command %llu in this sandbox",
+				(unsigned long long)exec_id);
+		return;
+	}
+	if (!x->stdin_open) {
+		pdk__http_error(req, 409, "conflict", "stdin_open",
+				"the command's stdin is not open: start it with \"stdin_open\": "
+				"true (streaming) or \"pty\": true");
+		return;
+	}
+	if (x->in_fd < 0 || x->in_ev == NULL || x->in_eof) {
+		pdk__http_error(req, 409, "conflict", "stdin", "the command's stdin is closed");
+		return;
+	}
+	if (evbuffer_get_length(x->inq) + len + 1 > STDIN_QUEUE_MAX) {
+		pdk__http_error(req, 429, "limit", "stdin",
+				"more than %u bytes wait for the command to read them",
+				STDIN_QUEUE_MAX);
+		return;
+	}
+	evbuffer_add(x->inq, data, len);
+	if (eof && x->pty)
+		evbuffer_add(x->inq, "\x04", 1); /* ^D: end of input for the terminal's reader */
+	else if (eof)
+		x->in_eof = true;
+	if (event_add(x->in_ev, NULL) < 0)
+		pdk_oom();
+	ok_answer(req);
+}
+
+void pdk__exec_resize(struct pdk_sb *sb, struct evhttp_request *req, uint64_t exec_id,
+		      uint64_t cols, uint64_t rows)
+{
+	struct pdk_exec *x = exec_find(sb, exec_id);
+	struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+	int fd;
+
+	if (x == NULL) {
+		pdk__http_error(req, 404, "not_found", "exec_id",
+				"no running command %llu in this sandbox",
+				(unsigned long long)exec_id);
+		return;
+	}
+	if (!x->pty) {
+		pdk__http_error(req, 409, "conflict", "pty", "the command has no terminal");
+		return;
+	}
+	fd = x->in_fd >= 0 ? x->in_fd : x->out.fd;
+	if (fd < 0) {
+		pdk__http_error(req, 409, "conflict", "pty", "the session's terminal is closed");
+		return;
+	}
+	if (ioctl(fd, TIOCSWINSZ, &ws) < 0) {
+		pdk__http_status_error(req, errno, "cannot set the terminal's size");
+		return;
+	}
+	ok_answer(req);
 }
 
 /* Archive routes: tar inside the sandbox (files.c). */

@@ -24,7 +24,8 @@
 #include <sys/stat.h>
 
 /* JSON bodies are small: anything larger than this is refused before parsing. */
-#define JSON_BODY_MAX (1u << 20)
+#define JSON_BODY_MAX  (1u << 20)
+#define STDIN_BODY_MAX (1u << 20) /* one stdin write */
 
 extern const char pdk_openapi_yaml[];
 
@@ -686,35 +687,56 @@ void pdk__files_route(struct pdk_sb *sb, struct evhttp_request *req, const char 
 		      enum evhttp_cmd_type method, const char *path, struct evkeyvalq *q,
 		      uint64_t max_body);
 
-/* POST /v1/sandboxes/{id}/exec/{exec_id}/signal {"signal":"TERM"}; stdin is not served yet. */
+/*
+ * POST /v1/sandboxes/{id}/exec/{exec_id}/signal {"signal":"TERM"},
+ * .../stdin[?eof=1] (raw bytes), .../resize {"cols":N,"rows":N}.
+ */
 static void exec_session_route(struct route_ctx *c, const char *id)
 {
 	struct pdk_req_error e = {0};
+	const char *what = c->nsegs == 5 ? c->segs[4] : "";
+	const char *eof;
 	struct pdk_sb *sb;
-	uint64_t eid;
+	uint64_t eid, cols, rows;
 	int sig;
 
 	if (c->nsegs != 5 || c->method != EVHTTP_REQ_POST ||
-	    (strcmp(c->segs[4], "signal") != 0 && strcmp(c->segs[4], "stdin") != 0)) {
+	    (strcmp(what, "signal") != 0 && strcmp(what, "stdin") != 0 &&
+	     strcmp(what, "resize") != 0)) {
 		pdk__http_error(c->req, 404, "not_found", NULL, "no such route");
 		return;
 	}
 	if (!allowed(c->d, c->req, &c->auth, id, PDK_TOKEN_OP_EXEC) ||
 	    (sb = live_sb(c, id)) == NULL)
 		return;
-	if (strcmp(c->segs[4], "stdin") == 0) {
-		pdk__http_error(
-			c->req, 501, "unavailable", NULL,
-			"exec stdin sessions are not served yet: give 'stdin' in the exec body");
+	if (pdk_parse_u64(c->segs[3], INT32_MAX, &eid) < 0) {
+		pdk__http_error(c->req, 404, "not_found", "exec_id",
+				"no command '%s' in this sandbox: 'exec_id' is a number",
+				c->segs[3]);
 		return;
 	}
-	if (pdk_parse_u64(c->segs[3], INT32_MAX, &eid) < 0) {
-		pdk__http_error(c->req, 400, "bad_request", "exec_id",
-				"'exec_id' must be a number");
+	if (strcmp(what, "stdin") == 0) {
+		if (read_body(c, STDIN_BODY_MAX) < 0)
+			return;
+		eof = query(c, "eof");
+		if (eof != NULL && strcmp(eof, "0") != 0 && strcmp(eof, "1") != 0) {
+			pdk__http_error(c->req, 400, "bad_request", "eof", "'eof' must be 0 or 1");
+			return;
+		}
+		pdk__exec_stdin(sb, c->req, eid, c->body, c->body_len,
+				eof != NULL && strcmp(eof, "1") == 0);
 		return;
 	}
 	if (json_body(c) < 0)
 		return;
+	if (strcmp(what, "resize") == 0) {
+		if (pdk_req_parse_resize(c->body, c->body_len, &cols, &rows, &e) < 0) {
+			bad_request(c->req, &e);
+			return;
+		}
+		pdk__exec_resize(sb, c->req, eid, cols, rows);
+		return;
+	}
 	if (pdk_req_parse_signal(c->body, c->body_len, &sig, &e) < 0) {
 		bad_request(c->req, &e);
 		return;

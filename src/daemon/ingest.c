@@ -38,6 +38,8 @@ static void stream_closed(struct evhttp_connection *evcon, void *arg)
 	if (s->req != NULL && evhttp_request_get_connection(s->req) == NULL)
 		evhttp_request_free(s->req);
 	s->req = NULL;
+	if (s->on_close != NULL)
+		s->on_close(s->on_close_arg);
 }
 
 void pdk__stream_start(struct pdk_stream *s, struct evhttp_request *req)

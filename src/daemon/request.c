@@ -548,6 +548,7 @@ static const struct field exec_fields[] = {
 	EF("output_cap", chk_cap, r.output_cap),
 	EF("stream", chk_bool, r.stream),
 	EF("pty", chk_bool, r.pty),
+	EF("stdin_open", chk_bool, r.stdin_open),
 	EF("cols", chk_dim, r.cols),
 	EF("rows", chk_dim, r.rows),
 };
@@ -874,5 +875,24 @@ int pdk_req_parse_signal(const char *body, size_t len, int *sig, struct pdk_req_
 	if (s == 0)
 		return fail(e, "signal", "'signal' is required");
 	*sig = s;
+	return 0;
+}
+
+int pdk_req_parse_resize(const char *body, size_t len, uint64_t *cols, uint64_t *rows,
+			 struct pdk_req_error *e)
+{
+	static const struct field fields[] = {{"cols", chk_dim, 0},
+					      {"rows", chk_dim, sizeof(uint64_t)}};
+	_cleanup_json_ json_t *j = load(body, len, e);
+	uint64_t d[2] = {0, 0};
+
+	if (j == NULL || check_object(j, "", fields, 2, d, e) < 0)
+		return -1;
+	if (d[0] == 0)
+		return fail(e, "cols", "'cols' is required");
+	if (d[1] == 0)
+		return fail(e, "rows", "'rows' is required");
+	*cols = d[0];
+	*rows = d[1];
 	return 0;
 }

@@ -47,6 +47,7 @@ struct pdk_req_exec {
 	uint64_t output_cap;
 	bool stream;
 	bool pty;
+	bool stdin_open; /* stdin stays open for the stdin route (streaming, no pty) */
 	uint64_t cols, rows;
 };
 
@@ -91,6 +92,9 @@ int pdk_req_parse_name(const char *body, size_t len, const char *key, bool requi
 		       struct pdk_req_error *e);
 /* {"signal":"TERM"|"SIGTERM"|15} */
 int pdk_req_parse_signal(const char *body, size_t len, int *sig, struct pdk_req_error *e);
+/* {"cols":N,"rows":N}, both 1..1000 (POST .../exec/{exec_id}/resize) */
+int pdk_req_parse_resize(const char *body, size_t len, uint64_t *cols, uint64_t *rows,
+			 struct pdk_req_error *e);
 
 /* A profile, snapshot or pool name: [A-Za-z0-9_.-]{1,64}, not starting with '.'. */
 bool pdk_req_name_ok(const char *s);

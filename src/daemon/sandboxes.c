@@ -826,6 +826,8 @@ static struct pdk_sb *pool_member(struct pdk_daemon *d, struct pdk_req_create *c
 	return NULL;
 }
 
+void pdk__pools_tick(struct pdk_daemon *d);
+
 static bool claim(struct pdk_daemon *d, struct evhttp_request *req, struct pdk_req_create *cr,
 		  const char *key)
 {
@@ -852,6 +854,7 @@ static bool claim(struct pdk_daemon *d, struct evhttp_request *req, struct pdk_r
 			  json_pack("{s:s}", "profile", sb->row.profile));
 	add_waiter(sb, req, 201);
 	reply_waiters(sb, NULL);
+	pdk__pools_tick(d); /* the claimed member's replacement starts now, not at the next tick */
 	return true;
 }
 
@@ -876,10 +879,12 @@ void pdk__sb_create(struct pdk_daemon *d, struct evhttp_request *req, struct pdk
 
 /* ---- warm pools ---- */
 
+#define POOL_STARTING_MAX 4 /* supervisors of one pool starting at once */
+
 static int pool_fill(void *data, const char *profile, uint64_t size)
 {
 	struct pdk_daemon *d = data;
-	uint64_t have = 0;
+	uint64_t have = 0, starting = 0;
 
 	for (struct pdk_sb *sb = d->sandboxes; sb != NULL; sb = sb->next) {
 		if (!sb->row.pool || sb->destroying || strcmp(sb->row.profile, profile) != 0)
@@ -889,15 +894,28 @@ static int pool_fill(void *data, const char *profile, uint64_t size)
 			pdk__sb_destroy(sb, "pool_shrink", NULL);
 		else
 			have++;
+		if (strcmp(sb->row.state, "starting") == 0)
+			starting++;
 	}
-	/* One start per pool and tick: refills never flood the machine. */
-	if (have < size) {
+	/*
+	 * The whole deficit at once, bounded: at most POOL_STARTING_MAX members of a pool start
+	 * at the same time (the rest at the next tick or claim), so a refill never floods the
+	 * machine.
+	 */
+	while (have < size && starting < POOL_STARTING_MAX) {
 		_cleanup_error_ struct pdk_error *err = NULL;
 		struct pdk_req_create cr = {.profile = (char *)profile, .labels = json_object()};
+		struct pdk_sb *sb = sb_start(d, &cr, NULL, true, &err);
 
-		if (sb_start(d, &cr, NULL, true, &err) == NULL && !d->quiet)
-			fprintf(stderr, "paddock serve: pool '%s': %s\n", profile, err->msg);
 		json_decref(cr.labels);
+		if (sb == NULL) {
+			if (!d->quiet)
+				fprintf(stderr, "paddock serve: pool '%s': %s\n", profile,
+					err->msg);
+			break;
+		}
+		have++;
+		starting++;
 	}
 	return 0;
 }

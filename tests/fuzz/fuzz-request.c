@@ -84,6 +84,14 @@ static void fuzz_small(unsigned which, const char *b, size_t n)
 			abort();
 		free(name);
 		break;
+	case 5: {
+		uint64_t cols = 0, rows = 0;
+
+		rc = pdk_req_parse_resize(b, n, &cols, &rows, &e);
+		if (rc == 0 && (cols < 1 || cols > 1000 || rows < 1 || rows > 1000))
+			abort();
+		break;
+	}
 	default:
 		rc = pdk_req_parse_signal(b, n, &sig, &e);
 		if (rc == 0 && (sig < 1 || sig > 64))
@@ -100,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size == 0)
 		return 0;
-	which = data[0] % 7;
+	which = data[0] % 8;
 	if (which == 0)
 		fuzz_create(body, size - 1);
 	else if (which == 1)

@@ -12,6 +12,98 @@ supervisors_in() {
 	done
 }
 
+# wait_for FILE ERE: up to 10 s for a line of FILE to match.
+wait_for() {
+	local i
+	for i in $(seq 1 100); do
+		grep -Eq "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# pty sessions and the stdin/resize routes, through curl (paddock attach is in test-cli-daemon.sh).
+pty_tests() {
+	local who=$1 port=$2 id=$3 sock f pid rotok
+	sock=$(sock_of "$who")
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["sh","-i"],"pty":true}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 pty" "$who: a pty exec that does not stream -> 400 naming pty"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["sh"],"pty":true,"stream":true,"stdin":"x"}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 stdin" "$who: a pty exec with a stdin body -> 400 naming stdin"
+
+	as "$who" curl -s -N --max-time 30 --unix-socket "$sock" -X POST \
+		-d '{"argv":["/bin/sh","-i"],"pty":true,"stream":true,"cols":80,"rows":24}' \
+		"http://paddock/v1/sandboxes/$id/exec" >"$T/pty-$who" &
+	pid=$!
+	wait_for "$T/pty-$who" '^event: start'
+	f=$(sed -n 's/^data: {"exec_id":\([0-9]*\).*/\1/p' "$T/pty-$who" | head -1)
+	api "$who" POST "/v1/sandboxes/$id/exec/$f/stdin" 'tty; stty size; echo "x$((6 * 7))x"
+'
+	is "$CODE $BODY" '200 {"ok":true}' "$who: POST .../exec/E/stdin to a pty session"
+	wait_for "$T/pty-$who" 'x42x'
+	is "$(grep -c 'x42x' "$T/pty-$who"):$(grep -Ec '/dev/pts/[0-9]+' "$T/pty-$who"):$(grep -c '24 80' "$T/pty-$who")" \
+		"1:1:1" "$who: the pty session runs what was typed, on /dev/pts/N, 80x24"
+	api "$who" POST "/v1/sandboxes/$id/exec/$f/resize" '{"cols":101,"rows":33}'
+	is "$CODE $BODY" '200 {"ok":true}' "$who: POST .../exec/E/resize"
+	api "$who" POST "/v1/sandboxes/$id/exec/$f/stdin" 'stty size
+'
+	wait_for "$T/pty-$who" '33 101'
+	is "$(grep -c '33 101' "$T/pty-$who")" "1" "$who: after resize the terminal is 101x33 (stty size)"
+	api "$who" POST "/v1/sandboxes/$id/exec/$f/resize" '{"cols":0,"rows":33}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 cols" "$who: resize to 0 columns -> 400 naming cols"
+	api "$who" POST "/v1/sandboxes/$id/exec/999999/stdin" 'echo no'
+	is "$CODE $(jq_get "$BODY" error.code) $(jq_get "$BODY" error.field)" "404 not_found exec_id" \
+		"$who: stdin to an unknown exec id -> 404 JSON naming exec_id"
+	api "$who" POST "/v1/sandboxes/$id/exec/nope/resize" '{"cols":10,"rows":10}'
+	is "$CODE $(jq_get "$BODY" error.field)" "404 exec_id" "$who: resize of a malformed exec id -> 404"
+	# A token without the exec operation cannot type into the session.
+	api "$who" POST "/v1/sandboxes/$id/tokens" '{"ops":["read","files"],"ttl":"5m"}'
+	rotok=$(jq_get "$BODY" token)
+	tcp POST "http://127.0.0.1:$port/v1/sandboxes/$id/exec/$f/stdin" "$rotok" 'echo "y$((7 * 8))y"
+'
+	is "$CODE $(jq_get "$BODY" error.code)" "403 forbidden" "$who: stdin with a token without exec -> 403"
+	tcp POST "http://127.0.0.1:$port/v1/sandboxes/$id/exec/$f/resize" "$rotok" '{"cols":10,"rows":10}'
+	is "$CODE" "403" "$who: resize with a token without exec -> 403"
+	# ^D at the start of a line ends the shell.
+	api "$who" POST "/v1/sandboxes/$id/exec/$f/stdin?eof=1" ''
+	is "$CODE" "200" "$who: POST .../stdin?eof=1 sends ^D"
+	wait "$pid"
+	is "$(grep -c '^event: exit' "$T/pty-$who"):$(grep -c 'y56y' "$T/pty-$who")" "1:0" \
+		"$who: the session ends with an exit event; the refused input never reached it"
+
+	# The client goes away: the session gets SIGHUP.
+	(as_exec "$who" curl -s -N --max-time 30 --unix-socket "$sock" -X POST \
+		-d '{"argv":["sleep","60"],"pty":true,"stream":true}' \
+		"http://paddock/v1/sandboxes/$id/exec" >"$T/hup-$who") &
+	pid=$!
+	wait_for "$T/hup-$who" '^event: start'
+	kill "$pid"
+	wait "$pid"
+	as "$who" curl -s -N --max-time 3 --unix-socket "$sock" \
+		"http://paddock/v1/events?since=0&kind=exec.exit" >"$T/ptyev-$who"
+	wait_for "$T/ptyev-$who" '"signal":1'
+	is "$(grep -c '"pty":true' "$T/ptyev-$who"):$(grep -c '"signal":1[,}]' "$T/ptyev-$who")" "2:1" \
+		"$who: pty session ends are audited (exec.exit), the abandoned one by SIGHUP"
+	as "$who" curl -s -N --max-time 2 --unix-socket "$sock" \
+		"http://paddock/v1/events?since=0&kind=exec.request" >"$T/ptyev-$who"
+	is "$(grep -c '"pty":true' "$T/ptyev-$who")" "2" "$who: pty session starts are audited (exec.request with pty)"
+
+	# A streaming exec without a pty keeps its stdin open with "stdin_open".
+	as "$who" curl -s -N --max-time 30 --unix-socket "$sock" -X POST \
+		-d '{"argv":["sh","-c","cat; echo done"],"stream":true,"stdin_open":true}' \
+		"http://paddock/v1/sandboxes/$id/exec" >"$T/open-$who" &
+	pid=$!
+	wait_for "$T/open-$who" '^event: start'
+	f=$(sed -n 's/^data: {"exec_id":\([0-9]*\).*/\1/p' "$T/open-$who" | head -1)
+	api "$who" POST "/v1/sandboxes/$id/exec/$f/stdin" 'part1-'
+	api "$who" POST "/v1/sandboxes/$id/exec/$f/stdin?eof=1" 'part2'
+	wait "$pid"
+	is "$(grep '^data:' "$T/open-$who" | grep -v exec_id | sed 's/.*"data":"\([^"]*\)".*/\1/' | tr -d '\n')" \
+		'part1-part2done\n' "$who: stdin route to a pipe; eof=1 closes it"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["cat"],"stdin_open":true}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 stdin_open" "$who: stdin_open without streaming -> 400"
+}
+
 sandbox_tests() {
 	local who=$1 port=$2 sock id id2 tok rotok f n pids
 	serve_start "$who" --listen "127.0.0.1:$port"
@@ -60,6 +152,8 @@ sandbox_tests() {
 	wait $!
 	is "$CODE $(grep -c '"end":"signaled"' "$T/sig-$who") $(grep -c '"signal":15' "$T/sig-$who")" "200 1 1" \
 		"$who: POST .../exec/E/signal ends a streaming command"
+
+	pty_tests "$who" "$port" "$id"
 
 	# Files and archives.
 	api "$who" PUT "/v1/sandboxes/$id/files?path=/tmp/up/a.txt" "file body"
@@ -235,6 +329,21 @@ sandbox_tests() {
 		sleep 0.1
 	done
 	is "$(jq_get "$BODY" pools.0.ready)" "1" "$who: the pool refills in the background"
+	# A burst of claims: each claim starts its replacement at once (the whole deficit, at most
+	# 4 starting a pool), not one a timer tick.
+	api "$who" PUT /v1/pools/default '{"size":3}'
+	for n in $(seq 1 200); do
+		api "$who" GET /v1/pools
+		[ "$(jq_get "$BODY" pools.0.ready)" = 3 ] && break
+		sleep 0.1
+	done
+	is "$(jq_get "$BODY" pools.0.ready)" "3" "$who: a pool grown to 3 fills"
+	for n in 1 2 3; do
+		api "$who" POST /v1/sandboxes '{"labels":{"session":"burst"}}'
+	done
+	api "$who" GET /v1/sandboxes
+	is "$(printf '%s' "$BODY" | jq '[.sandboxes[] | select(.labels.session == "burst")] | length'):$(printf '%s' "$BODY" | jq '[.sandboxes[] | select(.labels.session == null)] | length')" \
+		"3:3" "$who: right after 3 claims, their 3 replacements are already starting"
 	serve_stop "$who"
 	sleep 0.3
 	is "$SERVE_RC $(supervisors_in "$who" | wc -l) $(ls "$T/serve-$who/run/sb" | wc -l)" "0 0 0" \

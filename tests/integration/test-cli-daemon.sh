@@ -155,15 +155,20 @@ lifecycle_tests() {
 }
 
 attach_tests() {
-	local who=$1 id=$SB
-	# The pty echoes the typed line; only the shell's own output has the product.
+	local who=$1 id=$SB res
+	# Piped input: the pty echoes the typed line; only the shell's own output has the product.
 	printf 'test -t 0 && echo "tty $((6 * 7))"; exit 5\n' | pc "$who" attach "$id" >"$T/o" 2>&1
-	rc=$?
-	if unsupported "$T/o"; then
-		echo "# attach skipped: the daemon answered: $(head -1 "$T/o")"
-		return
-	fi
-	is "$rc:$(grep -c 'tty 42' "$T/o")" "5:1" "$who: attach runs a shell on a pty; its exit status is the session's"
+	is "$?:$(grep -c 'tty 42' "$T/o")" "5:1" "$who: attach with piped input runs a shell on a pty; its exit status is the session's"
+	# As a person at a terminal: attach runs on a pty of its own (attach-drive.py).
+	res=$(cd "$T/home" && python3 "$TESTS_DIR/integration/attach-drive.py" \
+		bash -c "$(declare -f as); SERVE_ENV=(); T='$T'; UNPRIV_UID=$UNPRIV_UID; as $who '$T/bin/paddock' attach $id" \
+		2>"$T/attach-$who.log")
+	echo "# attach: $res"
+	res=$(printf '%s' "$res" | sed 's,tty=/dev/pts/[0-9]*,tty=pts,')
+	is "$res" \
+		"product=1 tty=pts size=1 resized=1 status=3" \
+		"$who: attach on a terminal: typed commands run (42), tty is /dev/pts/N, 80x24 then 100x30 after a resize, 'exit 3' ends attach with 3"
+	[ "$res" = "product=1 tty=pts size=1 resized=1 status=3" ] || sed 's/^/#   /' "$T/attach-$who.log" | head -40
 }
 
 kill_events_tests() {

@@ -172,3 +172,37 @@ Test(request, token_kill_pool_name_signal)
 	cr_assert_eq(pdk_req_parse_signal(S("{\"signal\":\"NOPE\"}"), &sig, &e), -1);
 	cr_assert_str_eq(e.field, "signal");
 }
+
+Test(request, resize)
+{
+	struct pdk_req_error e = {0};
+	uint64_t cols = 0, rows = 0;
+
+	cr_assert_eq(pdk_req_parse_resize(S("{\"cols\":100,\"rows\":30}"), &cols, &rows, &e), 0);
+	cr_assert_eq(cols, 100);
+	cr_assert_eq(rows, 30);
+	cr_assert_eq(pdk_req_parse_resize(S("{\"cols\":0,\"rows\":30}"), &cols, &rows, &e), -1);
+	cr_assert_str_eq(e.field, "cols");
+	cr_assert_eq(pdk_req_parse_resize(S("{\"cols\":80}"), &cols, &rows, &e), -1);
+	cr_assert_str_eq(e.field, "rows");
+	cr_assert_eq(pdk_req_parse_resize(S("{\"cols\":80,\"rows\":5000}"), &cols, &rows, &e), -1);
+	cr_assert_str_eq(e.field, "rows");
+	cr_assert_eq(pdk_req_parse_resize(S("{\"cols\":\"wide\",\"rows\":5}"), &cols, &rows, &e),
+		     -1);
+	cr_assert_str_eq(e.field, "cols");
+	cr_assert_eq(pdk_req_parse_resize(S("{\"cols\":8,\"rows\":5,\"x\":1}"), &cols, &rows, &e),
+		     -1);
+	cr_assert_str_eq(e.field, "x");
+}
+
+Test(request, exec_stdin_open)
+{
+	struct pdk_req_error e = {0};
+	struct pdk_req_exec x;
+
+	cr_assert_eq(pdk_req_parse_exec(S("{\"argv\":[\"cat\"],\"stdin_open\":true}"), &x, &e), 0);
+	cr_assert(x.stdin_open);
+	pdk_req_exec_release(&x);
+	cr_assert_eq(pdk_req_parse_exec(S("{\"argv\":[\"cat\"],\"stdin_open\":1}"), &x, &e), -1);
+	cr_assert_str_eq(e.field, "stdin_open");
+}
