@@ -489,23 +489,9 @@ struct pdk_client {
 	int fd; /* the kept connection, or -1 */
 };
 
-char *pdk_client_rundir(void)
-{
-	const char *v = getenv("PADDOCK_RUNTIME_DIR");
-
-	if (v != NULL && v[0] == '/')
-		return pdk_xstrdup(v);
-	v = getenv("XDG_RUNTIME_DIR");
-	if (v != NULL && v[0] == '/')
-		return pdk_xasprintf("%s/paddock", v);
-	if (geteuid() == 0)
-		return pdk_xstrdup("/run/paddock");
-	return pdk_xasprintf("/tmp/paddock-%u", (unsigned)geteuid());
-}
-
 char *pdk_client_default_socket(void)
 {
-	_cleanup_free_ char *dir = pdk_client_rundir();
+	_cleanup_free_ char *dir = pdk_runtime_dir();
 
 	return pdk_xasprintf("%s/paddock.sock", dir);
 }

@@ -37,13 +37,6 @@ struct pdk_client_opts {
 /* Largest SSE event (its data lines together). */
 #define PDK_CLIENT_SSE_MAX ((size_t)16 << 20)
 
-/*
- * The daemon's runtime directory: $PADDOCK_RUNTIME_DIR, else
- * $XDG_RUNTIME_DIR/paddock, else /run/paddock as root, else
- * /tmp/paddock-UID. Caller frees.
- */
-char *pdk_client_rundir(void);
-
 /* RUNDIR/paddock.sock. Caller frees. */
 char *pdk_client_default_socket(void);
 

@@ -38,20 +38,6 @@
 #define NSEC_PER_MS     1000000ULL
 #define NUDGE_MS        10 /* at most one {"ev":"events"} per this long */
 
-char *pdk_supervisor_runtime_dir(void)
-{
-	const char *v = getenv("PADDOCK_RUNTIME_DIR");
-
-	if (v != NULL && v[0] == '/')
-		return pdk_xstrdup(v);
-	v = getenv("XDG_RUNTIME_DIR");
-	if (v != NULL && v[0] == '/')
-		return pdk_xasprintf("%s/paddock", v);
-	if (geteuid() == 0)
-		return pdk_xstrdup("/run/paddock");
-	return pdk_xasprintf("/tmp/paddock-%u", (unsigned)geteuid());
-}
-
 /* ---- replies ---- */
 
 void pdk__sv_send(struct pdk_supervisor *s, json_t *msg, const int *fds, size_t nfds)
@@ -355,7 +341,7 @@ static int setup_dirs(struct pdk_supervisor *s, struct pdk_error **err)
 {
 	const char *rd = spec_str(s->spec, "run_dir");
 	const char *sd = spec_str(s->spec, "state_dir");
-	_cleanup_free_ char *base = rd ? pdk_xstrdup(rd) : pdk_supervisor_runtime_dir();
+	_cleanup_free_ char *base = rd ? pdk_xstrdup(rd) : pdk_runtime_dir();
 	_cleanup_free_ char *pidfile = NULL, *pid = NULL;
 
 	s->state_dir = sd ? pdk_xstrdup(sd) : pdk_state_dir();

@@ -12,12 +12,6 @@
 #include "error.h"
 
 /*
- * The runtime directory: $PADDOCK_RUNTIME_DIR, else $XDG_RUNTIME_DIR/paddock,
- * else /run/paddock as root, else /tmp/paddock-<uid>. A new string.
- */
-char *pdk_supervisor_runtime_dir(void);
-
-/*
  * Read the spec JSON from `spec_fd` (closed), build sandbox `id`, report
  * readiness as one JSON line on `ready_fd` (closed; -1: none), serve until
  * the end. Returns 0 after a clean end (destroy, SIGTERM, a budget), or

@@ -446,3 +446,17 @@ int pdk_hexval(char c)
 		return c - 'A' + 10;
 	return -1;
 }
+
+char *pdk_runtime_dir(void)
+{
+	const char *v = getenv("PADDOCK_RUNTIME_DIR");
+
+	if (v != NULL && v[0] == '/')
+		return pdk_xstrdup(v);
+	v = getenv("XDG_RUNTIME_DIR");
+	if (v != NULL && v[0] == '/')
+		return pdk_xasprintf("%s/paddock", v);
+	if (geteuid() == 0)
+		return pdk_xstrdup("/run/paddock");
+	return pdk_xasprintf("/tmp/paddock-%u", (unsigned)geteuid());
+}

@@ -123,6 +123,13 @@ PDK_MUST_CHECK int pdk_copy_sparse(int in_fd, int out_fd, uint64_t size);
 PDK_MUST_CHECK int pdk_rm_rf_at(int dirfd, const char *name);
 
 /* mkdir -p: every missing directory of `path` is made, mode 0700. 0 or negative + *err. */
+/*
+ * The runtime directory (sockets, per-sandbox scratch): $PADDOCK_RUNTIME_DIR,
+ * else $XDG_RUNTIME_DIR/paddock, else /run/paddock for root, else
+ * /tmp/paddock-UID. Absolute values only. Caller frees.
+ */
+char *pdk_runtime_dir(void);
+
 PDK_MUST_CHECK int pdk_mkdir_p(const char *path, struct pdk_error **err);
 
 /* The value of one hex digit (either case), or -1. */

@@ -30,7 +30,7 @@ struct pdk_daemon_opts {
 	const char *socket_path; /* NULL: RUNDIR/paddock.sock */
 	const char *listen;      /* "HOST:PORT" or NULL */
 	const char *state_dir;   /* NULL: pdk_state_dir() */
-	const char *run_dir;     /* NULL: pdk_daemon_run_dir() */
+	const char *run_dir;     /* NULL: pdk_runtime_dir() */
 	char **pools;            /* "PROFILE=N" strings, may be NULL */
 	uint64_t max_body;       /* 0: 64 MiB */
 	bool kill_on_exit;
@@ -58,9 +58,6 @@ struct pdk_daemon {
 	uint64_t fanout_seq; /* the last audit seq handed to subscribers */
 	int exit_status;
 };
-
-/* RUNDIR (docs/internals/daemon.md); caller frees. */
-char *pdk_daemon_run_dir(void);
 
 /* Run the daemon until SIGTERM/SIGINT. 0, or negative + *err when it could not start. */
 PDK_MUST_CHECK int pdk_daemon_serve(const struct pdk_daemon_opts *opts, struct pdk_error **err);

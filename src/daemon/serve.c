@@ -28,20 +28,6 @@
 void pdk__sse_keepalive(struct pdk_daemon *d);
 void pdk__pools_tick(struct pdk_daemon *d);
 
-char *pdk_daemon_run_dir(void)
-{
-	const char *s = getenv("PADDOCK_RUNTIME_DIR");
-
-	if (s != NULL && s[0] == '/')
-		return pdk_xstrdup(s);
-	s = getenv("XDG_RUNTIME_DIR");
-	if (s != NULL && s[0] == '/')
-		return pdk_xasprintf("%s/paddock", s);
-	if (geteuid() == 0)
-		return pdk_xstrdup("/run/paddock");
-	return pdk_xasprintf("/tmp/paddock-%u", (unsigned)geteuid());
-}
-
 /* ---- listeners ---- */
 
 static void on_unix_request(struct evhttp_request *req, void *arg)
@@ -251,7 +237,7 @@ static int open_state(struct pdk_daemon *d, const struct pdk_daemon_opts *o, str
 	int rc;
 
 	d->state_dir = o->state_dir ? pdk_xstrdup(o->state_dir) : pdk_state_dir();
-	d->run_dir = o->run_dir ? pdk_xstrdup(o->run_dir) : pdk_daemon_run_dir();
+	d->run_dir = o->run_dir ? pdk_xstrdup(o->run_dir) : pdk_runtime_dir();
 	d->socket_path = o->socket_path ? pdk_xstrdup(o->socket_path)
 					: pdk_xasprintf("%s/paddock.sock", d->run_dir);
 	sbdir = pdk_xasprintf("%s/sb", d->run_dir);

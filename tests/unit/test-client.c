@@ -576,7 +576,7 @@ Test(client, environment_and_bad_urls)
 	unsetenv("PADDOCK_RUNTIME_DIR");
 	setenv("XDG_RUNTIME_DIR", "/run/user/5", 1);
 	{
-		_cleanup_free_ char *d = pdk_client_rundir();
+		_cleanup_free_ char *d = pdk_runtime_dir();
 
 		cr_assert_str_eq(d, "/run/user/5/paddock");
 	}
