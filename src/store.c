@@ -368,14 +368,15 @@ int pdk_store_token_check(struct pdk_store *s, const char *sha256_hex, char **na
 	return 0;
 }
 
-int pdk_store_token_each(struct pdk_store *s, pdk_store_token_cb cb, void *data,
+/* Rows of (text, integer) from `sql`, each handed to `cb`; `what` names the query in errors. */
+static int each_text_u64(struct pdk_store *s, const char *sql, const char *what,
+			 int (*cb)(void *data, const char *text, uint64_t n), void *data,
 			 struct pdk_error **err)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (prepare(s, "SELECT name, created_ns FROM tokens ORDER BY created_ns, name", &st, err) <
-	    0)
+	if (prepare(s, sql, &st, err) < 0)
 		return -EIO;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int r = cb(data, (const char *)sqlite3_column_text(st, 0), col_u64(st, 1));
@@ -384,8 +385,15 @@ int pdk_store_token_each(struct pdk_store *s, pdk_store_token_cb cb, void *data,
 			return r;
 	}
 	if (rc != SQLITE_DONE)
-		return db_error(s, err, "list tokens");
+		return db_error(s, err, what);
 	return 0;
+}
+
+int pdk_store_token_each(struct pdk_store *s, pdk_store_token_cb cb, void *data,
+			 struct pdk_error **err)
+{
+	return each_text_u64(s, "SELECT name, created_ns FROM tokens ORDER BY created_ns, name",
+			     "list tokens", cb, data, err);
 }
 
 int pdk_store_token_revoke(struct pdk_store *s, const char *name, struct pdk_error **err)
@@ -420,18 +428,6 @@ int pdk_store_pool_set(struct pdk_store *s, const char *profile, uint64_t size,
 int pdk_store_pool_each(struct pdk_store *s, pdk_store_pool_cb cb, void *data,
 			struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc;
-
-	if (prepare(s, "SELECT profile, size FROM pools ORDER BY profile", &st, err) < 0)
-		return -EIO;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int r = cb(data, (const char *)sqlite3_column_text(st, 0), col_u64(st, 1));
-
-		if (r != 0)
-			return r;
-	}
-	if (rc != SQLITE_DONE)
-		return db_error(s, err, "list pools");
-	return 0;
+	return each_text_u64(s, "SELECT profile, size FROM pools ORDER BY profile", "list pools",
+			     cb, data, err);
 }
