@@ -266,6 +266,49 @@ check_placeholder_elsewhere() {
 	ok $? "$who: net.credential and net.connect record both refusals"
 }
 
+# Keep-alive inside an intercepted tunnel: several requests on one TLS connection, each one
+# injected; bodies and answers of every framing; pipelining still refused.
+check_keepalive() {
+	local who=$1 out log ev=$T/home/ev-ka-$who.jsonl
+	rm -f "$ev"
+	: >"$T/good.log"
+	out=$(qrun "$who" --events "$ev" --profile "$T/tls.yaml" -- sh -c \
+		'curl -sS -m 10 -w "%{num_connects}\n" -H "X-Tok: $PADDOCK_SECRET_TOK" "https://api.test:$1/headers" "https://api.test:$1/headers"' sh "$PA")
+	is "$out" "seen
+1
+seen
+0" "$who: curl with two URLs: both answered over one connection (num_connects 1, then 0)"
+	log=$(cat "$T/good.log")
+	[ "$(grep -c "^Authorization: Bearer $VALUE" <<<"$log")" = 2 ] &&
+		[ "$(grep -c "^X-Tok: $VALUE" <<<"$log")" = 2 ] && ! has "$log" "paddock-secret" &&
+		[ "$(grep '^peer ' <<<"$log" | sort -u | wc -l)" = 1 ]
+	ok $? "$who: ... both requests were injected, and came to the origin over one upstream connection"
+	python3 - "$ev" <<-'PY'
+	import json, sys
+	evs = [json.loads(l) for l in open(sys.argv[1])]
+	req = [e["attrs"] for e in evs if e["kind"] == "net.connect" and e["attrs"]["method"] == "GET"]
+	inj = [e for e in evs if e["kind"] == "net.credential" and e["attrs"]["decision"] == "inject"]
+	sys.exit(0 if [a["upstream_reused"] for a in req] == [False, True] and len(inj) == 2 else 1)
+	PY
+	ok $? "$who: net.connect records two requests in the tunnel, the second over the kept upstream"
+	cp "$TESTS_DIR/integration/egress-keepalive-client.py" "$T/home/ka-client.py"
+	chmod 0644 "$T/home/ka-client.py"
+	: >"$T/good.log"
+	out=$(qrun "$who" --profile "$T/tls.yaml" -- python3 ka-client.py api.test "$PA")
+	is "$out" "200 seen
+200 chunk-one chunk-two
+200 part-one part-two
+200 with-length
+200 seen
+one-connection
+200 closed-body
+pipelined answers: 1" "$who: Python http.client: five requests on one intercepted connection (chunked and sized bodies and answers), a close-delimited answer, pipelining refused"
+	log=$(cat "$T/good.log")
+	[ "$(grep -c "^Authorization: Bearer $VALUE" <<<"$log")" = 2 ] &&
+		[ "$(grep -c "^X-Tok: $VALUE" <<<"$log")" = 2 ]
+	ok $? "$who: ... and both of its /headers requests were injected"
+}
+
 check_secret_absent() {
 	local who=$1 err
 	err=$(cat "$T"/out-"$who".txt "$T"/home/ev-*"$who".jsonl 2>/dev/null)
@@ -286,6 +329,7 @@ for who in root user; do
 	check_no_interception "$who"
 	check_upstream_refused "$who"
 	check_placeholder_elsewhere "$who"
+	check_keepalive "$who"
 	check_secret_absent "$who"
 done
 done_testing
