@@ -6,6 +6,8 @@ Binds an ephemeral port on 127.0.0.1, writes it to PORTFILE and serves until kil
 15 minutes). On each connection it answers the first request (keep-alive: no "Connection:
 close", a Content-Length) and, when a second request arrives on it, closes the connection
 without answering: a server whose idle timeout fired just as its kept connection was reused.
+A request for /bye is answered (still without "Connection: close") and the connection is
+closed right after the answer.
 Every request is appended to LOG as "conn N req M METHOD PATH answered|closed" (N counts
 connections, M requests on that connection), outside the sandbox.
 """
@@ -56,6 +58,8 @@ def serve(sock, n):
         out = b"%s %s %d\n" % (method.encode(), path.encode(), len(body))
         sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s"
                      % (len(out), out))
+        if path == "/bye":
+            break
     f.close()
     sock.close()
 
