@@ -309,6 +309,38 @@ pipelined answers: 1" "$who: Python http.client: five requests on one intercepte
 	ok $? "$who: ... and both of its /headers requests were injected"
 }
 
+# A system whose bundle path is a symlink (Fedora's layout: /etc/ssl/certs/ca-certificates.crt
+# -> /etc/pki/tls/certs/ca-bundle.crt): paddock runs in a mount namespace of its own where a
+# copy of /etc/ssl with that link is bound over /etc/ssl. The sandbox's bundle must land on
+# the link's target inside the sandbox (which does not exist there: it is created), and
+# HTTPS injection must work through it.
+check_symlinked_bundle() {
+	local who=$1 out PRUN
+	if ! command -v unshare >/dev/null; then
+		ok 1 "$who: unshare (util-linux) is needed for the symlinked-bundle test"
+		return
+	fi
+	rm -rf "$T/fakessl"
+	cp -a /etc/ssl "$T/fakessl"
+	rm -f "$T/fakessl/certs/ca-certificates.crt"
+	ln -s /etc/pki/tls/certs/ca-bundle.crt "$T/fakessl/certs/ca-certificates.crt"
+	prun_cmd "$who"
+	out=$(cd "$T/home" && unshare -m --propagation private sh -c \
+		'mount --bind "$0" /etc/ssl && exec "$@"' "$T/fakessl" "${PRUN[@]}" run \
+		--profile "$T/tls.yaml" -- sh -c '
+		readlink /etc/ssl/certs/ca-certificates.crt
+		grep -c "BEGIN CERTIFICATE" /etc/pki/tls/certs/ca-bundle.crt
+		echo x 2>/dev/null >>/etc/pki/tls/certs/ca-bundle.crt || echo refused
+		curl -sS -m 10 -H "X-Tok: $PADDOCK_SECRET_TOK" "https://api.test:$1/headers"' sh "$PA" 2>&1 |
+		grep -v '^paddock: warning: ')
+	is "$out" "/etc/pki/tls/certs/ca-bundle.crt
+1
+refused
+seen" "$who: a symlinked bundle path: the sandbox's bundle (its CA alone: the host link dangles) is bound read-only on the link's target inside, and HTTPS injection works"
+	[ ! -e /etc/pki/tls/certs/ca-bundle.crt ] || [ -s /etc/pki/tls/certs/ca-bundle.crt ]
+	ok $? "$who: ... and nothing was made on the host"
+}
+
 check_secret_absent() {
 	local who=$1 err
 	err=$(cat "$T"/out-"$who".txt "$T"/home/ev-*"$who".jsonl 2>/dev/null)
@@ -330,6 +362,7 @@ for who in root user; do
 	check_upstream_refused "$who"
 	check_placeholder_elsewhere "$who"
 	check_keepalive "$who"
+	check_symlinked_bundle "$who"
 	check_secret_absent "$who"
 done
 done_testing
