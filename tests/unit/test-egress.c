@@ -515,7 +515,8 @@ Test(egress, scan_finds_needles_split_anywhere)
 	/* Every piece size, from one byte (the needle in 22 pieces) to the whole text. */
 	for (size_t step = 1; step <= strlen(text); step++)
 		cr_assert_eq(scan_in_steps(needles, 2, text, step), 1, "step %zu", step);
-	cr_assert_eq(scan_in_steps(needles, 2, "paddock-secret-a-123", 3), -1, "a prefix is not it");
+	cr_assert_eq(scan_in_steps(needles, 2, "paddock-secret-a-123", 3), -1,
+		     "a prefix is not it");
 	cr_assert_eq(scan_in_steps(needles, 2, "paddock-secret-a-12x4paddock-secret-a-1234", 7), 0);
 	cr_assert_eq(scan_in_steps(needles, 2, "", 1), -1);
 }
