@@ -4,7 +4,8 @@
   egress-keepalive-client.py HOST PORT
 Through the proxy (127.0.0.1:3128, CONNECT) to https://HOST:PORT, one http.client connection
 carries: GET /headers, GET /chunked (a chunked answer), POST /echo with a chunked body, POST
-/echo with a Content-Length body, GET /headers again. Prints one line per answer, then
+/echo with a Content-Length body, GET /headers again, GET /bye (the server then closes its
+connection to the proxy) and GET /headers once more. Prints one line per answer, then
 "one-connection" when http.client never had to reconnect. Then GET /close (an answer ended by
 the connection's end), and two requests written at once on a fresh tunnel (pipelining): prints
 how many answers came back before the connection ended.
@@ -34,6 +35,8 @@ ask("GET", "/chunked")
 ask("POST", "/echo", body=iter([b"part-one ", b"part-two"]),
     headers={"Transfer-Encoding": "chunked"}, chunked=True)
 ask("POST", "/echo", body=b"with-length")
+ask("GET", "/headers", headers={"X-Tok": tok})
+ask("GET", "/bye")  # the server ends its side: the proxy opens another TLS connection to it
 ask("GET", "/headers", headers={"X-Tok": tok})
 print("one-connection" if c.sock is sock else "reconnected")
 ask("GET", "/close")

@@ -10,6 +10,8 @@ until killed (bounded to 15 minutes):
                      never sees)
   GET /chunked    -> "chunk-one chunk-two\n" in two chunks (Transfer-Encoding: chunked)
   GET /close      -> "closed-body\n" delimited by the end of the connection
+  GET /bye        -> "bye\n" (Content-Length, no "Connection: close"), then the connection
+                     is closed: a server whose kept connection ends while the client idles
   POST /echo      -> the request body (Content-Length or chunked)
 Each /headers entry in LOG starts with "peer PORT", the proxy's port of the TLS connection
 the request came over: two requests logged with one port came over one connection.
@@ -53,6 +55,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             for part in (b"chunk-one ", b"chunk-two\n"):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
             self.wfile.write(b"0\r\n\r\n")
+        elif self.path == "/bye":
+            self.reply(b"bye\n")
+            self.close_connection = True
         elif self.path == "/close":
             self.send_response(200)
             self.send_header("Connection", "close")

@@ -300,13 +300,16 @@ seen
 200 part-one part-two
 200 with-length
 200 seen
+200 bye
+200 seen
 one-connection
 200 closed-body
-pipelined answers: 1" "$who: Python http.client: five requests on one intercepted connection (chunked and sized bodies and answers), a close-delimited answer, pipelining refused"
+pipelined answers: 1" "$who: Python http.client: seven requests on one intercepted connection (the server closing its side after one) (chunked and sized bodies and answers), a close-delimited answer, pipelining refused"
 	log=$(cat "$T/good.log")
-	[ "$(grep -c "^Authorization: Bearer $VALUE" <<<"$log")" = 2 ] &&
-		[ "$(grep -c "^X-Tok: $VALUE" <<<"$log")" = 2 ]
-	ok $? "$who: ... and both of its /headers requests were injected"
+	[ "$(grep -c "^Authorization: Bearer $VALUE" <<<"$log")" = 3 ] &&
+		[ "$(grep -c "^X-Tok: $VALUE" <<<"$log")" = 3 ] &&
+		[ "$(grep '^peer ' <<<"$log" | uniq | wc -l)" = 2 ]
+	ok $? "$who: ... its three /headers requests were injected; after /bye a new upstream connection took over"
 }
 
 # A system whose bundle path is a symlink (Fedora's layout: /etc/ssl/certs/ca-certificates.crt
