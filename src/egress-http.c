@@ -82,8 +82,19 @@ static int on_message_complete(http_parser *p)
 	return 0;
 }
 
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+	struct pdk__egress_head *h = head_of(p);
+
+	/* Stop at the piece that completed a needle: the caller refuses the request. */
+	if (h->scan != NULL && pdk__egress_scan_feed(h->scan, at, len))
+		http_parser_pause(p, 1);
+	return 0;
+}
+
 static const http_parser_settings req_settings = {
 	.on_url = on_url,
+	.on_body = on_body,
 	.on_header_field = on_field,
 	.on_header_value = on_value,
 	.on_headers_complete = on_headers_complete,
@@ -200,6 +211,22 @@ static int check_target(struct pdk__egress_head *h, const char *data)
 	return set_host(h, url + u.field_data[UF_HOST].off, u.field_data[UF_HOST].len);
 }
 
+static bool span_is(const char *data, struct pdk__egress_span sp, const char *s)
+{
+	return sp.len == strlen(s) && strncasecmp(data + sp.off, s, sp.len) == 0;
+}
+
+/* Does the client wait for "100 Continue" before it sends the body? */
+static bool wants_continue(const struct pdk__egress_head *h, const char *data)
+{
+	for (size_t i = 0; i < h->n_headers; i++) {
+		if (span_is(data, h->names[i], "expect") &&
+		    span_is(data, h->values[i], "100-continue"))
+			return true;
+	}
+	return false;
+}
+
 /* After headers_complete: feed the head's final LF so the state moves past the head. */
 static int finish_head(struct pdk__egress_head *h, const char *data, size_t n, size_t len)
 {
@@ -211,6 +238,7 @@ static int finish_head(struct pdk__egress_head *h, const char *data, size_t n, s
 		return fail(h, 405, "this method is not forwarded");
 	if (check_target(h, data) < 0)
 		return -1;
+	h->expect_continue = wants_continue(h, data);
 	if (h->connect || h->p.upgrade) {
 		h->msg_done = true; /* no body: a tunnel, or an upgrade the proxy refuses */
 		return (int)n + 1;
@@ -266,7 +294,7 @@ ssize_t pdk__egress_body_feed(struct pdk__egress_head *h, const char *data, size
 {
 	size_t n;
 
-	if (h->msg_done || len == 0)
+	if (h->msg_done || len == 0 || (h->scan != NULL && h->scan->found >= 0))
 		return 0;
 	http_parser_pause(&h->p, 0);
 	h->base = data;
@@ -274,6 +302,69 @@ ssize_t pdk__egress_body_feed(struct pdk__egress_head *h, const char *data, size
 	if (HTTP_PARSER_ERRNO(&h->p) != HPE_OK && HTTP_PARSER_ERRNO(&h->p) != HPE_PAUSED)
 		return -1;
 	return (ssize_t)n;
+}
+
+/* ---- placeholders in bodies ---- */
+
+int pdk__egress_scan_init(struct pdk__egress_scan *s, const char *const *needles, size_t n)
+{
+	memset(s, 0, sizeof(*s));
+	s->found = -1;
+	if (n > PDK__EGRESS_SCAN_NEEDLES)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(needles[i]);
+
+		if (len == 0 || len > PDK__EGRESS_SCAN_MAX)
+			return -1;
+		s->needles[i] = needles[i];
+		s->lens[i] = len;
+		if (len > s->maxlen)
+			s->maxlen = len;
+	}
+	s->n = n;
+	return 0;
+}
+
+static ssize_t scan_find(const struct pdk__egress_scan *s, const char *data, size_t len)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if (memmem(data, len, s->needles[i], s->lens[i]) != NULL)
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+/*
+ * A needle is either inside `data`, or it starts in the kept tail and ends
+ * in data's first maxlen - 1 bytes: both are searched, then the tail keeps
+ * the last maxlen - 1 bytes of tail + data.
+ */
+bool pdk__egress_scan_feed(struct pdk__egress_scan *s, const char *data, size_t len)
+{
+	char joint[2 * PDK__EGRESS_SCAN_MAX];
+	size_t keep = s->maxlen > 0 ? s->maxlen - 1 : 0;
+	size_t head = len < keep ? len : keep;
+
+	if (s->found >= 0 || s->n == 0)
+		return s->found >= 0;
+	memcpy(joint, s->tail, s->tail_len);
+	memcpy(joint + s->tail_len, data, head);
+	s->found = scan_find(s, joint, s->tail_len + head);
+	if (s->found < 0)
+		s->found = scan_find(s, data, len);
+	if (len >= keep) {
+		memcpy(s->tail, data + len - keep, keep);
+		s->tail_len = keep;
+	} else {
+		size_t total = s->tail_len + len;
+		size_t drop = total > keep ? total - keep : 0;
+
+		memmove(joint, joint + drop, total - drop);
+		memcpy(s->tail, joint, total - drop);
+		s->tail_len = total - drop;
+	}
+	return s->found >= 0;
 }
 
 /* Fields the proxy consumes or that describe only the client's connection. */

@@ -15,6 +15,32 @@
 #define PDK__EGRESS_HEAD_MAX    16384 /* bytes of one request or response head */
 #define PDK__EGRESS_HEADERS_MAX 64    /* header fields in one request */
 
+/*
+ * A scanner for placeholders in a request body: it is fed the body's
+ * decoded bytes (chunk framing removed) in pieces of any size and finds a
+ * needle even when it is split across pieces, keeping only the last
+ * PDK__EGRESS_SCAN_MAX - 1 bytes seen. Needles are borrowed, 1 to
+ * PDK__EGRESS_SCAN_MAX bytes each.
+ */
+#define PDK__EGRESS_SCAN_MAX     256
+#define PDK__EGRESS_SCAN_NEEDLES 64
+
+struct pdk__egress_scan {
+	const char *needles[PDK__EGRESS_SCAN_NEEDLES];
+	size_t lens[PDK__EGRESS_SCAN_NEEDLES];
+	size_t n;
+	size_t maxlen;                   /* the longest needle */
+	char tail[PDK__EGRESS_SCAN_MAX]; /* the last maxlen - 1 bytes fed */
+	size_t tail_len;
+	ssize_t found; /* the index of the first needle found, or -1 */
+};
+
+/* Start a scan; needles longer than PDK__EGRESS_SCAN_MAX or beyond the count are an error (-1). */
+int pdk__egress_scan_init(struct pdk__egress_scan *s, const char *const *needles, size_t n);
+
+/* Feed bytes; true once a needle was found (s->found says which). */
+bool pdk__egress_scan_feed(struct pdk__egress_scan *s, const char *data, size_t len);
+
 struct pdk__egress_span {
 	size_t off, len; /* into the buffer given to pdk__egress_head_parse() */
 };
@@ -45,7 +71,13 @@ struct pdk__egress_head {
 	 * server to keep the connection open (no "Connection: close").
 	 */
 	bool upstream_keep_alive;
-	bool in_value; /* parser state: the last callback was a header value */
+	/*
+	 * Set by the caller after the head is complete: the body's decoded bytes
+	 * are fed to this scanner by pdk__egress_body_feed() (borrowed; may be NULL).
+	 */
+	struct pdk__egress_scan *scan;
+	bool expect_continue; /* the head has "Expect: 100-continue" */
+	bool in_value;        /* parser state: the last callback was a header value */
 	bool headers_done;
 	bool too_many;
 };
@@ -74,7 +106,8 @@ int pdk__egress_head_parse_origin(struct pdk__egress_head *h, const char *data, 
  * Forward-parse request body bytes after a complete head: returns how many
  * of data[0..len) belong to this request's body (they are forwarded as
  * they are, chunk framing included), sets h->msg_done when the body ended,
- * or -1 on a malformed body.
+ * or -1 on a malformed body. When h->scan is set, the body's content is fed
+ * to it and the call stops right after the piece in which a needle was found.
  */
 ssize_t pdk__egress_body_feed(struct pdk__egress_head *h, const char *data, size_t len);
 

@@ -5,6 +5,7 @@
  *
  * One struct conn per accepted connection, in one of these states:
  *   HEAD      reading a request head (pdk__egress_head_parse)
+ *   BODY      holding a request body (up to HOLD_MAX) before it goes up
  *   RESOLVE   asynchronous DNS (evdns) for an allowed name
  *   CONNECT   connecting upstream to the one address that was checked
  *   TUNNEL    CONNECT: bytes both ways until either side ends
@@ -50,8 +51,9 @@
 #define PIPE_SIZE       (1024 * 1024) /* a tunnel's pipe per direction, if the kernel grants it */
 #define COPY_BUF        (256 * 1024)  /* a tunnel's user-space bytes per direction, at most */
 #define FORWARD_HIGH    (256 * 1024) /* plain HTTP: bytes queued to one side before reading pauses */
+#define HOLD_MAX        (1024 * 1024) /* request body bytes held (and scanned) before going up */
 
-enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_TUNNEL, ST_FORWARD, ST_CLOSING };
+enum conn_state { ST_HEAD, ST_BODY, ST_RESOLVE, ST_CONNECT, ST_TUNNEL, ST_FORWARD, ST_CLOSING };
 
 struct conn {
 	struct pdk_egress *e;
@@ -83,6 +85,13 @@ struct conn {
 	uint16_t up_port;               /* and the port */
 	char up_addr[INET6_ADDRSTRLEN]; /* the address it is connected to */
 	bool reused;                    /* the current request went over a kept connection */
+	/* The request's body, held before the request goes up (ST_BODY). */
+	struct evbuffer *held;
+	struct pdk__egress_scan scan; /* placeholders that may not go to this host (head.scan) */
+	/* A request on a kept connection: head and whole body, to send once more on a fresh one. */
+	char *replay;
+	size_t replay_len;
+	bool retried; /* the current request was sent again after its kept connection failed */
 };
 
 /* A secret named by network.credentials: its value never enters the sandbox. */
@@ -131,6 +140,9 @@ static void client_event(struct bufferevent *bev, short what, void *arg);
 static void conn_free(struct conn *c);
 static void intercept_up(struct conn *c);
 static void start_forward(struct conn *c);
+static void retry(struct conn *c);
+static void decide(struct conn *c);
+static bool body_refused(struct conn *c);
 
 /* ---- events ---- */
 
@@ -175,6 +187,8 @@ static void emit_connect(struct conn *c, bool allow, int status, const char *rea
 		pdk_json_set(a, "status", json_integer(status));
 	if (allow && !h->connect && c->addr[0])
 		pdk_json_set(a, "upstream_reused", json_boolean(c->reused));
+	if (c->retried)
+		pdk_json_set(a, "retried", json_true());
 	pdk_json_set(a, "bytes_sent", json_integer((json_int_t)c->sent));
 	pdk_json_set(a, "bytes_received", json_integer((json_int_t)c->received));
 	pdk_json_set(a, "duration_ms", json_real((double)(pdk_now_mono_ns() - c->t_start) / 1e6));
@@ -716,11 +730,13 @@ static void next_request(struct conn *c)
 		close_up(c);
 	}
 	pdk__egress_head_release(&c->head);
+	free(steal_ptr(&c->replay));
+	(void)evbuffer_drain(c->held, evbuffer_get_length(c->held));
 	c->state = ST_HEAD;
 	c->rule = NULL;
 	c->addr[0] = '\0';
 	c->sent = c->received = 0;
-	c->answered = c->event_done = c->reused = false;
+	c->answered = c->event_done = c->reused = c->retried = false;
 	bufferevent_setcb(c->client, client_read, NULL, client_event, c);
 	bufferevent_set_timeouts(c->client, &head, NULL);
 	bufferevent_enable(c->client, EV_READ);
@@ -731,11 +747,8 @@ static void next_request(struct conn *c)
 static void response_done(struct conn *c)
 {
 	emit_connect(c, true, (int)c->resp.p.status_code, NULL);
-	/*
-	 * NEEDSWORK: an intercepted tunnel carries one request (it went up with
-	 * Connection: close); keep-alive would save two handshakes per request.
-	 */
-	if (c->intercept || c->close_after || !c->resp.keep_alive || !c->head.keep_alive) {
+	/* Inside an intercepted tunnel too: the next request reuses both TLS connections. */
+	if (c->close_after || !c->resp.keep_alive || !c->head.keep_alive) {
 		finish(c);
 		return;
 	}
@@ -798,6 +811,11 @@ static void forward_event(struct bufferevent *bev, short what, void *arg)
 		upstream_failed(c, "the upstream server did not answer in time");
 		return;
 	}
+	/* A kept connection the server closed as it was reused: once more on a fresh one. */
+	if (c->replay != NULL && c->received == 0 && !c->answered) {
+		retry(c);
+		return;
+	}
 	/* EOF (or error): a response delimited by the end of the connection ends here. */
 	if (pdk__egress_resp_feed(&c->resp, NULL, 0) >= 0 && c->resp.done) {
 		c->close_after = true;
@@ -827,6 +845,8 @@ static void forward_body(struct conn *c)
 		}
 		n = pdk__egress_body_feed(&c->head, (const char *)evbuffer_pullup(in, (ssize_t)len),
 					  len);
+		if (body_refused(c))
+			return;
 		if (n < 0 || !account(c, n < 0 ? 0 : (size_t)n, true)) {
 			upstream_failed(c, n < 0 ? "the request body is malformed"
 						 : "the egress byte budget was spent");
@@ -863,15 +883,48 @@ static void forward_drained(struct bufferevent *bev, void *arg)
 		bufferevent_enable(c->client, EV_READ);
 }
 
+static bool idempotent(enum http_method m)
+{
+	/* RFC 9110 9.2.2 (TRACE is not forwarded). */
+	return m == HTTP_GET || m == HTTP_HEAD || m == HTTP_OPTIONS || m == HTTP_PUT ||
+	       m == HTTP_DELETE;
+}
+
+/*
+ * Over a kept connection, an idempotent request whose body is all held
+ * keeps a copy of what goes up: if the server closed the connection as it
+ * was reused, the request is sent once more on a fresh one (retry()).
+ */
+static void keep_replay(struct conn *c)
+{
+	size_t body = evbuffer_get_length(c->held);
+
+	if (!c->reused || c->retried || !c->head.msg_done ||
+	    !idempotent((enum http_method)c->head.p.method))
+		return;
+	c->replay_len = c->up_head_len + body;
+	c->replay = pdk_xmalloc(c->replay_len);
+	memcpy(c->replay, c->up_head, c->up_head_len);
+	if (body > 0)
+		(void)evbuffer_copyout(c->held, c->replay + c->up_head_len, body);
+}
+
 static void start_forward(struct conn *c)
 {
 	struct timeval idle = {IDLE_TIMEOUT_S, 0};
+	size_t held = evbuffer_get_length(c->held);
 
 	c->state = ST_FORWARD;
 	pdk__egress_resp_init(&c->resp, c->head.p.method == HTTP_HEAD);
+	keep_replay(c);
 	(void)account(c, c->up_head_len, true); /* the budget is checked before connecting */
 	bufferevent_write(c->up, c->up_head, c->up_head_len);
 	free(steal_ptr(&c->up_head));
+	if (!account(c, held, true)) {
+		upstream_failed(c, "the egress byte budget was spent");
+		return;
+	}
+	(void)evbuffer_add_buffer(bufferevent_get_output(c->up), c->held);
 	bufferevent_setcb(c->up, forward_read, forward_drained, forward_event, c);
 	bufferevent_setcb(c->client, forward_client_read, forward_drained, forward_event, c);
 	bufferevent_setwatermark(c->up, EV_WRITE, FORWARD_HIGH / 2, 0);
@@ -904,8 +957,9 @@ static void up_connect_event(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		no_delay(bev);
-		if (c->head.connect && c->intercept)
-			intercept_up(c);
+		if (c->intercept)
+			intercept_up(c); /* a CONNECT, or a request in a tunnel whose TLS upstream
+					    ended */
 		else if (c->head.connect)
 			start_tunnel(c);
 		else
@@ -1115,6 +1169,9 @@ static int apply_credentials(struct conn *c, const char *data, struct rewrite *r
 {
 	struct pdk_egress *e = c->e;
 
+	const char *needles[PDK__EGRESS_SCAN_NEEDLES];
+	size_t n_needles = 0;
+
 	r->drop = pdk_xcalloc(e->n_creds + 1, sizeof(*r->drop));
 	r->extra = pdk_xcalloc(e->n_creds + 1, sizeof(*r->extra));
 	r->from = pdk_xcalloc(e->n_secrets + 1, sizeof(*r->from));
@@ -1122,10 +1179,14 @@ static int apply_credentials(struct conn *c, const char *data, struct rewrite *r
 	for (size_t i = 0; i < e->n_secrets; i++) {
 		const struct secret *s = &e->secrets[i];
 		_cleanup_free_ char *why = NULL;
+		bool allowed = secret_allowed_here(c, i);
 
+		/* setup_credentials() keeps the count and lengths within the scanner's. */
+		if (!allowed)
+			needles[n_needles++] = s->placeholder;
 		if (!head_has(&c->head, data, s->placeholder))
 			continue;
-		if (!secret_allowed_here(c, i)) {
+		if (!allowed) {
 			why = pdk_xasprintf("the placeholder of secret '%s' may not be sent to %s "
 					    "port %u (no network.credentials rule names it)",
 					    s->name, c->head.host, c->head.port);
@@ -1142,6 +1203,15 @@ static int apply_credentials(struct conn *c, const char *data, struct rewrite *r
 		r->drop[r->rw.n_drop++] = e->creds[i].field;
 		r->extra[r->rw.n_extra++] = e->creds[i].line;
 		emit_credential(c, &e->secrets[e->creds[i].secret], e->creds[i].field, true, NULL);
+	}
+	/* SECURITY: the body is scanned for the placeholders that may not go here. */
+	if (n_needles > 0) {
+		if (pdk__egress_scan_init(&c->scan, needles, n_needles) < 0) {
+			answer(c, false, 403,
+			       "the request body cannot be checked for placeholders");
+			return -1; /* setup_credentials() keeps this from happening: fail closed */
+		}
+		c->head.scan = &c->scan;
 	}
 	r->rw.drop = r->drop;
 	r->rw.from = r->from;
@@ -1256,6 +1326,10 @@ static void intercept_up_event(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		bufferevent_set_timeouts(bev, NULL, NULL);
+		if (c->tunnel_host != NULL) {
+			start_forward(c); /* a fresh TLS upstream for a request in the tunnel */
+			return;
+		}
 		bufferevent_disable(bev, EV_READ); /* until a request goes up */
 		intercept_client(c);
 		return;
@@ -1325,23 +1399,33 @@ static void intercept_up(struct conn *c)
 	bufferevent_enable(c->up, EV_READ | EV_WRITE);
 }
 
-/* A request inside an intercepted tunnel, its credentials applied: up it goes. */
+/*
+ * A request inside an intercepted tunnel, its credentials applied: up it
+ * goes, over the tunnel's TLS connection to the server. When the server
+ * closed that one while the tunnel was idle, decide() opens another
+ * (allowlist, budgets and the address checks as for the CONNECT).
+ */
 static void intercepted_request(struct conn *c)
 {
 	struct pdk_egress *e = c->e;
+	const char *limit = NULL;
+	const char *refusal;
+	uint64_t value = 0;
 
-	c->t_start = pdk_now_mono_ns();
-	if (e->cfg.max_bytes && e->bytes >= e->cfg.max_bytes) {
-		emit_limit(e, "egress_bytes", e->cfg.max_bytes);
-		answer(c, false, 429, "the egress byte budget (limits.egress_bytes) is spent");
+	if (c->up == NULL) {
+		decide(c);
 		return;
 	}
-	if (e->cfg.max_requests && e->requests >= e->cfg.max_requests) {
-		emit_limit(e, "egress_requests", e->cfg.max_requests);
-		answer(c, false, 429, "the request budget (limits.egress_requests) is spent");
+	refusal = budget_refusal(e, true, &limit, &value);
+	if (refusal != NULL) {
+		emit_limit(e, limit, value);
+		answer(c, false, 429, refusal);
 		return;
 	}
 	e->requests++;
+	c->reused = c->up_host != NULL; /* it carried a request before */
+	if (c->reused)
+		memcpy(c->addr, c->up_addr, sizeof(c->addr));
 	bufferevent_disable(c->client, EV_READ);
 	bufferevent_set_timeouts(c->client, NULL, NULL);
 	start_forward(c);
@@ -1366,11 +1450,46 @@ static bool can_reuse(const struct conn *c)
 	       (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+/* Resolve the request's host (or take its IP literal) and connect to a checked address. */
+static void open_upstream(struct conn *c)
+{
+	struct pdk__egress_head *h = &c->head;
+	struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+
+	if (h->host_is_ip) {
+		c->cand[0] = h->ip;
+		c->n_cand = 1;
+		c->next_cand = 0;
+		connect_next(c);
+		return;
+	}
+	c->state = ST_RESOLVE;
+	/* May call resolved() at once (a hosts-file entry); then it returns NULL. */
+	c->dns = evdns_getaddrinfo(c->e->dns, h->host, NULL, &hints, resolved, c);
+}
+
+/*
+ * The kept connection ended before any byte of the answer: the server
+ * closed it as it was reused (RFC 9112 9.3.1 lets a client retry an
+ * idempotent request then). Once, on a fresh connection; the name is
+ * resolved and judged again.
+ */
+static void retry(struct conn *c)
+{
+	c->retried = true;
+	c->reused = false;
+	c->up_head = steal_ptr(&c->replay);
+	c->up_head_len = c->replay_len;
+	close_up(c);
+	c->e->requests--; /* the same request: connect_next() counts it again */
+	c->addr[0] = '\0';
+	open_upstream(c);
+}
+
 static void decide(struct conn *c)
 {
 	const struct pdk_egress_config *cfg = &c->e->cfg;
 	struct pdk__egress_head *h = &c->head;
-	struct evutil_addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
 	_cleanup_free_ char *why = NULL;
 	const char *limit = NULL;
 	const char *refusal;
@@ -1398,7 +1517,8 @@ static void decide(struct conn *c)
 		answer(c, false, 429, refusal);
 		return;
 	}
-	c->intercept = h->connect && wants_interception(c);
+	if (c->tunnel_host == NULL)
+		c->intercept = h->connect && wants_interception(c);
 	bufferevent_disable(c->client, EV_READ);
 	bufferevent_set_timeouts(c->client, NULL, NULL);
 	if (reuse) {
@@ -1408,16 +1528,81 @@ static void decide(struct conn *c)
 		start_forward(c);
 		return;
 	}
-	if (h->host_is_ip) {
-		c->cand[0] = h->ip;
-		c->n_cand = 1;
-		c->next_cand = 0;
-		connect_next(c);
-		return;
+	open_upstream(c);
+}
+
+/*
+ * SECURITY: a placeholder the body scanner found goes no further: the
+ * upstream connection (if the request already went up) is cut before the
+ * rest of the body, and the refusal is recorded as for a header. True when
+ * the request was refused.
+ */
+static bool body_refused(struct conn *c)
+{
+	const struct secret *s = NULL;
+	_cleanup_free_ char *why = NULL;
+
+	if (c->head.scan == NULL || c->scan.found < 0)
+		return false;
+	for (size_t i = 0; i < c->e->n_secrets && s == NULL; i++) {
+		if (c->e->secrets[i].placeholder == c->scan.needles[c->scan.found])
+			s = &c->e->secrets[i];
 	}
-	c->state = ST_RESOLVE;
-	/* May call resolved() at once (a hosts-file entry); then it returns NULL. */
-	c->dns = evdns_getaddrinfo(c->e->dns, h->host, NULL, &hints, resolved, c);
+	why = pdk_xasprintf("the placeholder of secret '%s' may not be sent to %s port %u (in "
+			    "the request body; no network.credentials rule names it)",
+			    s ? s->name : "?", c->head.host, c->head.port);
+	if (s != NULL)
+		emit_credential(c, s, NULL, false, why);
+	close_up(c);
+	if (!c->answered) {
+		answer(c, false, 403, why);
+		return true;
+	}
+	emit_connect(c, false, 403, why);
+	finish(c);
+	return true;
+}
+
+static void go_upstream(struct conn *c)
+{
+	if (c->intercept)
+		intercepted_request(c);
+	else
+		decide(c);
+}
+
+/*
+ * ST_BODY: the request's body is held (HOLD_MAX at most) and scanned before
+ * anything of the request goes up, so that a refused one sends nothing,
+ * and a request on a kept connection can be sent again (retry()). A longer
+ * body goes up as it comes once HOLD_MAX is held, scanned on its way; so
+ * does one whose client waits for "100 Continue".
+ */
+static void read_body(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->client);
+
+	while (!c->head.msg_done && !c->head.expect_continue && evbuffer_get_length(in) > 0 &&
+	       evbuffer_get_length(c->held) < HOLD_MAX) {
+		size_t room = HOLD_MAX - evbuffer_get_length(c->held);
+		size_t len = evbuffer_get_contiguous_space(in);
+		ssize_t n;
+
+		len = len < room ? len : room;
+		n = pdk__egress_body_feed(&c->head, (const char *)evbuffer_pullup(in, (ssize_t)len),
+					  len);
+		if (body_refused(c))
+			return;
+		if (n < 0) {
+			answer(c, false, 400, "the request body is malformed");
+			return;
+		}
+		(void)evbuffer_remove_buffer(in, c->held, (size_t)n);
+		if ((size_t)n < len && !c->head.msg_done)
+			return; /* the parser wants more */
+	}
+	if (c->head.msg_done || c->head.expect_continue || evbuffer_get_length(c->held) >= HOLD_MAX)
+		go_upstream(c);
 }
 
 static void client_read(struct bufferevent *bev, void *arg)
@@ -1426,11 +1611,17 @@ static void client_read(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	size_t len = evbuffer_get_length(in);
 	size_t scan = len < PDK__EGRESS_HEAD_MAX ? len : PDK__EGRESS_HEAD_MAX;
-	const char *data = (const char *)evbuffer_pullup(in, (ssize_t)scan);
-	int n = c->intercept ? pdk__egress_head_parse_origin(&c->head, data, scan, c->tunnel_host,
-							     c->tunnel_port)
-			     : pdk__egress_head_parse(&c->head, data, scan);
+	const char *data;
+	int n;
 
+	if (c->state == ST_BODY) {
+		read_body(c);
+		return;
+	}
+	data = (const char *)evbuffer_pullup(in, (ssize_t)scan);
+	n = c->intercept ? pdk__egress_head_parse_origin(&c->head, data, scan, c->tunnel_host,
+							 c->tunnel_port)
+			 : pdk__egress_head_parse(&c->head, data, scan);
 	if (n == 0)
 		return;
 	if (n < 0) {
@@ -1445,11 +1636,8 @@ static void client_read(struct bufferevent *bev, void *arg)
 			rewrite_release(&r);
 			return;
 		}
-		/*
-		 * The upstream connection may serve this client's next request too
-		 * (not inside an intercepted tunnel: it carries one request).
-		 */
-		c->head.upstream_keep_alive = c->head.keep_alive && !c->intercept;
+		/* The upstream connection may serve this client's next request too. */
+		c->head.upstream_keep_alive = c->head.keep_alive;
 		c->up_head = pdk__egress_head_upstream(&c->head, data, &r.rw, &c->up_head_len);
 		rewrite_release(&r);
 		if (c->up_head == NULL) {
@@ -1458,10 +1646,12 @@ static void client_read(struct bufferevent *bev, void *arg)
 		}
 	}
 	evbuffer_drain(in, (size_t)n);
-	if (c->intercept)
-		intercepted_request(c);
-	else
+	if (c->head.connect) {
 		decide(c);
+		return;
+	}
+	c->state = ST_BODY;
+	read_body(c);
 }
 
 static void client_event(struct bufferevent *bev, short what, void *arg)
@@ -1471,6 +1661,10 @@ static void client_event(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	if (what & BEV_EVENT_CONNECTED)
 		return; /* an intercepted tunnel: the sandbox's TLS handshake is done */
+	if ((what & BEV_EVENT_TIMEOUT) && c->state == ST_BODY) {
+		answer(c, false, 400, "the request body did not arrive in time");
+		return;
+	}
 	if ((what & BEV_EVENT_TIMEOUT) && evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
 		answer(c, false, 400, "the request head did not arrive in time");
 		return;
@@ -1488,7 +1682,8 @@ static void conn_free(struct conn *c)
 
 	if (c->dns != NULL)
 		evdns_getaddrinfo_cancel(c->dns); /* calls resolved() with EAI_CANCEL */
-	if (c->head.host != NULL && c->state != ST_HEAD && c->state != ST_CLOSING)
+	if (c->head.host != NULL && c->state != ST_HEAD && c->state != ST_BODY &&
+	    c->state != ST_CLOSING)
 		emit_connect(c, true, 0, "closed");
 	close_up(c);
 	if (c->tun != NULL)
@@ -1510,6 +1705,9 @@ static void conn_free(struct conn *c)
 		c->next->prev = c->prev;
 	pdk__egress_head_release(&c->head);
 	free(c->up_head);
+	free(c->replay);
+	if (c->held != NULL)
+		evbuffer_free(c->held);
 	free(c->tunnel_host);
 	free(c);
 }
@@ -1528,8 +1726,14 @@ static void accepted(struct evconnlistener *l, evutil_socket_t fd, struct sockad
 	c->state = ST_HEAD;
 	c->t_start = pdk_now_mono_ns();
 	c->client = bufferevent_socket_new(e->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (c->client == NULL) {
-		(void)close(fd);
+	c->held = evbuffer_new();
+	if (c->client == NULL || c->held == NULL) {
+		if (c->client != NULL)
+			bufferevent_free(c->client);
+		else
+			(void)close(fd);
+		if (c->held != NULL)
+			evbuffer_free(c->held);
 		free(c);
 		return;
 	}
@@ -1663,7 +1867,17 @@ static size_t add_secret(struct pdk_egress *e, const char *name, struct pdk_erro
 	s->name = pdk_xstrdup(name);
 	s->value = pdk_xstrdup(value);
 	s->placeholder = pdk_egress_placeholder(name, e->cfg.sandbox_id ? e->cfg.sandbox_id : "");
-	return e->n_secrets++;
+	e->n_secrets++;
+	/* The body scanner (egress-http.c) must be able to look for every placeholder. */
+	if (e->n_secrets > PDK__EGRESS_SCAN_NEEDLES ||
+	    strlen(s->placeholder) > PDK__EGRESS_SCAN_MAX) {
+		(void)pdk_error_setx(err, E2BIG,
+				     "secret '%s': at most %d secrets, of placeholders "
+				     "of at most %d bytes",
+				     name, PDK__EGRESS_SCAN_NEEDLES, PDK__EGRESS_SCAN_MAX);
+		return SIZE_MAX;
+	}
+	return e->n_secrets - 1;
 }
 
 /* network.credentials -> creds and secrets; every secret must have its value. */

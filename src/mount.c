@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -491,6 +492,208 @@ static int make_path(const char *path, bool last_is_dir)
 	return 0;
 }
 
+#define FILE_LINKS_MAX 8 /* symlinks followed to a file bind's target */
+
+/* openat2() inside the root: -errno on failure. */
+static int open_in_root(int rootfd, const char *path, uint64_t flags)
+{
+	struct open_how how = {
+		.flags = flags | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, rootfd, path[0] ? path : ".", &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* The directory that holds path's last component (resolved in the root), and that component. */
+static int parent_in_root(int rootfd, char *path, const char **name)
+{
+	char *slash = strrchr(path, '/');
+	int fd;
+
+	if (slash == NULL) {
+		*name = path;
+		return open_in_root(rootfd, ".", O_PATH | O_DIRECTORY);
+	}
+	*slash = '\0';
+	fd = open_in_root(rootfd, path, O_PATH | O_DIRECTORY);
+	*slash = '/';
+	*name = slash + 1;
+	return fd;
+}
+
+/* mkdir -p inside the root for every directory above path's last component. */
+static int make_parents_in_root(int rootfd, char *path)
+{
+	for (char *s = strchr(path, '/'); s != NULL; s = strchr(s + 1, '/')) {
+		const char *name;
+		int fd, pfd, rc = 0;
+
+		*s = '\0';
+		fd = open_in_root(rootfd, path, O_PATH | O_DIRECTORY);
+		if (fd >= 0)
+			(void)close(fd);
+		else if (fd != -ENOENT)
+			rc = fd;
+		else if ((pfd = parent_in_root(rootfd, path, &name)) < 0)
+			rc = pfd;
+		else {
+			if (mkdirat(pfd, name, 0755) < 0 && errno != EEXIST)
+				rc = -errno;
+			(void)close(pfd);
+		}
+		*s = '/';
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Create the missing file `path` (an empty one) inside the root. */
+static int create_in_root(int rootfd, char *path)
+{
+	const char *name;
+	int rc = make_parents_in_root(rootfd, path);
+	int pfd, fd;
+
+	if (rc < 0)
+		return rc;
+	pfd = parent_in_root(rootfd, path, &name);
+	if (pfd < 0)
+		return pfd;
+	/* O_EXCL|O_NOFOLLOW: a link that appeared meanwhile is not followed out of the root. */
+	fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	rc = fd < 0 ? -errno : 0;
+	if (fd >= 0)
+		(void)close(fd);
+	(void)close(pfd);
+	return rc;
+}
+
+/* The next path of the chain: the link at `cur` read, made relative to the root. */
+static int follow_link(int rootfd, char *cur, size_t size)
+{
+	char target[PATH_MAX];
+	int fd = open_in_root(rootfd, cur, O_PATH | O_NOFOLLOW);
+	char *slash;
+	ssize_t n;
+	size_t dir, tlen;
+
+	if (fd < 0)
+		return fd;
+	n = readlinkat(fd, "", target, sizeof(target) - 1);
+	(void)close(fd);
+	if (n < 0)
+		return errno == ENOENT ? -EINVAL : -errno; /* not a link */
+	target[n] = '\0';
+	if (target[0] == '/') {
+		const char *t = target;
+
+		while (*t == '/')
+			t++;
+		tlen = strlen(t);
+		if (tlen >= size)
+			return -ENAMETOOLONG;
+		memmove(cur, t, tlen + 1);
+		return 0;
+	}
+	slash = strrchr(cur, '/');
+	dir = slash ? (size_t)(slash - cur) + 1 : 0;
+	tlen = (size_t)n;
+	if (dir + tlen >= size)
+		return -ENAMETOOLONG;
+	memcpy(cur + dir, target, tlen + 1);
+	return 0;
+}
+
+int pdk__mount_file_target_at(int rootfd, const char *path)
+{
+	char cur[PATH_MAX];
+	size_t len;
+	struct stat st;
+
+	while (*path == '/')
+		path++;
+	len = strlen(path);
+	if (len >= sizeof(cur))
+		return -ENAMETOOLONG;
+	memcpy(cur, path, len + 1);
+	for (int hops = 0; hops <= FILE_LINKS_MAX; hops++) {
+		int fd = open_in_root(rootfd, cur, O_PATH);
+		int rc;
+
+		if (fd >= 0) {
+			rc = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
+			if (rc == 0)
+				return fd;
+			(void)close(fd);
+			return rc;
+		}
+		if (fd != -ENOENT)
+			return fd;
+		/* Something on the way is missing: the last link's target, or cur itself. */
+		rc = follow_link(rootfd, cur, sizeof(cur));
+		if (rc == -ENOENT || rc == -EINVAL) {
+			rc = create_in_root(rootfd, cur);
+			if (rc < 0)
+				return rc;
+		} else if (rc < 0) {
+			return rc;
+		}
+	}
+	return -ELOOP;
+}
+
+int pdk__mount_bind_onto(const char *src, int target_fd, uint64_t attr)
+{
+	struct mount_attr ma = {.attr_set = attr};
+	int tree = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	int rc = -1;
+
+	if (tree < 0)
+		return -1;
+	if ((attr == 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) == 0) &&
+	    move_mount(tree, "", target_fd, "",
+		       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0)
+		rc = 0;
+	(void)close(tree);
+	return rc;
+}
+
+/*
+ * SECURITY: a file bind whose destination is a symlink (another
+ * distribution's bundle path) goes onto the link's target as the sandbox
+ * sees it, resolved inside the new root: never a path of the host.
+ */
+static int bind_file_via_link(const struct op *o, char *errbuf, size_t len)
+{
+	int root = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd, rc;
+
+	if (root < 0)
+		return fail(errbuf, len, "cannot open", NEWROOT, NULL);
+	fd = pdk__mount_file_target_at(root, o->dst + strlen(NEWROOT));
+	(void)close(root);
+	if (fd < 0) {
+		errno = -fd;
+		return fail(errbuf, len, "cannot find the file that the symlink leads to", o->dst,
+			    NULL);
+	}
+	rc = pdk__mount_bind_onto(o->src, fd, o->attr);
+	if (rc < 0)
+		rc = fail(errbuf, len, "cannot bind", o->src, o->dst);
+	(void)close(fd);
+	return rc;
+}
+
+static bool is_symlink(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
 static int set_attr(const char *path, uint64_t attr, bool recursive)
 {
 	struct mount_attr ma = {.attr_set = attr};
@@ -623,6 +826,8 @@ static int apply_op(const struct op *o, int *upper_fd, char *errbuf, size_t len)
 {
 	int rc = 0;
 
+	if (o->kind == OP_BIND && !o->is_dir && is_symlink(o->dst))
+		return bind_file_via_link(o, errbuf, len);
 	if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK) {
 		rc = make_path(o->dst, o->is_dir);
 		if (rc < 0) {

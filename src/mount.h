@@ -63,6 +63,27 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *spec,
 PDK_MUST_CHECK int pdk_mount_apply_child(const struct pdk_mount_plan *plan, int *upper_fd,
 					 char *errbuf, size_t errlen);
 
+/*
+ * Internals of a file bind whose destination is a symlink (a trust bundle
+ * path that is a link on this system), exposed for the unit tests. Both
+ * allocate nothing: they run in the sandbox's child.
+ *
+ * pdk__mount_file_target_at(): the regular file that `path` (relative to
+ * `rootfd`, a leading '/' ignored) names as the sandbox will see it: every
+ * symlink is followed inside `rootfd` (openat2 RESOLVE_IN_ROOT: an absolute
+ * target or ".." cannot leave the root; magic links are refused). When the
+ * last link of the chain dangles, its target is created inside the root: an
+ * empty file, mode 0644, missing parent directories 0755. Returns an O_PATH
+ * fd (caller closes), or -errno: ELOOP past 8 links, EINVAL when the target
+ * is not a regular file, EROFS and the like when it cannot be created.
+ *
+ * pdk__mount_bind_onto(): bind `src` (a file) onto the file `target_fd` (an
+ * O_PATH fd) with the mount attributes `attr` (MOUNT_ATTR_*), through
+ * open_tree() and move_mount(). 0, or -1 with errno set.
+ */
+int pdk__mount_file_target_at(int rootfd, const char *path);
+int pdk__mount_bind_onto(const char *src, int target_fd, uint64_t attr);
+
 /* Number of operations (tests, stats). */
 size_t pdk_mount_plan_len(const struct pdk_mount_plan *plan);
 

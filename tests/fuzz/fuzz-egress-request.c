@@ -10,6 +10,11 @@
  * is one request line, field lines without a bare CR, LF or NUL inside,
  * and ends with the one blank line; errors carry a 400, 405 or 431 and a
  * reason; a body is consumed within the bytes given.
+ *
+ * The body scanner (pdk__egress_scan_*) too: fed the bytes in pieces of a
+ * size the input chooses, it finds a needle exactly when memmem() finds it
+ * in the whole (the reference); and attached to a head, it never makes the
+ * body parser consume more than it was given.
  */
 #include "common.h"
 #include "egress-internal.h"
@@ -64,7 +69,16 @@ static void check_head(struct pdk__egress_head *h, const char *buf, size_t size,
 		}
 	}
 	if (!h->msg_done) {
-		ssize_t b = pdk__egress_body_feed(h, buf + n, size - (size_t)n);
+		static const char *const needles[] = {"PH", "paddock-secret-tok-0"};
+		struct pdk__egress_scan s;
+		ssize_t b;
+
+		if (pdk__egress_scan_init(&s, needles, 2) != 0)
+			abort();
+		h->scan = &s;
+		b = pdk__egress_body_feed(h, buf + n, size - (size_t)n);
+		if (s.found >= 2)
+			abort();
 
 		if (b > (ssize_t)(size - (size_t)n))
 			abort();
@@ -90,6 +104,24 @@ static void parse_one(char *buf, size_t size, bool origin)
 	pdk__egress_head_release(&h);
 }
 
+/* The scanner against memmem() over the whole input, in pieces of 1 to 64 bytes. */
+static void scan_reference(const char *buf, size_t size)
+{
+	static const char *const needles[] = {"ab", "xyzxyzxyzq", "paddock-secret-tok-0"};
+	struct pdk__egress_scan s;
+	size_t step = size > 0 ? (size_t)(unsigned char)buf[0] % 64 + 1 : 1;
+	bool want = false;
+
+	if (pdk__egress_scan_init(&s, needles, 3) != 0)
+		abort();
+	for (size_t off = 0; off < size; off += step)
+		(void)pdk__egress_scan_feed(&s, buf + off, size - off < step ? size - off : step);
+	for (size_t i = 0; i < 3; i++)
+		want = want || memmem(buf, size, needles[i], strlen(needles[i])) != NULL;
+	if (want != (s.found >= 0))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* A copy of exactly `size` bytes: ASan catches a read past the end. */
@@ -98,6 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, data, size);
 	parse_one(buf, size, false);
 	parse_one(buf, size, true);
+	scan_reference(buf, size);
 	free(buf);
 	return 0;
 }

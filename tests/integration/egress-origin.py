@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """An origin server for the egress tests, on 127.0.0.1 outside the sandbox.
 
-  egress-origin.py PORTFILE
+  egress-origin.py PORTFILE [LOG]
 Binds an ephemeral port, writes it to PORTFILE, serves HTTP/1.1 (keep-alive) until killed
 (bounded to 15 minutes):
   GET /hello      -> "hello-egress\n"
   GET /big        -> 65536 bytes of 'x'
   GET /huge       -> 8 MiB of 'y'
-  POST /echo      -> the request body
+  POST /echo      -> the request body (with LOG: "echo LENGTH" appended to LOG, outside the
+                     sandbox: what reached the server)
   GET /headers    -> the request's header lines, as received
 """
 import http.server
@@ -47,8 +48,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def do_POST(self):
-        n = int(self.headers.get("Content-Length", "0"))
-        self.reply(self.rfile.read(n))
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if len(sys.argv) > 2:
+            with open(sys.argv[2], "a") as log:
+                log.write("echo %d\n" % len(body))
+        self.reply(body)
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

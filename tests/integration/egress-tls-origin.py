@@ -8,7 +8,13 @@ until killed (bounded to 15 minutes):
   GET /headers    -> "seen\n"; the request line and header lines, as received, are appended
                      to LOG (outside the sandbox: what reached the server, which the client
                      never sees)
-  POST /echo      -> the request body
+  GET /chunked    -> "chunk-one chunk-two\n" in two chunks (Transfer-Encoding: chunked)
+  GET /close      -> "closed-body\n" delimited by the end of the connection
+  GET /bye        -> "bye\n" (Content-Length, no "Connection: close"), then the connection
+                     is closed: a server whose kept connection ends while the client idles
+  POST /echo      -> the request body (Content-Length or chunked)
+Each /headers entry in LOG starts with "peer PORT", the proxy's port of the TLS connection
+the request came over: two requests logged with one port came over one connection.
 """
 import http.server
 import os
@@ -39,16 +45,43 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply(b"hello-tls\n")
         elif self.path == "/headers":
             with open(sys.argv[4], "a") as log:
+                log.write("peer %d\n" % self.client_address[1])
                 log.write(self.requestline + "\n" + str(self.headers) + "--\n")
             self.reply(b"seen\n")
+        elif self.path == "/chunked":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in (b"chunk-one ", b"chunk-two\n"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+        elif self.path == "/bye":
+            self.reply(b"bye\n")
+            self.close_connection = True
+        elif self.path == "/close":
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"closed-body\n")
+            self.close_connection = True
         else:
             self.reply(b"not found\n", 404)
 
     do_HEAD = do_GET
 
     def do_POST(self):
-        n = int(self.headers.get("Content-Length", "0"))
-        self.reply(self.rfile.read(n))
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.reply(body)
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

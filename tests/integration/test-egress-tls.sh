@@ -266,6 +266,84 @@ check_placeholder_elsewhere() {
 	ok $? "$who: net.credential and net.connect record both refusals"
 }
 
+# Keep-alive inside an intercepted tunnel: several requests on one TLS connection, each one
+# injected; bodies and answers of every framing; pipelining still refused.
+check_keepalive() {
+	local who=$1 out log ev=$T/home/ev-ka-$who.jsonl
+	rm -f "$ev"
+	: >"$T/good.log"
+	out=$(qrun "$who" --events "$ev" --profile "$T/tls.yaml" -- sh -c \
+		'curl -sS -m 10 -w "%{num_connects}\n" -H "X-Tok: $PADDOCK_SECRET_TOK" "https://api.test:$1/headers" "https://api.test:$1/headers"' sh "$PA")
+	is "$out" "seen
+1
+seen
+0" "$who: curl with two URLs: both answered over one connection (num_connects 1, then 0)"
+	log=$(cat "$T/good.log")
+	[ "$(grep -c "^Authorization: Bearer $VALUE" <<<"$log")" = 2 ] &&
+		[ "$(grep -c "^X-Tok: $VALUE" <<<"$log")" = 2 ] && ! has "$log" "paddock-secret" &&
+		[ "$(grep '^peer ' <<<"$log" | sort -u | wc -l)" = 1 ]
+	ok $? "$who: ... both requests were injected, and came to the origin over one upstream connection"
+	python3 - "$ev" <<-'PY'
+	import json, sys
+	evs = [json.loads(l) for l in open(sys.argv[1])]
+	req = [e["attrs"] for e in evs if e["kind"] == "net.connect" and e["attrs"]["method"] == "GET"]
+	inj = [e for e in evs if e["kind"] == "net.credential" and e["attrs"]["decision"] == "inject"]
+	sys.exit(0 if [a["upstream_reused"] for a in req] == [False, True] and len(inj) == 2 else 1)
+	PY
+	ok $? "$who: net.connect records two requests in the tunnel, the second over the kept upstream"
+	cp "$TESTS_DIR/integration/egress-keepalive-client.py" "$T/home/ka-client.py"
+	chmod 0644 "$T/home/ka-client.py"
+	: >"$T/good.log"
+	out=$(qrun "$who" --profile "$T/tls.yaml" -- python3 ka-client.py api.test "$PA")
+	is "$out" "200 seen
+200 chunk-one chunk-two
+200 part-one part-two
+200 with-length
+200 seen
+200 bye
+200 seen
+one-connection
+200 closed-body
+pipelined answers: 1" "$who: Python http.client: seven requests on one intercepted connection (the server closing its side after one) (chunked and sized bodies and answers), a close-delimited answer, pipelining refused"
+	log=$(cat "$T/good.log")
+	[ "$(grep -c "^Authorization: Bearer $VALUE" <<<"$log")" = 3 ] &&
+		[ "$(grep -c "^X-Tok: $VALUE" <<<"$log")" = 3 ] &&
+		[ "$(grep '^peer ' <<<"$log" | uniq | wc -l)" = 2 ]
+	ok $? "$who: ... its three /headers requests were injected; after /bye a new upstream connection took over"
+}
+
+# A system whose bundle path is a symlink (Fedora's layout: /etc/ssl/certs/ca-certificates.crt
+# -> /etc/pki/tls/certs/ca-bundle.crt): paddock runs in a mount namespace of its own where a
+# copy of /etc/ssl with that link is bound over /etc/ssl. The sandbox's bundle must land on
+# the link's target inside the sandbox (which does not exist there: it is created), and
+# HTTPS injection must work through it.
+check_symlinked_bundle() {
+	local who=$1 out PRUN
+	if ! command -v unshare >/dev/null; then
+		ok 1 "$who: unshare (util-linux) is needed for the symlinked-bundle test"
+		return
+	fi
+	rm -rf "$T/fakessl"
+	cp -a /etc/ssl "$T/fakessl"
+	rm -f "$T/fakessl/certs/ca-certificates.crt"
+	ln -s /etc/pki/tls/certs/ca-bundle.crt "$T/fakessl/certs/ca-certificates.crt"
+	prun_cmd "$who"
+	out=$(cd "$T/home" && unshare -m --propagation private sh -c \
+		'mount --bind "$0" /etc/ssl && exec "$@"' "$T/fakessl" "${PRUN[@]}" run \
+		--profile "$T/tls.yaml" -- sh -c '
+		readlink /etc/ssl/certs/ca-certificates.crt
+		grep -c "BEGIN CERTIFICATE" /etc/pki/tls/certs/ca-bundle.crt
+		echo x 2>/dev/null >>/etc/pki/tls/certs/ca-bundle.crt || echo refused
+		curl -sS -m 10 -H "X-Tok: $PADDOCK_SECRET_TOK" "https://api.test:$1/headers"' sh "$PA" 2>&1 |
+		grep -v '^paddock: warning: ')
+	is "$out" "/etc/pki/tls/certs/ca-bundle.crt
+1
+refused
+seen" "$who: a symlinked bundle path: the sandbox's bundle (its CA alone: the host link dangles) is bound read-only on the link's target inside, and HTTPS injection works"
+	[ ! -e /etc/pki/tls/certs/ca-bundle.crt ] || [ -s /etc/pki/tls/certs/ca-bundle.crt ]
+	ok $? "$who: ... and nothing was made on the host"
+}
+
 check_secret_absent() {
 	local who=$1 err
 	err=$(cat "$T"/out-"$who".txt "$T"/home/ev-*"$who".jsonl 2>/dev/null)
@@ -286,6 +364,8 @@ for who in root user; do
 	check_no_interception "$who"
 	check_upstream_refused "$who"
 	check_placeholder_elsewhere "$who"
+	check_keepalive "$who"
+	check_symlinked_bundle "$who"
 	check_secret_absent "$who"
 done
 done_testing

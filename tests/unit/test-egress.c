@@ -495,6 +495,102 @@ Test(egress, body_chunked)
 	pdk__egress_head_release(&h);
 }
 
+/* Feed `text` to a fresh scanner in pieces of `step` bytes; the index found or -1. */
+static ssize_t scan_in_steps(const char *const *needles, size_t n, const char *text, size_t step)
+{
+	struct pdk__egress_scan s;
+	size_t len = strlen(text);
+
+	cr_assert_eq(pdk__egress_scan_init(&s, needles, n), 0);
+	for (size_t off = 0; off < len; off += step)
+		(void)pdk__egress_scan_feed(&s, text + off, len - off < step ? len - off : step);
+	return s.found;
+}
+
+Test(egress, scan_finds_needles_split_anywhere)
+{
+	static const char *const needles[] = {"paddock-secret-a-1234", "paddock-secret-bb-1234"};
+	const char *text = "xxxxxxxxxxxxxxxxxxxxpaddock-secret-bb-1234yyyyyyyyyyy";
+
+	/* Every piece size, from one byte (the needle in 22 pieces) to the whole text. */
+	for (size_t step = 1; step <= strlen(text); step++)
+		cr_assert_eq(scan_in_steps(needles, 2, text, step), 1, "step %zu", step);
+	cr_assert_eq(scan_in_steps(needles, 2, "paddock-secret-a-123", 3), -1,
+		     "a prefix is not it");
+	cr_assert_eq(scan_in_steps(needles, 2, "paddock-secret-a-12x4paddock-secret-a-1234", 7), 0);
+	cr_assert_eq(scan_in_steps(needles, 2, "", 1), -1);
+}
+
+Test(egress, scan_tail_spans_many_short_pieces)
+{
+	static const char *const needles[] = {"0123456789abcdef"};
+	struct pdk__egress_scan s;
+
+	cr_assert_eq(pdk__egress_scan_init(&s, needles, 1), 0);
+	/* Pieces shorter than the kept tail: it must hold bytes of several of them. */
+	cr_assert_not(pdk__egress_scan_feed(&s, "zz0123", 6));
+	cr_assert_not(pdk__egress_scan_feed(&s, "45", 2));
+	cr_assert_not(pdk__egress_scan_feed(&s, "6789a", 5));
+	cr_assert_not(pdk__egress_scan_feed(&s, "", 0));
+	cr_assert(pdk__egress_scan_feed(&s, "bcdefzz", 7));
+	cr_assert_eq(s.found, 0);
+	cr_assert(pdk__egress_scan_feed(&s, "more", 4), "a find stays found");
+}
+
+Test(egress, scan_limits)
+{
+	char long_needle[PDK__EGRESS_SCAN_MAX + 2];
+	const char *one[] = {long_needle};
+	const char *empty[] = {""};
+	const char *many[PDK__EGRESS_SCAN_NEEDLES + 1];
+	struct pdk__egress_scan s;
+
+	memset(long_needle, 'a', sizeof(long_needle) - 1);
+	long_needle[sizeof(long_needle) - 1] = '\0';
+	cr_assert_eq(pdk__egress_scan_init(&s, one, 1), -1);
+	cr_assert_eq(pdk__egress_scan_init(&s, empty, 1), -1);
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(many); i++)
+		many[i] = "x";
+	cr_assert_eq(pdk__egress_scan_init(&s, many, PDK_ARRAY_SIZE(many)), -1);
+	cr_assert_eq(pdk__egress_scan_init(&s, many, PDK__EGRESS_SCAN_NEEDLES), 0);
+}
+
+/* The body parser feeds the scanner the content: chunk framing does not hide a needle. */
+Test(egress, body_scan_through_chunks)
+{
+	static const char *const needles[] = {"SECRETPH"};
+	struct pdk__egress_head h = {0};
+	struct pdk__egress_scan s;
+	const char *req = "POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+	const char *body = "4\r\nSECR\r\n4\r\nETPH\r\n5\r\nafter\r\n0\r\n\r\n";
+	ssize_t n;
+
+	cr_assert_eq(head(&h, req), (int)strlen(req));
+	cr_assert_eq(pdk__egress_scan_init(&s, needles, 1), 0);
+	h.scan = &s;
+	n = pdk__egress_body_feed(&h, body, strlen(body));
+	cr_assert_eq(s.found, 0);
+	cr_assert(n > 0 && n < (ssize_t)strlen(body), "the parser stops at the piece (%zd)", n);
+	cr_assert_not(h.msg_done);
+	cr_assert_eq(pdk__egress_body_feed(&h, body + n, strlen(body) - (size_t)n), 0,
+		     "nothing more is consumed once a needle was found");
+	pdk__egress_head_release(&h);
+}
+
+Test(egress, head_expect_continue)
+{
+	struct pdk__egress_head h = {0};
+	const char *a = "POST http://a.test/ HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: "
+			"3\r\n\r\n";
+	const char *b = "POST http://a.test/ HTTP/1.1\r\nContent-Length: 3\r\n\r\n";
+
+	cr_assert_eq(head(&h, a), (int)strlen(a));
+	cr_assert(h.expect_continue);
+	cr_assert_eq(head(&h, b), (int)strlen(b));
+	cr_assert_not(h.expect_continue);
+	pdk__egress_head_release(&h);
+}
+
 Test(egress, response_boundaries)
 {
 	struct pdk__egress_resp r;

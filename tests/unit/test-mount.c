@@ -4,9 +4,15 @@
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Render the plan as text (one operation a line) for assertions. */
 static char *plan_text(const struct pdk_mount_plan *plan)
@@ -230,4 +236,176 @@ Test(mount, file_binds_land_read_only_on_top_of_their_directory)
 	cr_assert_not_null(strstr(err->msg, "not absolute"), "%s", err->msg);
 	pdk_error_free(&err);
 	pdk_policy_free(p);
+}
+
+/* ---- a file bind whose destination is a symlink (pdk__mount_file_target_at) ---- */
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* Remove a scratch root (nothing may be mounted in it). */
+static void rm_root(const char *root)
+{
+	cr_assert_eq(nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0, "remove %s", root);
+}
+
+/* A scratch "root" with etc/ssl/certs/ in it; *root is its path (caller frees). */
+static int fake_root(char **root)
+{
+	char tmpl[] = "/tmp/pdk-mount-root-XXXXXX";
+	_cleanup_free_ char *certs = NULL;
+	_cleanup_error_ struct pdk_error *err = NULL;
+	int fd;
+
+	cr_assert_not_null(mkdtemp(tmpl));
+	*root = pdk_xstrdup(tmpl);
+	certs = pdk_xasprintf("%s/etc/ssl/certs", tmpl);
+	cr_assert_eq(pdk_mkdir_p(certs, &err), 0);
+	fd = open(tmpl, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+static void put_file(const char *root, const char *rel, const char *text)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/%s", root, rel);
+	_cleanup_free_ char *dir = pdk_xstrdup(path);
+	_cleanup_error_ struct pdk_error *err = NULL;
+	FILE *f;
+
+	*strrchr(dir, '/') = '\0';
+	cr_assert_eq(pdk_mkdir_p(dir, &err), 0);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+static void put_link(const char *root, const char *rel, const char *target)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/%s", root, rel);
+
+	cr_assert_eq(symlink(target, path), 0, "symlink %s: %s", path, strerror(errno));
+}
+
+/* Is the O_PATH fd the file root/rel? */
+static bool same_file(int fd, const char *root, const char *rel)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/%s", root, rel);
+	struct stat a, b;
+
+	cr_assert_eq(fstat(fd, &a), 0);
+	if (stat(path, &b) < 0)
+		return false;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino && S_ISREG(b.st_mode);
+}
+
+#define BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
+Test(mount, file_target_absolute_link_resolves_inside_the_root)
+{
+	_cleanup_free_ char *root = NULL;
+	int rfd = fake_root(&root);
+	int fd;
+
+	put_file(root, "etc/pki/tls/certs/ca-bundle.crt", "inside");
+	put_link(root, "etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt");
+	fd = pdk__mount_file_target_at(rfd, BUNDLE);
+	cr_assert_geq(fd, 0, "%s", strerror(-fd));
+	cr_assert(same_file(fd, root, "etc/pki/tls/certs/ca-bundle.crt"));
+	(void)close(fd);
+	(void)close(rfd);
+	rm_root(root);
+}
+
+Test(mount, file_target_dangling_link_creates_the_file_inside_the_root)
+{
+	_cleanup_free_ char *root = NULL;
+	_cleanup_free_ char *host = pdk_xasprintf("/tmp/pdk-mount-escape-%d", (int)getpid());
+	_cleanup_free_ char *up = pdk_xasprintf("../../../../../../../../..%s", host);
+	int rfd = fake_root(&root);
+	int fd;
+	struct stat st;
+
+	/* Nothing at the target (on a Debian host /etc/pki does not exist either). */
+	put_link(root, "etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt");
+	fd = pdk__mount_file_target_at(rfd, BUNDLE);
+	cr_assert_geq(fd, 0, "%s", strerror(-fd));
+	cr_assert(same_file(fd, root, "etc/pki/tls/certs/ca-bundle.crt"), "created in the root");
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq(st.st_size, 0);
+	(void)close(fd);
+
+	/* SECURITY: ".." past the root stays in it; the host's /tmp gets nothing. */
+	(void)unlink(host);
+	put_link(root, "etc/ssl/certs/escape", up);
+	fd = pdk__mount_file_target_at(rfd, "etc/ssl/certs/escape");
+	cr_assert_geq(fd, 0, "%s", strerror(-fd));
+	cr_assert(same_file(fd, root, host + 1), "the file is made at ROOT%s", host);
+	cr_assert_eq(lstat(host, &st), -1, "nothing was made on the host at %s", host);
+	(void)close(fd);
+	(void)close(rfd);
+	rm_root(root);
+}
+
+Test(mount, file_target_relative_chain_loop_and_directory)
+{
+	_cleanup_free_ char *root = NULL;
+	int rfd = fake_root(&root);
+	int fd;
+
+	put_file(root, "etc/ssl/real/bundle.pem", "x");
+	put_link(root, "etc/ssl/certs/a", "b");
+	put_link(root, "etc/ssl/certs/b", "../real/bundle.pem");
+	fd = pdk__mount_file_target_at(rfd, "/etc/ssl/certs/a");
+	cr_assert_geq(fd, 0, "%s", strerror(-fd));
+	cr_assert(same_file(fd, root, "etc/ssl/real/bundle.pem"));
+	(void)close(fd);
+	put_link(root, "etc/ssl/certs/loop1", "loop2");
+	put_link(root, "etc/ssl/certs/loop2", "loop1");
+	cr_assert_eq(pdk__mount_file_target_at(rfd, "etc/ssl/certs/loop1"), -ELOOP);
+	put_link(root, "etc/ssl/certs/dir", "/etc/ssl/real");
+	cr_assert_eq(pdk__mount_file_target_at(rfd, "etc/ssl/certs/dir"), -EINVAL);
+	(void)close(rfd);
+	rm_root(root);
+}
+
+/* The bind itself, in a mount namespace of this test's own (each test is a process). */
+Test(mount, file_bind_onto_a_symlinked_bundle_is_read_only)
+{
+	_cleanup_free_ char *root = NULL;
+	_cleanup_free_ char *src = NULL;
+	_cleanup_free_ char *via = NULL;
+	_cleanup_free_ char *text = NULL;
+	_cleanup_error_ struct pdk_error *err = NULL;
+	int rfd = fake_root(&root);
+	int fd;
+
+	put_file(root, "src/bundle", "the sandbox's bundle\n");
+	src = pdk_xasprintf("%s/src/bundle", root);
+	put_link(root, "etc/ssl/certs/ca-certificates.crt", "/etc/pki/ca-bundle.crt");
+	cr_assert_eq(unshare(geteuid() == 0 ? CLONE_NEWNS : CLONE_NEWUSER | CLONE_NEWNS), 0,
+		     "unshare: %s", strerror(errno));
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	/* The root fd must belong to this mount namespace (move_mount refuses another's). */
+	(void)close(rfd);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(rfd, 0);
+	fd = pdk__mount_file_target_at(rfd, BUNDLE);
+	cr_assert_geq(fd, 0, "%s", strerror(-fd));
+	cr_assert_eq(pdk__mount_bind_onto(src, fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID), 0,
+		     "bind: %s", strerror(errno));
+	(void)close(fd);
+	via = pdk_xasprintf("%s/etc/pki/ca-bundle.crt", root);
+	cr_assert_eq(pdk_read_file_at(AT_FDCWD, via, 4096, &text, &err), 0);
+	cr_assert_str_eq(text, "the sandbox's bundle\n", "the link's target shows the bound file");
+	cr_assert_eq(open(via, O_WRONLY | O_CLOEXEC), -1);
+	cr_assert_eq(errno, EROFS, "the bound bundle is read-only (%s)", strerror(errno));
+	(void)close(rfd);
+	cr_assert_eq(umount2(via, MNT_DETACH), 0);
+	rm_root(root);
 }
