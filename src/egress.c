@@ -1560,7 +1560,12 @@ static void accepted(struct evconnlistener *l, evutil_socket_t fd, struct sockad
 	no_delay(c->client);
 	bufferevent_setcb(c->client, client_read, NULL, client_event, c);
 	bufferevent_set_timeouts(c->client, &head, NULL);
-	bufferevent_enable(c->client, EV_READ | EV_WRITE);
+	/*
+	 * Reading only: enabling EV_WRITE with nothing to write costs two
+	 * epoll_ctl() calls and a wakeup. Whatever writes to the client
+	 * enables it (finish(), start_forward()); a tunnel writes itself.
+	 */
+	bufferevent_enable(c->client, EV_READ);
 }
 
 /* An accept() error (EMFILE, ENOBUFS): pause instead of spinning on a readable socket. */
