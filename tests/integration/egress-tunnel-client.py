@@ -10,6 +10,12 @@
                                                      resets its side
   egress-tunnel-client.py eager PORT N SEED       -> the CONNECT and the first tunnelled
                                                      bytes in one write; "COUNT SHA256"
+  egress-tunnel-client.py sizes PORT N...         -> one tunnel per size N (SEND N N):
+                                                     "N:ok" for each that arrived whole
+                                                     and ended, else "N:COUNT"
+  egress-tunnel-client.py echo PORT ROUNDS        -> ROUNDS small messages (1..ROUNDS
+                                                     bytes), each waited for back; "echo
+                                                     ROUNDS ok" or the first that differed
 Each command opens a CONNECT tunnel to 127.0.0.1:PORT through $HTTP_PROXY (with
 PADDOCK_DIRECT=1: straight to the port). The streams are the origin's (stream()).
 """
@@ -104,6 +110,35 @@ def main():
             raise SystemExit(f"CONNECT refused: {head!r}")
         n, sha, _ = drain(s)
         print(n, sha)
+    elif cmd == "sizes":
+        res = []
+        for n in (int(x) for x in sys.argv[3:]):
+            s = tunnel(port)
+            s.sendall(f"SEND {n} {n}\n".encode())
+            got, sha, how = drain(s)
+            want = hashlib.sha256(b"".join(stream(n, n))).hexdigest()
+            res.append(f"{n}:{'ok' if (got, sha, how) == (n, want, 'eof') else got}")
+            s.close()
+        print(" ".join(res))
+    elif cmd == "echo":
+        rounds = int(sys.argv[3])
+        s = tunnel(port)
+        s.sendall(b"ECHO\n")
+        rng = random.Random(5)
+        for i in range(1, rounds + 1):
+            msg = rng.randbytes(i)
+            s.sendall(msg)
+            back = b""
+            while len(back) < len(msg):
+                b = s.recv(len(msg) - len(back))
+                if not b:
+                    raise SystemExit(f"echo: the tunnel ended at round {i}")
+                back += b
+            if back != msg:
+                raise SystemExit(f"echo: round {i} came back different")
+        s.shutdown(socket.SHUT_WR)
+        rest = s.recv(1)
+        print(f"echo {rounds} {'ok' if rest == b'' else 'extra bytes'}")
     elif cmd == "reset":
         s = tunnel(port)
         s.sendall(b"RESET\n")

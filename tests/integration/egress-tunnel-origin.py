@@ -10,6 +10,7 @@ TCP port: one command line per connection, then
   RECV          read to the end of stream (the client's shutdown), answer "COUNT SHA256\\n",
                 close: the answer can only arrive if the half-close passed the proxy
   RESET         close at once with a reset (SO_LINGER 0)
+  ECHO          send back every byte read, as it comes, until the end of stream; then close
 HTTP port: HTTP/1.1 with keep-alive; GET /hello -> "hello-tunnel\\n". Every accepted
 connection increments the count in DIR/http-accepts.
 """
@@ -52,6 +53,12 @@ class Tcp(socketserver.StreamRequestHandler):
                 h.update(b)
                 n += len(b)
             s.sendall(f"{n} {h.hexdigest()}\n".encode())
+        elif line[:1] == [b"ECHO"]:
+            while True:
+                b = self.rfile.read1(CHUNK)
+                if not b:
+                    break
+                s.sendall(b)
         elif line[:1] == [b"RESET"]:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             os.close(s.detach())  # now, before socketserver's shutdown(SHUT_WR) sends a FIN

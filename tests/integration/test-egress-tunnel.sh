@@ -1,6 +1,6 @@
 #!/bin/bash
-# The egress proxy's data path, as root and as nobody: CONNECT tunnels (splice through a pipe
-# per direction) move large streams byte-exact both ways, pass a half-close on, end on a
+# The egress proxy's data path, as root and as nobody: CONNECT tunnels (read/write through a buffer
+# per direction) move large and small streams byte-exact both ways, pass a half-close on, end on a
 # reset, are cut exactly at limits.egress_bytes, and a tunnel whose reader stalls does not
 # stall another; plain HTTP reuses one upstream connection for a client's two requests.
 # Origins on 127.0.0.1 outside the sandbox (egress-tunnel-origin.py); the client
@@ -75,10 +75,19 @@ check_stream() {
 	rc=$?
 	is "$rc:$out" "0:$SIZE $WANT" \
 		"$who: 128 MiB up a tunnel arrive whole, and the origin's answer after the client's shutdown(SHUT_WR) comes back (half-close)"
+	out=$(qrun "$who" "${ALLOW[@]}" -- python3 "$CLIENT" sizes "$TP" 0 1 1000 16383 16384 16385 \
+		32768 1048575 1048576 1048577 3000000)
+	rc=$?
+	is "$rc:$out" "0:0:ok 1:ok 1000:ok 16383:ok 16384:ok 16385:ok 32768:ok 1048575:ok 1048576:ok 1048577:ok 3000000:ok" \
+		"$who: streams of every size around the buffer's first size (16 KiB) and its cap (1 MiB) arrive whole and end (the origin's end right behind its last bytes)"
+	out=$(qrun "$who" "${ALLOW[@]}" -- timeout 60 python3 "$CLIENT" echo "$TP" 300)
+	rc=$?
+	is "$rc:$out" "0:echo 300 ok" \
+		"$who: 300 small messages each way, each waited for (a handshake's pattern), then the half-close"
 	out=$(qrun "$who" "${ALLOW[@]}" -- python3 "$CLIENT" eager "$TP" 1000000 11)
 	rc=$?
 	is "$rc:$out" "0:1000000 $(stream_sum 1000000 11)" \
-		"$who: bytes sent in the same write as the CONNECT go up first, before the spliced ones"
+		"$who: bytes sent in the same write as the CONNECT go up first, before the relayed ones"
 	rm -f "$ev"
 	out=$(qrun "$who" --events "$ev" "${ALLOW[@]}" -- python3 "$CLIENT" reset "$TP")
 	rc=$?
@@ -95,6 +104,16 @@ check_budget() {
 	network: {mode: allowlist, allow: ['127.0.0.1:$TP']}
 	limits: {egress_bytes: 1M}
 	EOF
+	cat >"$T/budget-small.yaml" <<-EOF
+	extends: default
+	network: {mode: allowlist, allow: ['127.0.0.1:$TP']}
+	limits: {egress_bytes: 20000}
+	EOF
+	# 20000 bytes: the cut falls after the first buffer (16 KiB) grew.
+	out=$(qrun "$who" --profile "$T/budget-small.yaml" -- python3 "$CLIENT" download "$TP" 4194304 3)
+	rc=$?
+	is "$rc:${out%% *}" "0:$((20000 - ${#line} - 1))" \
+		"$who: limits.egress_bytes of 20000 cuts a tunnel at exactly the limit (past the first buffer)"
 	# 1 MiB in all: the 15-byte command line up, so 1048576 - 15 bytes down, and not one more.
 	out=$(qrun "$who" --events "$ev" --profile "$T/budget.yaml" -- python3 "$CLIENT" download "$TP" 4194304 3)
 	rc=$?
