@@ -403,6 +403,8 @@ static void exec_finish(struct pdk_exec *x)
 		exec_free(x);
 		return;
 	}
+	pdk__sb_first_exec_done(sb);
+	pdk__sb_ingest_soon(sb);
 	switch (x->mode) {
 	case EXEC_SYNC:
 		o = exit_json(x);
@@ -889,13 +891,21 @@ void pdk__exec_start(struct pdk_sb *sb, struct evhttp_request *req, struct pdk_r
 		pdk_oom();
 	x->in_data = steal_ptr(&er->stdin_data);
 	x->in_len = er->stdin_len;
-	pdk__daemon_event(sb->d, sb->row.id, sb->labels, "exec.request",
-			  json_pack("{s:o, s:b, s:b}", "argv", pdk_json_strv(er->argv), "stream",
-				    stream, "pty", er->pty));
+	/*
+	 * The request goes to the supervisor first, then into the audit store:
+	 * the audit transaction runs while the supervisor and the init start
+	 * the command, not before. The record is written either way, before
+	 * the answer (which needs the loop's next turns) and before the spool's
+	 * process.exec is ingested (a later turn too): the order in the audit
+	 * chain stays request, then exec.
+	 */
 	if (er->pty)
 		exec_launch_pty(x, er);
 	else
 		(void)exec_launch(x, er->argv, er->env, er->cwd, er->timeout_ms);
+	pdk__daemon_event(sb->d, sb->row.id, sb->labels, "exec.request",
+			  json_pack("{s:o, s:b, s:b}", "argv", pdk_json_strv(er->argv), "stream",
+				    stream, "pty", er->pty));
 }
 
 static struct pdk_exec *exec_find(struct pdk_sb *sb, uint64_t id)
