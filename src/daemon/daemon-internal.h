@@ -54,6 +54,7 @@ struct pdk_sb {
 	struct evhttp_request *destroy_req; /* a DELETE waiting for the answer */
 	bool first_exec_pending; /* claimed from a pool, its first exec not answered yet */
 	struct event *ingest_ev; /* a spool ingest held back while an exec runs (sandboxes.c) */
+	bool dirty;              /* row changed in memory, saved by the next ingest pass */
 };
 
 /* ---- sandboxes.c ---- */
@@ -88,6 +89,11 @@ void pdk__sb_ingest_soon(struct pdk_sb *sb);
 /* Charge output bytes / a command to the budget; false (and a limit.exceeded event) when over. */
 bool pdk__sb_budget_ok(struct pdk_sb *sb, const char **what);
 void pdk__sb_charge(struct pdk_sb *sb, uint64_t output_bytes, uint64_t commands);
+/*
+ * The same for an exec: the row is saved after the exec's answer is written
+ * (with its ingest pass: pdk__sb_ingest_soon), not in the middle of the exec.
+ */
+void pdk__sb_charge_exec(struct pdk_sb *sb, uint64_t output_bytes, uint64_t commands);
 void pdk__sb_save(struct pdk_sb *sb);
 void pdk__sb_free_all(struct pdk_daemon *d);
 /* The number of sandboxes known. */

@@ -392,7 +392,7 @@ static void exec_finish(struct pdk_exec *x)
 		event_free(x->peer_ev);
 		x->peer_ev = NULL;
 	}
-	pdk__sb_charge(sb, x->out.total + x->err.total, 0);
+	pdk__sb_charge_exec(sb, x->out.total + x->err.total, 0);
 	if (x->exit == NULL)
 		x->exit = json_pack("{s:s}", "end", "killed");
 	if (!x->started) {
@@ -747,7 +747,7 @@ static void started(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds, voi
 	}
 	x->exec_id = json_incref(json_object_get(reply, "exec"));
 	x->started = true;
-	pdk__sb_charge(sb, 0, 1);
+	pdk__sb_charge_exec(sb, 0, 1);
 	if (x->mode == EXEC_STREAM) {
 		pdk__stream_start(&x->stream, x->req);
 		x->stream.on_close = stream_gone;

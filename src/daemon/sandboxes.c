@@ -52,6 +52,7 @@ void pdk__sb_save(struct pdk_sb *sb)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 
+	sb->dirty = false;
 	if (pdk_store_sandbox_update(sb->d->store, &sb->row, &err) < 0 && !sb->d->quiet)
 		fprintf(stderr, "paddock serve: %s\n", err->msg);
 }
@@ -123,6 +124,8 @@ void pdk__sb_free_all(struct pdk_daemon *d)
 
 		d->sandboxes = sb->next;
 		pdk__exec_abort_all(sb);
+		if (sb->dirty) /* an exec's charge not saved yet */
+			pdk__sb_save(sb);
 		sb_free(sb);
 	}
 }
@@ -250,6 +253,15 @@ void pdk__sb_charge(struct pdk_sb *sb, uint64_t output_bytes, uint64_t commands)
 	pdk__sb_save(sb);
 }
 
+void pdk__sb_charge_exec(struct pdk_sb *sb, uint64_t output_bytes, uint64_t commands)
+{
+	sb->row.output_bytes += output_bytes;
+	sb->row.commands += commands;
+	sb->last_active_ns = pdk_now_mono_ns();
+	if (output_bytes != 0 || commands != 0)
+		sb->dirty = true;
+}
+
 /* ---- control socket ---- */
 
 static void sb_lost_connection(struct pdk_sb *sb);
@@ -266,9 +278,13 @@ static void sb_lost_connection(struct pdk_sb *sb);
 
 static void ingest_due(evutil_socket_t fd, short what, void *arg)
 {
+	struct pdk_sb *sb = arg;
+
 	(void)fd;
 	(void)what;
-	pdk__sb_ingest(arg);
+	pdk__sb_ingest(sb);
+	if (sb->dirty) /* the ingest found nothing new: the exec's charge is saved alone */
+		pdk__sb_save(sb);
 }
 
 static void ingest_arm(struct pdk_sb *sb, uint64_t ms)
@@ -295,7 +311,7 @@ static void ingest_later(struct pdk_sb *sb)
 void pdk__sb_ingest_soon(struct pdk_sb *sb)
 {
 	/* A zero timer runs on the loop's next turn, after the answer's write (see refill). */
-	if (sb->ingest_ev != NULL && evtimer_pending(sb->ingest_ev, NULL))
+	if (sb->dirty || (sb->ingest_ev != NULL && evtimer_pending(sb->ingest_ev, NULL)))
 		ingest_arm(sb, 0);
 }
 
