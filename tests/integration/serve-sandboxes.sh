@@ -312,15 +312,17 @@ sandbox_tests() {
 	as "$who" curl -s -N --max-time 4 --unix-socket "$sock" "http://paddock/v1/events?kind=sandbox.claim" \
 		>"$T/live-$who" 2>/dev/null &
 	sleep 0.5
-	api "$who" POST /v1/sandboxes '{"labels":{"session":"sP"},"ttl":1}'
+	# ttl 2 s: the checks between the claim and the exec spawn a dozen processes, which took
+	# more than 1 s on a loaded machine (the sandbox had expired before its exec).
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sP"},"ttl":2}'
 	id=$(jq_get "$BODY" id)
 	is "$CODE $(jq_get "$BODY" pool) $(jq_get "$BODY" state) $(jq_get "$BODY" labels.session)" "201 true running sP" \
 		"$who: a plain create claims the ready pool member"
 	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["echo","pooled"]}'
-	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "pooled" "$who: the claimed sandbox runs commands"
-	sleep 2.5
+	is "$CODE $(jq_get "$BODY" stdout.text | tr -d '\n')" "200 pooled" "$who: the claimed sandbox runs commands"
+	sleep 3.5
 	api "$who" GET "/v1/sandboxes/$id"
-	is "$CODE" "404" "$who: a sandbox with ttl 1 s is destroyed once it expires"
+	is "$CODE" "404" "$who: a sandbox with ttl 2 s is destroyed once it expires"
 	wait $! 2>/dev/null
 	is "$(grep -c '^event: sandbox.claim' "$T/live-$who")" "1" "$who: GET /v1/events streams new events live"
 	for n in $(seq 1 100); do
