@@ -286,4 +286,3 @@ Test(store, nested_walks_use_their_own_statement)
 	pdk_store_sandbox_release(&out);
 	pdk_store_free(s);
 }
-
