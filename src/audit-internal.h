@@ -32,6 +32,7 @@ struct pdk_audit {
 	char *path;
 	uint64_t checkpoint_every;
 	sqlite3_stmt *st[ST_N];
+	sqlite3_stmt *query; /* pdk_audit_query's, prepared at its first use, then kept */
 	EVP_MD *sha256;
 	EVP_MD_CTX *md;
 	EVP_PKEY *key; /* the private key, loaded at first use */

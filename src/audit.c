@@ -197,6 +197,7 @@ void pdk_audit_free(struct pdk_audit *a)
 		return;
 	for (size_t i = 0; i < ST_N; i++)
 		(void)sqlite3_finalize(a->st[i]);
+	(void)sqlite3_finalize(a->query);
 	(void)sqlite3_close(a->db);
 	EVP_PKEY_free(a->key);
 	json_decref(a->canon_seq);
@@ -423,23 +424,11 @@ static int prepare(struct pdk_audit *a, const char *sql, sqlite3_stmt **st, stru
 	return 0;
 }
 
-int pdk_audit_query(struct pdk_audit *a, const struct pdk_audit_filter *f, pdk_audit_row_cb cb,
-		    void *data, struct pdk_error **err)
+static int query_rows(struct pdk_audit *a, sqlite3_stmt *st, const struct pdk_audit_filter *f,
+		      pdk_audit_row_cb cb, void *data, struct pdk_error **err)
 {
-	/*
-	 * One statement for every filter: a NULL parameter matches all. The
-	 * inner query takes the last N (by seq, descending); the outer one
-	 * puts them back in order.
-	 */
-	static const char sql[] =
-		"SELECT * FROM (SELECT seq, ts, sandbox, session, workflow, actor, kind, line"
-		" FROM events WHERE seq > ?1 AND (?2 IS NULL OR sandbox = ?2)"
-		" AND (?3 IS NULL OR kind = ?3) ORDER BY seq DESC LIMIT ?4) ORDER BY seq";
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (prepare(a, sql, &st, err) < 0)
-		return -EIO;
 	(void)sqlite3_bind_int64(st, 1, (sqlite3_int64)f->after_seq);
 	(void)sqlite3_bind_text(st, 2, f->sandbox, -1, SQLITE_STATIC);
 	(void)sqlite3_bind_text(st, 3, f->kind, -1, SQLITE_STATIC);
@@ -464,6 +453,40 @@ int pdk_audit_query(struct pdk_audit *a, const struct pdk_audit_filter *f, pdk_a
 	if (rc != SQLITE_DONE)
 		return pdk__audit_db_error(a, err, "query events");
 	return 0;
+}
+
+int pdk_audit_query(struct pdk_audit *a, const struct pdk_audit_filter *f, pdk_audit_row_cb cb,
+		    void *data, struct pdk_error **err)
+{
+	/*
+	 * One statement for every filter: a NULL parameter matches all. The
+	 * inner query takes the last N (by seq, descending); the outer one
+	 * puts them back in order.
+	 */
+	static const char sql[] =
+		"SELECT * FROM (SELECT seq, ts, sandbox, session, workflow, actor, kind, line"
+		" FROM events WHERE seq > ?1 AND (?2 IS NULL OR sandbox = ?2)"
+		" AND (?3 IS NULL OR kind = ?3) ORDER BY seq DESC LIMIT ?4) ORDER BY seq";
+	_cleanup_sqlite_stmt_ sqlite3_stmt *fresh = NULL;
+	int rc;
+
+	/*
+	 * The daemon queries after every append (its subscribers' fan-out): the
+	 * statement is prepared once and kept (parsing it each time showed in
+	 * profiles). A query from inside another's callback gets its own.
+	 */
+	if (a->query == NULL && sqlite3_prepare_v3(a->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+						   &a->query, NULL) != SQLITE_OK)
+		return pdk__audit_db_error(a, err, sql);
+	if (sqlite3_stmt_busy(a->query)) {
+		if (prepare(a, sql, &fresh, err) < 0)
+			return -EIO;
+		return query_rows(a, fresh, f, cb, data, err);
+	}
+	rc = query_rows(a, a->query, f, cb, data, err);
+	(void)sqlite3_reset(a->query);
+	(void)sqlite3_clear_bindings(a->query);
+	return rc;
 }
 
 int pdk_audit_sandboxes(struct pdk_audit *a, pdk_audit_sandbox_cb cb, void *data,

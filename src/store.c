@@ -11,9 +11,34 @@
 
 #define BUSY_TIMEOUT_MS 10000
 
+/*
+ * The statements run by the daemon's hot paths (every exec saves its row) are
+ * prepared once, on first use, with SQLITE_PREPARE_PERSISTENT, and kept until
+ * pdk_store_free(): each use binds, steps, then resets and clears its bindings
+ * (stmt_done()). Re-preparing on every call was a visible share of an exec's
+ * cost (sqlite3Parser in profiles).
+ */
+enum store_stmt {
+	ST_SB_INSERT,
+	ST_SB_GET,
+	ST_SB_BY_KEY,
+	ST_SB_EACH,
+	ST_SB_UPDATE,
+	ST_SB_DELETE,
+	ST_TOKEN_ADD,
+	ST_TOKEN_CHECK,
+	ST_TOKEN_EACH,
+	ST_TOKEN_REVOKE,
+	ST_POOL_DELETE,
+	ST_POOL_SET,
+	ST_POOL_EACH,
+	ST_N
+};
+
 struct pdk_store {
 	sqlite3 *db;
 	char *path;
+	sqlite3_stmt *st[ST_N];
 };
 
 static const char *const schema[] = {
@@ -34,11 +59,45 @@ static const char *const schema[] = {
 	"id, state, profile, labels, spec, idempotency_key, supervisor_pid, created_ns," \
 	" expires_ns, idle_timeout_s, spool_offset, output_bytes, commands, pool, claimed"
 
+static const char *const stmt_sql[ST_N] = {
+	[ST_SB_INSERT] = "INSERT INTO sandboxes (" SB_COLUMNS ") VALUES"
+			 " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[ST_SB_GET] = "SELECT " SB_COLUMNS " FROM sandboxes WHERE id = ?",
+	[ST_SB_BY_KEY] = "SELECT " SB_COLUMNS " FROM sandboxes WHERE idempotency_key = ?",
+	[ST_SB_EACH] = "SELECT " SB_COLUMNS " FROM sandboxes ORDER BY created_ns, id",
+	[ST_SB_UPDATE] = "UPDATE sandboxes SET state = ?, supervisor_pid = ?, spool_offset = ?,"
+			 " output_bytes = ?, commands = ?, pool = ?, claimed = ?, expires_ns = ?,"
+			 " labels = ?, idempotency_key = ?, idle_timeout_s = ? WHERE id = ?",
+	[ST_SB_DELETE] = "DELETE FROM sandboxes WHERE id = ?",
+	[ST_TOKEN_ADD] = "INSERT INTO tokens (name, sha256, created_ns) VALUES (?, ?, ?)",
+	[ST_TOKEN_CHECK] = "SELECT name FROM tokens WHERE sha256 = ?",
+	[ST_TOKEN_EACH] = "SELECT name, created_ns FROM tokens ORDER BY created_ns, name",
+	[ST_TOKEN_REVOKE] = "DELETE FROM tokens WHERE name = ?",
+	[ST_POOL_DELETE] = "DELETE FROM pools WHERE profile = ?",
+	[ST_POOL_SET] = "INSERT INTO pools (profile, size) VALUES (?, ?)"
+			" ON CONFLICT(profile) DO UPDATE SET size = excluded.size",
+	[ST_POOL_EACH] = "SELECT profile, size FROM pools ORDER BY profile",
+};
+
 static inline void cleanup_stmt(sqlite3_stmt **st)
 {
 	(void)sqlite3_finalize(*st); /* NULL-safe; its status repeats the last step's */
 }
 #define _cleanup_stmt_ __attribute__((cleanup(cleanup_stmt)))
+
+/*
+ * A kept statement is done with: reset (ends its read, if it was stepping)
+ * and its bindings dropped (no copy of a caller's text stays in the cache).
+ * NULL-safe; the statuses repeat the last step's.
+ */
+static inline void stmt_done(sqlite3_stmt **st)
+{
+	if (*st == NULL)
+		return;
+	(void)sqlite3_reset(*st);
+	(void)sqlite3_clear_bindings(*st);
+}
+#define _cleanup_kept_ __attribute__((cleanup(stmt_done)))
 
 static int db_error(struct pdk_store *s, struct pdk_error **err, const char *what)
 {
@@ -50,6 +109,48 @@ static int prepare(struct pdk_store *s, const char *sql, sqlite3_stmt **st, stru
 {
 	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
 		return db_error(s, err, sql);
+	return 0;
+}
+
+/*
+ * A statement for the row walkers, whose callbacks may call the store again,
+ * even the same walk (a pool pass that destroys a member may start another):
+ * the kept one when it is idle, else a fresh one, finalized after.
+ */
+struct walk {
+	sqlite3_stmt *st;
+	bool fresh;
+};
+
+static inline void walk_done(struct walk *w)
+{
+	if (w->fresh)
+		(void)sqlite3_finalize(w->st);
+	else
+		stmt_done(&w->st);
+}
+#define _cleanup_walk_ __attribute__((cleanup(walk_done)))
+
+static int kept(struct pdk_store *s, enum store_stmt id, sqlite3_stmt **st, struct pdk_error **err);
+
+static int walk_start(struct pdk_store *s, enum store_stmt id, struct walk *w,
+		      struct pdk_error **err)
+{
+	if (s->st[id] != NULL && sqlite3_stmt_busy(s->st[id])) {
+		w->fresh = true;
+		return prepare(s, stmt_sql[id], &w->st, err);
+	}
+	return kept(s, id, &w->st, err);
+}
+
+/* The kept statement `id` in *st, prepared on its first use; the caller's is _cleanup_kept_. */
+static int kept(struct pdk_store *s, enum store_stmt id, sqlite3_stmt **st, struct pdk_error **err)
+{
+	if (s->st[id] == NULL &&
+	    sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &s->st[id],
+			       NULL) != SQLITE_OK)
+		return db_error(s, err, stmt_sql[id]);
+	*st = s->st[id];
 	return 0;
 }
 
@@ -83,6 +184,8 @@ void pdk_store_free(struct pdk_store *s)
 {
 	if (s == NULL)
 		return;
+	for (size_t i = 0; i < ST_N; i++)
+		(void)sqlite3_finalize(s->st[i]); /* NULL-safe */
 	(void)sqlite3_close(s->db);
 	free(s->path);
 	free(s);
@@ -190,13 +293,10 @@ static void read_row(sqlite3_stmt *st, struct pdk_store_sandbox *sb)
 int pdk_store_sandbox_insert(struct pdk_store *s, const struct pdk_store_sandbox *sb,
 			     struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_kept_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
-	if (prepare(s,
-		    "INSERT INTO sandboxes (" SB_COLUMNS ") VALUES"
-		    " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		    &st, err) < 0)
+	if (kept(s, ST_SB_INSERT, &st, err) < 0)
 		return -EIO;
 	rc |= bind_text(st, 1, sb->id);
 	rc |= bind_text(st, 2, sb->state);
@@ -221,13 +321,13 @@ int pdk_store_sandbox_insert(struct pdk_store *s, const struct pdk_store_sandbox
 	return rc;
 }
 
-static int get_one(struct pdk_store *s, const char *sql, const char *arg,
+static int get_one(struct pdk_store *s, enum store_stmt id, const char *arg,
 		   struct pdk_store_sandbox *out, struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_kept_ sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (prepare(s, sql, &st, err) < 0)
+	if (kept(s, id, &st, err) < 0)
 		return -EIO;
 	if (bind_text(st, 1, arg) != SQLITE_OK)
 		return db_error(s, err, "bind");
@@ -235,7 +335,7 @@ static int get_one(struct pdk_store *s, const char *sql, const char *arg,
 	if (rc == SQLITE_DONE)
 		return pdk_error_setx(err, ENOENT, "no sandbox '%s'", arg);
 	if (rc != SQLITE_ROW)
-		return db_error(s, err, sql);
+		return db_error(s, err, stmt_sql[id]);
 	memset(out, 0, sizeof(*out));
 	read_row(st, out);
 	return 0;
@@ -244,30 +344,28 @@ static int get_one(struct pdk_store *s, const char *sql, const char *arg,
 int pdk_store_sandbox_get(struct pdk_store *s, const char *id, struct pdk_store_sandbox *out,
 			  struct pdk_error **err)
 {
-	return get_one(s, "SELECT " SB_COLUMNS " FROM sandboxes WHERE id = ?", id, out, err);
+	return get_one(s, ST_SB_GET, id, out, err);
 }
 
 int pdk_store_sandbox_by_key(struct pdk_store *s, const char *key, struct pdk_store_sandbox *out,
 			     struct pdk_error **err)
 {
-	return get_one(s, "SELECT " SB_COLUMNS " FROM sandboxes WHERE idempotency_key = ?", key,
-		       out, err);
+	return get_one(s, ST_SB_BY_KEY, key, out, err);
 }
 
 int pdk_store_sandbox_each(struct pdk_store *s, pdk_store_sandbox_cb cb, void *data,
 			   struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_walk_ struct walk w = {0};
 	int rc;
 
-	if (prepare(s, "SELECT " SB_COLUMNS " FROM sandboxes ORDER BY created_ns, id", &st, err) <
-	    0)
+	if (walk_start(s, ST_SB_EACH, &w, err) < 0)
 		return -EIO;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(w.st)) == SQLITE_ROW) {
 		struct pdk_store_sandbox sb = {0};
 		int r;
 
-		read_row(st, &sb);
+		read_row(w.st, &sb);
 		r = cb(data, &sb);
 		pdk_store_sandbox_release(&sb);
 		if (r != 0)
@@ -281,14 +379,10 @@ int pdk_store_sandbox_each(struct pdk_store *s, pdk_store_sandbox_cb cb, void *d
 int pdk_store_sandbox_update(struct pdk_store *s, const struct pdk_store_sandbox *sb,
 			     struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_kept_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
-	if (prepare(s,
-		    "UPDATE sandboxes SET state = ?, supervisor_pid = ?, spool_offset = ?,"
-		    " output_bytes = ?, commands = ?, pool = ?, claimed = ?, expires_ns = ?,"
-		    " labels = ?, idempotency_key = ?, idle_timeout_s = ? WHERE id = ?",
-		    &st, err) < 0)
+	if (kept(s, ST_SB_UPDATE, &st, err) < 0)
 		return -EIO;
 	rc |= bind_text(st, 1, sb->state);
 	rc |= sqlite3_bind_int64(st, 2, sb->supervisor_pid);
@@ -311,12 +405,12 @@ int pdk_store_sandbox_update(struct pdk_store *s, const struct pdk_store_sandbox
 	return 0;
 }
 
-static int exec_bound1(struct pdk_store *s, const char *sql, const char *arg,
+static int exec_bound1(struct pdk_store *s, enum store_stmt id, const char *arg,
 		       struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_kept_ sqlite3_stmt *st = NULL;
 
-	if (prepare(s, sql, &st, err) < 0)
+	if (kept(s, id, &st, err) < 0)
 		return -EIO;
 	if (bind_text(st, 1, arg) != SQLITE_OK)
 		return db_error(s, err, "bind");
@@ -325,17 +419,16 @@ static int exec_bound1(struct pdk_store *s, const char *sql, const char *arg,
 
 int pdk_store_sandbox_delete(struct pdk_store *s, const char *id, struct pdk_error **err)
 {
-	return exec_bound1(s, "DELETE FROM sandboxes WHERE id = ?", id, err);
+	return exec_bound1(s, ST_SB_DELETE, id, err);
 }
 
 int pdk_store_token_add(struct pdk_store *s, const char *name, const char *sha256_hex,
 			struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_kept_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
-	if (prepare(s, "INSERT INTO tokens (name, sha256, created_ns) VALUES (?, ?, ?)", &st, err) <
-	    0)
+	if (kept(s, ST_TOKEN_ADD, &st, err) < 0)
 		return -EIO;
 	rc |= bind_text(st, 1, name);
 	rc |= bind_text(st, 2, sha256_hex);
@@ -351,10 +444,10 @@ int pdk_store_token_add(struct pdk_store *s, const char *name, const char *sha25
 int pdk_store_token_check(struct pdk_store *s, const char *sha256_hex, char **name,
 			  struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_kept_ sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (prepare(s, "SELECT name FROM tokens WHERE sha256 = ?", &st, err) < 0)
+	if (kept(s, ST_TOKEN_CHECK, &st, err) < 0)
 		return -EIO;
 	if (bind_text(st, 1, sha256_hex) != SQLITE_OK)
 		return db_error(s, err, "bind");
@@ -368,18 +461,19 @@ int pdk_store_token_check(struct pdk_store *s, const char *sha256_hex, char **na
 	return 0;
 }
 
-/* Rows of (text, integer) from `sql`, each handed to `cb`; `what` names the query in errors. */
-static int each_text_u64(struct pdk_store *s, const char *sql, const char *what,
+/* Rows of (text, integer) from statement `id`, each handed to `cb`; `what` names the query in
+ * errors. */
+static int each_text_u64(struct pdk_store *s, enum store_stmt id, const char *what,
 			 int (*cb)(void *data, const char *text, uint64_t n), void *data,
 			 struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_walk_ struct walk w = {0};
 	int rc;
 
-	if (prepare(s, sql, &st, err) < 0)
+	if (walk_start(s, id, &w, err) < 0)
 		return -EIO;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int r = cb(data, (const char *)sqlite3_column_text(st, 0), col_u64(st, 1));
+	while ((rc = sqlite3_step(w.st)) == SQLITE_ROW) {
+		int r = cb(data, (const char *)sqlite3_column_text(w.st, 0), col_u64(w.st, 1));
 
 		if (r != 0)
 			return r;
@@ -392,13 +486,12 @@ static int each_text_u64(struct pdk_store *s, const char *sql, const char *what,
 int pdk_store_token_each(struct pdk_store *s, pdk_store_token_cb cb, void *data,
 			 struct pdk_error **err)
 {
-	return each_text_u64(s, "SELECT name, created_ns FROM tokens ORDER BY created_ns, name",
-			     "list tokens", cb, data, err);
+	return each_text_u64(s, ST_TOKEN_EACH, "list tokens", cb, data, err);
 }
 
 int pdk_store_token_revoke(struct pdk_store *s, const char *name, struct pdk_error **err)
 {
-	if (exec_bound1(s, "DELETE FROM tokens WHERE name = ?", name, err) < 0)
+	if (exec_bound1(s, ST_TOKEN_REVOKE, name, err) < 0)
 		return -EIO;
 	if (sqlite3_changes(s->db) == 0)
 		return pdk_error_setx(err, ENOENT, "no token named '%s'", name);
@@ -408,15 +501,12 @@ int pdk_store_token_revoke(struct pdk_store *s, const char *name, struct pdk_err
 int pdk_store_pool_set(struct pdk_store *s, const char *profile, uint64_t size,
 		       struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_kept_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
 	if (size == 0)
-		return exec_bound1(s, "DELETE FROM pools WHERE profile = ?", profile, err);
-	if (prepare(s,
-		    "INSERT INTO pools (profile, size) VALUES (?, ?)"
-		    " ON CONFLICT(profile) DO UPDATE SET size = excluded.size",
-		    &st, err) < 0)
+		return exec_bound1(s, ST_POOL_DELETE, profile, err);
+	if (kept(s, ST_POOL_SET, &st, err) < 0)
 		return -EIO;
 	rc |= bind_text(st, 1, profile);
 	rc |= bind_u64(st, 2, size);
@@ -428,6 +518,5 @@ int pdk_store_pool_set(struct pdk_store *s, const char *profile, uint64_t size,
 int pdk_store_pool_each(struct pdk_store *s, pdk_store_pool_cb cb, void *data,
 			struct pdk_error **err)
 {
-	return each_text_u64(s, "SELECT profile, size FROM pools ORDER BY profile", "list pools",
-			     cb, data, err);
+	return each_text_u64(s, ST_POOL_EACH, "list pools", cb, data, err);
 }

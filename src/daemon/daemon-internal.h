@@ -52,6 +52,9 @@ struct pdk_sb {
 	char *end_reason;        /* why it is being destroyed */
 	bool destroying;
 	struct evhttp_request *destroy_req; /* a DELETE waiting for the answer */
+	bool first_exec_pending; /* claimed from a pool, its first exec not answered yet */
+	struct event *ingest_ev; /* a spool ingest held back while an exec runs (sandboxes.c) */
+	bool dirty;              /* row changed in memory, saved by the next ingest pass */
 };
 
 /* ---- sandboxes.c ---- */
@@ -68,13 +71,29 @@ void pdk__sb_destroy(struct pdk_sb *sb, const char *reason, struct evhttp_reques
 json_t *pdk__sb_json(struct pdk_sb *sb, const char *token);
 /* Re-adopt every stored sandbox at start. */
 void pdk__sb_adopt_all(struct pdk_daemon *d);
+/*
+ * Warm pools. pdk__pools_tick: the timer's pass (skipped while a refill is
+ * held back after a claim). pdk__pools_now: a pass at once (PUT /v1/pools).
+ * pdk__sb_first_exec_done: a claimed sandbox's first exec answered; the held
+ * refill starts when no claimed sandbox waits for its first exec any more.
+ */
+void pdk__pools_tick(struct pdk_daemon *d);
+void pdk__pools_now(struct pdk_daemon *d);
+void pdk__sb_first_exec_done(struct pdk_sb *sb);
 /* Once a second: TTL, idle timeout, status refresh, pools. */
 void pdk__sb_tick(struct pdk_daemon *d);
 /* Read new complete lines of the sandbox's spool into the audit store. */
 void pdk__sb_ingest(struct pdk_sb *sb);
+/* An exec of `sb` answered: a held-back ingest runs right after the answer is written. */
+void pdk__sb_ingest_soon(struct pdk_sb *sb);
 /* Charge output bytes / a command to the budget; false (and a limit.exceeded event) when over. */
 bool pdk__sb_budget_ok(struct pdk_sb *sb, const char **what);
 void pdk__sb_charge(struct pdk_sb *sb, uint64_t output_bytes, uint64_t commands);
+/*
+ * The same for an exec: the row is saved after the exec's answer is written
+ * (with its ingest pass: pdk__sb_ingest_soon), not in the middle of the exec.
+ */
+void pdk__sb_charge_exec(struct pdk_sb *sb, uint64_t output_bytes, uint64_t commands);
 void pdk__sb_save(struct pdk_sb *sb);
 void pdk__sb_free_all(struct pdk_daemon *d);
 /* The number of sandboxes known. */

@@ -41,6 +41,7 @@ struct pdk_daemon {
 	struct event_base *base;
 	struct evhttp *http_unix, *http_tcp;
 	struct event *sig_term, *sig_int, *sig_chld, *tick;
+	struct event *refill; /* the held-back pool pass after a claim (sandboxes.c) */
 	struct pdk_store *store;
 	struct pdk_audit *audit;
 	unsigned char key[PDK_TOKEN_KEY_LEN];

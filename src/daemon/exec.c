@@ -392,7 +392,7 @@ static void exec_finish(struct pdk_exec *x)
 		event_free(x->peer_ev);
 		x->peer_ev = NULL;
 	}
-	pdk__sb_charge(sb, x->out.total + x->err.total, 0);
+	pdk__sb_charge_exec(sb, x->out.total + x->err.total, 0);
 	if (x->exit == NULL)
 		x->exit = json_pack("{s:s}", "end", "killed");
 	if (!x->started) {
@@ -403,6 +403,8 @@ static void exec_finish(struct pdk_exec *x)
 		exec_free(x);
 		return;
 	}
+	pdk__sb_first_exec_done(sb);
+	pdk__sb_ingest_soon(sb);
 	switch (x->mode) {
 	case EXEC_SYNC:
 		o = exit_json(x);
@@ -745,7 +747,7 @@ static void started(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds, voi
 	}
 	x->exec_id = json_incref(json_object_get(reply, "exec"));
 	x->started = true;
-	pdk__sb_charge(sb, 0, 1);
+	pdk__sb_charge_exec(sb, 0, 1);
 	if (x->mode == EXEC_STREAM) {
 		pdk__stream_start(&x->stream, x->req);
 		x->stream.on_close = stream_gone;
@@ -889,13 +891,21 @@ void pdk__exec_start(struct pdk_sb *sb, struct evhttp_request *req, struct pdk_r
 		pdk_oom();
 	x->in_data = steal_ptr(&er->stdin_data);
 	x->in_len = er->stdin_len;
-	pdk__daemon_event(sb->d, sb->row.id, sb->labels, "exec.request",
-			  json_pack("{s:o, s:b, s:b}", "argv", pdk_json_strv(er->argv), "stream",
-				    stream, "pty", er->pty));
+	/*
+	 * The request goes to the supervisor first, then into the audit store:
+	 * the audit transaction runs while the supervisor and the init start
+	 * the command, not before. The record is written either way, before
+	 * the answer (which needs the loop's next turns) and before the spool's
+	 * process.exec is ingested (a later turn too): the order in the audit
+	 * chain stays request, then exec.
+	 */
 	if (er->pty)
 		exec_launch_pty(x, er);
 	else
 		(void)exec_launch(x, er->argv, er->env, er->cwd, er->timeout_ms);
+	pdk__daemon_event(sb->d, sb->row.id, sb->labels, "exec.request",
+			  json_pack("{s:o, s:b, s:b}", "argv", pdk_json_strv(er->argv), "stream",
+				    stream, "pty", er->pty));
 }
 
 static struct pdk_exec *exec_find(struct pdk_sb *sb, uint64_t id)

@@ -465,6 +465,7 @@ static void route_pool_put(struct route_ctx *c, const char *profile)
 	}
 	pdk__http_json(c->req, 200,
 		       json_pack("{s:s, s:I}", "profile", profile, "size", (json_int_t)size));
+	pdk__pools_now(c->d); /* a new or larger pool starts filling now, not at the next tick */
 }
 
 static void route_events(struct route_ctx *c)

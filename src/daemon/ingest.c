@@ -196,12 +196,24 @@ void pdk__daemon_fanout(struct pdk_daemon *d)
 	struct fan fan = {.d = d};
 
 	reap_dead(d);
-	if (d->subscribers == NULL) {
-		/* Nobody listens: only the head moves. */
-		f.after_seq = 0;
-		f.last = 1;
-		fan.only = NULL;
-	}
+	/*
+	 * Nobody listens: nothing to read (this runs after every append, two
+	 * or three times per exec). d->fanout_seq is brought to the head when
+	 * the first subscriber comes (pdk__sse_subscribe).
+	 */
+	if (d->subscribers == NULL)
+		return;
+	if (pdk_audit_query(d->audit, &f, fan_row, &fan, &err) < 0 && !d->quiet)
+		fprintf(stderr, "paddock serve: events: %s\n", err->msg);
+}
+
+/* d->fanout_seq = the audit store's head (no subscriber: nothing is sent). */
+static void fanout_head(struct pdk_daemon *d)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_audit_filter f = {.after_seq = 0, .last = 1};
+	struct fan fan = {.d = d};
+
 	if (pdk_audit_query(d->audit, &f, fan_row, &fan, &err) < 0 && !d->quiet)
 		fprintf(stderr, "paddock serve: events: %s\n", err->msg);
 }
@@ -217,7 +229,12 @@ void pdk__sse_subscribe(struct pdk_daemon *d, struct evhttp_request *req, const 
 	s->sandbox = sandbox ? pdk_xstrdup(sandbox) : NULL;
 	s->session = session ? pdk_xstrdup(session) : NULL;
 	s->kind = kind ? pdk_xstrdup(kind) : NULL;
-	pdk__daemon_fanout(d); /* d->fanout_seq is the head: the replay stops there */
+	/* d->fanout_seq is the head: the replay stops there. */
+	reap_dead(d);
+	if (d->subscribers == NULL)
+		fanout_head(d);
+	else
+		pdk__daemon_fanout(d);
 	pdk__stream_start(&s->s, req);
 	if (since != UINT64_MAX && pdk_audit_query(d->audit, &f, fan_row, &fan, &err) < 0 &&
 	    !d->quiet)

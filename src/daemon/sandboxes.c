@@ -52,6 +52,7 @@ void pdk__sb_save(struct pdk_sb *sb)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 
+	sb->dirty = false;
 	if (pdk_store_sandbox_update(sb->d->store, &sb->row, &err) < 0 && !sb->d->quiet)
 		fprintf(stderr, "paddock serve: %s\n", err->msg);
 }
@@ -84,6 +85,7 @@ static void sb_free(struct pdk_sb *sb)
 	fail_calls(sb);
 	free_event(&sb->ctl_ev);
 	free_event(&sb->ready_ev);
+	free_event(&sb->ingest_ev);
 	close_fd(&sb->ctl_fd);
 	close_fd(&sb->ready_fd);
 	close_fd(&sb->pidfd);
@@ -122,6 +124,8 @@ void pdk__sb_free_all(struct pdk_daemon *d)
 
 		d->sandboxes = sb->next;
 		pdk__exec_abort_all(sb);
+		if (sb->dirty) /* an exec's charge not saved yet */
+			pdk__sb_save(sb);
 		sb_free(sb);
 	}
 }
@@ -249,9 +253,67 @@ void pdk__sb_charge(struct pdk_sb *sb, uint64_t output_bytes, uint64_t commands)
 	pdk__sb_save(sb);
 }
 
+void pdk__sb_charge_exec(struct pdk_sb *sb, uint64_t output_bytes, uint64_t commands)
+{
+	sb->row.output_bytes += output_bytes;
+	sb->row.commands += commands;
+	sb->last_active_ns = pdk_now_mono_ns();
+	if (output_bytes != 0 || commands != 0)
+		sb->dirty = true;
+}
+
 /* ---- control socket ---- */
 
 static void sb_lost_connection(struct pdk_sb *sb);
+
+/*
+ * The supervisor's nudge comes while the exec that wrote the events (its
+ * process.exec) still runs: ingesting then (an audit transaction, the row's
+ * save, the fan-out) would take the CPU from that exec and delay its answer.
+ * While an exec of the sandbox runs, the ingest waits until that exec has
+ * answered (pdk__sb_ingest_soon), at most INGEST_HOLD_MS; nothing is lost
+ * meanwhile: the spool keeps the events and the offset says what is new.
+ */
+#define INGEST_HOLD_MS 50
+
+static void ingest_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_sb *sb = arg;
+
+	(void)fd;
+	(void)what;
+	pdk__sb_ingest(sb);
+	if (sb->dirty) /* the ingest found nothing new: the exec's charge is saved alone */
+		pdk__sb_save(sb);
+}
+
+static void ingest_arm(struct pdk_sb *sb, uint64_t ms)
+{
+	struct timeval tv = {0, (suseconds_t)(ms * 1000)};
+
+	if (sb->ingest_ev == NULL &&
+	    (sb->ingest_ev = evtimer_new(sb->d->base, ingest_due, sb)) == NULL)
+		pdk_oom();
+	if (evtimer_add(sb->ingest_ev, &tv) < 0)
+		pdk_oom();
+}
+
+static void ingest_later(struct pdk_sb *sb)
+{
+	if (sb->execs == NULL) {
+		pdk__sb_ingest(sb);
+		return;
+	}
+	if (sb->ingest_ev == NULL || !evtimer_pending(sb->ingest_ev, NULL))
+		ingest_arm(sb, INGEST_HOLD_MS);
+}
+
+void pdk__sb_ingest_soon(struct pdk_sb *sb)
+{
+	/* A zero timer runs on the loop's next turn, after the answer's write (see refill). */
+	if (sb->dirty || (sb->ingest_ev != NULL && evtimer_pending(sb->ingest_ev, NULL)))
+		ingest_arm(sb, 0);
+}
 
 static void dispatch(struct pdk_sb *sb, json_t *msg, int *fds, size_t nfds)
 {
@@ -272,7 +334,7 @@ static void dispatch(struct pdk_sb *sb, json_t *msg, int *fds, size_t nfds)
 	} else if (ev != NULL && strcmp(ev, "exit") == 0) {
 		pdk__exec_exited(sb, msg);
 	} else if (ev != NULL && strcmp(ev, "events") == 0) {
-		pdk__sb_ingest(sb);
+		ingest_later(sb);
 	} else if (ev != NULL && strcmp(ev, "ended") == 0) {
 		const char *why = json_string_value(json_object_get(msg, "reason"));
 
@@ -826,7 +888,7 @@ static struct pdk_sb *pool_member(struct pdk_daemon *d, struct pdk_req_create *c
 	return NULL;
 }
 
-void pdk__pools_tick(struct pdk_daemon *d);
+static void refill_hold(struct pdk_daemon *d);
 
 static bool claim(struct pdk_daemon *d, struct evhttp_request *req, struct pdk_req_create *cr,
 		  const char *key)
@@ -854,7 +916,8 @@ static bool claim(struct pdk_daemon *d, struct evhttp_request *req, struct pdk_r
 			  json_pack("{s:s}", "profile", sb->row.profile));
 	add_waiter(sb, req, 201);
 	reply_waiters(sb, NULL);
-	pdk__pools_tick(d); /* the claimed member's replacement starts now, not at the next tick */
+	sb->first_exec_pending = true;
+	refill_hold(d); /* the replacement starts once the first exec answered (see there) */
 	return true;
 }
 
@@ -920,13 +983,82 @@ static int pool_fill(void *data, const char *profile, uint64_t size)
 	return 0;
 }
 
-void pdk__pools_tick(struct pdk_daemon *d);
-void pdk__pools_tick(struct pdk_daemon *d)
+static void pools_pass(struct pdk_daemon *d)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 
+	if (d->stopping)
+		return;
 	if (pdk_store_pool_each(d->store, pool_fill, d, &err) < 0 && !d->quiet)
 		fprintf(stderr, "paddock serve: pools: %s\n", err->msg);
+}
+
+/*
+ * The refill after a claim is held back: a replacement's start (a supervisor
+ * building a sandbox: tens of ms of CPU) would compete with the claimed
+ * sandbox's first exec for the CPUs, and that exec is what the client waits
+ * for. It starts when no claimed sandbox waits for its first exec any more,
+ * and at the latest REFILL_HOLD_MS after the claim (a client that never
+ * execs does not stop the pool from refilling).
+ */
+#define REFILL_HOLD_MS 200
+
+static void refill_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_daemon *d = arg;
+
+	(void)fd;
+	(void)what;
+	for (struct pdk_sb *sb = d->sandboxes; sb != NULL; sb = sb->next)
+		sb->first_exec_pending = false; /* the hold is over for every claim so far */
+	pools_pass(d);
+}
+
+static void refill_hold(struct pdk_daemon *d)
+{
+	struct timeval tv = {0, REFILL_HOLD_MS * 1000};
+
+	if (d->refill == NULL && (d->refill = evtimer_new(d->base, refill_due, d)) == NULL)
+		pdk_oom();
+	/* A later claim does not push the first one's deadline back. */
+	if (!evtimer_pending(d->refill, NULL) && evtimer_add(d->refill, &tv) < 0)
+		pdk_oom();
+}
+
+void pdk__sb_first_exec_done(struct pdk_sb *sb)
+{
+	struct pdk_daemon *d = sb->d;
+
+	if (!sb->first_exec_pending)
+		return;
+	sb->first_exec_pending = false;
+	for (struct pdk_sb *o = d->sandboxes; o != NULL; o = o->next)
+		if (o->first_exec_pending && !o->destroying)
+			return;
+	/*
+	 * Not here: the exec's answer is only queued; libevent writes it on the
+	 * loop's next turn. A zero timer runs after that write (the loop handles
+	 * the ready sockets before the expired timers of the same turn).
+	 */
+	if (d->refill != NULL && evtimer_pending(d->refill, NULL)) {
+		struct timeval now = {0, 0};
+
+		evtimer_del(d->refill);
+		if (evtimer_add(d->refill, &now) < 0)
+			pdk_oom();
+	}
+}
+
+void pdk__pools_tick(struct pdk_daemon *d)
+{
+	if (d->refill != NULL && evtimer_pending(d->refill, NULL))
+		return; /* held back after a claim: refill_due() runs the pass */
+	pools_pass(d);
+}
+
+void pdk__pools_now(struct pdk_daemon *d)
+{
+	pools_pass(d);
 }
 
 /* ---- re-adoption ---- */

@@ -26,7 +26,6 @@
 #define SHUTDOWN_WAIT_S  10
 
 void pdk__sse_keepalive(struct pdk_daemon *d);
-void pdk__pools_tick(struct pdk_daemon *d);
 
 /* ---- listeners ---- */
 
@@ -338,7 +337,7 @@ static void stop(struct pdk_daemon *d)
 	if (d->socket_path != NULL && d->http_unix != NULL)
 		(void)unlink(d->socket_path);
 	{
-		struct event *evs[] = {d->sig_term, d->sig_int, d->sig_chld, d->tick};
+		struct event *evs[] = {d->sig_term, d->sig_int, d->sig_chld, d->tick, d->refill};
 
 		for (size_t i = 0; i < PDK_ARRAY_SIZE(evs); i++)
 			if (evs[i] != NULL)

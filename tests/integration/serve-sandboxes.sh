@@ -312,15 +312,17 @@ sandbox_tests() {
 	as "$who" curl -s -N --max-time 4 --unix-socket "$sock" "http://paddock/v1/events?kind=sandbox.claim" \
 		>"$T/live-$who" 2>/dev/null &
 	sleep 0.5
-	api "$who" POST /v1/sandboxes '{"labels":{"session":"sP"},"ttl":1}'
+	# ttl 2 s: the checks between the claim and the exec spawn a dozen processes, which took
+	# more than 1 s on a loaded machine (the sandbox had expired before its exec).
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sP"},"ttl":2}'
 	id=$(jq_get "$BODY" id)
 	is "$CODE $(jq_get "$BODY" pool) $(jq_get "$BODY" state) $(jq_get "$BODY" labels.session)" "201 true running sP" \
 		"$who: a plain create claims the ready pool member"
 	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["echo","pooled"]}'
-	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "pooled" "$who: the claimed sandbox runs commands"
-	sleep 2.5
+	is "$CODE $(jq_get "$BODY" stdout.text | tr -d '\n')" "200 pooled" "$who: the claimed sandbox runs commands"
+	sleep 3.5
 	api "$who" GET "/v1/sandboxes/$id"
-	is "$CODE" "404" "$who: a sandbox with ttl 1 s is destroyed once it expires"
+	is "$CODE" "404" "$who: a sandbox with ttl 2 s is destroyed once it expires"
 	wait $! 2>/dev/null
 	is "$(grep -c '^event: sandbox.claim' "$T/live-$who")" "1" "$who: GET /v1/events streams new events live"
 	for n in $(seq 1 100); do
@@ -329,21 +331,46 @@ sandbox_tests() {
 		sleep 0.1
 	done
 	is "$(jq_get "$BODY" pools.0.ready)" "1" "$who: the pool refills in the background"
-	# A burst of claims: each claim starts its replacement at once (the whole deficit, at most
-	# 4 starting a pool), not one a timer tick.
+	# A pool that grows starts filling with the PUT itself, not at the next 1 s tick: right
+	# after its answer the 2 new members are already counted (ready or starting).
 	api "$who" PUT /v1/pools/default '{"size":3}'
+	api "$who" GET /v1/pools
+	is "$(jq_get "$BODY" pools.0.size) $(($(jq_get "$BODY" pools.0.ready) + $(jq_get "$BODY" pools.0.starting)))" \
+		"3 3" "$who: PUT /v1/pools starts the refill at once"
 	for n in $(seq 1 200); do
 		api "$who" GET /v1/pools
 		[ "$(jq_get "$BODY" pools.0.ready)" = 3 ] && break
 		sleep 0.1
 	done
 	is "$(jq_get "$BODY" pools.0.ready)" "3" "$who: a pool grown to 3 fills"
+	# A burst of claims: the replacements (the whole deficit, at most 4 starting a pool) are
+	# held back until the claimed sandboxes' first execs answered, at most 200 ms, so they
+	# do not compete with those execs; not one per timer tick.
 	for n in 1 2 3; do
 		api "$who" POST /v1/sandboxes '{"labels":{"session":"burst"}}'
+		eval "burst$n=\$(jq_get \"\$BODY\" id)"
 	done
+	sleep 0.5
 	api "$who" GET /v1/sandboxes
 	is "$(printf '%s' "$BODY" | jq '[.sandboxes[] | select(.labels.session == "burst")] | length'):$(printf '%s' "$BODY" | jq '[.sandboxes[] | select(.labels.session == null)] | length')" \
-		"3:3" "$who: right after 3 claims, their 3 replacements are already starting"
+		"3:3" "$who: 0.5 s after 3 claims without an exec (before the next tick), their 3 replacements are starting"
+	# A claim whose first exec answers releases the hold: the replacement starts right after
+	# that answer.
+	for n in 1 2 3; do
+		api "$who" DELETE "/v1/sandboxes/$(eval echo "\$burst$n")"
+	done
+	for n in $(seq 1 200); do
+		api "$who" GET /v1/pools
+		[ "$(jq_get "$BODY" pools.0.ready)" = 3 ] && break
+		sleep 0.1
+	done
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"first"}}'
+	id=$(jq_get "$BODY" id)
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["true"]}'
+	code=$CODE
+	api "$who" GET /v1/pools
+	is "$code $(($(jq_get "$BODY" pools.0.ready) + $(jq_get "$BODY" pools.0.starting)))" "200 3" \
+		"$who: the claimed sandbox's first exec answered, its replacement is already starting"
 	serve_stop "$who"
 	sleep 0.3
 	is "$SERVE_RC $(supervisors_in "$who" | wc -l) $(ls "$T/serve-$who/run/sb" | wc -l)" "0 0 0" \

@@ -199,6 +199,79 @@ Test(audit, chain_append_and_verify)
 	pdk_audit_free(a);
 }
 
+/* The kept query statement: fresh bindings each time, a fresh snapshot, nested queries. */
+static int q_stop_row(void *data, const struct pdk_audit_row *r)
+{
+	(void)data;
+	(void)r;
+	return 5;
+}
+
+struct q_count {
+	struct pdk_audit *a;
+	uint64_t n, nested, last_seq;
+};
+
+static int q_count_row(void *data, const struct pdk_audit_row *r)
+{
+	struct q_count *q = data;
+
+	q->n++;
+	q->last_seq = r->seq;
+	return 0;
+}
+
+static int q_nested_row(void *data, const struct pdk_audit_row *r)
+{
+	struct q_count *q = data, inner = {0};
+	struct pdk_error *err = NULL;
+
+	(void)r;
+	q->n++;
+	/* A query from inside a query's callback (the kept statement is mid-step). */
+	cr_assert_eq(pdk_audit_query(q->a, &(struct pdk_audit_filter){.sandbox = "sb-2"},
+				     q_count_row, &inner, &err),
+		     0);
+	q->nested += inner.n;
+	return 0;
+}
+
+Test(audit, query_statement_kept_across_filters_appends_and_nesting)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = open_store(state);
+	struct pdk_error *err = NULL;
+	struct q_count q = {.a = a};
+
+	fill(a, "sb-1", 30, 10);
+	fill(a, "sb-2", 20, 10);
+	cr_assert_eq(pdk_audit_query(a, &(struct pdk_audit_filter){.sandbox = "sb-2"}, q_count_row,
+				     &q, &err),
+		     0);
+	cr_assert_eq(q.n, 20);
+	/* The previous sandbox binding does not stay: no filter sees every record. */
+	q = (struct q_count){.a = a};
+	cr_assert_eq(pdk_audit_query(a, &(struct pdk_audit_filter){0}, q_count_row, &q, &err), 0);
+	cr_assert_eq(q.n, 50);
+	/* A callback that stops the walk leaves no read open: appends after it are seen. */
+	cr_assert_eq(pdk_audit_query(a, &(struct pdk_audit_filter){0}, q_stop_row, NULL, &err), 5);
+	fill(a, "sb-1", 7, 7);
+	q = (struct q_count){.a = a};
+	cr_assert_eq(pdk_audit_query(a, &(struct pdk_audit_filter){.after_seq = 45, .last = 100},
+				     q_count_row, &q, &err),
+		     0);
+	cr_assert_eq(q.n, 12);
+	cr_assert_eq(q.last_seq, 57);
+	q = (struct q_count){.a = a};
+	cr_assert_eq(pdk_audit_query(a, &(struct pdk_audit_filter){.sandbox = "sb-1", .last = 3},
+				     q_nested_row, &q, &err),
+		     0);
+	cr_assert_eq(q.n, 3);
+	cr_assert_eq(q.nested, 3 * 20);
+	cr_assert_eq(verify(a).reason, PDK_AUDIT_INTACT);
+	pdk_audit_free(a);
+}
+
 Test(audit, empty_store_is_intact)
 {
 	_cleanup_free_ char *state = tmp_state();

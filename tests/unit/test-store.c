@@ -173,3 +173,116 @@ Test(store, pools_set_update_remove)
 	cr_assert_str_eq(buf, "default=2;");
 	pdk_store_free(s);
 }
+
+static int count_stop_cb(void *data, const struct pdk_store_sandbox *sb)
+{
+	(void)data;
+	(void)sb;
+	return 7;
+}
+
+/*
+ * The kept statements: used many times, after a failed step, with bindings
+ * that must not leak from one use into the next (a NULL key after a text one),
+ * and freed with the store (ASan's leak check runs on this suite).
+ */
+Test(store, kept_statements_reused_with_fresh_bindings)
+{
+	struct pdk_store *s = open_store();
+	struct pdk_store_sandbox a = row("sb-a", "ka"), b = row("sb-b", NULL), out = {0};
+	struct pdk_error *err = NULL;
+
+	cr_assert_eq(pdk_store_sandbox_insert(s, &a, &err), 0);
+	/* The insert's kept statement after a constraint failure still works. */
+	cr_assert_eq(pdk_store_sandbox_insert(s, &a, &err), -EEXIST);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_store_sandbox_insert(s, &b, &err), 0, "%s", err ? err->msg : "");
+	for (uint64_t i = 1; i <= 500; i++) {
+		a.commands = i;
+		a.output_bytes = 2 * i;
+		cr_assert_eq(pdk_store_sandbox_update(s, &a, &err), 0);
+		cr_assert_eq(pdk_store_sandbox_get(s, i % 2 ? "sb-a" : "sb-b", &out, &err), 0);
+		cr_assert_eq(out.commands, i % 2 ? i : 0);
+		pdk_store_sandbox_release(&out);
+	}
+	/* sb-b's NULL key, bound after sb-a's text key: no key is found for sb-b's row. */
+	cr_assert_eq(pdk_store_sandbox_by_key(s, "ka", &out, &err), 0);
+	cr_assert_str_eq(out.id, "sb-a");
+	cr_assert_eq(out.output_bytes, 1000);
+	pdk_store_sandbox_release(&out);
+	a.idempotency_key = NULL;
+	cr_assert_eq(pdk_store_sandbox_update(s, &a, &err), 0);
+	cr_assert_eq(pdk_store_sandbox_by_key(s, "ka", &out, &err), -ENOENT);
+	pdk_error_free(&err);
+	/* A statement left mid-walk (the callback stopped it) is reset for its next use. */
+	cr_assert_eq(pdk_store_sandbox_each(s, count_stop_cb, NULL, &err), 7);
+	cr_assert_eq(pdk_store_sandbox_delete(s, "sb-a", &err), 0);
+	cr_assert_eq(pdk_store_sandbox_get(s, "sb-a", &out, &err), -ENOENT);
+	pdk_error_free(&err);
+	pdk_store_free(s);
+}
+
+/* A walk whose callback walks again (a pool pass that starts another): both see every row. */
+struct nest {
+	struct pdk_store *s;
+	int outer, inner, depth;
+	char buf[64];
+};
+
+static int nest_pool_cb(void *data, const char *profile, uint64_t size)
+{
+	struct nest *n = data;
+	struct pdk_error *err = NULL;
+
+	(void)profile;
+	(void)size;
+	n->outer++;
+	if (n->depth++ == 0) {
+		cr_assert_eq(pdk_store_pool_each(n->s, pool_cb, n->buf, &err), 0);
+		/* A write from inside the walk, as pool_fill's start of a member does. */
+		cr_assert_eq(pdk_store_pool_set(n->s, "zz", 3, &err), 0);
+	}
+	return 0;
+}
+
+static int nest_sb_cb(void *data, const struct pdk_store_sandbox *sb)
+{
+	struct nest *n = data;
+	struct pdk_error *err = NULL;
+	struct pdk_store_sandbox copy = *sb;
+
+	n->outer++;
+	if (n->depth++ == 0)
+		cr_assert_eq(pdk_store_sandbox_each(n->s, count_cb, &n->inner, &err), 0);
+	copy.state = (char *)"lost";
+	cr_assert_eq(pdk_store_sandbox_update(n->s, &copy, &err), 0);
+	return 0;
+}
+
+Test(store, nested_walks_use_their_own_statement)
+{
+	struct pdk_store *s = open_store();
+	struct pdk_store_sandbox a = row("sb-a", NULL), b = row("sb-b", NULL), out = {0};
+	struct pdk_error *err = NULL;
+	struct nest n = {.s = s};
+
+	cr_assert_eq(pdk_store_pool_set(s, "default", 4, &err), 0);
+	cr_assert_eq(pdk_store_pool_set(s, "net", 1, &err), 0);
+	cr_assert_eq(pdk_store_pool_each(s, nest_pool_cb, &n, &err), 0);
+	cr_assert_str_eq(n.buf, "default=4;net=1;");
+	cr_assert_geq(n.outer, 2);
+	n.buf[0] = '\0';
+	cr_assert_eq(pdk_store_pool_each(s, pool_cb, n.buf, &err), 0);
+	cr_assert_str_eq(n.buf, "default=4;net=1;zz=3;");
+
+	n = (struct nest){.s = s};
+	cr_assert_eq(pdk_store_sandbox_insert(s, &a, &err), 0);
+	cr_assert_eq(pdk_store_sandbox_insert(s, &b, &err), 0);
+	cr_assert_eq(pdk_store_sandbox_each(s, nest_sb_cb, &n, &err), 0);
+	cr_assert_eq(n.outer, 2);
+	cr_assert_eq(n.inner, 2);
+	cr_assert_eq(pdk_store_sandbox_get(s, "sb-b", &out, &err), 0);
+	cr_assert_str_eq(out.state, "lost");
+	pdk_store_sandbox_release(&out);
+	pdk_store_free(s);
+}
