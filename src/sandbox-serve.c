@@ -232,6 +232,8 @@ void pdk_sandbox_usage(struct pdk_sandbox *sb, struct pdk_sandbox_usage *u)
 	struct pdk_cgroup_stats st;
 
 	memset(u, 0, sizeof(*u));
+	if (sb != NULL)
+		u->egress_bytes = pdk_egress_bytes(sb->egress);
 	if (sb == NULL || pdk_cgroup_stats(sb->cgroup, &st, &ignored) < 0)
 		return;
 	u->cpu_ns = st.cpu_usage_ns;

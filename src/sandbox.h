@@ -186,6 +186,7 @@ struct pdk_sandbox_usage {
 	uint64_t pids_current;
 	uint64_t oom_kills;
 	uint64_t pids_denied;
+	uint64_t egress_bytes; /* through the egress proxy, both ways (allowlist mode) */
 };
 
 /* Resource use now (cgroup; fields that cannot be read are 0). */

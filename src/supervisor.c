@@ -149,6 +149,7 @@ static int spec_to_runspec(json_t *spec, struct pdk_runspec *rs, struct spec_tex
 		.cpus = {value_text(json_object_get(lim, "cpu"), &t->num[3]), "limits.cpu"},
 		.egress_bytes = {value_text(json_object_get(lim, "egress_bytes"), &t->num[4]),
 				 "limits.egress_bytes"},
+		.disk = {value_text(json_object_get(lim, "disk"), &t->num[5]), "limits.disk"},
 		.ws_mode = {spec_str(ws, "mode"), "workspace.mode"},
 		.workspace = spec_str(ws, "path"),
 		.env_name = "env",
@@ -776,17 +777,19 @@ static json_t *usage_json(struct pdk_supervisor *s)
 			 "cpu_ns", (json_int_t)(s->cpu_base_ns + u.cpu_ns), "memory_current",
 			 (json_int_t)u.memory_current, "memory_peak", (json_int_t)u.memory_peak,
 			 "pids_current", (json_int_t)u.pids_current, "commands",
-			 (json_int_t)s->commands, "egress_bytes", (json_int_t)0);
+			 (json_int_t)s->commands, "egress_bytes", (json_int_t)u.egress_bytes);
 }
 
 static json_t *limits_json(struct pdk_supervisor *s)
 {
 	const struct pdk_policy_limits *l = &s->policy->limits;
 
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "wall_ns", (json_int_t)s->wall_limit_ns,
-			 "cpu_ns", (json_int_t)s->cpu_limit_ns, "memory", (json_int_t)l->memory,
-			 "pids", (json_int_t)l->pids, "commands", (json_int_t)s->commands_limit,
-			 "egress_bytes", (json_int_t)l->egress_bytes);
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "wall_ns",
+			 (json_int_t)s->wall_limit_ns, "cpu_ns", (json_int_t)s->cpu_limit_ns,
+			 "memory", (json_int_t)l->memory, "pids", (json_int_t)l->pids, "commands",
+			 (json_int_t)s->commands_limit, "egress_bytes", (json_int_t)l->egress_bytes,
+			 "disk",
+			 (json_int_t)(s->policy->workspace.mode == PDK_WS_TMPFS ? l->disk : 0));
 }
 
 static void op_status(struct pdk_supervisor *s, json_int_t req)

@@ -339,6 +339,7 @@ static const struct field limit_fields[] = {
 	{"memory", chk_size, 0},    {"pids", chk_count, 0},       {"cpu", chk_cpu, 0},
 	{"wall", chk_dur_any, 0},   {"cpu_time", chk_dur_any, 0}, {"egress_bytes", chk_size, 0},
 	{"commands", chk_count, 0}, {"output", chk_size, 0},      {"output_bytes", chk_size, 0},
+	{"disk", chk_size, 0},
 };
 
 static int chk_limits(json_t *v, const char *path, void *out, struct pdk_req_error *e)
@@ -491,6 +492,13 @@ void pdk_req_create_release(struct pdk_req_create *r)
 	memset(r, 0, sizeof(*r));
 }
 
+static bool is_tmpfs_mode(json_t *workspace)
+{
+	const char *m = json_string_value(json_object_get(workspace, "mode"));
+
+	return m != NULL && strcmp(m, "tmpfs") == 0;
+}
+
 int pdk_req_parse_create(const char *body, size_t len, struct pdk_req_create *out,
 			 struct pdk_req_error *e)
 {
@@ -501,6 +509,18 @@ int pdk_req_parse_create(const char *body, size_t len, struct pdk_req_create *ou
 	    check_object(j, "", create_fields, PDK_ARRAY_SIZE(create_fields), out, e) < 0) {
 		pdk_req_create_release(out);
 		return -1;
+	}
+	/*
+	 * limits.disk bounds a tmpfs workspace. An overlay's disk-limited upper layer would
+	 * live on a tmpfs inside the sandbox, out of reach of diff, snapshot and commit, and
+	 * be lost at the end: refused rather than ignored.
+	 */
+	if (json_object_get(json_object_get(out->overrides, "limits"), "disk") != NULL &&
+	    !is_tmpfs_mode(out->workspace)) {
+		pdk_req_create_release(out);
+		return fail(e, "overrides.limits.disk",
+			    "'overrides.limits.disk' needs workspace.mode \"tmpfs\" (an overlay "
+			    "workspace cannot be disk-limited through the daemon)");
 	}
 	if (out->profile == NULL)
 		out->profile = pdk_xstrdup("default");

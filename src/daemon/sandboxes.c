@@ -186,15 +186,22 @@ static void add_budgets(struct pdk_sb *sb, json_t *o)
 	pdk_json_set(usage, "output_bytes", json_integer((json_int_t)sb->row.output_bytes));
 	pdk_json_set(usage, "commands", json_integer((json_int_t)sb->row.commands));
 	pdk_json_set(limits, "output_bytes", json_integer((json_int_t)output_limit(sb)));
-	if (json_integer_value(json_object_get(limits, "commands")) == 0)
-		pdk_json_set(limits, "commands",
-			     json_integer((json_int_t)limit_of(sb, "commands")));
+	/* Before the supervisor's first status (the create answer): the request's own. */
+	static const char *const asked[] = {"commands", "egress_bytes", "disk"};
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(asked); i++)
+		if (json_integer_value(json_object_get(limits, asked[i])) == 0 &&
+		    limit_of(sb, asked[i]) > 0)
+			pdk_json_set(limits, asked[i],
+				     json_integer((json_int_t)limit_of(sb, asked[i])));
 	json_object_foreach(limits, k, v)
 	{
 		json_int_t lim = json_integer_value(v);
-		json_int_t used = json_integer_value(json_object_get(usage, k));
+		json_t *u = json_object_get(usage, k);
+		json_int_t used = json_integer_value(u);
 
-		if (lim > 0)
+		/* Only what is both counted and bounded (memory, pids: no running total). */
+		if (lim > 0 && json_is_integer(u))
 			pdk_json_set(remaining, k, json_integer(used >= lim ? 0 : lim - used));
 	}
 	pdk_json_set(o, "usage", usage);

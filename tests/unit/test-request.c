@@ -206,3 +206,22 @@ Test(request, exec_stdin_open)
 	cr_assert_eq(pdk_req_parse_exec(S("{\"argv\":[\"cat\"],\"stdin_open\":1}"), &x, &e), -1);
 	cr_assert_str_eq(e.field, "stdin_open");
 }
+
+Test(request, create_disk_needs_a_tmpfs_workspace)
+{
+	struct pdk_req_create r;
+	struct pdk_req_error e = {0};
+
+	create_refused("{\"overrides\":{\"limits\":{\"disk\":\"2M\"}}}", "overrides.limits.disk");
+	create_refused("{\"overrides\":{\"limits\":{\"disk\":\"2M\"}},\"workspace\":{\"mode\":"
+		       "\"overlay\"}}",
+		       "overrides.limits.disk");
+	create_refused("{\"overrides\":{\"limits\":{\"disk\":\"lots\"}},\"workspace\":{\"mode\":"
+		       "\"tmpfs\"}}",
+		       "overrides.limits.disk");
+	cr_assert_eq(pdk_req_parse_create(S("{\"overrides\":{\"limits\":{\"disk\":\"2M\"}},"
+					    "\"workspace\":{\"mode\":\"tmpfs\"}}"),
+					  &r, &e),
+		     0, "%s", e.msg);
+	pdk_req_create_release(&r);
+}

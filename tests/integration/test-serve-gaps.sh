@@ -1,0 +1,90 @@
+#!/bin/bash
+# paddock serve: what the daemon reports and keeps beyond the basics of test-serve.sh, as
+# root and as an unprivileged user (TAP): egress usage and budget, limits.disk at create,
+# ended sandboxes kept for a retention period, a lost sandbox's cgroup killed at
+# re-adoption, a JSON 413 over --max-body, scoped create tokens, and the spool offset
+# saved in the audit batch's transaction.
+. "$(dirname "$0")/lib-run.sh"
+. "$(dirname "$0")/lib-serve.sh"
+: "${TESTS_DIR:?TESTS_DIR must name the tests directory}"
+
+if ! have_supervisor; then
+	echo "Bail out! this build has no 'paddock supervise'"
+	exit 1
+fi
+for tool in curl python3 jq sqlite3; do
+	command -v "$tool" >/dev/null || { echo "Bail out! $tool is not installed (make setup installs it)"; exit 1; }
+done
+
+python3 "$TESTS_DIR/integration/egress-origin.py" "$T/origin.port" &
+ORIGIN_PID=$!
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; kill $ORIGIN_PID 2>/dev/null; undelegate_cgroup; rm -rf "$T"' EXIT
+for _ in $(seq 100); do [ -s "$T/origin.port" ] && break; sleep 0.05; done
+OP=$(cat "$T/origin.port")
+[ -n "$OP" ] || { echo "Bail out! the origin server did not start"; exit 1; }
+PORT_BASE=$((20000 + ($$ + 7919) % 20000))
+
+# poll WHO ID JQ-EXPR: up to 5 s for GET /v1/sandboxes/ID to make EXPR true.
+poll() {
+	local i
+	for i in $(seq 1 50); do
+		api "$1" GET "/v1/sandboxes/$2"
+		[ "$(printf '%s' "$BODY" | jq -r "$3" 2>/dev/null)" = true ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+egress_tests() {
+	local who=$1 id before after used0 used1 out
+	api "$who" POST /v1/sandboxes "{\"overrides\":{\"network\":{\"mode\":\"allowlist\",\"allow\":[\"127.0.0.1:$OP\"]},\"limits\":{\"egress_bytes\":\"1M\"}}}"
+	id=$(jq_get "$BODY" id)
+	is "$CODE $(jq_get "$BODY" limits.egress_bytes)" "201 1048576" "$who: create with an egress budget of 1M"
+	poll "$who" "$id" '.remaining.egress_bytes != null'
+	used0=$(jq_get "$BODY" usage.egress_bytes)
+	before=$(jq_get "$BODY" remaining.egress_bytes)
+	is "$used0 $before" "0 1048576" "$who: before any request: usage.egress_bytes 0, the whole budget remains"
+	api "$who" POST "/v1/sandboxes/$id/exec" "{\"argv\":[\"curl\",\"-sS\",\"-m\",\"10\",\"-o\",\"/dev/null\",\"-w\",\"%{size_download}\",\"http://127.0.0.1:$OP/big\"]}"
+	out=$(jq_get "$BODY" stdout.text)
+	is "$CODE $(jq_get "$BODY" exit_code) $out" "200 0 65536" "$who: the sandbox fetches 65536 bytes from a loopback origin through the proxy"
+	poll "$who" "$id" '.usage.egress_bytes >= 65536'
+	ok $? "$who: usage.egress_bytes shows at least the 65536 bytes fetched ($(jq_get "$BODY" usage.egress_bytes))"
+	used1=$(jq_get "$BODY" usage.egress_bytes)
+	after=$(jq_get "$BODY" remaining.egress_bytes)
+	is "$((before - after))" "$((used1 - used0))" "$who: the remaining egress budget dropped by as much ($before -> $after)"
+	api "$who" DELETE "/v1/sandboxes/$id"
+}
+
+disk_tests() {
+	local who=$1 id out
+	api "$who" POST /v1/sandboxes '{"overrides":{"limits":{"disk":"2M"}}}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 overrides.limits.disk" \
+		"$who: limits.disk with an overlay workspace -> 400 naming it (not silently ignored)"
+	api "$who" POST /v1/sandboxes '{"overrides":{"limits":{"disk":"2M"}},"workspace":{"mode":"tmpfs"}}'
+	id=$(jq_get "$BODY" id)
+	poll "$who" "$id" '.limits.disk != null'
+	is "$CODE $(jq_get "$BODY" limits.disk)" "200 2097152" "$who: a tmpfs workspace with limits.disk 2M reports it"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"head -c 1000000 /dev/zero > small && echo small-ok; head -c 4000000 /dev/zero > big; echo rc=$?"}'
+	out="$(jq_get "$BODY" stdout.text | tr -d '\n') $(jq_get "$BODY" stderr.text | grep -c 'No space left on device')"
+	is "$out" "small-okrc=1 1" "$who: 1 MB fits; writing 4 MB in the workspace past 2M fails with ENOSPC"
+	api "$who" POST /v1/sandboxes '{"overrides":{"limits":{"disk":"tiny"}},"workspace":{"mode":"tmpfs"}}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 overrides.limits.disk" "$who: a disk limit that is not a size -> 400 naming it"
+	api "$who" DELETE "/v1/sandboxes/$id"
+}
+
+gap_tests() {
+	local who=$1 port=$2
+	serve_start "$who" --listen "127.0.0.1:$port"
+	ok $? "$who: the daemon starts"
+	egress_tests "$who"
+	disk_tests "$who"
+	serve_stop "$who"
+	is "$SERVE_RC" "0" "$who: clean stop"
+}
+
+gap_tests root "$PORT_BASE"
+delegate_cgroup
+SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
+gap_tests user "$((PORT_BASE + 1))"
+SERVE_ENV=()
+done_testing
