@@ -77,6 +77,8 @@ bool pdk__sb_budget_ok(struct pdk_sb *sb, const char **what);
 void pdk__sb_charge(struct pdk_sb *sb, uint64_t output_bytes, uint64_t commands);
 void pdk__sb_save(struct pdk_sb *sb);
 void pdk__sb_free_all(struct pdk_daemon *d);
+/* The kept API object of an ended sandbox (new reference), or NULL. */
+json_t *pdk__sb_ended(struct pdk_daemon *d, const char *id);
 /* The number of sandboxes known. */
 size_t pdk__sb_count(struct pdk_daemon *d);
 

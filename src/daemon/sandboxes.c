@@ -371,12 +371,67 @@ int pdk__sb_call(struct pdk_sb *sb, json_t *op, const int *fds, size_t nfds, pdk
 
 /* ---- the end of a sandbox ---- */
 
-/* Forget the sandbox: spool ingested, run dir removed, row deleted. */
+/*
+ * The row leaves `sandboxes` for `ended` (one transaction) with the final API
+ * object, unless retention is off or it was an unclaimed pool member (never
+ * anyone's): then it is just deleted.
+ */
+static void store_end(struct pdk_sb *sb, const char *reason)
+{
+	struct pdk_daemon *d = sb->d;
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_json_ json_t *o = NULL;
+	_cleanup_free_ char *text = NULL;
+	struct pdk_store_ended e;
+	uint64_t now = pdk_now_real_ns();
+	char ts[40];
+
+	if (d->retention_ns == 0 || sb->row.pool) {
+		if (pdk_store_sandbox_delete(d->store, sb->row.id, &err) < 0 && !d->quiet)
+			fprintf(stderr, "paddock serve: %s\n", err->msg);
+		return;
+	}
+	o = pdk__sb_json(sb, NULL);
+	pdk_events_format_ts(now, ts, sizeof(ts));
+	pdk_json_set(o, "state", json_string("ended"));
+	pdk_json_set(o, "end_reason", json_string(reason));
+	pdk_json_set(o, "ended_at", json_string(ts));
+	text = json_dumps(o, JSON_COMPACT);
+	if (text == NULL)
+		pdk_oom();
+	e = (struct pdk_store_ended){.id = sb->row.id,
+				     .idempotency_key = sb->row.idempotency_key,
+				     .ended_ns = now,
+				     .reason = (char *)reason,
+				     .sandbox = text};
+	if (pdk_store_sandbox_end(d->store, &e, &err) < 0) {
+		if (!d->quiet)
+			fprintf(stderr, "paddock serve: %s\n", err->msg);
+		pdk_error_free(&err);
+		if (pdk_store_sandbox_delete(d->store, sb->row.id, &err) < 0 && !d->quiet)
+			fprintf(stderr, "paddock serve: %s\n", err->msg);
+	}
+}
+
+json_t *pdk__sb_ended(struct pdk_daemon *d, const char *id)
+{
+	struct pdk_store_ended e;
+	json_t *o;
+
+	if (pdk_store_ended_get(d->store, id, &e, NULL) < 0)
+		return NULL;
+	o = json_loads(e.sandbox, 0, NULL);
+	pdk_store_ended_release(&e);
+	if (!json_is_object(o))
+		return (json_decref(o), NULL);
+	return o;
+}
+
+/* Forget the sandbox: spool ingested, run dir removed, row moved to the ended ones. */
 static void sb_forget(struct pdk_sb *sb, const char *final_state)
 {
 	struct pdk_daemon *d = sb->d;
 	_cleanup_free_ char *dir = sb_dir(sb);
-	_cleanup_error_ struct pdk_error *err = NULL;
 	struct evhttp_request *req = steal_ptr(&sb->destroy_req);
 
 	pdk__exec_abort_all(sb);
@@ -397,8 +452,7 @@ static void sb_forget(struct pdk_sb *sb, const char *final_state)
 		return;
 	}
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir); /* what the supervisor left: the ingested spool */
-	if (pdk_store_sandbox_delete(d->store, sb->row.id, &err) < 0 && !d->quiet)
-		fprintf(stderr, "paddock serve: %s\n", err->msg);
+	store_end(sb, sb->end_reason ? sb->end_reason : "destroyed");
 	if (req != NULL)
 		pdk__http_json(req, 200,
 			       json_pack("{s:s, s:s}", "id", sb->row.id, "state", "ended"));
@@ -452,8 +506,11 @@ void pdk__sb_destroy(struct pdk_sb *sb, const char *reason, struct evhttp_reques
 	if (sb->destroying)
 		return;
 	sb->destroying = true;
-	free(sb->end_reason);
-	sb->end_reason = pdk_xstrdup(reason);
+	/* A lost sandbox being deleted keeps why it ended (its supervisor died). */
+	if (strcmp(sb->row.state, "lost") != 0 || sb->end_reason == NULL) {
+		free(sb->end_reason);
+		sb->end_reason = pdk_xstrdup(reason);
+	}
 	if (sb->ctl_fd < 0 ||
 	    pdk__sb_call(sb, json_pack("{s:s, s:s}", "op", "destroy", "reason", reason), NULL, 0,
 			 destroyed, NULL) < 0) {
@@ -757,6 +814,24 @@ static void add_waiter(struct pdk_sb *sb, struct evhttp_request *req, int code)
 	sb->waiters = w;
 }
 
+/*
+ * A create with the key of a sandbox that has ended (and is still kept): 409, naming it. Not the
+ * dead sandbox as if alive, and not a second sandbox for what the client may think is a retry.
+ */
+static bool replay_ended_key(struct pdk_daemon *d, struct evhttp_request *req, const char *key)
+{
+	struct pdk_store_ended e;
+
+	if (pdk_store_ended_by_key(d->store, key, &e, NULL) < 0)
+		return false;
+	pdk__http_error(req, 409, "conflict", "idempotency_key",
+			"the sandbox '%s' created with this idempotency key has ended (%s); a new "
+			"sandbox needs a new key",
+			e.id, e.reason);
+	pdk_store_ended_release(&e);
+	return true;
+}
+
 /* A create with a key seen before: the same sandbox (200), waiting for it if it is starting. */
 static bool replay_key(struct pdk_daemon *d, struct evhttp_request *req, const char *key)
 {
@@ -779,7 +854,7 @@ static bool replay_key(struct pdk_daemon *d, struct evhttp_request *req, const c
 			pdk__http_json(req, 200, pdk__sb_json(sb, token));
 		return true;
 	}
-	return false;
+	return replay_ended_key(d, req, key);
 }
 
 /* A new sandbox object, stored and its supervisor started; NULL + *err on failure. */
@@ -996,10 +1071,24 @@ void pdk__sb_adopt_all(struct pdk_daemon *d)
 
 /* ---- once a second ---- */
 
+#define PURGE_EVERY_TICKS 10
+
 void pdk__sb_tick(struct pdk_daemon *d)
 {
 	uint64_t now = pdk_now_real_ns(), mono = pdk_now_mono_ns();
 	struct pdk_sb *next;
+	static unsigned ticks;
+
+	/* Ended sandboxes past the retention period are forgotten (checked every 10 s). */
+	if (ticks++ % PURGE_EVERY_TICKS == 0) {
+		_cleanup_error_ struct pdk_error *err = NULL;
+
+		if (pdk_store_ended_purge(d->store,
+					  now > d->retention_ns ? now - d->retention_ns : 0,
+					  &err) < 0 &&
+		    !d->quiet)
+			fprintf(stderr, "paddock serve: %s\n", err->msg);
+	}
 
 	for (struct pdk_sb *sb = d->sandboxes; sb != NULL; sb = next) {
 		next = sb->next;

@@ -72,12 +72,77 @@ disk_tests() {
 	api "$who" DELETE "/v1/sandboxes/$id"
 }
 
+ended_tests() {
+	local who=$1 port=$2 id id2 id3 n
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sE"},"ttl":1,"idempotency_key":"k-end"}'
+	id=$(jq_get "$BODY" id)
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sE"}}'
+	id2=$(jq_get "$BODY" id)
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sF"}}'
+	id3=$(jq_get "$BODY" id)
+	for n in $(seq 1 50); do
+		api "$who" GET "/v1/sandboxes/$id"
+		[ "$(jq_get "$BODY" state)" = ended ] && break
+		sleep 0.1
+	done
+	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" end_reason) $(jq_get "$BODY" labels.session)" \
+		"200 ended ttl sE" "$who: a sandbox past its ttl stays visible: state ended, end_reason ttl"
+	ok $([[ "$(jq_get "$BODY" ended_at)" == 20*Z ]] && echo 0 || echo 1) "$who: ... with its end time ($(jq_get "$BODY" ended_at))"
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sE"},"idempotency_key":"k-end"}'
+	is "$CODE $(jq_get "$BODY" error.code) $(jq_get "$BODY" error.field) $(jq_get "$BODY" error.message | grep -c "$id")" \
+		"409 conflict idempotency_key 1" "$who: a retried create with the ended sandbox's key -> 409 naming it, no new sandbox"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["true"]}'
+	is "$CODE $(jq_get "$BODY" error.code)" "409 conflict" "$who: exec in an ended sandbox -> 409"
+	api "$who" DELETE "/v1/sandboxes/$id2"
+	is "$CODE $(jq_get "$BODY" state)" "200 ended" "$who: DELETE"
+	api "$who" GET "/v1/sandboxes/$id2"
+	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" end_reason)" "200 ended deleted" "$who: a deleted sandbox: end_reason deleted"
+	api "$who" DELETE "/v1/sandboxes/$id2"
+	is "$CODE $(jq_get "$BODY" state)" "200 ended" "$who: DELETE of an ended sandbox answers as the first did"
+	api "$who" POST /v1/kill '{"session":"sF","reason":"gap test"}'
+	for n in $(seq 1 50); do
+		api "$who" GET "/v1/sandboxes/$id3"
+		[ "$(jq_get "$BODY" state)" = ended ] && break
+		sleep 0.1
+	done
+	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" end_reason)" "200 ended killed" "$who: killed by a selector: end_reason killed"
+	api "$who" GET "/v1/sandboxes"
+	is "$(printf '%s' "$BODY" | jq -c '[.sandboxes[] | select(.state == "ended")] | length')" "0" \
+		"$who: the list hides ended sandboxes"
+	api "$who" GET "/v1/sandboxes?state=ended&session=sE"
+	is "$(printf '%s' "$BODY" | jq -r '[.sandboxes[].id] | sort | join(" ")')" "$(printf '%s\n' "$id" "$id2" | sort | tr '\n' ' ' | sed 's/ $//')" \
+		"$who: ?state=ended&session=sE lists the two ended ones of the session"
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sE"}}'
+	api "$who" GET "/v1/sandboxes?state=all&session=sE"
+	is "$(printf '%s' "$BODY" | jq -r '[.sandboxes[].state] | sort | join(" ")')" "ended ended running" \
+		"$who: ?state=all lists live and ended ones"
+	# Kept across a restart (daemon.db); purged once the retention period has passed.
+	serve_stop "$who"
+	serve_start "$who" --listen "127.0.0.1:$port"
+	api "$who" GET "/v1/sandboxes/$id"
+	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" end_reason)" "200 ended ttl" "$who: an ended sandbox is still visible after a restart"
+	serve_stop "$who"
+	sleep 1.1
+	serve_start "$who" --listen "127.0.0.1:$port" --retention 1s
+	for n in $(seq 1 40); do
+		api "$who" GET "/v1/sandboxes/$id"
+		[ "$CODE" = 404 ] && break
+		sleep 0.1
+	done
+	is "$CODE" "404" "$who: with --retention 1s, a sandbox ended over 1 s ago is purged"
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sE"},"idempotency_key":"k-end"}'
+	is "$CODE" "201" "$who: once purged, the idempotency key makes a new sandbox"
+	as "$who" "$T/bin/paddock" serve --retention forever >"$T/ret.log" 2>&1
+	is "$? $(grep -c -- "--retention wants a duration" "$T/ret.log")" "122 1" "$who: a bad --retention is refused"
+}
+
 gap_tests() {
 	local who=$1 port=$2
 	serve_start "$who" --listen "127.0.0.1:$port"
 	ok $? "$who: the daemon starts"
 	egress_tests "$who"
 	disk_tests "$who"
+	ended_tests "$who" "$port"
 	serve_stop "$who"
 	is "$SERVE_RC" "0" "$who: clean stop"
 }
