@@ -226,6 +226,11 @@ int pdk_sandbox_resume(struct pdk_sandbox *sb, struct pdk_error **err)
 	return 0;
 }
 
+char *pdk_sandbox_cgroup_describe(const struct pdk_sandbox *sb)
+{
+	return pdk_cgroup_describe(sb != NULL ? sb->cgroup : NULL);
+}
+
 void pdk_sandbox_usage(struct pdk_sandbox *sb, struct pdk_sandbox_usage *u)
 {
 	_cleanup_error_ struct pdk_error *ignored = NULL;

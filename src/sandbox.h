@@ -189,6 +189,9 @@ struct pdk_sandbox_usage {
 	uint64_t egress_bytes; /* through the egress proxy, both ways (allowlist mode) */
 };
 
+/* The sandbox cgroup's directories (pdk_cgroup_describe()); new string, "" without one. */
+char *pdk_sandbox_cgroup_describe(const struct pdk_sandbox *sb);
+
 /* Resource use now (cgroup; fields that cannot be read are 0). */
 void pdk_sandbox_usage(struct pdk_sandbox *sb, struct pdk_sandbox_usage *u);
 

@@ -295,6 +295,8 @@ static void warn_cb(void *data, const char *msg)
 
 static int setup_sandbox(struct pdk_supervisor *s, struct pdk_error **err)
 {
+	_cleanup_free_ char *cg_text = NULL, *cg_file = NULL;
+
 	pdk_runspec_credential_env(&s->env, s->policy, s->id);
 	s->cfg = (struct pdk_sandbox_config){
 		.id = s->id,
@@ -308,6 +310,14 @@ static int setup_sandbox(struct pdk_supervisor *s, struct pdk_error **err)
 		.warn = warn_cb,
 	};
 	if (pdk_sandbox_create(&s->cfg, &s->sb, err) < 0)
+		return pdk_error_wrap(err, "sandbox");
+	/*
+	 * RUNDIR/sb/ID/cgroup: where the sandbox's cgroup is, for the daemon to kill and
+	 * remove should this process die without cleaning up (docs/internals/daemon.md).
+	 */
+	cg_text = pdk_sandbox_cgroup_describe(s->sb);
+	cg_file = pdk_xasprintf("%s/cgroup", s->run_dir);
+	if (pdk_write_file_at(AT_FDCWD, cg_file, cg_text, true, err) < 0)
 		return pdk_error_wrap(err, "sandbox");
 	pdk_sandbox_owner(s->sb, &s->uid, &s->gid);
 	s->root_fd = pdk_sandbox_root_fd(s->sb, err);
@@ -1167,6 +1177,7 @@ static void cleanup(struct pdk_supervisor *s)
 	_cleanup_free_ char *pid =
 		pdk_xasprintf("%s/supervisor.pid", s->run_dir ? s->run_dir : ".");
 	_cleanup_free_ char *log = pdk_xasprintf("%s/log", s->run_dir ? s->run_dir : ".");
+	_cleanup_free_ char *cg = pdk_xasprintf("%s/cgroup", s->run_dir ? s->run_dir : ".");
 
 	if (s->paused_since != 0 && s->sb != NULL)
 		(void)!pdk_sandbox_resume(s->sb, &err); /* SIGKILL reaches frozen tasks anyway */
@@ -1193,6 +1204,7 @@ static void cleanup(struct pdk_supervisor *s)
 		(void)unlink(sock);
 		(void)unlink(pid);
 		(void)unlink(log);
+		(void)unlink(cg);
 		(void)rmdir(s->run_dir);
 	}
 }

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "daemon-internal.h"
 #include "audit.h"
+#include "cgroup.h"
 #include "events.h"
 #include "ns.h"
 #include "svc-proto.h"
@@ -1022,6 +1023,43 @@ static void adopt_status(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds
 			json_pack("{s:i}", "supervisor_pid", (int)sb->row.supervisor_pid));
 }
 
+/*
+ * A lost sandbox's cgroup, from RUNDIR/sb/ID/cgroup (the supervisor wrote it): every process in
+ * it killed (cgroup.kill on v2, else SIGKILL of each pid of cgroup.procs until empty), the
+ * directories removed, and a sandbox.reap event saying so.
+ */
+static void reap_cgroup(struct pdk_sb *sb)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/sb/%s/cgroup", sb->d->run_dir, sb->row.id);
+	_cleanup_free_ char *text = NULL, *where = NULL;
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_cgroup *cg = NULL;
+	char name[13];
+	int rc;
+
+	if (pdk_read_file_at(AT_FDCWD, path, 64 * 1024, &text, &err) < 0) {
+		if (err->status != ENOENT)
+			pdk__daemon_event(sb->d, sb->row.id, sb->labels, "sandbox.reap",
+					  json_pack("{s:s}", "error", err->msg));
+		return;
+	}
+	if (text[0] == '\0')
+		return;                    /* the sandbox had no cgroup */
+	memcpy(name, sb->row.id + 24, 12); /* the id's random tail names the cgroup */
+	name[12] = '\0';
+	rc = pdk_cgroup_adopt(text, name, NULL, &cg, &err);
+	if (rc == 0) {
+		where = pdk_xstrdup(pdk_cgroup_path(cg) ? pdk_cgroup_path(cg) : "");
+		rc = pdk_cgroup_destroy(cg, &err);
+	}
+	pdk__daemon_event(sb->d, sb->row.id, sb->labels, "sandbox.reap",
+			  json_pack("{s:s?, s:b, s:s?}", "cgroup", where, "removed", rc == 0,
+				    "error", rc < 0 && err ? err->msg : NULL));
+	if (rc < 0 && !sb->d->quiet)
+		fprintf(stderr, "paddock serve: %s: lost sandbox's cgroup: %s\n", sb->row.id,
+			err ? err->msg : "failed");
+}
+
 static int adopt_one(void *data, const struct pdk_store_sandbox *row)
 {
 	struct pdk_daemon *d = data;
@@ -1048,11 +1086,13 @@ static int adopt_one(void *data, const struct pdk_store_sandbox *row)
 		return 0;
 	/*
 	 * Nobody answers: the supervisor is gone. What it left is cleaned: its
-	 * process group (in case it hangs without its socket), its run
-	 * directory; the spool is ingested first.
+	 * process group (in case it hangs without its socket), every process of
+	 * the sandbox's cgroup and the cgroup, its run directory; the spool is
+	 * ingested first.
 	 */
 	if (row->supervisor_pid > 1)
 		(void)kill(-row->supervisor_pid, SIGKILL);
+	reap_cgroup(sb);
 	free_event(&sb->ctl_ev);
 	close_fd(&sb->ctl_fd);
 	free(sb->end_reason);

@@ -136,6 +136,43 @@ ended_tests() {
 	is "$? $(grep -c -- "--retention wants a duration" "$T/ret.log")" "122 1" "$who: a bad --retention is refused"
 }
 
+supervisors_of() { pgrep -f "paddock supervise --id $1" | tr '\n' ' '; }
+
+# A supervisor SIGKILLed while no daemon runs: the next daemon kills its sandbox's cgroup.
+lost_tests() {
+	local who=$1 port=$2 id cg procs left n
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sL"}}'
+	id=$(jq_get "$BODY" id)
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"setsid sh -c \"sleep 300\" </dev/null >/dev/null 2>&1 & echo started"}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "started" "$who: a setsid background process runs in the sandbox"
+	cg=$(awk 'NR == 1 {print $3}' "$T/serve-$who/run/sb/$id/cgroup" 2>/dev/null)
+	procs=$(cat "$cg/cgroup.procs" 2>/dev/null | tr '\n' ' ')
+	ok $([ -d "$cg" ] && [ "$(wc -w <<<"$procs")" -ge 2 ] && echo 0 || echo 1) \
+		"$who: the supervisor recorded the sandbox's cgroup ($cg: pids $procs)"
+	serve_stop "$who" KILL
+	kill -9 $(supervisors_of "$id") 2>/dev/null
+	serve_start "$who" --listen "127.0.0.1:$port"
+	api "$who" GET "/v1/sandboxes/$id"
+	is "$CODE $(jq_get "$BODY" state)" "200 lost" "$who: the restarted daemon finds the sandbox lost"
+	for n in $(seq 1 30); do [ -d "$cg" ] || break; sleep 0.1; done
+	is "$([ -d "$cg" ] && echo kept || echo removed)" "removed" "$who: the lost sandbox's cgroup is removed"
+	left=""
+	# A zombie waiting for its new parent to reap it is not a process that runs.
+	for n in $procs; do
+		[ -r "/proc/$n/stat" ] && [ "$(awk '{print $3}' "/proc/$n/stat" 2>/dev/null)" != Z ] &&
+			left="$left $n:$(tr '\0' ' ' <"/proc/$n/cmdline" 2>/dev/null)"
+	done
+	is "$left" "" "$who: no process of the sandbox remains (the background sleep included)"
+	as "$who" curl -s -N --max-time 2 --unix-socket "$(sock_of "$who")" \
+		"http://paddock/v1/events?since=0&sandbox=$id&kind=sandbox.reap" >"$T/reap-$who"
+	is "$(grep -c '"removed":true' "$T/reap-$who") $(grep -c "\"cgroup\":\"$cg\"" "$T/reap-$who")" "1 1" \
+		"$who: the reaping is recorded (sandbox.reap naming the cgroup)"
+	api "$who" DELETE "/v1/sandboxes/$id"
+	api "$who" GET "/v1/sandboxes/$id"
+	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" end_reason)" "200 ended supervisor_lost" \
+		"$who: the deleted lost sandbox is kept as ended (reason supervisor_lost)"
+}
+
 gap_tests() {
 	local who=$1 port=$2
 	serve_start "$who" --listen "127.0.0.1:$port"
@@ -143,6 +180,7 @@ gap_tests() {
 	egress_tests "$who"
 	disk_tests "$who"
 	ended_tests "$who" "$port"
+	lost_tests "$who" "$port"
 	serve_stop "$who"
 	is "$SERVE_RC" "0" "$who: clean stop"
 }
