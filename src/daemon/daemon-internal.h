@@ -50,6 +50,8 @@ struct pdk_sb {
 	struct pdk_exec *execs;
 	uint64_t last_active_ns; /* CLOCK_MONOTONIC of the last API use */
 	char *end_reason;        /* why it is being destroyed */
+	unsigned token_ops;      /* the create token's operations (0: all) */
+	uint64_t token_ttl_s;    /* its lifetime (0: PDK_REQ_TOKEN_TTL_MAX) */
 	bool destroying;
 	struct evhttp_request *destroy_req; /* a DELETE waiting for the answer */
 };

@@ -198,7 +198,12 @@ static bool allowed(struct pdk_daemon *d, struct evhttp_request *req, const stru
 		return false;
 	}
 	if ((a->sb.ops & op) == 0) {
-		auth_failed(d, req, 403, "the token does not allow this operation");
+		_cleanup_json_ json_t *names = pdk_token_ops_json(op);
+		_cleanup_free_ char *why =
+			pdk_xasprintf("the token does not allow the '%s' operation",
+				      json_string_value(json_array_get(names, 0)) ?: "?");
+
+		auth_failed(d, req, 403, why);
 		return false;
 	}
 	return true;

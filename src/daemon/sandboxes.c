@@ -210,6 +210,23 @@ static void add_budgets(struct pdk_sb *sb, json_t *o)
 	pdk_json_set(o, "remaining", remaining);
 }
 
+/* The create token's scope and lifetime: the create's "token", else every op for 24 h. */
+static unsigned token_ops(const struct pdk_sb *sb)
+{
+	return sb->token_ops ? sb->token_ops : PDK_TOKEN_OPS_ALL;
+}
+
+static uint64_t token_ttl_s(const struct pdk_sb *sb)
+{
+	return sb->token_ttl_s ? sb->token_ttl_s : PDK_REQ_TOKEN_TTL_MAX;
+}
+
+static int mint_create_token(struct pdk_sb *sb, char **token, struct pdk_error **err)
+{
+	return pdk_token_mint(sb->d->key, sb->row.id, token_ops(sb),
+			      pdk_now_real_ns() / 1000000000ULL + token_ttl_s(sb), token, err);
+}
+
 json_t *pdk__sb_json(struct pdk_sb *sb, const char *token)
 {
 	json_t *o = json_object();
@@ -226,7 +243,8 @@ json_t *pdk__sb_json(struct pdk_sb *sb, const char *token)
 	if (token != NULL) {
 		pdk_json_set(o, "token", json_string(token));
 		pdk_json_set(o, "token_expires_at",
-			     ts_or_null(pdk_now_real_ns() + PDK_REQ_TOKEN_TTL_MAX * 1000000000ULL));
+			     ts_or_null(pdk_now_real_ns() + token_ttl_s(sb) * 1000000000ULL));
+		pdk_json_set(o, "token_ops", pdk_token_ops_json(token_ops(sb)));
 	}
 	add_budgets(sb, o);
 	return o;
@@ -621,9 +639,7 @@ static void reply_waiters(struct pdk_sb *sb, const char *error_msg)
 		if (error_msg != NULL) {
 			pdk__http_error(w->req, 500, "internal", NULL,
 					"sandbox could not be created: %s", error_msg);
-		} else if (pdk_token_mint(sb->d->key, sb->row.id, PDK_TOKEN_OPS_ALL,
-					  pdk_now_real_ns() / 1000000000ULL + PDK_REQ_TOKEN_TTL_MAX,
-					  &token, &err) < 0) {
+		} else if (mint_create_token(sb, &token, &err) < 0) {
 			pdk__http_status_error(w->req, err->status, err->msg);
 		} else {
 			pdk__http_json(w->req, w->code, pdk__sb_json(sb, token));
@@ -797,12 +813,20 @@ static json_t *make_spec(struct pdk_daemon *d, const char *id, struct pdk_req_cr
 	if (json_object_get(ws, "mode") == NULL)
 		pdk_json_set(ws, "mode", json_string("overlay"));
 	/* "o" takes each value: the request's are increfed, the defaults are new. */
-	return json_pack("{s:s, s:s, s:n, s:o, s:o, s:o, s:O, s:s, s:s, s:{s:b}}", "id", id,
-			 "profile", cr->profile, "policy_file", "overrides",
-			 cr->overrides ? json_incref(cr->overrides) : json_object(), "workspace",
-			 ws, "env", cr->env ? json_incref(cr->env) : json_object(), "labels",
-			 cr->labels, "state_dir", d->state_dir, "run_dir", d->run_dir, "audit",
-			 "exec_trace", 1);
+	json_t *spec = json_pack(
+		"{s:s, s:s, s:n, s:o, s:o, s:o, s:O, s:s, s:s, s:{s:b}}", "id", id, "profile",
+		cr->profile, "policy_file", "overrides",
+		cr->overrides ? json_incref(cr->overrides) : json_object(), "workspace", ws, "env",
+		cr->env ? json_incref(cr->env) : json_object(), "labels", cr->labels, "state_dir",
+		d->state_dir, "run_dir", d->run_dir, "audit", "exec_trace", 1);
+
+	/* The create token's scope, kept for a repeated create after a restart (the supervisor
+	 * ignores it). */
+	if (cr->token_ops != 0 || cr->token_ttl_s != 0)
+		pdk_json_set(spec, "create_token",
+			     json_pack("{s:I, s:I}", "ops", (json_int_t)cr->token_ops, "ttl_s",
+				       (json_int_t)cr->token_ttl_s));
+	return spec;
 }
 
 static void add_waiter(struct pdk_sb *sb, struct evhttp_request *req, int code)
@@ -847,9 +871,7 @@ static bool replay_key(struct pdk_daemon *d, struct evhttp_request *req, const c
 			add_waiter(sb, req, 200);
 			return true;
 		}
-		if (pdk_token_mint(d->key, sb->row.id, PDK_TOKEN_OPS_ALL,
-				   pdk_now_real_ns() / 1000000000ULL + PDK_REQ_TOKEN_TTL_MAX,
-				   &token, &err) < 0)
+		if (mint_create_token(sb, &token, &err) < 0)
 			pdk__http_status_error(req, err->status, err->msg);
 		else
 			pdk__http_json(req, 200, pdk__sb_json(sb, token));
@@ -885,6 +907,8 @@ static struct pdk_sb *sb_start(struct pdk_daemon *d, struct pdk_req_create *cr, 
 	sb->limits = json_deep_copy(json_object_get(cr->overrides, "limits"));
 	if (sb->limits == NULL)
 		sb->limits = json_object();
+	sb->token_ops = cr->token_ops;
+	sb->token_ttl_s = cr->token_ttl_s;
 	if (pdk_store_sandbox_insert(d->store, &sb->row, err) < 0 ||
 	    spawn(sb, spec_text, err) < 0) {
 		(void)!pdk_store_sandbox_delete(d->store, id, NULL);
@@ -899,7 +923,9 @@ static struct pdk_sb *sb_start(struct pdk_daemon *d, struct pdk_req_create *cr, 
 /* A ready warm-pool member of the profile, when the request asks for nothing it lacks. */
 static struct pdk_sb *pool_member(struct pdk_daemon *d, struct pdk_req_create *cr)
 {
-	if (cr->workspace != NULL || cr->overrides != NULL || cr->env != NULL)
+	/* A scoped create token is kept in the spec, which a pool member was started without. */
+	if (cr->workspace != NULL || cr->overrides != NULL || cr->env != NULL ||
+	    cr->token_ops != 0 || cr->token_ttl_s != 0)
 		return NULL;
 	for (struct pdk_sb *sb = d->sandboxes; sb != NULL; sb = sb->next)
 		if (sb->row.pool && !sb->destroying && sb->ctl_fd >= 0 &&
@@ -1079,6 +1105,10 @@ static int adopt_one(void *data, const struct pdk_store_sandbox *row)
 	sb->limits = json_deep_copy(json_object_get(json_object_get(spec, "overrides"), "limits"));
 	if (sb->limits == NULL)
 		sb->limits = json_object();
+	sb->token_ops = (unsigned)json_integer_value(
+		json_object_get(json_object_get(spec, "create_token"), "ops"));
+	sb->token_ttl_s = (uint64_t)json_integer_value(
+		json_object_get(json_object_get(spec, "create_token"), "ttl_s"));
 	if (strcmp(row->state, "lost") == 0)
 		return 0;
 	if (ctl_connect(sb) == 0 &&

@@ -173,6 +173,44 @@ lost_tests() {
 		"$who: the deleted lost sandbox is kept as ended (reason supervisor_lost)"
 }
 
+# The create token's scope and lifetime.
+token_tests() {
+	local who=$1 port=$2 id tok body want
+	api "$who" POST /v1/sandboxes '{"token":{"ops":["read","files"],"ttl_s":600}}'
+	id=$(jq_get "$BODY" id)
+	tok=$(jq_get "$BODY" token)
+	is "$CODE $(jq_get "$BODY" token_ops | tr -d '"')" "201 [read,files]" "$who: create with a token scoped to read and files"
+	tcp POST "http://127.0.0.1:$port/v1/sandboxes/$id/exec" "$tok" '{"argv":["id"]}'
+	is "$CODE $(jq_get "$BODY" error.code) $(jq_get "$BODY" error.message | grep -c "'exec'")" "403 forbidden 1" \
+		"$who: the scoped create token is refused exec (403 naming the exec operation)"
+	tcp PUT "http://127.0.0.1:$port/v1/sandboxes/$id/files?path=/tmp/t.txt" "$tok" 'scoped'
+	is "$CODE" "201" "$who: ... and may write files"
+	tcp GET "http://127.0.0.1:$port/v1/sandboxes/$id" "$tok"
+	is "$CODE $(jq_get "$BODY" id)" "200 $id" "$who: ... and read the sandbox"
+	api "$who" DELETE "/v1/sandboxes/$id"
+	api "$who" POST /v1/sandboxes '{"token":{"ttl_s":4}}'
+	id=$(jq_get "$BODY" id)
+	tok=$(jq_get "$BODY" token)
+	tcp POST "http://127.0.0.1:$port/v1/sandboxes/$id/exec" "$tok" '{"argv":["echo","in-time"]}'
+	is "$CODE $(jq_get "$BODY" stdout.text | tr -d '\n')" "200 in-time" "$who: a create token with ttl_s 4 works at first"
+	sleep 4.5
+	tcp POST "http://127.0.0.1:$port/v1/sandboxes/$id/exec" "$tok" '{"argv":["echo","late"]}'
+	is "$CODE $(jq_get "$BODY" error.code)" "401 unauthorized" "$who: ... and is refused once expired (401)"
+	api "$who" DELETE "/v1/sandboxes/$id"
+	while IFS='|' read -r body want; do
+		api "$who" POST /v1/sandboxes "$body"
+		is "$CODE $(jq_get "$BODY" error.field)" "$want" "$who: create $body -> $want"
+	done <<'CASES'
+{"token":{"ttl_s":86401}}|400 token.ttl_s
+{"token":{"ttl_s":0}}|400 token.ttl_s
+{"ttl":"1m","token":{"ttl_s":120}}|400 token.ttl_s
+{"token":{"ops":["root"]}}|400 token.ops[0]
+{"token":{"ops":[]}}|400 token.ops
+{"token":{"scope":"all"}}|400 token.scope
+{"token":"all"}|400 token
+CASES
+}
+
 gap_tests() {
 	local who=$1 port=$2
 	serve_start "$who" --listen "127.0.0.1:$port"
@@ -181,6 +219,7 @@ gap_tests() {
 	disk_tests "$who"
 	ended_tests "$who" "$port"
 	lost_tests "$who" "$port"
+	token_tests "$who" "$port"
 	serve_stop "$who"
 	is "$SERVE_RC" "0" "$who: clean stop"
 }
