@@ -455,6 +455,7 @@ static void sb_forget(struct pdk_sb *sb, const char *final_state)
 
 	pdk__exec_abort_all(sb);
 	pdk__sb_ingest(sb);
+	(void)!pdk_audit_spool_forget(d->audit, sb->row.id, NULL); /* the spool is removed below */
 	pdk__daemon_event(d, sb->row.id, sb->labels, "sandbox.destroy",
 			  json_pack("{s:s, s:s}", "reason",
 				    sb->end_reason ? sb->end_reason : "destroyed", "state",
@@ -588,7 +589,9 @@ void pdk__sb_ingest(struct pdk_sb *sb)
 		events = pdk_xrealloc(events, (n + 1) * sizeof(*events));
 		events[n++] = e;
 	}
-	if (n > 0 && pdk_audit_append(sb->d->audit, events, n, false, &err) < 0) {
+	/* The batch and the new offset in one audit.db transaction (daemon.db's copy follows). */
+	if (used > 0 && pdk_audit_append_spool(sb->d->audit, events, n, sb->row.id,
+					       sb->row.spool_offset + used, &err) < 0) {
 		if (!sb->d->quiet)
 			fprintf(stderr, "paddock serve: ingest %s: %s\n", sb->row.id, err->msg);
 		used = 0; /* kept for the next pass: nothing is lost */
@@ -677,6 +680,7 @@ static void create_failed(struct pdk_sb *sb, const char *msg)
 	if (sb->pidfd >= 0)
 		(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
 	pdk__sb_ingest(sb);
+	(void)!pdk_audit_spool_forget(sb->d->audit, sb->row.id, NULL);
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
 	(void)!pdk_store_sandbox_delete(sb->d->store, sb->row.id, &err);
 	sb_unlink(sb);
@@ -1091,6 +1095,7 @@ static int adopt_one(void *data, const struct pdk_store_sandbox *row)
 	struct pdk_daemon *d = data;
 	struct pdk_sb *sb = sb_new(d);
 	_cleanup_json_ json_t *spec = json_loads(row->spec, 0, NULL);
+	uint64_t spool = 0;
 
 	sb->row = *row;
 	sb->row.id = pdk_xstrdup(row->id);
@@ -1102,6 +1107,13 @@ static int adopt_one(void *data, const struct pdk_store_sandbox *row)
 	sb->labels = json_loads(row->labels, 0, NULL);
 	if (!json_is_object(sb->labels))
 		sb->labels = (json_decref(sb->labels), json_object());
+	/*
+	 * audit.db's offset moves in the same transaction as the events: it wins over daemon.db's
+	 * copy, which a crash may have left behind (the batch would be appended twice).
+	 */
+	if (pdk_audit_spool_offset(d->audit, row->id, &spool, NULL) == 0 &&
+	    spool > sb->row.spool_offset)
+		sb->row.spool_offset = spool;
 	sb->limits = json_deep_copy(json_object_get(json_object_get(spec, "overrides"), "limits"));
 	if (sb->limits == NULL)
 		sb->limits = json_object();

@@ -211,6 +211,38 @@ token_tests() {
 CASES
 }
 
+# The spool offset moves in the audit batch's transaction: a daemon.db left behind by a crash
+# (the append committed, daemon.db's offset not yet saved) doubles nothing.
+spool_tests() {
+	local who=$1 port=$2 id n before after dups st
+	st=$T/serve-$who/state
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sS"}}'
+	id=$(jq_get "$BODY" id)
+	for n in 1 2 3; do api "$who" POST "/v1/sandboxes/$id/exec" "{\"argv\":[\"echo\",\"spool-$n\"]}"; done
+	sleep 1.5 # the tick ingests the spool
+	before=$(as "$who" sqlite3 "$st/audit.db" "select count(*) from events where sandbox = '$id' and kind like 'process.%'")
+	n=$(as "$who" sqlite3 "$st/audit.db" "select offset from spool_offsets where source = '$id'")
+	is "$n" "$(as "$who" sqlite3 "$st/daemon.db" "select spool_offset from sandboxes where id = '$id'")" \
+		"$who: audit.db holds the spool offset ($n), as daemon.db does"
+	ok $([ "${before:-0}" -ge 6 ] && [ "${n:-0}" -gt 0 ] && echo 0 || echo 1) "$who: the 3 execs' events are ingested ($before)"
+	serve_stop "$who" KILL
+	# What a crash between the append and daemon.db's offset save left before: daemon.db behind.
+	as "$who" sqlite3 "$st/daemon.db" "update sandboxes set spool_offset = 0 where id = '$id'"
+	serve_start "$who" --listen "127.0.0.1:$port"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["echo","spool-4"]}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "spool-4" "$who: the re-adopted sandbox runs a command"
+	sleep 1.5
+	after=$(as "$who" sqlite3 "$st/audit.db" "select count(*) from events where sandbox = '$id' and kind like 'process.%'")
+	dups=$(as "$who" sqlite3 "$st/audit.db" "select count(*) from (select line from events where sandbox = '$id' group by line having count(*) > 1)")
+	is "$dups $((after - before))" "0 2" "$who: after the restart no event is stored twice; the new exec adds its 2"
+	is "$(as "$who" sqlite3 "$st/daemon.db" "select spool_offset from sandboxes where id = '$id'")" \
+		"$(as "$who" sqlite3 "$st/audit.db" "select offset from spool_offsets where source = '$id'")" \
+		"$who: daemon.db's offset follows audit.db's again"
+	api "$who" DELETE "/v1/sandboxes/$id"
+	is "$(as "$who" sqlite3 "$st/audit.db" "select count(*) from spool_offsets where source = '$id'")" "0" \
+		"$who: the offset is forgotten with the spool"
+}
+
 gap_tests() {
 	local who=$1 port=$2
 	serve_start "$who" --listen "127.0.0.1:$port"
@@ -220,6 +252,7 @@ gap_tests() {
 	ended_tests "$who" "$port"
 	lost_tests "$who" "$port"
 	token_tests "$who" "$port"
+	spool_tests "$who" "$port"
 	serve_stop "$who"
 	is "$SERVE_RC" "0" "$who: clean stop"
 }
