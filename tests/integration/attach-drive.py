@@ -67,13 +67,13 @@ def main():
     res["tty"] = m.group(0).decode() if m else "none"
     type_line(fd, "stty size")
     # Typed ahead of the shell, a line's echo can come before the prompt that
-    # precedes its output ("stty size\r\n$ 24 80"): the prompt may sit in between.
-    res["size"] = int(read_until(fd, rb"(?:\n|\$ )24 80\r?\n") is not None)
+    # precedes its output ("stty size\r\n$ 24 80", "# " as root): the prompt may sit in between.
+    res["size"] = int(read_until(fd, rb"(?:\n|[$#] )24 80\r?\n") is not None)
     set_size(fd, 30, 100)  # SIGWINCH to attach: it sends the new size
     ok = 0
     for _ in range(10):
         type_line(fd, "stty size")
-        if read_until(fd, rb"(?:\n|\$ )30 100\r?\n", timeout=1.5) is not None:
+        if read_until(fd, rb"(?:\n|[$#] )30 100\r?\n", timeout=1.5) is not None:
             ok = 1
             break
     res["resized"] = ok
