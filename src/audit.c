@@ -29,6 +29,9 @@ static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS checkpoints ("
 	" seq INTEGER PRIMARY KEY NOT NULL,"
 	" hash BLOB NOT NULL, key_id TEXT NOT NULL, sig BLOB NOT NULL, ts TEXT NOT NULL)",
+	/* How far each spool (a sandbox's events.jsonl) is appended: pdk_audit_append_spool(). */
+	"CREATE TABLE IF NOT EXISTS spool_offsets ("
+	" source TEXT PRIMARY KEY NOT NULL, offset INTEGER NOT NULL)",
 };
 
 static const char *const stmt_sql[ST_N] = {
@@ -544,4 +547,69 @@ int pdk_audit_resolve_sandbox(struct pdk_audit *a, const char *prefix, char **ou
 				      prefix, found[0], found[1], found[2] ? ", ..." : "");
 	*out = pdk_xstrdup(found[0]);
 	return 0;
+}
+
+/* ---- spool offsets: the append and the offset in one transaction ---- */
+
+static int bound_step(struct pdk_audit *a, const char *sql, const char *source, bool with_offset,
+		      uint64_t offset, struct pdk_error **err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+
+	if (prepare(a, sql, &st, err) < 0)
+		return -EIO;
+	if (sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    (with_offset && sqlite3_bind_int64(st, 2, (sqlite3_int64)offset) != SQLITE_OK) ||
+	    sqlite3_step(st) != SQLITE_DONE)
+		return pdk__audit_db_error(a, err, sql);
+	return 0;
+}
+
+int pdk_audit_append_spool(struct pdk_audit *a, json_t *const *events, size_t n, const char *source,
+			   uint64_t offset, struct pdk_error **err)
+{
+	int rc;
+
+	if (step_done(a, ST_BEGIN_IMMEDIATE, err) < 0)
+		return -EIO;
+	rc = n > 0 ? append_locked(a, events, n, false, err) : 0;
+	if (rc == 0)
+		rc = bound_step(a,
+				"INSERT INTO spool_offsets (source, offset) VALUES (?, ?)"
+				" ON CONFLICT(source) DO UPDATE SET offset = excluded.offset",
+				source, true, offset, err);
+	if (rc == 0)
+		rc = step_done(a, ST_COMMIT, err);
+	if (rc < 0) {
+		_cleanup_error_ struct pdk_error *rerr = NULL;
+
+		(void)!step_done(a, ST_ROLLBACK, &rerr);
+		return pdk_error_wrap(err, "audit: %zu event(s) of '%s' not stored", n, source);
+	}
+	return 0;
+}
+
+int pdk_audit_spool_offset(struct pdk_audit *a, const char *source, uint64_t *offset,
+			   struct pdk_error **err)
+{
+	static const char sql[] = "SELECT offset FROM spool_offsets WHERE source = ?";
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	*offset = 0;
+	if (prepare(a, sql, &st, err) < 0)
+		return -EIO;
+	if (sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC) != SQLITE_OK)
+		return pdk__audit_db_error(a, err, sql);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*offset = (uint64_t)sqlite3_column_int64(st, 0);
+	else if (rc != SQLITE_DONE)
+		return pdk__audit_db_error(a, err, sql);
+	return 0;
+}
+
+int pdk_audit_spool_forget(struct pdk_audit *a, const char *source, struct pdk_error **err)
+{
+	return bound_step(a, "DELETE FROM spool_offsets WHERE source = ?", source, false, 0, err);
 }

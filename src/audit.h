@@ -57,6 +57,23 @@ void pdk_audit_set_checkpoint_every(struct pdk_audit *a, uint64_t n);
 PDK_MUST_CHECK int pdk_audit_append(struct pdk_audit *a, json_t *const *events, size_t n,
 				    bool checkpoint, struct pdk_error **err);
 
+/*
+ * pdk_audit_append() of a batch read from a spool (a sandbox's
+ * events.jsonl), and in the same transaction the spool's offset
+ * (`source`: the sandbox id) set to `offset`: a crash keeps both or
+ * neither, so a batch is never appended twice nor skipped. `n` may be 0
+ * (lines that were not events: only the offset moves).
+ */
+PDK_MUST_CHECK int pdk_audit_append_spool(struct pdk_audit *a, json_t *const *events, size_t n,
+					  const char *source, uint64_t offset,
+					  struct pdk_error **err);
+/* The offset saved for `source` (0 when none). */
+PDK_MUST_CHECK int pdk_audit_spool_offset(struct pdk_audit *a, const char *source, uint64_t *offset,
+					  struct pdk_error **err);
+/* Forget `source`'s offset (its spool is gone). */
+PDK_MUST_CHECK int pdk_audit_spool_forget(struct pdk_audit *a, const char *source,
+					  struct pdk_error **err);
+
 /* Sign a checkpoint at the current head, unless the head has one already or is empty. */
 PDK_MUST_CHECK int pdk_audit_checkpoint(struct pdk_audit *a, struct pdk_error **err);
 

@@ -956,3 +956,67 @@ void pdk_cgroup_free(struct pdk_cgroup *cg)
 	free(cg->leaf);
 	free(cg);
 }
+
+char *pdk_cgroup_describe(const struct pdk_cgroup *cg)
+{
+	char *text = pdk_xstrdup("");
+
+	for (size_t i = 0; cg != NULL && i < cg->n_dirs; i++) {
+		char *next = pdk_xasprintf("%s%d %u %s\n", text, (int)cg->version,
+					   cg->dirs[i].v1_ctrls, cg->dirs[i].path);
+
+		free(text);
+		text = next;
+	}
+	return text;
+}
+
+/* An absolute path under `root`, no "." or ".." component, ending in `leaf`. */
+static bool adoptable_dir(const char *path, const char *root, const char *leaf)
+{
+	size_t rl = strlen(root), pl = strlen(path), ll = strlen(leaf);
+
+	if (strncmp(path, root, rl) != 0 || path[rl] != '/' || pl <= ll + 1 ||
+	    strcmp(path + pl - ll, leaf) != 0 || path[pl - ll - 1] != '/')
+		return false;
+	for (const char *p = path; (p = strchr(p, '/')) != NULL; p++)
+		if (strncmp(p, "/./", 3) == 0 || strncmp(p, "/../", 4) == 0 ||
+		    strcmp(p, "/.") == 0 || strcmp(p, "/..") == 0 || strncmp(p, "//", 2) == 0)
+			return false;
+	return true;
+}
+
+int pdk_cgroup_adopt(const char *text, const char *name, const char *root, struct pdk_cgroup **out,
+		     struct pdk_error **err)
+{
+	__attribute__((cleanup(cgroup_free_p))) struct pdk_cgroup *cg = NULL;
+	_cleanup_free_ char *r = normalize_root(root != NULL ? root : PDK__CGROUP_DEFAULT_ROOT);
+	_cleanup_free_ char *copy = pdk_xstrdup(text);
+	char *save = NULL;
+
+	if (check_name(name, err) < 0)
+		return -EINVAL;
+	cg = pdk_xcalloc(1, sizeof(*cg));
+	cg->leaf = pdk_xasprintf(PDK__CGROUP_PREFIX "%s", name);
+	for (char *line = strtok_r(copy, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		int version = 0, off = 0;
+		unsigned ctrls = 0;
+
+		if (cg->n_dirs == PDK__V1_COUNT ||
+		    sscanf(line, "%d %u %n", &version, &ctrls, &off) != 2 || off == 0 ||
+		    (version != PDK_CGROUP_V1 && version != PDK_CGROUP_V2) ||
+		    (cg->n_dirs > 0 && (enum pdk_cgroup_version)version != cg->version) ||
+		    ctrls >= (1U << PDK__V1_COUNT) || !adoptable_dir(line + off, r, cg->leaf))
+			return pdk_error_setx(err, EINVAL,
+					      "not a description of sandbox cgroup '%s': '%s'",
+					      cg->leaf, line);
+		cg->version = (enum pdk_cgroup_version)version;
+		cg->ops = version == PDK_CGROUP_V2 ? &pdk__cgroup_v2_ops : &pdk__cgroup_v1_ops;
+		cg->dirs[cg->n_dirs].path = pdk_xstrdup(line + off);
+		cg->dirs[cg->n_dirs].v1_ctrls = ctrls;
+		cg->n_dirs++;
+	}
+	*out = steal_ptr(&cg);
+	return 0;
+}

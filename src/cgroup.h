@@ -122,6 +122,24 @@ PDK_MUST_CHECK int pdk_cgroup_freeze(struct pdk_cgroup *cg, bool frozen, unsigne
 /* Remove the cgroup directories (kills remaining tasks first) and free cg. NULL-safe. */
 PDK_MUST_CHECK int pdk_cgroup_destroy(struct pdk_cgroup *cg, struct pdk_error **err);
 
+/*
+ * The cgroup's directories as text, one line each, "V CTRLS PATH" (V: 1 or
+ * 2; CTRLS: the v1 controllers that directory serves, as bits). New
+ * string, "" without a cgroup. pdk_cgroup_adopt() reads it back.
+ */
+char *pdk_cgroup_describe(const struct pdk_cgroup *cg);
+
+/*
+ * The sandbox cgroup "paddock-<name>" that another process made (one that
+ * died without removing it), from pdk_cgroup_describe()'s text: for
+ * pdk_cgroup_kill() and pdk_cgroup_destroy(). Every directory must be an
+ * absolute path under `root` (NULL: /sys/fs/cgroup) without "." or ".."
+ * components, whose last component is "paddock-<name>", and all of one
+ * version. -EINVAL + *err otherwise; *out is the caller's.
+ */
+PDK_MUST_CHECK int pdk_cgroup_adopt(const char *text, const char *name, const char *root,
+				    struct pdk_cgroup **out, struct pdk_error **err);
+
 /* Free without removing (e.g. in a forked child). NULL-safe. */
 void pdk_cgroup_free(struct pdk_cgroup *cg);
 

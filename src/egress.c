@@ -277,7 +277,8 @@ static bool account(struct conn *c, size_t n, bool up)
 {
 	struct pdk_egress *e = c->e;
 
-	e->bytes += n;
+	/* Only this thread writes it; pdk_egress_bytes() reads it from others. */
+	__atomic_store_n(&e->bytes, e->bytes + n, __ATOMIC_RELAXED);
 	if (up)
 		c->sent += n;
 	else
@@ -288,6 +289,11 @@ static bool account(struct conn *c, size_t n, bool up)
 		emit_limit(e, "egress_bytes", e->cfg.max_bytes);
 	e->bytes_exceeded = true;
 	return false;
+}
+
+uint64_t pdk_egress_bytes(const struct pdk_egress *e)
+{
+	return e != NULL ? __atomic_load_n(&e->bytes, __ATOMIC_RELAXED) : 0;
 }
 
 /*

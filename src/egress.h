@@ -176,4 +176,11 @@ struct pdk_egress *pdk_egress_start(const struct pdk_egress_config *cfg, int lis
  */
 void pdk_egress_stop(struct pdk_egress *e);
 
+/*
+ * Bytes moved so far through the proxy, both ways, all connections (what
+ * limits.egress_bytes is charged with). Safe to call from any thread while
+ * the proxy runs. NULL: 0.
+ */
+uint64_t pdk_egress_bytes(const struct pdk_egress *e);
+
 #endif

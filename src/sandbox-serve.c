@@ -226,12 +226,19 @@ int pdk_sandbox_resume(struct pdk_sandbox *sb, struct pdk_error **err)
 	return 0;
 }
 
+char *pdk_sandbox_cgroup_describe(const struct pdk_sandbox *sb)
+{
+	return pdk_cgroup_describe(sb != NULL ? sb->cgroup : NULL);
+}
+
 void pdk_sandbox_usage(struct pdk_sandbox *sb, struct pdk_sandbox_usage *u)
 {
 	_cleanup_error_ struct pdk_error *ignored = NULL;
 	struct pdk_cgroup_stats st;
 
 	memset(u, 0, sizeof(*u));
+	if (sb != NULL)
+		u->egress_bytes = pdk_egress_bytes(sb->egress);
 	if (sb == NULL || pdk_cgroup_stats(sb->cgroup, &st, &ignored) < 0)
 		return;
 	u->cpu_ns = st.cpu_usage_ns;

@@ -186,7 +186,11 @@ struct pdk_sandbox_usage {
 	uint64_t pids_current;
 	uint64_t oom_kills;
 	uint64_t pids_denied;
+	uint64_t egress_bytes; /* through the egress proxy, both ways (allowlist mode) */
 };
+
+/* The sandbox cgroup's directories (pdk_cgroup_describe()); new string, "" without one. */
+char *pdk_sandbox_cgroup_describe(const struct pdk_sandbox *sb);
 
 /* Resource use now (cgroup; fields that cannot be read are 0). */
 void pdk_sandbox_usage(struct pdk_sandbox *sb, struct pdk_sandbox_usage *u);

@@ -53,6 +53,11 @@ static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS tokens ("
 	" name TEXT PRIMARY KEY NOT NULL, sha256 TEXT UNIQUE NOT NULL, created_ns INTEGER NOT NULL)",
 	"CREATE TABLE IF NOT EXISTS pools (profile TEXT PRIMARY KEY NOT NULL, size INTEGER NOT NULL)",
+	"CREATE TABLE IF NOT EXISTS ended ("
+	" id TEXT PRIMARY KEY NOT NULL, idempotency_key TEXT, ended_ns INTEGER NOT NULL,"
+	" reason TEXT NOT NULL, sandbox TEXT NOT NULL)",
+	"CREATE INDEX IF NOT EXISTS ended_key ON ended (idempotency_key)",
+	"CREATE INDEX IF NOT EXISTS ended_time ON ended (ended_ns)",
 };
 
 #define SB_COLUMNS                                                                       \
@@ -519,4 +524,132 @@ int pdk_store_pool_each(struct pdk_store *s, pdk_store_pool_cb cb, void *data,
 			struct pdk_error **err)
 {
 	return each_text_u64(s, ST_POOL_EACH, "list pools", cb, data, err);
+}
+
+/* ---- ended sandboxes ---- */
+
+static int rollback(struct pdk_store *s, int rc)
+{
+	(void)!exec_sql(s, "ROLLBACK", NULL);
+	return rc;
+}
+
+int pdk_store_sandbox_end(struct pdk_store *s, const struct pdk_store_ended *e,
+			  struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	if (exec_sql(s, "BEGIN IMMEDIATE", err) < 0)
+		return -EIO;
+	if (exec_bound1(s, "DELETE FROM sandboxes WHERE id = ?", e->id, err) < 0)
+		return rollback(s, -EIO);
+	if (prepare(s,
+		    "INSERT OR REPLACE INTO ended (id, idempotency_key, ended_ns, reason, sandbox)"
+		    " VALUES (?, ?, ?, ?, ?)",
+		    &st, err) < 0)
+		return rollback(s, -EIO);
+	rc |= bind_text(st, 1, e->id);
+	rc |= bind_text(st, 2, e->idempotency_key);
+	rc |= bind_u64(st, 3, e->ended_ns);
+	rc |= bind_text(st, 4, e->reason);
+	rc |= bind_text(st, 5, e->sandbox);
+	if (rc != SQLITE_OK)
+		return rollback(s, db_error(s, err, "bind"));
+	if (step_done(s, st, err) < 0)
+		return rollback(s, -EIO);
+	if (exec_sql(s, "COMMIT", err) < 0)
+		return rollback(s, -EIO);
+	return 0;
+}
+
+void pdk_store_ended_release(struct pdk_store_ended *e)
+{
+	free(e->id);
+	free(e->idempotency_key);
+	free(e->reason);
+	free(e->sandbox);
+	memset(e, 0, sizeof(*e));
+}
+
+#define ENDED_COLUMNS "id, idempotency_key, ended_ns, reason, sandbox"
+
+static void read_ended(sqlite3_stmt *st, struct pdk_store_ended *e)
+{
+	e->id = col_text(st, 0);
+	e->idempotency_key = col_text(st, 1);
+	e->ended_ns = col_u64(st, 2);
+	e->reason = col_text(st, 3);
+	e->sandbox = col_text(st, 4);
+}
+
+static int ended_one(struct pdk_store *s, const char *sql, const char *arg,
+		     struct pdk_store_ended *out, struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (prepare(s, sql, &st, err) < 0)
+		return -EIO;
+	if (bind_text(st, 1, arg) != SQLITE_OK)
+		return db_error(s, err, "bind");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return pdk_error_setx(err, ENOENT, "no ended sandbox '%s'", arg);
+	if (rc != SQLITE_ROW)
+		return db_error(s, err, sql);
+	read_ended(st, out);
+	return 0;
+}
+
+int pdk_store_ended_get(struct pdk_store *s, const char *id, struct pdk_store_ended *out,
+			struct pdk_error **err)
+{
+	return ended_one(s, "SELECT " ENDED_COLUMNS " FROM ended WHERE id = ?", id, out, err);
+}
+
+int pdk_store_ended_by_key(struct pdk_store *s, const char *key, struct pdk_store_ended *out,
+			   struct pdk_error **err)
+{
+	return ended_one(s,
+			 "SELECT " ENDED_COLUMNS " FROM ended WHERE idempotency_key = ?"
+			 " ORDER BY ended_ns DESC LIMIT 1",
+			 key, out, err);
+}
+
+int pdk_store_ended_each(struct pdk_store *s, pdk_store_ended_cb cb, void *data,
+			 struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (prepare(s, "SELECT " ENDED_COLUMNS " FROM ended ORDER BY ended_ns, id", &st, err) < 0)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct pdk_store_ended e = {0};
+		int r;
+
+		read_ended(st, &e);
+		r = cb(data, &e);
+		pdk_store_ended_release(&e);
+		if (r != 0)
+			return r;
+	}
+	if (rc != SQLITE_DONE)
+		return db_error(s, err, "list ended sandboxes");
+	return 0;
+}
+
+int pdk_store_ended_purge(struct pdk_store *s, uint64_t before_ns, struct pdk_error **err)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+
+	if (prepare(s, "DELETE FROM ended WHERE ended_ns < ?", &st, err) < 0)
+		return -EIO;
+	if (bind_u64(st, 1, before_ns) != SQLITE_OK)
+		return db_error(s, err, "bind");
+	if (step_done(s, st, err) < 0)
+		return -EIO;
+	return sqlite3_changes(s->db);
 }

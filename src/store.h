@@ -95,4 +95,40 @@ typedef int (*pdk_store_pool_cb)(void *data, const char *profile, uint64_t size)
 PDK_MUST_CHECK int pdk_store_pool_each(struct pdk_store *s, pdk_store_pool_cb cb, void *data,
 				       struct pdk_error **err);
 
+/*
+ * Ended sandboxes, kept for the daemon's retention period: the final API
+ * object (`sandbox`, JSON with state "ended"), why and when it ended, and
+ * its idempotency key (so that a retried create is not served a new
+ * sandbox). Strings owned (pdk_store_ended_release()).
+ */
+struct pdk_store_ended {
+	char *id;
+	char *idempotency_key; /* may be NULL */
+	uint64_t ended_ns;     /* CLOCK_REALTIME */
+	char *reason;
+	char *sandbox; /* JSON object */
+};
+
+void pdk_store_ended_release(struct pdk_store_ended *e);
+
+/*
+ * One transaction: delete sandboxes row e->id and record it as ended (a
+ * crash keeps either the live row or the ended one, never both or neither).
+ */
+PDK_MUST_CHECK int pdk_store_sandbox_end(struct pdk_store *s, const struct pdk_store_ended *e,
+					 struct pdk_error **err);
+/* Fill *out (caller releases). -ENOENT when absent. */
+PDK_MUST_CHECK int pdk_store_ended_get(struct pdk_store *s, const char *id,
+				       struct pdk_store_ended *out, struct pdk_error **err);
+/* The last ended sandbox created with idempotency key `key`. -ENOENT when none. */
+PDK_MUST_CHECK int pdk_store_ended_by_key(struct pdk_store *s, const char *key,
+					  struct pdk_store_ended *out, struct pdk_error **err);
+/* Each ended sandbox (borrowed for the call), oldest end first; non-zero stops and is returned. */
+typedef int (*pdk_store_ended_cb)(void *data, const struct pdk_store_ended *e);
+PDK_MUST_CHECK int pdk_store_ended_each(struct pdk_store *s, pdk_store_ended_cb cb, void *data,
+					struct pdk_error **err);
+/* Forget the sandboxes that ended before `before_ns`. The number forgotten, or negative. */
+PDK_MUST_CHECK int pdk_store_ended_purge(struct pdk_store *s, uint64_t before_ns,
+					 struct pdk_error **err);
+
 #endif

@@ -149,6 +149,7 @@ static int spec_to_runspec(json_t *spec, struct pdk_runspec *rs, struct spec_tex
 		.cpus = {value_text(json_object_get(lim, "cpu"), &t->num[3]), "limits.cpu"},
 		.egress_bytes = {value_text(json_object_get(lim, "egress_bytes"), &t->num[4]),
 				 "limits.egress_bytes"},
+		.disk = {value_text(json_object_get(lim, "disk"), &t->num[5]), "limits.disk"},
 		.ws_mode = {spec_str(ws, "mode"), "workspace.mode"},
 		.workspace = spec_str(ws, "path"),
 		.env_name = "env",
@@ -294,6 +295,8 @@ static void warn_cb(void *data, const char *msg)
 
 static int setup_sandbox(struct pdk_supervisor *s, struct pdk_error **err)
 {
+	_cleanup_free_ char *cg_text = NULL, *cg_file = NULL;
+
 	pdk_runspec_credential_env(&s->env, s->policy, s->id);
 	s->cfg = (struct pdk_sandbox_config){
 		.id = s->id,
@@ -307,6 +310,14 @@ static int setup_sandbox(struct pdk_supervisor *s, struct pdk_error **err)
 		.warn = warn_cb,
 	};
 	if (pdk_sandbox_create(&s->cfg, &s->sb, err) < 0)
+		return pdk_error_wrap(err, "sandbox");
+	/*
+	 * RUNDIR/sb/ID/cgroup: where the sandbox's cgroup is, for the daemon to kill and
+	 * remove should this process die without cleaning up (docs/internals/daemon.md).
+	 */
+	cg_text = pdk_sandbox_cgroup_describe(s->sb);
+	cg_file = pdk_xasprintf("%s/cgroup", s->run_dir);
+	if (pdk_write_file_at(AT_FDCWD, cg_file, cg_text, true, err) < 0)
 		return pdk_error_wrap(err, "sandbox");
 	pdk_sandbox_owner(s->sb, &s->uid, &s->gid);
 	s->root_fd = pdk_sandbox_root_fd(s->sb, err);
@@ -776,17 +787,19 @@ static json_t *usage_json(struct pdk_supervisor *s)
 			 "cpu_ns", (json_int_t)(s->cpu_base_ns + u.cpu_ns), "memory_current",
 			 (json_int_t)u.memory_current, "memory_peak", (json_int_t)u.memory_peak,
 			 "pids_current", (json_int_t)u.pids_current, "commands",
-			 (json_int_t)s->commands, "egress_bytes", (json_int_t)0);
+			 (json_int_t)s->commands, "egress_bytes", (json_int_t)u.egress_bytes);
 }
 
 static json_t *limits_json(struct pdk_supervisor *s)
 {
 	const struct pdk_policy_limits *l = &s->policy->limits;
 
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "wall_ns", (json_int_t)s->wall_limit_ns,
-			 "cpu_ns", (json_int_t)s->cpu_limit_ns, "memory", (json_int_t)l->memory,
-			 "pids", (json_int_t)l->pids, "commands", (json_int_t)s->commands_limit,
-			 "egress_bytes", (json_int_t)l->egress_bytes);
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "wall_ns",
+			 (json_int_t)s->wall_limit_ns, "cpu_ns", (json_int_t)s->cpu_limit_ns,
+			 "memory", (json_int_t)l->memory, "pids", (json_int_t)l->pids, "commands",
+			 (json_int_t)s->commands_limit, "egress_bytes", (json_int_t)l->egress_bytes,
+			 "disk",
+			 (json_int_t)(s->policy->workspace.mode == PDK_WS_TMPFS ? l->disk : 0));
 }
 
 static void op_status(struct pdk_supervisor *s, json_int_t req)
@@ -1164,6 +1177,7 @@ static void cleanup(struct pdk_supervisor *s)
 	_cleanup_free_ char *pid =
 		pdk_xasprintf("%s/supervisor.pid", s->run_dir ? s->run_dir : ".");
 	_cleanup_free_ char *log = pdk_xasprintf("%s/log", s->run_dir ? s->run_dir : ".");
+	_cleanup_free_ char *cg = pdk_xasprintf("%s/cgroup", s->run_dir ? s->run_dir : ".");
 
 	if (s->paused_since != 0 && s->sb != NULL)
 		(void)!pdk_sandbox_resume(s->sb, &err); /* SIGKILL reaches frozen tasks anyway */
@@ -1190,6 +1204,7 @@ static void cleanup(struct pdk_supervisor *s)
 		(void)unlink(sock);
 		(void)unlink(pid);
 		(void)unlink(log);
+		(void)unlink(cg);
 		(void)rmdir(s->run_dir);
 	}
 }

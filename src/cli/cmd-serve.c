@@ -44,6 +44,9 @@ static void usage(FILE *out)
 	      "                      $XDG_STATE_HOME/paddock, ~/.local/state/paddock, or\n"
 	      "                      /var/lib/paddock for root). It holds daemon.db, daemon.key,\n"
 	      "                      daemon.lock and the audit store; one daemon per directory.\n"
+	      "  --retention DURATION  how long an ended sandbox stays visible (GET\n"
+	      "                      /v1/sandboxes/ID answers it with state 'ended', its end\n"
+	      "                      reason and time; default 1h; 0: forgotten at once).\n"
 	      "  --kill-on-exit      destroy every sandbox (pool members too) at SIGTERM/SIGINT;\n"
 	      "                      by default they keep running and the next daemon re-adopts them.\n"
 	      "  -q, --quiet         no log lines on stderr\n"
@@ -147,7 +150,18 @@ static int cmd_token(int argc, char **argv, const char *state_dir)
 	return rc;
 }
 
-enum { OPT_SOCKET = 256, OPT_LISTEN, OPT_POOL, OPT_MAX_BODY, OPT_STATE_DIR, OPT_KILL };
+enum {
+	OPT_SOCKET = 256,
+	OPT_LISTEN,
+	OPT_POOL,
+	OPT_MAX_BODY,
+	OPT_STATE_DIR,
+	OPT_KILL,
+	OPT_RETENTION
+};
+
+#define DEFAULT_RETENTION_S 3600
+#define MAX_RETENTION_S     (366ULL * 24 * 3600)
 
 static const struct option long_opts[] = {
 	{"socket", required_argument, NULL, OPT_SOCKET},
@@ -156,6 +170,7 @@ static const struct option long_opts[] = {
 	{"max-body", required_argument, NULL, OPT_MAX_BODY},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"kill-on-exit", no_argument, NULL, OPT_KILL},
+	{"retention", required_argument, NULL, OPT_RETENTION},
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
@@ -165,7 +180,8 @@ int pdk_cmd_serve(int argc, char **argv)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	_cleanup_strv_ char **pools = NULL;
-	struct pdk_daemon_opts o = {0};
+	struct pdk_daemon_opts o = {.retention_s = DEFAULT_RETENTION_S};
+	uint64_t ms;
 	int c;
 
 	/* The token verbs come before any option parsing: their own grammar. */
@@ -201,6 +217,19 @@ int pdk_cmd_serve(int argc, char **argv)
 			break;
 		case OPT_KILL:
 			o.kill_on_exit = true;
+			break;
+		case OPT_RETENTION:
+			if (strcmp(optarg, "0") == 0) {
+				ms = 0;
+			} else if (pdk_parse_duration(optarg, &ms) < 0 ||
+				   ms / 1000 > MAX_RETENTION_S) {
+				pdk_cli_error(
+					"--retention wants a duration (30m, 1h, 0) of at most "
+					"366 days, not '%s'",
+					optarg);
+				return PDK_EXIT_POLICY;
+			}
+			o.retention_s = ms / 1000;
 			break;
 		case 'q':
 			o.quiet = true;

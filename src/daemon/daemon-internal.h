@@ -50,6 +50,8 @@ struct pdk_sb {
 	struct pdk_exec *execs;
 	uint64_t last_active_ns; /* CLOCK_MONOTONIC of the last API use */
 	char *end_reason;        /* why it is being destroyed */
+	unsigned token_ops;      /* the create token's operations (0: all) */
+	uint64_t token_ttl_s;    /* its lifetime (0: PDK_REQ_TOKEN_TTL_MAX) */
 	bool destroying;
 	struct evhttp_request *destroy_req; /* a DELETE waiting for the answer */
 	bool first_exec_pending; /* claimed from a pool, its first exec not answered yet */
@@ -96,6 +98,8 @@ void pdk__sb_charge(struct pdk_sb *sb, uint64_t output_bytes, uint64_t commands)
 void pdk__sb_charge_exec(struct pdk_sb *sb, uint64_t output_bytes, uint64_t commands);
 void pdk__sb_save(struct pdk_sb *sb);
 void pdk__sb_free_all(struct pdk_daemon *d);
+/* The kept API object of an ended sandbox (new reference), or NULL. */
+json_t *pdk__sb_ended(struct pdk_daemon *d, const char *id);
 /* The number of sandboxes known. */
 size_t pdk__sb_count(struct pdk_daemon *d);
 

@@ -33,6 +33,7 @@ struct pdk_daemon_opts {
 	const char *run_dir;     /* NULL: pdk_runtime_dir() */
 	char **pools;            /* "PROFILE=N" strings, may be NULL */
 	uint64_t max_body;       /* 0: 64 MiB */
+	uint64_t retention_s;    /* how long ended sandboxes stay visible */
 	bool kill_on_exit;
 	bool quiet;
 };
@@ -49,6 +50,7 @@ struct pdk_daemon {
 	int exe_fd;  /* /proc/self/exe, opened first: the supervisor binary */
 	int lock_fd; /* STATE/daemon.lock, flock'd for the daemon's life */
 	uint64_t max_body;
+	uint64_t retention_ns; /* ended sandboxes are kept that long (0: not kept) */
 	bool kill_on_exit;
 	bool quiet;
 	bool stopping; /* shutdown: no timer work, no pool refill */

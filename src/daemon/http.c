@@ -198,7 +198,12 @@ static bool allowed(struct pdk_daemon *d, struct evhttp_request *req, const stru
 		return false;
 	}
 	if ((a->sb.ops & op) == 0) {
-		auth_failed(d, req, 403, "the token does not allow this operation");
+		_cleanup_json_ json_t *names = pdk_token_ops_json(op);
+		_cleanup_free_ char *why =
+			pdk_xasprintf("the token does not allow the '%s' operation",
+				      json_string_value(json_array_get(names, 0)) ?: "?");
+
+		auth_failed(d, req, 403, why);
 		return false;
 	}
 	return true;
@@ -259,7 +264,14 @@ static struct pdk_sb *find_sb(struct route_ctx *c, const char *id)
 	struct pdk_sb *sb = pdk__sb_find(c->d, id);
 
 	if (sb == NULL || sb->destroying) {
-		pdk__http_error(c->req, 404, "not_found", NULL, "no sandbox '%s'", id);
+		_cleanup_json_ json_t *ended = sb == NULL ? pdk__sb_ended(c->d, id) : NULL;
+
+		if (ended != NULL)
+			pdk__http_error(c->req, 409, "conflict", NULL,
+					"sandbox '%s' has ended (%s)", id,
+					json_string_value(json_object_get(ended, "end_reason")));
+		else
+			pdk__http_error(c->req, 404, "not_found", NULL, "no sandbox '%s'", id);
 		return NULL;
 	}
 	sb->last_active_ns = pdk_now_mono_ns();
@@ -324,41 +336,74 @@ static void route_create(struct route_ctx *c)
 	pdk_req_create_release(&cr);
 }
 
-static bool label_matches(struct pdk_sb *sb, const char *key, const char *want)
+static bool label_matches(json_t *labels, const char *key, const char *want)
 {
-	const char *v = json_string_value(json_object_get(sb->labels, key));
+	const char *v = json_string_value(json_object_get(labels, key));
 
 	return want == NULL || (v != NULL && strcmp(v, want) == 0);
 }
 
-static bool list_match(struct route_ctx *c, struct pdk_sb *sb)
+/* The label filters of the list (session, workflow, agent, label=k=v). */
+static bool labels_match(struct route_ctx *c, json_t *labels)
 {
-	const char *label = query(c, "label"), *state = query(c, "state"), *eq;
+	const char *label = query(c, "label"), *eq;
 
-	if (sb->destroying || !label_matches(sb, "session", query(c, "session")) ||
-	    !label_matches(sb, "workflow", query(c, "workflow")) ||
-	    !label_matches(sb, "agent", query(c, "agent")))
-		return false;
-	if (state != NULL && strcmp(state, sb->row.state) != 0)
+	if (!label_matches(labels, "session", query(c, "session")) ||
+	    !label_matches(labels, "workflow", query(c, "workflow")) ||
+	    !label_matches(labels, "agent", query(c, "agent")))
 		return false;
 	if (label != NULL && (eq = strchr(label, '=')) != NULL) {
 		_cleanup_free_ char *k = strndup(label, (size_t)(eq - label));
 
 		if (k == NULL)
 			pdk_oom();
-		return label_matches(sb, k, eq + 1);
+		return label_matches(labels, k, eq + 1);
 	}
 	return true;
 }
 
+static bool list_match(struct route_ctx *c, struct pdk_sb *sb)
+{
+	const char *state = query(c, "state");
+
+	if (sb->destroying || !labels_match(c, sb->labels))
+		return false;
+	return state == NULL || strcmp(state, "all") == 0 || strcmp(state, sb->row.state) == 0;
+}
+
+struct ended_list {
+	struct route_ctx *c;
+	json_t *a;
+};
+
+static int add_ended(void *data, const struct pdk_store_ended *e)
+{
+	struct ended_list *l = data;
+	json_t *o = json_loads(e->sandbox, 0, NULL);
+
+	if (json_is_object(o) && labels_match(l->c, json_object_get(o, "labels")))
+		json_array_append(l->a, o);
+	json_decref(o);
+	return 0;
+}
+
+/* Live sandboxes; ended ones (kept for --retention) only with ?state=ended or ?state=all. */
 static void route_list(struct route_ctx *c)
 {
-	json_t *a = json_array();
+	const char *state = query(c, "state");
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct ended_list l = {.c = c, .a = json_array()};
 
 	for (struct pdk_sb *sb = c->d->sandboxes; sb != NULL; sb = sb->next)
 		if (list_match(c, sb))
-			json_array_append_new(a, pdk__sb_json(sb, NULL));
-	pdk__http_json(c->req, 200, json_pack("{s:o}", "sandboxes", a));
+			json_array_append_new(l.a, pdk__sb_json(sb, NULL));
+	if (state != NULL && (strcmp(state, "ended") == 0 || strcmp(state, "all") == 0) &&
+	    pdk_store_ended_each(c->d->store, add_ended, &l, &err) < 0) {
+		json_decref(l.a);
+		pdk__http_status_error(c->req, err->status, err->msg);
+		return;
+	}
+	pdk__http_json(c->req, 200, json_pack("{s:o}", "sandboxes", l.a));
 }
 
 static bool kill_match(struct pdk_sb *sb, const struct pdk_req_kill *k)
@@ -373,11 +418,13 @@ static bool kill_match(struct pdk_sb *sb, const struct pdk_req_kill *k)
 			return true;
 	if (k->session == NULL && k->workflow == NULL && k->agent == NULL && k->labels == NULL)
 		return false;
-	if (!label_matches(sb, "session", k->session) ||
-	    !label_matches(sb, "workflow", k->workflow) || !label_matches(sb, "agent", k->agent))
+	if (!label_matches(sb->labels, "session", k->session) ||
+	    !label_matches(sb->labels, "workflow", k->workflow) ||
+	    !label_matches(sb->labels, "agent", k->agent))
 		return false;
-	json_object_foreach(k->labels, key,
-			    v) if (!label_matches(sb, key, json_string_value(v))) return false;
+	json_object_foreach(
+		k->labels, key,
+		v) if (!label_matches(sb->labels, key, json_string_value(v))) return false;
 	return true;
 }
 
@@ -491,16 +538,29 @@ static void route_events(struct route_ctx *c)
 
 static void route_get(struct route_ctx *c, const char *id)
 {
-	struct pdk_sb *sb = find_sb(c, id);
+	struct pdk_sb *sb = pdk__sb_find(c->d, id);
+	json_t *ended;
 
-	if (sb != NULL)
+	if (sb != NULL && !sb->destroying) {
+		sb->last_active_ns = pdk_now_mono_ns();
 		pdk__http_json(c->req, 200, pdk__sb_json(sb, NULL));
+	} else if (sb == NULL && (ended = pdk__sb_ended(c->d, id)) != NULL) {
+		pdk__http_json(c->req, 200, ended); /* state "ended", end_reason, ended_at */
+	} else {
+		pdk__http_error(c->req, 404, "not_found", NULL, "no sandbox '%s'", id);
+	}
 }
 
 static void route_delete(struct route_ctx *c, const char *id)
 {
 	struct pdk_sb *sb = pdk__sb_find(c->d, id);
+	_cleanup_json_ json_t *ended = NULL;
 
+	if (sb == NULL && (ended = pdk__sb_ended(c->d, id)) != NULL) {
+		/* Already ended: the same answer as the DELETE that ended it. */
+		pdk__http_json(c->req, 200, json_pack("{s:s, s:s}", "id", id, "state", "ended"));
+		return;
+	}
 	if (sb == NULL) {
 		pdk__http_error(c->req, 404, "not_found", NULL, "no sandbox '%s'", id);
 		return;

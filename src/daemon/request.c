@@ -339,6 +339,7 @@ static const struct field limit_fields[] = {
 	{"memory", chk_size, 0},    {"pids", chk_count, 0},       {"cpu", chk_cpu, 0},
 	{"wall", chk_dur_any, 0},   {"cpu_time", chk_dur_any, 0}, {"egress_bytes", chk_size, 0},
 	{"commands", chk_count, 0}, {"output", chk_size, 0},      {"output_bytes", chk_size, 0},
+	{"disk", chk_size, 0},
 };
 
 static int chk_limits(json_t *v, const char *path, void *out, struct pdk_req_error *e)
@@ -465,6 +466,64 @@ static int chk_idem(json_t *v, const char *path, void *out, struct pdk_req_error
 	return 0;
 }
 
+/* "ops": a non-empty array of operation names, as a bit set in *out (unsigned). */
+static int chk_ops(json_t *v, const char *path, void *out, struct pdk_req_error *e)
+{
+	size_t i;
+	json_t *x;
+
+	if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 8)
+		return fail(e, path, "'%s' must be a non-empty array of read, exec, files, control",
+			    path);
+	*(unsigned *)out = 0;
+	json_array_foreach(v, i, x)
+	{
+		char p[PDK_REQ_FIELD_MAX];
+		unsigned bit;
+
+		(void)snprintf(p, sizeof(p), "%s[%zu]", path, i);
+		bit = json_is_string(x) ? pdk_token_op_from_name(json_string_value(x)) : 0;
+		if (bit == 0)
+			return fail(e, p, "'%s' must be one of read, exec, files, control", p);
+		*(unsigned *)out |= bit;
+	}
+	return 0;
+}
+
+static int chk_token_ttl(json_t *v, const char *path, void *out, struct pdk_req_error *e)
+{
+	return uint_in(v, path, PDK_REQ_TOKEN_TTL_MAX, (uint64_t *)out, e);
+}
+
+struct create_token {
+	unsigned ops;
+	uint64_t ttl_s;
+};
+
+static const struct field create_token_fields[] = {
+	{"ops", chk_ops, offsetof(struct create_token, ops)},
+	{"ttl_s", chk_token_ttl, offsetof(struct create_token, ttl_s)},
+};
+
+/* "token": {"ops": [...], "ttl_s": N}, the scope and lifetime of the create answer's token. */
+static int chk_create_token(json_t *v, const char *path, void *out, struct pdk_req_error *e)
+{
+	struct create_token t = {0};
+	struct pdk_req_create *cr = out;
+
+	if (!json_is_object(v))
+		return fail(e, path, "'%s' must be an object", path);
+	if (check_object(v, path, create_token_fields, PDK_ARRAY_SIZE(create_token_fields), &t, e) <
+	    0)
+		return -1;
+	if (json_object_get(v, "ttl_s") != NULL && t.ttl_s == 0)
+		return fail(e, "token.ttl_s", "'token.ttl_s' must be from 1 to %d seconds",
+			    PDK_REQ_TOKEN_TTL_MAX);
+	cr->token_ops = t.ops;
+	cr->token_ttl_s = t.ttl_s;
+	return 0;
+}
+
 #define CF(name, fn, member)                                      \
 	{                                                         \
 		name, fn, offsetof(struct pdk_req_create, member) \
@@ -478,6 +537,7 @@ static const struct field create_fields[] = {
 	CF("ttl", chk_dur_s, ttl_s),
 	CF("idle_timeout", chk_dur_s, idle_timeout_s),
 	CF("idempotency_key", chk_idem, idempotency_key),
+	{"token", chk_create_token, 0},
 };
 
 void pdk_req_create_release(struct pdk_req_create *r)
@@ -491,6 +551,13 @@ void pdk_req_create_release(struct pdk_req_create *r)
 	memset(r, 0, sizeof(*r));
 }
 
+static bool is_tmpfs_mode(json_t *workspace)
+{
+	const char *m = json_string_value(json_object_get(workspace, "mode"));
+
+	return m != NULL && strcmp(m, "tmpfs") == 0;
+}
+
 int pdk_req_parse_create(const char *body, size_t len, struct pdk_req_create *out,
 			 struct pdk_req_error *e)
 {
@@ -501,6 +568,27 @@ int pdk_req_parse_create(const char *body, size_t len, struct pdk_req_create *ou
 	    check_object(j, "", create_fields, PDK_ARRAY_SIZE(create_fields), out, e) < 0) {
 		pdk_req_create_release(out);
 		return -1;
+	}
+	/*
+	 * limits.disk bounds a tmpfs workspace. An overlay's disk-limited upper layer would
+	 * live on a tmpfs inside the sandbox, out of reach of diff, snapshot and commit, and
+	 * be lost at the end: refused rather than ignored.
+	 */
+	if (json_object_get(json_object_get(out->overrides, "limits"), "disk") != NULL &&
+	    !is_tmpfs_mode(out->workspace)) {
+		pdk_req_create_release(out);
+		return fail(e, "overrides.limits.disk",
+			    "'overrides.limits.disk' needs workspace.mode \"tmpfs\" (an overlay "
+			    "workspace cannot be disk-limited through the daemon)");
+	}
+	/* The create token cannot outlive the sandbox. */
+	if (out->token_ttl_s != 0 && out->ttl_s != 0 && out->token_ttl_s > out->ttl_s) {
+		unsigned long long tok = out->token_ttl_s, sb = out->ttl_s;
+
+		pdk_req_create_release(out);
+		return fail(e, "token.ttl_s",
+			    "'token.ttl_s' (%llu s) must not exceed the sandbox's ttl (%llu s)",
+			    tok, sb);
 	}
 	if (out->profile == NULL)
 		out->profile = pdk_xstrdup("default");

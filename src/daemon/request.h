@@ -34,6 +34,8 @@ struct pdk_req_create {
 	uint64_t ttl_s;    /* 0: none */
 	uint64_t idle_timeout_s;
 	char *idempotency_key; /* may be NULL */
+	unsigned token_ops;    /* "token":{"ops":[..]}: the create token's operations; 0: all */
+	uint64_t token_ttl_s;  /* "token":{"ttl_s":N}; 0: PDK_REQ_TOKEN_TTL_MAX */
 };
 
 /* POST /v1/sandboxes/{id}/exec */

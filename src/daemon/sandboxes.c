@@ -6,6 +6,7 @@
 #include "common.h"
 #include "daemon-internal.h"
 #include "audit.h"
+#include "cgroup.h"
 #include "events.h"
 #include "ns.h"
 #include "svc-proto.h"
@@ -190,20 +191,44 @@ static void add_budgets(struct pdk_sb *sb, json_t *o)
 	pdk_json_set(usage, "output_bytes", json_integer((json_int_t)sb->row.output_bytes));
 	pdk_json_set(usage, "commands", json_integer((json_int_t)sb->row.commands));
 	pdk_json_set(limits, "output_bytes", json_integer((json_int_t)output_limit(sb)));
-	if (json_integer_value(json_object_get(limits, "commands")) == 0)
-		pdk_json_set(limits, "commands",
-			     json_integer((json_int_t)limit_of(sb, "commands")));
+	/* Before the supervisor's first status (the create answer): the request's own. */
+	static const char *const asked[] = {"commands", "egress_bytes", "disk"};
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(asked); i++)
+		if (json_integer_value(json_object_get(limits, asked[i])) == 0 &&
+		    limit_of(sb, asked[i]) > 0)
+			pdk_json_set(limits, asked[i],
+				     json_integer((json_int_t)limit_of(sb, asked[i])));
 	json_object_foreach(limits, k, v)
 	{
 		json_int_t lim = json_integer_value(v);
-		json_int_t used = json_integer_value(json_object_get(usage, k));
+		json_t *u = json_object_get(usage, k);
+		json_int_t used = json_integer_value(u);
 
-		if (lim > 0)
+		/* Only what is both counted and bounded (memory, pids: no running total). */
+		if (lim > 0 && json_is_integer(u))
 			pdk_json_set(remaining, k, json_integer(used >= lim ? 0 : lim - used));
 	}
 	pdk_json_set(o, "usage", usage);
 	pdk_json_set(o, "limits", limits);
 	pdk_json_set(o, "remaining", remaining);
+}
+
+/* The create token's scope and lifetime: the create's "token", else every op for 24 h. */
+static unsigned token_ops(const struct pdk_sb *sb)
+{
+	return sb->token_ops ? sb->token_ops : PDK_TOKEN_OPS_ALL;
+}
+
+static uint64_t token_ttl_s(const struct pdk_sb *sb)
+{
+	return sb->token_ttl_s ? sb->token_ttl_s : PDK_REQ_TOKEN_TTL_MAX;
+}
+
+static int mint_create_token(struct pdk_sb *sb, char **token, struct pdk_error **err)
+{
+	return pdk_token_mint(sb->d->key, sb->row.id, token_ops(sb),
+			      pdk_now_real_ns() / 1000000000ULL + token_ttl_s(sb), token, err);
 }
 
 json_t *pdk__sb_json(struct pdk_sb *sb, const char *token)
@@ -222,7 +247,8 @@ json_t *pdk__sb_json(struct pdk_sb *sb, const char *token)
 	if (token != NULL) {
 		pdk_json_set(o, "token", json_string(token));
 		pdk_json_set(o, "token_expires_at",
-			     ts_or_null(pdk_now_real_ns() + PDK_REQ_TOKEN_TTL_MAX * 1000000000ULL));
+			     ts_or_null(pdk_now_real_ns() + token_ttl_s(sb) * 1000000000ULL));
+		pdk_json_set(o, "token_ops", pdk_token_ops_json(token_ops(sb)));
 	}
 	add_budgets(sb, o);
 	return o;
@@ -426,16 +452,72 @@ int pdk__sb_call(struct pdk_sb *sb, json_t *op, const int *fds, size_t nfds, pdk
 
 /* ---- the end of a sandbox ---- */
 
-/* Forget the sandbox: spool ingested, run dir removed, row deleted. */
+/*
+ * The row leaves `sandboxes` for `ended` (one transaction) with the final API
+ * object, unless retention is off or it was an unclaimed pool member (never
+ * anyone's): then it is just deleted.
+ */
+static void store_end(struct pdk_sb *sb, const char *reason)
+{
+	struct pdk_daemon *d = sb->d;
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_json_ json_t *o = NULL;
+	_cleanup_free_ char *text = NULL;
+	struct pdk_store_ended e;
+	uint64_t now = pdk_now_real_ns();
+	char ts[40];
+
+	if (d->retention_ns == 0 || sb->row.pool) {
+		if (pdk_store_sandbox_delete(d->store, sb->row.id, &err) < 0 && !d->quiet)
+			fprintf(stderr, "paddock serve: %s\n", err->msg);
+		return;
+	}
+	o = pdk__sb_json(sb, NULL);
+	pdk_events_format_ts(now, ts, sizeof(ts));
+	pdk_json_set(o, "state", json_string("ended"));
+	pdk_json_set(o, "end_reason", json_string(reason));
+	pdk_json_set(o, "ended_at", json_string(ts));
+	text = json_dumps(o, JSON_COMPACT);
+	if (text == NULL)
+		pdk_oom();
+	e = (struct pdk_store_ended){.id = sb->row.id,
+				     .idempotency_key = sb->row.idempotency_key,
+				     .ended_ns = now,
+				     .reason = (char *)reason,
+				     .sandbox = text};
+	if (pdk_store_sandbox_end(d->store, &e, &err) < 0) {
+		if (!d->quiet)
+			fprintf(stderr, "paddock serve: %s\n", err->msg);
+		pdk_error_free(&err);
+		if (pdk_store_sandbox_delete(d->store, sb->row.id, &err) < 0 && !d->quiet)
+			fprintf(stderr, "paddock serve: %s\n", err->msg);
+	}
+}
+
+json_t *pdk__sb_ended(struct pdk_daemon *d, const char *id)
+{
+	struct pdk_store_ended e;
+	json_t *o;
+
+	if (pdk_store_ended_get(d->store, id, &e, NULL) < 0)
+		return NULL;
+	o = json_loads(e.sandbox, 0, NULL);
+	pdk_store_ended_release(&e);
+	if (!json_is_object(o))
+		return (json_decref(o), NULL);
+	return o;
+}
+
+/* Forget the sandbox: spool ingested, run dir removed, row moved to the ended ones. */
 static void sb_forget(struct pdk_sb *sb, const char *final_state)
 {
 	struct pdk_daemon *d = sb->d;
 	_cleanup_free_ char *dir = sb_dir(sb);
-	_cleanup_error_ struct pdk_error *err = NULL;
 	struct evhttp_request *req = steal_ptr(&sb->destroy_req);
 
 	pdk__exec_abort_all(sb);
 	pdk__sb_ingest(sb);
+	(void)!pdk_audit_spool_forget(d->audit, sb->row.id, NULL); /* the spool is removed below */
 	pdk__daemon_event(d, sb->row.id, sb->labels, "sandbox.destroy",
 			  json_pack("{s:s, s:s}", "reason",
 				    sb->end_reason ? sb->end_reason : "destroyed", "state",
@@ -452,8 +534,7 @@ static void sb_forget(struct pdk_sb *sb, const char *final_state)
 		return;
 	}
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir); /* what the supervisor left: the ingested spool */
-	if (pdk_store_sandbox_delete(d->store, sb->row.id, &err) < 0 && !d->quiet)
-		fprintf(stderr, "paddock serve: %s\n", err->msg);
+	store_end(sb, sb->end_reason ? sb->end_reason : "destroyed");
 	if (req != NULL)
 		pdk__http_json(req, 200,
 			       json_pack("{s:s, s:s}", "id", sb->row.id, "state", "ended"));
@@ -507,8 +588,11 @@ void pdk__sb_destroy(struct pdk_sb *sb, const char *reason, struct evhttp_reques
 	if (sb->destroying)
 		return;
 	sb->destroying = true;
-	free(sb->end_reason);
-	sb->end_reason = pdk_xstrdup(reason);
+	/* A lost sandbox being deleted keeps why it ended (its supervisor died). */
+	if (strcmp(sb->row.state, "lost") != 0 || sb->end_reason == NULL) {
+		free(sb->end_reason);
+		sb->end_reason = pdk_xstrdup(reason);
+	}
 	if (sb->ctl_fd < 0 ||
 	    pdk__sb_call(sb, json_pack("{s:s, s:s}", "op", "destroy", "reason", reason), NULL, 0,
 			 destroyed, NULL) < 0) {
@@ -567,7 +651,9 @@ void pdk__sb_ingest(struct pdk_sb *sb)
 		events = pdk_xrealloc(events, (n + 1) * sizeof(*events));
 		events[n++] = e;
 	}
-	if (n > 0 && pdk_audit_append(sb->d->audit, events, n, false, &err) < 0) {
+	/* The batch and the new offset in one audit.db transaction (daemon.db's copy follows). */
+	if (used > 0 && pdk_audit_append_spool(sb->d->audit, events, n, sb->row.id,
+					       sb->row.spool_offset + used, &err) < 0) {
 		if (!sb->d->quiet)
 			fprintf(stderr, "paddock serve: ingest %s: %s\n", sb->row.id, err->msg);
 		used = 0; /* kept for the next pass: nothing is lost */
@@ -618,9 +704,7 @@ static void reply_waiters(struct pdk_sb *sb, const char *error_msg)
 		if (error_msg != NULL) {
 			pdk__http_error(w->req, 500, "internal", NULL,
 					"sandbox could not be created: %s", error_msg);
-		} else if (pdk_token_mint(sb->d->key, sb->row.id, PDK_TOKEN_OPS_ALL,
-					  pdk_now_real_ns() / 1000000000ULL + PDK_REQ_TOKEN_TTL_MAX,
-					  &token, &err) < 0) {
+		} else if (mint_create_token(sb, &token, &err) < 0) {
 			pdk__http_status_error(w->req, err->status, err->msg);
 		} else {
 			pdk__http_json(w->req, w->code, pdk__sb_json(sb, token));
@@ -658,6 +742,7 @@ static void create_failed(struct pdk_sb *sb, const char *msg)
 	if (sb->pidfd >= 0)
 		(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
 	pdk__sb_ingest(sb);
+	(void)!pdk_audit_spool_forget(sb->d->audit, sb->row.id, NULL);
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
 	(void)!pdk_store_sandbox_delete(sb->d->store, sb->row.id, &err);
 	sb_unlink(sb);
@@ -794,12 +879,20 @@ static json_t *make_spec(struct pdk_daemon *d, const char *id, struct pdk_req_cr
 	if (json_object_get(ws, "mode") == NULL)
 		pdk_json_set(ws, "mode", json_string("overlay"));
 	/* "o" takes each value: the request's are increfed, the defaults are new. */
-	return json_pack("{s:s, s:s, s:n, s:o, s:o, s:o, s:O, s:s, s:s, s:{s:b}}", "id", id,
-			 "profile", cr->profile, "policy_file", "overrides",
-			 cr->overrides ? json_incref(cr->overrides) : json_object(), "workspace",
-			 ws, "env", cr->env ? json_incref(cr->env) : json_object(), "labels",
-			 cr->labels, "state_dir", d->state_dir, "run_dir", d->run_dir, "audit",
-			 "exec_trace", 1);
+	json_t *spec = json_pack(
+		"{s:s, s:s, s:n, s:o, s:o, s:o, s:O, s:s, s:s, s:{s:b}}", "id", id, "profile",
+		cr->profile, "policy_file", "overrides",
+		cr->overrides ? json_incref(cr->overrides) : json_object(), "workspace", ws, "env",
+		cr->env ? json_incref(cr->env) : json_object(), "labels", cr->labels, "state_dir",
+		d->state_dir, "run_dir", d->run_dir, "audit", "exec_trace", 1);
+
+	/* The create token's scope, kept for a repeated create after a restart (the supervisor
+	 * ignores it). */
+	if (cr->token_ops != 0 || cr->token_ttl_s != 0)
+		pdk_json_set(spec, "create_token",
+			     json_pack("{s:I, s:I}", "ops", (json_int_t)cr->token_ops, "ttl_s",
+				       (json_int_t)cr->token_ttl_s));
+	return spec;
 }
 
 static void add_waiter(struct pdk_sb *sb, struct evhttp_request *req, int code)
@@ -810,6 +903,24 @@ static void add_waiter(struct pdk_sb *sb, struct evhttp_request *req, int code)
 	w->code = code;
 	w->next = sb->waiters;
 	sb->waiters = w;
+}
+
+/*
+ * A create with the key of a sandbox that has ended (and is still kept): 409, naming it. Not the
+ * dead sandbox as if alive, and not a second sandbox for what the client may think is a retry.
+ */
+static bool replay_ended_key(struct pdk_daemon *d, struct evhttp_request *req, const char *key)
+{
+	struct pdk_store_ended e;
+
+	if (pdk_store_ended_by_key(d->store, key, &e, NULL) < 0)
+		return false;
+	pdk__http_error(req, 409, "conflict", "idempotency_key",
+			"the sandbox '%s' created with this idempotency key has ended (%s); a new "
+			"sandbox needs a new key",
+			e.id, e.reason);
+	pdk_store_ended_release(&e);
+	return true;
 }
 
 /* A create with a key seen before: the same sandbox (200), waiting for it if it is starting. */
@@ -826,15 +937,13 @@ static bool replay_key(struct pdk_daemon *d, struct evhttp_request *req, const c
 			add_waiter(sb, req, 200);
 			return true;
 		}
-		if (pdk_token_mint(d->key, sb->row.id, PDK_TOKEN_OPS_ALL,
-				   pdk_now_real_ns() / 1000000000ULL + PDK_REQ_TOKEN_TTL_MAX,
-				   &token, &err) < 0)
+		if (mint_create_token(sb, &token, &err) < 0)
 			pdk__http_status_error(req, err->status, err->msg);
 		else
 			pdk__http_json(req, 200, pdk__sb_json(sb, token));
 		return true;
 	}
-	return false;
+	return replay_ended_key(d, req, key);
 }
 
 /* A new sandbox object, stored and its supervisor started; NULL + *err on failure. */
@@ -864,6 +973,8 @@ static struct pdk_sb *sb_start(struct pdk_daemon *d, struct pdk_req_create *cr, 
 	sb->limits = json_deep_copy(json_object_get(cr->overrides, "limits"));
 	if (sb->limits == NULL)
 		sb->limits = json_object();
+	sb->token_ops = cr->token_ops;
+	sb->token_ttl_s = cr->token_ttl_s;
 	if (pdk_store_sandbox_insert(d->store, &sb->row, err) < 0 ||
 	    spawn(sb, spec_text, err) < 0) {
 		(void)!pdk_store_sandbox_delete(d->store, id, NULL);
@@ -878,7 +989,9 @@ static struct pdk_sb *sb_start(struct pdk_daemon *d, struct pdk_req_create *cr, 
 /* A ready warm-pool member of the profile, when the request asks for nothing it lacks. */
 static struct pdk_sb *pool_member(struct pdk_daemon *d, struct pdk_req_create *cr)
 {
-	if (cr->workspace != NULL || cr->overrides != NULL || cr->env != NULL)
+	/* A scoped create token is kept in the spec, which a pool member was started without. */
+	if (cr->workspace != NULL || cr->overrides != NULL || cr->env != NULL ||
+	    cr->token_ops != 0 || cr->token_ttl_s != 0)
 		return NULL;
 	for (struct pdk_sb *sb = d->sandboxes; sb != NULL; sb = sb->next)
 		if (sb->row.pool && !sb->destroying && sb->ctl_fd >= 0 &&
@@ -1072,11 +1185,49 @@ static void adopt_status(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds
 			json_pack("{s:i}", "supervisor_pid", (int)sb->row.supervisor_pid));
 }
 
+/*
+ * A lost sandbox's cgroup, from RUNDIR/sb/ID/cgroup (the supervisor wrote it): every process in
+ * it killed (cgroup.kill on v2, else SIGKILL of each pid of cgroup.procs until empty), the
+ * directories removed, and a sandbox.reap event saying so.
+ */
+static void reap_cgroup(struct pdk_sb *sb)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/sb/%s/cgroup", sb->d->run_dir, sb->row.id);
+	_cleanup_free_ char *text = NULL, *where = NULL;
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_cgroup *cg = NULL;
+	char name[13];
+	int rc;
+
+	if (pdk_read_file_at(AT_FDCWD, path, 64 * 1024, &text, &err) < 0) {
+		if (err->status != ENOENT)
+			pdk__daemon_event(sb->d, sb->row.id, sb->labels, "sandbox.reap",
+					  json_pack("{s:s}", "error", err->msg));
+		return;
+	}
+	if (text[0] == '\0')
+		return;                    /* the sandbox had no cgroup */
+	memcpy(name, sb->row.id + 24, 12); /* the id's random tail names the cgroup */
+	name[12] = '\0';
+	rc = pdk_cgroup_adopt(text, name, NULL, &cg, &err);
+	if (rc == 0) {
+		where = pdk_xstrdup(pdk_cgroup_path(cg) ? pdk_cgroup_path(cg) : "");
+		rc = pdk_cgroup_destroy(cg, &err);
+	}
+	pdk__daemon_event(sb->d, sb->row.id, sb->labels, "sandbox.reap",
+			  json_pack("{s:s?, s:b, s:s?}", "cgroup", where, "removed", rc == 0,
+				    "error", rc < 0 && err ? err->msg : NULL));
+	if (rc < 0 && !sb->d->quiet)
+		fprintf(stderr, "paddock serve: %s: lost sandbox's cgroup: %s\n", sb->row.id,
+			err ? err->msg : "failed");
+}
+
 static int adopt_one(void *data, const struct pdk_store_sandbox *row)
 {
 	struct pdk_daemon *d = data;
 	struct pdk_sb *sb = sb_new(d);
 	_cleanup_json_ json_t *spec = json_loads(row->spec, 0, NULL);
+	uint64_t spool = 0;
 
 	sb->row = *row;
 	sb->row.id = pdk_xstrdup(row->id);
@@ -1088,9 +1239,20 @@ static int adopt_one(void *data, const struct pdk_store_sandbox *row)
 	sb->labels = json_loads(row->labels, 0, NULL);
 	if (!json_is_object(sb->labels))
 		sb->labels = (json_decref(sb->labels), json_object());
+	/*
+	 * audit.db's offset moves in the same transaction as the events: it wins over daemon.db's
+	 * copy, which a crash may have left behind (the batch would be appended twice).
+	 */
+	if (pdk_audit_spool_offset(d->audit, row->id, &spool, NULL) == 0 &&
+	    spool > sb->row.spool_offset)
+		sb->row.spool_offset = spool;
 	sb->limits = json_deep_copy(json_object_get(json_object_get(spec, "overrides"), "limits"));
 	if (sb->limits == NULL)
 		sb->limits = json_object();
+	sb->token_ops = (unsigned)json_integer_value(
+		json_object_get(json_object_get(spec, "create_token"), "ops"));
+	sb->token_ttl_s = (uint64_t)json_integer_value(
+		json_object_get(json_object_get(spec, "create_token"), "ttl_s"));
 	if (strcmp(row->state, "lost") == 0)
 		return 0;
 	if (ctl_connect(sb) == 0 &&
@@ -1098,11 +1260,13 @@ static int adopt_one(void *data, const struct pdk_store_sandbox *row)
 		return 0;
 	/*
 	 * Nobody answers: the supervisor is gone. What it left is cleaned: its
-	 * process group (in case it hangs without its socket), its run
-	 * directory; the spool is ingested first.
+	 * process group (in case it hangs without its socket), every process of
+	 * the sandbox's cgroup and the cgroup, its run directory; the spool is
+	 * ingested first.
 	 */
 	if (row->supervisor_pid > 1)
 		(void)kill(-row->supervisor_pid, SIGKILL);
+	reap_cgroup(sb);
 	free_event(&sb->ctl_ev);
 	close_fd(&sb->ctl_fd);
 	free(sb->end_reason);
@@ -1121,10 +1285,24 @@ void pdk__sb_adopt_all(struct pdk_daemon *d)
 
 /* ---- once a second ---- */
 
+#define PURGE_EVERY_TICKS 10
+
 void pdk__sb_tick(struct pdk_daemon *d)
 {
 	uint64_t now = pdk_now_real_ns(), mono = pdk_now_mono_ns();
 	struct pdk_sb *next;
+	static unsigned ticks;
+
+	/* Ended sandboxes past the retention period are forgotten (checked every 10 s). */
+	if (ticks++ % PURGE_EVERY_TICKS == 0) {
+		_cleanup_error_ struct pdk_error *err = NULL;
+
+		if (pdk_store_ended_purge(d->store,
+					  now > d->retention_ns ? now - d->retention_ns : 0,
+					  &err) < 0 &&
+		    !d->quiet)
+			fprintf(stderr, "paddock serve: %s\n", err->msg);
+	}
 
 	for (struct pdk_sb *sb = d->sandboxes; sb != NULL; sb = next) {
 		next = sb->next;

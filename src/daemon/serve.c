@@ -368,6 +368,7 @@ int pdk_daemon_serve(const struct pdk_daemon_opts *o, struct pdk_error **err)
 			       .lock_fd = -1,
 			       .uid = geteuid(),
 			       .max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY,
+			       .retention_ns = o->retention_s * 1000000000ULL,
 			       .kill_on_exit = o->kill_on_exit,
 			       .quiet = o->quiet};
 	int rc = start(&d, o, err);

@@ -270,7 +270,8 @@ sandbox_tests() {
 	sleep 0.5
 	is "$(supervisors_of "$id")" "" "$who: the killed sandbox's supervisor is gone"
 	api "$who" GET "/v1/sandboxes/$id"
-	is "$CODE" "404" "$who: the killed sandbox is forgotten"
+	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" end_reason)" "200 ended killed" \
+		"$who: the killed sandbox stays visible as ended (reason killed)"
 
 	# Delete the rest; nothing of them is left.
 	api "$who" GET /v1/sandboxes
@@ -322,7 +323,8 @@ sandbox_tests() {
 	is "$CODE $(jq_get "$BODY" stdout.text | tr -d '\n')" "200 pooled" "$who: the claimed sandbox runs commands"
 	sleep 3.5
 	api "$who" GET "/v1/sandboxes/$id"
-	is "$CODE" "404" "$who: a sandbox with ttl 2 s is destroyed once it expires"
+	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" end_reason)" "200 ended ttl" \
+		"$who: a sandbox with ttl 2 s is destroyed once it expires (kept as ended, reason ttl)"
 	wait $! 2>/dev/null
 	is "$(grep -c '^event: sandbox.claim' "$T/live-$who")" "1" "$who: GET /v1/events streams new events live"
 	for n in $(seq 1 100); do

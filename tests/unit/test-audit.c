@@ -745,3 +745,40 @@ Test(audit_sink, writer_failure_fails_closed)
 	pdk_error_free(&err);
 	pdk_events_free(ev);
 }
+
+Test(audit, spool_offset_moves_with_its_batch)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = open_store(state);
+	struct pdk_error *err = NULL;
+	json_t *ev[2] = {event("sb-s", 0), event("sb-s", 1)};
+	uint64_t off = 99;
+	struct pdk_audit_verify v;
+
+	cr_assert_eq(pdk_audit_spool_offset(a, "sb-s", &off, &err), 0);
+	cr_assert_eq(off, 0, "no offset yet");
+	cr_assert_eq(pdk_audit_append_spool(a, ev, 2, "sb-s", 120, &err), 0, "%s",
+		     err ? err->msg : "");
+	cr_assert_eq(pdk_audit_spool_offset(a, "sb-s", &off, &err), 0);
+	cr_assert_eq(off, 120);
+	cr_assert_eq(pdk_audit_append_spool(a, NULL, 0, "sb-s", 130, &err), 0, "offset only");
+	cr_assert_eq(pdk_audit_spool_offset(a, "sb-s", &off, &err), 0);
+	cr_assert_eq(off, 130);
+	/* A batch that cannot be stored moves nothing: the offset stays with the events. */
+	sql(state, "CREATE TRIGGER no_more BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'x'); "
+		   "END; UPDATE spool_offsets SET offset = offset WHERE source = 'sb-s'");
+	cr_assert_lt(pdk_audit_append_spool(a, ev, 2, "sb-s", 999, &err), 0);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_audit_spool_offset(a, "sb-s", &off, &err), 0);
+	cr_assert_eq(off, 130, "the failed batch's offset was rolled back");
+	sql(state, "DROP TRIGGER no_more; UPDATE spool_offsets SET offset = offset");
+	v = verify(a);
+	cr_assert_eq(v.reason, PDK_AUDIT_INTACT, "%s", v.detail);
+	cr_assert_eq(v.records, 2);
+	cr_assert_eq(pdk_audit_spool_forget(a, "sb-s", &err), 0);
+	cr_assert_eq(pdk_audit_spool_offset(a, "sb-s", &off, &err), 0);
+	cr_assert_eq(off, 0);
+	json_decref(ev[0]);
+	json_decref(ev[1]);
+	pdk_audit_free(a);
+}

@@ -1259,3 +1259,54 @@ Test(cgroup, v1_freeze_writes_freezer_state)
 	cr_assert_str_eq(slurp("freezer/paddock-f1/freezer.state"), "THAWED");
 	destroy_ok();
 }
+
+/* --- a dead process's cgroup: describe, adopt, destroy --- */
+
+static void adopt_refused(const char *text, const char *why)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_cgroup *cg = NULL;
+
+	cr_assert_eq(pdk_cgroup_adopt(text, "sbtail", g_tmp, &cg, &err), -EINVAL, "%s", why);
+	cr_assert_null(cg);
+	cr_assert_not_null(err);
+}
+
+Test(cgroup, describe_adopt_and_destroy)
+{
+	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_V2);
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *text = NULL, *want = NULL, *bad = NULL;
+	struct pdk_cgroup *cg = NULL;
+
+	fake_v2("", "memory pids cpu");
+	make("sbtail", &o, NULL, 0, NULL);
+	text = pdk_cgroup_describe(g_cg);
+	want = pdk_xasprintf("2 0 %s/paddock-sbtail\n", g_tmp);
+	cr_assert_str_eq(text, want);
+	pdk_cgroup_free(steal_ptr(&g_cg)); /* the maker goes away without removing it */
+	cr_assert(exists("paddock-sbtail"));
+	cr_assert_eq(pdk_cgroup_adopt(text, "sbtail", g_tmp, &cg, &err), 0, "%s",
+		     err ? err->msg : "");
+	cr_assert_eq(pdk_cgroup_version(cg), PDK_CGROUP_V2);
+	cr_assert_eq(pdk_cgroup_destroy(cg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert(!exists("paddock-sbtail"));
+
+	adopt_refused("2 0 /etc/paddock-sbtail\n", "outside the root");
+	bad = pdk_xasprintf("2 0 %s/../paddock-sbtail\n", g_tmp);
+	adopt_refused(bad, "a .. component");
+	free(bad);
+	bad = pdk_xasprintf("2 0 %s/paddock-other\n", g_tmp);
+	adopt_refused(bad, "another sandbox's cgroup");
+	free(bad);
+	bad = pdk_xasprintf("2 0 %s/x/paddock-sbtail\n1 1 %s/y/paddock-sbtail\n", g_tmp, g_tmp);
+	adopt_refused(bad, "mixed versions");
+	free(bad);
+	bad = pdk_xasprintf("3 0 %s/paddock-sbtail\n", g_tmp);
+	adopt_refused(bad, "no such version");
+	free(steal_ptr(&bad));
+	adopt_refused("garbage", "not a description");
+	cg = NULL;
+	cr_assert_eq(pdk_cgroup_adopt("", "sbtail", g_tmp, &cg, &err), 0, "no cgroup at all");
+	cr_assert_eq(pdk_cgroup_destroy(cg, &err), 0);
+}

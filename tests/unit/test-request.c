@@ -206,3 +206,47 @@ Test(request, exec_stdin_open)
 	cr_assert_eq(pdk_req_parse_exec(S("{\"argv\":[\"cat\"],\"stdin_open\":1}"), &x, &e), -1);
 	cr_assert_str_eq(e.field, "stdin_open");
 }
+
+Test(request, create_disk_needs_a_tmpfs_workspace)
+{
+	struct pdk_req_create r;
+	struct pdk_req_error e = {0};
+
+	create_refused("{\"overrides\":{\"limits\":{\"disk\":\"2M\"}}}", "overrides.limits.disk");
+	create_refused("{\"overrides\":{\"limits\":{\"disk\":\"2M\"}},\"workspace\":{\"mode\":"
+		       "\"overlay\"}}",
+		       "overrides.limits.disk");
+	create_refused("{\"overrides\":{\"limits\":{\"disk\":\"lots\"}},\"workspace\":{\"mode\":"
+		       "\"tmpfs\"}}",
+		       "overrides.limits.disk");
+	cr_assert_eq(pdk_req_parse_create(S("{\"overrides\":{\"limits\":{\"disk\":\"2M\"}},"
+					    "\"workspace\":{\"mode\":\"tmpfs\"}}"),
+					  &r, &e),
+		     0, "%s", e.msg);
+	pdk_req_create_release(&r);
+}
+
+Test(request, create_token_scope_and_lifetime)
+{
+	struct pdk_req_create r;
+	struct pdk_req_error e = {0};
+
+	cr_assert_eq(
+		pdk_req_parse_create(S("{\"ttl\":\"1h\",\"token\":{\"ops\":[\"read\",\"exec\"],"
+				       "\"ttl_s\":600}}"),
+				     &r, &e),
+		0, "%s", e.msg);
+	cr_assert_eq(r.token_ops, PDK_TOKEN_OP_READ | PDK_TOKEN_OP_EXEC);
+	cr_assert_eq(r.token_ttl_s, 600);
+	pdk_req_create_release(&r);
+	cr_assert_eq(pdk_req_parse_create(S("{}"), &r, &e), 0);
+	cr_assert_eq(r.token_ops, 0, "default: every operation");
+	cr_assert_eq(r.token_ttl_s, 0, "default: the daemon's maximum");
+	pdk_req_create_release(&r);
+	create_refused("{\"token\":{\"ttl_s\":86401}}", "token.ttl_s");
+	create_refused("{\"token\":{\"ttl_s\":0}}", "token.ttl_s");
+	create_refused("{\"ttl\":60,\"token\":{\"ttl_s\":61}}", "token.ttl_s");
+	create_refused("{\"token\":{\"ops\":[\"root\"]}}", "token.ops[0]");
+	create_refused("{\"token\":{\"ops\":[]}}", "token.ops");
+	create_refused("{\"token\":[]}", "token");
+}

@@ -284,5 +284,47 @@ Test(store, nested_walks_use_their_own_statement)
 	cr_assert_eq(pdk_store_sandbox_get(s, "sb-b", &out, &err), 0);
 	cr_assert_str_eq(out.state, "lost");
 	pdk_store_sandbox_release(&out);
+static int count_ended(void *data, const struct pdk_store_ended *e)
+{
+	(void)e;
+	(*(int *)data)++;
+	return 0;
+}
+
+Test(store, end_moves_the_row_and_purge_forgets)
+{
+	struct pdk_store *s = open_store();
+	struct pdk_store_sandbox sb = row("sb-e", "key-e"), got = {0};
+	struct pdk_store_ended e = {.id = (char *)"sb-e",
+				    .idempotency_key = (char *)"key-e",
+				    .ended_ns = 1000,
+				    .reason = (char *)"ttl",
+				    .sandbox = (char *)"{\"id\":\"sb-e\",\"state\":\"ended\"}"},
+			       out = {0};
+	struct pdk_error *err = NULL;
+	int n = 0;
+
+	cr_assert_eq(pdk_store_sandbox_insert(s, &sb, &err), 0);
+	cr_assert_eq(pdk_store_sandbox_end(s, &e, &err), 0, "%s", err ? err->msg : "");
+	/* One transaction: the live row is gone, the ended one is there. */
+	cr_assert_eq(pdk_store_sandbox_get(s, "sb-e", &got, &err), -ENOENT);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_store_ended_get(s, "sb-e", &out, &err), 0);
+	cr_assert_str_eq(out.reason, "ttl");
+	cr_assert_eq(out.ended_ns, 1000);
+	cr_assert_str_eq(out.sandbox, e.sandbox);
+	pdk_store_ended_release(&out);
+	cr_assert_eq(pdk_store_ended_by_key(s, "key-e", &out, &err), 0);
+	cr_assert_str_eq(out.id, "sb-e");
+	pdk_store_ended_release(&out);
+	/* The key is free for a live row again (the ended table is apart). */
+	sb = row("sb-f", "key-e");
+	cr_assert_eq(pdk_store_sandbox_insert(s, &sb, &err), 0);
+	cr_assert_eq(pdk_store_ended_each(s, count_ended, &n, &err), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(pdk_store_ended_purge(s, 1000, &err), 0, "not before its end");
+	cr_assert_eq(pdk_store_ended_purge(s, 1001, &err), 1);
+	cr_assert_eq(pdk_store_ended_get(s, "sb-e", &out, &err), -ENOENT);
+	pdk_error_free(&err);
 	pdk_store_free(s);
 }
