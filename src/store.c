@@ -542,7 +542,7 @@ int pdk_store_sandbox_end(struct pdk_store *s, const struct pdk_store_ended *e,
 
 	if (exec_sql(s, "BEGIN IMMEDIATE", err) < 0)
 		return -EIO;
-	if (exec_bound1(s, "DELETE FROM sandboxes WHERE id = ?", e->id, err) < 0)
+	if (exec_bound1(s, ST_SB_DELETE, e->id, err) < 0)
 		return rollback(s, -EIO);
 	if (prepare(s,
 		    "INSERT OR REPLACE INTO ended (id, idempotency_key, ended_ns, reason, sandbox)"

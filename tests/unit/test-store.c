@@ -284,6 +284,9 @@ Test(store, nested_walks_use_their_own_statement)
 	cr_assert_eq(pdk_store_sandbox_get(s, "sb-b", &out, &err), 0);
 	cr_assert_str_eq(out.state, "lost");
 	pdk_store_sandbox_release(&out);
+	pdk_store_free(s);
+}
+
 static int count_ended(void *data, const struct pdk_store_ended *e)
 {
 	(void)e;
