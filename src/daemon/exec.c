@@ -32,10 +32,15 @@ enum exec_mode {
 	EXEC_STATUS, /* {"ok":true} or the stderr as an error (archive upload) */
 };
 
-/* What a pending spill-file open knows; `c` is cleared when the exec ends first. */
+/*
+ * What a pending spill-file open knows. When the exec ends first, `x` and `c`
+ * are cleared and the output held so far moves to `pending`: the answer has
+ * already named the file, so it must still get every byte.
+ */
 struct spill_ctx {
 	struct pdk_exec *x;
 	struct capture *c;
+	struct evbuffer *pending;
 };
 
 struct capture {
@@ -197,7 +202,12 @@ static void detach_calls(struct pdk_exec *x)
 			c->cb = call_dropped;
 			c->ctx = NULL;
 		} else if (c->cb == spill_opened && ((struct spill_ctx *)c->ctx)->x == x) {
-			((struct spill_ctx *)c->ctx)->c = NULL;
+			struct spill_ctx *s = c->ctx;
+
+			if (s->c != NULL && !s->c->file_failed)
+				s->pending = steal_ptr(&s->c->pending);
+			s->c = NULL;
+			s->x = NULL;
 		}
 	}
 }
@@ -265,26 +275,26 @@ static void spill_opened(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds
 {
 	struct spill_ctx *s = ctx;
 	struct capture *c = s->c;
-	size_t n;
+	struct evbuffer *held = c != NULL ? c->pending : s->pending;
+	size_t n = held != NULL ? evbuffer_get_length(held) : 0;
+	bool ok = reply != NULL && nfds == 1 && json_object_get(reply, "error") == NULL;
+	bool wrote =
+		ok && (n == 0 || pdk_write_all(fds[0], evbuffer_pullup(held, (ssize_t)n), n) == 0);
 
 	(void)sb;
+	if (s->pending != NULL) /* the exec ended before: the file gets what it held, then closes */
+		evbuffer_free(s->pending);
+	else if (held != NULL)
+		evbuffer_drain(held, n);
 	free(s);
-	if (reply == NULL || nfds != 1 || json_object_get(reply, "error") != NULL) {
-		for (size_t i = 0; i < nfds; i++)
-			(void)close(fds[i]);
-		if (c != NULL)
-			c->file_failed = true;
+	if (c != NULL && wrote) {
+		c->file_fd = fds[0];
 		return;
 	}
-	if (c == NULL) { /* the exec ended before */
-		(void)close(fds[0]);
-		return;
-	}
-	c->file_fd = fds[0];
-	n = evbuffer_get_length(c->pending);
-	if (n > 0 && pdk_write_all(c->file_fd, evbuffer_pullup(c->pending, (ssize_t)n), n) < 0)
+	if (c != NULL)
 		c->file_failed = true;
-	evbuffer_drain(c->pending, n);
+	for (size_t i = 0; i < nfds; i++)
+		(void)close(fds[i]);
 }
 
 /* The cap is passed: everything so far goes to the pending buffer, and the file is asked for. */
