@@ -448,11 +448,15 @@ static int p_exec_shm(void)
 }
 static int p_daemon(void)
 {
-	/* Double fork + setsid: the test checks nothing with this marker outlives run. */
+	/*
+	 * Double fork + setsid: the test checks nothing with this marker outlives
+	 * run. ARG is the sleep's duration, unique per test run (a "sleep 300"
+	 * of anything else on the machine must not fail the check).
+	 */
 	if (fork() == 0) {
 		setsid();
 		if (fork() == 0) {
-			char *av[] = {"sleep", "300", NULL};
+			char *av[] = {"sleep", (char *)(arg ? arg : "300"), NULL};
 
 			execvp("sleep", av);
 			_exit(1);

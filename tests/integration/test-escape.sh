@@ -128,9 +128,12 @@ host_checks() {
 	printf '%s' "$out" | grep -q "tiocsti: blocked (EPERM)"; ok $? "$who: TIOCSTI into the caller's terminal is refused ($out)"
 
 	# A double-forked, setsid daemon does not outlive run.
-	probe "$who" daemon >/dev/null
+	# The sleep's duration is this run's own (300.PID.RANDOM): another "sleep 300" on the
+	# machine is not this daemon.
+	local mark="300.$$$RANDOM"
+	probe "$who" daemon "$mark" >/dev/null
 	sleep 0.2
-	pgrep -f '^sleep 300$' >/dev/null; is $? 1 "$who: a double-forked daemon does not outlive run"
+	pgrep -f "^sleep $mark\$" >/dev/null; is $? 1 "$who: a double-forked daemon does not outlive run"
 }
 
 setuid_checks() {

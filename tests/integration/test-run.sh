@@ -119,9 +119,11 @@ check_signals() {
 	for _ in $(seq 50); do grep -q ready "$T/sig" 2>/dev/null && break; sleep 0.1; done
 	kill -TERM "$pid"; wait "$pid"; is $? 9 "$who: SIGTERM is forwarded to the command"
 	grep -q got-TERM "$T/sig"; ok $? "$who: the command's handler ran"
-	prun "$who" -- sh -c 'setsid sh -c "sleep 300" & (sleep 301 &) ; echo started' >/dev/null 2>&1
+	# Durations unique to this run: another "sleep 300" on the machine is not the command's.
+	local mark="$$$RANDOM"
+	prun "$who" -- sh -c "setsid sh -c 'sleep 300.$mark' & (sleep 301.$mark &) ; echo started" >/dev/null 2>&1
 	sleep 0.2
-	pgrep -x 'sleep' -a | grep -qE ' sleep 30[01]$'; is $? 1 "$who: nothing the command started outlives run"
+	pgrep -x 'sleep' -a | grep -qE " sleep 30[01]\.$mark\$"; is $? 1 "$who: nothing the command started outlives run"
 }
 
 for who in root user; do
