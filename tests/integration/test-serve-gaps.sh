@@ -18,7 +18,7 @@ done
 
 python3 "$TESTS_DIR/integration/egress-origin.py" "$T/origin.port" &
 ORIGIN_PID=$!
-trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; kill $ORIGIN_PID 2>/dev/null; undelegate_cgroup; rm -rf "$T"' EXIT
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; kill $ORIGIN_PID 2>/dev/null; undelegate_cgroup; rm -rf "$T"' EXIT
 for _ in $(seq 100); do [ -s "$T/origin.port" ] && break; sleep 0.05; done
 OP=$(cat "$T/origin.port")
 [ -n "$OP" ] || { echo "Bail out! the origin server did not start"; exit 1; }
@@ -73,7 +73,7 @@ disk_tests() {
 }
 
 ended_tests() {
-	local who=$1 port=$2 id id2 id3 n
+	local who=$1 port=$2 id id2 id3 id4 n
 	api "$who" POST /v1/sandboxes '{"labels":{"session":"sE"},"ttl":1,"idempotency_key":"k-end"}'
 	id=$(jq_get "$BODY" id)
 	api "$who" POST /v1/sandboxes '{"labels":{"session":"sE"}}'
@@ -113,6 +113,7 @@ ended_tests() {
 	is "$(printf '%s' "$BODY" | jq -r '[.sandboxes[].id] | sort | join(" ")')" "$(printf '%s\n' "$id" "$id2" | sort | tr '\n' ' ' | sed 's/ $//')" \
 		"$who: ?state=ended&session=sE lists the two ended ones of the session"
 	api "$who" POST /v1/sandboxes '{"labels":{"session":"sE"}}'
+	id4=$(jq_get "$BODY" id)
 	api "$who" GET "/v1/sandboxes?state=all&session=sE"
 	is "$(printf '%s' "$BODY" | jq -r '[.sandboxes[].state] | sort | join(" ")')" "ended ended running" \
 		"$who: ?state=all lists live and ended ones"
@@ -132,6 +133,10 @@ ended_tests() {
 	is "$CODE" "404" "$who: with --retention 1s, a sandbox ended over 1 s ago is purged"
 	api "$who" POST /v1/sandboxes '{"labels":{"session":"sE"},"idempotency_key":"k-end"}'
 	is "$CODE" "201" "$who: once purged, the idempotency key makes a new sandbox"
+	# Supervisors outlive their daemon: the live ones this test made are destroyed here.
+	api "$who" DELETE "/v1/sandboxes/$(jq_get "$BODY" id)"
+	api "$who" DELETE "/v1/sandboxes/$id4"
+	is "$CODE" "200" "$who: the session's live sandboxes are destroyed"
 	as "$who" "$T/bin/paddock" serve --retention forever >"$T/ret.log" 2>&1
 	is "$? $(grep -c -- "--retention wants a duration" "$T/ret.log")" "122 1" "$who: a bad --retention is refused"
 }
@@ -253,6 +258,8 @@ gap_tests() {
 	lost_tests "$who" "$port"
 	token_tests "$who" "$port"
 	spool_tests "$who" "$port"
+	api "$who" GET /v1/sandboxes
+	is "$(printf '%s' "$BODY" | jq '.sandboxes | length')" "0" "$who: no live sandbox is left for the next test"
 	serve_stop "$who"
 	is "$SERVE_RC" "0" "$who: clean stop"
 }

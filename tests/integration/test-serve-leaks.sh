@@ -7,7 +7,7 @@
 # that differ: user namespaces, delegated cgroups).
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
-trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; undelegate_cgroup; rm -rf "$T"' EXIT
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
 
 CYCLES=${PDK_CYCLES:-200}
 
