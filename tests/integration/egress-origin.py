@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+from origin_body import read_body
+
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -48,17 +50,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def do_POST(self):
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            body = b""
-            while True:
-                size = int(self.rfile.readline().split(b";")[0], 16)
-                if size == 0:
-                    self.rfile.readline()
-                    break
-                body += self.rfile.read(size)
-                self.rfile.readline()
-        else:
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        body = read_body(self)
         if len(sys.argv) > 2:
             with open(sys.argv[2], "a") as log:
                 log.write("echo %d\n" % len(body))
