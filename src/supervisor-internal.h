@@ -23,6 +23,7 @@ struct sv_exec {
 	uint64_t deadline; /* CLOCK_MONOTONIC ns; 0 = none */
 	bool timed_out;
 	bool killed;    /* a signal request ended it */
+	bool warm;      /* a pool member's warm-up (the daemon's): not a command of the budget */
 	int pty_master; /* pty: sent with the reply, then closed here; else -1 */
 	char **argv;    /* for the process.exec event without exec tracing */
 };

@@ -630,6 +630,7 @@ static void op_exec(struct pdk_supervisor *s, json_int_t req, json_t *msg, int *
 	json_t *argv = json_object_get(msg, "argv");
 	json_t *to = json_object_get(msg, "timeout_ms");
 	bool pty = json_is_true(json_object_get(msg, "pty"));
+	bool warm = json_is_true(json_object_get(msg, "warm"));
 	const char *cwd = spec_str(msg, "cwd");
 	_cleanup_strv_ char **av = NULL, **env = NULL;
 	struct pdk_sandbox_spawn sp = {.pty_fd = -1};
@@ -674,13 +675,15 @@ static void op_exec(struct pdk_supervisor *s, json_int_t req, json_t *msg, int *
 		return pdk__sv_reply_error(s, req, rc == -E2BIG ? "too_large" : "internal", NULL,
 					   err);
 	}
-	s->commands++;
+	if (!warm)
+		s->commands++;
 	s->execs = pdk_xrealloc(s->execs, (s->n_execs + 1) * sizeof(*s->execs));
 	e = &s->execs[s->n_execs++];
 	*e = (struct sv_exec){.id = id,
 			      .req = req,
 			      .start_ns = pdk_now_mono_ns(),
 			      .pty_master = master,
+			      .warm = warm,
 			      .argv = steal_ptr(&av)};
 	if (json_is_integer(to) && json_integer_value(to) > 0)
 		e->deadline = e->start_ns + (uint64_t)json_integer_value(to) * NSEC_PER_MS;
@@ -713,8 +716,8 @@ static void on_started(struct pdk_supervisor *s, struct sv_exec *e,
 	}
 	e->req = 0;
 	emit_proc(s, "process.exec",
-		  json_pack("{s:i, s:o, s:I}", "pid", p->pid, "argv", pdk_json_strv(e->argv),
-			    "exec", (json_int_t)e->id),
+		  json_pack("{s:i, s:o, s:I, s:b}", "pid", p->pid, "argv", pdk_json_strv(e->argv),
+			    "exec", (json_int_t)e->id, "warm", e->warm),
 		  false);
 }
 

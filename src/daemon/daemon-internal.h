@@ -55,6 +55,8 @@ struct pdk_sb {
 	bool destroying;
 	struct evhttp_request *destroy_req; /* a DELETE waiting for the answer */
 	bool first_exec_pending; /* claimed from a pool, its first exec not answered yet */
+	bool warming;            /* a pool member's warm-up exec runs: not claimable yet */
+	json_t *warm_exec;       /* that exec's id, once started */
 	struct event *ingest_ev; /* a spool ingest held back while an exec runs (sandboxes.c) */
 	bool dirty;              /* row changed in memory, saved by the next ingest pass */
 };

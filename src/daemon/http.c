@@ -466,7 +466,7 @@ static int pool_json(void *data, const char *profile, uint64_t size)
 	for (struct pdk_sb *sb = d->sandboxes; sb != NULL; sb = sb->next) {
 		if (!sb->row.pool || sb->destroying || strcmp(sb->row.profile, profile) != 0)
 			continue;
-		if (strcmp(sb->row.state, "starting") == 0)
+		if (strcmp(sb->row.state, "starting") == 0 || sb->warming)
 			starting++;
 		else if (strcmp(sb->row.state, "running") == 0)
 			ready++;
