@@ -1032,6 +1032,27 @@ static void op_ws(struct pdk_supervisor *s, json_int_t req, json_t *msg, const c
 				    "execs are running: the workspace layers change only when "
 				    "none does");
 	}
+	/*
+	 * The layers change only with the overlay unmounted, so the init is
+	 * restarted (restart_around), which ends every process of the sandbox.
+	 * Processes left running by earlier execs (a server started in the
+	 * background) are not ended silently: the caller must say so.
+	 */
+	if (!json_is_true(json_object_get(msg, "restart"))) {
+		struct pdk_sandbox_usage u;
+
+		pdk_sandbox_usage(s->sb, &u);
+		if (u.pids_current > 1) {
+			_cleanup_free_ char *m = pdk_xasprintf(
+				"%llu task(s) besides the init run in the sandbox (left by earlier "
+				"execs); %s restarts the sandbox's init and would end them: stop "
+				"them, or give \"restart\": true",
+				(unsigned long long)(u.pids_current - 1), op);
+
+			json_decref(reply);
+			return reply_errorx(s, req, "conflict", "restart", m);
+		}
+	}
 	if (restart_around(s, step, msg, reply, &err) < 0) {
 		json_decref(reply);
 		return pdk__sv_reply_error(s, req, "internal", NULL, err);

@@ -12,7 +12,14 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { OPT_SESSION = PDK_CLI_OPT_FIRST_FREE, OPT_WORKFLOW, OPT_AGENT, OPT_LABEL, OPT_REASON };
+enum {
+	OPT_SESSION = PDK_CLI_OPT_FIRST_FREE,
+	OPT_WORKFLOW,
+	OPT_AGENT,
+	OPT_LABEL,
+	OPT_REASON,
+	OPT_RESTART,
+};
 
 static const struct option long_opts[] = {
 	{"json", no_argument, NULL, PDK_CLI_OPT_JSON},
@@ -21,6 +28,7 @@ static const struct option long_opts[] = {
 	{"agent", required_argument, NULL, OPT_AGENT},
 	{"label", required_argument, NULL, OPT_LABEL},
 	{"reason", required_argument, NULL, OPT_REASON},
+	{"restart", no_argument, NULL, OPT_RESTART},
 	PDK_CLI_CONN_LONGOPTS,
 	{NULL, 0, NULL, 0},
 };
@@ -44,12 +52,16 @@ static const struct verb verbs[] = {
 	{"resume", "ID", "Thaw sandbox ID after 'paddock pause'. Prints the new state.\n", "POST",
 	 "resume", NULL, false},
 	{"snapshot", "ID NAME",
-	 "Record the state of sandbox ID's workspace as snapshot NAME (a\n"
-	 "new overlay layer: instant, whatever the workspace's size).\n",
+	 "Record the state of sandbox ID's workspace as snapshot NAME (a new\n"
+	 "overlay layer: no copy, whatever the workspace's size). The sandbox's\n"
+	 "init is restarted around it (same id, budgets and environment); it is\n"
+	 "refused while a command runs, and while processes left by earlier\n"
+	 "commands run unless --restart is given (they are then ended).\n",
 	 "POST", "snapshot", "name", false},
 	{"rollback", "ID NAME",
-	 "Put sandbox ID's workspace back to snapshot NAME; the sandbox is\n"
-	 "paused meanwhile. Later snapshots are dropped.\n",
+	 "Put sandbox ID's workspace back to snapshot NAME (0: as it was at the\n"
+	 "start). Later snapshots are dropped. The init is restarted as for\n"
+	 "'paddock snapshot', with the same refusals and --restart.\n",
 	 "POST", "rollback", "snapshot", false},
 	{"diff", "ID",
 	 "List what sandbox ID changed in its workspace, one path a line after\n"
@@ -71,6 +83,10 @@ static void usage(const struct verb *v, FILE *out)
 		      "      --agent A      every sandbox labelled agent=A\n"
 		      "      --label K=V    every sandbox with label K=V (repeatable)\n"
 		      "      --reason TEXT  recorded with each kill event\n",
+		      out);
+	if (v->key != NULL)
+		fputs("      --restart      end the processes left running by earlier commands\n"
+		      "                     (the init restarts); without it, refused while any run\n",
 		      out);
 	fputs("      --json         print the daemon's answer as JSON\n" PDK_CLI_CONN_HELP, out);
 	fputs("\nexit status: 0; 2 bad option or argument; 125 the daemon could not be\n"
@@ -184,6 +200,8 @@ static int run_verb(const struct verb *v, int argc, char **argv)
 			r = -1;
 		} else if (opt == PDK_CLI_OPT_JSON) {
 			json = true;
+		} else if (opt == OPT_RESTART && v->key != NULL) {
+			json_object_set_new(k.body, "restart", json_true());
 		} else if (!v->selectors || (r = sel_opt(&k, opt, optarg)) < 0) {
 			r = pdk_cli_usage_error(v->name, "bad option");
 		}

@@ -695,22 +695,29 @@ static void route_control(struct route_ctx *c, struct pdk_sb *sb, const char *wh
 
 	if (strcmp(what, "pause") == 0 || strcmp(what, "resume") == 0) {
 		forward(c, sb, json_pack("{s:s}", "op", what), "sandbox");
-	} else if (strcmp(what, "snapshot") == 0 || strcmp(what, "rollback") == 0) {
-		const char *key = what[0] == 's' ? "name" : "snapshot";
+	} else if (strcmp(what, "snapshot") == 0 || strcmp(what, "rollback") == 0 ||
+		   strcmp(what, "commit") == 0) {
+		const char *key = what[0] == 's' ? "name" : what[0] == 'r' ? "snapshot" : NULL;
+		bool restart = false;
+		json_t *op;
 
 		if (json_body(c) < 0)
 			return;
-		if (pdk_req_parse_name(c->body, c->body_len, key, what[0] == 'r', &name, &e) < 0) {
+		if (pdk_req_parse_ws(c->body, c->body_len, key, what[0] == 'r', key ? &name : NULL,
+				     &restart, &e) < 0) {
 			bad_request(c->req, &e);
 			return;
 		}
-		if (name == NULL) {
+		if (key != NULL && name == NULL) {
 			char id[37];
 
 			pdk_make_id(id);
 			name = pdk_xasprintf("snap-%.8s", id + 28);
 		}
-		forward(c, sb, json_pack("{s:s, s:s}", "op", what, key, name), "raw");
+		op = json_pack("{s:s, s:b}", "op", what, "restart", restart);
+		if (key != NULL)
+			pdk_json_set(op, key, json_string(name));
+		forward(c, sb, op, "raw");
 		free(name);
 	} else {
 		forward(c, sb, json_pack("{s:s}", "op", what), "raw");

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 #define STR_MAX         4096
@@ -899,6 +900,38 @@ int pdk_req_parse_pool(const char *body, size_t len, uint64_t *size, struct pdk_
 	if (n == UINT64_MAX)
 		return fail(e, "size", "'size' is required");
 	*size = n;
+	return 0;
+}
+
+struct ws_body {
+	char *name;
+	bool restart;
+};
+
+int pdk_req_parse_ws(const char *body, size_t len, const char *key, bool required, char **name,
+		     bool *restart, struct pdk_req_error *e)
+{
+	const struct field fields[] = {
+		{"restart", chk_bool, offsetof(struct ws_body, restart)},
+		{key ? key : "", chk_name, offsetof(struct ws_body, name)},
+	};
+	_cleanup_json_ json_t *j = load(body, len, e);
+	struct ws_body w = {0};
+
+	if (name != NULL)
+		*name = NULL;
+	if (j == NULL || check_object(j, "", fields, key && name ? 2 : 1, &w, e) < 0) {
+		free(w.name);
+		return -1;
+	}
+	if (w.name == NULL && key != NULL && required)
+		return fail(e, key, "'%s' is required", key);
+	if (name != NULL)
+		*name = w.name;
+	else
+		free(w.name);
+	if (restart != NULL)
+		*restart = w.restart;
 	return 0;
 }
 

@@ -92,6 +92,12 @@ int pdk_req_parse_pool(const char *body, size_t len, uint64_t *size, struct pdk_
 /* {"<key>":"name"}: snapshot {"name"}, rollback {"snapshot"}; a name is [A-Za-z0-9_.-]{1,64}. */
 int pdk_req_parse_name(const char *body, size_t len, const char *key, bool required, char **out,
 		       struct pdk_req_error *e);
+/*
+ * The body of snapshot, rollback and commit: {"<key>":"name", "restart":bool}
+ * (key NULL: commit, "restart" only). Either out pointer may be NULL.
+ */
+int pdk_req_parse_ws(const char *body, size_t len, const char *key, bool required, char **name,
+		     bool *restart, struct pdk_req_error *e);
 /* {"signal":"TERM"|"SIGTERM"|15} */
 int pdk_req_parse_signal(const char *body, size_t len, int *sig, struct pdk_req_error *e);
 /* {"cols":N,"rows":N}, both 1..1000 (POST .../exec/{exec_id}/resize) */

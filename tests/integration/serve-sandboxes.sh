@@ -190,6 +190,23 @@ sandbox_tests() {
 	is "$BODY" "one" "$who: rollback to the snapshot"
 	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"../x"}'
 	is "$CODE $(jq_get "$BODY" error.field)" "400 snapshot" "$who: a bad snapshot name -> 400 naming snapshot"
+	# A process left running by an exec is not ended silently by a snapshot (which restarts the init).
+	api "$who" PUT "/v1/sandboxes/$id/files?path=$f/count.sh" \
+		'for p in /proc/[0-9]*/cmdline; do tr "\000" " " <"$p"; echo; done | grep -c "^sleep 4327"'
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"sleep 4327 >/dev/null 2>&1 &"}'
+	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s2"}'
+	is "$CODE $(jq_get "$BODY" error.code) $(jq_get "$BODY" error.field)" "409 conflict restart" \
+		"$who: snapshot with a background process left running -> 409 naming restart"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["sh","count.sh"]}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "1" "$who: the refused snapshot left the background process running"
+	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s2","restart":"yes"}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 restart" "$who: a restart that is not a boolean -> 400 naming restart"
+	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s2","restart":true}'
+	is "$CODE $(jq_get "$BODY" snapshot)" "200 s2" "$who: snapshot with restart:true"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["sh","count.sh"]}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "0" "$who: ... ended the background process"
+	api "$who" GET "/v1/sandboxes/$id/files?path=$f/layer.txt"
+	is "$BODY" "one" "$who: ... and kept the workspace"
 
 	# Sandbox tokens: limited to their sandbox and their operations.
 	api "$who" POST /v1/sandboxes '{"labels":{"session":"sB"}}'
