@@ -380,9 +380,9 @@ static void warm_started(struct pdk_sb *sb, json_t *reply, int *fds, size_t nfds
 	if (reply == NULL || json_object_get(reply, "error") != NULL) {
 		/* Claimable anyway: the warm-up is an optimisation, not a check. */
 		if (reply != NULL)
-			pdk__daemon_event(sb->d, sb->row.id, sb->labels, "pool.warm_failed",
-					  json_pack("{s:O}", "error",
-						    json_object_get(reply, "error")));
+			pdk__daemon_event(
+				sb->d, sb->row.id, sb->labels, "pool.warm_failed",
+				json_pack("{s:O}", "error", json_object_get(reply, "error")));
 		sb->warming = false;
 		return;
 	}

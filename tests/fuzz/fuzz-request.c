@@ -60,6 +60,7 @@ static void fuzz_small(unsigned which, const char *b, size_t n)
 	struct pdk_req_kill k;
 	uint64_t size = 0;
 	char *name = NULL;
+	bool restart = false;
 	int sig = 0, rc;
 
 	switch (which) {
@@ -81,6 +82,11 @@ static void fuzz_small(unsigned which, const char *b, size_t n)
 	case 3:
 		rc = pdk_req_parse_name(b, n, "name", false, &name, &e);
 		if (rc == 0 && name != NULL && !pdk_req_name_ok(name))
+			abort();
+		free(name);
+		name = NULL;
+		rc = pdk_req_parse_ws(b, n, "snapshot", true, &name, &restart, &e);
+		if (rc == 0 && (name == NULL || !pdk_req_name_ok(name)))
 			abort();
 		free(name);
 		break;

@@ -134,6 +134,7 @@ Test(request, token_kill_pool_name_signal)
 	struct pdk_req_error e = {0};
 	uint64_t size;
 	char *name = NULL;
+	bool restart;
 	int sig = 0;
 
 	cr_assert_eq(pdk_req_parse_token(S("{\"ops\":[\"exec\",\"read\"],\"ttl\":\"5m\"}"), &t, &e),
@@ -164,6 +165,28 @@ Test(request, token_kill_pool_name_signal)
 	free(name);
 	cr_assert_eq(pdk_req_parse_name(S("{\"name\":\"a/b\"}"), "name", true, &name, &e), -1);
 	cr_assert_str_eq(e.field, "name");
+
+	restart = false;
+	cr_assert_eq(pdk_req_parse_ws(S("{\"name\":\"v2\",\"restart\":true}"), "name", false, &name,
+				      &restart, &e),
+		     0);
+	cr_assert_str_eq(name, "v2");
+	cr_assert(restart);
+	free(name);
+	cr_assert_eq(pdk_req_parse_ws(S("{\"restart\":1}"), "name", false, &name, &restart, &e),
+		     -1);
+	cr_assert_str_eq(e.field, "restart");
+	cr_assert_eq(
+		pdk_req_parse_ws(S("{\"restart\":false}"), "snapshot", true, &name, &restart, &e),
+		-1);
+	cr_assert_str_eq(e.field, "snapshot");
+	/* commit: no name key, "restart" only */
+	cr_assert_eq(pdk_req_parse_ws(S("{\"restart\":true}"), NULL, false, NULL, &restart, &e), 0);
+	cr_assert(restart);
+	cr_assert_eq(pdk_req_parse_ws(S("{\"name\":\"x\"}"), NULL, false, NULL, &restart, &e), -1);
+	cr_assert_str_eq(e.field, "name");
+	cr_assert_eq(pdk_req_parse_ws(NULL, 0, NULL, false, NULL, &restart, &e), 0);
+	cr_assert(!restart);
 
 	cr_assert_eq(pdk_req_parse_signal(S("{\"signal\":\"SIGTERM\"}"), &sig, &e), 0);
 	cr_assert_eq(sig, SIGTERM);
