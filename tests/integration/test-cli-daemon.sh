@@ -149,6 +149,11 @@ lifecycle_tests() {
 			"$who: rollback puts the workspace back to the snapshot"
 		pc "$who" rollback "$id" no-such-snap >/dev/null 2>&1
 		is "$?" "125" "$who: rollback to an unknown snapshot exits 125"
+		pc "$who" exec "$id" -- sh -c 'sleep 4329 >/dev/null 2>&1 &' >/dev/null
+		pc "$who" snapshot "$id" snap2 >"$T/o" 2>&1
+		is "$?:$(grep -q 'field.*restart\|restart.*true' "$T/o" && echo named)" "125:named" \
+			"$who: snapshot with a background process running exits 125 naming restart"
+		is "$(pc "$who" snapshot --restart "$id" snap2)" "snap2" "$who: snapshot --restart"
 	fi
 	pc "$who" pause >/dev/null 2>&1
 	is "$?" "2" "$who: pause without an id is a usage error"
