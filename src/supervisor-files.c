@@ -401,3 +401,266 @@ bool pdk__sv_file_op(struct pdk_supervisor *s, const char *op, json_int_t req, j
 		op_mkdir(s, req, msg, path);
 	return true;
 }
+
+/* ---- carrying the tmpfs directories across an init restart ---- */
+
+#define CARRY_DEPTH_MAX   128
+#define CARRY_ENTRIES_MAX 100000
+
+struct carry {
+	dev_t dev;  /* of the source tree's top: deeper mounts are not entered */
+	dev_t ddev; /* of the destination's top: the same there */
+	bool chown; /* give what is made to the sandbox's user */
+	uid_t uid;
+	gid_t gid;
+	uint64_t entries; /* made so far */
+	uint64_t skipped; /* special files and mount points left out */
+};
+
+static int carry_tree(struct carry *c, int sfd, int dfd, unsigned depth);
+
+static void carry_times(int fd, const struct stat *st)
+{
+	const struct timespec ts[2] = {st->st_atim, st->st_mtim};
+
+	(void)futimens(fd, ts);
+}
+
+static int carry_dir(struct carry *c, int sfd, int dfd, const char *name, const struct stat *st,
+		     unsigned depth)
+{
+	int in, out, rc;
+	struct stat dst;
+
+	if (st->st_dev != c->dev) { /* a mount point (the workspace, a bind): not ours */
+		c->skipped++;
+		return 0;
+	}
+	if (mkdirat(dfd, name, 0700) == 0) {
+		c->entries++;
+		if (c->chown)
+			(void)!fchownat(dfd, name, c->uid, c->gid, AT_SYMLINK_NOFOLLOW);
+	} else if (errno != EEXIST) {
+		return -errno;
+	}
+	in = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (out < 0) {
+		rc = -errno;
+		(void)close(in);
+		return rc == -ENOTDIR || rc == -ELOOP ? (c->skipped++, 0) : rc;
+	}
+	/* An existing directory on another file system (a mount point there) is left alone. */
+	if (fstat(out, &dst) < 0 || dst.st_dev != c->ddev) {
+		c->skipped++;
+		rc = 0;
+	} else {
+		rc = carry_tree(c, in, out, depth + 1);
+		(void)fchmod(out, st->st_mode & 07777);
+		carry_times(out, st);
+	}
+	(void)close(in);
+	(void)close(out);
+	return rc;
+}
+
+static int carry_file(struct carry *c, int sfd, int dfd, const char *name)
+{
+	struct stat st;
+	int in, out, rc;
+
+	in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) { /* swapped meanwhile */
+		(void)close(in);
+		c->skipped++;
+		return 0;
+	}
+	out = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0) {
+		rc = -errno;
+		(void)close(in);
+		return rc == -EEXIST ? (c->skipped++, 0) : rc;
+	}
+	c->entries++;
+	rc = pdk_copy_sparse(in, out, (uint64_t)st.st_size);
+	if (rc == 0) {
+		if (c->chown)
+			(void)!fchown(out, c->uid, c->gid);
+		(void)fchmod(out, st.st_mode & 07777);
+		carry_times(out, &st);
+	}
+	(void)close(in);
+	(void)close(out);
+	return rc;
+}
+
+static int carry_link(struct carry *c, int sfd, int dfd, const char *name)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(sfd, name, target, sizeof(target) - 1);
+
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	if (symlinkat(target, dfd, name) < 0)
+		return errno == EEXIST ? (c->skipped++, 0) : -errno;
+	c->entries++;
+	if (c->chown)
+		(void)!fchownat(dfd, name, c->uid, c->gid, AT_SYMLINK_NOFOLLOW);
+	return 0;
+}
+
+/*
+ * Copy what is in directory sfd into dfd: directories, regular files (holes
+ * kept), symlinks (never followed: every open is O_NOFOLLOW and relative to
+ * a directory fd, so a sandbox swapping names meanwhile cannot lead the copy
+ * anywhere else); FIFOs, sockets and devices are left out, as is any
+ * directory on another file system. Existing entries in dfd are kept.
+ */
+static int carry_tree(struct carry *c, int sfd, int dfd, unsigned depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int fd, rc = 0;
+
+	if (depth > CARRY_DEPTH_MAX)
+		return -ELOOP;
+	fd = dup(sfd);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (d == NULL) {
+		rc = -errno;
+		(void)close(fd);
+		return rc;
+	}
+	while (rc == 0 && (errno = 0, de = readdir(d)) != NULL) {
+		struct stat st;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (c->entries >= CARRY_ENTRIES_MAX) {
+			rc = -E2BIG;
+			break;
+		}
+		if (fstatat(sfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				rc = -errno;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode))
+			rc = carry_dir(c, sfd, dfd, de->d_name, &st, depth);
+		else if (S_ISREG(st.st_mode))
+			rc = carry_file(c, sfd, dfd, de->d_name);
+		else if (S_ISLNK(st.st_mode))
+			rc = carry_link(c, sfd, dfd, de->d_name);
+		else
+			c->skipped++;
+	}
+	if (rc == 0 && errno != 0 && de == NULL)
+		rc = -errno;
+	(void)closedir(d);
+	return rc;
+}
+
+static char *carry_stage(struct pdk_supervisor *s)
+{
+	return pdk_xasprintf("%s/carry", s->run_dir);
+}
+
+int pdk__sv_carry_out(struct pdk_supervisor *s, struct pdk_error **err)
+{
+	_cleanup_free_ char *stage = carry_stage(s);
+	char **dirs = s->policy->tmpfs;
+	int sd = -1, rc = 0;
+
+	(void)!pdk_rm_rf_at(AT_FDCWD, stage);
+	if (mkdir(stage, 0700) < 0)
+		return pdk_error_set(err, errno, "cannot make '%s'", stage);
+	sd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sd < 0)
+		return pdk_error_set(err, errno, "cannot open '%s'", stage);
+	for (size_t i = 0; rc == 0 && dirs != NULL && dirs[i] != NULL; i++) {
+		_cleanup_free_ char *slot = pdk_xasprintf("%zu", i);
+		struct carry c = {0};
+		struct stat st;
+		int in = pdk__sv_open_in(s, dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0), out;
+
+		if (in < 0) {
+			if (in == -ENOENT)
+				continue;
+			rc = pdk_error_set(err, -in, "cannot open the sandbox's '%s'", dirs[i]);
+			break;
+		}
+		if (fstat(in, &st) < 0 || mkdirat(sd, slot, 0700) < 0 ||
+		    (out = openat(sd, slot, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+			rc = pdk_error_set(err, errno, "cannot stage '%s'", dirs[i]);
+			(void)close(in);
+			break;
+		}
+		c.dev = st.st_dev;
+		if (fstat(out, &st) < 0) {
+			rc = pdk_error_set(err, errno, "cannot stage '%s'", dirs[i]);
+			(void)close(in);
+			(void)close(out);
+			break;
+		}
+		c.ddev = st.st_dev;
+		rc = carry_tree(&c, in, out, 0);
+		if (rc < 0)
+			rc = pdk_error_set(err, -rc, "cannot keep the sandbox's '%s'%s", dirs[i],
+					   rc == -E2BIG ? " (too many entries)" : "");
+		(void)close(in);
+		(void)close(out);
+	}
+	(void)close(sd);
+	if (rc < 0)
+		(void)!pdk_rm_rf_at(AT_FDCWD, stage);
+	return rc;
+}
+
+int pdk__sv_carry_in(struct pdk_supervisor *s, struct pdk_error **err)
+{
+	_cleanup_free_ char *stage = carry_stage(s);
+	char **dirs = s->policy->tmpfs;
+	struct carry c = {.chown = true};
+	int sd, rc = 0;
+
+	pdk_sandbox_owner(s->sb, &c.uid, &c.gid);
+	sd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sd < 0)
+		return errno == ENOENT ? 0 : pdk_error_set(err, errno, "cannot open '%s'", stage);
+	for (size_t i = 0; rc == 0 && dirs != NULL && dirs[i] != NULL; i++) {
+		_cleanup_free_ char *slot = pdk_xasprintf("%zu", i);
+		int in = openat(sd, slot, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), out;
+		struct stat st;
+
+		if (in < 0)
+			continue;
+		out = pdk__sv_open_in(s, dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+		if (out >= 0 && fstat(in, &st) == 0)
+			c.dev = st.st_dev;
+		if (out < 0 || fstat(out, &st) < 0) {
+			rc = pdk_error_set(err, out < 0 ? -out : errno,
+					   "cannot open the new sandbox's '%s'", dirs[i]);
+		} else {
+			/* Mount points in the new tree (the workspace under /tmp) are not entered.
+			 */
+			c.ddev = st.st_dev;
+			rc = carry_tree(&c, in, out, 0);
+			if (rc < 0)
+				rc = pdk_error_set(err, -rc, "cannot put back the sandbox's '%s'",
+						   dirs[i]);
+		}
+		if (out >= 0)
+			(void)close(out);
+		(void)close(in);
+	}
+	(void)close(sd);
+	(void)!pdk_rm_rf_at(AT_FDCWD, stage);
+	return rc;
+}

@@ -88,4 +88,14 @@ int pdk__sv_open_in(struct pdk_supervisor *s, const char *path, int flags, mode_
  */
 bool pdk__sv_file_op(struct pdk_supervisor *s, const char *op, json_int_t req, json_t *msg);
 
+/*
+ * The sandbox's tmpfs directories (/tmp, HOME's home...) outlive an init
+ * restart: carry_out copies their trees (not crossing mount points) into
+ * RUNDIR/sb/ID/carry before the old sandbox goes; carry_in copies them into
+ * the new sandbox (owned by its user) and removes the stage. 0 or negative
+ * + *err; a failed carry_out leaves no stage.
+ */
+PDK_MUST_CHECK int pdk__sv_carry_out(struct pdk_supervisor *s, struct pdk_error **err);
+PDK_MUST_CHECK int pdk__sv_carry_in(struct pdk_supervisor *s, struct pdk_error **err);
+
 #endif

@@ -904,6 +904,9 @@ static int restart_around(struct pdk_supervisor *s, ws_step_fn step, json_t *msg
 	bool paused = s->paused_since != 0;
 	int rc;
 
+	/* Before anything changes: a sandbox whose /tmp cannot be kept is left as it is. */
+	if (pdk__sv_carry_out(s, err) < 0)
+		return -1;
 	pdk_sandbox_usage(s->sb, &u);
 	s->cpu_base_ns += u.cpu_ns;
 	(void)close(s->root_fd);
@@ -922,6 +925,11 @@ static int restart_around(struct pdk_supervisor *s, ws_step_fn step, json_t *msg
 		if (rc == 0)
 			rc = pdk_error_setx(err, err2->status, "%s", err2->msg);
 		return rc;
+	}
+	if (pdk__sv_carry_in(s, &err2) < 0) {
+		fprintf(stderr, "paddock supervise: restart: %s\n", err2->msg);
+		pdk_json_set(reply, "tmp_kept", json_false());
+		pdk_error_free(&err2);
 	}
 	if (paused && pdk_sandbox_pause(s->sb, &err2) < 0)
 		fprintf(stderr, "paddock supervise: restart: %s\n", err2->msg);

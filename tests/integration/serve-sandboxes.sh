@@ -180,8 +180,15 @@ sandbox_tests() {
 	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"pwd"}'
 	f=$(jq_get "$BODY" stdout.text | tr -d '\n')
 	api "$who" PUT "/v1/sandboxes/$id/files?path=$f/layer.txt" "one"
+	api "$who" POST "/v1/sandboxes/$id/exec" \
+		'{"cmd":"echo kept >/tmp/carry.txt && mkdir -p /tmp/d/e && ln -s /etc/hostname /tmp/d/link && mkfifo /tmp/fifo"}'
 	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s1"}'
 	is "$CODE $(jq_get "$BODY" snapshot)" "200 s1" "$who: snapshot"
+	# The init restarts around a snapshot; /tmp (a tmpfs in the sandbox) is carried over.
+	api "$who" POST "/v1/sandboxes/$id/exec" \
+		'{"cmd":"echo more >>/tmp/carry.txt && cat /tmp/carry.txt && readlink /tmp/d/link && test -d /tmp/d/e && echo dir; test -e /tmp/fifo || echo nofifo"}'
+	is "$(jq_get "$BODY" stdout.text | tr -s '\n' ' ')" "kept more /etc/hostname dir nofifo " \
+		"$who: /tmp outlives the snapshot's restart (files writable, symlinks not followed, FIFOs left out)"
 	api "$who" PUT "/v1/sandboxes/$id/files?path=$f/layer.txt" "two"
 	api "$who" GET "/v1/sandboxes/$id/diff"
 	is "$CODE $(jq_get "$BODY" changes.0.path)" "200 layer.txt" "$who: diff"
