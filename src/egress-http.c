@@ -17,6 +17,7 @@
 #include "util.h"
 
 #include <arpa/inet.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,17 @@ static int finish_head(struct pdk__egress_head *h, const char *data, size_t n, s
 	(void)http_parser_execute(&h->p, &req_settings, data + n, 1);
 	if (HTTP_PARSER_ERRNO(&h->p) != HPE_OK && HTTP_PARSER_ERRNO(&h->p) != HPE_PAUSED)
 		return fail(h, 400, "malformed request head");
+	/*
+	 * The final LF moved the parser into the body (content_length is still the
+	 * declared length) or past the message (no body). A request without
+	 * Content-Length and not chunked has no body (RFC 9112 6.3).
+	 */
+	if (h->msg_done)
+		h->body_len = 0;
+	else if ((h->p.flags & F_CHUNKED) || h->p.content_length == ULLONG_MAX)
+		h->body_len = UINT64_MAX;
+	else
+		h->body_len = h->p.content_length;
 	return (int)n + 1;
 }
 

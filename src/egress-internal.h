@@ -77,7 +77,13 @@ struct pdk__egress_head {
 	 */
 	struct pdk__egress_scan *scan;
 	bool expect_continue; /* the head has "Expect: 100-continue" */
-	bool in_value;        /* parser state: the last callback was a header value */
+	/*
+	 * Set when the head is complete: the body's length from Content-Length
+	 * (0 when there is no body), or UINT64_MAX when it is not known in
+	 * advance (chunked).
+	 */
+	uint64_t body_len;
+	bool in_value; /* parser state: the last callback was a header value */
 	bool headers_done;
 	bool too_many;
 };

@@ -52,6 +52,13 @@
 #define EARLY_MAX       (256 * 1024)  /* bytes a client may send behind its CONNECT, at most */
 #define FORWARD_HIGH    (256 * 1024) /* plain HTTP: bytes queued to one side before reading pauses */
 #define HOLD_MAX        (1024 * 1024) /* request body bytes held (and scanned) before going up */
+/*
+ * Request body bytes held by all connections together (docs/egress.md "The proxy"): without
+ * it, MAX_CLIENTS connections could make the supervisor hold MAX_CLIENTS * HOLD_MAX (256 MiB).
+ */
+#define HOLD_TOTAL (32 * 1024 * 1024)
+/* Tests only: a lower HOLD_TOTAL for this proxy (1 byte to HOLD_TOTAL; docs/egress.md). */
+#define HOLD_TOTAL_TEST_ENV "PADDOCK_TEST_EGRESS_HOLD_TOTAL"
 
 enum conn_state { ST_HEAD, ST_BODY, ST_RESOLVE, ST_CONNECT, ST_TUNNEL, ST_FORWARD, ST_CLOSING };
 
@@ -92,6 +99,12 @@ struct conn {
 	char *replay;
 	size_t replay_len;
 	bool retried; /* the current request was sent again after its kept connection failed */
+	/*
+	 * Bytes of the proxy-wide hold (e->held) this request's body is charged with: its
+	 * declared length (up to HOLD_MAX) from the head on, or what was held of a chunked one.
+	 * Returned by unhold() once the body went up, or when the request ends.
+	 */
+	size_t charged;
 };
 
 /* A secret named by network.credentials: its value never enters the sandbox. */
@@ -128,7 +141,9 @@ struct pdk_egress {
 	struct sockaddr_storage local[MAX_LOCAL_ADDRS];
 	size_t n_local;
 	uint64_t bytes, requests, open_upstream;
-	bool bytes_exceeded;           /* limit.exceeded sent for egress_bytes */
+	bool bytes_exceeded; /* limit.exceeded sent for egress_bytes */
+	size_t held;         /* request body bytes charged by all connections (conn.charged) */
+	size_t hold_cap;     /* at most this many: HOLD_TOTAL, or lower in tests */
 	struct ssl_ctx_st *tls_client; /* cfg.ca set: verifies the real servers (egress-tls.c) */
 	char *tls_error;               /* why tls_client could not be made, or NULL */
 };
@@ -212,6 +227,8 @@ static const char *status_text(int status)
 		return "Request Header Fields Too Large";
 	case 502:
 		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
 	default:
 		return "Error";
 	}
@@ -265,8 +282,9 @@ static void answer(struct conn *c, bool allow, int status, const char *reason)
 	emit_connect(c, allow, status, reason);
 	evbuffer_add_printf(bufferevent_get_output(c->client),
 			    "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-			    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
-			    status, status_text(status), strlen(body), body);
+			    "Content-Length: %zu\r\nConnection: close\r\n%s\r\n%s",
+			    status, status_text(status), strlen(body),
+			    status == 503 ? "Retry-After: 1\r\n" : "", body);
 	finish(c);
 }
 
@@ -294,6 +312,91 @@ static bool account(struct conn *c, size_t n, bool up)
 uint64_t pdk_egress_bytes(const struct pdk_egress *e)
 {
 	return e != NULL ? __atomic_load_n(&e->bytes, __ATOMIC_RELAXED) : 0;
+}
+
+/* ---- the proxy-wide bound on held request bodies (HOLD_TOTAL) ---- */
+
+/* Raise c's charge to `to` bytes; the caller checked that the bound has room (hold_room()). */
+static void charge(struct conn *c, size_t to)
+{
+	if (to <= c->charged)
+		return;
+	c->e->held += to - c->charged;
+	c->charged = to;
+}
+
+/* Return c's charge: its held body went up, or its request ended. */
+static void unhold(struct conn *c)
+{
+	c->e->held -= c->charged;
+	c->charged = 0;
+}
+
+/* How many more body bytes c may hold now: within HOLD_MAX, its own charge and the bound. */
+static size_t hold_room(const struct conn *c)
+{
+	size_t held = evbuffer_get_length(c->held);
+	size_t own = c->charged > held ? c->charged - held : 0;
+	size_t room = own + (c->e->hold_cap - c->e->held);
+
+	return room < HOLD_MAX - held ? room : HOLD_MAX - held;
+}
+
+/*
+ * SECURITY: the sandbox cannot make the supervisor hold more than hold_cap
+ * bytes of request bodies. A request that would take the total over it is
+ * refused (503, Retry-After: 1), not made to wait: a waiting request would
+ * keep what it already holds, and requests that wait for each other's bytes
+ * would never end.
+ */
+static void hold_refuse(struct conn *c, size_t want)
+{
+	_cleanup_free_ char *more = want ? pdk_xasprintf("%zu more wanted, ", want) : NULL;
+	_cleanup_free_ char *why = pdk_xasprintf(
+		"the request bodies the proxy holds would pass their bound (%zu bytes held, %sat "
+		"most %zu): try again later",
+		c->e->held, more ? more : "", c->e->hold_cap);
+
+	answer(c, false, 503, why);
+}
+
+/*
+ * At a complete head: charge a body of known length with what it will hold
+ * (up to HOLD_MAX) at once, so that a request that cannot be held whole is
+ * refused before any of its body is read. A chunked body is charged as it
+ * comes (read_body()); one that waits for "100 Continue" is not held. False
+ * when the request was refused.
+ */
+static bool hold_reserve(struct conn *c)
+{
+	const struct pdk__egress_head *h = &c->head;
+	size_t want;
+
+	if (h->msg_done || h->expect_continue || h->body_len == UINT64_MAX)
+		return true;
+	want = h->body_len < HOLD_MAX ? (size_t)h->body_len : HOLD_MAX;
+	if (want > c->e->hold_cap - c->e->held) {
+		hold_refuse(c, want);
+		return false;
+	}
+	charge(c, want);
+	return true;
+}
+
+/* The test-only lower bound (HOLD_TOTAL_TEST_ENV), else HOLD_TOTAL. */
+static int setup_hold(struct pdk_egress *e, struct pdk_error **err)
+{
+	const char *v = secure_getenv(HOLD_TOTAL_TEST_ENV);
+	uint64_t n = 0;
+
+	e->hold_cap = HOLD_TOTAL;
+	if (v == NULL)
+		return 0;
+	if (pdk_parse_size(v, &n) < 0 || n == 0 || n > HOLD_TOTAL)
+		return pdk_error_setx(err, EINVAL, "%s '%s': a size from 1 byte to %d (tests only)",
+				      HOLD_TOTAL_TEST_ENV, v, HOLD_TOTAL);
+	e->hold_cap = (size_t)n;
+	return 0;
 }
 
 /*
@@ -754,6 +857,7 @@ static void next_request(struct conn *c)
 	pdk__egress_head_release(&c->head);
 	free(steal_ptr(&c->replay));
 	(void)evbuffer_drain(c->held, evbuffer_get_length(c->held));
+	unhold(c);
 	c->state = ST_HEAD;
 	c->rule = NULL;
 	c->addr[0] = '\0';
@@ -899,6 +1003,13 @@ static void forward_drained(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 
+	/*
+	 * The held body went to the kernel (all but FORWARD_HIGH / 2 at most, the
+	 * relay's own bound): its charge is returned, unless a copy is kept for a
+	 * retry (keep_replay()), which it then covers until the request ends.
+	 */
+	if (bev == c->up && c->replay == NULL)
+		unhold(c);
 	if (bev == c->client && c->up != NULL)
 		bufferevent_enable(c->up, EV_READ);
 	else if (bev == c->up && !c->close_after)
@@ -1606,10 +1717,15 @@ static void read_body(struct conn *c)
 
 	while (!c->head.msg_done && !c->head.expect_continue && evbuffer_get_length(in) > 0 &&
 	       evbuffer_get_length(c->held) < HOLD_MAX) {
-		size_t room = HOLD_MAX - evbuffer_get_length(c->held);
+		size_t room = hold_room(c);
 		size_t len = evbuffer_get_contiguous_space(in);
 		ssize_t n;
 
+		if (room == 0) {
+			/* A chunked body (its length unknown), and the bound is reached. */
+			hold_refuse(c, 0);
+			return;
+		}
 		len = len < room ? len : room;
 		n = pdk__egress_body_feed(&c->head, (const char *)evbuffer_pullup(in, (ssize_t)len),
 					  len);
@@ -1620,6 +1736,7 @@ static void read_body(struct conn *c)
 			return;
 		}
 		(void)evbuffer_remove_buffer(in, c->held, (size_t)n);
+		charge(c, evbuffer_get_length(c->held));
 		if ((size_t)n < len && !c->head.msg_done)
 			return; /* the parser wants more */
 	}
@@ -1672,6 +1789,8 @@ static void client_read(struct bufferevent *bev, void *arg)
 		decide(c);
 		return;
 	}
+	if (!hold_reserve(c))
+		return;
 	c->state = ST_BODY;
 	read_body(c);
 }
@@ -1728,6 +1847,7 @@ static void conn_free(struct conn *c)
 	pdk__egress_head_release(&c->head);
 	free(c->up_head);
 	free(c->replay);
+	unhold(c);
 	if (c->held != NULL)
 		evbuffer_free(c->held);
 	free(c->tunnel_host);
@@ -2015,6 +2135,8 @@ static int setup(struct pdk_egress *e, int listen_fd, struct pdk_error **err)
 	if (e->wake == NULL || event_add(e->wake, NULL) < 0)
 		return pdk_error_setx(err, ENOMEM, "cannot create the egress wake-up event");
 	rc = load_local_addrs(e, err);
+	if (rc == 0)
+		rc = setup_hold(e, err);
 	if (rc == 0)
 		rc = setup_credentials(e, err);
 	if (rc == 0)

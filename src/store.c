@@ -12,11 +12,13 @@
 #define BUSY_TIMEOUT_MS 10000
 
 /*
- * The statements run by the daemon's hot paths (every exec saves its row) are
- * prepared once, on first use, with SQLITE_PREPARE_PERSISTENT, and kept until
- * pdk_store_free(): each use binds, steps, then resets and clears its bindings
- * (stmt_done()). Re-preparing on every call was a visible share of an exec's
- * cost (sqlite3Parser in profiles).
+ * Every statement the store runs more than once (every exec saves its row,
+ * every sandbox's end is a transaction) is prepared once, on first use, with
+ * SQLITE_PREPARE_PERSISTENT, and kept until pdk_store_free(): each use binds,
+ * steps, then resets and clears its bindings (stmt_done()). Re-preparing on
+ * every call was a visible share of an exec's cost (sqlite3Parser in
+ * profiles). Only the set-up at open (pragmas, schema) and a nested walk's
+ * second statement (walk_start()) are prepared for one use and finalized.
  */
 enum store_stmt {
 	ST_SB_INSERT,
@@ -32,6 +34,14 @@ enum store_stmt {
 	ST_POOL_DELETE,
 	ST_POOL_SET,
 	ST_POOL_EACH,
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_ENDED_INSERT,
+	ST_ENDED_GET,
+	ST_ENDED_BY_KEY,
+	ST_ENDED_EACH,
+	ST_ENDED_PURGE,
 	ST_N
 };
 
@@ -64,6 +74,8 @@ static const char *const schema[] = {
 	"id, state, profile, labels, spec, idempotency_key, supervisor_pid, created_ns," \
 	" expires_ns, idle_timeout_s, spool_offset, output_bytes, commands, pool, claimed"
 
+#define ENDED_COLUMNS "id, idempotency_key, ended_ns, reason, sandbox"
+
 static const char *const stmt_sql[ST_N] = {
 	[ST_SB_INSERT] = "INSERT INTO sandboxes (" SB_COLUMNS ") VALUES"
 			 " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -82,6 +94,18 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_POOL_SET] = "INSERT INTO pools (profile, size) VALUES (?, ?)"
 			" ON CONFLICT(profile) DO UPDATE SET size = excluded.size",
 	[ST_POOL_EACH] = "SELECT profile, size FROM pools ORDER BY profile",
+	/* IMMEDIATE: the write lock is taken at BEGIN, so the transaction cannot fail half-way
+	 * on a lock upgrade (SQLITE_BUSY after the first write). */
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_ENDED_INSERT] =
+		"INSERT OR REPLACE INTO ended (" ENDED_COLUMNS ") VALUES (?, ?, ?, ?, ?)",
+	[ST_ENDED_GET] = "SELECT " ENDED_COLUMNS " FROM ended WHERE id = ?",
+	[ST_ENDED_BY_KEY] = "SELECT " ENDED_COLUMNS " FROM ended WHERE idempotency_key = ?"
+			    " ORDER BY ended_ns DESC LIMIT 1",
+	[ST_ENDED_EACH] = "SELECT " ENDED_COLUMNS " FROM ended ORDER BY ended_ns, id",
+	[ST_ENDED_PURGE] = "DELETE FROM ended WHERE ended_ns < ?",
 };
 
 static inline void cleanup_stmt(sqlite3_stmt **st)
@@ -528,37 +552,50 @@ int pdk_store_pool_each(struct pdk_store *s, pdk_store_pool_cb cb, void *data,
 
 /* ---- ended sandboxes ---- */
 
+/* Run the kept statement `id`, which takes no binding and returns no row. */
+static int exec_kept(struct pdk_store *s, enum store_stmt id, struct pdk_error **err)
+{
+	_cleanup_kept_ sqlite3_stmt *st = NULL;
+
+	if (kept(s, id, &st, err) < 0)
+		return -EIO;
+	return step_done(s, st, err);
+}
+
 static int rollback(struct pdk_store *s, int rc)
 {
-	(void)!exec_sql(s, "ROLLBACK", NULL);
+	(void)!exec_kept(s, ST_ROLLBACK, NULL);
 	return rc;
 }
 
-int pdk_store_sandbox_end(struct pdk_store *s, const struct pdk_store_ended *e,
-			  struct pdk_error **err)
+static int insert_ended(struct pdk_store *s, const struct pdk_store_ended *e,
+			struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_kept_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
-	if (exec_sql(s, "BEGIN IMMEDIATE", err) < 0)
+	if (kept(s, ST_ENDED_INSERT, &st, err) < 0)
 		return -EIO;
-	if (exec_bound1(s, ST_SB_DELETE, e->id, err) < 0)
-		return rollback(s, -EIO);
-	if (prepare(s,
-		    "INSERT OR REPLACE INTO ended (id, idempotency_key, ended_ns, reason, sandbox)"
-		    " VALUES (?, ?, ?, ?, ?)",
-		    &st, err) < 0)
-		return rollback(s, -EIO);
 	rc |= bind_text(st, 1, e->id);
 	rc |= bind_text(st, 2, e->idempotency_key);
 	rc |= bind_u64(st, 3, e->ended_ns);
 	rc |= bind_text(st, 4, e->reason);
 	rc |= bind_text(st, 5, e->sandbox);
 	if (rc != SQLITE_OK)
-		return rollback(s, db_error(s, err, "bind"));
-	if (step_done(s, st, err) < 0)
+		return db_error(s, err, "bind");
+	return step_done(s, st, err);
+}
+
+int pdk_store_sandbox_end(struct pdk_store *s, const struct pdk_store_ended *e,
+			  struct pdk_error **err)
+{
+	if (exec_kept(s, ST_BEGIN, err) < 0)
+		return -EIO;
+	if (exec_bound1(s, ST_SB_DELETE, e->id, err) < 0)
 		return rollback(s, -EIO);
-	if (exec_sql(s, "COMMIT", err) < 0)
+	if (insert_ended(s, e, err) < 0)
+		return rollback(s, -EIO);
+	if (exec_kept(s, ST_COMMIT, err) < 0)
 		return rollback(s, -EIO);
 	return 0;
 }
@@ -572,8 +609,6 @@ void pdk_store_ended_release(struct pdk_store_ended *e)
 	memset(e, 0, sizeof(*e));
 }
 
-#define ENDED_COLUMNS "id, idempotency_key, ended_ns, reason, sandbox"
-
 static void read_ended(sqlite3_stmt *st, struct pdk_store_ended *e)
 {
 	e->id = col_text(st, 0);
@@ -583,14 +618,14 @@ static void read_ended(sqlite3_stmt *st, struct pdk_store_ended *e)
 	e->sandbox = col_text(st, 4);
 }
 
-static int ended_one(struct pdk_store *s, const char *sql, const char *arg,
+static int ended_one(struct pdk_store *s, enum store_stmt id, const char *arg,
 		     struct pdk_store_ended *out, struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_kept_ sqlite3_stmt *st = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (prepare(s, sql, &st, err) < 0)
+	if (kept(s, id, &st, err) < 0)
 		return -EIO;
 	if (bind_text(st, 1, arg) != SQLITE_OK)
 		return db_error(s, err, "bind");
@@ -598,7 +633,7 @@ static int ended_one(struct pdk_store *s, const char *sql, const char *arg,
 	if (rc == SQLITE_DONE)
 		return pdk_error_setx(err, ENOENT, "no ended sandbox '%s'", arg);
 	if (rc != SQLITE_ROW)
-		return db_error(s, err, sql);
+		return db_error(s, err, stmt_sql[id]);
 	read_ended(st, out);
 	return 0;
 }
@@ -606,31 +641,28 @@ static int ended_one(struct pdk_store *s, const char *sql, const char *arg,
 int pdk_store_ended_get(struct pdk_store *s, const char *id, struct pdk_store_ended *out,
 			struct pdk_error **err)
 {
-	return ended_one(s, "SELECT " ENDED_COLUMNS " FROM ended WHERE id = ?", id, out, err);
+	return ended_one(s, ST_ENDED_GET, id, out, err);
 }
 
 int pdk_store_ended_by_key(struct pdk_store *s, const char *key, struct pdk_store_ended *out,
 			   struct pdk_error **err)
 {
-	return ended_one(s,
-			 "SELECT " ENDED_COLUMNS " FROM ended WHERE idempotency_key = ?"
-			 " ORDER BY ended_ns DESC LIMIT 1",
-			 key, out, err);
+	return ended_one(s, ST_ENDED_BY_KEY, key, out, err);
 }
 
 int pdk_store_ended_each(struct pdk_store *s, pdk_store_ended_cb cb, void *data,
 			 struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_walk_ struct walk w = {0};
 	int rc;
 
-	if (prepare(s, "SELECT " ENDED_COLUMNS " FROM ended ORDER BY ended_ns, id", &st, err) < 0)
+	if (walk_start(s, ST_ENDED_EACH, &w, err) < 0)
 		return -EIO;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while ((rc = sqlite3_step(w.st)) == SQLITE_ROW) {
 		struct pdk_store_ended e = {0};
 		int r;
 
-		read_ended(st, &e);
+		read_ended(w.st, &e);
 		r = cb(data, &e);
 		pdk_store_ended_release(&e);
 		if (r != 0)
@@ -643,9 +675,9 @@ int pdk_store_ended_each(struct pdk_store *s, pdk_store_ended_cb cb, void *data,
 
 int pdk_store_ended_purge(struct pdk_store *s, uint64_t before_ns, struct pdk_error **err)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_kept_ sqlite3_stmt *st = NULL;
 
-	if (prepare(s, "DELETE FROM ended WHERE ended_ns < ?", &st, err) < 0)
+	if (kept(s, ST_ENDED_PURGE, &st, err) < 0)
 		return -EIO;
 	if (bind_u64(st, 1, before_ns) != SQLITE_OK)
 		return db_error(s, err, "bind");
@@ -653,3 +685,15 @@ int pdk_store_ended_purge(struct pdk_store *s, uint64_t before_ns, struct pdk_er
 		return -EIO;
 	return sqlite3_changes(s->db);
 }
+
+#ifdef PDK_UNIT_TESTING
+int pdk__store_statements(struct pdk_store *s)
+{
+	int n = 0;
+
+	for (sqlite3_stmt *st = sqlite3_next_stmt(s->db, NULL); st != NULL;
+	     st = sqlite3_next_stmt(s->db, st))
+		n++;
+	return n;
+}
+#endif

@@ -131,4 +131,9 @@ PDK_MUST_CHECK int pdk_store_ended_each(struct pdk_store *s, pdk_store_ended_cb 
 PDK_MUST_CHECK int pdk_store_ended_purge(struct pdk_store *s, uint64_t before_ns,
 					 struct pdk_error **err);
 
+#ifdef PDK_UNIT_TESTING
+/* Unit tests only: how many statements the store's connection holds prepared now. */
+int pdk__store_statements(struct pdk_store *s);
+#endif
+
 #endif

@@ -405,8 +405,47 @@ check_body_placeholders() {
 	PRUN_ENV=("${saved[@]}")
 }
 
+# The proxy-wide bound on held request bodies, lowered to 256 KiB for the test
+# (PADDOCK_TEST_EGRESS_HOLD_TOTAL exists for tests only): a request whose body would take the
+# total over it gets 503 and is recorded; the others go through; each request's charge is
+# returned when its body went up. The refused ones never reach the origin.
+check_hold() {
+	local who=$1 out ev=$T/home/ev-hold-$who.jsonl
+	rm -f "$ev"
+	cp "$TESTS_DIR/integration/egress-hold-client.py" "$T/home/hold-client.py"
+	chmod 0644 "$T/home/hold-client.py"
+	: >"$T/origin.log"
+	local saved=("${PRUN_ENV[@]}")
+	PRUN_ENV+=(PADDOCK_TEST_EGRESS_HOLD_TOTAL=256K)
+	out=$(qrun "$who" --events "$ev" --allow "127.0.0.1:$P" -- python3 hold-client.py "$P")
+	is "$out" "B 503 paddock egress: the request bodies the proxy holds would pass their bound (200000 bytes held, 100000 more wanted, at most 262144): try again later
+C 503 paddock egress: the request bodies the proxy holds would pass their bound (262144 bytes held, at most 262144): try again later
+C2 200 10000
+A 200 200000
+D 200/200000 200/200000 200/200000 200/200000 200/200000" \
+		"$who: bodies past the proxy's hold bound get 503 (at the head, or as a chunked one grows); the rest pass"
+	is "$(tr '\n' ' ' <"$T/origin.log")" "echo 10000 echo 200000 $(printf 'echo 200000 %.0s' 1 2 3 4 5)" \
+		"$who: ... the refused requests never reached the origin"
+	python3 - "$ev" <<-'PY'
+	import json, sys
+	net = [json.loads(l)["attrs"] for l in open(sys.argv[1]) if '"net.connect"' in l]
+	refused = [a for a in net if a["status"] == 503 and a["decision"] == "deny"
+	           and "would pass their bound" in a["reason"] and a["bytes_sent"] == 0]
+	passed = [a for a in net if a["status"] == 200 and a["decision"] == "allow"]
+	sys.exit(0 if len(refused) == 2 and len(passed) == 7 and len(net) == 9 else 1)
+	PY
+	ok $? "$who: net.connect records the two refusals (503, deny, the reason) and the seven answers"
+	PRUN_ENV=("${saved[@]}" PADDOCK_TEST_EGRESS_HOLD_TOTAL=64M)
+	out=$(qrun "$who" --allow "127.0.0.1:$P" -- true)
+	rc=$?
+	case "$rc:$out" in "125:"*"PADDOCK_TEST_EGRESS_HOLD_TOTAL '64M': a size from 1 byte to 33554432 (tests only)"*) rc=0 ;; *) rc=1 ;; esac
+	ok $rc "$who: the test-only variable cannot raise the bound: the sandbox does not start (125: $out)"
+	PRUN_ENV=("${saved[@]}")
+}
+
 for who in root user; do
 	check_retry "$who"
+	check_hold "$who"
 	check_body_placeholders "$who"
 	check_allow_deny "$who"
 	check_names "$who"

@@ -577,6 +577,32 @@ Test(egress, body_scan_through_chunks)
 	pdk__egress_head_release(&h);
 }
 
+/* The body's declared length, which the proxy's hold bound reserves at the head. */
+Test(egress, head_body_len)
+{
+	struct pdk__egress_head h = {0};
+	const char *cl = "POST http://a.test/ HTTP/1.1\r\nContent-Length: 70000\r\n\r\n";
+	const char *zero = "POST http://a.test/ HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
+	const char *none = "GET http://a.test/ HTTP/1.1\r\n\r\n";
+	const char *chunked = "POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+	cr_assert_eq(head(&h, cl), (int)strlen(cl));
+	cr_assert_eq(h.body_len, 70000);
+	cr_assert_not(h.msg_done);
+	cr_assert_eq(pdk__egress_body_feed(&h, "abc", 3), 3);
+	cr_assert_eq(h.body_len, 70000, "the declared length, not what is left");
+	cr_assert_eq(head(&h, zero), (int)strlen(zero));
+	cr_assert_eq(h.body_len, 0);
+	cr_assert(h.msg_done);
+	cr_assert_eq(head(&h, none), (int)strlen(none));
+	cr_assert_eq(h.body_len, 0);
+	cr_assert(h.msg_done);
+	cr_assert_eq(head(&h, chunked), (int)strlen(chunked));
+	cr_assert_eq(h.body_len, UINT64_MAX);
+	cr_assert_not(h.msg_done);
+	pdk__egress_head_release(&h);
+}
+
 Test(egress, head_expect_continue)
 {
 	struct pdk__egress_head h = {0};

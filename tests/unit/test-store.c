@@ -331,3 +331,150 @@ Test(store, end_moves_the_row_and_purge_forgets)
 	pdk_error_free(&err);
 	pdk_store_free(s);
 }
+
+static struct pdk_store_ended ended_row(const char *id, const char *key, uint64_t ns,
+					const char *reason)
+{
+	struct pdk_store_ended e = {.id = (char *)id,
+				    .idempotency_key = (char *)key,
+				    .ended_ns = ns,
+				    .reason = (char *)reason,
+				    .sandbox = (char *)"{\"state\":\"ended\"}"};
+	return e;
+}
+
+/* Insert live row `id` and end it at `ns`. */
+static void insert_and_end(struct pdk_store *s, const char *id, const char *key, uint64_t ns)
+{
+	struct pdk_store_sandbox sb = row(id, key);
+	struct pdk_store_ended e = ended_row(id, key, ns, "ttl");
+	struct pdk_error *err = NULL;
+
+	cr_assert_eq(pdk_store_sandbox_insert(s, &sb, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(pdk_store_sandbox_end(s, &e, &err), 0, "%s", err ? err->msg : "");
+}
+
+/* One use of each function of the ended table, checking what each returns. */
+static void ended_round(struct pdk_store *s, uint64_t i)
+{
+	char id[32], key[32];
+	struct pdk_store_ended out = {0};
+	struct pdk_error *err = NULL;
+	int n = 0;
+
+	(void)snprintf(id, sizeof(id), "sb-%llu", (unsigned long long)i);
+	(void)snprintf(key, sizeof(key), "key-%llu", (unsigned long long)i);
+	insert_and_end(s, id, key, 1000 + i);
+	cr_assert_eq(pdk_store_ended_get(s, id, &out, &err), 0);
+	cr_assert_eq(out.ended_ns, 1000 + i);
+	pdk_store_ended_release(&out);
+	cr_assert_eq(pdk_store_ended_by_key(s, key, &out, &err), 0);
+	cr_assert_str_eq(out.id, id);
+	pdk_store_ended_release(&out);
+	cr_assert_eq(pdk_store_ended_each(s, count_ended, &n, &err), 0);
+	cr_assert_eq(n, 1, "the previous round's row was purged");
+	cr_assert_eq(pdk_store_ended_purge(s, 1001 + i, &err), 1);
+}
+
+/*
+ * The ended table's statements are kept like the others: the first round
+ * prepares them (BEGIN, the live row's delete, the insert, COMMIT, get, by key,
+ * each, purge), and a hundred more rounds prepare nothing new. Prepared per
+ * call, they were finalized before each function returned.
+ */
+Test(store, ended_statements_are_kept)
+{
+	struct pdk_store *s = open_store();
+	struct pdk_store_sandbox warm = row("sb-warm", NULL);
+	struct pdk_error *err = NULL;
+	int before, after_first;
+
+	cr_assert_eq(pdk_store_sandbox_insert(s, &warm, &err), 0);
+	before = pdk__store_statements(s);
+	ended_round(s, 0);
+	after_first = pdk__store_statements(s);
+	cr_assert_eq(after_first, before + 8, "%d statements kept, then %d", before, after_first);
+	for (uint64_t i = 1; i <= 100; i++)
+		ended_round(s, i);
+	cr_assert_eq(pdk__store_statements(s), after_first);
+	pdk_store_free(s);
+}
+
+/*
+ * A failed end (reason is NOT NULL) rolls back with the kept ROLLBACK: the live
+ * row stays, no ended row appears, and the kept BEGIN and insert work again.
+ */
+Test(store, failed_end_rolls_back_and_the_next_end_works)
+{
+	struct pdk_store *s = open_store();
+	struct pdk_store_sandbox sb = row("sb-r", "key-r"), got = {0};
+	struct pdk_store_ended bad = ended_row("sb-r", "key-r", 5, NULL), out = {0};
+	struct pdk_error *err = NULL;
+
+	cr_assert_eq(pdk_store_sandbox_insert(s, &sb, &err), 0);
+	cr_assert_eq(pdk_store_sandbox_end(s, &bad, &err), -EIO);
+	cr_assert_not_null(err);
+	cr_assert_not_null(strstr(err->msg, "NOT NULL"), "%s", err->msg);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_store_sandbox_get(s, "sb-r", &got, &err), 0, "the delete was rolled back");
+	pdk_store_sandbox_release(&got);
+	cr_assert_eq(pdk_store_ended_get(s, "sb-r", &out, &err), -ENOENT);
+	pdk_error_free(&err);
+
+	bad.reason = (char *)"destroy";
+	cr_assert_eq(pdk_store_sandbox_end(s, &bad, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(pdk_store_sandbox_get(s, "sb-r", &got, &err), -ENOENT);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_store_ended_get(s, "sb-r", &out, &err), 0);
+	cr_assert_str_eq(out.reason, "destroy");
+	pdk_store_ended_release(&out);
+	pdk_store_free(s);
+}
+
+/* A walk of the ended table whose callback walks it again and reads rows: both see every row. */
+struct ended_nest {
+	struct pdk_store *s;
+	int outer, inner, depth;
+};
+
+static int nest_ended_cb(void *data, const struct pdk_store_ended *e)
+{
+	struct ended_nest *n = data;
+	struct pdk_store_ended out = {0};
+	struct pdk_error *err = NULL;
+
+	n->outer++;
+	if (n->depth++ == 0)
+		cr_assert_eq(pdk_store_ended_each(n->s, count_ended, &n->inner, &err), 0);
+	cr_assert_eq(pdk_store_ended_get(n->s, e->id, &out, &err), 0);
+	cr_assert_str_eq(out.id, e->id);
+	pdk_store_ended_release(&out);
+	return 0;
+}
+
+static int stop_ended(void *data, const struct pdk_store_ended *e)
+{
+	(void)data;
+	(void)e;
+	return 5;
+}
+
+Test(store, nested_ended_walks_use_their_own_statement)
+{
+	struct pdk_store *s = open_store();
+	struct ended_nest n = {.s = s};
+	struct pdk_error *err = NULL;
+
+	insert_and_end(s, "sb-1", NULL, 1);
+	insert_and_end(s, "sb-2", NULL, 2);
+	insert_and_end(s, "sb-3", NULL, 3);
+	cr_assert_eq(pdk_store_ended_each(s, nest_ended_cb, &n, &err), 0);
+	cr_assert_eq(n.outer, 3);
+	cr_assert_eq(n.inner, 3);
+	/* A walk stopped by its callback leaves the kept statement reset: the next starts over. */
+	cr_assert_eq(pdk_store_ended_each(s, stop_ended, NULL, &err), 5);
+	n = (struct ended_nest){.s = s};
+	cr_assert_eq(pdk_store_ended_each(s, nest_ended_cb, &n, &err), 0);
+	cr_assert_eq(n.outer, 3);
+	pdk_store_free(s);
+}
