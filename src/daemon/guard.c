@@ -1,40 +1,18 @@
 /*
- * guard.c - the request guard (guard.h): libhttp-parser in front of evhttp,
- * so that every refusal a client can provoke is the daemon's JSON error.
- *
- * Why a filter and a stand-in request: libevent 2.1.12 (Debian 12) calls
- * neither the generic callback nor any user hook when it refuses a request
- * (evhttp_connection_fail_ calls the request's own callback,
- * evhttp_handle_request, which sends its HTML page). The one hook it gives
- * before a request is parsed is evhttp_set_bevcb: the daemon owns each
- * connection's bufferevent, and a filter bufferevent sees every byte before
- * evhttp does. The guard answers nothing itself: answering through evhttp
- * keeps the answers of pipelined requests in order and lets evhttp close
- * the connection after the answer is written.
+ * guard.c - the request guard's framer (guard.h): libhttp-parser reads the
+ * client's bytes and writes what evhttp may see. The connection side (the
+ * bufferevent filter, the answer) is guard-conn.c.
  */
 #include "common.h"
-#include "daemon-internal.h"
 #include "guard.h"
 #include "util.h"
 
-#include <event2/bufferevent.h>
-#include <event2/event.h>
-#include <event2/keyvalq_struct.h>
-#include <fcntl.h>
 #include <http_parser.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/queue.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-/* After a refusal: how long, and how many wakes, the rest of the client's bytes are discarded. */
-#define LINGER_WAIT_S    1
-#define LINGER_WAKES_MAX 32
-#define LINGER_READ_MAX  (1u << 20) /* bytes discarded per wake */
 
 enum phase { PHASE_IDLE, PHASE_HEAD, PHASE_BODY_LENGTH, PHASE_BODY_CHUNKED };
 
@@ -55,14 +33,8 @@ struct pdk_guard {
 	/* What the current request's headers said. */
 	unsigned n_te, n_expect;
 	bool te_chunked, expect_continue;
-	/* Requests of the connection: begun by the parser, handed to the daemon by evhttp. */
-	uint64_t begun, delivered, refused_seq;
-	struct pdk_guard *prev, *next; /* the live guards (guards) */
-	/* The connection (filter only; borrowed). */
-	struct bufferevent *bev, *sock;
-	struct evbuffer_cb_entry *sock_cb;
-	size_t moved;  /* bytes of bev's output already copied to sock's */
-	bool dropping; /* sock_written is draining bev's output */
+	/* Requests begun by the parser (1, 2, ...); the refused one's number. */
+	uint64_t begun, refused_seq;
 	/* The refusal. */
 	enum pdk_guard_verdict verdict;
 	int status;
@@ -370,9 +342,6 @@ static const http_parser_settings settings = {
 
 /* ---- the framer ---- */
 
-/* The live guards, so that the request handler finds its connection's (pdk__guard_answer). */
-static struct pdk_guard *guards;
-
 struct pdk_guard *pdk__guard_new(uint64_t max_body, size_t max_headers)
 {
 	struct pdk_guard *g = pdk_xcalloc(1, sizeof(*g));
@@ -392,12 +361,6 @@ void pdk__guard_free(struct pdk_guard *g)
 {
 	if (g == NULL)
 		return;
-	if (g->prev != NULL)
-		g->prev->next = g->next;
-	else if (guards == g)
-		guards = g->next;
-	if (g->next != NULL)
-		g->next->prev = g->prev;
 	evbuffer_free(g->url);
 	evbuffer_free(g->hdrs);
 	free(g);
@@ -471,215 +434,7 @@ const char *pdk__guard_message(const struct pdk_guard *g)
 	return g->msg;
 }
 
-/* ---- the bufferevent filter ---- */
-
-static enum bufferevent_filter_result filter_in(struct evbuffer *src, struct evbuffer *dst,
-						ev_ssize_t limit, enum bufferevent_flush_mode mode,
-						void *ctx)
+uint64_t pdk__guard_refused_seq(const struct pdk_guard *g)
 {
-	struct pdk_guard *g = ctx;
-	struct evbuffer_iovec v[8];
-	size_t fed;
-	int nv;
-
-	(void)limit;
-	(void)mode;
-	while (g->verdict == PDK_GUARD_PASS && evbuffer_get_length(src) > 0) {
-		nv = evbuffer_peek(src, -1, NULL, v, PDK_ARRAY_SIZE(v));
-		if (nv > (int)PDK_ARRAY_SIZE(v))
-			nv = (int)PDK_ARRAY_SIZE(v);
-		fed = 0;
-		for (int i = 0; i < nv && g->verdict == PDK_GUARD_PASS; i++) {
-			(void)pdk__guard_feed(g, v[i].iov_base, v[i].iov_len, dst);
-			fed += v[i].iov_len;
-		}
-		if (evbuffer_drain(src, fed) < 0)
-			pdk_oom();
-	}
-	/* SECURITY: after a refusal the client's bytes are dropped as they come, never kept. */
-	if (evbuffer_drain(src, evbuffer_get_length(src)) < 0)
-		pdk_oom();
-	return BEV_OK;
-}
-
-/*
- * Output. evhttp takes an empty output buffer for "the answer is written"
- * and may then close the socket (Connection: close). With a filter in
- * between, the filter's output empties as soon as the bytes move to the
- * socket's bufferevent, before the kernel has them, and a closing answer
- * would be lost. So the filter's output keeps every byte until the socket's
- * bufferevent has written it: new bytes are copied down (out_added), written
- * bytes are dropped from the filter's output (sock_written), and evhttp's
- * write callback runs when both are empty.
- */
-static enum bufferevent_filter_result filter_out(struct evbuffer *src, struct evbuffer *dst,
-						 ev_ssize_t limit, enum bufferevent_flush_mode mode,
-						 void *ctx)
-{
-	(void)src;
-	(void)dst;
-	(void)limit;
-	(void)mode;
-	(void)ctx;
-	return BEV_NEED_MORE; /* out_added has copied them already */
-}
-
-static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
-{
-	struct pdk_guard *g = arg;
-	size_t len = evbuffer_get_length(buf);
-	struct evbuffer_ptr pos;
-	struct evbuffer_iovec v[16];
-	int nv;
-
-	(void)info;
-	if (g->dropping)
-		return;
-	if (g->moved > len)
-		g->moved = len; /* evhttp dropped its output (a reset): forget it */
-	while (g->moved < len) {
-		if (evbuffer_ptr_set(buf, &pos, g->moved, EVBUFFER_PTR_SET) < 0)
-			pdk_oom();
-		nv = evbuffer_peek(buf, (ev_ssize_t)(len - g->moved), &pos, v, PDK_ARRAY_SIZE(v));
-		if (nv > (int)PDK_ARRAY_SIZE(v))
-			nv = (int)PDK_ARRAY_SIZE(v);
-		for (int i = 0; i < nv; i++) {
-			size_t n = v[i].iov_len < len - g->moved ? v[i].iov_len : len - g->moved;
-
-			add(bufferevent_get_output(g->sock), v[i].iov_base, n);
-			g->moved += n;
-		}
-	}
-}
-
-static void sock_written(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
-{
-	struct pdk_guard *g = arg;
-	struct evbuffer *out = bufferevent_get_output(g->bev);
-	size_t n = info->n_deleted < g->moved ? info->n_deleted : g->moved;
-
-	(void)buf;
-	if (n == 0)
-		return;
-	g->dropping = true;
-	if (evbuffer_drain(out, n) < 0)
-		pdk_oom();
-	g->dropping = false;
-	g->moved -= n;
-	if (evbuffer_get_length(out) == 0)
-		bufferevent_trigger(g->bev, EV_WRITE, 0);
-}
-
-static void filter_free(void *ctx)
-{
-	struct pdk_guard *g = ctx;
-
-	/* The socket's bufferevent outlives the filter by a moment: its callback goes first. */
-	if (g->sock_cb != NULL)
-		evbuffer_remove_cb_entry(bufferevent_get_output(g->sock), g->sock_cb);
-	pdk__guard_free(g);
-}
-
-static struct bufferevent *guard_bev(struct event_base *base, void *arg)
-{
-	const struct pdk_daemon *d = arg;
-	struct bufferevent *sock = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-	struct pdk_guard *g;
-
-	if (sock == NULL)
-		pdk_oom();
-	g = pdk__guard_new(d->max_body, PDK_GUARD_HEADERS_MAX);
-	g->sock = sock;
-	g->bev = bufferevent_filter_new(sock, filter_in, filter_out, BEV_OPT_CLOSE_ON_FREE,
-					filter_free, g);
-	if (g->bev == NULL)
-		pdk_oom();
-	g->sock_cb = evbuffer_add_cb(bufferevent_get_output(sock), sock_written, g);
-	g->next = guards;
-	if (guards != NULL)
-		guards->prev = g;
-	guards = g;
-	if (g->sock_cb == NULL ||
-	    evbuffer_add_cb(bufferevent_get_output(g->bev), out_added, g) == NULL)
-		pdk_oom();
-	return g->bev;
-}
-
-void pdk__guard_install(struct evhttp *h, struct pdk_daemon *d)
-{
-	evhttp_set_bevcb(h, guard_bev, d);
-}
-
-/* ---- answering a stand-in ---- */
-
-/*
- * After the answer is written, the client may still be sending the refused
- * body. Closing a socket with unread input makes the kernel send a reset,
- * which can destroy the answer before the client reads it; so the write side
- * is shut down (the client sees the end of the answer) and what still comes
- * is read and dropped, for at most LINGER_WAKES_MAX waits of LINGER_WAIT_S,
- * into one static buffer: nothing is kept.
- */
-struct drain {
-	struct event_base *base;
-	unsigned wakes;
-};
-
-static void drain_cb(evutil_socket_t fd, short what, void *arg)
-{
-	static char sink[64 * 1024];
-	struct drain *l = arg;
-	size_t got = 0;
-	ssize_t r = 1;
-
-	while ((what & EV_READ) && got < LINGER_READ_MAX &&
-	       (r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
-		got += (size_t)r;
-	if ((what & EV_TIMEOUT) || r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR) ||
-	    ++l->wakes >= LINGER_WAKES_MAX ||
-	    event_base_once(l->base, fd, EV_READ, drain_cb, l,
-			    &(struct timeval){LINGER_WAIT_S, 0}) < 0) {
-		(void)close(fd);
-		free(l);
-	}
-}
-
-static void answered(struct evhttp_request *req, void *arg)
-{
-	struct evhttp_connection *con = evhttp_request_get_connection(req);
-	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
-	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-	struct drain *l;
-	int dup_fd;
-
-	(void)arg;
-	if (fd < 0 || (dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
-		return;
-	(void)shutdown(dup_fd, SHUT_WR);
-	l = pdk_xcalloc(1, sizeof(*l));
-	l->base = evhttp_connection_get_base(con);
-	if (event_base_once(l->base, dup_fd, EV_READ, drain_cb, l,
-			    &(struct timeval){LINGER_WAIT_S, 0}) < 0) {
-		(void)close(dup_fd);
-		free(l);
-	}
-}
-
-bool pdk__guard_answer(struct evhttp_request *req)
-{
-	struct evhttp_connection *con = evhttp_request_get_connection(req);
-	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
-	struct pdk_guard *g = guards;
-
-	while (g != NULL && g->bev != bev)
-		g = g->next;
-	if (g == NULL || bev == NULL)
-		return false;
-	/* evhttp hands the connection's requests over one by one, in order. */
-	if (++g->delivered != g->refused_seq || g->verdict == PDK_GUARD_PASS)
-		return false;
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-	evhttp_request_set_on_complete_cb(req, answered, NULL);
-	pdk__http_error(req, g->status, g->code, g->field[0] ? g->field : NULL, "%s", g->msg);
-	return true;
+	return g->verdict == PDK_GUARD_PASS ? 0 : g->refused_seq;
 }

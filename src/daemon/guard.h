@@ -63,6 +63,10 @@ int pdk__guard_status(const struct pdk_guard *g);
 const char *pdk__guard_code(const struct pdk_guard *g);
 const char *pdk__guard_field(const struct pdk_guard *g);
 const char *pdk__guard_message(const struct pdk_guard *g);
+/* Which request of the connection was refused (1 for the first); 0 while none was. */
+uint64_t pdk__guard_refused_seq(const struct pdk_guard *g);
+
+/* ---- guard-conn.c: the connection side ---- */
 
 /* Put a guard in front of every connection `h` accepts (d->max_body; d outlives h). */
 struct pdk_daemon;
