@@ -55,30 +55,9 @@ static enum bufferevent_filter_result filter_in(struct evbuffer *src, struct evb
 						ev_ssize_t limit, enum bufferevent_flush_mode mode,
 						void *ctx)
 {
-	struct pdk_guard *g = ((struct guard_conn *)ctx)->g;
-	struct evbuffer_iovec v[8];
-	size_t fed;
-	int nv;
-
 	(void)limit;
 	(void)mode;
-	enum pdk_guard_verdict verdict = PDK_GUARD_PASS;
-
-	while (verdict == PDK_GUARD_PASS && evbuffer_get_length(src) > 0) {
-		nv = evbuffer_peek(src, -1, NULL, v, PDK_ARRAY_SIZE(v));
-		if (nv > (int)PDK_ARRAY_SIZE(v))
-			nv = (int)PDK_ARRAY_SIZE(v);
-		fed = 0;
-		for (int i = 0; i < nv && verdict == PDK_GUARD_PASS; i++) {
-			verdict = pdk__guard_feed(g, v[i].iov_base, v[i].iov_len, dst);
-			fed += v[i].iov_len;
-		}
-		if (evbuffer_drain(src, fed) < 0)
-			pdk_oom();
-	}
-	/* SECURITY: after a refusal the client's bytes are dropped as they come, never kept. */
-	if (evbuffer_drain(src, evbuffer_get_length(src)) < 0)
-		pdk_oom();
+	(void)pdk__guard_feed_buffer(((struct guard_conn *)ctx)->g, src, dst);
 	return BEV_OK;
 }
 

@@ -22,6 +22,9 @@ struct pdk_guard {
 	size_t max_headers;
 	enum phase phase;
 	struct evbuffer *out;  /* during a feed: where evhttp's bytes go (borrowed) */
+	struct evbuffer *src;  /* during pdk__guard_feed_buffer: the client's bytes (borrowed) */
+	const char *piece;     /* ... the piece of src being parsed */
+	size_t removed;        /* ... and how much of it has left src already */
 	struct evbuffer *url;  /* the request target as received */
 	struct evbuffer *hdrs; /* "Name: value\r\n"... as parsed */
 	size_t head_len;       /* bytes of the current request line and headers */
@@ -312,7 +315,24 @@ static int on_body(http_parser *p, const char *at, size_t len)
 	g->body_len += len;
 	if (g->phase == PHASE_BODY_CHUNKED && evbuffer_add_printf(g->out, "%zx\r\n", len) < 0)
 		pdk_oom();
-	add(g->out, at, len);
+	if (g->src != NULL) {
+		/*
+		 * Moved, not copied: the bytes before `at` in this piece were the
+		 * head or chunk framing (already handled) and are dropped; the
+		 * body's chains move to evhttp's side. Their memory stays valid
+		 * while the parser reads on: a partly moved chain is copied, and
+		 * a whole one (relinked into out, where "\r\n" may realign it)
+		 * ends the piece, so the parser reads nothing more of it.
+		 */
+		size_t off = (size_t)(at - g->piece);
+
+		if (evbuffer_drain(g->src, off - g->removed) < 0 ||
+		    evbuffer_remove_buffer(g->src, g->out, len) != (int)len)
+			pdk_oom();
+		g->removed = off + len;
+	} else {
+		add(g->out, at, len);
+	}
 	if (g->phase == PHASE_BODY_CHUNKED)
 		add_str(g->out, "\r\n");
 	return 0;
@@ -411,6 +431,28 @@ enum pdk_guard_verdict pdk__guard_feed(struct pdk_guard *g, const char *data, si
 			     "protocol upgrades are not served");
 	if (g->verdict != PDK_GUARD_PASS)
 		stand_in(g, out);
+	return g->verdict;
+}
+
+enum pdk_guard_verdict pdk__guard_feed_buffer(struct pdk_guard *g, struct evbuffer *src,
+					      struct evbuffer *out)
+{
+	struct evbuffer_iovec v;
+
+	/* One piece (the first chain) at a time: on_body may move its start away. */
+	while (g->verdict == PDK_GUARD_PASS && evbuffer_peek(src, -1, NULL, &v, 1) > 0 &&
+	       v.iov_len > 0) {
+		g->src = src;
+		g->piece = v.iov_base;
+		g->removed = 0;
+		(void)pdk__guard_feed(g, v.iov_base, v.iov_len, out);
+		g->src = NULL;
+		if (evbuffer_drain(src, v.iov_len - g->removed) < 0)
+			pdk_oom();
+	}
+	/* SECURITY: after a refusal the client's bytes are dropped as they come, never kept. */
+	if (evbuffer_drain(src, evbuffer_get_length(src)) < 0)
+		pdk_oom();
 	return g->verdict;
 }
 

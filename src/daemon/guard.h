@@ -58,6 +58,13 @@ void pdk__guard_free(struct pdk_guard *g);
 enum pdk_guard_verdict pdk__guard_feed(struct pdk_guard *g, const char *data, size_t len,
 				       struct evbuffer *out);
 
+/*
+ * The same for everything in `src`, which is emptied. A Content-Length body's
+ * bytes are moved from `src` to `out` (no copy); the rest as above.
+ */
+enum pdk_guard_verdict pdk__guard_feed_buffer(struct pdk_guard *g, struct evbuffer *src,
+					      struct evbuffer *out);
+
 /* The refusal's HTTP status, error code, field and message (borrowed; valid while g lives). */
 int pdk__guard_status(const struct pdk_guard *g);
 const char *pdk__guard_code(const struct pdk_guard *g);

@@ -247,3 +247,47 @@ Test(guard, expect_continue_and_folded_headers_pass)
 	cr_assert(strstr(r.out, "\r\n b") == NULL, "a folded line reached evhttp: %s", r.out);
 	release(&r);
 }
+
+/* The buffer form (what the connection uses) moves Content-Length bodies: same bytes out. */
+Test(guard, feed_buffer_matches_feed)
+{
+	const char *in =
+		"PUT /a HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789"
+		"POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+		"PUT /c HTTP/1.1\r\nContent-Length: 4\r\n\r\nwxyz"
+		"PUT /d HTTP/1.1\r\nContent-Length: 5000\r\n\r\n";
+	struct run want = feed(in, strlen(in), 0);
+
+	for (size_t step = 1; step < 40; step += 3) {
+		struct pdk_guard *g = pdk__guard_new(MAX_BODY, MAX_HEADERS);
+		struct evbuffer *src = evbuffer_new(), *out = evbuffer_new();
+		enum pdk_guard_verdict v = PDK_GUARD_PASS;
+		char *got;
+
+		cr_assert(src != NULL && out != NULL);
+		/* Several chains per call, as a socket's reads leave them. */
+		for (size_t i = 0; i < strlen(in); i += step) {
+			struct evbuffer *piece = evbuffer_new();
+
+			evbuffer_add(piece, in + i, strlen(in) - i < step ? strlen(in) - i : step);
+			evbuffer_add_buffer(src, piece);
+			evbuffer_free(piece);
+			if (i % (3 * step) == 0)
+				v = pdk__guard_feed_buffer(g, src, out);
+		}
+		v = pdk__guard_feed_buffer(g, src, out);
+		cr_assert_eq(evbuffer_get_length(src), 0);
+		cr_assert_eq(v, want.v, "step %zu", step);
+		got = calloc(1, evbuffer_get_length(out) + 1);
+		evbuffer_remove(out, got, evbuffer_get_length(out));
+		cr_assert(strstr(got, "0123456789POST /b") != NULL, "step %zu: %s", step, got);
+		cr_assert(strstr(got, "\r\n\r\nwxyz") != NULL, "step %zu: %s", step, got);
+		cr_assert_str_eq(got + strlen(got) - 37,
+				 "GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+		free(got);
+		evbuffer_free(src);
+		evbuffer_free(out);
+		pdk__guard_free(g);
+	}
+	release(&want);
+}
