@@ -13,13 +13,13 @@ status=0
 echo "== unit, fuzz-corpus and integration tests ($build)"
 meson test -C "$build" --no-rebuild --print-errorlogs --logbase paddock-main || status=1
 
-echo "== unit tests and the run/profile/egress/egress-tls/egress-tunnel/exectrace/audit/supervise/serve/serve-gaps/cli-daemon integration tests under ASan+UBSan ($asan)"
+echo "== unit tests and the run/profile/egress/egress-tls/egress-tunnel/exectrace/audit/supervise/serve/serve-gaps/serve-body/cli-daemon integration tests under ASan+UBSan ($asan)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	meson test -C "$asan" --no-rebuild --print-errorlogs --logbase paddock-asan \
 	--suite unit --suite fuzz || status=1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	meson test -C "$asan" --no-rebuild --print-errorlogs --logbase paddock-asan-int \
-	run profile egress egress-tls egress-tunnel exectrace audit supervise serve serve-gaps cli-daemon || status=1
+	run profile egress egress-tls egress-tunnel exectrace audit supervise serve serve-gaps serve-body cli-daemon || status=1
 
 echo "== static checks and short fuzz runs"
 checks="$logs/paddock-checks.tap"

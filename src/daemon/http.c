@@ -8,6 +8,7 @@
  */
 #include "common.h"
 #include "daemon-internal.h"
+#include "guard.h"
 #include "audit.h"
 #include "svc-proto.h"
 #include "util.h"
@@ -916,6 +917,8 @@ void pdk__http_handle(struct pdk_daemon *d, struct evhttp_request *req, bool uni
 	struct route_ctx c = {.d = d, .req = req, .method = evhttp_request_get_command(req)};
 	const char *q = evhttp_uri_get_query(uri);
 
+	if (pdk__guard_answer(req))
+		return; /* a request the guard refused: answered before authentication */
 	TAILQ_INIT(&c.query);
 	if (!split_path(&c, evhttp_uri_get_path(uri))) {
 		pdk__http_error(req, 404, "not_found", NULL, "no such route");

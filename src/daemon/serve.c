@@ -4,6 +4,7 @@
  */
 #include "common.h"
 #include "daemon-internal.h"
+#include "guard.h"
 #include "audit.h"
 #include "util.h"
 #include "workspace.h"
@@ -45,8 +46,14 @@ static struct evhttp *http_new(struct pdk_daemon *d, void (*cb)(struct evhttp_re
 
 	if (h == NULL)
 		pdk_oom();
+	/*
+	 * The guard (guard.c) refuses oversized and malformed requests with the
+	 * JSON error before evhttp sees them; evhttp's own limits stay as a
+	 * second line, never reached by what the guard passes on.
+	 */
+	pdk__guard_install(h, d);
 	evhttp_set_max_body_size(h, (ev_ssize_t)d->max_body);
-	evhttp_set_max_headers_size(h, 64 * 1024);
+	evhttp_set_max_headers_size(h, PDK_GUARD_HEADERS_MAX);
 	evhttp_set_allowed_methods(h, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
 					      EVHTTP_REQ_DELETE);
 	evhttp_set_gencb(h, cb, d);
