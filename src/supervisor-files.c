@@ -452,7 +452,7 @@ static int carry_dir(struct carry *c, int sfd, int dfd, const char *name, const 
 		(void)close(in);
 		return rc == -ENOTDIR || rc == -ELOOP ? (c->skipped++, 0) : rc;
 	}
-	/* An existing directory on another file system (a mount point there) is left alone. */
+	/* An existing directory on another mounted file system is left alone. */
 	if (fstat(out, &dst) < 0 || dst.st_dev != c->ddev) {
 		c->skipped++;
 		rc = 0;
