@@ -887,11 +887,14 @@ static void op_diff(struct pdk_supervisor *s, json_int_t req)
 }
 
 /*
- * Snapshot, rollback and commit change the overlay's layers, which the
- * sandbox's mount namespace holds mounted: they need the sandbox's
- * processes gone. The init is restarted around them (same id, budgets and
- * connection; a new init pid, and sandbox.destroy + sandbox.create in the
- * spool), so they are refused while an exec runs.
+ * Rollback and commit change the overlay's layers, which the sandbox's
+ * mount namespace holds mounted: they need the sandbox's processes gone.
+ * The init is restarted around them (same id, budgets and connection; a
+ * new init pid, and sandbox.destroy + sandbox.create in the spool), so they
+ * are refused while an exec runs. A snapshot copies the upper layer with
+ * the sandbox frozen instead (snapshot_live); it moves the layer around a
+ * restart when the caller asks ("restart": true, no copy whatever the
+ * size) or when the sandbox cannot be frozen.
  */
 typedef int (*ws_step_fn)(struct pdk_supervisor *s, json_t *msg, json_t *reply,
 			  struct pdk_error **err);
@@ -940,7 +943,8 @@ static int step_snapshot(struct pdk_supervisor *s, json_t *msg, json_t *reply,
 			 struct pdk_error **err)
 {
 	const char *name = spec_str(msg, "name");
-	int n = pdk_ws_snapshot(s->ws, err);
+	/* Mounted (a live snapshot): copied; unmounted (around a restart): moved. */
+	int n = s->sb != NULL ? pdk_ws_snapshot_copy(s->ws, err) : pdk_ws_snapshot(s->ws, err);
 
 	if (n < 0)
 		return n;
@@ -1011,6 +1015,40 @@ static int step_commit(struct pdk_supervisor *s, json_t *msg, json_t *reply, str
 	return rc;
 }
 
+/*
+ * A snapshot while the sandbox runs: its tasks are frozen while the upper
+ * layer is copied (step_snapshot), so the copy is of one moment; the
+ * overlay stays mounted, and the processes, /tmp and the exec ids go on as
+ * they were. 1 when done (reply filled), 0 when the sandbox cannot be
+ * frozen here (the caller restarts the init instead), -1 on failure.
+ */
+static int snapshot_live(struct pdk_supervisor *s, json_t *msg, json_t *reply,
+			 struct pdk_error **err)
+{
+	_cleanup_error_ struct pdk_error *why = NULL;
+	bool paused = s->paused_since != 0;
+	uint64_t t0 = pdk_now_mono_ns();
+	int rc;
+
+	if (!paused && pdk_sandbox_pause(s->sb, &why) < 0) {
+		fprintf(stderr, "paddock supervise: snapshot: %s; the init is restarted instead\n",
+			why->msg);
+		return 0;
+	}
+	rc = step_snapshot(s, msg, reply, err);
+	if (!paused && pdk_sandbox_resume(s->sb, &why) < 0) {
+		/* Still frozen: shown as paused, so that a resume can be tried again. */
+		s->paused_since = pdk_now_mono_ns();
+		if (rc == 0)
+			rc = pdk_error_setx(err, why->status, "%s", why->msg);
+	}
+	if (rc < 0)
+		return -1;
+	pdk_json_set(reply, "frozen_ms",
+		     json_integer((json_int_t)((pdk_now_mono_ns() - t0) / NSEC_PER_MS)));
+	return 1;
+}
+
 static void op_ws(struct pdk_supervisor *s, json_int_t req, json_t *msg, const char *op)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -1033,6 +1071,17 @@ static void op_ws(struct pdk_supervisor *s, json_int_t req, json_t *msg, const c
 	    (spec_str(msg, "snapshot") == NULL || snap_number(s, spec_str(msg, "snapshot")) < 0)) {
 		json_decref(reply);
 		return reply_errorx(s, req, "not_found", "snapshot", "no such snapshot");
+	}
+	/* "restart": true asks for the move (no copy) around a restart of the init. */
+	if (step == step_snapshot && !json_is_true(json_object_get(msg, "restart"))) {
+		int rc = snapshot_live(s, msg, reply, &err);
+
+		if (rc < 0) {
+			json_decref(reply);
+			return pdk__sv_reply_error(s, req, "internal", NULL, err);
+		}
+		if (rc > 0)
+			return pdk__sv_send(s, reply, NULL, 0);
 	}
 	if (s->n_execs > 0) {
 		json_decref(reply);

@@ -28,6 +28,15 @@ struct pdk_ws {
 	uint64_t created_ns;
 	uint64_t disk_limit;
 	unsigned snaps;
+	/*
+	 * The layer each snapshot was taken on top of: parent[k] < k, and
+	 * parent[k] == k - 1 unless snapshot k was copied from a mounted upper
+	 * layer (pdk_ws_snapshot_copy). upper_base: the snapshot the upper
+	 * layer's changes are relative to (snaps, unless such copies were taken
+	 * since the upper layer was started).
+	 */
+	unsigned parent[PDK_WS_MAX_SNAP + 1];
+	unsigned upper_base;
 	uint64_t ws_dev;
 	uint64_t ws_ino;
 	char *upper;
@@ -160,6 +169,47 @@ static void set_paths(struct pdk_ws *ws)
 	ws->work = pdk_xasprintf("%s/work", ws->dir);
 }
 
+/* Each snapshot on top of the one before, the upper layer on top of the last. */
+static bool linear(const struct pdk_ws *ws)
+{
+	for (unsigned k = 1; k <= ws->snaps; k++)
+		if (ws->parent[k] != k - 1)
+			return false;
+	return ws->upper_base == ws->snaps;
+}
+
+static void set_linear(struct pdk_ws *ws)
+{
+	for (unsigned k = 1; k <= ws->snaps; k++)
+		ws->parent[k] = k - 1;
+	ws->upper_base = ws->snaps;
+}
+
+/* "parents" and "upper_base" of meta.json (absent: linear); false when they do not fit. */
+static bool read_parents(struct pdk_ws *ws, const json_t *m)
+{
+	const json_t *p = json_object_get(m, "parents");
+	const json_t *b = json_object_get(m, "upper_base");
+	size_t i;
+	json_t *v;
+
+	set_linear(ws);
+	if (p == NULL && b == NULL)
+		return true;
+	if (!json_is_array(p) || json_array_size(p) != ws->snaps || !json_is_integer(b) ||
+	    json_integer_value(b) < 0 || json_integer_value(b) > (json_int_t)ws->snaps)
+		return false;
+	json_array_foreach(p, i, v)
+	{
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > (json_int_t)i) /* parent[i + 1] <= i */
+			return false;
+		ws->parent[i + 1] = (unsigned)json_integer_value(v);
+	}
+	ws->upper_base = (unsigned)json_integer_value(b);
+	return true;
+}
+
 /* meta.json is replaced atomically: written beside, then renamed over. */
 static int write_meta(const struct pdk_ws *ws, struct pdk_error **err)
 {
@@ -179,6 +229,14 @@ static int write_meta(const struct pdk_ws *ws, struct pdk_error **err)
 	pdk_json_set(m, "created_ns", json_integer((json_int_t)ws->created_ns));
 	pdk_json_set(m, "snapshots", json_integer(ws->snaps));
 	pdk_json_set(m, "disk_limit", json_integer((json_int_t)ws->disk_limit));
+	if (!linear(ws)) {
+		json_t *p = json_array();
+
+		for (unsigned k = 1; k <= ws->snaps; k++)
+			json_array_append_new(p, json_integer(ws->parent[k]));
+		pdk_json_set(m, "parents", p);
+		pdk_json_set(m, "upper_base", json_integer(ws->upper_base));
+	}
 	text = pdk_json_dump_line(m);
 	if (text == NULL)
 		return pdk_error_setx(err, EINVAL,
@@ -231,6 +289,8 @@ static int read_meta(struct pdk_ws *ws, struct pdk_error **err)
 	ws->created_ns = (uint64_t)created;
 	ws->snaps = (unsigned)snaps;
 	ws->disk_limit = (uint64_t)limit;
+	if (!read_parents(ws, m))
+		return pdk_error_setx(err, EINVAL, "'%s' has layer parents that do not fit", path);
 	return 0;
 }
 
@@ -493,7 +553,7 @@ char **pdk_ws_lower_paths(const struct pdk_ws *ws)
 {
 	char **v = NULL;
 
-	for (unsigned i = ws->snaps; i >= 1; i--)
+	for (unsigned i = ws->upper_base; i >= 1; i = ws->parent[i])
 		pdk_strv_push_take(&v, pdk_xasprintf("%s/layers/%u", ws->dir, i));
 	pdk_strv_push(&v, ws->workspace);
 	return v;
@@ -528,6 +588,8 @@ int pdk_ws_snapshot(struct pdk_ws *ws, struct pdk_error **err)
 		return rc;
 	}
 	ws->snaps++;
+	ws->parent[ws->snaps] = ws->upper_base;
+	ws->upper_base = ws->snaps;
 	rc = write_meta(ws, err);
 	return rc < 0 ? rc : (int)ws->snaps;
 }
@@ -536,7 +598,7 @@ int pdk_ws_rollback(struct pdk_ws *ws, unsigned snap, struct pdk_error **err)
 {
 	_cleanup_free_ char *trash = pdk_xasprintf("%s/upper.rollback", ws->dir);
 	struct stat st;
-	unsigned old = ws->snaps;
+	unsigned old = ws->snaps, old_base = ws->upper_base;
 	int rc;
 
 	if (snap > ws->snaps)
@@ -555,9 +617,11 @@ int pdk_ws_rollback(struct pdk_ws *ws, unsigned snap, struct pdk_error **err)
 		return rc;
 	/* From here the record says `snap`: a crash below leaves unused layers, no mixed state. */
 	ws->snaps = snap;
+	ws->upper_base = snap;
 	rc = write_meta(ws, err);
 	if (rc < 0) {
 		ws->snaps = old;
+		ws->upper_base = old_base;
 		return rc;
 	}
 	for (unsigned i = old; i > snap; i--) {
@@ -634,7 +698,7 @@ struct ent {
 
 struct walk {
 	struct pdk_ws *ws;
-	unsigned from;
+	bool shared[PDK_WS_MAX_SNAP + 2]; /* the layers both views are made of */
 	struct pdk_ws_diff *out;
 	size_t cap;
 	struct pdk_error **err;
@@ -703,18 +767,21 @@ static int lookup(const struct stack *s, const char *name, struct ent *e, struct
 	return 0;
 }
 
-/* The names in the directories of `s` whose layer index is above `min` (all: min < 0). */
-static int collect_names(const struct stack *s, long min, char ***names)
+/*
+ * Add to *names the names in the directories of `s`, but for those of
+ * layers `skip` marks (skip NULL: all). Sorted, without duplicates.
+ */
+static int collect_names(const struct stack *s, const bool *skip, char ***names)
 {
-	char **v = NULL;
-	size_t n = 0, cap = 0;
+	char **v = *names;
+	size_t n = pdk_strv_len(v), cap = n;
 
 	for (unsigned i = 0; i < s->n; i++) {
 		int fd;
 		DIR *d;
 		struct dirent *de;
 
-		if ((long)s->idx[i] <= min)
+		if (skip != NULL && skip[s->idx[i]])
 			continue;
 		fd = openat(s->fd[i], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0 || (d = fdopendir(fd)) == NULL) {
@@ -723,6 +790,7 @@ static int collect_names(const struct stack *s, long min, char ***names)
 			if (fd >= 0)
 				(void)close(fd);
 			pdk_strv_free(v);
+			*names = NULL;
 			return -e;
 		}
 		while ((de = readdir(d)) != NULL) {
@@ -774,13 +842,24 @@ static int root_fd(struct pdk_ws *ws, unsigned idx, struct pdk_error **err)
 	return fd;
 }
 
+/* The layers of the view `top` (a snapshot, or snaps + 1 for the upper layer), topmost first. */
 static void root_stack(struct pdk_ws *ws, unsigned top, struct stack *s)
 {
+	unsigned i = top;
+
 	s->n = 0;
 	s->owned = false;
-	for (unsigned i = top + 1; i-- > 0;) {
+	if (top == ws->snaps + 1) {
+		s->idx[s->n] = top;
+		s->fd[s->n++] = ws->fds[top];
+		i = ws->upper_base;
+	}
+	for (;;) {
 		s->idx[s->n] = i;
 		s->fd[s->n++] = ws->fds[i];
+		if (i == 0)
+			break;
+		i = ws->parent[i];
 	}
 }
 
@@ -865,7 +944,7 @@ static char *join(const char *dir, const char *name)
 static int list_deleted(struct walk *w, const struct stack *s, const char *dir)
 {
 	_cleanup_strv_ char **names = NULL;
-	int rc = collect_names(s, -1, &names);
+	int rc = collect_names(s, NULL, &names);
 
 	if (rc < 0)
 		return pdk_error_set(w->err, -rc, "cannot read '%s' in the workspace", dir);
@@ -962,26 +1041,39 @@ static int compare(struct walk *w, const char *path, const struct ent *ne, const
 	return 0;
 }
 
+/* Whether the two merged directories reach the layers both views share in the same way. */
+static bool same_shared_tail(const struct walk *w, const struct stack *a, const struct stack *b)
+{
+	unsigned i = 0, j = 0;
+
+	for (;;) {
+		while (i < a->n && !w->shared[a->idx[i]])
+			i++;
+		while (j < b->n && !w->shared[b->idx[j]])
+			j++;
+		if (i == a->n || j == b->n)
+			return i == a->n && j == b->n;
+		if (a->idx[i++] != b->idx[j++])
+			return false;
+	}
+}
+
 /*
  * One directory present in the new view (`nw`) and possibly the old one
- * (`old`, maybe empty). Only names that a layer above `from` holds can
- * differ, plus, when those layers cut the view off from the layers below
- * (an opaque directory), every old name.
+ * (`old`, maybe empty). Only names that a layer of one view alone holds
+ * can differ, unless one view's directory stops short of the shared
+ * layers the other reaches (an opaque directory, or no directory at all):
+ * then every name of both.
  */
 static int walk_dir(struct walk *w, const struct stack *nw, const struct stack *old,
 		    const char *dir)
 {
 	_cleanup_strv_ char **names = NULL;
-	bool cut = old->n > 0 && nw->n > 0 && nw->idx[nw->n - 1] > w->from;
-	char **extra = NULL;
-	int rc = collect_names(nw, (long)w->from, &names);
+	const bool *skip = same_shared_tail(w, nw, old) ? w->shared : NULL;
+	int rc = collect_names(nw, skip, &names);
 
-	if (rc == 0 && cut && (rc = collect_names(old, -1, &extra)) == 0) {
-		for (size_t i = 0; extra[i] != NULL; i++)
-			pdk_strv_push_take(&names, steal_ptr(&extra[i]));
-		free(extra);
-		qsort(names, pdk_strv_len(names), sizeof(char *), cmp_str);
-	}
+	if (rc == 0)
+		rc = collect_names(old, skip, &names);
 	if (rc < 0)
 		return pdk_error_set(w->err, -rc, "cannot read '%s' in the change set",
 				     dir[0] ? dir : ".");
@@ -1060,7 +1152,7 @@ static void find_renames(struct pdk_ws_diff *d)
 int pdk_ws_diff(struct pdk_ws *ws, unsigned from, unsigned to, struct pdk_ws_diff *out,
 		struct pdk_error **err)
 {
-	struct walk w = {.ws = ws, .from = from, .out = out, .err = err};
+	struct walk w = {.ws = ws, .out = out, .err = err};
 	struct stack nw, old;
 	unsigned top = to == PDK_WS_CURRENT ? ws->snaps + 1 : to;
 	int rc;
@@ -1075,6 +1167,10 @@ int pdk_ws_diff(struct pdk_ws *ws, unsigned from, unsigned to, struct pdk_ws_dif
 			return rc;
 	root_stack(ws, top, &nw);
 	root_stack(ws, from, &old);
+	for (unsigned i = 0; i < nw.n; i++)
+		for (unsigned j = 0; j < old.n; j++)
+			if (nw.idx[i] == old.idx[j])
+				w.shared[nw.idx[i]] = true;
 	rc = walk_dir(&w, &nw, &old, "");
 	if (rc < 0) {
 		pdk_ws_diff_release(out);
@@ -1207,44 +1303,94 @@ void pdk_ws_print_path(FILE *out, const char *path)
 	fputc('"', out);
 }
 
-/* ---- import of a tmpfs upper layer ---- */
+/* ---- copies of an upper layer (import of a tmpfs one, snapshot of a mounted one) ---- */
 
-static int copy_xattr(int src, int dst, const char *name)
+/*
+ * Extended attributes in the user namespace, the overlay's own marks among
+ * them (user.overlay.opaque: the overlay is mounted with userxattr). Others
+ * (security.*, trusted.*) are not copied: the sandbox cannot set them.
+ */
+static int copy_xattrs(int src, int dst)
 {
-	char v[64];
-	ssize_t n = fgetxattr(src, name, v, sizeof(v));
+	char names[4096];
+	ssize_t len = flistxattr(src, names, sizeof(names));
 
-	if (n < 0)
-		return errno == ENODATA || errno == ENOTSUP ? 0 : -errno;
-	return fsetxattr(dst, name, v, (size_t)n, 0) < 0 ? -errno : 0;
+	if (len < 0)
+		return errno == ENOTSUP ? 0 : -errno;
+	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(names + off) + 1) {
+		const char *name = names + off;
+		char v[4096];
+		ssize_t n;
+
+		if (strncmp(name, "user.", 5) != 0)
+			continue;
+		n = fgetxattr(src, name, v, sizeof(v));
+		if (n < 0 && errno == ENODATA)
+			continue;
+		if (n < 0 || fsetxattr(dst, name, v, (size_t)n, 0) < 0)
+			return -errno;
+	}
+	return 0;
 }
 
-static int import_dir(int src, int dst, const char *path, struct pdk_error **err);
+/* Owner and times of `st` on `fd`: the owner only where we may give it (rootless: our own). */
+static int copy_owner_times(int fd, const struct stat *st)
+{
+	const struct timespec t[2] = {st->st_atim, st->st_mtim};
 
-static int import_entry(int src, int dst, const char *name, const char *path,
-			struct pdk_error **err)
+	if (fchown(fd, st->st_uid, st->st_gid) < 0 && errno != EPERM)
+		return -errno;
+	return futimens(fd, t) < 0 ? -errno : 0;
+}
+
+/*
+ * Open `name` in `src` for reading. The agent may have taken every
+ * permission off it: the owner (we are, rootless) may give read back for
+ * as long as the copy takes; *restore is then the mode to put back.
+ */
+static int open_source(int src, const char *name, int flags, mode_t mode, mode_t add, bool *restore)
+{
+	int fd = openat(src, name, flags | O_NOFOLLOW | O_CLOEXEC);
+
+	*restore = false;
+	if (fd >= 0 || errno != EACCES)
+		return fd;
+	if (fchmodat(src, name, (mode & 07777) | add, 0) < 0)
+		return -1;
+	*restore = true;
+	return openat(src, name, flags | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static int copy_tree(int src, int dst, const char *path, struct pdk_error **err);
+
+static int copy_entry(int src, int dst, const char *name, const char *path, struct pdk_error **err)
 {
 	struct stat st;
+	bool restore = false;
 	int rc = 0;
 
 	if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return pdk_error_set(err, errno, "cannot read '%s'", path);
 	switch (st.st_mode & S_IFMT) {
 	case S_IFREG: {
-		_cleanup_close_ int in = -1;
+		_cleanup_close_ int in =
+			open_source(src, name, O_RDONLY, st.st_mode, 0400, &restore);
 		_cleanup_close_ int out = -1;
 
-		in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (in < 0 && errno == EACCES && fchmodat(src, name, 0600, 0) == 0)
-			in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (restore)
+			(void)!fchmodat(src, name, st.st_mode & 07777, 0);
 		if (in < 0)
 			return pdk_error_set(err, errno, "cannot open '%s'", path);
 		out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (out < 0)
 			return pdk_error_set(err, errno, "cannot create '%s'", path);
 		rc = pdk_copy_sparse(in, out, (uint64_t)st.st_size);
+		if (rc == 0)
+			rc = copy_xattrs(in, out);
 		if (rc == 0 && fchmod(out, st.st_mode & 07777) < 0)
 			rc = -errno;
+		if (rc == 0)
+			rc = copy_owner_times(out, &st);
 		if (rc < 0)
 			return pdk_error_set(err, -rc, "cannot copy '%s'", path);
 		return 0;
@@ -1253,36 +1399,49 @@ static int import_entry(int src, int dst, const char *name, const char *path,
 		_cleanup_close_ int s = -1;
 		_cleanup_close_ int d = -1;
 
-		(void)!fchmodat(src, name, 0700, 0); /* we must read it whatever the agent set */
-		s = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		s = open_source(src, name, O_RDONLY | O_DIRECTORY, st.st_mode, 0700, &restore);
 		if (s < 0)
 			return pdk_error_set(err, errno, "cannot open '%s'", path);
 		if (mkdirat(dst, name, 0700) < 0)
-			return pdk_error_set(err, errno, "cannot create '%s'", path);
-		d = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (d < 0)
-			return pdk_error_set(err, errno, "cannot open '%s'", path);
-		rc = copy_xattr(s, d, OPAQUE_XA);
-		if (rc < 0)
-			return pdk_error_set(err, -rc, "cannot copy the opaque mark of '%s'", path);
-		rc = import_dir(s, d, path, err);
+			rc = pdk_error_set(err, errno, "cannot create '%s'", path);
+		else if ((d = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+			 0)
+			rc = pdk_error_set(err, errno, "cannot open '%s'", path);
+		else if ((rc = copy_xattrs(s, d)) < 0)
+			rc = pdk_error_set(err, -rc, "cannot copy the attributes of '%s'", path);
+		else
+			rc = copy_tree(s, d, path, err);
+		/* Put back what the agent had set, before anything else can fail. */
+		if (restore && fchmod(s, st.st_mode & 07777) < 0 && rc == 0)
+			rc = pdk_error_set(err, errno, "cannot restore the mode of '%s'", path);
 		if (rc == 0 && fchmod(d, st.st_mode & 07777) < 0)
 			rc = pdk_error_set(err, errno, "cannot set the mode of '%s'", path);
+		if (rc == 0 && (rc = copy_owner_times(d, &st)) < 0)
+			rc = pdk_error_set(err, -rc, "cannot set the owner or times of '%s'", path);
 		return rc;
 	}
 	case S_IFLNK: {
 		_cleanup_free_ char *target = read_link(src, name, (size_t)st.st_size);
+		const struct timespec t[2] = {st.st_atim, st.st_mtim};
 
 		if (target == NULL || symlinkat(target, dst, name) < 0)
 			return pdk_error_set(err, errno ? errno : EIO, "cannot copy symlink '%s'",
 					     path);
+		(void)!fchownat(dst, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+		(void)!utimensat(dst, name, t, AT_SYMLINK_NOFOLLOW);
 		return 0;
 	}
 	case S_IFCHR:
 	case S_IFBLK:
 	case S_IFIFO:
-		/* Whiteouts (0:0) and FIFOs; anything else the kernel refuses us, and says so. */
-		if (mknodat(dst, name, st.st_mode, st.st_rdev) < 0)
+		/*
+		 * Whiteouts (0:0) and FIFOs. Without CAP_MKNOD (rootless) a
+		 * whiteout is linked instead: the overlay never changes one in
+		 * place, it only removes it. Anything else the kernel refuses us,
+		 * and says so.
+		 */
+		if (mknodat(dst, name, st.st_mode, st.st_rdev) < 0 &&
+		    !(errno == EPERM && is_whiteout(&st) && linkat(src, name, dst, name, 0) == 0))
 			return pdk_error_set(err, errno, "cannot recreate '%s'", path);
 		return 0;
 	default:
@@ -1290,7 +1449,7 @@ static int import_entry(int src, int dst, const char *name, const char *path,
 	}
 }
 
-static int import_dir(int src, int dst, const char *path, struct pdk_error **err)
+static int copy_tree(int src, int dst, const char *path, struct pdk_error **err)
 {
 	int fd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	_cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -1308,34 +1467,86 @@ static int import_dir(int src, int dst, const char *path, struct pdk_error **err
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		sub = join(path, de->d_name);
-		rc = import_entry(src, dst, de->d_name, sub, err);
+		rc = copy_entry(src, dst, de->d_name, sub, err);
 		if (rc < 0)
 			return rc;
 	}
 	return 0;
 }
 
+/* A copy of the tree at src_fd in the new directory `path` (mode of `mode`); removed on failure. */
+static int copy_layer(int src_fd, const char *path, mode_t mode, struct pdk_error **err)
+{
+	_cleanup_close_ int dst = -1;
+	int rc = pdk_rm_rf_at(AT_FDCWD, path);
+
+	if (rc < 0)
+		return pdk_error_set(err, -rc, "cannot clear '%s'", path);
+	rc = make_layer_dir(path, mode, err);
+	if (rc < 0)
+		return rc;
+	dst = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dst < 0)
+		rc = pdk_error_set(err, errno, "cannot open '%s'", path);
+	else
+		rc = copy_tree(src_fd, dst, "", err);
+	if (rc == 0 && (rc = copy_xattrs(src_fd, dst)) < 0)
+		rc = pdk_error_set(err, -rc, "cannot copy the attributes of '%s'", path);
+	if (rc < 0)
+		(void)!pdk_rm_rf_at(AT_FDCWD, path);
+	return rc;
+}
+
+int pdk_ws_snapshot_copy(struct pdk_ws *ws, struct pdk_error **err)
+{
+	_cleanup_free_ char *layers = pdk_xasprintf("%s/layers", ws->dir);
+	_cleanup_free_ char *tmp = pdk_xasprintf("%s/layers/copy", ws->dir);
+	_cleanup_free_ char *layer = NULL;
+	_cleanup_close_ int up = -1;
+	unsigned n = ws->snaps + 1;
+	struct stat st;
+	int rc;
+
+	if (ws->snaps >= PDK_WS_MAX_SNAP)
+		return pdk_error_setx(err, ENOSPC, "change set %s already has %d snapshots", ws->id,
+				      PDK_WS_MAX_SNAP);
+	up = open(ws->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (up < 0 || fstat(up, &st) < 0)
+		return pdk_error_set(err, errno, "cannot read '%s'", ws->upper);
+	close_fds(ws); /* the upper layer's index moves up by one */
+	if (mkdir(layers, 0700) < 0 && errno != EEXIST)
+		return pdk_error_set(err, errno, "cannot create '%s'", layers);
+	rc = copy_layer(up, tmp, st.st_mode, err);
+	if (rc < 0)
+		return pdk_error_wrap(err, "snapshot of change set %s", ws->id);
+	layer = pdk_xasprintf("%s/layers/%u", ws->dir, n);
+	if (rename(tmp, layer) < 0) {
+		rc = pdk_error_set(err, errno, "cannot rename '%s' to '%s'", tmp, layer);
+		(void)!pdk_rm_rf_at(AT_FDCWD, tmp);
+		return rc;
+	}
+	/* The upper layer stays where it was: relative to upper_base, not to the copy. */
+	ws->parent[n] = ws->upper_base;
+	ws->snaps = n;
+	rc = write_meta(ws, err);
+	if (rc < 0) {
+		ws->snaps = n - 1;
+		(void)!pdk_rm_rf_at(AT_FDCWD, layer);
+		return rc;
+	}
+	return (int)n;
+}
+
 int pdk_ws_import_upper(struct pdk_ws *ws, int src_fd, struct pdk_error **err)
 {
 	_cleanup_free_ char *tmp = pdk_xasprintf("%s/upper.import", ws->dir);
-	_cleanup_close_ int dst = -1;
 	struct stat st;
 	int rc;
 
 	close_fds(ws);
 	if (stat(ws->upper, &st) < 0)
 		return pdk_error_set(err, errno, "cannot read '%s'", ws->upper);
-	rc = pdk_rm_rf_at(AT_FDCWD, tmp);
-	if (rc < 0)
-		return pdk_error_set(err, -rc, "cannot clear '%s'", tmp);
-	rc = make_layer_dir(tmp, st.st_mode, err);
-	if (rc < 0)
-		return rc;
-	dst = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dst < 0)
-		rc = pdk_error_set(err, errno, "cannot open '%s'", tmp);
-	else
-		rc = import_dir(src_fd, dst, "", err);
+	rc = copy_layer(src_fd, tmp, st.st_mode, err);
 	if (rc == 0 && (rc = pdk_rm_rf_at(AT_FDCWD, ws->upper)) < 0)
 		rc = pdk_error_set(err, -rc, "cannot replace '%s'", ws->upper);
 	if (rc == 0 && rename(tmp, ws->upper) < 0)

@@ -123,6 +123,17 @@ const char *pdk_ws_work_path(const struct pdk_ws *ws);
 PDK_MUST_CHECK int pdk_ws_snapshot(struct pdk_ws *ws, struct pdk_error **err);
 
 /*
+ * Snapshot of an upper layer that stays mounted: the upper layer is copied
+ * as layers/N+1 and goes on as it was, its changes still relative to the
+ * layer it was started on (the change set records each layer's parent).
+ * Nothing may write to the upper layer meanwhile: the caller freezes the
+ * sandbox. Cost: a copy of what the upper layer holds (file data included;
+ * hard links inside it become separate files). Returns the new snapshot
+ * number (>= 1) or negative + *err; on failure nothing has changed.
+ */
+PDK_MUST_CHECK int pdk_ws_snapshot_copy(struct pdk_ws *ws, struct pdk_error **err);
+
+/*
  * Roll back to snapshot `snap` (0 = the workspace as it is on the host):
  * drop the upper layer and every layer above `snap`. Same precondition.
  */

@@ -52,16 +52,19 @@ static const struct verb verbs[] = {
 	{"resume", "ID", "Thaw sandbox ID after 'paddock pause'. Prints the new state.\n", "POST",
 	 "resume", NULL, false},
 	{"snapshot", "ID NAME",
-	 "Record the state of sandbox ID's workspace as snapshot NAME (a new\n"
-	 "overlay layer: no copy, whatever the workspace's size). The sandbox's\n"
-	 "init is restarted around it (same id, budgets and environment); it is\n"
-	 "refused while a command runs, and while processes left by earlier\n"
-	 "commands run unless --restart is given (they are then ended).\n",
+	 "Record the state of sandbox ID's workspace as snapshot NAME. The\n"
+	 "sandbox is frozen while what it changed in its workspace is copied,\n"
+	 "then thawed: running commands, background processes and /tmp go on as\n"
+	 "they were. --restart moves the changes aside instead (no copy, whatever\n"
+	 "their size) and restarts the sandbox's init as 'paddock rollback' does,\n"
+	 "ending background processes; so does a sandbox that cannot be frozen.\n",
 	 "POST", "snapshot", "name", false},
 	{"rollback", "ID NAME",
 	 "Put sandbox ID's workspace back to snapshot NAME (0: as it was at the\n"
-	 "start). Later snapshots are dropped. The init is restarted as for\n"
-	 "'paddock snapshot', with the same refusals and --restart.\n",
+	 "start). Later snapshots are dropped. The sandbox's init is restarted\n"
+	 "around it (same id, budgets and environment; /tmp is carried over); it\n"
+	 "is refused while a command runs, and while processes left by earlier\n"
+	 "commands run unless --restart is given (they are then ended).\n",
 	 "POST", "rollback", "snapshot", false},
 	{"diff", "ID",
 	 "List what sandbox ID changed in its workspace, one path a line after\n"

@@ -182,38 +182,65 @@ sandbox_tests() {
 	api "$who" PUT "/v1/sandboxes/$id/files?path=$f/layer.txt" "one"
 	api "$who" POST "/v1/sandboxes/$id/exec" \
 		'{"cmd":"echo kept >/tmp/carry.txt && mkdir -p /tmp/d/e && ln -s /etc/hostname /tmp/d/link && mkfifo /tmp/fifo"}'
-	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s1"}'
-	is "$CODE $(jq_get "$BODY" snapshot)" "200 s1" "$who: snapshot"
-	# The init restarts around a snapshot; /tmp (a tmpfs in the sandbox) is carried over.
-	api "$who" POST "/v1/sandboxes/$id/exec" \
-		'{"cmd":"echo more >>/tmp/carry.txt && cat /tmp/carry.txt && readlink /tmp/d/link && test -d /tmp/d/e && echo dir; test -e /tmp/fifo || echo nofifo"}'
-	is "$(jq_get "$BODY" stdout.text | tr -s '\n' ' ')" "kept more /etc/hostname dir nofifo " \
-		"$who: /tmp outlives the snapshot's restart (files writable, symlinks not followed, FIFOs left out)"
-	api "$who" PUT "/v1/sandboxes/$id/files?path=$f/layer.txt" "two"
-	api "$who" GET "/v1/sandboxes/$id/diff"
-	is "$CODE $(jq_get "$BODY" changes.0.path)" "200 layer.txt" "$who: diff"
-	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"s1"}'
-	api "$who" GET "/v1/sandboxes/$id/files?path=$f/layer.txt"
-	is "$BODY" "one" "$who: rollback to the snapshot"
-	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"../x"}'
-	is "$CODE $(jq_get "$BODY" error.field)" "400 snapshot" "$who: a bad snapshot name -> 400 naming snapshot"
-	# A process left running by an exec is not ended silently by a snapshot (which restarts the init).
 	api "$who" PUT "/v1/sandboxes/$id/files?path=$f/count.sh" \
 		'for p in /proc/[0-9]*/cmdline; do tr "\000" " " <"$p"; echo; done | grep -c "^sleep 4327"'
 	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"sleep 4327 >/dev/null 2>&1 &"}'
-	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s2"}'
-	is "$CODE $(jq_get "$BODY" error.code) $(jq_get "$BODY" error.field)" "409 conflict restart" \
-		"$who: snapshot with a background process left running -> 409 naming restart"
+	# A snapshot is taken with the sandbox frozen, not restarted: what runs goes on.
+	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s1"}'
+	is "$CODE $(jq_get "$BODY" snapshot) $(jq_get "$BODY" frozen_ms | grep -cx '[0-9][0-9]*')" "200 s1 1" \
+		"$who: snapshot while a background process runs (frozen_ms reported)"
 	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["sh","count.sh"]}'
-	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "1" "$who: the refused snapshot left the background process running"
-	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s2","restart":"yes"}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "1" "$who: the snapshot left the background process running"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"cat /tmp/carry.txt; test -p /tmp/fifo && echo fifo"}'
+	is "$(jq_get "$BODY" stdout.text | tr -s '\n' ' ')" "kept fifo " "$who: the snapshot left /tmp as it was (the FIFO too)"
+	api "$who" PUT "/v1/sandboxes/$id/files?path=$f/layer.txt" "two"
+	api "$who" GET "/v1/sandboxes/$id/diff"
+	is "$CODE $(printf '%s' "$BODY" | jq -r '[.changes[].path] | sort | join(" ")')" "200 count.sh layer.txt" "$who: diff"
+	# A rollback restarts the init: a process left running is not ended silently.
+	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"s1"}'
+	is "$CODE $(jq_get "$BODY" error.code) $(jq_get "$BODY" error.field)" "409 conflict restart" \
+		"$who: rollback with a background process left running -> 409 naming restart"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["sh","count.sh"]}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "1" "$who: the refused rollback left the background process running"
+	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"s1","restart":"yes"}'
 	is "$CODE $(jq_get "$BODY" error.field)" "400 restart" "$who: a restart that is not a boolean -> 400 naming restart"
-	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s2","restart":true}'
-	is "$CODE $(jq_get "$BODY" snapshot)" "200 s2" "$who: snapshot with restart:true"
+	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"s1","restart":true}'
+	is "$CODE $(jq_get "$BODY" snapshot)" "200 s1" "$who: rollback with restart:true"
 	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["sh","count.sh"]}'
 	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "0" "$who: ... ended the background process"
 	api "$who" GET "/v1/sandboxes/$id/files?path=$f/layer.txt"
-	is "$BODY" "one" "$who: ... and kept the workspace"
+	is "$BODY" "one" "$who: ... and put the workspace back to the snapshot"
+	# /tmp (a tmpfs in the sandbox) is carried over the init's restart.
+	api "$who" POST "/v1/sandboxes/$id/exec" \
+		'{"cmd":"echo more >>/tmp/carry.txt && cat /tmp/carry.txt && readlink /tmp/d/link && test -d /tmp/d/e && echo dir; test -e /tmp/fifo || echo nofifo"}'
+	is "$(jq_get "$BODY" stdout.text | tr -s '\n' ' ')" "kept more /etc/hostname dir nofifo " \
+		"$who: /tmp outlives the rollback's restart (files writable, symlinks not followed, FIFOs left out)"
+	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"../x"}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 snapshot" "$who: a bad snapshot name -> 400 naming snapshot"
+	# A live snapshot over a restarted one: a whiteout (layer.txt, deleted over snapshot s1)
+	# is copied; a file made and deleted after it (made.txt: no whiteout) comes back.
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"echo a >made.txt && rm layer.txt && mkdir -p dd && echo x >dd/x"}'
+	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s2"}'
+	is "$CODE $(jq_get "$BODY" snapshot)" "200 s2" "$who: a second snapshot, live"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"rm made.txt dd/x && echo b >b.txt && ls"}'
+	api "$who" GET "/v1/sandboxes/$id/diff"
+	is "$(printf '%s' "$BODY" | jq -r '[.changes[].path] | sort | join(" ")')" "b.txt count.sh dd" \
+		"$who: diff against the start after the live snapshot"
+	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"s2"}'
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"cat made.txt dd/x; ls"}'
+	is "$(jq_get "$BODY" stdout.text | tr -s '\n' ' ')" "a x count.sh dd made.txt " \
+		"$who: rollback to the live snapshot: made.txt back, b.txt gone, layer.txt still deleted"
+	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"s1"}'
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"cat layer.txt; echo; ls"}'
+	is "$(jq_get "$BODY" stdout.text | tr -s '\n' ' ')" "one count.sh layer.txt " \
+		"$who: rollback to the first snapshot under it"
+	# "restart": true: the layer is moved aside (no copy) around a restart of the init.
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"echo c >c.txt; sleep 4327 >/dev/null 2>&1 &"}'
+	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s3","restart":true}'
+	is "$CODE $(jq_get "$BODY" snapshot) $(jq_get "$BODY" frozen_ms)" "200 s3 " \
+		"$who: snapshot with restart:true (not frozen: the init restarted)"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"sh count.sh; cat c.txt"}'
+	is "$(jq_get "$BODY" stdout.text | tr -s '\n' ' ')" "0 c " "$who: ... ended the background process, kept the workspace"
 
 	# Sandbox tokens: limited to their sandbox and their operations.
 	api "$who" POST /v1/sandboxes '{"labels":{"session":"sB"}}'

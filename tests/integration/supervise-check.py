@@ -272,8 +272,16 @@ check(out == b"v1\ndata\nnewfile\nstate.txt\n", "rollback restores the file, the
 rep, _ = c.call("rollback", snapshot="nope")
 check(rep.get("error", {}).get("code") == "not_found", "rollback to an unknown snapshot: not_found", rep)
 rep, _ = c.call("exec", fds=[devnull] * 3, argv=["sleep", "5"])
+st0, _ = c.call("status")
 rep2, _ = c.call("snapshot", name="busy")
-check(rep2.get("error", {}).get("code") == "conflict", "no snapshot while an exec runs", rep2)
+check(rep2.get("snapshot") == "busy" and isinstance(rep2.get("frozen_ms"), int),
+      "a snapshot while an exec runs: taken with the sandbox frozen", rep2)
+st, _ = c.call("status")
+check(st.get("state") == "running" and rep["exec"] in st.get("execs", [])
+      and st.get("init_pid") == st0.get("init_pid"),
+      "... then thawed: the same init, the exec still running", (st0, st))
+rep2, _ = c.call("rollback", snapshot="busy")
+check(rep2.get("error", {}).get("code") == "conflict", "no rollback while an exec runs", rep2)
 c.call("signal", exec=rep["exec"], sig=9)
 c.wait_event(lambda m: m.get("ev") == "exit" and m.get("exec") == rep["exec"])
 rep, _ = c.call("rollback", snapshot="0")

@@ -150,10 +150,14 @@ lifecycle_tests() {
 		pc "$who" rollback "$id" no-such-snap >/dev/null 2>&1
 		is "$?" "125" "$who: rollback to an unknown snapshot exits 125"
 		pc "$who" exec "$id" -- sh -c 'sleep 4329 >/dev/null 2>&1 &' >/dev/null
-		pc "$who" snapshot "$id" snap2 >"$T/o" 2>&1
+		sleeping='for p in /proc/[0-9]*/cmdline; do tr "\000" " " <"$p"; echo; done | grep -c "^sleep 4329"'
+		is "$(pc "$who" snapshot "$id" snap2 2>&1):$(pc "$who" exec "$id" -- sh -c "$sleeping")" "snap2:1" \
+			"$who: snapshot with a background process running: taken, the process still runs"
+		pc "$who" rollback "$id" snap2 >"$T/o" 2>&1
 		is "$?:$(grep -q 'field.*restart\|restart.*true' "$T/o" && echo named)" "125:named" \
-			"$who: snapshot with a background process running exits 125 naming restart"
-		is "$(pc "$who" snapshot --restart "$id" snap2)" "snap2" "$who: snapshot --restart"
+			"$who: rollback with a background process running exits 125 naming restart"
+		is "$(pc "$who" rollback --restart "$id" snap2):$(pc "$who" exec "$id" -- sh -c "$sleeping")" \
+			"snap2:0" "$who: rollback --restart ends it"
 	fi
 	pc "$who" pause >/dev/null 2>&1
 	is "$?" "2" "$who: pause without an id is a usage error"

@@ -280,6 +280,94 @@ Test(workspace, snapshots_stack_and_roll_back)
 	teardown_fx(&f);
 }
 
+/* A snapshot copied from an upper layer that stays mounted (a running sandbox). */
+Test(workspace, copied_snapshot_leaves_the_upper_layer)
+{
+	struct fx f;
+	struct pdk_error *err = NULL;
+	struct pdk_ws *again = NULL;
+	struct pdk_ws_diff d;
+	char *s1, *s2, *v;
+	char **lower;
+	const char *up;
+	struct stat st;
+
+	setup_fx(&f);
+	up = pdk_ws_upper_path(f.set);
+	put(up, "new", "n\n");
+	put(up, "mod", "new content\n");
+	whiteout(up, "gone");
+	mkd(up, "op");
+	opaque(up, "op");
+	put(up, "op/fresh", "f\n");
+	cr_assert_eq(chmod(P(up, "new"), 0), 0);
+	s1 = view_summary(f.set, PDK_WS_CURRENT);
+	cr_assert_eq(pdk_ws_snapshot_copy(f.set, &err), 1, "%s", err ? err->msg : "");
+	cr_assert_eq(stat(P(up, "new"), &st), 0, "the upper layer stays where it is");
+	cr_assert_eq(st.st_mode & 07777, 0, "and as the agent left it");
+	v = view_summary(f.set, 1);
+	cr_assert_str_eq(v, s1, "snapshot 1 is the view at the copy");
+	free(v);
+	v = view_summary(f.set, PDK_WS_CURRENT);
+	cr_assert_str_eq(v, s1, "the view is unchanged by the copy");
+	free(v);
+	cr_assert_eq(pdk_ws_diff(f.set, 1, PDK_WS_CURRENT, &d, &err), 0);
+	cr_assert_eq(d.n, 0, "nothing changed since the copy");
+	pdk_ws_diff_release(&d);
+	lower = pdk_ws_lower_paths(f.set);
+	cr_assert_eq(pdk_strv_len(lower), 1, "the mounted overlay's layers are unchanged");
+	cr_assert_str_eq(lower[0], f.ws);
+	pdk_strv_free(lower);
+	/*
+	 * Changes after the copy, as the mounted overlay makes them: a file made
+	 * since the host directory is unlinked outright (no lower layer has it).
+	 */
+	cr_assert_eq(unlink(P(up, "op/fresh")), 0);
+	cr_assert_eq(unlink(P(up, "new")), 0);
+	put(up, "later", "l\n");
+	cr_assert_eq(pdk_ws_diff(f.set, 1, PDK_WS_CURRENT, &d, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(kind_of(&d, "new"), PDK_WS_DELETED,
+		     "in the copy only, not in the upper layer");
+	cr_assert_eq(kind_of(&d, "op/fresh"), PDK_WS_DELETED, "under an opaque directory");
+	cr_assert_eq(kind_of(&d, "later"), PDK_WS_ADDED);
+	cr_assert_eq(d.n, 3);
+	pdk_ws_diff_release(&d);
+	s2 = view_summary(f.set, PDK_WS_CURRENT);
+	/* The layers' parents are in the record. */
+	cr_assert_eq(pdk_ws_open(f.state, pdk_ws_id(f.set), &again, &err), 0, "%s",
+		     err ? err->msg : "");
+	v = view_summary(again, 1);
+	cr_assert_str_eq(v, s1, "snapshot 1 read back");
+	free(v);
+	v = view_summary(again, PDK_WS_CURRENT);
+	cr_assert_str_eq(v, s2, "the current view read back");
+	free(v);
+	pdk_ws_free(again);
+	/* A snapshot that moves the upper layer stacks it on the layer it was relative to. */
+	cr_assert_eq(pdk_ws_snapshot(f.set, &err), 2, "%s", err ? err->msg : "");
+	v = view_summary(f.set, 2);
+	cr_assert_str_eq(v, s2, "snapshot 2 is the view it froze");
+	free(v);
+	lower = pdk_ws_lower_paths(f.set);
+	cr_assert_eq(pdk_strv_len(lower), 2, "snapshot 2 over the host directory, not over 1");
+	cr_assert_str_eq(lower[1], f.ws);
+	pdk_strv_free(lower);
+	cr_assert_eq(pdk_ws_rollback(f.set, 1, &err), 0, "%s", err ? err->msg : "");
+	v = view_summary(f.set, PDK_WS_CURRENT);
+	cr_assert_str_eq(v, s1, "rollback to the copy gives its view");
+	free(v);
+	lower = pdk_ws_lower_paths(f.set);
+	cr_assert_eq(pdk_strv_len(lower), 2, "the copy under an empty upper layer");
+	pdk_strv_free(lower);
+	cr_assert_eq(pdk_ws_rollback(f.set, 0, &err), 0);
+	cr_assert_eq(pdk_ws_diff(f.set, 0, PDK_WS_CURRENT, &d, &err), 0);
+	cr_assert_eq(d.n, 0, "rollback to 0: no change left");
+	pdk_ws_diff_release(&d);
+	free(s1);
+	free(s2);
+	teardown_fx(&f);
+}
+
 Test(workspace, open_by_prefix_lock_list_remove)
 {
 	struct fx f;
