@@ -87,7 +87,11 @@ static void usage(const struct verb *v, FILE *out)
 		      "      --label K=V    every sandbox with label K=V (repeatable)\n"
 		      "      --reason TEXT  recorded with each kill event\n",
 		      out);
-	if (v->key != NULL)
+	if (v->key != NULL && strcmp(v->name, "snapshot") == 0)
+		fputs("      --restart      move the changes aside around a restart of the init\n"
+		      "                     (no copy; ends the processes left by earlier commands)\n",
+		      out);
+	else if (v->key != NULL)
 		fputs("      --restart      end the processes left running by earlier commands\n"
 		      "                     (the init restarts); without it, refused while any run\n",
 		      out);
