@@ -916,8 +916,11 @@ int pdk_cgroup_freeze(struct pdk_cgroup *cg, bool frozen, unsigned wait_ms, stru
 	int rc;
 
 	if (cg == NULL || cg->n_dirs == 0)
-		return pdk_error_setx(err, ENOTSUP, "no cgroup: the sandbox cannot be %s",
-				      frozen ? "frozen" : "thawed");
+		return pdk_error_setx(
+			err, ENOTSUP,
+			"no cgroup: the sandbox cannot be %s (unprivileged, it needs a "
+			"delegated cgroup: PADDOCK_CGROUP_PARENT)",
+			frozen ? "frozen" : "thawed");
 	rc = cg->ops->freeze(cg, frozen, err);
 	if (rc == -ENOTSUP)
 		return pdk_error_setx(err, ENOTSUP,

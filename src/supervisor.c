@@ -847,8 +847,11 @@ static void op_pause(struct pdk_supervisor *s, json_int_t req, bool pause)
 
 	if (pause && s->paused_since == 0) {
 		if (pdk_sandbox_pause(s->sb, &err) < 0)
-			return pdk__sv_reply_error(
-				s, req, err->status == EBUSY ? "busy" : "internal", NULL, err);
+			return pdk__sv_reply_error(s, req,
+						   err->status == EBUSY     ? "busy"
+						   : err->status == ENOTSUP ? "conflict"
+									    : "internal",
+						   NULL, err);
 		s->paused_since = pdk_now_mono_ns();
 	} else if (!pause && s->paused_since != 0) {
 		if (pdk_sandbox_resume(s->sb, &err) < 0)
@@ -1049,6 +1052,39 @@ static int snapshot_live(struct pdk_supervisor *s, json_t *msg, json_t *reply,
 	return 1;
 }
 
+/*
+ * How many tasks besides the init the sandbox holds: the cgroup's count,
+ * or, where there is no pids controller (rootless without a delegated
+ * cgroup), the init's children (every other task descends from it, and an
+ * orphan is given to it), which is at least 1 whenever any other task runs.
+ */
+static uint64_t tasks_besides_init(struct pdk_supervisor *s)
+{
+	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *text = NULL;
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_sandbox_usage u;
+	pid_t init = pdk_sandbox_init_pid(s->sb);
+	uint64_t n = 0;
+
+	pdk_sandbox_usage(s->sb, &u);
+	if (u.pids_current > 0)
+		return u.pids_current - 1;
+	path = pdk_xasprintf("/proc/%d/task/%d/children", (int)init, (int)init);
+	if (init <= 0 || pdk_read_file_at(AT_FDCWD, path, 1 << 20, &text, &err) < 0)
+		return 0;
+	for (const char *p = text; *p != '\0';) {
+		while (*p == ' ' || *p == '\n')
+			p++;
+		if (*p == '\0')
+			break;
+		n++;
+		while (*p != '\0' && *p != ' ' && *p != '\n')
+			p++;
+	}
+	return n;
+}
+
 static void op_ws(struct pdk_supervisor *s, json_int_t req, json_t *msg, const char *op)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -1096,15 +1132,14 @@ static void op_ws(struct pdk_supervisor *s, json_int_t req, json_t *msg, const c
 	 * background) are not ended silently: the caller must say so.
 	 */
 	if (!json_is_true(json_object_get(msg, "restart"))) {
-		struct pdk_sandbox_usage u;
+		uint64_t others = tasks_besides_init(s);
 
-		pdk_sandbox_usage(s->sb, &u);
-		if (u.pids_current > 1) {
+		if (others > 0) {
 			_cleanup_free_ char *m = pdk_xasprintf(
 				"%llu task(s) besides the init run in the sandbox (left by earlier "
 				"execs); %s restarts the sandbox's init and would end them: stop "
 				"them, or give \"restart\": true",
-				(unsigned long long)(u.pids_current - 1), op);
+				(unsigned long long)others, op);
 
 			json_decref(reply);
 			return reply_errorx(s, req, "conflict", "restart", m);

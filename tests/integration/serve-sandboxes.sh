@@ -437,3 +437,27 @@ delegate_cgroup
 SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
 sandbox_tests user "$((PORT_BASE + 3))"
 SERVE_ENV=()
+
+# Without a delegated cgroup an unprivileged sandbox has no freezer: a snapshot cannot be
+# taken live and restarts the init instead, with the restart's refusal.
+no_freezer_tests() {
+	local who=user id
+	serve_start "$who"
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"nofreeze"}}'
+	id=$(jq_get "$BODY" id)
+	api "$who" POST "/v1/sandboxes/$id/pause"
+	is "$CODE $(jq_get "$BODY" error.code) $(jq_get "$BODY" error.message | grep -c PADDOCK_CGROUP_PARENT)" \
+		"409 conflict 1" "$who, no delegated cgroup: pause is refused, naming the fix" || echo "# $BODY"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"echo w >w.txt; sleep 4328 >/dev/null 2>&1 &"}'
+	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"n1"}'
+	is "$CODE $(jq_get "$BODY" error.field)" "409 restart" \
+		"$who, no freezer: a snapshot with a background process is refused naming restart"
+	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"n1","restart":true}'
+	is "$CODE $(jq_get "$BODY" snapshot) $(jq_get "$BODY" frozen_ms)" "200 n1 " \
+		"$who, no freezer: with restart:true the snapshot is taken around a restart"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"cat w.txt"}'
+	is "$(jq_get "$BODY" stdout.text)" "w" "$who, no freezer: the workspace is kept"
+	api "$who" DELETE "/v1/sandboxes/$id"
+	serve_stop "$who"
+}
+no_freezer_tests
