@@ -234,6 +234,23 @@ sandbox_tests() {
 	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"cat layer.txt; echo; ls"}'
 	is "$(jq_get "$BODY" stdout.text | tr -s '\n' ' ')" "one count.sh layer.txt " \
 		"$who: rollback to the first snapshot under it"
+	# Snapshots while a loop starts processes without pause (each exec waits on the tracer):
+	# every one is taken, and the loop goes on.
+	api "$who" POST "/v1/sandboxes/$id/exec" \
+		'{"cmd":"(i=0; while :; do /bin/true; i=$((i+1)); echo $i >/tmp/n; done) >/dev/null 2>&1 &"}'
+	local taken=0 n1 n2
+	for n in 1 2 3 4 5; do
+		api "$who" POST "/v1/sandboxes/$id/snapshot" "{\"name\":\"loop$n\"}"
+		[ "$CODE" = 200 ] && taken=$((taken + 1))
+	done
+	api "$who" GET "/v1/sandboxes/$id/files?path=/tmp/n"
+	n1=$BODY
+	sleep 0.3
+	api "$who" GET "/v1/sandboxes/$id/files?path=/tmp/n"
+	n2=$BODY
+	is "$taken $([ "${n2:-0}" -gt "${n1:-0}" ] && echo goes-on)" "5 goes-on" \
+		"$who: 5 snapshots while a loop starts processes; the loop goes on ($n1 then $n2)"
+	api "$who" POST "/v1/sandboxes/$id/rollback" '{"snapshot":"s1","restart":true}'
 	# "restart": true: the layer is moved aside (no copy) around a restart of the init.
 	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"echo c >c.txt; sleep 4327 >/dev/null 2>&1 &"}'
 	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"s3","restart":true}'
