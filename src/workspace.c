@@ -1312,19 +1312,30 @@ void pdk_ws_print_path(FILE *out, const char *path)
  */
 static int copy_xattrs(int src, int dst)
 {
-	char names[4096];
-	ssize_t len = flistxattr(src, names, sizeof(names));
+	_cleanup_free_ char *names = NULL;
+	_cleanup_free_ char *v = NULL;
+	size_t cap = 0;
+	ssize_t len = flistxattr(src, NULL, 0);
 
+	if (len <= 0)
+		return len == 0 || errno == ENOTSUP ? 0 : -errno;
+	names = pdk_xmalloc((size_t)len);
+	len = flistxattr(src, names, (size_t)len);
 	if (len < 0)
-		return errno == ENOTSUP ? 0 : -errno;
+		return -errno; /* ERANGE: the list grew meanwhile; nothing writes while we copy */
 	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(names + off) + 1) {
 		const char *name = names + off;
-		char v[4096];
 		ssize_t n;
 
 		if (strncmp(name, "user.", 5) != 0)
 			continue;
-		n = fgetxattr(src, name, v, sizeof(v));
+		n = fgetxattr(src, name, NULL, 0);
+		if (n >= 0 && (size_t)n > cap) {
+			cap = (size_t)n;
+			v = pdk_xrealloc(v, cap);
+		}
+		if (n > 0)
+			n = fgetxattr(src, name, v, cap);
 		if (n < 0 && errno == ENODATA)
 			continue;
 		if (n < 0 || fsetxattr(dst, name, v, (size_t)n, 0) < 0)
@@ -1333,12 +1344,18 @@ static int copy_xattrs(int src, int dst)
 	return 0;
 }
 
-/* Owner and times of `st` on `fd`: the owner only where we may give it (rootless: our own). */
-static int copy_owner_times(int fd, const struct stat *st)
+/*
+ * Owner, mode and times of `st` on `fd`, in that order (a change of owner
+ * clears the set-id bits). The owner only where we may give it: rootless,
+ * every file of the layer is ours anyway.
+ */
+static int copy_attrs(int fd, const struct stat *st)
 {
 	const struct timespec t[2] = {st->st_atim, st->st_mtim};
 
 	if (fchown(fd, st->st_uid, st->st_gid) < 0 && errno != EPERM)
+		return -errno;
+	if (fchmod(fd, st->st_mode & 07777) < 0)
 		return -errno;
 	return futimens(fd, t) < 0 ? -errno : 0;
 }
@@ -1376,21 +1393,20 @@ static int copy_entry(int src, int dst, const char *name, const char *path, stru
 		_cleanup_close_ int in =
 			open_source(src, name, O_RDONLY, st.st_mode, 0400, &restore);
 		_cleanup_close_ int out = -1;
+		int e = errno;
 
-		if (restore)
+		if (restore) /* an open descriptor reads on whatever the mode */
 			(void)!fchmodat(src, name, st.st_mode & 07777, 0);
 		if (in < 0)
-			return pdk_error_set(err, errno, "cannot open '%s'", path);
+			return pdk_error_set(err, e, "cannot open '%s'", path);
 		out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (out < 0)
 			return pdk_error_set(err, errno, "cannot create '%s'", path);
 		rc = pdk_copy_sparse(in, out, (uint64_t)st.st_size);
 		if (rc == 0)
 			rc = copy_xattrs(in, out);
-		if (rc == 0 && fchmod(out, st.st_mode & 07777) < 0)
-			rc = -errno;
 		if (rc == 0)
-			rc = copy_owner_times(out, &st);
+			rc = copy_attrs(out, &st);
 		if (rc < 0)
 			return pdk_error_set(err, -rc, "cannot copy '%s'", path);
 		return 0;
@@ -1414,10 +1430,9 @@ static int copy_entry(int src, int dst, const char *name, const char *path, stru
 		/* Put back what the agent had set, before anything else can fail. */
 		if (restore && fchmod(s, st.st_mode & 07777) < 0 && rc == 0)
 			rc = pdk_error_set(err, errno, "cannot restore the mode of '%s'", path);
-		if (rc == 0 && fchmod(d, st.st_mode & 07777) < 0)
-			rc = pdk_error_set(err, errno, "cannot set the mode of '%s'", path);
-		if (rc == 0 && (rc = copy_owner_times(d, &st)) < 0)
-			rc = pdk_error_set(err, -rc, "cannot set the owner or times of '%s'", path);
+		if (rc == 0 && (rc = copy_attrs(d, &st)) < 0)
+			rc = pdk_error_set(err, -rc, "cannot set the owner, mode or times of '%s'",
+					   path);
 		return rc;
 	}
 	case S_IFLNK: {

@@ -287,10 +287,11 @@ Test(workspace, copied_snapshot_leaves_the_upper_layer)
 	struct pdk_error *err = NULL;
 	struct pdk_ws *again = NULL;
 	struct pdk_ws_diff d;
-	char *s1, *s2, *v;
+	char *s1, *s2, *v, *layer;
 	char **lower;
 	const char *up;
-	struct stat st;
+	struct stat st, st2;
+	char note[3000], got[4096];
 
 	setup_fx(&f);
 	up = pdk_ws_upper_path(f.set);
@@ -301,8 +302,24 @@ Test(workspace, copied_snapshot_leaves_the_upper_layer)
 	opaque(up, "op");
 	put(up, "op/fresh", "f\n");
 	cr_assert_eq(chmod(P(up, "new"), 0), 0);
+	memset(note, 'x', sizeof(note));
+	cr_assert_eq(setxattr(P(up, "mod"), "user.note", note, sizeof(note), 0), 0, "%s",
+		     strerror(errno));
+	cr_assert_eq(chmod(P(up, "op"), 02750), 0);
+	cr_assert_eq(stat(P(up, "mod"), &st), 0);
 	s1 = view_summary(f.set, PDK_WS_CURRENT);
 	cr_assert_eq(pdk_ws_snapshot_copy(f.set, &err), 1, "%s", err ? err->msg : "");
+	layer = pdk_xasprintf("%s/layers/1", pdk_ws_dir(f.set));
+	cr_assert_eq(stat(P(layer, "mod"), &st2), 0);
+	cr_assert(st2.st_mtim.tv_sec == st.st_mtim.tv_sec &&
+			  st2.st_mtim.tv_nsec == st.st_mtim.tv_nsec,
+		  "the copy keeps the modification time");
+	cr_assert_eq(getxattr(P(layer, "mod"), "user.note", got, sizeof(got)),
+		     (ssize_t)sizeof(note), "the copy keeps a user attribute of %zu bytes",
+		     sizeof(note));
+	cr_assert_eq(stat(P(layer, "op"), &st2), 0);
+	cr_assert_eq(st2.st_mode & 07777, 02750, "the copy keeps a directory's set-gid mode");
+	free(layer);
 	cr_assert_eq(stat(P(up, "new"), &st), 0, "the upper layer stays where it is");
 	cr_assert_eq(st.st_mode & 07777, 0, "and as the agent left it");
 	v = view_summary(f.set, 1);
