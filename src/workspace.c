@@ -774,7 +774,7 @@ static int lookup(const struct stack *s, const char *name, struct ent *e, struct
 static int collect_names(const struct stack *s, const bool *skip, char ***names)
 {
 	char **v = *names;
-	size_t n = pdk_strv_len(v), cap = n;
+	size_t n = pdk_strv_len(v), cap = v != NULL ? n + 1 : 0; /* slots, the NULL's included */
 
 	for (unsigned i = 0; i < s->n; i++) {
 		int fd;
@@ -797,7 +797,7 @@ static int collect_names(const struct stack *s, const bool *skip, char ***names)
 			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 				continue;
 			if (n + 2 > cap) {
-				cap = cap ? cap * 2 : 64;
+				cap = cap >= 32 ? cap * 2 : 64;
 				v = pdk_xrealloc(v, cap * sizeof(char *));
 			}
 			v[n++] = pdk_xstrdup(de->d_name);
