@@ -1073,14 +1073,9 @@ static uint64_t tasks_besides_init(struct pdk_supervisor *s)
 	path = pdk_xasprintf("/proc/%d/task/%d/children", (int)init, (int)init);
 	if (init <= 0 || pdk_read_file_at(AT_FDCWD, path, 1 << 20, &text, &err) < 0)
 		return 0;
-	for (const char *p = text; *p != '\0';) {
-		while (*p == ' ' || *p == '\n')
-			p++;
-		if (*p == '\0')
-			break;
+	for (const char *p = text + strspn(text, " \n"); *p != '\0'; p += strspn(p, " \n")) {
 		n++;
-		while (*p != '\0' && *p != ' ' && *p != '\n')
-			p++;
+		p += strcspn(p, " \n");
 	}
 	return n;
 }
