@@ -15,11 +15,33 @@ grep_check() {
 grep_check "no banned functions in src/ (CONVENTIONS.md)" "$(grep -nE \
 	'\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|gets|system|popen)\(' \
 	$(git ls-files 'src/*.c' 'src/*.h'))"
-grep_check "process creation only in ns.c and init.c" "$(grep -nE '\b(fork|vfork|clone|clone3)\(' \
-	$(git ls-files 'src/*.c') | grep -v '^src/ns.c:\|^src/init.c:')"
-grep_check "no exit() or abort() in libpaddock (but pdk_oom)" "$(grep -nE '(^|[^_a-z])(exit|abort)\(' \
-	$(git ls-files 'src/*.c' | grep -v '^src/cli/\|^src/init.c\|^src/seccomp-gen.c') |
-	grep -v '^src/util.c:.*abort();')"
+grep_check "process creation only in base/proc.c and init/init.c" "$(grep -nE '\b(fork|vfork|clone|clone3)\(' \
+	$(git ls-files 'src/*.c') | grep -v '^src/base/proc.c:\|^src/init/init.c:')"
+# The library: every folder of src/ but the front ends' (cli/, daemon/), the
+# binaries' own mains (init/, exporter/paddock-otlp.c) and build-time tools/.
+lib_files() {
+	git ls-files "$@" | grep -v '^src/cli/\|^src/daemon/\|^src/init/\|^src/tools/\|^src/exporter/paddock-otlp.c'
+}
+grep_check "no exit() or abort() in the library (but pdk_oom)" "$(grep -nE '(^|[^_a-z])(exit|abort)\(' \
+	$(lib_files 'src/*.c') | grep -v '^src/base/util.c:.*abort();')"
+# A library folder never prints: messages go to the log its caller gave (base/log.h).
+grep_check "no library folder prints (stdout, stderr, printf, puts, perror)" "$(grep -nE \
+	'\((stdout|stderr)\b|,\s*(stdout|stderr)\s*\)|\b(printf|vprintf|puts|putchar|perror)\(' \
+	$(lib_files 'src/*.c' 'src/*.h'))"
+
+# Environment variables are read by front ends only (base/settings.h): the library gets values.
+grep_check "no library folder reads the environment (getenv, environ)" "$(grep -nE \
+	'\b(getenv|secure_getenv|setenv|unsetenv|putenv|clearenv)\(|\benviron\b' \
+	$(lib_files 'src/*.c' 'src/*.h') | grep -vE '^[^:]+:[0-9]+:\s*(\*|/\*)')"
+
+# The layers: includes, symbols and public headers (tests/layers.py, src/meson.build).
+build=${1:-build}
+if python3 tests/layers.py "$build" >"${TMPDIR:-/tmp}/paddock-layers.tap" 2>&1; then
+	ok "layers: no include or symbol against the direction, public headers only"
+else
+	grep -v '^ok ' "${TMPDIR:-/tmp}/paddock-layers.tap" | sed 's/^/# /' | head -40
+	notok "layers: no include or symbol against the direction, public headers only"
+fi
 
 if command -v clang-format >/dev/null; then
 	if clang-format --dry-run -Werror $(git ls-files '*.[ch]') 2>/dev/null; then ok "clang-format clean"

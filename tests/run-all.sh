@@ -23,7 +23,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 
 echo "== static checks and short fuzz runs"
 checks="$logs/paddock-checks.tap"
-sh "$top/tests/checks.sh" > "$checks" 2>&1 || status=1
+sh "$top/tests/checks.sh" "$build" > "$checks" 2>&1 || status=1
 cat "$checks"
 
 python3 "$top/tests/summary.py" "$logs"/paddock-main.json "$top/$asan"/meson-logs/paddock-asan.json \

@@ -3,14 +3,14 @@
  * options, error reporting, JSON output, base64.
  */
 #include "common.h"
-#include "cli.h"
+#include "base.h"
 #include "cli-daemon.h"
-#include "json.h"
-#include "util.h"
+#include "cli.h"
 
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
 
 bool pdk_cli_conn_opt(struct pdk_cli_conn *conn, int opt, const char *arg)
 {
@@ -29,7 +29,14 @@ struct pdk_client *pdk_cli_connect(const struct pdk_cli_conn *conn)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_client_opts o = {.socket = conn->socket, .url = conn->url};
-	struct pdk_client *c = pdk_client_new(&o, &err);
+	struct pdk_client *c;
+	struct pdk_paths paths;
+
+	pdk_cli_paths(&paths);
+	pdk_client_opts_from_env(&o, environ);
+	o.runtime_dir = paths.runtime_dir;
+	c = pdk_client_new(&o, &err);
+	pdk_paths_release(&paths);
 
 	if (c == NULL)
 		pdk_cli_error("%s", err->msg);

@@ -7,8 +7,8 @@
 #define PDK_CLI_DAEMON_H
 
 #include "common.h"
+#include "base.h"
 #include "client.h"
-#include "error.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -5,6 +5,7 @@
 #define PDK_CLI_H
 
 #include "common.h"
+#include "base.h"
 
 /* Exit statuses paddock itself uses (docs/cli-contract.md). */
 enum pdk_exit {
@@ -37,6 +38,19 @@ struct pdk_events;
 
 /* Flush and close an event stream's sinks (a failure is printed), then free it. NULL-safe. */
 void pdk_cli_events_finish(struct pdk_events *ev);
+
+/* The log of the library objects a verb creates: "paddock: [warning: ]MSG" on stderr. */
+extern const struct pdk_log pdk_cli_log;
+
+struct pdk_paths;
+struct pdk_settings;
+
+/* What this process's environment says (base/settings.h); release with pdk_settings_release(). */
+void pdk_cli_settings(struct pdk_settings *out);
+/* Its directories alone (base/paths.h); release with pdk_paths_release(). */
+void pdk_cli_paths(struct pdk_paths *out);
+/* Its state directory alone (caller frees). */
+char *pdk_cli_state_dir(void);
 
 /* "paddock: " + message on stderr. */
 void pdk_cli_error(const char *fmt, ...) PDK_PRINTF(1, 2);

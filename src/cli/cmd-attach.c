@@ -9,10 +9,9 @@
  * SIGWINCH (POST .../exec/E/resize) on the second.
  */
 #include "common.h"
-#include "cli.h"
+#include "base.h"
 #include "cli-daemon.h"
-#include "json.h"
-#include "util.h"
+#include "cli.h"
 
 #include <getopt.h>
 #include <poll.h>

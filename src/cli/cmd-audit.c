@@ -4,9 +4,9 @@
  */
 #include "common.h"
 #include "audit.h"
+#include "base.h"
 #include "cli.h"
-#include "otlp.h"
-#include "util.h"
+#include "telemetry.h"
 #include "workspace.h"
 
 #include <getopt.h>
@@ -540,7 +540,7 @@ static int parse_opts(int argc, char **argv, struct audit_opts *o)
 static int run_subcommand(const struct subcommand *sc, struct audit_opts *o)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	_cleanup_free_ char *state = pdk_state_dir();
+	_cleanup_free_ char *state = pdk_cli_state_dir();
 	struct pdk_audit *a = NULL;
 	int rc;
 

@@ -12,11 +12,9 @@
  * written through a symlink of the same archive.
  */
 #include "common.h"
-#include "cli.h"
+#include "base.h"
 #include "cli-daemon.h"
-#include "json.h"
-#include "ns.h"
-#include "util.h"
+#include "cli.h"
 
 #include <getopt.h>
 #include <libgen.h>
@@ -131,7 +129,7 @@ struct tar_arg {
 	int target; /* STDIN_FILENO or STDOUT_FILENO */
 };
 
-/* In the child (shares our memory until exec, see pdk_ns_spawn): no allocation. */
+/* In the child (shares our memory until exec, see pdk_proc_clone): no allocation. */
 static int tar_child(void *arg)
 {
 	const struct tar_arg *a = arg;
@@ -172,7 +170,7 @@ static pid_t tar_start(char *const *argv, bool extract, int *fd)
 	}
 	a.fd = extract ? p[0] : p[1];
 	a.target = extract ? STDIN_FILENO : STDOUT_FILENO;
-	pid = pdk_ns_spawn(0, tar_child, &a, &pidfd, &err);
+	pid = pdk_proc_clone(0, tar_child, &a, &pidfd, &err);
 	(void)close(a.fd);
 	*fd = extract ? p[1] : p[0];
 	if (pid < 0) {

@@ -3,10 +3,9 @@
  * (claimed from a warm pool when one fits).
  */
 #include "common.h"
-#include "cli.h"
+#include "base.h"
 #include "cli-daemon.h"
-#include "json.h"
-#include "util.h"
+#include "cli.h"
 
 #include <getopt.h>
 #include <limits.h>

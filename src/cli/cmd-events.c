@@ -3,10 +3,9 @@
  * live (Server-Sent Events from GET /v1/events).
  */
 #include "common.h"
-#include "cli.h"
+#include "base.h"
 #include "cli-daemon.h"
-#include "json.h"
-#include "util.h"
+#include "cli.h"
 
 #include <getopt.h>
 #include <stdio.h>

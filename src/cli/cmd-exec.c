@@ -3,10 +3,9 @@
  * running sandbox of the daemon; the exit status is the command's.
  */
 #include "common.h"
-#include "cli.h"
+#include "base.h"
 #include "cli-daemon.h"
-#include "json.h"
-#include "util.h"
+#include "cli.h"
 
 #include <getopt.h>
 #include <limits.h>

@@ -3,6 +3,7 @@
  * `paddock profile list`.
  */
 #include "common.h"
+#include "base.h"
 #include "cli.h"
 #include "policy.h"
 
@@ -23,7 +24,12 @@ static struct pdk_policy *load(const char *name, bool quiet_ok)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_policy_report rep = {0};
-	struct pdk_policy *p = pdk_policy_load(name, &rep, &err);
+	struct pdk_paths paths;
+	struct pdk_policy *p;
+
+	pdk_cli_paths(&paths);
+	p = pdk_policy_load(name, paths.profile_dir, &rep, &err);
+	pdk_paths_release(&paths);
 
 	if (p == NULL) {
 		if (rep.n > 0)

@@ -2,9 +2,9 @@
  * cmd-ps.c - `paddock ps`: the daemon's sandboxes, filtered by labels.
  */
 #include "common.h"
-#include "cli.h"
+#include "base.h"
 #include "cli-daemon.h"
-#include "util.h"
+#include "cli.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -4,13 +4,12 @@
  */
 #include "common.h"
 #include "audit.h"
+#include "base.h"
 #include "cli.h"
-#include "events.h"
-#include "otlp.h"
+#include "engine.h"
 #include "policy.h"
-#include "runspec.h"
-#include "sandbox.h"
-#include "util.h"
+#include "session.h"
+#include "telemetry.h"
 #include "workspace.h"
 
 #include <dirent.h>
@@ -242,12 +241,6 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 	return 0;
 }
 
-static void warn_cb(void *data, const char *msg)
-{
-	(void)data;
-	pdk_cli_warn("%s", msg);
-}
-
 /* Block the signals we forward; read them from a signalfd in the supervisor loop. */
 static int make_sigfd(sigset_t *old)
 {
@@ -310,6 +303,7 @@ static void report_end(const struct pdk_run_opts *o, const struct pdk_policy *p,
 
 struct run_ctx {
 	struct pdk_run_opts o;
+	struct pdk_settings settings; /* what our environment says (base/settings.h) */
 	struct pdk_policy *policy;
 	struct pdk_events *events;
 	struct pdk_ws *ws; /* overlay mode: the change set */
@@ -348,7 +342,9 @@ static int prepare(struct run_ctx *c)
 	struct pdk_runspec rs;
 
 	to_runspec(&c->o, &rs);
-	c->policy = pdk_policy_load(c->o.profile ? c->o.profile : "default", &rep, &err);
+	rs.host_env = c->settings.envp;
+	c->policy = pdk_policy_load(c->o.profile ? c->o.profile : "default",
+				    c->settings.paths.profile_dir, &rep, &err);
 	if (c->policy == NULL) {
 		if (rep.n > 0)
 			pdk_policy_report_print(&rep, stderr);
@@ -382,11 +378,10 @@ static bool empty_dir(const char *path)
 static int make_change_set(struct run_ctx *c, const char *id)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	_cleanup_free_ char *state = NULL;
+	const char *state = c->settings.paths.state_dir;
 
 	if (c->policy->workspace.mode != PDK_WS_OVERLAY)
 		return 0;
-	state = pdk_state_dir();
 	if (c->o.change_set != NULL) {
 		if (pdk_ws_open(state, c->o.change_set, &c->ws, &err) < 0 ||
 		    pdk_ws_lock(c->ws, &err) < 0) {
@@ -476,7 +471,9 @@ static int run_sandbox(struct run_ctx *c, char id_out[37])
 		.extra_ro = c->o.ro,
 		.extra_rw = c->o.rw,
 		.events = c->events,
-		.warn = warn_cb,
+		.runtime_dir = c->settings.paths.runtime_dir,
+		.settings = &c->settings,
+		.log = &pdk_cli_log,
 	};
 	struct pdk_sandbox_result res;
 	struct pdk_sandbox *sb = NULL;
@@ -520,7 +517,6 @@ static int open_events(struct run_ctx *c, const char *id)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_audit_sink_config acfg = {.on_full = PDK_AUDIT_BLOCK};
-	_cleanup_free_ char *state = NULL;
 	struct pdk_otlp_config cfg;
 	int otlp;
 
@@ -532,7 +528,7 @@ static int open_events(struct run_ctx *c, const char *id)
 		return PDK_EXIT_POLICY;
 	}
 	pdk_otlp_config_init(&cfg);
-	otlp = pdk_otlp_config_from_env(&cfg, c->o.otlp, &err);
+	otlp = pdk_otlp_config_from_env(&cfg, c->settings.envp, c->o.otlp, &err);
 	if (otlp < 0 && c->o.otlp != NULL) {
 		pdk_cli_error("run: %s", err->msg);
 		pdk_otlp_config_release(&cfg);
@@ -547,10 +543,9 @@ static int open_events(struct run_ctx *c, const char *id)
 		return 0;
 	}
 	c->events = pdk_events_new(id, "paddock-run");
-	pdk_runspec_add_secrets(c->events, c->env, c->policy);
+	pdk_runspec_add_secrets(c->events, c->env, c->policy, c->settings.envp);
 	if (!c->o.no_audit) {
-		state = pdk_state_dir();
-		acfg.state_dir = state;
+		acfg.state_dir = c->settings.paths.state_dir;
 		pdk_audit_add_sink(c->events, &acfg);
 	}
 	if (c->o.events != NULL && pdk_events_add_file(c->events, c->o.events, &err) < 0) {
@@ -558,7 +553,7 @@ static int open_events(struct run_ctx *c, const char *id)
 		pdk_otlp_config_release(&cfg);
 		return PDK_EXIT_POLICY;
 	}
-	if (otlp > 0 && pdk_otlp_add_sink(c->events, &cfg, NULL, &err) < 0)
+	if (otlp > 0 && pdk_otlp_add_sink(c->events, &cfg, c->settings.otlp_helper, &err) < 0)
 		pdk_cli_warn("OTLP export disabled: %s", err->msg);
 	pdk_otlp_config_release(&cfg);
 	return 0;
@@ -575,6 +570,7 @@ int pdk_cmd_run(int argc, char **argv)
 		opts_release(&c.o);
 		return rc > 0 ? 0 : PDK_EXIT_POLICY;
 	}
+	pdk_cli_settings(&c.settings);
 	rc = prepare(&c) < 0 ? PDK_EXIT_POLICY : 0;
 	pdk_make_id(id);
 	if (rc == 0)
@@ -594,6 +590,7 @@ int pdk_cmd_run(int argc, char **argv)
 	pdk_policy_free(c.policy);
 	pdk_strv_free(c.env);
 	free(c.workspace);
+	pdk_settings_release(&c.settings);
 	opts_release(&c.o);
 	return rc;
 }

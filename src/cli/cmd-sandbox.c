@@ -3,10 +3,9 @@
  * resume, snapshot, rollback, diff, and the kill switch (`paddock kill`).
  */
 #include "common.h"
-#include "cli.h"
+#include "base.h"
 #include "cli-daemon.h"
-#include "json.h"
-#include "util.h"
+#include "cli.h"
 
 #include <getopt.h>
 #include <stdio.h>

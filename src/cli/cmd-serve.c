@@ -3,13 +3,10 @@
  * `paddock serve token create|ls|revoke` for its admin tokens.
  */
 #include "common.h"
+#include "base.h"
 #include "cli.h"
+#include "control.h"
 #include "daemon.h"
-#include "request.h"
-#include "store.h"
-#include "token.h"
-#include "util.h"
-#include "workspace.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -69,7 +66,7 @@ static void usage(FILE *out)
 
 static int open_store(const char *state_dir, struct pdk_store **s)
 {
-	_cleanup_free_ char *dir = state_dir ? pdk_xstrdup(state_dir) : pdk_state_dir();
+	_cleanup_free_ char *dir = state_dir ? pdk_xstrdup(state_dir) : pdk_cli_state_dir();
 	_cleanup_error_ struct pdk_error *err = NULL;
 
 	if (pdk_store_open(dir, s, &err) < 0) {
@@ -181,8 +178,9 @@ int pdk_cmd_serve(int argc, char **argv)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	_cleanup_strv_ char **pools = NULL;
 	struct pdk_daemon_opts o = {.retention_s = DEFAULT_RETENTION_S};
+	struct pdk_paths paths;
 	uint64_t ms;
-	int c;
+	int c, rc;
 
 	/* The token verbs come before any option parsing: their own grammar. */
 	for (int i = 1; i < argc; i++) {
@@ -247,7 +245,13 @@ int pdk_cmd_serve(int argc, char **argv)
 		return PDK_EXIT_POLICY;
 	}
 	o.pools = pools;
-	if (pdk_daemon_serve(&o, &err) < 0) {
+	pdk_cli_paths(&paths);
+	if (o.state_dir == NULL)
+		o.state_dir = paths.state_dir;
+	o.run_dir = paths.runtime_dir;
+	rc = pdk_daemon_serve(&o, &err);
+	pdk_paths_release(&paths);
+	if (rc < 0) {
 		pdk_cli_error("serve: %s", err->msg);
 		return 1;
 	}

@@ -3,9 +3,9 @@
  * the per-sandbox supervisor the daemon starts (hidden from the verb list).
  */
 #include "common.h"
+#include "base.h"
 #include "cli.h"
 #include "supervisor.h"
-#include "util.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -30,6 +30,16 @@ static void usage(FILE *out)
 	      out);
 }
 
+static void log_line(void *data, enum pdk_log_level level, const char *msg)
+{
+	(void)data;
+	(void)level;
+	fprintf(stderr, "paddock supervise: %s\n", msg);
+}
+
+/* What the supervisor says goes to its stderr: RUNDIR/sb/ID/log, which the daemon made. */
+static const struct pdk_log supervise_log = {.fn = log_line};
+
 static int parse_fd(const char *s, int *fd)
 {
 	uint64_t v;
@@ -51,7 +61,8 @@ int pdk_cmd_supervise(int argc, char **argv)
 	};
 	_cleanup_error_ struct pdk_error *err = NULL;
 	const char *id = NULL;
-	int spec_fd = -1, ready_fd = -1, c;
+	struct pdk_settings settings;
+	int spec_fd = -1, ready_fd = -1, c, rc;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -72,7 +83,10 @@ int pdk_cmd_supervise(int argc, char **argv)
 		usage(stderr);
 		return PDK_EXIT_POLICY;
 	}
-	if (pdk_supervisor_run(id, spec_fd, ready_fd, &err) < 0) {
+	pdk_cli_settings(&settings);
+	rc = pdk_supervisor_run(id, spec_fd, ready_fd, &settings, &supervise_log, &err);
+	pdk_settings_release(&settings);
+	if (rc < 0) {
 		pdk_cli_error("supervise: %s", err->msg);
 		return PDK_EXIT_SETUP;
 	}

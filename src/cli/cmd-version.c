@@ -1,6 +1,6 @@
 #include "common.h"
 #include "cli.h"
-#include "landlock.h"
+#include "engine.h"
 
 #include <stdio.h>
 

@@ -4,10 +4,9 @@
  */
 #include "common.h"
 #include "audit.h"
+#include "base.h"
 #include "cli.h"
-#include "events.h"
-#include "udiff.h"
-#include "util.h"
+#include "telemetry.h"
 #include "workspace.h"
 
 #include <getopt.h>
@@ -96,7 +95,7 @@ static void usage(FILE *out)
 static int open_set(const char *id, bool lock, struct pdk_ws **ws)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	_cleanup_free_ char *state = pdk_state_dir();
+	_cleanup_free_ char *state = pdk_cli_state_dir();
 
 	if (pdk_ws_open(state, id, ws, &err) < 0) {
 		pdk_cli_error("ws: %s", err->msg);
@@ -323,7 +322,7 @@ out:
 static struct pdk_events *open_events(const struct ws_opts *o, const struct pdk_ws *ws)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	_cleanup_free_ char *state = pdk_state_dir();
+	_cleanup_free_ char *state = pdk_cli_state_dir();
 	const char *id = pdk_ws_sandbox(ws) ? pdk_ws_sandbox(ws) : pdk_ws_id(ws);
 	struct pdk_audit_sink_config cfg = {.state_dir = state, .on_full = PDK_AUDIT_BLOCK};
 	struct pdk_events *ev = pdk_events_new(id, "paddock-ws");
@@ -444,7 +443,7 @@ static int cmd_discard(const struct ws_opts *o, char **args)
 		return 2;
 	}
 	if (o->all) {
-		state = pdk_state_dir();
+		state = pdk_cli_state_dir();
 		if (pdk_ws_list(state, &ids, &err) < 0) {
 			pdk_cli_error("ws discard: %s", err->msg);
 			return 1;
@@ -461,7 +460,7 @@ static int cmd_ls(const struct ws_opts *o)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	_cleanup_strv_ char **ids = NULL;
-	_cleanup_free_ char *state = pdk_state_dir();
+	_cleanup_free_ char *state = pdk_cli_state_dir();
 	_cleanup_json_ json_t *arr = json_array();
 
 	if (pdk_ws_list(state, &ids, &err) < 0) {

@@ -2,11 +2,14 @@
  * paddock.c - main(): global flags, then dispatch to one verb.
  */
 #include "common.h"
-#include "cli.h"
+#include "base.h"
 #include "cli-daemon.h"
-#include "events.h"
+#include "cli.h"
+#include "telemetry.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -59,6 +62,45 @@ void pdk_cli_warn(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("warning: ", fmt, ap);
 	va_end(ap);
+}
+
+static void cli_log(void *data, enum pdk_log_level level, const char *msg)
+{
+	(void)data;
+	if (level == PDK_LOG_ERROR)
+		pdk_cli_error("%s", msg);
+	else if (level == PDK_LOG_WARN)
+		pdk_cli_warn("%s", msg);
+	else
+		fprintf(stderr, "paddock: %s\n", msg);
+}
+
+const struct pdk_log pdk_cli_log = {.fn = cli_log};
+
+void pdk_cli_settings(struct pdk_settings *out)
+{
+	pdk_settings_from_env(out, environ, geteuid());
+}
+
+void pdk_cli_paths(struct pdk_paths *out)
+{
+	struct pdk_settings s;
+
+	pdk_cli_settings(&s);
+	*out = s.paths;
+	s.paths = (struct pdk_paths){0};
+	pdk_settings_release(&s);
+}
+
+char *pdk_cli_state_dir(void)
+{
+	struct pdk_paths p;
+	char *dir;
+
+	pdk_cli_paths(&p);
+	dir = steal_ptr(&p.state_dir);
+	pdk_paths_release(&p);
+	return dir;
 }
 
 void pdk_cli_events_finish(struct pdk_events *ev)

@@ -6,9 +6,9 @@
 #define PDK_DAEMON_INTERNAL_H
 
 #include "common.h"
+#include "control.h"
 #include "daemon.h"
 #include "request.h"
-#include "store.h"
 
 #include <event2/event.h>
 #include <event2/http.h>

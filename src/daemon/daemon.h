@@ -10,9 +10,9 @@
 #define PDK_DAEMON_H
 
 #include "common.h"
-#include "error.h"
-#include "json.h"
-#include "token.h"
+#include "base.h"
+#include "control.h"
+#include "request.h"
 
 #include <sys/types.h>
 
@@ -29,8 +29,8 @@ struct pdk_sse;
 struct pdk_daemon_opts {
 	const char *socket_path; /* NULL: RUNDIR/paddock.sock */
 	const char *listen;      /* "HOST:PORT" or NULL */
-	const char *state_dir;   /* NULL: pdk_state_dir() */
-	const char *run_dir;     /* NULL: pdk_runtime_dir() */
+	const char *state_dir;   /* the state directory (base/paths.h) */
+	const char *run_dir;     /* the runtime directory (base/paths.h) */
 	char **pools;            /* "PROFILE=N" strings, may be NULL */
 	uint64_t max_body;       /* 0: 64 MiB */
 	uint64_t retention_s;    /* how long ended sandboxes stay visible */

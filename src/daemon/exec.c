@@ -4,9 +4,9 @@
  * output spilled into a file inside the sandbox), streaming as SSE.
  */
 #include "common.h"
+#include "base.h"
 #include "daemon-internal.h"
-#include "svc-proto.h"
-#include "util.h"
+#include "supervisor.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>

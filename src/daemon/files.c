@@ -6,8 +6,8 @@
  * confinement, never the daemon's.
  */
 #include "common.h"
+#include "base.h"
 #include "daemon-internal.h"
-#include "util.h"
 
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>

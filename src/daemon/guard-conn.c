@@ -13,9 +13,9 @@
  * the connection after the answer is written.
  */
 #include "common.h"
+#include "base.h"
 #include "daemon-internal.h"
 #include "guard.h"
-#include "util.h"
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>

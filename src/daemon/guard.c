@@ -4,8 +4,8 @@
  * bufferevent filter, the answer) is guard-conn.c.
  */
 #include "common.h"
+#include "base.h"
 #include "guard.h"
-#include "util.h"
 
 #include <http_parser.h>
 #include <stdarg.h>

@@ -7,11 +7,11 @@
  * place an errno-style status becomes an HTTP status.
  */
 #include "common.h"
+#include "audit.h"
+#include "base.h"
 #include "daemon-internal.h"
 #include "guard.h"
-#include "audit.h"
-#include "svc-proto.h"
-#include "util.h"
+#include "supervisor.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>

@@ -8,10 +8,10 @@
  * the SSE id, so `since` replays and live events never disagree.
  */
 #include "common.h"
-#include "daemon-internal.h"
 #include "audit.h"
-#include "events.h"
-#include "util.h"
+#include "base.h"
+#include "daemon-internal.h"
+#include "telemetry.h"
 
 #include <event2/buffer.h>
 #include <stdio.h>

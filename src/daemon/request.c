@@ -6,9 +6,9 @@
  * names the field path in the error.
  */
 #include "common.h"
+#include "base.h"
+#include "control.h"
 #include "request.h"
-#include "token.h"
-#include "util.h"
 
 #include <ctype.h>
 #include <signal.h>

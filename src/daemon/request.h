@@ -13,7 +13,7 @@
 #define PDK_REQUEST_H
 
 #include "common.h"
-#include "json.h"
+#include "base.h"
 
 #define PDK_REQ_FIELD_MAX 128
 #define PDK_REQ_MSG_MAX   256

@@ -4,13 +4,12 @@
  * it out, destroy it, re-adopt it after a restart.
  */
 #include "common.h"
-#include "daemon-internal.h"
 #include "audit.h"
-#include "cgroup.h"
-#include "events.h"
-#include "ns.h"
-#include "svc-proto.h"
-#include "util.h"
+#include "base.h"
+#include "daemon-internal.h"
+#include "engine.h"
+#include "supervisor.h"
+#include "telemetry.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -749,7 +748,7 @@ struct spawn_arg {
 	char *const *envp;
 };
 
-/* The child, sharing our memory until execveat (pdk_ns_spawn): only system calls here. */
+/* The child, sharing our memory until execveat (pdk_proc_clone): only system calls here. */
 static int spawn_child(void *p)
 {
 	const struct spawn_arg *a = p;
@@ -927,7 +926,7 @@ static int spawn(struct pdk_sb *sb, const char *spec, struct pdk_error **err)
 		close_fd(&a.ready_fd);
 		return pdk_error_set(err, errno, "dup");
 	}
-	pid = pdk_ns_spawn(0, spawn_child, &a, &sb->pidfd, err);
+	pid = pdk_proc_clone(0, spawn_child, &a, &sb->pidfd, err);
 	close_fd(&a.spec_fd);
 	close_fd(&a.ready_fd);
 	if (pid < 0)

@@ -3,11 +3,10 @@
  * re-adopt the sandboxes, run, shut down (docs/daemon.md).
  */
 #include "common.h"
+#include "audit.h"
+#include "base.h"
 #include "daemon-internal.h"
 #include "guard.h"
-#include "audit.h"
-#include "util.h"
-#include "workspace.h"
 
 #include <arpa/inet.h>
 #include <event2/listener.h>
@@ -242,8 +241,8 @@ static int open_state(struct pdk_daemon *d, const struct pdk_daemon_opts *o, str
 	_cleanup_free_ char *sbdir = NULL;
 	int rc;
 
-	d->state_dir = o->state_dir ? pdk_xstrdup(o->state_dir) : pdk_state_dir();
-	d->run_dir = o->run_dir ? pdk_xstrdup(o->run_dir) : pdk_runtime_dir();
+	d->state_dir = pdk_xstrdup(o->state_dir);
+	d->run_dir = pdk_xstrdup(o->run_dir);
 	d->socket_path = o->socket_path ? pdk_xstrdup(o->socket_path)
 					: pdk_xasprintf("%s/paddock.sock", d->run_dir);
 	sbdir = pdk_xasprintf("%s/sb", d->run_dir);

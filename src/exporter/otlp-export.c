@@ -9,8 +9,8 @@
  * callback (the `abort` flag).
  */
 #include "common.h"
+#include "base.h"
 #include "otlp-export.h"
-#include "util.h"
 
 #include <curl/curl.h>
 #include <pthread.h>

@@ -13,9 +13,8 @@
 #define PDK_OTLP_EXPORT_H
 
 #include "common.h"
-#include "error.h"
-#include "json.h"
-#include "otlp.h"
+#include "base.h"
+#include "telemetry.h"
 
 struct pdk_otlp;
 

@@ -12,8 +12,8 @@
  * hanging in libcurl never holds anything up.
  */
 #include "common.h"
+#include "base.h"
 #include "otlp-export.h"
-#include "util.h"
 
 #include <signal.h>
 #include <string.h>

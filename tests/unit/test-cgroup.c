@@ -166,7 +166,6 @@ static void setup(void)
 	cr_assert_not_null(mkdtemp(g_tmp));
 	cr_assert_eq(chmod(g_tmp, 0755), 0);
 	self_file("0::/\n");
-	unsetenv(PDK__CGROUP_PARENT_ENV);
 }
 
 static void teardown(void)
@@ -442,14 +441,16 @@ Test(cgroup, v2_parent_from_env_and_option)
 	fake_v2("delegated/sub", "memory pids cpu\n");
 	fake_v2("opt", "memory pids cpu\n");
 	self_file("0::/not/there\n");
-	cr_assert_eq(setenv(PDK__CGROUP_PARENT_ENV, "/delegated//sub/", 1), 0);
+	o.parent = "/delegated//sub/";
+	o.parent_from = "$PADDOCK_CGROUP_PARENT";
 	struct pdk_cgroup *cg = make("e", &o, &all_limits, 0, NULL);
 	cr_assert_str_eq(pdk_cgroup_path(cg), env_path);
 	destroy_ok();
 
 	o.parent = "/opt";
+	o.parent_from = NULL;
 	cg = make("o", &o, &all_limits, 0, NULL);
-	cr_assert_str_eq(pdk_cgroup_path(cg), opt_path, "the option wins over the environment");
+	cr_assert_str_eq(pdk_cgroup_path(cg), opt_path);
 	destroy_ok();
 }
 
@@ -470,17 +471,18 @@ Test(cgroup, v2_bad_parent)
 	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_V2);
 
 	fake_v2("", "memory pids cpu\n");
-	cr_assert_eq(setenv(PDK__CGROUP_PARENT_ENV, "/a/../../etc", 1), 0);
+	o.parent = "/a/../../etc";
+	o.parent_from = "$PADDOCK_CGROUP_PARENT";
 	_cleanup_free_ char *m1 = make_fails("b", &o, &all_limits, PDK_CGROUP_MEMORY, EINVAL);
 	cr_assert(
 		strstr(m1, "invalid cgroup parent '/a/../../etc' (from $PADDOCK_CGROUP_PARENT)") !=
 			NULL,
 		"%s", m1);
-	cr_assert_eq(setenv(PDK__CGROUP_PARENT_ENV, "relative", 1), 0);
+	o.parent = "relative";
 	_cleanup_free_ char *m2 = make_fails("b", &o, &all_limits, PDK_CGROUP_MEMORY, EINVAL);
 	cr_assert(strstr(m2, "must be an absolute path") != NULL, "%s", m2);
 
-	unsetenv(PDK__CGROUP_PARENT_ENV);
+	o.parent = NULL;
 	self_file("0::/../../outside\n");
 	_cleanup_free_ char *m3 = make_fails("b", &o, &all_limits, PDK_CGROUP_MEMORY, EINVAL);
 	cr_assert(strstr(m3, "outside this cgroup namespace") != NULL, "%s", m3);
@@ -492,7 +494,8 @@ Test(cgroup, v2_parent_missing)
 	_cleanup_free_ char *want = NULL;
 
 	fake_v2("", "cpu memory pids\n");
-	cr_assert_eq(setenv(PDK__CGROUP_PARENT_ENV, "/nope", 1), 0);
+	o.parent = "/nope";
+	o.parent_from = "$PADDOCK_CGROUP_PARENT";
 	want = pdk_xasprintf(
 		"the parent cgroup '%s/nope' (from $PADDOCK_CGROUP_PARENT) does not exist", g_tmp);
 	_cleanup_free_ char *msg = make_fails("m", &o, &all_limits, PDK_CGROUP_MEMORY, ENOENT);
@@ -947,7 +950,6 @@ static struct pdk_cgroup *real_v1_or_skip(const char *tag)
 	if (access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) != 0 ||
 	    access("/sys/fs/cgroup/pids", F_OK) != 0)
 		SKIP("real cgroup v1 tests need the v1 memory and pids hierarchies");
-	unsetenv(PDK__CGROUP_PARENT_ENV);
 	cg = pdk_cgroup_new(name, &o, &all_limits,
 			    PDK_CGROUP_MEMORY | PDK_CGROUP_PIDS | PDK_CGROUP_CPU, &down, &err);
 	cr_assert_not_null(cg, "%s", err ? err->msg : "");
@@ -1145,7 +1147,6 @@ Test(cgroup, real_v2_unified_attach_kill_destroy)
 		SKIP("real cgroup v2 test needs root");
 	if (statfs(unified, &sfs) != 0 || sfs.f_type != CGROUP2_SUPER_MAGIC)
 		SKIP("no cgroup2 mounted at %s (a v1 machine's hybrid hierarchy)", unified);
-	unsetenv(PDK__CGROUP_PARENT_ENV);
 	cr_assert_null(pdk_cgroup_new(name, &o, &mem, PDK_CGROUP_MEMORY, NULL, &err));
 	cr_assert(strstr(err->msg, "the memory limit needs the 'memory' controller") != NULL, "%s",
 		  err->msg);

@@ -6,6 +6,7 @@
  */
 #include "common.h"
 #include "client.h"
+#include "paths.h"
 #include "json.h"
 #include "util.h"
 
@@ -547,25 +548,37 @@ Test(client, environment_and_bad_urls)
 					  "http://127.0.0.1:0",     "http://127.0.0.1:99999",
 					  "http://[::1:80",         "unix:/x"};
 
-	setenv("PADDOCK_RUNTIME_DIR", "/tmp/pdk-rt", 1);
-	unsetenv("PADDOCK_URL");
-	unsetenv("PADDOCK_SOCKET");
-	c = pdk_client_new(NULL, &err);
+	char *env1[] = {(char *)"PADDOCK_RUNTIME_DIR=/ignored", NULL};
+	char *env2[] = {(char *)"PADDOCK_URL=http://[::1]:7070", NULL};
+	char *env3[] = {(char *)"PADDOCK_URL=http://[::1]:7070",
+			(char *)"PADDOCK_TOKEN=a\r\nX-Evil: 1", NULL};
+	struct pdk_paths_env penv = {.runtime_dir = "/tmp/pdk-rt"};
+	struct pdk_paths paths;
+
+	pdk_paths_resolve(&penv, &paths);
+	o.runtime_dir = paths.runtime_dir;
+	pdk_client_opts_from_env(&o, env1);
+	c = pdk_client_new(&o, &err);
 	cr_assert_str_eq(pdk_client_endpoint(c), "unix:/tmp/pdk-rt/paddock.sock");
 	pdk_client_free(c);
-	setenv("PADDOCK_URL", "http://[::1]:7070", 1);
-	c = pdk_client_new(NULL, &err);
+	pdk_client_opts_from_env(&o, env2);
+	c = pdk_client_new(&o, &err);
 	cr_assert_str_eq(pdk_client_endpoint(c), "http://[::1]:7070");
 	pdk_client_free(c);
-	o.socket = "/tmp/x.sock"; /* an explicit socket wins over PADDOCK_URL */
+	o = (struct pdk_client_opts){.socket = "/tmp/x.sock"}; /* wins over PADDOCK_URL */
+	pdk_client_opts_from_env(&o, env2);
 	c = pdk_client_new(&o, &err);
 	cr_assert_str_eq(pdk_client_endpoint(c), "unix:/tmp/x.sock");
 	pdk_client_free(c);
-	setenv("PADDOCK_TOKEN", "a\r\nX-Evil: 1", 1);
+	pdk_client_opts_from_env(&o, env3);
 	c = pdk_client_new(&o, &err);
 	cr_assert_null(c, "a token that would add a header field is refused");
 	pdk_error_free(&err);
-	unsetenv("PADDOCK_TOKEN");
+	o = (struct pdk_client_opts){0};
+	c = pdk_client_new(&o, &err);
+	cr_assert_null(c, "no address at all is refused");
+	cr_assert_eq(err->status, EINVAL);
+	pdk_error_free(&err);
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(bad); i++) {
 		o.url = bad[i];
 		c = pdk_client_new(&o, &err);
@@ -573,13 +586,15 @@ Test(client, environment_and_bad_urls)
 		cr_assert_eq(err->status, EINVAL);
 		pdk_error_free(&err);
 	}
-	unsetenv("PADDOCK_RUNTIME_DIR");
-	setenv("XDG_RUNTIME_DIR", "/run/user/5", 1);
-	{
-		_cleanup_free_ char *d = pdk_runtime_dir();
-
-		cr_assert_str_eq(d, "/run/user/5/paddock");
-	}
+	pdk_paths_release(&paths);
+	penv = (struct pdk_paths_env){.xdg_runtime_dir = "/run/user/5", .euid = 5};
+	pdk_paths_resolve(&penv, &paths);
+	cr_assert_str_eq(paths.runtime_dir, "/run/user/5/paddock");
+	pdk_paths_release(&paths);
+	penv = (struct pdk_paths_env){.euid = 5};
+	pdk_paths_resolve(&penv, &paths);
+	cr_assert_str_eq(paths.runtime_dir, "/tmp/paddock-5");
+	pdk_paths_release(&paths);
 }
 
 Test(client, no_daemon_is_a_clear_error)

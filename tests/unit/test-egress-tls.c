@@ -265,7 +265,7 @@ static void pair_release(struct pair *p)
 	SSL_free(p->srv);
 }
 
-/* The proxy's client context, trusting only `ca` (PADDOCK_EGRESS_CA_FILE). */
+/* The proxy's client context, trusting only `ca` (what PADDOCK_EGRESS_CA_FILE names). */
 static SSL_CTX *client_ctx_trusting(struct pdk_egress_ca *ca, char **dir)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -276,8 +276,7 @@ static SSL_CTX *client_ctx_trusting(struct pdk_egress_ca *ca, char **dir)
 	*dir = tmpdir();
 	file = pdk_xasprintf("%s/ca.pem", *dir);
 	cr_assert_eq(pdk_write_file_at(AT_FDCWD, file, pem, true, &err), 0);
-	cr_assert_eq(setenv("PADDOCK_EGRESS_CA_FILE", file, 1), 0);
-	ctx = pdk_egress_tls_client_ctx(&err);
+	ctx = pdk_egress_tls_client_ctx(file, &err);
 	cr_assert_not_null(ctx, "%s", err ? err->msg : "");
 	(void)unlink(file);
 	(void)rmdir(*dir);
@@ -379,8 +378,7 @@ Test(egress_tls, missing_trust_store_fails_closed)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 
-	cr_assert_eq(setenv("PADDOCK_EGRESS_CA_FILE", "/nonexistent/ca.pem", 1), 0);
-	cr_assert_null(pdk_egress_tls_client_ctx(&err));
+	cr_assert_null(pdk_egress_tls_client_ctx("/nonexistent/ca.pem", &err));
 	cr_assert_not_null(strstr(err->msg, "cannot load the trust store '/nonexistent/ca.pem'"));
 }
 

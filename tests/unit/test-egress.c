@@ -19,7 +19,7 @@ static void norm_ok(const char *in, const char *want)
 {
 	_cleanup_free_ char *out = NULL;
 	const char *why = NULL;
-	int rc = pdk_egress_host_normalize(in, strlen(in), &out, &why);
+	int rc = pdk_net_host_normalize(in, strlen(in), &out, &why);
 
 	cr_assert_eq(rc, 0, "'%s': %s", in, why ? why : "");
 	cr_assert_str_eq(out, want, "'%s'", in);
@@ -29,7 +29,7 @@ static void norm_bad(const char *in, const char *reason)
 {
 	char *out = NULL;
 	const char *why = NULL;
-	int rc = pdk_egress_host_normalize(in, strlen(in), &out, &why);
+	int rc = pdk_net_host_normalize(in, strlen(in), &out, &why);
 
 	cr_assert_eq(rc, -EINVAL, "'%s' accepted as '%s'", in, out ? out : "");
 	cr_assert_null(out);
@@ -81,46 +81,45 @@ Test(egress, normalize_refusals)
 		char *out = NULL;
 		const char *why = NULL;
 
-		cr_assert_eq(pdk_egress_host_normalize(nul, sizeof(nul) - 1, &out, &why), -EINVAL);
+		cr_assert_eq(pdk_net_host_normalize(nul, sizeof(nul) - 1, &out, &why), -EINVAL);
 		cr_assert_not_null(strstr(why, "NUL"));
 	}
 }
 
 /* ---- allow entries ---- */
 
-static void rule_ok(const char *entry, enum pdk_egress_rule_kind kind, const char *text,
-		    uint16_t port)
+static void rule_ok(const char *entry, enum pdk_net_rule_kind kind, const char *text, uint16_t port)
 {
-	struct pdk_egress_rule r;
+	struct pdk_net_rule r;
 	_cleanup_free_ char *why = NULL;
 
-	cr_assert_eq(pdk_egress_rule_parse(entry, &r, &why), 0, "'%s': %s", entry, why);
+	cr_assert_eq(pdk_net_rule_parse(entry, &r, &why), 0, "'%s': %s", entry, why);
 	cr_assert_eq(r.kind, kind, "'%s'", entry);
 	cr_assert_str_eq(r.text, text, "'%s'", entry);
 	cr_assert_eq(r.port, port, "'%s'", entry);
-	pdk_egress_rule_release(&r);
+	pdk_net_rule_release(&r);
 }
 
 static void rule_bad(const char *entry, const char *reason)
 {
-	struct pdk_egress_rule r;
+	struct pdk_net_rule r;
 	_cleanup_free_ char *why = NULL;
 
-	cr_assert_eq(pdk_egress_rule_parse(entry, &r, &why), -EINVAL, "'%s' accepted", entry);
+	cr_assert_eq(pdk_net_rule_parse(entry, &r, &why), -EINVAL, "'%s' accepted", entry);
 	cr_assert_not_null(strstr(why, reason), "'%s': %s", entry, why);
 }
 
 Test(egress, rule_forms)
 {
-	rule_ok("Example.com", PDK_EGRESS_RULE_HOST, "example.com", 0);
-	rule_ok("example.com.:8443", PDK_EGRESS_RULE_HOST, "example.com:8443", 8443);
-	rule_ok("*.GitHub.com", PDK_EGRESS_RULE_SUFFIX, "*.github.com", 0);
-	rule_ok("*.github.com:443", PDK_EGRESS_RULE_SUFFIX, "*.github.com:443", 443);
-	rule_ok("*.bücher.example", PDK_EGRESS_RULE_SUFFIX, "*.xn--bcher-kva.example", 0);
-	rule_ok("127.0.0.1:8080", PDK_EGRESS_RULE_IP, "127.0.0.1:8080", 8080);
-	rule_ok("10.1.2.3", PDK_EGRESS_RULE_IP, "10.1.2.3", 0);
-	rule_ok("[::1]:8080", PDK_EGRESS_RULE_IP, "[::1]:8080", 8080);
-	rule_ok("[2001:DB8:0:0::1]", PDK_EGRESS_RULE_IP, "[2001:db8::1]", 0);
+	rule_ok("Example.com", PDK_NET_RULE_HOST, "example.com", 0);
+	rule_ok("example.com.:8443", PDK_NET_RULE_HOST, "example.com:8443", 8443);
+	rule_ok("*.GitHub.com", PDK_NET_RULE_SUFFIX, "*.github.com", 0);
+	rule_ok("*.github.com:443", PDK_NET_RULE_SUFFIX, "*.github.com:443", 443);
+	rule_ok("*.bücher.example", PDK_NET_RULE_SUFFIX, "*.xn--bcher-kva.example", 0);
+	rule_ok("127.0.0.1:8080", PDK_NET_RULE_IP, "127.0.0.1:8080", 8080);
+	rule_ok("10.1.2.3", PDK_NET_RULE_IP, "10.1.2.3", 0);
+	rule_ok("[::1]:8080", PDK_NET_RULE_IP, "[::1]:8080", 8080);
+	rule_ok("[2001:DB8:0:0::1]", PDK_NET_RULE_IP, "[2001:db8::1]", 0);
 }
 
 Test(egress, rule_refusals)
@@ -143,7 +142,7 @@ Test(egress, rule_refusals)
 }
 
 struct rules {
-	struct pdk_egress_rule r[8];
+	struct pdk_net_rule r[8];
 	size_t n;
 };
 
@@ -151,19 +150,19 @@ static void rules_add(struct rules *rs, const char *entry)
 {
 	_cleanup_free_ char *why = NULL;
 
-	cr_assert_eq(pdk_egress_rule_parse(entry, &rs->r[rs->n], &why), 0, "%s", entry);
+	cr_assert_eq(pdk_net_rule_parse(entry, &rs->r[rs->n], &why), 0, "%s", entry);
 	rs->n++;
 }
 
 static void rules_release(struct rules *rs)
 {
 	for (size_t i = 0; i < rs->n; i++)
-		pdk_egress_rule_release(&rs->r[i]);
+		pdk_net_rule_release(&rs->r[i]);
 }
 
 static const char *match(struct rules *rs, const char *host, uint16_t port)
 {
-	const struct pdk_egress_rule *r = pdk_egress_match_host(rs->r, rs->n, host, port);
+	const struct pdk_net_rule *r = pdk_net_match_host(rs->r, rs->n, host, port);
 
 	return r ? r->text : NULL;
 }
@@ -200,9 +199,9 @@ Test(egress, match_after_normalization)
 	const char *why;
 
 	rules_add(&rs, "bücher.example");
-	cr_assert_eq(pdk_egress_host_normalize("BÜCHER.Example.", 16, &h1, &why), 0);
+	cr_assert_eq(pdk_net_host_normalize("BÜCHER.Example.", 16, &h1, &why), 0);
 	cr_assert_str_eq(match(&rs, h1, 443), "xn--bcher-kva.example");
-	cr_assert_eq(pdk_egress_host_normalize("XN--BCHER-KVA.EXAMPLE", 21, &h2, &why), 0);
+	cr_assert_eq(pdk_net_host_normalize("XN--BCHER-KVA.EXAMPLE", 21, &h2, &why), 0);
 	cr_assert_str_eq(match(&rs, h2, 80), "xn--bcher-kva.example");
 	rules_release(&rs);
 }
@@ -230,88 +229,88 @@ Test(egress, match_ip_literals)
 	rules_add(&rs, "[::1]:9090");
 	rules_add(&rs, "example.com");
 	a = sa_of("127.0.0.1");
-	cr_assert_not_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080));
-	cr_assert_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8081));
+	cr_assert_not_null(pdk_net_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080));
+	cr_assert_null(pdk_net_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8081));
 	a = sa_of("::ffff:127.0.0.1");
-	cr_assert_not_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080),
+	cr_assert_not_null(pdk_net_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080),
 			   "a v4-mapped address is its v4 address");
 	a = sa_of("127.0.0.2");
-	cr_assert_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080));
+	cr_assert_null(pdk_net_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080));
 	a = sa_of("::1");
-	cr_assert_not_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 9090));
-	cr_assert_null(pdk_egress_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080));
+	cr_assert_not_null(pdk_net_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 9090));
+	cr_assert_null(pdk_net_match_addr(rs.r, rs.n, (struct sockaddr *)&a, 8080));
 	cr_assert_null(match(&rs, "127.0.0.1", 8080), "an IP rule is not a name rule");
 	rules_release(&rs);
 }
 
 /* ---- address classes ---- */
 
-static void cls(const char *text, enum pdk_egress_addr_class want)
+static void cls(const char *text, enum pdk_net_addr_class want)
 {
 	struct sockaddr_storage a = sa_of(text);
-	enum pdk_egress_addr_class got = pdk_egress_classify((struct sockaddr *)&a);
+	enum pdk_net_addr_class got = pdk_net_classify((struct sockaddr *)&a);
 
-	cr_assert_eq(got, want, "%s: got %s, want %s", text, pdk_egress_addr_class_name(got),
-		     pdk_egress_addr_class_name(want));
+	cr_assert_eq(got, want, "%s: got %s, want %s", text, pdk_net_addr_class_name(got),
+		     pdk_net_addr_class_name(want));
 }
 
 Test(egress, classify_v4)
 {
-	cls("127.0.0.1", PDK_EGRESS_ADDR_LOOPBACK);
-	cls("127.255.255.254", PDK_EGRESS_ADDR_LOOPBACK);
-	cls("10.0.0.1", PDK_EGRESS_ADDR_PRIVATE);
-	cls("172.16.0.1", PDK_EGRESS_ADDR_PRIVATE);
-	cls("172.31.255.255", PDK_EGRESS_ADDR_PRIVATE);
-	cls("172.32.0.1", PDK_EGRESS_ADDR_PUBLIC);
-	cls("192.168.1.1", PDK_EGRESS_ADDR_PRIVATE);
-	cls("100.64.0.1", PDK_EGRESS_ADDR_CGNAT);
-	cls("100.127.255.255", PDK_EGRESS_ADDR_CGNAT);
-	cls("100.128.0.1", PDK_EGRESS_ADDR_PUBLIC);
-	cls("169.254.169.254", PDK_EGRESS_ADDR_LINK_LOCAL);
-	cls("0.0.0.0", PDK_EGRESS_ADDR_UNSPECIFIED);
-	cls("0.1.2.3", PDK_EGRESS_ADDR_UNSPECIFIED);
-	cls("224.0.0.1", PDK_EGRESS_ADDR_MULTICAST);
-	cls("239.255.255.250", PDK_EGRESS_ADDR_MULTICAST);
-	cls("255.255.255.255", PDK_EGRESS_ADDR_RESERVED);
-	cls("240.0.0.1", PDK_EGRESS_ADDR_RESERVED);
-	cls("192.0.2.1", PDK_EGRESS_ADDR_RESERVED);
-	cls("198.18.0.1", PDK_EGRESS_ADDR_RESERVED);
-	cls("8.8.8.8", PDK_EGRESS_ADDR_PUBLIC);
-	cls("93.184.216.34", PDK_EGRESS_ADDR_PUBLIC);
+	cls("127.0.0.1", PDK_NET_ADDR_LOOPBACK);
+	cls("127.255.255.254", PDK_NET_ADDR_LOOPBACK);
+	cls("10.0.0.1", PDK_NET_ADDR_PRIVATE);
+	cls("172.16.0.1", PDK_NET_ADDR_PRIVATE);
+	cls("172.31.255.255", PDK_NET_ADDR_PRIVATE);
+	cls("172.32.0.1", PDK_NET_ADDR_PUBLIC);
+	cls("192.168.1.1", PDK_NET_ADDR_PRIVATE);
+	cls("100.64.0.1", PDK_NET_ADDR_CGNAT);
+	cls("100.127.255.255", PDK_NET_ADDR_CGNAT);
+	cls("100.128.0.1", PDK_NET_ADDR_PUBLIC);
+	cls("169.254.169.254", PDK_NET_ADDR_LINK_LOCAL);
+	cls("0.0.0.0", PDK_NET_ADDR_UNSPECIFIED);
+	cls("0.1.2.3", PDK_NET_ADDR_UNSPECIFIED);
+	cls("224.0.0.1", PDK_NET_ADDR_MULTICAST);
+	cls("239.255.255.250", PDK_NET_ADDR_MULTICAST);
+	cls("255.255.255.255", PDK_NET_ADDR_RESERVED);
+	cls("240.0.0.1", PDK_NET_ADDR_RESERVED);
+	cls("192.0.2.1", PDK_NET_ADDR_RESERVED);
+	cls("198.18.0.1", PDK_NET_ADDR_RESERVED);
+	cls("8.8.8.8", PDK_NET_ADDR_PUBLIC);
+	cls("93.184.216.34", PDK_NET_ADDR_PUBLIC);
 }
 
 Test(egress, classify_v6)
 {
-	cls("::1", PDK_EGRESS_ADDR_LOOPBACK);
-	cls("::", PDK_EGRESS_ADDR_UNSPECIFIED);
-	cls("fe80::1", PDK_EGRESS_ADDR_LINK_LOCAL);
-	cls("febf::1", PDK_EGRESS_ADDR_LINK_LOCAL);
-	cls("fc00::1", PDK_EGRESS_ADDR_PRIVATE);
-	cls("fd12:3456::1", PDK_EGRESS_ADDR_PRIVATE);
-	cls("fec0::1", PDK_EGRESS_ADDR_PRIVATE);
-	cls("ff02::1", PDK_EGRESS_ADDR_MULTICAST);
-	cls("2001:db8::1", PDK_EGRESS_ADDR_RESERVED);
-	cls("2606:4700::1111", PDK_EGRESS_ADDR_PUBLIC);
+	cls("::1", PDK_NET_ADDR_LOOPBACK);
+	cls("::", PDK_NET_ADDR_UNSPECIFIED);
+	cls("fe80::1", PDK_NET_ADDR_LINK_LOCAL);
+	cls("febf::1", PDK_NET_ADDR_LINK_LOCAL);
+	cls("fc00::1", PDK_NET_ADDR_PRIVATE);
+	cls("fd12:3456::1", PDK_NET_ADDR_PRIVATE);
+	cls("fec0::1", PDK_NET_ADDR_PRIVATE);
+	cls("ff02::1", PDK_NET_ADDR_MULTICAST);
+	cls("2001:db8::1", PDK_NET_ADDR_RESERVED);
+	cls("2606:4700::1111", PDK_NET_ADDR_PUBLIC);
 }
 
 Test(egress, classify_v6_embedding_v4)
 {
-	cls("::ffff:127.0.0.1", PDK_EGRESS_ADDR_LOOPBACK);
-	cls("::ffff:169.254.169.254", PDK_EGRESS_ADDR_LINK_LOCAL);
-	cls("::ffff:10.0.0.1", PDK_EGRESS_ADDR_PRIVATE);
-	cls("::ffff:8.8.8.8", PDK_EGRESS_ADDR_PUBLIC);
-	cls("::127.0.0.1", PDK_EGRESS_ADDR_LOOPBACK);
-	cls("64:ff9b::a9fe:a9fe", PDK_EGRESS_ADDR_LINK_LOCAL);
-	cls("64:ff9b::808:808", PDK_EGRESS_ADDR_PUBLIC);
-	cls("2002:7f00:1::", PDK_EGRESS_ADDR_LOOPBACK);
-	cls("2002:c0a8:101::1", PDK_EGRESS_ADDR_PRIVATE);
+	cls("::ffff:127.0.0.1", PDK_NET_ADDR_LOOPBACK);
+	cls("::ffff:169.254.169.254", PDK_NET_ADDR_LINK_LOCAL);
+	cls("::ffff:10.0.0.1", PDK_NET_ADDR_PRIVATE);
+	cls("::ffff:8.8.8.8", PDK_NET_ADDR_PUBLIC);
+	cls("::127.0.0.1", PDK_NET_ADDR_LOOPBACK);
+	cls("64:ff9b::a9fe:a9fe", PDK_NET_ADDR_LINK_LOCAL);
+	cls("64:ff9b::808:808", PDK_NET_ADDR_PUBLIC);
+	cls("2002:7f00:1::", PDK_NET_ADDR_LOOPBACK);
+	cls("2002:c0a8:101::1", PDK_NET_ADDR_PRIVATE);
 }
 
 Test(egress, classify_other_family)
 {
 	struct sockaddr sa = {.sa_family = AF_UNIX};
 
-	cr_assert_eq(pdk_egress_classify(&sa), PDK_EGRESS_ADDR_RESERVED);
+	cr_assert_eq(pdk_net_classify(&sa), PDK_NET_ADDR_RESERVED);
 }
 
 /* ---- request heads ---- */
@@ -731,14 +730,14 @@ Test(egress, credential_templates)
 {
 	char *field = NULL, *secret = NULL, *why = NULL;
 
-	cr_assert_eq(pdk_egress_cred_parse("Authorization: Bearer ${secret:github}", &field,
-					   &secret, &why),
-		     0);
+	cr_assert_eq(
+		pdk_net_cred_parse("Authorization: Bearer ${secret:github}", &field, &secret, &why),
+		0);
 	cr_assert_str_eq(field, "Authorization");
 	cr_assert_str_eq(secret, "github");
 	free(field);
 	free(secret);
-	cr_assert_eq(pdk_egress_cred_parse("X-Api-Key: ${secret:k_2}", &field, &secret, &why), 0);
+	cr_assert_eq(pdk_net_cred_parse("X-Api-Key: ${secret:k_2}", &field, &secret, &why), 0);
 	cr_assert_str_eq(secret, "k_2");
 	free(field);
 	free(secret);
@@ -760,8 +759,8 @@ Test(egress, credential_templates)
 
 		for (size_t i = 0; i < PDK_ARRAY_SIZE(bad); i++) {
 			why = NULL;
-			cr_assert_eq(pdk_egress_cred_parse(bad[i].hdr, &field, &secret, &why),
-				     -EINVAL, "%s", bad[i].hdr);
+			cr_assert_eq(pdk_net_cred_parse(bad[i].hdr, &field, &secret, &why), -EINVAL,
+				     "%s", bad[i].hdr);
 			cr_assert_not_null(strstr(why, bad[i].why), "%s: %s", bad[i].hdr, why);
 			free(why);
 		}

@@ -30,7 +30,7 @@ static char *plan_text(const struct pdk_mount_plan *plan)
 static struct pdk_policy *policy(void)
 {
 	struct pdk_error *err = NULL;
-	struct pdk_policy *p = pdk_policy_load("default", NULL, &err);
+	struct pdk_policy *p = pdk_policy_load("default", NULL, NULL, &err);
 
 	cr_assert_not_null(p, "%s", err ? err->msg : "");
 	return p;

@@ -469,35 +469,38 @@ Test(otlp, config_from_env)
 {
 	struct pdk_otlp_config c;
 	struct pdk_error *err = NULL;
+	char *none[] = {NULL};
+	char *set[] = {"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318/",
+		       "OTEL_EXPORTER_OTLP_HEADERS=a=b",
+		       "OTEL_EXPORTER_OTLP_TIMEOUT=750",
+		       "OTEL_SERVICE_NAME=agents",
+		       "PADDOCK_OTLP_DEADLINE=500ms",
+		       NULL};
+	char *disabled[] = {"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318/",
+			    "OTEL_SDK_DISABLED=true", NULL};
+	char *bad[] = {"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318/",
+		       "OTEL_EXPORTER_OTLP_TIMEOUT=soon", NULL};
 
 	pdk_otlp_config_init(&c);
-	unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
-	cr_assert_eq(pdk_otlp_config_from_env(&c, NULL, NULL), 0, "nothing configured");
-	setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/", 1);
-	setenv("OTEL_EXPORTER_OTLP_HEADERS", "a=b", 1);
-	setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "750", 1);
-	setenv("OTEL_SERVICE_NAME", "agents", 1);
-	setenv("PADDOCK_OTLP_DEADLINE", "500ms", 1);
-	cr_assert_eq(pdk_otlp_config_from_env(&c, NULL, NULL), 1);
+	cr_assert_eq(pdk_otlp_config_from_env(&c, none, NULL, NULL), 0, "nothing configured");
+	cr_assert_eq(pdk_otlp_config_from_env(&c, set, NULL, NULL), 1);
 	cr_assert_str_eq(c.endpoint, "http://collector:4318");
 	cr_assert_str_eq(c.headers[0], "a: b");
 	cr_assert_eq(c.timeout_ms, 750);
 	cr_assert_eq(c.deadline_ms, 500);
 	cr_assert_str_eq(c.service_name, "agents");
+	cr_assert_eq(c.envp, set, "the helper gets the environment the config came from");
 	pdk_otlp_config_release(&c);
-	cr_assert_lt(pdk_otlp_config_from_env(&c, "", &err), 0, "an empty --otlp is an error");
+	cr_assert_lt(pdk_otlp_config_from_env(&c, set, "", &err), 0, "an empty --otlp is an error");
 	pdk_error_free(&err);
 	/* --otlp wins over the variable. */
 	pdk_otlp_config_init(&c);
-	cr_assert_eq(pdk_otlp_config_from_env(&c, "https://other", NULL), 1);
+	cr_assert_eq(pdk_otlp_config_from_env(&c, set, "https://other", NULL), 1);
 	cr_assert_str_eq(c.endpoint, "https://other");
 	pdk_otlp_config_release(&c);
-	setenv("OTEL_SDK_DISABLED", "true", 1);
 	pdk_otlp_config_init(&c);
-	cr_assert_eq(pdk_otlp_config_from_env(&c, NULL, NULL), 0, "OTEL_SDK_DISABLED");
-	unsetenv("OTEL_SDK_DISABLED");
-	setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "soon", 1);
-	cr_assert_lt(pdk_otlp_config_from_env(&c, NULL, &err), 0);
+	cr_assert_eq(pdk_otlp_config_from_env(&c, disabled, NULL, NULL), 0, "OTEL_SDK_DISABLED");
+	cr_assert_lt(pdk_otlp_config_from_env(&c, bad, NULL, &err), 0);
 	cr_assert_not_null(strstr(err->msg, "OTEL_EXPORTER_OTLP_TIMEOUT"), "%s", err->msg);
 	pdk_error_free(&err);
 	pdk_otlp_config_release(&c);

@@ -4,6 +4,7 @@
  */
 #include "common.h"
 #include "error.h"
+#include "paths.h"
 #include "policy.h"
 #include "util.h"
 
@@ -96,11 +97,25 @@ static struct pdk_policy *parse_ok(const char *yaml)
 	return p;
 }
 
+/* The user's profile directory the loads of a test search (base/paths.h resolves it). */
+static char *profile_dir;
+
+static void use_config_env(const char *xdg_config_home, const char *home)
+{
+	struct pdk_paths_env env = {.xdg_config_home = xdg_config_home, .home = home};
+	struct pdk_paths paths;
+
+	pdk_paths_resolve(&env, &paths);
+	free(profile_dir);
+	profile_dir = steal_ptr(&paths.profile_dir);
+	pdk_paths_release(&paths);
+}
+
 static struct pdk_policy *load_ok(const char *name)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_policy_report r = {0};
-	struct pdk_policy *p = pdk_policy_load(name, &r, &err);
+	struct pdk_policy *p = pdk_policy_load(name, profile_dir, &r, &err);
 	_cleanup_free_ char *all = report_text(&r);
 
 	cr_assert_not_null(p, "%s: %s\n%s", name, err ? err->msg : "?", all);
@@ -502,7 +517,7 @@ Test(policy, extends_cycle)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_policy_report r = {0};
-	struct pdk_policy *p = pdk_policy_load(DATA "cycle-a.yaml", &r, &err);
+	struct pdk_policy *p = pdk_policy_load(DATA "cycle-a.yaml", profile_dir, &r, &err);
 	_cleanup_free_ char *all = report_text(&r);
 
 	cr_assert_null(p);
@@ -524,7 +539,7 @@ Test(policy, extends_self)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_policy_report r = {0};
-	struct pdk_policy *p = pdk_policy_load(DATA "self.yaml", &r, &err);
+	struct pdk_policy *p = pdk_policy_load(DATA "self.yaml", profile_dir, &r, &err);
 
 	cr_assert_null(p);
 	cr_assert_eq(r.n, 1);
@@ -556,7 +571,7 @@ Test(policy, extends_depth_limit)
 	cr_assert_eq(p->limits.pids, 7);
 	pdk_policy_free(p);
 	write_chain(dir, 10); /* nine levels */
-	p = pdk_policy_load(top, &r, &err);
+	p = pdk_policy_load(top, profile_dir, &r, &err);
 	cr_assert_null(p);
 	cr_assert_not_null(strstr(r.diags[0].msg, "more than 8 levels of extends"), "%s",
 			   r.diags[0].msg);
@@ -570,7 +585,7 @@ Test(policy, extends_unknown_profile)
 	struct pdk_policy_report r = {0};
 	struct pdk_policy *p;
 
-	setenv("XDG_CONFIG_HOME", "/nonexistent", 1);
+	use_config_env("/nonexistent", NULL);
 	p = parse("name: x\nextends: no-such-profile\n", &r);
 	cr_assert_null(p);
 	cr_assert_eq(r.n, 1);
@@ -583,7 +598,7 @@ Test(policy, extends_invalid_parent)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_policy_report r = {0};
-	struct pdk_policy *p = pdk_policy_load(DATA "bad-parent.yaml", &r, &err);
+	struct pdk_policy *p = pdk_policy_load(DATA "bad-parent.yaml", profile_dir, &r, &err);
 	_cleanup_free_ char *all = report_text(&r);
 
 	cr_assert_null(p);
@@ -615,7 +630,7 @@ Test(policy, load_by_name_from_config_dirs)
 	cr_assert_eq(mkdir(prof, 0700), 0);
 	write_file(file, "extends: default\nlimits: {pids: 9}\n");
 	write_file(shadow, "limits: {pids: 1}\n");
-	setenv("XDG_CONFIG_HOME", dir, 1);
+	use_config_env(dir, NULL);
 	p = load_ok("mine");
 	cr_assert_str_eq(p->source, file);
 	cr_assert_str_eq(p->name, "mine");
@@ -625,8 +640,7 @@ Test(policy, load_by_name_from_config_dirs)
 	cr_assert_eq(p->limits.pids, 1024, "built-ins come before user files");
 	pdk_policy_free(p);
 	/* Without XDG_CONFIG_HOME: ~/.config. */
-	unsetenv("XDG_CONFIG_HOME");
-	setenv("HOME", dir, 1);
+	use_config_env(NULL, dir);
 	cr_assert_eq(mkdir(cfg, 0700), 0);
 	cr_assert_eq(rename(pdir, cfg_pdir), 0);
 	p = load_ok("mine");
@@ -639,20 +653,21 @@ Test(policy, load_unknown_name_lists_builtins)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_policy_report r = {0};
 
-	setenv("XDG_CONFIG_HOME", "/nonexistent", 1);
-	cr_assert_null(pdk_policy_load("nope", &r, &err));
+	use_config_env("/nonexistent", NULL);
+	cr_assert_null(pdk_policy_load("nope", profile_dir, &r, &err));
 	cr_assert_eq(err->status, ENOENT);
 	cr_assert_not_null(strstr(err->msg, "unknown profile 'nope'"), "%s", err->msg);
 	cr_assert_not_null(strstr(err->msg, "default, strict"), "%s", err->msg);
 	cr_assert_eq(r.n, 0);
 	pdk_error_free(&err);
-	cr_assert_null(pdk_policy_load("bad name!", &r, &err));
+	cr_assert_null(pdk_policy_load("bad name!", profile_dir, &r, &err));
 	cr_assert_eq(err->status, EINVAL);
 	pdk_error_free(&err);
-	cr_assert_null(pdk_policy_load("missing.yaml", &r, &err), "a .yaml name is a path");
+	cr_assert_null(pdk_policy_load("missing.yaml", profile_dir, &r, &err),
+		       "a .yaml name is a path");
 	cr_assert_eq(err->status, ENOENT);
 	pdk_error_free(&err);
-	cr_assert_null(pdk_policy_load("/dev/null", &r, &err));
+	cr_assert_null(pdk_policy_load("/dev/null", profile_dir, &r, &err));
 	cr_assert_not_null(strstr(err->msg, "not a regular file"), "%s", err->msg);
 	pdk_policy_report_release(&r);
 }
@@ -887,7 +902,7 @@ Test(policy, multiple_errors_all_reported)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_policy_report r = {0};
-	struct pdk_policy *p = pdk_policy_load(DATA "errors.yaml", &r, &err);
+	struct pdk_policy *p = pdk_policy_load(DATA "errors.yaml", profile_dir, &r, &err);
 	_cleanup_free_ char *all = report_text(&r);
 
 	cr_assert_null(p);
@@ -957,7 +972,7 @@ Test(policy, load_too_big_file)
 	memset(big, '#', 2 << 20);
 	big[2 << 20] = '\0';
 	write_file(path, big);
-	cr_assert_null(pdk_policy_load(path, &r, &err));
+	cr_assert_null(pdk_policy_load(path, profile_dir, &r, &err));
 	cr_assert_eq(r.n, 1);
 	cr_assert_str_eq(r.diags[0].file, path);
 	cr_assert_not_null(strstr(r.diags[0].msg, "larger than 1048576 bytes"));

@@ -15,7 +15,7 @@
 static struct pdk_policy *load(const char *name)
 {
 	struct pdk_error *err = NULL;
-	struct pdk_policy *p = pdk_policy_load(name, NULL, &err);
+	struct pdk_policy *p = pdk_policy_load(name, NULL, NULL, &err);
 
 	cr_assert_not_null(p, "%s", err ? err->msg : "");
 	return p;
@@ -98,13 +98,13 @@ Test(runspec, allow_turns_none_into_allowlist_and_is_refused_with_host)
 Test(runspec, env_order_base_profile_caller)
 {
 	char *env[] = {"FOO=caller", "HOME=/work", "FROM_HOST", NULL};
-	struct pdk_runspec rs = {.env = env, .env_name = "env"};
+	char *host_env[] = {"FROM_HOST=copied", NULL};
+	struct pdk_runspec rs = {.env = env, .env_name = "env", .host_env = host_env};
 	struct pdk_policy *p = load("default");
 	struct pdk_error *err = NULL;
 	char **out = NULL;
 	int home = 0;
 
-	setenv("FROM_HOST", "copied", 1);
 	pdk_strv_push(&p->env, "FOO=profile");
 	pdk_strv_push(&p->env, "BAR=profile");
 	cr_assert_eq(pdk_runspec_env(&rs, p, &out, &err), 0);

@@ -1,0 +1,615 @@
+/*
+ * audit.c - the audit store: schema, append with the hash chain,
+ * checkpoints, queries. Verification is in audit-verify.c, the signing key
+ * in audit-key.c, the events sink (writer thread) in audit-sink.c.
+ */
+#include "common.h"
+#include "audit-internal.h"
+#include "base.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <openssl/crypto.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* How long a writer waits for another process's transaction. */
+#define BUSY_TIMEOUT_MS 30000
+/* The WAL size above which an opening connection checkpoints it (see setup_db). */
+#define WAL_CHECKPOINT_BYTES (512 * 1024)
+
+static const char *const schema[] = {
+	"CREATE TABLE IF NOT EXISTS events ("
+	" seq INTEGER PRIMARY KEY NOT NULL,"
+	" ts TEXT NOT NULL, sandbox TEXT NOT NULL, session TEXT, workflow TEXT,"
+	" actor TEXT NOT NULL, kind TEXT NOT NULL,"
+	" line BLOB NOT NULL,"
+	" hash BLOB NOT NULL)",
+	"CREATE INDEX IF NOT EXISTS events_by_sandbox ON events(sandbox)",
+	"CREATE TABLE IF NOT EXISTS checkpoints ("
+	" seq INTEGER PRIMARY KEY NOT NULL,"
+	" hash BLOB NOT NULL, key_id TEXT NOT NULL, sig BLOB NOT NULL, ts TEXT NOT NULL)",
+	/* How far each spool (a sandbox's events.jsonl) is appended: pdk_audit_append_spool(). */
+	"CREATE TABLE IF NOT EXISTS spool_offsets ("
+	" source TEXT PRIMARY KEY NOT NULL, offset INTEGER NOT NULL)",
+};
+
+static const char *const stmt_sql[ST_N] = {
+	[ST_BEGIN_IMMEDIATE] = "BEGIN IMMEDIATE",
+	[ST_BEGIN] = "BEGIN",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_HEAD] = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
+	[ST_INSERT] = "INSERT INTO events (seq, ts, sandbox, session, workflow, actor, kind,"
+		      " line, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+	[ST_LAST_CHECKPOINT] = "SELECT seq FROM checkpoints ORDER BY seq DESC LIMIT 1",
+	[ST_INSERT_CHECKPOINT] = "INSERT INTO checkpoints (seq, hash, key_id, sig, ts)"
+				 " VALUES (?, ?, ?, ?, ?)",
+};
+
+int pdk__audit_db_error(struct pdk_audit *a, struct pdk_error **err, const char *what)
+{
+	return pdk_error_setx(err, EIO, "audit store '%s': %s: %s", a->path, what,
+			      sqlite3_errmsg(a->db));
+}
+
+int pdk__audit_exec(struct pdk_audit *a, const char *sql, struct pdk_error **err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (sqlite3_prepare_v2(a->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return pdk__audit_db_error(a, err, sql);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (rc != SQLITE_DONE)
+		return pdk__audit_db_error(a, err, sql);
+	return 0;
+}
+
+/* Step a kept statement that returns no row, and reset it. */
+static int step_done(struct pdk_audit *a, enum audit_stmt s, struct pdk_error **err)
+{
+	int rc = sqlite3_step(a->st[s]);
+
+	(void)sqlite3_reset(a->st[s]); /* the step's status is the one that counts */
+	if (rc != SQLITE_DONE)
+		return pdk__audit_db_error(a, err, stmt_sql[s]);
+	return 0;
+}
+
+void pdk__audit_hex(const unsigned char *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+int pdk__audit_sha256(struct pdk_audit *a, const void *p, size_t n, unsigned char out[32],
+		      struct pdk_error **err)
+{
+	unsigned int len = 0;
+
+	if (EVP_DigestInit_ex2(a->md, a->sha256, NULL) != 1 || EVP_DigestUpdate(a->md, p, n) != 1 ||
+	    EVP_DigestFinal_ex(a->md, out, &len) != 1 || len != 32)
+		return pdk_error_setx(err, EIO, "sha-256 failed");
+	return 0;
+}
+
+/* SECURITY: the store is created 0600 before SQLite opens it (its -wal and -shm follow). */
+static int create_file(const char *path, struct pdk_error **err)
+{
+	int fd = TEMP_FAILURE_RETRY(open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+
+	if (fd < 0)
+		return pdk_error_set(err, errno, "cannot open audit store '%s'", path);
+	(void)close(fd);
+	return 0;
+}
+
+static int setup_db(struct pdk_audit *a, struct pdk_error **err)
+{
+	_cleanup_free_ char *wal = pdk_xasprintf("%s-wal", a->path);
+	struct stat st;
+
+	sqlite3_busy_timeout(a->db, BUSY_TIMEOUT_MS);
+	(void)sqlite3_extended_result_codes(a->db, 1);
+	if (pdk__audit_exec(a, "PRAGMA journal_mode=WAL", err) < 0 ||
+	    pdk__audit_exec(a, "PRAGMA synchronous=NORMAL", err) < 0)
+		return -EIO;
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(schema); i++)
+		if (pdk__audit_exec(a, schema[i], err) < 0)
+			return -EIO;
+	/*
+	 * Each `paddock run` is a short-lived connection. By default the last
+	 * one to close checkpoints the WAL into the database (fdatasync()s) and
+	 * deletes it, at the end of every run. Instead the close leaves the WAL,
+	 * and a connection that finds it larger than WAL_CHECKPOINT_BYTES
+	 * checkpoints it here, at open, which the sandbox's writer thread does
+	 * while the sandbox is built; that connection's first commit then
+	 * restarts the WAL from its start. (The bound matters: the first
+	 * connection after a close re-reads the whole WAL.) The checkpoint is
+	 * PASSIVE: it never waits for another reader or writer, so a long
+	 * `audit verify` never holds up a run; what it cannot copy now, a
+	 * later open will. It is housekeeping: its result does not matter.
+	 */
+	(void)sqlite3_db_config(a->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	if (stat(wal, &st) == 0 && st.st_size > WAL_CHECKPOINT_BYTES)
+		(void)sqlite3_wal_checkpoint_v2(a->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	for (size_t i = 0; i < ST_N; i++)
+		if (sqlite3_prepare_v3(a->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &a->st[i],
+				       NULL) != SQLITE_OK)
+			return pdk__audit_db_error(a, err, stmt_sql[i]);
+	return 0;
+}
+
+int pdk_audit_open(const char *state_dir, struct pdk_audit **out, struct pdk_error **err)
+{
+	struct pdk_audit *a = pdk_xcalloc(1, sizeof(*a));
+	int rc;
+
+	a->state_dir = pdk_xstrdup(state_dir);
+	a->path = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_DB);
+	a->checkpoint_every = PDK_AUDIT_CHECKPOINT_EVERY;
+	a->canon = json_object();
+	a->canon_seq = json_integer(0);
+	a->canon_prev = json_string("");
+	json_object_set(a->canon, "seq", a->canon_seq);
+	json_object_set(a->canon, "prev_hash", a->canon_prev);
+	/*
+	 * Only SHA-256 and Ed25519 from the default provider are used: the
+	 * system's openssl.cnf is not read (it costs start-up time and could
+	 * swap in another provider), and the legacy tables of every cipher,
+	 * digest and error string are not loaded (milliseconds at every run).
+	 */
+	(void)OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
+					  OPENSSL_INIT_NO_ADD_ALL_DIGESTS |
+					  OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS,
+				  NULL);
+	a->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+	a->md = EVP_MD_CTX_new();
+	if (a->sha256 == NULL || a->md == NULL)
+		rc = pdk_error_setx(err, EIO, "cannot set up sha-256");
+	else
+		rc = pdk_mkdir_p(state_dir, err);
+	if (rc == 0)
+		rc = create_file(a->path, err);
+	if (rc == 0 &&
+	    sqlite3_open_v2(a->path, &a->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+			    NULL) != SQLITE_OK)
+		rc = a->db ? pdk__audit_db_error(a, err, "open")
+			   : pdk_error_setx(err, ENOMEM, "cannot open '%s'", a->path);
+	if (rc == 0)
+		rc = setup_db(a, err);
+	if (rc < 0) {
+		pdk_audit_free(a);
+		return rc;
+	}
+	*out = a;
+	return 0;
+}
+
+void pdk_audit_free(struct pdk_audit *a)
+{
+	if (a == NULL)
+		return;
+	for (size_t i = 0; i < ST_N; i++)
+		(void)sqlite3_finalize(a->st[i]);
+	(void)sqlite3_finalize(a->query);
+	(void)sqlite3_close(a->db);
+	EVP_PKEY_free(a->key);
+	json_decref(a->canon_seq);
+	json_decref(a->canon_prev);
+	json_decref(a->canon);
+	EVP_MD_CTX_free(a->md);
+	EVP_MD_free(a->sha256);
+	free(a->buf);
+	free(a->state_dir);
+	free(a->path);
+	free(a);
+}
+
+void pdk_audit_set_checkpoint_every(struct pdk_audit *a, uint64_t n)
+{
+	a->checkpoint_every = n;
+}
+
+/* The head of the chain: its seq (0 when empty) and hash (zeros when empty). */
+static int read_head(struct pdk_audit *a, uint64_t *seq, unsigned char hash[32],
+		     struct pdk_error **err)
+{
+	sqlite3_stmt *st = a->st[ST_HEAD];
+	int rc = sqlite3_step(st);
+
+	*seq = 0;
+	memset(hash, 0, 32);
+	if (rc == SQLITE_ROW) {
+		if (sqlite3_column_bytes(st, 1) != 32) {
+			(void)sqlite3_reset(st);
+			return pdk_error_setx(err, EIO,
+					      "audit store '%s': the head's hash is not 32 bytes",
+					      a->path);
+		}
+		*seq = (uint64_t)sqlite3_column_int64(st, 0);
+		memcpy(hash, sqlite3_column_blob(st, 1), 32);
+		rc = sqlite3_step(st);
+	}
+	(void)sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return pdk__audit_db_error(a, err, "read the head");
+	return 0;
+}
+
+/*
+ * The canonical line of one event at `seq` after `prev`, into a->buf;
+ * returns its length (0 on failure). The record object is kept from one
+ * event to the next (allocating one per event was a third of the cost of
+ * an append): its values are replaced by the event's own, which are shared,
+ * not changed.
+ */
+static size_t canonical(struct pdk_audit *a, const json_t *event, uint64_t seq,
+			const unsigned char prev[32])
+{
+	static const char *const keep[] = {"ts",    "sandbox", "session", "workflow",
+					   "actor", "kind",    "attrs"};
+	char hex[PDK_AUDIT_HASH_HEX];
+	json_t *ss = json_object_get(event, "seq");
+	size_t n;
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(keep); i++) {
+		json_t *v = json_object_get(event, keep[i]);
+
+		json_object_set(a->canon, keep[i], v ? v : json_null());
+	}
+	json_object_set(a->canon, "sandbox_seq", ss ? ss : json_null());
+	pdk__audit_hex(prev, 32, hex);
+	(void)json_string_setn_nocheck(a->canon_prev, hex, 64); /* hex digits: valid UTF-8 */
+	(void)json_integer_set(a->canon_seq, (json_int_t)seq);
+	/* The same flags as pdk_json_dump_line(), without its newline. */
+	for (;;) {
+		n = json_dumpb(a->canon, a->buf, a->buf_cap,
+			       JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+		if (n == 0 || n <= a->buf_cap)
+			return n;
+		a->buf_cap = n + 4096;
+		a->buf = pdk_xrealloc(a->buf, a->buf_cap);
+	}
+}
+
+static const char *str_field(const json_t *event, const char *key)
+{
+	return json_string_value(json_object_get(event, key));
+}
+
+static int insert_one(struct pdk_audit *a, const json_t *event, uint64_t seq,
+		      unsigned char prev[32], struct pdk_error **err)
+{
+	sqlite3_stmt *st = a->st[ST_INSERT];
+	size_t n = canonical(a, event, seq, prev);
+	const char *kind = str_field(event, "kind");
+
+	if (n == 0 || kind == NULL || str_field(event, "sandbox") == NULL)
+		return pdk_error_setx(err, EINVAL, "audit: event '%s' cannot be serialised",
+				      kind ? kind : "?");
+	if (pdk__audit_sha256(a, a->buf, n, prev, err) < 0)
+		return -EIO;
+	(void)sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
+	(void)sqlite3_bind_text(st, 2, str_field(event, "ts"), -1, SQLITE_STATIC);
+	(void)sqlite3_bind_text(st, 3, str_field(event, "sandbox"), -1, SQLITE_STATIC);
+	(void)sqlite3_bind_text(st, 4, str_field(event, "session"), -1, SQLITE_STATIC);
+	(void)sqlite3_bind_text(st, 5, str_field(event, "workflow"), -1, SQLITE_STATIC);
+	(void)sqlite3_bind_text(st, 6, str_field(event, "actor"), -1, SQLITE_STATIC);
+	(void)sqlite3_bind_text(st, 7, kind, -1, SQLITE_STATIC);
+	(void)sqlite3_bind_blob(st, 8, a->buf, (int)n, SQLITE_STATIC);
+	(void)sqlite3_bind_blob(st, 9, prev, 32, SQLITE_STATIC);
+	return step_done(a, ST_INSERT, err);
+}
+
+static int last_checkpoint(struct pdk_audit *a, uint64_t *seq, struct pdk_error **err)
+{
+	sqlite3_stmt *st = a->st[ST_LAST_CHECKPOINT];
+	int rc = sqlite3_step(st);
+
+	*seq = 0;
+	if (rc == SQLITE_ROW) {
+		*seq = (uint64_t)sqlite3_column_int64(st, 0);
+		rc = sqlite3_step(st);
+	}
+	(void)sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return pdk__audit_db_error(a, err, "read the last checkpoint");
+	return 0;
+}
+
+char *pdk__audit_checkpoint_msg(uint64_t seq, const char *hash_hex, const char *key_id)
+{
+	_cleanup_json_ json_t *o = json_object();
+
+	pdk_json_set(o, "hash", json_string(hash_hex));
+	pdk_json_set(o, "key_id", json_string(key_id));
+	pdk_json_set(o, "seq", json_integer((json_int_t)seq));
+	return json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+}
+
+/* Inside a write transaction: sign {seq, hash} unless it is signed already. */
+static int sign_head(struct pdk_audit *a, uint64_t seq, const unsigned char hash[32],
+		     struct pdk_error **err)
+{
+	sqlite3_stmt *st = a->st[ST_INSERT_CHECKPOINT];
+	unsigned char sig[PDK_AUDIT_SIG_LEN];
+	char hex[PDK_AUDIT_HASH_HEX];
+	_cleanup_free_ char *msg = NULL;
+	char ts[40];
+	uint64_t last;
+
+	if (seq == 0 || last_checkpoint(a, &last, err) < 0)
+		return seq == 0 ? 0 : -EIO;
+	if (last == seq)
+		return 0;
+	if (a->key == NULL && pdk__audit_load_key(a, err) < 0)
+		return -EIO;
+	pdk__audit_hex(hash, 32, hex);
+	msg = pdk__audit_checkpoint_msg(seq, hex, a->key_id);
+	if (msg == NULL)
+		pdk_oom();
+	if (pdk__audit_sign(a, msg, strlen(msg), sig, err) < 0)
+		return -EIO;
+	pdk_events_format_ts(pdk_now_real_ns(), ts, sizeof(ts));
+	(void)sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
+	(void)sqlite3_bind_blob(st, 2, hash, 32, SQLITE_STATIC);
+	(void)sqlite3_bind_text(st, 3, a->key_id, -1, SQLITE_STATIC);
+	(void)sqlite3_bind_blob(st, 4, sig, sizeof(sig), SQLITE_STATIC);
+	(void)sqlite3_bind_text(st, 5, ts, -1, SQLITE_STATIC);
+	return step_done(a, ST_INSERT_CHECKPOINT, err);
+}
+
+/* The body of one write transaction. */
+static int append_locked(struct pdk_audit *a, json_t *const *events, size_t n, bool checkpoint,
+			 struct pdk_error **err)
+{
+	unsigned char hash[32];
+	uint64_t head;
+	uint64_t every = a->checkpoint_every;
+
+	if (read_head(a, &head, hash, err) < 0)
+		return -EIO;
+	for (size_t i = 0; i < n; i++)
+		if (insert_one(a, events[i], head + 1 + i, hash, err) < 0)
+			return -EIO;
+	if (checkpoint || (every > 0 && n > 0 && head / every != (head + n) / every))
+		return sign_head(a, head + n, hash, err);
+	return 0;
+}
+
+int pdk_audit_append(struct pdk_audit *a, json_t *const *events, size_t n, bool checkpoint,
+		     struct pdk_error **err)
+{
+	int rc;
+
+	if (n == 0 && !checkpoint)
+		return 0;
+	/* SECURITY: BEGIN IMMEDIATE takes the write lock before the head is read (one chain). */
+	if (step_done(a, ST_BEGIN_IMMEDIATE, err) < 0)
+		return -EIO;
+	rc = append_locked(a, events, n, checkpoint, err);
+	if (rc == 0)
+		rc = step_done(a, ST_COMMIT, err);
+	if (rc < 0) {
+		_cleanup_error_ struct pdk_error *rerr = NULL;
+
+		(void)!step_done(a, ST_ROLLBACK, &rerr); /* the first error is the one to report */
+		return pdk_error_wrap(err, "audit: %zu event(s) not stored", n);
+	}
+	return 0;
+}
+
+int pdk_audit_checkpoint(struct pdk_audit *a, struct pdk_error **err)
+{
+	return pdk_audit_append(a, NULL, 0, true, err);
+}
+
+/* ---- queries ---- */
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+static int prepare(struct pdk_audit *a, const char *sql, sqlite3_stmt **st, struct pdk_error **err)
+{
+	if (sqlite3_prepare_v2(a->db, sql, -1, st, NULL) != SQLITE_OK)
+		return pdk__audit_db_error(a, err, sql);
+	return 0;
+}
+
+static int query_rows(struct pdk_audit *a, sqlite3_stmt *st, const struct pdk_audit_filter *f,
+		      pdk_audit_row_cb cb, void *data, struct pdk_error **err)
+{
+	int rc;
+
+	(void)sqlite3_bind_int64(st, 1, (sqlite3_int64)f->after_seq);
+	(void)sqlite3_bind_text(st, 2, f->sandbox, -1, SQLITE_STATIC);
+	(void)sqlite3_bind_text(st, 3, f->kind, -1, SQLITE_STATIC);
+	(void)sqlite3_bind_int64(st, 4, f->last ? (sqlite3_int64)f->last : -1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct pdk_audit_row row = {
+			.seq = (uint64_t)sqlite3_column_int64(st, 0),
+			.ts = col_text(st, 1),
+			.sandbox = col_text(st, 2),
+			.session = col_text(st, 3),
+			.workflow = col_text(st, 4),
+			.actor = col_text(st, 5),
+			.kind = col_text(st, 6),
+			.line = sqlite3_column_blob(st, 7),
+			.line_len = (size_t)sqlite3_column_bytes(st, 7),
+		};
+		int r = cb(data, &row);
+
+		if (r != 0)
+			return r;
+	}
+	if (rc != SQLITE_DONE)
+		return pdk__audit_db_error(a, err, "query events");
+	return 0;
+}
+
+int pdk_audit_query(struct pdk_audit *a, const struct pdk_audit_filter *f, pdk_audit_row_cb cb,
+		    void *data, struct pdk_error **err)
+{
+	/*
+	 * One statement for every filter: a NULL parameter matches all. The
+	 * inner query takes the last N (by seq, descending); the outer one
+	 * puts them back in order.
+	 */
+	static const char sql[] =
+		"SELECT * FROM (SELECT seq, ts, sandbox, session, workflow, actor, kind, line"
+		" FROM events WHERE seq > ?1 AND (?2 IS NULL OR sandbox = ?2)"
+		" AND (?3 IS NULL OR kind = ?3) ORDER BY seq DESC LIMIT ?4) ORDER BY seq";
+	_cleanup_sqlite_stmt_ sqlite3_stmt *fresh = NULL;
+	int rc;
+
+	/*
+	 * The daemon queries after every append (its subscribers' fan-out): the
+	 * statement is prepared once and kept (parsing it each time showed in
+	 * profiles). A query from inside another's callback gets its own.
+	 */
+	if (a->query == NULL && sqlite3_prepare_v3(a->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+						   &a->query, NULL) != SQLITE_OK)
+		return pdk__audit_db_error(a, err, sql);
+	if (sqlite3_stmt_busy(a->query)) {
+		if (prepare(a, sql, &fresh, err) < 0)
+			return -EIO;
+		return query_rows(a, fresh, f, cb, data, err);
+	}
+	rc = query_rows(a, a->query, f, cb, data, err);
+	(void)sqlite3_reset(a->query);
+	(void)sqlite3_clear_bindings(a->query);
+	return rc;
+}
+
+int pdk_audit_sandboxes(struct pdk_audit *a, pdk_audit_sandbox_cb cb, void *data,
+			struct pdk_error **err)
+{
+	static const char sql[] =
+		"SELECT sandbox, MIN(ts), MAX(ts), MAX(session), MAX(workflow), COUNT(*), MIN(seq)"
+		" FROM events GROUP BY sandbox ORDER BY MIN(seq)";
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (prepare(a, sql, &st, err) < 0)
+		return -EIO;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct pdk_audit_sandbox s = {
+			.sandbox = col_text(st, 0),
+			.first_ts = col_text(st, 1),
+			.last_ts = col_text(st, 2),
+			.session = col_text(st, 3),
+			.workflow = col_text(st, 4),
+			.events = (uint64_t)sqlite3_column_int64(st, 5),
+		};
+		int r = cb(data, &s);
+
+		if (r != 0)
+			return r;
+	}
+	if (rc != SQLITE_DONE)
+		return pdk__audit_db_error(a, err, "list sandboxes");
+	return 0;
+}
+
+int pdk_audit_resolve_sandbox(struct pdk_audit *a, const char *prefix, char **out,
+			      struct pdk_error **err)
+{
+	/* A prefix match with LIKE would treat '%' and '_' as wildcards: compare substr instead. */
+	static const char sql[] = "SELECT DISTINCT sandbox FROM events"
+				  " WHERE substr(sandbox, 1, length(?1)) = ?1 LIMIT 3";
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_strv_ char **found = NULL;
+	int rc;
+
+	if (prepare(a, sql, &st, err) < 0)
+		return -EIO;
+	(void)sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		pdk_strv_push(&found, col_text(st, 0));
+	if (rc != SQLITE_DONE)
+		return pdk__audit_db_error(a, err, "find sandbox");
+	if (found == NULL || prefix[0] == '\0')
+		return pdk_error_setx(err, ENOENT, "no sandbox '%s' in the audit store '%s'",
+				      prefix, a->path);
+	if (found[1] != NULL)
+		return pdk_error_setx(err, EEXIST, "'%s' names several sandboxes (%s, %s%s)",
+				      prefix, found[0], found[1], found[2] ? ", ..." : "");
+	*out = pdk_xstrdup(found[0]);
+	return 0;
+}
+
+/* ---- spool offsets: the append and the offset in one transaction ---- */
+
+static int bound_step(struct pdk_audit *a, const char *sql, const char *source, bool with_offset,
+		      uint64_t offset, struct pdk_error **err)
+{
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+
+	if (prepare(a, sql, &st, err) < 0)
+		return -EIO;
+	if (sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    (with_offset && sqlite3_bind_int64(st, 2, (sqlite3_int64)offset) != SQLITE_OK) ||
+	    sqlite3_step(st) != SQLITE_DONE)
+		return pdk__audit_db_error(a, err, sql);
+	return 0;
+}
+
+int pdk_audit_append_spool(struct pdk_audit *a, json_t *const *events, size_t n, const char *source,
+			   uint64_t offset, struct pdk_error **err)
+{
+	int rc;
+
+	if (step_done(a, ST_BEGIN_IMMEDIATE, err) < 0)
+		return -EIO;
+	rc = n > 0 ? append_locked(a, events, n, false, err) : 0;
+	if (rc == 0)
+		rc = bound_step(a,
+				"INSERT INTO spool_offsets (source, offset) VALUES (?, ?)"
+				" ON CONFLICT(source) DO UPDATE SET offset = excluded.offset",
+				source, true, offset, err);
+	if (rc == 0)
+		rc = step_done(a, ST_COMMIT, err);
+	if (rc < 0) {
+		_cleanup_error_ struct pdk_error *rerr = NULL;
+
+		(void)!step_done(a, ST_ROLLBACK, &rerr);
+		return pdk_error_wrap(err, "audit: %zu event(s) of '%s' not stored", n, source);
+	}
+	return 0;
+}
+
+int pdk_audit_spool_offset(struct pdk_audit *a, const char *source, uint64_t *offset,
+			   struct pdk_error **err)
+{
+	static const char sql[] = "SELECT offset FROM spool_offsets WHERE source = ?";
+	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	*offset = 0;
+	if (prepare(a, sql, &st, err) < 0)
+		return -EIO;
+	if (sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC) != SQLITE_OK)
+		return pdk__audit_db_error(a, err, sql);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*offset = (uint64_t)sqlite3_column_int64(st, 0);
+	else if (rc != SQLITE_DONE)
+		return pdk__audit_db_error(a, err, sql);
+	return 0;
+}
+
+int pdk_audit_spool_forget(struct pdk_audit *a, const char *source, struct pdk_error **err)
+{
+	return bound_step(a, "DELETE FROM spool_offsets WHERE source = ?", source, false, 0, err);
+}

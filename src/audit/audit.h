@@ -1,0 +1,189 @@
+/*
+ * audit.h - the audit store: every event of every sandbox in one SQLite
+ * file (STATE/audit.db), chained by SHA-256 and signed at checkpoints.
+ *
+ * Record i is stored as its canonical line: the event object (events.h)
+ * with "seq" the store's global sequence number (1, 2, ...), "sandbox_seq"
+ * the stream's own number and "prev_hash" the hex hash of record i-1 (64
+ * zeros for record 1), serialised by jansson compact, keys sorted, ASCII
+ * only, without a newline. hash(i) = SHA-256(line(i)). Every N records
+ * (and when a stream closes) a checkpoint {seq, hash, key_id} is signed
+ * with the store's Ed25519 key (STATE/audit-key, the raw 32-byte private
+ * key; the public half in STATE/audit-key.pub.pem; key_id = hex SHA-256 of
+ * the raw public key).
+ * docs/audit.md gives the exact format for third-party verifiers.
+ *
+ * Writers in several processes keep one chain: each batch is one
+ * BEGIN IMMEDIATE transaction that reads the head and appends.
+ */
+#ifndef PDK_AUDIT_H
+#define PDK_AUDIT_H
+
+#include "common.h"
+#include "base.h"
+#include "telemetry.h"
+
+#define PDK_AUDIT_DB               "audit.db"
+#define PDK_AUDIT_KEY              "audit-key"
+#define PDK_AUDIT_PUBKEY           "audit-key.pub.pem"
+#define PDK_AUDIT_CHECKPOINT_EVERY 1000
+#define PDK_AUDIT_QUEUE_MAX        1024
+#define PDK_AUDIT_FLUSH_MS         200
+#define PDK_AUDIT_HASH_HEX         65 /* 64 hex digits and the NUL */
+
+struct pdk_audit;
+
+/*
+ * Open (creating it, 0600, and `state_dir`, 0700, if needed) the store in
+ * `state_dir`. *out is the caller's, freed with pdk_audit_free(). The
+ * signing key is loaded (or created) at the first checkpoint, not here
+ * (the sink's writer loads it early).
+ */
+PDK_MUST_CHECK int pdk_audit_open(const char *state_dir, struct pdk_audit **out,
+				  struct pdk_error **err);
+void pdk_audit_free(struct pdk_audit *a);
+
+/* Sign a checkpoint every `n` records (0: only when asked). Default 1000. */
+void pdk_audit_set_checkpoint_every(struct pdk_audit *a, uint64_t n);
+
+/*
+ * Append `n` events (borrowed; each as events.h stamps them) in one
+ * transaction, after the chain's current head, wherever the other writers
+ * left it. A checkpoint is signed in the same transaction when the batch
+ * crosses a multiple of the checkpoint interval, or when `checkpoint` is
+ * true. All or nothing: on failure nothing of the batch is stored.
+ */
+PDK_MUST_CHECK int pdk_audit_append(struct pdk_audit *a, json_t *const *events, size_t n,
+				    bool checkpoint, struct pdk_error **err);
+
+/*
+ * pdk_audit_append() of a batch read from a spool (a sandbox's
+ * events.jsonl), and in the same transaction the spool's offset
+ * (`source`: the sandbox id) set to `offset`: a crash keeps both or
+ * neither, so a batch is never appended twice nor skipped. `n` may be 0
+ * (lines that were not events: only the offset moves).
+ */
+PDK_MUST_CHECK int pdk_audit_append_spool(struct pdk_audit *a, json_t *const *events, size_t n,
+					  const char *source, uint64_t offset,
+					  struct pdk_error **err);
+/* The offset saved for `source` (0 when none). */
+PDK_MUST_CHECK int pdk_audit_spool_offset(struct pdk_audit *a, const char *source, uint64_t *offset,
+					  struct pdk_error **err);
+/* Forget `source`'s offset (its spool is gone). */
+PDK_MUST_CHECK int pdk_audit_spool_forget(struct pdk_audit *a, const char *source,
+					  struct pdk_error **err);
+
+/* Sign a checkpoint at the current head, unless the head has one already or is empty. */
+PDK_MUST_CHECK int pdk_audit_checkpoint(struct pdk_audit *a, struct pdk_error **err);
+
+/* Why verification failed. */
+enum pdk_audit_break {
+	PDK_AUDIT_INTACT = 0,
+	PDK_AUDIT_ALTERED,       /* a record's bytes no longer hash to what was chained/signed */
+	PDK_AUDIT_MISSING,       /* a sequence number is absent */
+	PDK_AUDIT_REORDERED,     /* a record links to, or sits at, another record's place */
+	PDK_AUDIT_TRUNCATED,     /* the chain ends before a signed checkpoint */
+	PDK_AUDIT_BAD_SIGNATURE, /* a checkpoint's signature or key does not match */
+};
+
+/* "ok", "altered", "missing", "reordered", "truncated", "bad signature". */
+const char *pdk_audit_break_name(enum pdk_audit_break b);
+
+struct pdk_audit_verify {
+	enum pdk_audit_break reason;
+	uint64_t broken_seq; /* the first broken sequence number */
+	char detail[256];    /* one sentence: what did not match */
+	uint64_t records;
+	uint64_t checkpoints;
+	uint64_t head_seq; /* the last record (0: empty) */
+	char head_hash[PDK_AUDIT_HASH_HEX];
+	uint64_t signed_seq;             /* the last checkpoint's seq (0: none) */
+	char key_id[PDK_AUDIT_HASH_HEX]; /* the public key file's id ("" if none) */
+};
+
+/*
+ * Recompute the whole chain and check every checkpoint's signature with
+ * the public key file beside the store, in one read transaction (writers
+ * may go on). Returns 0 when the check could be made, whatever it found
+ * (res->reason), and < 0 only when it could not (I/O, a store that is not
+ * paddock's).
+ */
+PDK_MUST_CHECK int pdk_audit_verify_chain(struct pdk_audit *a, struct pdk_audit_verify *res,
+					  struct pdk_error **err);
+
+/* One stored record, borrowed for the duration of a callback. */
+struct pdk_audit_row {
+	uint64_t seq;
+	const char *ts;
+	const char *sandbox;
+	const char *session;  /* may be NULL */
+	const char *workflow; /* may be NULL */
+	const char *actor;
+	const char *kind;
+	const char *line; /* the canonical line, not NUL-terminated */
+	size_t line_len;
+};
+
+struct pdk_audit_filter {
+	const char *sandbox; /* exact id, or NULL */
+	const char *kind;    /* exact kind, or NULL */
+	uint64_t after_seq;  /* only records with seq > after_seq */
+	uint64_t last;       /* only the last N matching (0: all) */
+};
+
+/* Return non-zero from the callback to stop early (that value is returned). */
+typedef int (*pdk_audit_row_cb)(void *data, const struct pdk_audit_row *row);
+
+/* Matching records in sequence order. */
+PDK_MUST_CHECK int pdk_audit_query(struct pdk_audit *a, const struct pdk_audit_filter *f,
+				   pdk_audit_row_cb cb, void *data, struct pdk_error **err);
+
+/* One sandbox as `audit ls` shows it. Borrowed for the callback. */
+struct pdk_audit_sandbox {
+	const char *sandbox;
+	const char *first_ts;
+	const char *last_ts;
+	const char *session;  /* the first non-null one, or NULL */
+	const char *workflow; /* likewise */
+	uint64_t events;
+};
+
+typedef int (*pdk_audit_sandbox_cb)(void *data, const struct pdk_audit_sandbox *s);
+
+/* Every sandbox of the store, by first record. */
+PDK_MUST_CHECK int pdk_audit_sandboxes(struct pdk_audit *a, pdk_audit_sandbox_cb cb, void *data,
+				       struct pdk_error **err);
+
+/*
+ * The full sandbox id that `prefix` names (caller frees *out). -ENOENT
+ * when none does, -EEXIST when several do (the error names them).
+ */
+PDK_MUST_CHECK int pdk_audit_resolve_sandbox(struct pdk_audit *a, const char *prefix, char **out,
+					     struct pdk_error **err);
+
+/* ---- the events sink ---- */
+
+/* What emit() does when the queue is full. */
+enum pdk_audit_on_full {
+	PDK_AUDIT_BLOCK, /* wait for the writer */
+	PDK_AUDIT_STOP,  /* fail: the caller stops the sandbox (nothing is dropped) */
+};
+
+struct pdk_audit_sink_config {
+	const char *state_dir;     /* copied */
+	size_t queue_max;          /* 0: PDK_AUDIT_QUEUE_MAX */
+	unsigned flush_ms;         /* 0: PDK_AUDIT_FLUSH_MS */
+	uint64_t checkpoint_every; /* 0: PDK_AUDIT_CHECKPOINT_EVERY */
+	enum pdk_audit_on_full on_full;
+};
+
+/*
+ * Add the audit store as a sink of `ev`. Events are queued (bounded) and
+ * written by a writer thread, started here, which opens the store at once;
+ * it writes when the queue is full, every flush_ms, and at close, where it
+ * also signs a checkpoint. Once the writer has failed, every emit() and
+ * the close fail with its error (fail closed).
+ */
+void pdk_audit_add_sink(struct pdk_events *ev, const struct pdk_audit_sink_config *cfg);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * base.h - the bottom layer, what every other layer of paddock stands on.
+ *
+ * Contract: no knowledge of sandboxes, policies or protocols; no
+ * environment variable read (paths.h takes what a front end read); nothing
+ * printed (log.h hands messages to the sink a front end chose); every
+ * fallible call returns a negative status and a struct pdk_error, and only
+ * allocation failure ends the process (pdk_oom()).
+ *
+ *   error.h     the error object every fallible function fills
+ *   util.h      allocation, strings and string vectors, files, time, parsing
+ *   json.h      the one way JSON is built and read (jansson, with limits)
+ *   log.h       where a library object's messages go
+ *   paths.h     the state, runtime and profile directories, decided once
+ *   proc.h      the one clone() of the library
+ *   settings.h  what a front end read from its environment, typed
+ *
+ * Other layers include this header, never the ones above one by one.
+ */
+#ifndef PDK_BASE_H
+#define PDK_BASE_H
+
+#include "common.h"
+#include "error.h"
+#include "json.h"
+#include "log.h"
+#include "paths.h"
+#include "proc.h"
+#include "settings.h"
+#include "util.h"
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * log.h - where the library's messages go.
+ *
+ * Nothing below a front end prints. A library object that has something to
+ * say that is not an error it returns (a downgrade, a store write that
+ * failed in the background, a peer that went away) is given a struct
+ * pdk_log by whoever created it, and writes through it. The front end
+ * (cli/, daemon/) decides what a message becomes: a line on stderr with
+ * its own prefix, nothing (`paddock serve --quiet`), or a record.
+ */
+#ifndef PDK_LOG_H
+#define PDK_LOG_H
+
+#include "common.h"
+
+enum pdk_log_level {
+	PDK_LOG_ERROR = 0, /* something failed and was not returned to anyone */
+	PDK_LOG_WARN,      /* a protection weaker than asked, a peer that went away */
+	PDK_LOG_INFO,      /* progress a user may want to see */
+};
+
+/*
+ * A sink: `fn` gets every message, one complete line without its newline
+ * (borrowed for the call). `fn` NULL: messages are dropped.
+ */
+struct pdk_log {
+	void (*fn)(void *data, enum pdk_log_level level, const char *msg);
+	void *data;
+};
+
+/* Format and hand one message to `log` (NULL-safe: dropped). */
+void pdk_log(const struct pdk_log *log, enum pdk_log_level level, const char *fmt, ...)
+	PDK_PRINTF(3, 4);
+
+/* "error", "warning", "info". */
+const char *pdk_log_level_name(enum pdk_log_level level);
+
+#endif

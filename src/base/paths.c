@@ -1,0 +1,82 @@
+/*
+ * paths.c - the state, runtime and profile directories (paths.h).
+ */
+#include "common.h"
+#include "paths.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static bool absolute(const char *s)
+{
+	return s != NULL && s[0] == '/';
+}
+
+static char *state_dir(const struct pdk_paths_env *e)
+{
+	if (e->state_dir != NULL && e->state_dir[0] != '\0')
+		return pdk_xstrdup(e->state_dir);
+	if (absolute(e->xdg_state_home))
+		return pdk_xasprintf("%s/paddock", e->xdg_state_home);
+	if (e->euid == 0)
+		return pdk_xstrdup("/var/lib/paddock");
+	return pdk_xasprintf("%s/.local/state/paddock",
+			     e->home != NULL && e->home[0] != '\0' ? e->home : "/tmp");
+}
+
+static char *runtime_dir(const struct pdk_paths_env *e)
+{
+	if (absolute(e->runtime_dir))
+		return pdk_xstrdup(e->runtime_dir);
+	if (absolute(e->xdg_runtime_dir))
+		return pdk_xasprintf("%s/paddock", e->xdg_runtime_dir);
+	if (e->euid == 0)
+		return pdk_xstrdup("/run/paddock");
+	return pdk_xasprintf("/tmp/paddock-%u", (unsigned)e->euid);
+}
+
+static char *profile_dir(const struct pdk_paths_env *e)
+{
+	if (absolute(e->xdg_config_home))
+		return pdk_xasprintf("%s/paddock/profiles", e->xdg_config_home);
+	if (absolute(e->home))
+		return pdk_xasprintf("%s/.config/paddock/profiles", e->home);
+	return NULL;
+}
+
+void pdk_paths_resolve(const struct pdk_paths_env *env, struct pdk_paths *out)
+{
+	out->state_dir = state_dir(env);
+	out->runtime_dir = runtime_dir(env);
+	out->profile_dir = profile_dir(env);
+}
+
+void pdk_paths_release(struct pdk_paths *p)
+{
+	free(p->state_dir);
+	free(p->runtime_dir);
+	free(p->profile_dir);
+	*p = (struct pdk_paths){0};
+}
+
+int pdk_paths_private_dir(const char *path, struct pdk_error **err)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (pdk_mkdir_p(path, err) < 0)
+		return -1;
+	fd = TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return pdk_error_set(err, errno, "cannot open directory '%s'", path);
+	/* SECURITY: a directory someone else made (or can write) is not a place for our files. */
+	if (st.st_uid != geteuid())
+		return pdk_error_setx(err, EPERM, "'%s' belongs to uid %u, not to uid %u", path,
+				      (unsigned)st.st_uid, (unsigned)geteuid());
+	if ((st.st_mode & 077) != 0 && fchmod(fd, st.st_mode & 07700) < 0)
+		return pdk_error_set(err, errno, "chmod '%s'", path);
+	return 0;
+}

@@ -1,0 +1,59 @@
+/*
+ * paths.h - where paddock keeps its files, decided in one place.
+ *
+ *   state    what outlives a run: change sets, the audit store, the
+ *            daemon's store and keys. $PADDOCK_STATE_DIR, else
+ *            $XDG_STATE_HOME/paddock, else /var/lib/paddock for root,
+ *            else ~/.local/state/paddock.
+ *   runtime  what lives as long as its process: the daemon's socket, each
+ *            sandbox's control socket, spool and scratch files.
+ *            $PADDOCK_RUNTIME_DIR, else $XDG_RUNTIME_DIR/paddock, else
+ *            /run/paddock for root, else /tmp/paddock-UID.
+ *   profiles the user's profiles: $XDG_CONFIG_HOME/paddock/profiles, else
+ *            ~/.config/paddock/profiles (none without either).
+ *
+ * The library reads no environment variable: a front end copies the ones
+ * below into struct pdk_paths_env and resolves them here; everything under
+ * it is handed the result.
+ */
+#ifndef PDK_PATHS_H
+#define PDK_PATHS_H
+
+#include "common.h"
+
+#include <sys/types.h>
+
+/* What the front end read (each NULL when unset). */
+struct pdk_paths_env {
+	const char *state_dir;       /* PADDOCK_STATE_DIR */
+	const char *xdg_state_home;  /* XDG_STATE_HOME */
+	const char *runtime_dir;     /* PADDOCK_RUNTIME_DIR */
+	const char *xdg_runtime_dir; /* XDG_RUNTIME_DIR */
+	const char *xdg_config_home; /* XDG_CONFIG_HOME */
+	const char *home;            /* HOME */
+	uid_t euid;
+};
+
+struct pdk_paths {
+	char *state_dir;   /* never NULL once resolved */
+	char *runtime_dir; /* never NULL once resolved */
+	char *profile_dir; /* NULL when neither XDG_CONFIG_HOME nor HOME is an absolute path */
+};
+
+/* Fill *out (release with pdk_paths_release()) by the rules above. */
+void pdk_paths_resolve(const struct pdk_paths_env *env, struct pdk_paths *out);
+
+void pdk_paths_release(struct pdk_paths *p);
+
+struct pdk_error;
+
+/*
+ * Make `path` (and its missing parents, mode 0700) and make sure it is a
+ * directory of ours that no one else may write: owned by the effective uid
+ * (else -EPERM naming the owner), not a symlink, group and other bits
+ * cleared. A runtime directory under /tmp is where another user could
+ * have been first. 0 or negative + *err.
+ */
+PDK_MUST_CHECK int pdk_paths_private_dir(const char *path, struct pdk_error **err);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * util.h - allocation, cleanup attributes, ownership transfer, I/O helpers.
+ */
+#ifndef PDK_UTIL_H
+#define PDK_UTIL_H
+
+#include "common.h"
+#include "error.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* Allocation: abort on OOM (the one place libpaddock may abort). */
+PDK_NORETURN void pdk_oom(void);
+void *pdk_xmalloc(size_t n);
+void *pdk_xcalloc(size_t nmemb, size_t size);
+void *pdk_xrealloc(void *p, size_t n);
+char *pdk_xstrdup(const char *s);
+char *pdk_xasprintf(const char *fmt, ...) PDK_PRINTF(1, 2);
+
+/* NULL-terminated string vectors. */
+size_t pdk_strv_len(char *const *v);
+/* Append a copy of s; *v may be NULL. */
+void pdk_strv_push(char ***v, const char *s);
+/* Append s, taking ownership of it. */
+void pdk_strv_push_take(char ***v, char *s);
+char **pdk_strv_dup(char *const *v);
+void pdk_strv_free(char **v);
+
+/* Cleanup attributes (bwrap, crun). */
+static inline void pdk__cleanup_free(void *p)
+{
+	free(*(void **)p);
+}
+static inline void pdk__cleanup_close(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		(void)close(*fd); /* nothing to do on failure of a cleanup close */
+		errno = saved;
+	}
+}
+static inline void pdk__cleanup_fclose(FILE **f)
+{
+	if (*f != NULL)
+		(void)fclose(*f);
+}
+static inline void pdk__cleanup_closedir(DIR **d)
+{
+	if (*d != NULL)
+		(void)closedir(*d);
+}
+static inline void pdk__cleanup_strv(char ***v)
+{
+	pdk_strv_free(*v);
+}
+#define _cleanup_free_     __attribute__((cleanup(pdk__cleanup_free)))
+#define _cleanup_close_    __attribute__((cleanup(pdk__cleanup_close)))
+#define _cleanup_fclose_   __attribute__((cleanup(pdk__cleanup_fclose)))
+#define _cleanup_closedir_ __attribute__((cleanup(pdk__cleanup_closedir)))
+#define _cleanup_strv_     __attribute__((cleanup(pdk__cleanup_strv)))
+
+/* Ownership transfer: the only way an owning local leaves its scope. */
+#define steal_ptr(pp)                               \
+	({                                          \
+		__typeof__(*(pp)) pdk__tmp = *(pp); \
+		*(pp) = NULL;                       \
+		pdk__tmp;                           \
+	})
+static inline int steal_fd(int *fd)
+{
+	int r = *fd;
+	*fd = -1;
+	return r;
+}
+
+#ifndef TEMP_FAILURE_RETRY
+#define TEMP_FAILURE_RETRY(expr)                         \
+	({                                               \
+		long pdk__r;                             \
+		do                                       \
+			pdk__r = (long)(expr);           \
+		while (pdk__r == -1L && errno == EINTR); \
+		pdk__r;                                  \
+	})
+#endif
+
+/* Write all of buf, retrying EINTR and short writes. 0 or -errno. */
+PDK_MUST_CHECK int pdk_write_all(int fd, const void *buf, size_t len);
+/* Read exactly len bytes. Returns bytes read (< len only at EOF) or -errno. */
+PDK_MUST_CHECK ssize_t pdk_read_all(int fd, void *buf, size_t len);
+
+/*
+ * Write `data` to `path` relative to dirfd (O_WRONLY, no O_CREAT unless
+ * `create` is true, then mode 0644 and O_TRUNC). Error names the path.
+ */
+PDK_MUST_CHECK int pdk_write_file_at(int dirfd, const char *path, const char *data, bool create,
+				     struct pdk_error **err);
+/*
+ * Read at most `max` bytes of `path` (relative to dirfd) into a new
+ * NUL-terminated string (*out, caller owns). -E2BIG if larger.
+ */
+PDK_MUST_CHECK int pdk_read_file_at(int dirfd, const char *path, size_t max, char **out,
+				    struct pdk_error **err);
+
+/*
+ * Copy `size` bytes from in_fd to out_fd (both at offset 0), keeping holes:
+ * data ranges found with SEEK_DATA/SEEK_HOLE go through copy_file_range()
+ * (read/write where the kernel cannot), and out_fd is extended to `size`.
+ * 0 or -errno.
+ */
+PDK_MUST_CHECK int pdk_copy_sparse(int in_fd, int out_fd, uint64_t size);
+
+/*
+ * Remove `name` under dirfd and, when it is a directory, everything in it,
+ * without following symlinks; directories that lack u+rwx get it first.
+ * ENOENT is success. 0 or -errno.
+ */
+PDK_MUST_CHECK int pdk_rm_rf_at(int dirfd, const char *name);
+
+/*
+ * The value of `name` in `envp` (an environment a front end handed down:
+ * "K=V" strings, NULL-terminated; NULL envp: none), borrowed; NULL when it
+ * is not there. The library reads no environment of its own (getenv).
+ */
+const char *pdk_env_get(char *const *envp, const char *name);
+
+/* mkdir -p: every missing directory of `path` is made, mode 0700. 0 or negative + *err. */
+PDK_MUST_CHECK int pdk_mkdir_p(const char *path, struct pdk_error **err);
+
+/* The value of one hex digit (either case), or -1. */
+int pdk_hexval(char c);
+
+/*
+ * Parse "512", "64K", "1M", "2G", "1T" (binary multiples; optional "i"/"iB"/"B"
+ * suffix). 0 or -EINVAL / -ERANGE.
+ */
+PDK_MUST_CHECK int pdk_parse_size(const char *s, uint64_t *out);
+/* Parse "250ms", "30s", "10m", "2h", "1d" or a bare number of seconds into milliseconds. */
+PDK_MUST_CHECK int pdk_parse_duration(const char *s, uint64_t *out_ms);
+/* Parse an unsigned decimal integer with range check (no sign, no junk). */
+PDK_MUST_CHECK int pdk_parse_u64(const char *s, uint64_t max, uint64_t *out);
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
+uint64_t pdk_now_mono_ns(void);
+uint64_t pdk_now_real_ns(void);
+
+/* Format a UUIDv7-style time-ordered id into buf (at least 37 bytes). */
+void pdk_make_id(char buf[static 37]);
+
+#endif

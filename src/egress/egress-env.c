@@ -1,0 +1,58 @@
+/*
+ * egress-env.c - what the sandbox's environment says about the proxy: the
+ * proxy variables, and the placeholders that stand for credentials.
+ */
+#include "common.h"
+#include "base.h"
+#include "egress.h"
+
+#include <ctype.h>
+#include <string.h>
+
+void pdk_egress_env_add(char ***env)
+{
+	static const char *const names[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+					    "http_proxy", "https_proxy", "all_proxy"};
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(names); i++)
+		pdk_strv_push_take(
+			env, pdk_xasprintf("%s=http://127.0.0.1:%d", names[i], PDK_EGRESS_PORT));
+	pdk_strv_push(env, "NO_PROXY=");
+	pdk_strv_push(env, "no_proxy=");
+}
+
+char *pdk_egress_placeholder(const char *secret, const char *sandbox_id)
+{
+	return pdk_xasprintf("paddock-secret-%s-%s", secret, sandbox_id);
+}
+
+void pdk_egress_secret_env_set(char ***env, char *const *credentials, const char *sandbox_id)
+{
+	for (size_t i = 0; credentials != NULL && credentials[i] && credentials[i + 1]; i += 2) {
+		_cleanup_free_ char *field = NULL;
+		_cleanup_free_ char *secret = NULL;
+		_cleanup_free_ char *why = NULL;
+		_cleanup_free_ char *ph = NULL;
+		_cleanup_free_ char *key = NULL;
+		size_t klen, j;
+
+		if (pdk_net_cred_parse(credentials[i + 1], &field, &secret, &why) < 0)
+			continue; /* the policy parser refused it already */
+		ph = pdk_egress_placeholder(secret, sandbox_id);
+		key = pdk_xasprintf("%s%s", PDK_EGRESS_SECRET_PREFIX, secret);
+		for (char *c = key; *c; c++)
+			*c = (char)toupper((unsigned char)*c);
+		klen = strlen(key);
+		for (j = 0; *env != NULL && (*env)[j] != NULL; j++) {
+			if (strncmp((*env)[j], key, klen) == 0 && (*env)[j][klen] == '=')
+				break;
+		}
+		/* SECURITY: the variable holds the placeholder, whatever -e or the profile said. */
+		if (*env != NULL && (*env)[j] != NULL) {
+			free((*env)[j]);
+			(*env)[j] = pdk_xasprintf("%s=%s", key, ph);
+		} else {
+			pdk_strv_push_take(env, pdk_xasprintf("%s=%s", key, ph));
+		}
+	}
+}

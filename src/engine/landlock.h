@@ -1,0 +1,70 @@
+/*
+ * landlock.h - a Landlock ruleset that mirrors the sandbox's filesystem view.
+ *
+ * prepare() (parent) probes the ABI and records which paths (as seen
+ * inside the sandbox, after pivot_root) get which access. apply_child()
+ * runs in the child after pivot_root: it creates the ruleset, opens each
+ * path with O_PATH, adds the rules, and restricts the thread. TCP bind
+ * and connect are denied (ABI >= 4); abstract unix sockets and signals
+ * are scoped to the sandbox (ABI >= 6).
+ */
+#ifndef PDK_LANDLOCK_H
+#define PDK_LANDLOCK_H
+
+#include "common.h"
+#include "base.h"
+
+enum pdk_landlock_access {
+	PDK_LANDLOCK_RO = 1,  /* read files and dirs, execute */
+	PDK_LANDLOCK_RW = 2,  /* everything on files and dirs below */
+	PDK_LANDLOCK_DEV = 3, /* a device node: read, write, ioctl */
+};
+
+struct pdk_landlock;
+
+/*
+ * Returns the kernel's Landlock ABI (>= 1), 0 when Landlock is not
+ * available (not built or disabled at boot).
+ */
+int pdk_landlock_abi(void);
+
+/* Start a ruleset description. NULL + *err when `required` and the ABI is 0. */
+struct pdk_landlock *pdk_landlock_prepare(bool required, struct pdk_error **err);
+
+/* Add a path as seen inside the sandbox. Copies path. */
+void pdk_landlock_add_path(struct pdk_landlock *ll, const char *path, enum pdk_landlock_access a);
+
+/*
+ * Add a rule for an already-open fd (e.g. the init binary, which lives
+ * outside the view): execute and read. The fd is borrowed and must stay open
+ * until apply_child().
+ */
+void pdk_landlock_add_exec_fd(struct pdk_landlock *ll, int fd);
+
+/*
+ * Apply in the child. Paths that do not exist in the view are skipped.
+ * Writes a short message into errbuf on failure. 0 or -errno.
+ * No-op returning 0 when the ruleset is disabled (ABI 0 and not required).
+ */
+PDK_MUST_CHECK int pdk_landlock_apply_child(const struct pdk_landlock *ll, char *errbuf,
+					    size_t errlen);
+
+/*
+ * Leave TCP bind and connect alone (for network.mode host, where the
+ * sandbox shares the host's network on purpose).
+ */
+void pdk_landlock_allow_tcp(struct pdk_landlock *ll);
+
+/*
+ * Allow TCP connect to `port` only (network.mode allowlist: the egress
+ * proxy's port on the sandbox's loopback); bind stays denied. With ABI < 4
+ * Landlock cannot filter TCP and the network namespace alone holds the line.
+ */
+void pdk_landlock_allow_tcp_connect_port(struct pdk_landlock *ll, uint16_t port);
+
+/* ABI recorded at prepare (0 = disabled). */
+int pdk_landlock_get_abi(const struct pdk_landlock *ll);
+
+void pdk_landlock_free(struct pdk_landlock *ll);
+
+#endif

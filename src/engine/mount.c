@@ -1,0 +1,938 @@
+#include "common.h"
+#include "base.h"
+#include "mount.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#define NEWROOT "/newroot"
+#define OLDROOT "/oldroot"
+
+enum op_kind {
+	OP_BIND,    /* src -> dst, then attrs applied recursively */
+	OP_TMPFS,   /* tmpfs on dst with `data` options, attrs */
+	OP_PROC,    /* a new procfs on dst */
+	OP_DEVPTS,  /* a new devpts instance on dst */
+	OP_SYMLINK, /* dst -> data */
+	OP_FILE,    /* dst (in the root tmpfs) gets `data` as content */
+	OP_ROBIND,  /* dst bound onto itself, read-only (used inside /proc) */
+	OP_MASK,    /* dst hidden: an empty read-only tmpfs (dir) or /dev/null (file) */
+	OP_OVERLAY, /* the workspace overlay on dst: `lowers`, src = upper, data = work */
+};
+
+struct op {
+	enum op_kind kind;
+	bool is_dir;   /* dst is a directory (else a file to create as mount point) */
+	bool optional; /* ignore ENOENT on the source / target */
+	uint64_t attr; /* MOUNT_ATTR_* to set after the mount */
+	char *src;     /* "/oldroot/..." for binds */
+	char *dst;     /* "/newroot/..." */
+	char *data;
+	/* OP_OVERLAY */
+	char **lowers;  /* "/oldroot/..." topmost first */
+	char *lowerdir; /* the same as one "lowerdir=" value, for kernels before 6.8 */
+	char *tmpfs;    /* options of the tmpfs holding upper and work, or NULL */
+	mode_t mode;    /* of the upper root on that tmpfs */
+};
+
+struct pdk_mount_plan {
+	struct op *ops;
+	size_t n;
+	size_t cap;
+	char *root_opts; /* options of the root tmpfs */
+};
+
+static const char *const op_names[] = {
+	[OP_BIND] = "bind",         [OP_TMPFS] = "tmpfs",     [OP_PROC] = "proc",
+	[OP_DEVPTS] = "devpts",     [OP_SYMLINK] = "symlink", [OP_FILE] = "file",
+	[OP_ROBIND] = "ro-remount", [OP_MASK] = "mask",       [OP_OVERLAY] = "overlay",
+};
+
+static struct op *add_op(struct pdk_mount_plan *p, enum op_kind kind, const char *dst)
+{
+	struct op *o;
+
+	if (p->n == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 32;
+		p->ops = pdk_xrealloc(p->ops, p->cap * sizeof(*p->ops));
+	}
+	o = &p->ops[p->n++];
+	memset(o, 0, sizeof(*o));
+	o->kind = kind;
+	o->is_dir = true;
+	o->dst = pdk_xasprintf(NEWROOT "%s", strcmp(dst, "/") == 0 ? "" : dst);
+	return o;
+}
+
+/* Add a bind of host `path` at the same path; replicate symlinks; skip missing optional ones. */
+static int add_host_bind(struct pdk_mount_plan *p, struct pdk_landlock *ll, const char *path,
+			 bool rw, bool optional, struct pdk_error **err)
+{
+	struct stat st;
+	struct op *o;
+
+	if (path[0] != '/')
+		return pdk_error_setx(err, EINVAL, "bind source '%s' is not an absolute path",
+				      path);
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT && optional)
+			return 0;
+		return pdk_error_set(err, errno, "cannot bind '%s' into the sandbox", path);
+	}
+	if (S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+
+		if (n < 0)
+			return pdk_error_set(err, errno, "cannot read link '%s'", path);
+		target[n] = '\0';
+		o = add_op(p, OP_SYMLINK, path);
+		o->data = pdk_xstrdup(target);
+		return 0;
+	}
+	o = add_op(p, OP_BIND, path);
+	o->src = pdk_xasprintf(OLDROOT "%s", path);
+	o->is_dir = S_ISDIR(st.st_mode);
+	/* SECURITY: nothing bound from the host may carry setuid bits or device access. */
+	o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY);
+	if (ll != NULL && rw)
+		pdk_landlock_add_path(ll, path, PDK_LANDLOCK_RW);
+	return 0;
+}
+
+static int add_bind_list(struct pdk_mount_plan *p, struct pdk_landlock *ll, char *const *v, bool rw,
+			 bool optional, struct pdk_error **err)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
+		int rc = add_host_bind(p, ll, v[i], rw, optional, err);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Host files bound read-only at another path inside (pairs: source, destination). */
+static int add_file_binds(struct pdk_mount_plan *p, char *const *v, struct pdk_error **err)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL && v[i + 1] != NULL; i += 2) {
+		struct op *o;
+
+		if (v[i][0] != '/' || v[i + 1][0] != '/')
+			return pdk_error_setx(err, EINVAL, "file bind '%s' on '%s': not absolute",
+					      v[i], v[i + 1]);
+		o = add_op(p, OP_BIND, v[i + 1]);
+		o->src = pdk_xasprintf(OLDROOT "%s", v[i]);
+		o->is_dir = false;
+		o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_RDONLY;
+	}
+	return 0;
+}
+
+static void add_file(struct pdk_mount_plan *p, const char *dst, char *content)
+{
+	struct op *o = add_op(p, OP_FILE, dst);
+
+	o->is_dir = false;
+	o->data = content;
+}
+
+/* The filtered /etc: chosen host entries read-only, identity files generated. */
+static int add_etc(struct pdk_mount_plan *p, const struct pdk_mount_spec *s, struct pdk_error **err)
+{
+	char *const *etc = s->policy->etc;
+
+	for (size_t i = 0; etc != NULL && etc[i] != NULL; i++) {
+		_cleanup_free_ char *host = pdk_xasprintf("/etc/%s", etc[i]);
+		int rc = add_host_bind(p, NULL, host, false, true, err);
+
+		if (rc < 0)
+			return rc;
+	}
+	add_file(p, "/etc/passwd",
+		 s->uid == 0 ? pdk_xstrdup("root:x:0:0:root:/tmp:/bin/sh\n")
+			     : pdk_xasprintf("root:x:0:0:root:/root:/usr/sbin/nologin\n"
+					     "%s:x:%u:%u::/tmp:/bin/sh\n",
+					     s->user_name, s->uid, s->gid));
+	add_file(p, "/etc/group",
+		 s->gid == 0 ? pdk_xstrdup("root:x:0:\n")
+			     : pdk_xasprintf("root:x:0:\n%s:x:%u:\n", s->user_name, s->gid));
+	add_file(p, "/etc/hostname", pdk_xasprintf("%s\n", s->hostname));
+	add_file(p, "/etc/hosts",
+		 pdk_xasprintf("127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n",
+			       s->hostname));
+	return 0;
+}
+
+static void add_proc(struct pdk_mount_plan *p)
+{
+	/* SECURITY: kernel-wide knobs stay read-only even for uid 0 in the sandbox. */
+	static const char *const ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
+					 "/proc/bus", "/proc/fs"};
+	static const char *const masked[] = {"/proc/kcore", "/proc/keys", "/proc/timer_list"};
+	struct op *o;
+
+	add_op(p, OP_PROC, "/proc");
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(ro); i++) {
+		o = add_op(p, OP_ROBIND, ro[i]);
+		o->optional = true;
+		o->attr = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	}
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(masked); i++) {
+		o = add_op(p, OP_MASK, masked[i]);
+		o->is_dir = false;
+		o->optional = true;
+	}
+}
+
+static void add_dev(struct pdk_mount_plan *p, struct pdk_landlock *ll)
+{
+	static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+	static const char *const links[][2] = {
+		{"/dev/ptmx", "pts/ptmx"},          {"/dev/fd", "/proc/self/fd"},
+		{"/dev/stdin", "/proc/self/fd/0"},  {"/dev/stdout", "/proc/self/fd/1"},
+		{"/dev/stderr", "/proc/self/fd/2"},
+	};
+	struct op *o;
+
+	o = add_op(p, OP_TMPFS, "/dev");
+	o->data = pdk_xstrdup("mode=0755,size=64k,nr_inodes=64");
+	o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(nodes); i++) {
+		_cleanup_free_ char *dev = pdk_xasprintf("/dev/%s", nodes[i]);
+
+		o = add_op(p, OP_BIND, dev);
+		o->src = pdk_xasprintf(OLDROOT "%s", dev);
+		o->is_dir = false;
+		o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+		if (ll != NULL)
+			pdk_landlock_add_path(ll, dev, PDK_LANDLOCK_DEV);
+	}
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(links); i++)
+		add_op(p, OP_SYMLINK, links[i][0])->data = pdk_xstrdup(links[i][1]);
+	o = add_op(p, OP_DEVPTS, "/dev/pts");
+	o->data = pdk_xstrdup("newinstance,ptmxmode=0666,mode=0620");
+	o = add_op(p, OP_TMPFS, "/dev/shm");
+	o->data = pdk_xstrdup("mode=1777,size=64m");
+	o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+	if (ll != NULL) {
+		pdk_landlock_add_path(ll, "/dev/pts", PDK_LANDLOCK_RW);
+		pdk_landlock_add_path(ll, "/dev/shm", PDK_LANDLOCK_RW);
+	}
+}
+
+static void add_tmpfs_list(struct pdk_mount_plan *p, struct pdk_landlock *ll,
+			   const struct pdk_policy *pol)
+{
+	for (size_t i = 0; pol->tmpfs != NULL && pol->tmpfs[i] != NULL; i++) {
+		struct op *o = add_op(p, OP_TMPFS, pol->tmpfs[i]);
+
+		o->data = pol->limits.tmp_size
+				  ? pdk_xasprintf("mode=1777,size=%llu",
+						  (unsigned long long)pol->limits.tmp_size)
+				  : pdk_xstrdup("mode=1777");
+		o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		if (ll != NULL)
+			pdk_landlock_add_path(ll, pol->tmpfs[i], PDK_LANDLOCK_RW);
+	}
+}
+
+/* "a:b" with ':', ',' and '\\' escaped, as overlayfs' lowerdir= option wants. */
+static char *join_lowerdir(char *const *v)
+{
+	size_t len = 1;
+	char *s, *w;
+
+	for (size_t i = 0; v[i] != NULL; i++)
+		len += 2 * strlen(v[i]) + 1;
+	s = w = pdk_xmalloc(len);
+	for (size_t i = 0; v[i] != NULL; i++) {
+		if (i > 0)
+			*w++ = ':';
+		for (const char *c = v[i]; *c != '\0'; c++) {
+			if (*c == ':' || *c == ',' || *c == '\\')
+				*w++ = '\\';
+			*w++ = *c;
+		}
+	}
+	*w = '\0';
+	return s;
+}
+
+static int add_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
+		       const struct pdk_mount_spec *s, struct pdk_error **err)
+{
+	struct op *o;
+	struct stat st;
+
+	if (s->ws_lowers == NULL || s->ws_lowers[0] == NULL || s->ws_upper == NULL ||
+	    s->ws_work == NULL)
+		return pdk_error_setx(err, EINVAL, "workspace: overlay mode without a change set");
+	if (stat(s->workspace, &st) < 0)
+		return pdk_error_set(err, errno, "workspace: cannot read '%s'", s->workspace);
+	o = add_op(p, OP_OVERLAY, s->workspace);
+	for (size_t i = 0; s->ws_lowers[i] != NULL; i++)
+		pdk_strv_push_take(&o->lowers, pdk_xasprintf(OLDROOT "%s", s->ws_lowers[i]));
+	o->lowerdir = join_lowerdir(o->lowers);
+	o->src = pdk_xasprintf(OLDROOT "%s", s->ws_upper);
+	o->data = pdk_xasprintf(OLDROOT "%s", s->ws_work);
+	o->mode = st.st_mode & 07777;
+	if (s->ws_disk > 0)
+		o->tmpfs = pdk_xasprintf("mode=0700,size=%llu", (unsigned long long)s->ws_disk);
+	if (ll != NULL)
+		pdk_landlock_add_path(ll, s->workspace, PDK_LANDLOCK_RW);
+	return 0;
+}
+
+static int add_workspace(struct pdk_mount_plan *p, struct pdk_landlock *ll,
+			 const struct pdk_mount_spec *s, struct pdk_error **err)
+{
+	struct op *o;
+
+	if (s->workspace == NULL)
+		return 0;
+	switch (s->ws_mode) {
+	case PDK_WS_NONE:
+		return 0;
+	case PDK_WS_OVERLAY:
+		return add_overlay(p, ll, s, err);
+	case PDK_WS_TMPFS:
+		o = add_op(p, OP_TMPFS, s->workspace);
+		o->data = s->ws_disk ? pdk_xasprintf("mode=0755,size=%llu",
+						     (unsigned long long)s->ws_disk)
+				     : pdk_xstrdup("mode=0755");
+		o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		if (ll != NULL)
+			pdk_landlock_add_path(ll, s->workspace, PDK_LANDLOCK_RW);
+		return 0;
+	case PDK_WS_RW:
+	case PDK_WS_RO:
+	default:
+		if (add_host_bind(p, ll, s->workspace, s->ws_mode == PDK_WS_RW, false, err) < 0)
+			return pdk_error_wrap(err, "workspace");
+		return 0;
+	}
+}
+
+static void add_hidden(struct pdk_mount_plan *p, char *const *hidden)
+{
+	for (size_t i = 0; hidden != NULL && hidden[i] != NULL; i++) {
+		struct stat st;
+		struct op *o;
+
+		if (stat(hidden[i], &st) < 0)
+			continue; /* nothing there to hide */
+		o = add_op(p, OP_MASK, hidden[i]);
+		o->is_dir = S_ISDIR(st.st_mode);
+		o->optional = true;
+	}
+}
+
+static size_t depth(const struct op *o)
+{
+	size_t d = 0;
+
+	for (const char *s = o->dst + strlen(NEWROOT); *s != '\0'; s++)
+		d += *s == '/';
+	/* Masks go after everything: they hide what the binds brought in. */
+	return o->kind == OP_MASK ? d + 4096 : d;
+}
+
+/*
+ * Order operations so that a mount never hides one made before it: by the
+ * depth of the destination (a tmpfs on /tmp before a workspace bound at
+ * /tmp/ws), stable so that equal depths keep the order they were added in.
+ */
+static void sort_by_depth(struct pdk_mount_plan *p)
+{
+	for (size_t i = 1; i < p->n; i++) {
+		struct op cur = p->ops[i];
+		size_t d = depth(&cur);
+		size_t j = i;
+
+		for (; j > 0 && depth(&p->ops[j - 1]) > d; j--)
+			p->ops[j] = p->ops[j - 1];
+		p->ops[j] = cur;
+	}
+}
+
+struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct pdk_landlock *ll,
+					  struct pdk_error **err)
+{
+	struct pdk_mount_plan *p = pdk_xcalloc(1, sizeof(*p));
+	const struct pdk_policy *pol = s->policy;
+	int rc;
+
+	p->root_opts = pdk_xstrdup("mode=0755,size=1m,nr_inodes=4096");
+	if (ll != NULL)
+		pdk_landlock_add_path(ll, "/", PDK_LANDLOCK_RO);
+	rc = add_bind_list(p, ll, pol->read_only, false, true, err);
+	if (rc == 0)
+		rc = add_etc(p, s, err);
+	if (rc == 0)
+		rc = add_bind_list(p, ll, pol->read_write, true, true, err);
+	if (rc == 0)
+		rc = add_bind_list(p, ll, s->extra_ro, false, false, err);
+	if (rc == 0)
+		rc = add_bind_list(p, ll, s->extra_rw, true, false, err);
+	if (rc == 0)
+		rc = add_file_binds(p, s->ro_files, err);
+	if (rc == 0) {
+		add_dev(p, ll);
+		add_proc(p);
+		add_tmpfs_list(p, ll, pol);
+		rc = add_workspace(p, ll, s, err);
+	}
+	if (rc == 0) {
+		add_hidden(p, pol->hidden);
+		sort_by_depth(p);
+	}
+	if (rc < 0) {
+		pdk_mount_plan_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+size_t pdk_mount_plan_len(const struct pdk_mount_plan *plan)
+{
+	return plan->n;
+}
+
+void pdk_mount_plan_print(const struct pdk_mount_plan *plan, FILE *out)
+{
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct op *o = &plan->ops[i];
+
+		if (o->kind == OP_OVERLAY) {
+			fprintf(out, "%-10s %s <- %s upper=%s%s\n", op_names[o->kind],
+				o->dst + strlen(NEWROOT), o->lowerdir, o->tmpfs ? "tmpfs," : "",
+				o->tmpfs ? o->tmpfs : o->src + strlen(OLDROOT));
+			continue;
+		}
+		fprintf(out, "%-10s %s%s%s%s%s\n", op_names[o->kind], o->dst + strlen(NEWROOT),
+			o->src ? " <- " : "", o->src ? o->src + strlen(OLDROOT) : "",
+			o->data && o->kind != OP_FILE ? " " : "",
+			o->data && o->kind != OP_FILE ? o->data : "");
+	}
+}
+
+void pdk_mount_plan_free(struct pdk_mount_plan *plan)
+{
+	if (plan == NULL)
+		return;
+	for (size_t i = 0; i < plan->n; i++) {
+		free(plan->ops[i].src);
+		free(plan->ops[i].dst);
+		free(plan->ops[i].data);
+		pdk_strv_free(plan->ops[i].lowers);
+		free(plan->ops[i].lowerdir);
+		free(plan->ops[i].tmpfs);
+	}
+	free(plan->ops);
+	free(plan->root_opts);
+	free(plan);
+}
+
+/* ---- child side: no allocation below this line ---- */
+
+static int fail(char *errbuf, size_t len, const char *what, const char *a, const char *b)
+{
+	int e = errno;
+
+	(void)snprintf(errbuf, len, "%s '%s'%s%s%s: %s", what, a, b ? " on '" : "", b ? b : "",
+		       b ? "'" : "", strerror(e));
+	return -e;
+}
+
+/* mkdir -p for the parents of `path` (all but its last component). */
+static int make_parents(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *s = buf + 1; *s != '\0'; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	return 0;
+}
+
+/* mkdir -p for `path`; the last component is a dir or an empty file. */
+static int make_path(const char *path, bool last_is_dir)
+{
+	int rc = make_parents(path);
+	struct stat st;
+	int fd;
+
+	if (rc < 0)
+		return rc;
+	if (last_is_dir)
+		return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	/* A file that is there is a mount point as it is, even on a read-only bind. */
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+		return 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	(void)close(fd);
+	return 0;
+}
+
+#define FILE_LINKS_MAX 8 /* symlinks followed to a file bind's target */
+
+/* openat2() inside the root: -errno on failure. */
+static int open_in_root(int rootfd, const char *path, uint64_t flags)
+{
+	struct open_how how = {
+		.flags = flags | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, rootfd, path[0] ? path : ".", &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* The directory that holds path's last component (resolved in the root), and that component. */
+static int parent_in_root(int rootfd, char *path, const char **name)
+{
+	char *slash = strrchr(path, '/');
+	int fd;
+
+	if (slash == NULL) {
+		*name = path;
+		return open_in_root(rootfd, ".", O_PATH | O_DIRECTORY);
+	}
+	*slash = '\0';
+	fd = open_in_root(rootfd, path, O_PATH | O_DIRECTORY);
+	*slash = '/';
+	*name = slash + 1;
+	return fd;
+}
+
+/* mkdir -p inside the root for every directory above path's last component. */
+static int make_parents_in_root(int rootfd, char *path)
+{
+	for (char *s = strchr(path, '/'); s != NULL; s = strchr(s + 1, '/')) {
+		const char *name;
+		int fd, pfd, rc = 0;
+
+		*s = '\0';
+		fd = open_in_root(rootfd, path, O_PATH | O_DIRECTORY);
+		if (fd >= 0)
+			(void)close(fd);
+		else if (fd != -ENOENT)
+			rc = fd;
+		else if ((pfd = parent_in_root(rootfd, path, &name)) < 0)
+			rc = pfd;
+		else {
+			if (mkdirat(pfd, name, 0755) < 0 && errno != EEXIST)
+				rc = -errno;
+			(void)close(pfd);
+		}
+		*s = '/';
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Create the missing file `path` (an empty one) inside the root. */
+static int create_in_root(int rootfd, char *path)
+{
+	const char *name;
+	int rc = make_parents_in_root(rootfd, path);
+	int pfd, fd;
+
+	if (rc < 0)
+		return rc;
+	pfd = parent_in_root(rootfd, path, &name);
+	if (pfd < 0)
+		return pfd;
+	/* O_EXCL|O_NOFOLLOW: a link that appeared meanwhile is not followed out of the root. */
+	fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	rc = fd < 0 ? -errno : 0;
+	if (fd >= 0)
+		(void)close(fd);
+	(void)close(pfd);
+	return rc;
+}
+
+/* The next path of the chain: the link at `cur` read, made relative to the root. */
+static int follow_link(int rootfd, char *cur, size_t size)
+{
+	char target[PATH_MAX];
+	int fd = open_in_root(rootfd, cur, O_PATH | O_NOFOLLOW);
+	char *slash;
+	ssize_t n;
+	size_t dir, tlen;
+
+	if (fd < 0)
+		return fd;
+	n = readlinkat(fd, "", target, sizeof(target) - 1);
+	(void)close(fd);
+	if (n < 0)
+		return errno == ENOENT ? -EINVAL : -errno; /* not a link */
+	target[n] = '\0';
+	if (target[0] == '/') {
+		const char *t = target;
+
+		while (*t == '/')
+			t++;
+		tlen = strlen(t);
+		if (tlen >= size)
+			return -ENAMETOOLONG;
+		memmove(cur, t, tlen + 1);
+		return 0;
+	}
+	slash = strrchr(cur, '/');
+	dir = slash ? (size_t)(slash - cur) + 1 : 0;
+	tlen = (size_t)n;
+	if (dir + tlen >= size)
+		return -ENAMETOOLONG;
+	memcpy(cur + dir, target, tlen + 1);
+	return 0;
+}
+
+int pdk__mount_file_target_at(int rootfd, const char *path)
+{
+	char cur[PATH_MAX];
+	size_t len;
+	struct stat st;
+
+	while (*path == '/')
+		path++;
+	len = strlen(path);
+	if (len >= sizeof(cur))
+		return -ENAMETOOLONG;
+	memcpy(cur, path, len + 1);
+	for (int hops = 0; hops <= FILE_LINKS_MAX; hops++) {
+		int fd = open_in_root(rootfd, cur, O_PATH);
+		int rc;
+
+		if (fd >= 0) {
+			rc = fstat(fd, &st) < 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EINVAL;
+			if (rc == 0)
+				return fd;
+			(void)close(fd);
+			return rc;
+		}
+		if (fd != -ENOENT)
+			return fd;
+		/* Something on the way is missing: the last link's target, or cur itself. */
+		rc = follow_link(rootfd, cur, sizeof(cur));
+		if (rc == -ENOENT || rc == -EINVAL) {
+			rc = create_in_root(rootfd, cur);
+			if (rc < 0)
+				return rc;
+		} else if (rc < 0) {
+			return rc;
+		}
+	}
+	return -ELOOP;
+}
+
+int pdk__mount_bind_onto(const char *src, int target_fd, uint64_t attr)
+{
+	struct mount_attr ma = {.attr_set = attr};
+	int tree = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	int rc = -1;
+
+	if (tree < 0)
+		return -1;
+	if ((attr == 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) == 0) &&
+	    move_mount(tree, "", target_fd, "",
+		       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0)
+		rc = 0;
+	(void)close(tree);
+	return rc;
+}
+
+/*
+ * SECURITY: a file bind whose destination is a symlink (another
+ * distribution's bundle path) goes onto the link's target as the sandbox
+ * sees it, resolved inside the new root: never a path of the host.
+ */
+static int bind_file_via_link(const struct op *o, char *errbuf, size_t len)
+{
+	int root = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd, rc;
+
+	if (root < 0)
+		return fail(errbuf, len, "cannot open", NEWROOT, NULL);
+	fd = pdk__mount_file_target_at(root, o->dst + strlen(NEWROOT));
+	(void)close(root);
+	if (fd < 0) {
+		errno = -fd;
+		return fail(errbuf, len, "cannot find the file that the symlink leads to", o->dst,
+			    NULL);
+	}
+	rc = pdk__mount_bind_onto(o->src, fd, o->attr);
+	if (rc < 0)
+		rc = fail(errbuf, len, "cannot bind", o->src, o->dst);
+	(void)close(fd);
+	return rc;
+}
+
+static bool is_symlink(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+static int set_attr(const char *path, uint64_t attr, bool recursive)
+{
+	struct mount_attr ma = {.attr_set = attr};
+
+	if (attr == 0)
+		return 0;
+	return mount_setattr(AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &ma, sizeof(ma));
+}
+
+static int write_file(const char *path, const char *data)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int rc;
+
+	if (fd < 0)
+		return -1;
+	rc = pdk_write_all(fd, data, strlen(data));
+	(void)close(fd);
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
+static int apply_mask(const struct op *o)
+{
+	if (o->is_dir) {
+		if (mount("tmpfs", o->dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "mode=0555,size=4k,nr_inodes=2") < 0)
+			return -1;
+		return 0;
+	}
+	return mount(NEWROOT "/dev/null", o->dst, NULL, MS_BIND, NULL);
+}
+
+/* Append the filesystem context's own log (the kernel's reason) to errbuf. */
+static int fail_fs(int fs, char *errbuf, size_t len, const char *what, const char *a)
+{
+	int e = errno;
+	size_t used;
+	ssize_t n;
+
+	(void)fail(errbuf, len, what, a, NULL);
+	used = strlen(errbuf);
+	if (fs >= 0 && used + 4 < len) {
+		memcpy(errbuf + used, " (", 2);
+		n = read(fs, errbuf + used + 2, len - used - 4);
+		if (n > 0) {
+			used += 2 + (size_t)n;
+			if (errbuf[used - 1] == '\n')
+				used--;
+			errbuf[used++] = ')';
+		}
+		errbuf[used] = '\0';
+	}
+	return -e;
+}
+
+/*
+ * The workspace overlay, built with the new mount API so that every layer
+ * is one parameter ("lowerdir+", Linux 6.8) and no option string limits
+ * the number of snapshots; older kernels get the escaped "lowerdir" list.
+ * userxattr: inside a user namespace overlayfs keeps whiteouts and opaque
+ * marks in user.overlay.* xattrs.
+ */
+static int apply_overlay(const struct op *o, int *upper_fd, char *errbuf, size_t len)
+{
+	const char *upper = o->src, *work = o->data;
+	int fs = -1, mnt = -1, rc = -1;
+
+	if (o->tmpfs != NULL) {
+		if (mkdir("/wsupper", 0700) < 0 ||
+		    mount("tmpfs", "/wsupper", "tmpfs", MS_NOSUID | MS_NODEV, o->tmpfs) < 0)
+			return fail(errbuf, len,
+				    "cannot mount the workspace's disk-limited tmpfs on",
+				    "/wsupper", NULL);
+		if (mkdir("/wsupper/upper", 0700) < 0 || chmod("/wsupper/upper", o->mode) < 0 ||
+		    mkdir("/wsupper/work", 0700) < 0)
+			return fail(errbuf, len, "cannot prepare", "/wsupper", NULL);
+		*upper_fd = open("/wsupper/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (*upper_fd < 0)
+			return fail(errbuf, len, "cannot open", "/wsupper/upper", NULL);
+		upper = "/wsupper/upper";
+		work = "/wsupper/work";
+	}
+	fs = fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return fail(errbuf, len, "cannot create an overlay for", o->dst, NULL);
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", o->lowers[0], 0) == 0) {
+		for (size_t i = 1; o->lowers[i] != NULL; i++)
+			if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", o->lowers[i], 0) < 0) {
+				rc = fail_fs(fs, errbuf, len, "overlay: bad lower layer",
+					     o->lowers[i]);
+				goto out;
+			}
+	} else if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", o->lowerdir, 0) < 0) {
+		rc = fail_fs(fs, errbuf, len, "overlay: bad lower layers", o->lowerdir);
+		goto out;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0) {
+		rc = fail_fs(fs, errbuf, len, "overlay: bad upper layer", upper);
+		goto out;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0) {
+		rc = fail_fs(fs, errbuf, len, "overlay: bad work directory", work);
+		goto out;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		rc = fail_fs(fs, errbuf, len, "cannot create the workspace overlay on", o->dst);
+		goto out;
+	}
+	mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mnt < 0) {
+		rc = fail_fs(fs, errbuf, len, "cannot mount the workspace overlay on", o->dst);
+		goto out;
+	}
+	if (move_mount(mnt, "", AT_FDCWD, o->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		rc = fail(errbuf, len, "cannot attach the workspace overlay on", o->dst, NULL);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (mnt >= 0)
+		(void)close(mnt);
+	(void)close(fs);
+	return rc;
+}
+
+static int apply_op(const struct op *o, int *upper_fd, char *errbuf, size_t len)
+{
+	int rc = 0;
+
+	if (o->kind == OP_BIND && !o->is_dir && is_symlink(o->dst))
+		return bind_file_via_link(o, errbuf, len);
+	if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK) {
+		rc = make_path(o->dst, o->is_dir);
+		if (rc < 0) {
+			errno = -rc;
+			return fail(errbuf, len, "cannot create mount point", o->dst, NULL);
+		}
+	}
+	switch (o->kind) {
+	case OP_BIND:
+		if (mount(o->src, o->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+			return fail(errbuf, len, "cannot bind", o->src, o->dst);
+		if (set_attr(o->dst, o->attr, true) < 0)
+			return fail(errbuf, len, "cannot set mount attributes of", o->dst, NULL);
+		return 0;
+	case OP_TMPFS:
+		if (mount("tmpfs", o->dst, "tmpfs", MS_NOSUID | MS_NODEV, o->data) < 0)
+			return fail(errbuf, len, "cannot mount tmpfs on", o->dst, NULL);
+		if (set_attr(o->dst, o->attr, false) < 0)
+			return fail(errbuf, len, "cannot set mount attributes of", o->dst, NULL);
+		return 0;
+	case OP_PROC:
+		if (mount("proc", o->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+			return fail(errbuf, len, "cannot mount proc on", o->dst, NULL);
+		return 0;
+	case OP_DEVPTS:
+		if (mount("devpts", o->dst, "devpts", MS_NOSUID | MS_NOEXEC, o->data) < 0)
+			return fail(errbuf, len, "cannot mount devpts on", o->dst, NULL);
+		return 0;
+	case OP_SYMLINK:
+		rc = make_parents(o->dst);
+		if (rc < 0)
+			errno = -rc;
+		if (rc < 0 || symlink(o->data, o->dst) < 0)
+			return fail(errbuf, len, "cannot create symlink", o->dst, NULL);
+		return 0;
+	case OP_FILE:
+		if (write_file(o->dst, o->data) < 0)
+			return fail(errbuf, len, "cannot write", o->dst, NULL);
+		return 0;
+	case OP_ROBIND:
+		if (mount(o->dst, o->dst, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+		    set_attr(o->dst, o->attr, true) < 0) {
+			if (errno == ENOENT && o->optional)
+				return 0;
+			return fail(errbuf, len, "cannot make read-only", o->dst, NULL);
+		}
+		return 0;
+	case OP_MASK:
+		if (apply_mask(o) < 0 && !(errno == ENOENT && o->optional))
+			return fail(errbuf, len, "cannot hide", o->dst, NULL);
+		return 0;
+	case OP_OVERLAY:
+		return apply_overlay(o, upper_fd, errbuf, len);
+	default:
+		errno = EINVAL;
+		return fail(errbuf, len, "unknown mount operation for", o->dst, NULL);
+	}
+}
+
+/* Steps 1-2: slave mounts, scratch root on /tmp, host root at /oldroot, tmpfs at /newroot. */
+static int prepare_base(const struct pdk_mount_plan *plan, char *errbuf, size_t len)
+{
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return fail(errbuf, len, "cannot make mounts private", "/", NULL);
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16k") < 0)
+		return fail(errbuf, len, "cannot mount scratch tmpfs on", "/tmp", NULL);
+	if (chdir("/tmp") < 0 || mkdir("newroot", 0755) < 0 || mkdir("oldroot", 0755) < 0)
+		return fail(errbuf, len, "cannot prepare", "/tmp", NULL);
+	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
+		return fail(errbuf, len, "cannot pivot_root to", "/tmp", NULL);
+	if (chdir("/") < 0)
+		return fail(errbuf, len, "cannot chdir to", "/", NULL);
+	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, plan->root_opts) < 0)
+		return fail(errbuf, len, "cannot mount root tmpfs on", NEWROOT, NULL);
+	return 0;
+}
+
+/* Steps 4-5: make /newroot the root, drop the host tree, seal the root read-only. */
+static int switch_root(char *errbuf, size_t len)
+{
+	if (umount2(OLDROOT, MNT_DETACH) < 0)
+		return fail(errbuf, len, "cannot detach", OLDROOT, NULL);
+	if (chdir(NEWROOT) < 0)
+		return fail(errbuf, len, "cannot chdir to", NEWROOT, NULL);
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return fail(errbuf, len, "cannot pivot_root to", NEWROOT, NULL);
+	if (umount2(".", MNT_DETACH) < 0)
+		return fail(errbuf, len, "cannot detach", "the scratch root", NULL);
+	if (chdir("/") < 0)
+		return fail(errbuf, len, "cannot chdir to", "/", NULL);
+	/* SECURITY: the root holds only mount points and generated /etc files: seal it. */
+	if (set_attr("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
+		return fail(errbuf, len, "cannot make read-only", "/", NULL);
+	return 0;
+}
+
+int pdk_mount_apply_child(const struct pdk_mount_plan *plan, int *upper_fd, char *errbuf,
+			  size_t errlen)
+{
+	int rc = prepare_base(plan, errbuf, errlen);
+
+	*upper_fd = -1;
+	for (size_t i = 0; rc == 0 && i < plan->n; i++)
+		rc = apply_op(&plan->ops[i], upper_fd, errbuf, errlen);
+	if (rc == 0)
+		rc = switch_root(errbuf, errlen);
+	return rc;
+}

@@ -1,0 +1,95 @@
+/*
+ * mount.h - the sandbox's filesystem view.
+ *
+ * The parent turns the policy into a flat list of mount operations (a
+ * "plan"), with every host path checked (missing optional paths dropped,
+ * symlinks replicated as symlinks) and every string precomputed. The child
+ * replays the plan after clone:
+ *   1. make every inherited mount a slave (nothing propagates to the host);
+ *   2. a scratch tmpfs on /tmp becomes the root, the host root moves to
+ *      /oldroot (bubblewrap's trick, so host /tmp stays reachable as a source);
+ *   3. a fresh tmpfs at /newroot receives the binds, /proc, /dev, tmpfs
+ *      dirs and the generated /etc files;
+ *   4. pivot_root into /newroot and detach everything else;
+ *   5. the root tmpfs is made read-only.
+ * The same plan yields the Landlock rules that mirror the view.
+ */
+#ifndef PDK_MOUNT_H
+#define PDK_MOUNT_H
+
+#include "common.h"
+#include "base.h"
+#include "landlock.h"
+#include "policy.h"
+
+#include <stdio.h>
+#include <sys/types.h>
+
+struct pdk_mount_spec {
+	const struct pdk_policy *policy; /* borrowed */
+	const char *workspace;           /* absolute host path, or NULL for none */
+	enum pdk_ws_mode ws_mode;
+	/* PDK_WS_OVERLAY: the layers (workspace.h), host paths. */
+	char *const *ws_lowers; /* topmost first, the workspace last */
+	const char *ws_upper;
+	const char *ws_work;
+	uint64_t ws_disk;      /* bytes: upper and work live on a tmpfs of this size (0: on disk) */
+	char *const *extra_ro; /* more host paths bound read-only (may be NULL) */
+	char *const *extra_rw; /* more host paths bound read-write (may be NULL) */
+	char *const *ro_files; /* pairs: host file, path inside it is bound over read-only */
+	uid_t uid;             /* the user inside (== the caller's uid) */
+	gid_t gid;
+	const char *user_name; /* for the generated /etc/passwd */
+	const char *hostname;
+};
+
+struct pdk_mount_plan;
+
+/*
+ * Resolve the policy into a plan; add the matching Landlock rules to `ll`
+ * (may be NULL). Fails when a required source (the workspace, an explicit
+ * extra bind) is missing, or a path is not absolute.
+ */
+struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *spec,
+					  struct pdk_landlock *ll, struct pdk_error **err);
+
+/*
+ * Replay the plan in the child (new user + mount namespace, before
+ * Landlock and seccomp). On failure writes a message naming the operation,
+ * the paths and the errno into errbuf and returns -errno. No allocation.
+ * *upper_fd receives a directory fd of the tmpfs that holds a disk-limited
+ * workspace's upper layer (it outlives the sandbox's mounts), else -1.
+ */
+PDK_MUST_CHECK int pdk_mount_apply_child(const struct pdk_mount_plan *plan, int *upper_fd,
+					 char *errbuf, size_t errlen);
+
+/*
+ * Internals of a file bind whose destination is a symlink (a trust bundle
+ * path that is a link on this system), exposed for the unit tests. Both
+ * allocate nothing: they run in the sandbox's child.
+ *
+ * pdk__mount_file_target_at(): the regular file that `path` (relative to
+ * `rootfd`, a leading '/' ignored) names as the sandbox will see it: every
+ * symlink is followed inside `rootfd` (openat2 RESOLVE_IN_ROOT: an absolute
+ * target or ".." cannot leave the root; magic links are refused). When the
+ * last link of the chain dangles, its target is created inside the root: an
+ * empty file, mode 0644, missing parent directories 0755. Returns an O_PATH
+ * fd (caller closes), or -errno: ELOOP past 8 links, EINVAL when the target
+ * is not a regular file, EROFS and the like when it cannot be created.
+ *
+ * pdk__mount_bind_onto(): bind `src` (a file) onto the file `target_fd` (an
+ * O_PATH fd) with the mount attributes `attr` (MOUNT_ATTR_*), through
+ * open_tree() and move_mount(). 0, or -1 with errno set.
+ */
+int pdk__mount_file_target_at(int rootfd, const char *path);
+int pdk__mount_bind_onto(const char *src, int target_fd, uint64_t attr);
+
+/* Number of operations (tests, stats). */
+size_t pdk_mount_plan_len(const struct pdk_mount_plan *plan);
+
+/* Write the plan, one operation a line, for `paddock run --dry-run`-style debugging. */
+void pdk_mount_plan_print(const struct pdk_mount_plan *plan, FILE *out);
+
+void pdk_mount_plan_free(struct pdk_mount_plan *plan);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * sandbox-internal.h - state shared by sandbox.c (parent side) and
+ * sandbox-child.c (the child between its spawn and execveat of the init).
+ */
+#ifndef PDK_SANDBOX_INTERNAL_H
+#define PDK_SANDBOX_INTERNAL_H
+
+#include "common.h"
+#include "cgroup.h"
+#include "egress.h"
+#include "exectrace.h"
+#include "landlock.h"
+#include "mount.h"
+#include "sandbox.h"
+#include "seccomp.h"
+
+#include <poll.h>
+
+/* One-byte messages on the sync socket, each carrying an fd (SCM_RIGHTS). */
+#define PDK__CHILD_UPPER_FD  'U' /* the disk-limited workspace's upper layer */
+#define PDK__CHILD_NOTIFY_FD 'N' /* the exec-tracing seccomp listener */
+#define PDK__CHILD_EGRESS_FD 'E' /* the egress proxy's listening socket (allowlist mode) */
+
+/* What the child reports over the sync socket when a step fails. */
+struct pdk__child_error {
+	int err;
+	char msg[1024];
+};
+
+struct pdk_sandbox {
+	char id[37];
+	const struct pdk_sandbox_config *cfg; /* borrowed for the sandbox's life */
+	struct pdk_cgroup *cgroup;
+	struct pdk_landlock *landlock;
+	struct pdk_mount_plan *plan;
+	struct pdk_seccomp *seccomp;
+	char **init_argv; /* paddock-init CTL -- CMD... */
+	char *cwd;        /* inside */
+	uint64_t ns_flags;
+	uid_t uid;
+	gid_t gid;
+	int init_fd;     /* O_PATH of paddock-init */
+	int sync[2];     /* [0] parent, [1] child: SOCK_SEQPACKET, CLOEXEC */
+	int cg_procs[8]; /* cgroup.procs of each hierarchy, for the child to join */
+	size_t n_cg_procs;
+	int ctl[2]; /* [0] parent, [1] child -> init's control channel */
+	int pidfd;
+	int upper_fd;              /* tmpfs upper layer of a disk-limited workspace, or -1 */
+	int egress_fd;             /* allowlist mode: the listening socket from the child, or -1 */
+	struct pdk_egress *egress; /* allowlist mode: the running proxy */
+	struct pdk_net_rule *egress_rules; /* parsed network.allow */
+	size_t n_egress_rules;
+	struct pdk_egress_ca *egress_ca; /* HTTPS credential injection: the sandbox's CA, or NULL */
+	char *run_dir;                   /* per-run scratch directory (the trust bundle), or NULL */
+	char **ro_files;                 /* pairs host file, path inside, bound read-only */
+	char **ws_lowers;
+	pid_t pid; /* host pid of the init */
+	bool reaped;
+	uint64_t t_create_ns;
+	uint64_t t_exec_ns;
+	unsigned downgraded;
+	bool exec_trace;              /* the child loads the notify filter */
+	struct pdk_exectrace *tracer; /* answers it; from the child's 'N' message on */
+	/* Filled while waiting. */
+	int cmd_pid;
+	bool cmd_started;
+	bool got_exit;
+	int exec_errno;
+	int cmd_status;
+	uint64_t cmd_exec_ts_ns;
+	uint64_t rusage_cpu_us;
+	uint64_t rusage_maxrss_kb;
+	bool timed_out;
+	/* Service mode. */
+	uint64_t last_exec_id;
+};
+
+/* Slots of the supervisor's poll set before the exec tracer's. */
+enum { PFD_INIT, PFD_CTL, PFD_SIG, PFD_TRACE, PFD_FIXED };
+
+/*
+ * How late a traced exit may be collected when the kernel keeps exit
+ * statuses for pidfds: waking up for every exit cost a shell loop of
+ * short processes 14 % more time; collecting them after each exec
+ * notification, or after this long, costs next to nothing.
+ */
+#define PDK__EXIT_SWEEP_MS 50
+
+/* Collect the init's exit status once its pidfd is readable (or to wait for it). */
+void pdk__sandbox_reap_init(struct pdk_sandbox *sb);
+
+/*
+ * Answer exec notifications and report traced exits (pfd laid out as
+ * above: PFD_TRACE, then n exit pidfds from PFD_FIXED on unless `lazy`).
+ */
+void pdk__sandbox_on_trace(struct pdk_sandbox *sb, struct pollfd *pfd, size_t n, bool lazy);
+
+/*
+ * Runs in the child (pdk_proc_clone): shares the parent's memory, so it reads
+ * `sb` but never writes it, and never allocates. Never returns. With exec
+ * tracing a second parent thread runs meanwhile (sandbox.c start()); it
+ * writes only `upper_fd` and `tracer`, which the child does not read.
+ */
+int pdk__sandbox_child(void *sb);
+
+#endif

@@ -1,0 +1,1579 @@
+/*
+ * workspace.c - change sets: storage, snapshots, rollback, diff, import.
+ * The commit into the host directory is in ws-commit.c.
+ */
+#include "common.h"
+#include "base.h"
+#include "workspace.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define META      "meta.json"
+#define OPAQUE_XA "user.overlay.opaque"
+
+struct pdk_ws {
+	char id[37];
+	char *dir; /* STATE/ws/ID */
+	char *workspace;
+	char *sandbox;
+	uint64_t created_ns;
+	uint64_t disk_limit;
+	unsigned snaps;
+	/*
+	 * The layer each snapshot was taken on top of: parent[k] < k, and
+	 * parent[k] == k - 1 unless snapshot k was copied from a mounted upper
+	 * layer (pdk_ws_snapshot_copy). upper_base: the snapshot the upper
+	 * layer's changes are relative to (snaps, unless such copies were taken
+	 * since the upper layer was started).
+	 */
+	unsigned parent[PDK_WS_MAX_SNAP + 1];
+	unsigned upper_base;
+	uint64_t ws_dev;
+	uint64_t ws_ino;
+	char *upper;
+	char *work;
+	int lock_fd; /* the change set's directory, flocked; -1 */
+	/* Layer root fds for diff, opened on demand: 0 the workspace, 1..snaps, snaps+1 upper. */
+	int fds[PDK_WS_MAX_SNAP + 2];
+};
+
+static void close_fds(struct pdk_ws *ws)
+{
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(ws->fds); i++) {
+		if (ws->fds[i] >= 0)
+			(void)close(ws->fds[i]);
+		ws->fds[i] = -1;
+	}
+}
+
+static struct pdk_ws *ws_alloc(void)
+{
+	struct pdk_ws *ws = pdk_xcalloc(1, sizeof(*ws));
+
+	ws->lock_fd = -1;
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(ws->fds); i++)
+		ws->fds[i] = -1;
+	return ws;
+}
+
+void pdk_ws_free(struct pdk_ws *ws)
+{
+	if (ws == NULL)
+		return;
+	close_fds(ws);
+	if (ws->lock_fd >= 0)
+		(void)close(ws->lock_fd);
+	free(ws->dir);
+	free(ws->workspace);
+	free(ws->sandbox);
+	free(ws->upper);
+	free(ws->work);
+	free(ws);
+}
+
+/* Is `s` valid UTF-8? (JSON strings must be.) */
+static bool valid_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		size_t n = *p < 0x80             ? 0
+			   : (*p & 0xe0) == 0xc0 ? 1
+			   : (*p & 0xf0) == 0xe0 ? 2
+			   : (*p & 0xf8) == 0xf0 ? 3
+						 : 4;
+
+		if (n == 4 || (n == 1 && *p < 0xc2) || (n == 3 && *p > 0xf4))
+			return false;
+		for (size_t i = 1; i <= n; i++)
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+		if ((n == 2 && p[0] == 0xe0 && p[1] < 0xa0) ||
+		    (n == 2 && p[0] == 0xed && p[1] >= 0xa0) ||
+		    (n == 3 && p[0] == 0xf0 && p[1] < 0x90) ||
+		    (n == 3 && p[0] == 0xf4 && p[1] >= 0x90))
+			return false;
+		p += n + 1;
+	}
+	return true;
+}
+
+void pdk_ws_json_set_path(json_t *o, const char *key, const char *path)
+{
+	if (valid_utf8(path)) {
+		pdk_json_set(o, key, json_string(path));
+	} else {
+		_cleanup_free_ char *k = pdk_xasprintf("%s_hex", key);
+		size_t n = strlen(path);
+		_cleanup_free_ char *hex = pdk_xmalloc(2 * n + 1);
+
+		for (size_t i = 0; i < n; i++)
+			(void)snprintf(hex + 2 * i, 3, "%02x", (unsigned char)path[i]);
+		pdk_json_set(o, key, json_null());
+		pdk_json_set(o, k, json_string(hex));
+	}
+}
+
+/* The bytes of pdk_ws_json_set_path()'s KEY_hex form, or NULL. */
+static char *unhex(const char *hex)
+{
+	size_t n = strlen(hex);
+	char *out;
+
+	if (n % 2 != 0)
+		return NULL;
+	out = pdk_xmalloc(n / 2 + 1);
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1 || v == 0) {
+			free(out);
+			return NULL;
+		}
+		out[i] = (char)v;
+	}
+	out[n / 2] = '\0';
+	return out;
+}
+
+static void set_paths(struct pdk_ws *ws)
+{
+	free(ws->upper);
+	free(ws->work);
+	ws->upper = pdk_xasprintf("%s/upper", ws->dir);
+	ws->work = pdk_xasprintf("%s/work", ws->dir);
+}
+
+/* Each snapshot on top of the one before, the upper layer on top of the last. */
+static bool linear(const struct pdk_ws *ws)
+{
+	for (unsigned k = 1; k <= ws->snaps; k++)
+		if (ws->parent[k] != k - 1)
+			return false;
+	return ws->upper_base == ws->snaps;
+}
+
+static void set_linear(struct pdk_ws *ws)
+{
+	for (unsigned k = 1; k <= ws->snaps; k++)
+		ws->parent[k] = k - 1;
+	ws->upper_base = ws->snaps;
+}
+
+/* "parents" and "upper_base" of meta.json (absent: linear); false when they do not fit. */
+static bool read_parents(struct pdk_ws *ws, const json_t *m)
+{
+	const json_t *p = json_object_get(m, "parents");
+	const json_t *b = json_object_get(m, "upper_base");
+	size_t i;
+	json_t *v;
+
+	set_linear(ws);
+	if (p == NULL && b == NULL)
+		return true;
+	if (!json_is_array(p) || json_array_size(p) != ws->snaps || !json_is_integer(b) ||
+	    json_integer_value(b) < 0 || json_integer_value(b) > (json_int_t)ws->snaps)
+		return false;
+	json_array_foreach(p, i, v)
+	{
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > (json_int_t)i) /* parent[i + 1] <= i */
+			return false;
+		ws->parent[i + 1] = (unsigned)json_integer_value(v);
+	}
+	ws->upper_base = (unsigned)json_integer_value(b);
+	return true;
+}
+
+/* meta.json is replaced atomically: written beside, then renamed over. */
+static int write_meta(const struct pdk_ws *ws, struct pdk_error **err)
+{
+	_cleanup_json_ json_t *m = json_object();
+	_cleanup_free_ char *text = NULL;
+	_cleanup_free_ char *tmp = pdk_xasprintf("%s/" META ".tmp", ws->dir);
+	_cleanup_free_ char *dst = pdk_xasprintf("%s/" META, ws->dir);
+	_cleanup_close_ int fd = -1;
+	int rc;
+
+	pdk_json_set(m, "version", json_integer(1));
+	pdk_json_set(m, "id", json_string(ws->id));
+	pdk_ws_json_set_path(m, "workspace", ws->workspace);
+	pdk_json_set(m, "workspace_dev", json_integer((json_int_t)ws->ws_dev));
+	pdk_json_set(m, "workspace_ino", json_integer((json_int_t)ws->ws_ino));
+	pdk_json_set(m, "sandbox", ws->sandbox ? json_string(ws->sandbox) : json_null());
+	pdk_json_set(m, "created_ns", json_integer((json_int_t)ws->created_ns));
+	pdk_json_set(m, "snapshots", json_integer(ws->snaps));
+	pdk_json_set(m, "disk_limit", json_integer((json_int_t)ws->disk_limit));
+	if (!linear(ws)) {
+		json_t *p = json_array();
+
+		for (unsigned k = 1; k <= ws->snaps; k++)
+			json_array_append_new(p, json_integer(ws->parent[k]));
+		pdk_json_set(m, "parents", p);
+		pdk_json_set(m, "upper_base", json_integer(ws->upper_base));
+	}
+	text = pdk_json_dump_line(m);
+	if (text == NULL)
+		return pdk_error_setx(err, EINVAL,
+				      "cannot encode '%s' (is the workspace path UTF-8?)", dst);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return pdk_error_set(err, errno, "cannot create '%s'", tmp);
+	rc = pdk_write_all(fd, text, strlen(text));
+	if (rc < 0)
+		return pdk_error_set(err, -rc, "cannot write '%s'", tmp);
+	if (rename(tmp, dst) < 0)
+		return pdk_error_set(err, errno, "cannot rename '%s' to '%s'", tmp, dst);
+	return 0;
+}
+
+/* obj[key] as a string; NULL when absent, null or not a string. */
+static const char *str_or_null(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+static int read_meta(struct pdk_ws *ws, struct pdk_error **err)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/" META, ws->dir);
+	_cleanup_free_ char *text = NULL;
+	_cleanup_json_ json_t *m = NULL;
+	json_error_t je;
+	const char *id = NULL, *wsp, *hex;
+	json_int_t ver = 0, dev = 0, ino = 0, created = 0, snaps = 0, limit = 0;
+
+	if (pdk_read_file_at(AT_FDCWD, path, 1 << 16, &text, err) < 0)
+		return -(*err)->status;
+	m = json_loads(text, 0, &je);
+	if (m == NULL ||
+	    json_unpack(m, "{s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "version", &ver, "id", &id,
+			"workspace_dev", &dev, "workspace_ino", &ino, "created_ns", &created,
+			"snapshots", &snaps, "disk_limit", &limit) < 0 ||
+	    ver != 1 || strlen(id) != 36 || snaps < 0 || snaps > PDK_WS_MAX_SNAP)
+		return pdk_error_setx(err, EINVAL, "'%s' is not a valid change set record", path);
+	/* The workspace path is a string, or hex when it is not UTF-8. */
+	wsp = str_or_null(m, "workspace");
+	hex = str_or_null(m, "workspace_hex");
+	ws->workspace = wsp ? pdk_xstrdup(wsp) : hex ? unhex(hex) : NULL;
+	if (ws->workspace == NULL || ws->workspace[0] != '/')
+		return pdk_error_setx(err, EINVAL, "'%s' names no workspace", path);
+	memcpy(ws->id, id, 37);
+	ws->sandbox = str_or_null(m, "sandbox") ? pdk_xstrdup(str_or_null(m, "sandbox")) : NULL;
+	ws->ws_dev = (uint64_t)dev;
+	ws->ws_ino = (uint64_t)ino;
+	ws->created_ns = (uint64_t)created;
+	ws->snaps = (unsigned)snaps;
+	ws->disk_limit = (uint64_t)limit;
+	if (!read_parents(ws, m))
+		return pdk_error_setx(err, EINVAL, "'%s' has layer parents that do not fit", path);
+	return 0;
+}
+
+/* Is `inner` equal to or below `outer` (both absolute, canonical)? */
+static bool path_within(const char *inner, const char *outer)
+{
+	size_t n = strlen(outer);
+
+	if (strcmp(outer, "/") == 0)
+		return true;
+	return strncmp(inner, outer, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
+}
+
+/* A fresh, empty layer directory with the permissions of the workspace root. */
+static int make_layer_dir(const char *path, mode_t mode, struct pdk_error **err)
+{
+	if (mkdir(path, 0700) < 0)
+		return pdk_error_set(err, errno, "cannot create '%s'", path);
+	if (chmod(path, mode & 07777) < 0)
+		return pdk_error_set(err, errno, "cannot set the mode of '%s'", path);
+	return 0;
+}
+
+static int reset_work(struct pdk_ws *ws, struct pdk_error **err)
+{
+	int rc = pdk_rm_rf_at(AT_FDCWD, ws->work);
+
+	if (rc < 0)
+		return pdk_error_set(err, -rc, "cannot clear '%s'", ws->work);
+	if (mkdir(ws->work, 0700) < 0)
+		return pdk_error_set(err, errno, "cannot create '%s'", ws->work);
+	return 0;
+}
+
+int pdk_ws_create(const char *state_dir, const char *workspace, const char *sandbox_id,
+		  uint64_t disk_limit, struct pdk_ws **out, struct pdk_error **err)
+{
+	struct pdk_ws *ws = ws_alloc();
+	_cleanup_free_ char *root = NULL;
+	char real[PATH_MAX];
+	struct stat st;
+	int rc;
+
+	if (stat(workspace, &st) < 0) {
+		rc = pdk_error_set(err, errno, "workspace '%s'", workspace);
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		rc = pdk_error_setx(err, ENOTDIR, "workspace '%s' is not a directory", workspace);
+		goto fail;
+	}
+	root = pdk_xasprintf("%s/ws", state_dir);
+	rc = pdk_mkdir_p(root, err);
+	if (rc < 0)
+		goto fail;
+	if (realpath(root, real) == NULL) {
+		rc = pdk_error_set(err, errno, "state directory '%s'", root);
+		goto fail;
+	}
+	if (path_within(real, workspace)) {
+		rc = pdk_error_setx(
+			err, EINVAL,
+			"the state directory '%s' is inside the workspace '%s': an overlay "
+			"cannot keep its changes there; set PADDOCK_STATE_DIR to a "
+			"directory outside it",
+			real, workspace);
+		goto fail;
+	}
+	pdk_make_id(ws->id);
+	ws->dir = pdk_xasprintf("%s/%s", real, ws->id);
+	ws->workspace = pdk_xstrdup(workspace);
+	ws->sandbox = sandbox_id ? pdk_xstrdup(sandbox_id) : NULL;
+	ws->created_ns = pdk_now_real_ns();
+	ws->disk_limit = disk_limit;
+	ws->ws_dev = st.st_dev;
+	ws->ws_ino = st.st_ino;
+	set_paths(ws);
+	if (mkdir(ws->dir, 0700) < 0) {
+		rc = pdk_error_set(err, errno, "cannot create '%s'", ws->dir);
+		goto fail;
+	}
+	/* layers/ comes with the first snapshot. */
+	if (mkdir(ws->work, 0700) < 0) {
+		rc = pdk_error_set(err, errno, "cannot create '%s'", ws->work);
+		goto remove;
+	}
+	rc = make_layer_dir(ws->upper, st.st_mode, err);
+	if (rc == 0)
+		rc = write_meta(ws, err);
+	if (rc == 0)
+		rc = pdk_ws_lock(ws, err);
+	if (rc < 0)
+		goto remove;
+	*out = ws;
+	return 0;
+remove:
+	(void)!pdk_rm_rf_at(AT_FDCWD, ws->dir);
+fail:
+	pdk_ws_free(ws);
+	return rc;
+}
+
+static bool valid_id_prefix(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n < 4 || n > 36)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f') ||
+		      id[i] == '-'))
+			return false;
+	return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int pdk_ws_list(const char *state_dir, char ***ids, struct pdk_error **err)
+{
+	_cleanup_free_ char *root = pdk_xasprintf("%s/ws", state_dir);
+	_cleanup_closedir_ DIR *d = opendir(root);
+	struct dirent *de;
+	char **v = NULL;
+
+	*ids = NULL;
+	if (d == NULL && errno == ENOENT) {
+		*ids = pdk_xcalloc(1, sizeof(char *));
+		return 0;
+	}
+	if (d == NULL)
+		return pdk_error_set(err, errno, "cannot read '%s'", root);
+	while ((de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+
+		if (n == 36 && valid_id_prefix(de->d_name))
+			pdk_strv_push(&v, de->d_name);
+		/* A removal that was interrupted (pdk_ws_remove renames first): finish it. */
+		else if (n == 36 + strlen(".removing") && strcmp(de->d_name + 36, ".removing") == 0)
+			(void)!pdk_rm_rf_at(dirfd(d), de->d_name);
+	}
+	if (v == NULL)
+		v = pdk_xcalloc(1, sizeof(char *));
+	/* UUIDv7 text sorts by creation time. */
+	qsort(v, pdk_strv_len(v), sizeof(char *), cmp_str);
+	*ids = v;
+	return 0;
+}
+
+int pdk_ws_open(const char *state_dir, const char *id, struct pdk_ws **out, struct pdk_error **err)
+{
+	_cleanup_strv_ char **ids = NULL;
+	const char *match = NULL;
+	struct pdk_ws *ws;
+	int rc;
+
+	if (!valid_id_prefix(id))
+		return pdk_error_setx(err, EINVAL,
+				      "'%s' is not a change set id (at least 4 characters of one)",
+				      id);
+	rc = pdk_ws_list(state_dir, &ids, err);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; ids[i] != NULL; i++) {
+		if (strncmp(ids[i], id, strlen(id)) != 0)
+			continue;
+		if (match != NULL)
+			return pdk_error_setx(err, EEXIST, "'%s' matches more than one change set",
+					      id);
+		match = ids[i];
+	}
+	if (match == NULL)
+		return pdk_error_setx(err, ENOENT, "no change set '%s' in '%s/ws'", id, state_dir);
+	ws = ws_alloc();
+	ws->dir = pdk_xasprintf("%s/ws/%s", state_dir, match);
+	rc = read_meta(ws, err);
+	if (rc == -ENOENT) {
+		pdk_error_free(err);
+		rc = pdk_error_setx(err, ENOENT, "change set '%s' is being removed", match);
+	}
+	if (rc < 0) {
+		pdk_ws_free(ws);
+		return rc;
+	}
+	set_paths(ws);
+	*out = ws;
+	return 0;
+}
+
+int pdk_ws_lock(struct pdk_ws *ws, struct pdk_error **err)
+{
+	if (ws->lock_fd >= 0)
+		return 0;
+	ws->lock_fd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (ws->lock_fd < 0)
+		return pdk_error_set(err, errno, "cannot open '%s'", ws->dir);
+	if (flock(ws->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+
+		(void)close(ws->lock_fd);
+		ws->lock_fd = -1;
+		if (e == EWOULDBLOCK)
+			return pdk_error_setx(err, EBUSY,
+					      "change set %s is in use (by a running sandbox or "
+					      "another 'paddock ws')",
+					      ws->id);
+		return pdk_error_set(err, e, "cannot lock '%s'", ws->dir);
+	}
+	return 0;
+}
+
+const char *pdk_ws_id(const struct pdk_ws *ws)
+{
+	return ws->id;
+}
+
+const char *pdk_ws_workspace(const struct pdk_ws *ws)
+{
+	return ws->workspace;
+}
+
+const char *pdk_ws_dir(const struct pdk_ws *ws)
+{
+	return ws->dir;
+}
+
+const char *pdk_ws_sandbox(const struct pdk_ws *ws)
+{
+	return ws->sandbox;
+}
+
+uint64_t pdk_ws_created_ns(const struct pdk_ws *ws)
+{
+	return ws->created_ns;
+}
+
+unsigned pdk_ws_snapshots(const struct pdk_ws *ws)
+{
+	return ws->snaps;
+}
+
+uint64_t pdk_ws_disk_limit(const struct pdk_ws *ws)
+{
+	return ws->disk_limit;
+}
+
+const char *pdk_ws_upper_path(const struct pdk_ws *ws)
+{
+	return ws->upper;
+}
+
+const char *pdk_ws_work_path(const struct pdk_ws *ws)
+{
+	return ws->work;
+}
+
+char **pdk_ws_lower_paths(const struct pdk_ws *ws)
+{
+	char **v = NULL;
+
+	for (unsigned i = ws->upper_base; i >= 1; i = ws->parent[i])
+		pdk_strv_push_take(&v, pdk_xasprintf("%s/layers/%u", ws->dir, i));
+	pdk_strv_push(&v, ws->workspace);
+	return v;
+}
+
+int pdk_ws_snapshot(struct pdk_ws *ws, struct pdk_error **err)
+{
+	_cleanup_free_ char *layer = NULL;
+	struct stat st;
+	int rc;
+
+	if (ws->snaps >= PDK_WS_MAX_SNAP)
+		return pdk_error_setx(err, ENOSPC, "change set %s already has %d snapshots", ws->id,
+				      PDK_WS_MAX_SNAP);
+	if (stat(ws->upper, &st) < 0)
+		return pdk_error_set(err, errno, "cannot read '%s'", ws->upper);
+	close_fds(ws);
+	layer = pdk_xasprintf("%s/layers", ws->dir);
+	if (mkdir(layer, 0700) < 0 && errno != EEXIST)
+		return pdk_error_set(err, errno, "cannot create '%s'", layer);
+	free(layer);
+	layer = pdk_xasprintf("%s/layers/%u", ws->dir, ws->snaps + 1);
+	if (rename(ws->upper, layer) < 0)
+		return pdk_error_set(err, errno, "cannot freeze '%s' as '%s'", ws->upper, layer);
+	rc = make_layer_dir(ws->upper, st.st_mode, err);
+	if (rc == 0)
+		rc = reset_work(ws, err);
+	if (rc < 0) {
+		/* Put the layer back so the change set stays as it was. */
+		(void)rmdir(ws->upper);
+		(void)rename(layer, ws->upper);
+		return rc;
+	}
+	ws->snaps++;
+	ws->parent[ws->snaps] = ws->upper_base;
+	ws->upper_base = ws->snaps;
+	rc = write_meta(ws, err);
+	return rc < 0 ? rc : (int)ws->snaps;
+}
+
+int pdk_ws_rollback(struct pdk_ws *ws, unsigned snap, struct pdk_error **err)
+{
+	_cleanup_free_ char *trash = pdk_xasprintf("%s/upper.rollback", ws->dir);
+	struct stat st;
+	unsigned old = ws->snaps, old_base = ws->upper_base;
+	int rc;
+
+	if (snap > ws->snaps)
+		return pdk_error_setx(err, ENOENT, "change set %s has no snapshot %u (it has %u)",
+				      ws->id, snap, ws->snaps);
+	if (stat(ws->upper, &st) < 0)
+		return pdk_error_set(err, errno, "cannot read '%s'", ws->upper);
+	close_fds(ws);
+	rc = pdk_rm_rf_at(AT_FDCWD, trash);
+	if (rc == 0 && rename(ws->upper, trash) < 0)
+		rc = -errno;
+	if (rc < 0)
+		return pdk_error_set(err, -rc, "cannot set aside '%s'", ws->upper);
+	rc = make_layer_dir(ws->upper, st.st_mode, err);
+	if (rc < 0)
+		return rc;
+	/* From here the record says `snap`: a crash below leaves unused layers, no mixed state. */
+	ws->snaps = snap;
+	ws->upper_base = snap;
+	rc = write_meta(ws, err);
+	if (rc < 0) {
+		ws->snaps = old;
+		ws->upper_base = old_base;
+		return rc;
+	}
+	for (unsigned i = old; i > snap; i--) {
+		_cleanup_free_ char *layer = pdk_xasprintf("%s/layers/%u", ws->dir, i);
+
+		rc = pdk_rm_rf_at(AT_FDCWD, layer);
+		if (rc < 0)
+			return pdk_error_set(err, -rc, "cannot remove '%s'", layer);
+	}
+	rc = pdk_rm_rf_at(AT_FDCWD, trash);
+	if (rc < 0)
+		return pdk_error_set(err, -rc, "cannot remove '%s'", trash);
+	return reset_work(ws, err);
+}
+
+/*
+ * The common case, a set that never held anything (a run that changed
+ * nothing): its known entries, without reading directories. false when
+ * anything else is there.
+ */
+static bool remove_empty(struct pdk_ws *ws)
+{
+	static const char *const dirs[] = {"upper", "work/work", "work/index", "work", "layers"};
+	_cleanup_close_ int fd = -1;
+
+	if (ws->snaps > 0)
+		return false;
+	fd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || unlinkat(fd, META, 0) < 0)
+		return false;
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(dirs); i++)
+		if (unlinkat(fd, dirs[i], AT_REMOVEDIR) < 0 && errno != ENOENT)
+			return false;
+	return rmdir(ws->dir) == 0;
+}
+
+int pdk_ws_remove(struct pdk_ws *ws, struct pdk_error **err)
+{
+	_cleanup_free_ char *trash = NULL;
+	int rc;
+
+	close_fds(ws);
+	if (remove_empty(ws))
+		return 0;
+	/* Out of the way first (one rename), so no one opens a half-removed set. */
+	trash = pdk_xasprintf("%s.removing", ws->dir);
+	if (rename(ws->dir, trash) == 0) {
+		rc = pdk_rm_rf_at(AT_FDCWD, trash);
+		if (rc < 0)
+			return pdk_error_set(err, -rc, "cannot remove change set '%s'", trash);
+		return 0;
+	}
+	rc = pdk_rm_rf_at(AT_FDCWD, ws->dir);
+	if (rc < 0)
+		return pdk_error_set(err, -rc, "cannot remove change set '%s'", ws->dir);
+	return 0;
+}
+
+/* ---- diff ---- */
+
+/* The directories that make up one directory of a merged view, topmost first. */
+struct stack {
+	unsigned n;
+	unsigned idx[PDK_WS_MAX_SNAP + 2]; /* layer index */
+	int fd[PDK_WS_MAX_SNAP + 2];
+	bool owned; /* fds are ours to close (false for the layer roots) */
+};
+
+struct ent {
+	bool exists;
+	unsigned layer;
+	struct stat st;
+};
+
+struct walk {
+	struct pdk_ws *ws;
+	bool shared[PDK_WS_MAX_SNAP + 2]; /* the layers both views are made of */
+	struct pdk_ws_diff *out;
+	size_t cap;
+	struct pdk_error **err;
+};
+
+static void stack_release(struct stack *s)
+{
+	if (s->owned)
+		for (unsigned i = 0; i < s->n; i++)
+			(void)close(s->fd[i]);
+	s->n = 0;
+}
+
+static bool is_whiteout(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && st->st_rdev == makedev(0, 0);
+}
+
+static bool is_opaque(int dirfd)
+{
+	char v[4];
+	ssize_t n = fgetxattr(dirfd, OPAQUE_XA, v, sizeof(v));
+
+	return n == 1 && v[0] == 'y';
+}
+
+/*
+ * Find `name` in the merged directory `s`: the topmost entry wins; a
+ * whiteout hides everything below it; a directory merges with directories
+ * below it until an opaque one. With `child`, collect the merged child
+ * directory. 0 or -errno.
+ */
+static int lookup(const struct stack *s, const char *name, struct ent *e, struct stack *child)
+{
+	e->exists = false;
+	if (child != NULL) {
+		child->n = 0;
+		child->owned = true;
+	}
+	for (unsigned i = 0; i < s->n; i++) {
+		struct stat st;
+		int fd;
+
+		if (fstatat(s->fd[i], name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				continue;
+			return -errno;
+		}
+		if (is_whiteout(&st))
+			break;
+		if (!e->exists) {
+			e->exists = true;
+			e->layer = s->idx[i];
+			e->st = st;
+		}
+		if (!S_ISDIR(st.st_mode) || child == NULL)
+			break;
+		fd = openat(s->fd[i], name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		child->idx[child->n] = s->idx[i];
+		child->fd[child->n++] = fd;
+		if (is_opaque(fd))
+			break;
+	}
+	return 0;
+}
+
+/*
+ * Add to *names the names in the directories of `s`, but for those of
+ * layers `skip` marks (skip NULL: all). Sorted, without duplicates.
+ */
+static int collect_names(const struct stack *s, const bool *skip, char ***names)
+{
+	char **v = *names;
+	size_t n = pdk_strv_len(v), cap = v != NULL ? n + 1 : 0; /* slots, the NULL's included */
+
+	for (unsigned i = 0; i < s->n; i++) {
+		int fd;
+		DIR *d;
+		struct dirent *de;
+
+		if (skip != NULL && skip[s->idx[i]])
+			continue;
+		fd = openat(s->fd[i], ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+			int e = errno;
+
+			if (fd >= 0)
+				(void)close(fd);
+			pdk_strv_free(v);
+			*names = NULL;
+			return -e;
+		}
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+				continue;
+			if (n + 2 > cap) {
+				cap = cap >= 32 ? cap * 2 : 64;
+				v = pdk_xrealloc(v, cap * sizeof(char *));
+			}
+			v[n++] = pdk_xstrdup(de->d_name);
+			v[n] = NULL;
+		}
+		(void)closedir(d);
+	}
+	if (v == NULL)
+		v = pdk_xcalloc(1, sizeof(char *));
+	qsort(v, n, sizeof(char *), cmp_str);
+	/* Drop duplicates (the same name in several layers). */
+	size_t w = 0;
+	for (size_t r = 0; r < n; r++) {
+		if (w > 0 && strcmp(v[w - 1], v[r]) == 0) {
+			free(v[r]);
+			continue;
+		}
+		v[w++] = v[r];
+	}
+	v[w] = NULL;
+	*names = v;
+	return 0;
+}
+
+static int root_fd(struct pdk_ws *ws, unsigned idx, struct pdk_error **err)
+{
+	_cleanup_free_ char *path = NULL;
+	int fd;
+
+	if (ws->fds[idx] >= 0)
+		return ws->fds[idx];
+	if (idx == 0)
+		path = pdk_xstrdup(ws->workspace);
+	else if (idx == ws->snaps + 1)
+		path = pdk_xstrdup(ws->upper);
+	else
+		path = pdk_xasprintf("%s/layers/%u", ws->dir, idx);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return pdk_error_set(err, errno, "cannot open layer '%s'", path);
+	ws->fds[idx] = fd;
+	return fd;
+}
+
+/* The layers of the view `top` (a snapshot, or snaps + 1 for the upper layer), topmost first. */
+static void root_stack(struct pdk_ws *ws, unsigned top, struct stack *s)
+{
+	unsigned i = top;
+
+	s->n = 0;
+	s->owned = false;
+	if (top == ws->snaps + 1) {
+		s->idx[s->n] = top;
+		s->fd[s->n++] = ws->fds[top];
+		i = ws->upper_base;
+	}
+	for (;;) {
+		s->idx[s->n] = i;
+		s->fd[s->n++] = ws->fds[i];
+		if (i == 0)
+			break;
+		i = ws->parent[i];
+	}
+}
+
+static struct pdk_ws_change *add_change(struct walk *w, const char *path, enum pdk_ws_kind kind)
+{
+	struct pdk_ws_change *c;
+
+	if (w->out->n == w->cap) {
+		w->cap = w->cap ? w->cap * 2 : 256;
+		w->out->v = pdk_xrealloc(w->out->v, w->cap * sizeof(*c));
+	}
+	c = &w->out->v[w->out->n++];
+	memset(c, 0, sizeof(*c));
+	c->path = pdk_xstrdup(path);
+	c->kind = kind;
+	c->src_fd = c->base_fd = -1;
+	return c;
+}
+
+static char *read_link(int layer_fd, const char *path, size_t size)
+{
+	char *buf = pdk_xmalloc(size + 1);
+	ssize_t n = readlinkat(layer_fd, path, buf, size + 1);
+
+	if (n < 0 || (size_t)n > size) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* 1 when the two regular files have the same bytes, 0 when not, -errno. */
+static int same_content(int a_dir, const char *a_path, int b_dir, const char *b_path)
+{
+	_cleanup_close_ int a = openat(a_dir, a_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int b = openat(b_dir, b_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *ba = NULL;
+	_cleanup_free_ char *bb = NULL;
+	const size_t chunk = 65536;
+
+	if (a < 0 || b < 0)
+		return -errno;
+	ba = pdk_xmalloc(chunk);
+	bb = pdk_xmalloc(chunk);
+	for (;;) {
+		ssize_t na = pdk_read_all(a, ba, chunk);
+		ssize_t nb = pdk_read_all(b, bb, chunk);
+
+		if (na < 0 || nb < 0)
+			return (int)(na < 0 ? na : nb);
+		if (na != nb || memcmp(ba, bb, (size_t)na) != 0)
+			return 0;
+		if (na == 0)
+			return 1;
+	}
+}
+
+static void fill_new(struct walk *w, struct pdk_ws_change *c, const struct ent *e)
+{
+	c->mode = e->st.st_mode;
+	c->size = S_ISREG(e->st.st_mode) || S_ISLNK(e->st.st_mode) ? (uint64_t)e->st.st_size : 0;
+	c->src_fd = w->ws->fds[e->layer];
+	if (S_ISLNK(e->st.st_mode))
+		c->link = read_link(c->src_fd, c->path, (size_t)e->st.st_size);
+}
+
+static void fill_old(struct walk *w, struct pdk_ws_change *c, const struct ent *e)
+{
+	c->old_mode = e->st.st_mode;
+	c->old_size =
+		S_ISREG(e->st.st_mode) || S_ISLNK(e->st.st_mode) ? (uint64_t)e->st.st_size : 0;
+	c->base_fd = w->ws->fds[e->layer];
+}
+
+static char *join(const char *dir, const char *name)
+{
+	return dir[0] ? pdk_xasprintf("%s/%s", dir, name) : pdk_xstrdup(name);
+}
+
+/* Every entry of the old merged directory `s` (at `dir`) is gone. */
+static int list_deleted(struct walk *w, const struct stack *s, const char *dir)
+{
+	_cleanup_strv_ char **names = NULL;
+	int rc = collect_names(s, NULL, &names);
+
+	if (rc < 0)
+		return pdk_error_set(w->err, -rc, "cannot read '%s' in the workspace", dir);
+	for (size_t i = 0; names[i] != NULL; i++) {
+		_cleanup_free_ char *path = join(dir, names[i]);
+		struct stack child;
+		struct ent e;
+
+		rc = lookup(s, names[i], &e, &child);
+		if (rc < 0)
+			return pdk_error_set(w->err, -rc, "cannot look up '%s'", path);
+		if (e.exists) {
+			fill_old(w, add_change(w, path, PDK_WS_DELETED), &e);
+			if (S_ISDIR(e.st.st_mode))
+				rc = list_deleted(w, &child, path);
+		}
+		stack_release(&child);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int walk_dir(struct walk *w, const struct stack *nw, const struct stack *old,
+		    const char *dir);
+
+/* Compare one name present in the new and/or old view. */
+static int compare(struct walk *w, const char *path, const struct ent *ne, const struct ent *oe,
+		   const struct stack *nchild, const struct stack *ochild)
+{
+	static const struct stack empty = {0};
+	mode_t nt = ne->st.st_mode & S_IFMT, ot = oe->st.st_mode & S_IFMT;
+	bool mode_differs = (ne->st.st_mode & 07777) != (oe->st.st_mode & 07777);
+	struct pdk_ws_change *c;
+	int same;
+
+	if (!ne->exists && !oe->exists)
+		return 0;
+	if (ne->exists && oe->exists && ne->layer == oe->layer)
+		return 0; /* the same entry of a layer both views share */
+	if (!oe->exists || !ne->exists || nt != ot) {
+		enum pdk_ws_kind k = !oe->exists   ? PDK_WS_ADDED
+				     : !ne->exists ? PDK_WS_DELETED
+						   : PDK_WS_REPLACED;
+
+		c = add_change(w, path, k);
+		if (ne->exists)
+			fill_new(w, c, ne);
+		if (oe->exists)
+			fill_old(w, c, oe);
+		if (k == PDK_WS_DELETED && ot == S_IFDIR)
+			return list_deleted(w, ochild, path);
+		if (ne->exists && nt == S_IFDIR)
+			return walk_dir(w, nchild, &empty, path);
+		return 0;
+	}
+	switch (nt) {
+	case S_IFDIR:
+		if (mode_differs) {
+			c = add_change(w, path, PDK_WS_MODE);
+			fill_new(w, c, ne);
+			fill_old(w, c, oe);
+		}
+		return walk_dir(w, nchild, ochild, path);
+	case S_IFREG:
+		same = ne->st.st_size != oe->st.st_size ? 0
+							: same_content(w->ws->fds[ne->layer], path,
+								       w->ws->fds[oe->layer], path);
+		if (same < 0)
+			same = 0; /* unreadable: report it as modified rather than hide it */
+		if (same && !mode_differs)
+			return 0;
+		break;
+	case S_IFLNK: {
+		_cleanup_free_ char *a =
+			read_link(w->ws->fds[ne->layer], path, (size_t)ne->st.st_size);
+		_cleanup_free_ char *b =
+			read_link(w->ws->fds[oe->layer], path, (size_t)oe->st.st_size);
+
+		same = a != NULL && b != NULL && strcmp(a, b) == 0;
+		if (same)
+			return 0; /* a symlink's mode means nothing */
+		break;
+	}
+	default:
+		same = ne->st.st_rdev == oe->st.st_rdev;
+		if (same && !mode_differs)
+			return 0;
+		break;
+	}
+	c = add_change(w, path, same ? PDK_WS_MODE : PDK_WS_MODIFIED);
+	fill_new(w, c, ne);
+	fill_old(w, c, oe);
+	return 0;
+}
+
+/* Whether the two merged directories reach the layers both views share in the same way. */
+static bool same_shared_tail(const struct walk *w, const struct stack *a, const struct stack *b)
+{
+	unsigned i = 0, j = 0;
+
+	for (;;) {
+		while (i < a->n && !w->shared[a->idx[i]])
+			i++;
+		while (j < b->n && !w->shared[b->idx[j]])
+			j++;
+		if (i == a->n || j == b->n)
+			return i == a->n && j == b->n;
+		if (a->idx[i++] != b->idx[j++])
+			return false;
+	}
+}
+
+/*
+ * One directory present in the new view (`nw`) and possibly the old one
+ * (`old`, maybe empty). Only names that a layer of one view alone holds
+ * can differ, unless one view's directory stops short of the shared
+ * layers the other reaches (an opaque directory, or no directory at all):
+ * then every name of both.
+ */
+static int walk_dir(struct walk *w, const struct stack *nw, const struct stack *old,
+		    const char *dir)
+{
+	_cleanup_strv_ char **names = NULL;
+	const bool *skip = same_shared_tail(w, nw, old) ? w->shared : NULL;
+	int rc = collect_names(nw, skip, &names);
+
+	if (rc == 0)
+		rc = collect_names(old, skip, &names);
+	if (rc < 0)
+		return pdk_error_set(w->err, -rc, "cannot read '%s' in the change set",
+				     dir[0] ? dir : ".");
+	for (size_t i = 0; names[i] != NULL; i++) {
+		_cleanup_free_ char *path = NULL;
+		struct stack nchild = {0}, ochild = {0};
+		struct ent ne, oe;
+
+		if (i > 0 && strcmp(names[i], names[i - 1]) == 0)
+			continue;
+		path = join(dir, names[i]);
+		rc = lookup(nw, names[i], &ne, &nchild);
+		if (rc == 0)
+			rc = lookup(old, names[i], &oe, &ochild);
+		if (rc < 0)
+			rc = pdk_error_set(w->err, -rc, "cannot look up '%s'", path);
+		else
+			rc = compare(w, path, &ne, &oe, &nchild, &ochild);
+		stack_release(&nchild);
+		stack_release(&ochild);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int cmp_deleted_size(const void *a, const void *b)
+{
+	const struct pdk_ws_change *x = *(const struct pdk_ws_change *const *)a;
+	const struct pdk_ws_change *y = *(const struct pdk_ws_change *const *)b;
+
+	return x->old_size < y->old_size ? -1 : x->old_size > y->old_size;
+}
+
+/* Pair each added regular file with a deleted one of the same content (a rename). */
+static void find_renames(struct pdk_ws_diff *d)
+{
+	struct pdk_ws_change **del = pdk_xcalloc(d->n, sizeof(*del));
+	bool *used;
+	size_t nd = 0;
+
+	for (size_t i = 0; i < d->n; i++)
+		if (d->v[i].kind == PDK_WS_DELETED && S_ISREG(d->v[i].old_mode))
+			del[nd++] = &d->v[i];
+	used = pdk_xcalloc(nd ? nd : 1, sizeof(*used));
+	qsort(del, nd, sizeof(*del), cmp_deleted_size);
+	for (size_t i = 0; i < d->n && nd > 0; i++) {
+		struct pdk_ws_change *a = &d->v[i];
+		size_t lo = 0, hi = nd, tries = 0;
+
+		if (a->kind != PDK_WS_ADDED || !S_ISREG(a->mode) || a->size == 0)
+			continue;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+
+			if (del[mid]->old_size < a->size)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t j = lo; j < nd && del[j]->old_size == a->size && tries < 8; j++) {
+			if (used[j])
+				continue;
+			tries++;
+			if (same_content(a->src_fd, a->path, del[j]->base_fd, del[j]->path) == 1) {
+				a->renamed_from = pdk_xstrdup(del[j]->path);
+				used[j] = true;
+				break;
+			}
+		}
+	}
+	free(used);
+	free(del);
+}
+
+int pdk_ws_diff(struct pdk_ws *ws, unsigned from, unsigned to, struct pdk_ws_diff *out,
+		struct pdk_error **err)
+{
+	struct walk w = {.ws = ws, .out = out, .err = err};
+	struct stack nw, old;
+	unsigned top = to == PDK_WS_CURRENT ? ws->snaps + 1 : to;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (from >= top || top > ws->snaps + 1)
+		return pdk_error_setx(err, EINVAL,
+				      "cannot diff snapshot %u against %u (change set %s has %u)",
+				      from, to, ws->id, ws->snaps);
+	for (unsigned i = 0; i <= top; i++)
+		if ((rc = root_fd(ws, i, err)) < 0)
+			return rc;
+	root_stack(ws, top, &nw);
+	root_stack(ws, from, &old);
+	for (unsigned i = 0; i < nw.n; i++)
+		for (unsigned j = 0; j < old.n; j++)
+			if (nw.idx[i] == old.idx[j])
+				w.shared[nw.idx[i]] = true;
+	rc = walk_dir(&w, &nw, &old, "");
+	if (rc < 0) {
+		pdk_ws_diff_release(out);
+		return rc;
+	}
+	find_renames(out);
+	for (size_t i = 0; i < out->n; i++)
+		if ((out->v[i].kind == PDK_WS_ADDED || out->v[i].kind == PDK_WS_MODIFIED ||
+		     out->v[i].kind == PDK_WS_REPLACED) &&
+		    S_ISREG(out->v[i].mode))
+			out->bytes_added += out->v[i].size;
+	return 0;
+}
+
+void pdk_ws_diff_release(struct pdk_ws_diff *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		free(d->v[i].path);
+		free(d->v[i].link);
+		free(d->v[i].renamed_from);
+	}
+	free(d->v);
+	memset(d, 0, sizeof(*d));
+}
+
+const char *pdk_ws_kind_name(enum pdk_ws_kind k)
+{
+	switch (k) {
+	case PDK_WS_ADDED:
+		return "added";
+	case PDK_WS_MODIFIED:
+		return "modified";
+	case PDK_WS_DELETED:
+		return "deleted";
+	case PDK_WS_MODE:
+		return "mode";
+	case PDK_WS_REPLACED:
+		return "replaced";
+	default:
+		return "unknown";
+	}
+}
+
+static const char *type_name(mode_t m)
+{
+	switch (m & S_IFMT) {
+	case S_IFREG:
+		return "file";
+	case S_IFDIR:
+		return "dir";
+	case S_IFLNK:
+		return "symlink";
+	case S_IFIFO:
+		return "fifo";
+	case S_IFSOCK:
+		return "socket";
+	case S_IFCHR:
+		return "char-device";
+	case S_IFBLK:
+		return "block-device";
+	default:
+		return "unknown";
+	}
+}
+
+json_t *pdk_ws_change_json(const struct pdk_ws_change *c)
+{
+	json_t *o = json_object();
+
+	pdk_ws_json_set_path(o, "path", c->path);
+	pdk_json_set(o, "kind", json_string(pdk_ws_kind_name(c->kind)));
+	if (c->mode) {
+		pdk_json_set(o, "type", json_string(type_name(c->mode)));
+		pdk_json_set(o, "mode", json_integer(c->mode & 07777));
+		pdk_json_set(o, "size", json_integer((json_int_t)c->size));
+	}
+	if (c->old_mode) {
+		pdk_json_set(o, "old_type", json_string(type_name(c->old_mode)));
+		pdk_json_set(o, "old_mode", json_integer(c->old_mode & 07777));
+		pdk_json_set(o, "old_size", json_integer((json_int_t)c->old_size));
+	}
+	if (c->link)
+		pdk_ws_json_set_path(o, "link", c->link);
+	if (c->renamed_from)
+		pdk_ws_json_set_path(o, "renamed_from", c->renamed_from);
+	return o;
+}
+
+int pdk_ws_emit_changes(struct pdk_events *ev, const struct pdk_ws_diff *d, const char *action,
+			const char *set_id, struct pdk_error **err)
+{
+	for (size_t i = 0; ev != NULL && i < d->n; i++) {
+		json_t *a = pdk_ws_change_json(&d->v[i]);
+		int rc;
+
+		pdk_json_set(a, "action", json_string(action));
+		pdk_json_set(a, "change_set", json_string(set_id));
+		rc = pdk_events_emit(ev, "fs.change", 0, a, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+void pdk_ws_print_path(FILE *out, const char *path)
+{
+	const unsigned char *p = (const unsigned char *)path;
+	bool plain = valid_utf8(path);
+
+	for (size_t i = 0; plain && p[i]; i++)
+		if (p[i] < 0x20 || p[i] == 0x7f || p[i] == '"' || p[i] == '\\')
+			plain = false;
+	if (plain) {
+		fputs(path, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", out);
+		else if (*p == '\t')
+			fputs("\\t", out);
+		else if (*p < 0x20 || *p >= 0x7f)
+			fprintf(out, "\\x%02x", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+/* ---- copies of an upper layer (import of a tmpfs one, snapshot of a mounted one) ---- */
+
+/*
+ * Extended attributes in the user namespace, the overlay's own marks among
+ * them (user.overlay.opaque: the overlay is mounted with userxattr). Others
+ * (security.*, trusted.*) are not copied: the sandbox cannot set them.
+ */
+static int copy_xattrs(int src, int dst)
+{
+	_cleanup_free_ char *names = NULL;
+	_cleanup_free_ char *v = NULL;
+	size_t cap = 0;
+	ssize_t len = flistxattr(src, NULL, 0);
+
+	if (len <= 0)
+		return len == 0 || errno == ENOTSUP ? 0 : -errno;
+	names = pdk_xmalloc((size_t)len);
+	len = flistxattr(src, names, (size_t)len);
+	if (len < 0)
+		return -errno; /* ERANGE: the list grew meanwhile; nothing writes while we copy */
+	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(names + off) + 1) {
+		const char *name = names + off;
+		ssize_t n;
+
+		if (strncmp(name, "user.", 5) != 0)
+			continue;
+		n = fgetxattr(src, name, NULL, 0);
+		if (n >= 0 && (size_t)n > cap) {
+			cap = (size_t)n;
+			v = pdk_xrealloc(v, cap);
+		}
+		if (n > 0)
+			n = fgetxattr(src, name, v, cap);
+		if (n < 0 && errno == ENODATA)
+			continue;
+		if (n < 0 || fsetxattr(dst, name, v, (size_t)n, 0) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Owner, mode and times of `st` on `fd`, in that order (a change of owner
+ * clears the set-id bits). The owner only where we may give it: rootless,
+ * every file of the layer is ours anyway.
+ */
+static int copy_attrs(int fd, const struct stat *st)
+{
+	const struct timespec t[2] = {st->st_atim, st->st_mtim};
+
+	if (fchown(fd, st->st_uid, st->st_gid) < 0 && errno != EPERM)
+		return -errno;
+	if (fchmod(fd, st->st_mode & 07777) < 0)
+		return -errno;
+	return futimens(fd, t) < 0 ? -errno : 0;
+}
+
+/*
+ * Open `name` in `src` for reading. The agent may have taken every
+ * permission off it: the owner (we are, rootless) may give read back for
+ * as long as the copy takes; *restore is then the mode to put back.
+ */
+static int open_source(int src, const char *name, int flags, mode_t mode, mode_t add, bool *restore)
+{
+	int fd = openat(src, name, flags | O_NOFOLLOW | O_CLOEXEC);
+
+	*restore = false;
+	if (fd >= 0 || errno != EACCES)
+		return fd;
+	if (fchmodat(src, name, (mode & 07777) | add, 0) < 0)
+		return -1;
+	*restore = true;
+	return openat(src, name, flags | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static int copy_tree(int src, int dst, const char *path, struct pdk_error **err);
+
+static int copy_entry(int src, int dst, const char *name, const char *path, struct pdk_error **err)
+{
+	struct stat st;
+	bool restore = false;
+	int rc = 0;
+
+	if (fstatat(src, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return pdk_error_set(err, errno, "cannot read '%s'", path);
+	switch (st.st_mode & S_IFMT) {
+	case S_IFREG: {
+		_cleanup_close_ int in =
+			open_source(src, name, O_RDONLY, st.st_mode, 0400, &restore);
+		_cleanup_close_ int out = -1;
+		int e = errno;
+
+		if (restore) /* an open descriptor reads on whatever the mode */
+			(void)!fchmodat(src, name, st.st_mode & 07777, 0);
+		if (in < 0)
+			return pdk_error_set(err, e, "cannot open '%s'", path);
+		out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (out < 0)
+			return pdk_error_set(err, errno, "cannot create '%s'", path);
+		rc = pdk_copy_sparse(in, out, (uint64_t)st.st_size);
+		if (rc == 0)
+			rc = copy_xattrs(in, out);
+		if (rc == 0)
+			rc = copy_attrs(out, &st);
+		if (rc < 0)
+			return pdk_error_set(err, -rc, "cannot copy '%s'", path);
+		return 0;
+	}
+	case S_IFDIR: {
+		_cleanup_close_ int s = -1;
+		_cleanup_close_ int d = -1;
+
+		s = open_source(src, name, O_RDONLY | O_DIRECTORY, st.st_mode, 0700, &restore);
+		if (s < 0)
+			return pdk_error_set(err, errno, "cannot open '%s'", path);
+		if (mkdirat(dst, name, 0700) < 0)
+			rc = pdk_error_set(err, errno, "cannot create '%s'", path);
+		else if ((d = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+			 0)
+			rc = pdk_error_set(err, errno, "cannot open '%s'", path);
+		else if ((rc = copy_xattrs(s, d)) < 0)
+			rc = pdk_error_set(err, -rc, "cannot copy the attributes of '%s'", path);
+		else
+			rc = copy_tree(s, d, path, err);
+		/* Put back what the agent had set, before anything else can fail. */
+		if (restore && fchmod(s, st.st_mode & 07777) < 0 && rc == 0)
+			rc = pdk_error_set(err, errno, "cannot restore the mode of '%s'", path);
+		if (rc == 0 && (rc = copy_attrs(d, &st)) < 0)
+			rc = pdk_error_set(err, -rc, "cannot set the owner, mode or times of '%s'",
+					   path);
+		return rc;
+	}
+	case S_IFLNK: {
+		_cleanup_free_ char *target = read_link(src, name, (size_t)st.st_size);
+		const struct timespec t[2] = {st.st_atim, st.st_mtim};
+
+		if (target == NULL || symlinkat(target, dst, name) < 0)
+			return pdk_error_set(err, errno ? errno : EIO, "cannot copy symlink '%s'",
+					     path);
+		(void)!fchownat(dst, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+		(void)!utimensat(dst, name, t, AT_SYMLINK_NOFOLLOW);
+		return 0;
+	}
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFIFO:
+		/*
+		 * Whiteouts (0:0) and FIFOs. Without CAP_MKNOD (rootless) a
+		 * whiteout is linked instead: the overlay never changes one in
+		 * place, it only removes it. Anything else the kernel refuses us,
+		 * and says so.
+		 */
+		if (mknodat(dst, name, st.st_mode, st.st_rdev) < 0 &&
+		    !(errno == EPERM && is_whiteout(&st) && linkat(src, name, dst, name, 0) == 0))
+			return pdk_error_set(err, errno, "cannot recreate '%s'", path);
+		return 0;
+	default:
+		return 0; /* sockets: nothing to keep; a bound socket is not content */
+	}
+}
+
+static int copy_tree(int src, int dst, const char *path, struct pdk_error **err)
+{
+	int fd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (d == NULL) {
+		if (fd >= 0)
+			(void)close(fd);
+		return pdk_error_set(err, errno, "cannot read '%s'", path);
+	}
+	while ((de = readdir(d)) != NULL) {
+		_cleanup_free_ char *sub = NULL;
+		int rc;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		sub = join(path, de->d_name);
+		rc = copy_entry(src, dst, de->d_name, sub, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* A copy of the tree at src_fd in the new directory `path` (mode of `mode`); removed on failure. */
+static int copy_layer(int src_fd, const char *path, mode_t mode, struct pdk_error **err)
+{
+	_cleanup_close_ int dst = -1;
+	int rc = pdk_rm_rf_at(AT_FDCWD, path);
+
+	if (rc < 0)
+		return pdk_error_set(err, -rc, "cannot clear '%s'", path);
+	rc = make_layer_dir(path, mode, err);
+	if (rc < 0)
+		return rc;
+	dst = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dst < 0)
+		rc = pdk_error_set(err, errno, "cannot open '%s'", path);
+	else
+		rc = copy_tree(src_fd, dst, "", err);
+	if (rc == 0 && (rc = copy_xattrs(src_fd, dst)) < 0)
+		rc = pdk_error_set(err, -rc, "cannot copy the attributes of '%s'", path);
+	if (rc < 0)
+		(void)!pdk_rm_rf_at(AT_FDCWD, path);
+	return rc;
+}
+
+int pdk_ws_snapshot_copy(struct pdk_ws *ws, struct pdk_error **err)
+{
+	_cleanup_free_ char *layers = pdk_xasprintf("%s/layers", ws->dir);
+	_cleanup_free_ char *tmp = pdk_xasprintf("%s/layers/copy", ws->dir);
+	_cleanup_free_ char *layer = NULL;
+	_cleanup_close_ int up = -1;
+	unsigned n = ws->snaps + 1;
+	struct stat st;
+	int rc;
+
+	if (ws->snaps >= PDK_WS_MAX_SNAP)
+		return pdk_error_setx(err, ENOSPC, "change set %s already has %d snapshots", ws->id,
+				      PDK_WS_MAX_SNAP);
+	up = open(ws->upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (up < 0 || fstat(up, &st) < 0)
+		return pdk_error_set(err, errno, "cannot read '%s'", ws->upper);
+	close_fds(ws); /* the upper layer's index moves up by one */
+	if (mkdir(layers, 0700) < 0 && errno != EEXIST)
+		return pdk_error_set(err, errno, "cannot create '%s'", layers);
+	rc = copy_layer(up, tmp, st.st_mode, err);
+	if (rc < 0)
+		return pdk_error_wrap(err, "snapshot of change set %s", ws->id);
+	layer = pdk_xasprintf("%s/layers/%u", ws->dir, n);
+	if (rename(tmp, layer) < 0) {
+		rc = pdk_error_set(err, errno, "cannot rename '%s' to '%s'", tmp, layer);
+		(void)!pdk_rm_rf_at(AT_FDCWD, tmp);
+		return rc;
+	}
+	/* The upper layer stays where it was: relative to upper_base, not to the copy. */
+	ws->parent[n] = ws->upper_base;
+	ws->snaps = n;
+	rc = write_meta(ws, err);
+	if (rc < 0) {
+		ws->snaps = n - 1;
+		(void)!pdk_rm_rf_at(AT_FDCWD, layer);
+		return rc;
+	}
+	return (int)n;
+}
+
+int pdk_ws_import_upper(struct pdk_ws *ws, int src_fd, struct pdk_error **err)
+{
+	_cleanup_free_ char *tmp = pdk_xasprintf("%s/upper.import", ws->dir);
+	struct stat st;
+	int rc;
+
+	close_fds(ws);
+	if (stat(ws->upper, &st) < 0)
+		return pdk_error_set(err, errno, "cannot read '%s'", ws->upper);
+	rc = copy_layer(src_fd, tmp, st.st_mode, err);
+	if (rc == 0 && (rc = pdk_rm_rf_at(AT_FDCWD, ws->upper)) < 0)
+		rc = pdk_error_set(err, -rc, "cannot replace '%s'", ws->upper);
+	if (rc == 0 && rename(tmp, ws->upper) < 0)
+		rc = pdk_error_set(err, errno, "cannot rename '%s' to '%s'", tmp, ws->upper);
+	if (rc < 0) {
+		(void)!pdk_rm_rf_at(AT_FDCWD, tmp);
+		return pdk_error_wrap(err, "change set %s", ws->id);
+	}
+	return 0;
+}
+
+/* ---- commit ---- */
+
+int pdk_ws_commit(struct pdk_ws *ws, const struct pdk_ws_diff *diff, unsigned flags,
+		  struct pdk_ws_commit_report *report, struct pdk_error **err)
+{
+	_cleanup_close_ int fd = open(ws->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return pdk_error_set(err, errno, "cannot open the workspace '%s'", ws->workspace);
+	if (fstat(fd, &st) < 0)
+		return pdk_error_set(err, errno, "cannot read the workspace '%s'", ws->workspace);
+	/* SECURITY: the directory the changes were made on, not whatever has its name now. */
+	if ((uint64_t)st.st_dev != ws->ws_dev || (uint64_t)st.st_ino != ws->ws_ino)
+		return pdk_error_setx(err, ESTALE,
+				      "the workspace '%s' is not the directory change set %s was "
+				      "made on (it was replaced since)",
+				      ws->workspace, ws->id);
+	return pdk_ws_commit_at(fd, ws->workspace, diff, flags, report, err);
+}

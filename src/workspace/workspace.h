@@ -1,0 +1,228 @@
+/*
+ * workspace.h - change sets: a sandbox's file changes as overlay layers.
+ *
+ * A change set is a directory in paddock's state directory:
+ *
+ *   STATE/ws/ID/meta.json    id, workspace (host path + dev/ino), sandbox,
+ *                            created, layer count, disk limit
+ *   STATE/ws/ID/layers/N     frozen layers, N = 1.. (snapshots), oldest first
+ *   STATE/ws/ID/upper        the live upper layer
+ *   STATE/ws/ID/work         overlayfs work directory
+ *
+ * The sandbox sees an overlay: lowerdir = layers/N:...:layers/1:WORKSPACE,
+ * upperdir = upper. A layer holds what changed on top of the ones below,
+ * in overlayfs' own format (whiteouts are 0:0 character devices, opaque
+ * directories carry user.overlay.opaque="y"), so a snapshot is a rename of
+ * the upper layer: its cost is independent of the size of the workspace.
+ *
+ * Snapshot numbers: 0 is the workspace itself, N is layers/N, and
+ * PDK_WS_CURRENT is the upper layer on top of everything.
+ *
+ * Nothing here follows a symlink found in a layer or in the workspace;
+ * commit (ws-commit.c) is the only code that writes into the workspace.
+ */
+#ifndef PDK_WORKSPACE_H
+#define PDK_WORKSPACE_H
+
+#include "common.h"
+#include "base.h"
+#include "telemetry.h"
+#include "udiff.h"
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#define PDK_WS_CURRENT  UINT32_MAX
+#define PDK_WS_MAX_SNAP 128 /* frozen layers per change set */
+
+enum pdk_ws_kind {
+	PDK_WS_ADDED = 0,
+	PDK_WS_MODIFIED, /* regular file whose content changed (mode may too) */
+	PDK_WS_DELETED,
+	PDK_WS_MODE,     /* same content or directory, other permission bits */
+	PDK_WS_REPLACED, /* another type of file at the same path (file -> dir ...) */
+};
+
+/* One difference between two states of the tree. */
+struct pdk_ws_change {
+	char *path; /* relative to the workspace root, never "" or with a leading '/' */
+	enum pdk_ws_kind kind;
+	mode_t mode;        /* new st_mode (type and permissions); 0 when deleted */
+	mode_t old_mode;    /* 0 when added */
+	uint64_t size;      /* new size (regular files, symlinks) */
+	uint64_t old_size;  /* old size */
+	char *link;         /* new symlink target, or NULL */
+	char *renamed_from; /* ADDED that has the content of a DELETED regular file */
+	int src_fd;         /* borrowed: directory fd of the layer holding the new entry, or -1 */
+	int base_fd; /* borrowed: directory fd of the layer or workspace holding the old one */
+};
+
+struct pdk_ws_diff {
+	struct pdk_ws_change
+		*v; /* depth first, names sorted: a directory right before its entries */
+	size_t n;
+	uint64_t bytes_added; /* sum of `size` over added and modified regular files */
+};
+
+struct pdk_ws;
+
+/*
+ * Create a change set for the host directory `workspace` (absolute, a
+ * directory) under `state_dir` (created 0700 if missing). `sandbox_id` may
+ * be NULL. `disk_limit` (bytes, 0 = none) is recorded for the mount.
+ */
+PDK_MUST_CHECK int pdk_ws_create(const char *state_dir, const char *workspace,
+				 const char *sandbox_id, uint64_t disk_limit, struct pdk_ws **out,
+				 struct pdk_error **err);
+
+/* Open change set `id` (the full id, or a unique prefix of at least 4 characters). */
+PDK_MUST_CHECK int pdk_ws_open(const char *state_dir, const char *id, struct pdk_ws **out,
+			       struct pdk_error **err);
+
+void pdk_ws_free(struct pdk_ws *ws);
+
+/*
+ * Take the change set for this process (an exclusive flock on its
+ * directory, released by pdk_ws_free): a running sandbox and every
+ * operation that changes the set hold it, so two never meet. Fails with
+ * EBUSY at once when another process holds it.
+ */
+PDK_MUST_CHECK int pdk_ws_lock(struct pdk_ws *ws, struct pdk_error **err);
+
+const char *pdk_ws_id(const struct pdk_ws *ws);
+const char *pdk_ws_workspace(const struct pdk_ws *ws);
+const char *pdk_ws_dir(const struct pdk_ws *ws); /* STATE/ws/ID */
+const char *pdk_ws_sandbox(const struct pdk_ws *ws);
+uint64_t pdk_ws_created_ns(const struct pdk_ws *ws); /* CLOCK_REALTIME */
+unsigned pdk_ws_snapshots(const struct pdk_ws *ws);  /* frozen layers */
+uint64_t pdk_ws_disk_limit(const struct pdk_ws *ws);
+
+/*
+ * Absolute paths of the lower layers, topmost first, ending with the
+ * workspace itself (NULL-terminated; the caller frees with pdk_strv_free).
+ */
+char **pdk_ws_lower_paths(const struct pdk_ws *ws);
+/* Absolute paths of the upper and work directories (borrowed). */
+const char *pdk_ws_upper_path(const struct pdk_ws *ws);
+const char *pdk_ws_work_path(const struct pdk_ws *ws);
+
+/*
+ * Snapshot: freeze the upper layer as layers/N+1 and start an empty one.
+ * The overlay must not be mounted with this upper layer (the caller
+ * unmounts or quiesces it, then mounts again with the new layer list).
+ * Cost: two renames and two mkdirs, whatever the size of the workspace.
+ * Returns the new snapshot number (>= 1) or negative + *err.
+ */
+PDK_MUST_CHECK int pdk_ws_snapshot(struct pdk_ws *ws, struct pdk_error **err);
+
+/*
+ * Snapshot of an upper layer that stays mounted: the upper layer is copied
+ * as layers/N+1 and goes on as it was, its changes still relative to the
+ * layer it was started on (the change set records each layer's parent).
+ * Nothing may write to the upper layer meanwhile: the caller freezes the
+ * sandbox. Cost: a copy of what the upper layer holds (file data included;
+ * hard links inside it become separate files). Returns the new snapshot
+ * number (>= 1) or negative + *err; on failure nothing has changed.
+ */
+PDK_MUST_CHECK int pdk_ws_snapshot_copy(struct pdk_ws *ws, struct pdk_error **err);
+
+/*
+ * Roll back to snapshot `snap` (0 = the workspace as it is on the host):
+ * drop the upper layer and every layer above `snap`. Same precondition.
+ */
+PDK_MUST_CHECK int pdk_ws_rollback(struct pdk_ws *ws, unsigned snap, struct pdk_error **err);
+
+/*
+ * The changes from state `from` to state `to` (snapshot numbers, `to` may
+ * be PDK_WS_CURRENT; from < to). Work is proportional to the entries of
+ * the layers between them, plus the old subtrees of deleted directories.
+ * The fds in the changes stay valid until pdk_ws_free().
+ */
+PDK_MUST_CHECK int pdk_ws_diff(struct pdk_ws *ws, unsigned from, unsigned to,
+			       struct pdk_ws_diff *out, struct pdk_error **err);
+void pdk_ws_diff_release(struct pdk_ws_diff *d);
+
+/* Text name of a kind ("added", ...). */
+const char *pdk_ws_kind_name(enum pdk_ws_kind k);
+
+/*
+ * Set obj[key] to `path` when it is UTF-8; else obj[key] = null and
+ * obj[key + "_hex"] = its bytes in hex (JSON strings cannot hold other bytes).
+ */
+void pdk_ws_json_set_path(json_t *obj, const char *key, const char *path);
+
+/* A change as JSON: {"path", "kind", "type", "mode", "size", ...}. */
+json_t *pdk_ws_change_json(const struct pdk_ws_change *c);
+
+/*
+ * Write `path` for humans: printable UTF-8 as is, anything else (control
+ * characters, invalid UTF-8, '\\' and '"') escaped C-style inside quotes.
+ */
+void pdk_ws_print_path(FILE *out, const char *path);
+
+/*
+ * One fs.change event per change: the change's JSON plus "action"
+ * ("committed", "discarded") and "change_set". NULL `ev` does nothing.
+ */
+PDK_MUST_CHECK int pdk_ws_emit_changes(struct pdk_events *ev, const struct pdk_ws_diff *d,
+				       const char *action, const char *set_id,
+				       struct pdk_error **err);
+
+/* Remove the change set from the state directory. The handle stays to be freed. */
+PDK_MUST_CHECK int pdk_ws_remove(struct pdk_ws *ws, struct pdk_error **err);
+
+/*
+ * Replace the upper layer with a copy of the tree at `src_fd` (a directory:
+ * the tmpfs upper of a disk-limited sandbox), whiteouts, opaque markers and
+ * holes of sparse files included.
+ */
+PDK_MUST_CHECK int pdk_ws_import_upper(struct pdk_ws *ws, int src_fd, struct pdk_error **err);
+
+/* Every change set in `state_dir`, oldest first (ids; NULL-terminated). */
+PDK_MUST_CHECK int pdk_ws_list(const char *state_dir, char ***ids, struct pdk_error **err);
+
+/* ---- commit (ws-commit.c) ---- */
+
+enum pdk_ws_commit_flags {
+	PDK_WS_COMMIT_ALLOW_OUTSIDE_LINKS = 1 << 0, /* accept symlinks leading out of DIR */
+	PDK_WS_COMMIT_DRY_RUN = 1 << 1,             /* check only */
+};
+
+/* Why an entry was refused (the commit applies nothing when any is). */
+struct pdk_ws_refusal {
+	char *path;
+	char *reason;
+};
+
+struct pdk_ws_commit_report {
+	size_t applied;  /* changes written */
+	size_t stripped; /* setuid/setgid bits removed */
+	struct pdk_ws_refusal *refused;
+	size_t n_refused;
+};
+
+void pdk_ws_commit_report_release(struct pdk_ws_commit_report *r);
+
+/*
+ * Apply `diff` (from pdk_ws_diff(ws, 0, PDK_WS_CURRENT)) to the workspace
+ * directory. All or nothing: every entry is checked first (device nodes,
+ * FIFOs, sockets and, without the flag, symlinks leading outside are
+ * refused and listed in the report); then new content is staged next to
+ * its target, swapped in, and on any failure every step taken is undone.
+ * Never writes outside the workspace: every path is resolved beneath an
+ * fd of the workspace root with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS.
+ * setuid/setgid bits are stripped. Returns 0, or negative + *err (and the
+ * report lists refusals when that is why).
+ */
+PDK_MUST_CHECK int pdk_ws_commit(struct pdk_ws *ws, const struct pdk_ws_diff *diff, unsigned flags,
+				 struct pdk_ws_commit_report *report, struct pdk_error **err);
+
+/*
+ * The same on an explicit workspace root: `root_fd` is an O_DIRECTORY fd
+ * of DIR, `root_path` its absolute path (to judge absolute symlink targets).
+ */
+PDK_MUST_CHECK int pdk_ws_commit_at(int root_fd, const char *root_path,
+				    const struct pdk_ws_diff *diff, unsigned flags,
+				    struct pdk_ws_commit_report *report, struct pdk_error **err);
+
+#endif
