@@ -5,13 +5,20 @@
 #include "settings.h"
 #include "util.h"
 
-/* A variable that is set and not empty, else NULL. */
-static const char *var(char *const *envp, const char *name)
-{
-	const char *v = pdk_env_get(envp, name);
+#include <stddef.h>
 
-	return v != NULL && v[0] != '\0' ? v : NULL;
-}
+/* Each string setting and the variable it comes from (set and not empty, else NULL). */
+static const struct {
+	const char *name;
+	size_t offset;
+} vars[] = {
+	{"PADDOCK_INIT", offsetof(struct pdk_settings, init_path)},
+	{"PADDOCK_CGROUP_PARENT", offsetof(struct pdk_settings, cgroup_parent)},
+	{"PADDOCK_EGRESS_CA_FILE", offsetof(struct pdk_settings, egress_ca_file)},
+	{"PADDOCK_RESOLV_CONF", offsetof(struct pdk_settings, resolv_conf)},
+	{"PADDOCK_HOSTS", offsetof(struct pdk_settings, hosts)},
+	{"PADDOCK_OTLP", offsetof(struct pdk_settings, otlp_helper)},
+};
 
 void pdk_settings_from_env(struct pdk_settings *out, char *const *envp, uid_t euid)
 {
@@ -25,15 +32,13 @@ void pdk_settings_from_env(struct pdk_settings *out, char *const *envp, uid_t eu
 		.euid = euid,
 	};
 
-	*out = (struct pdk_settings){
-		.init_path = var(envp, "PADDOCK_INIT"),
-		.cgroup_parent = var(envp, "PADDOCK_CGROUP_PARENT"),
-		.egress_ca_file = var(envp, "PADDOCK_EGRESS_CA_FILE"),
-		.resolv_conf = var(envp, "PADDOCK_RESOLV_CONF"),
-		.hosts = var(envp, "PADDOCK_HOSTS"),
-		.otlp_helper = var(envp, "PADDOCK_OTLP"),
-		.envp = envp,
-	};
+	*out = (struct pdk_settings){.envp = envp};
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(vars); i++) {
+		const char *v = pdk_env_get(envp, vars[i].name);
+
+		*(const char **)((char *)out + vars[i].offset) =
+			v != NULL && v[0] != '\0' ? v : NULL;
+	}
 	pdk_paths_resolve(&pe, &out->paths);
 }
 
