@@ -12,15 +12,12 @@
 #include "telemetry.h"
 #include "workspace.h"
 
-#include <dirent.h>
-#include <ctype.h>
 #include <getopt.h>
-#include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 
 struct pdk_run_opts {
 	const char *profile;
@@ -29,15 +26,11 @@ struct pdk_run_opts {
 	const char *cwd;
 	const char *events;
 	const char *otlp;
-	const char *timeout;
-	const char *memory;
-	const char *pids;
-	const char *cpus;
+	const char *limits[PDK_OVERRIDE_LIMITS]; /* the limit flags' text, by limit */
 	char **env;
 	char **ro;
 	char **rw;
 	char **allow; /* --allow entries */
-	const char *disk;
 	const char *change_set;
 	bool stats;
 	bool discard;
@@ -145,12 +138,73 @@ static void usage(FILE *out)
 	      out);
 }
 
+/* The flags that override a limit, in the order their errors are looked for. */
+static const struct {
+	enum pdk_override_limit which;
+	const char *name;
+} limit_flags[] = {
+	{PDK_OVERRIDE_WALL, "--timeout"}, {PDK_OVERRIDE_MEMORY, "--memory"},
+	{PDK_OVERRIDE_PIDS, "--pids"},    {PDK_OVERRIDE_CPUS, "--cpus"},
+	{PDK_OVERRIDE_DISK, "--disk"},
+};
+
+#define OPT(field)   offsetof(struct pdk_run_opts, field)
+#define LIMIT(which) (OPT(limits) + (which) * sizeof(const char *))
+
+/* Each flag and where it goes in struct pdk_run_opts: text (the last wins), a list, a switch. */
+static const struct {
+	int opt;
+	enum { FLAG_TEXT, FLAG_LIST, FLAG_ON } kind;
+	size_t offset;
+} flags[] = {
+	{'p', FLAG_TEXT, OPT(profile)},
+	{'w', FLAG_TEXT, OPT(workspace)},
+	{OPT_WS_MODE, FLAG_TEXT, OPT(ws_mode)},
+	{'e', FLAG_LIST, OPT(env)},
+	{'C', FLAG_TEXT, OPT(cwd)},
+	{'t', FLAG_TEXT, LIMIT(PDK_OVERRIDE_WALL)},
+	{'m', FLAG_TEXT, LIMIT(PDK_OVERRIDE_MEMORY)},
+	{OPT_PIDS, FLAG_TEXT, LIMIT(PDK_OVERRIDE_PIDS)},
+	{OPT_CPUS, FLAG_TEXT, LIMIT(PDK_OVERRIDE_CPUS)},
+	{OPT_DISK, FLAG_TEXT, LIMIT(PDK_OVERRIDE_DISK)},
+	{OPT_RO, FLAG_LIST, OPT(ro)},
+	{OPT_RW, FLAG_LIST, OPT(rw)},
+	{OPT_EVENTS, FLAG_TEXT, OPT(events)},
+	{OPT_OTLP, FLAG_TEXT, OPT(otlp)},
+	{OPT_STATS, FLAG_ON, OPT(stats)},
+	{OPT_DISCARD, FLAG_ON, OPT(discard)},
+	{OPT_CHANGE_SET, FLAG_TEXT, OPT(change_set)},
+	{OPT_NO_EXEC_TRACE, FLAG_ON, OPT(no_exec_trace)},
+	{OPT_NO_AUDIT, FLAG_ON, OPT(no_audit)},
+	{OPT_AUDIT_FULL, FLAG_TEXT, OPT(audit_full)},
+	{OPT_ALLOW, FLAG_LIST, OPT(allow)},
+};
+
 static void opts_release(struct pdk_run_opts *o)
 {
 	pdk_strv_free(o->env);
 	pdk_strv_free(o->ro);
 	pdk_strv_free(o->rw);
 	pdk_strv_free(o->allow);
+}
+
+/* Flag `c` with its argument into *o; false for no such flag. */
+static bool set_flag(struct pdk_run_opts *o, int c, const char *arg)
+{
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(flags); i++) {
+		char *field = (char *)o + flags[i].offset;
+
+		if (flags[i].opt != c)
+			continue;
+		if (flags[i].kind == FLAG_TEXT)
+			*(const char **)field = arg;
+		else if (flags[i].kind == FLAG_LIST)
+			pdk_strv_push((char ***)field, arg);
+		else
+			*(bool *)field = true;
+		return true;
+	}
+	return false;
 }
 
 /* Returns 0, 1 for --help, or -1 after printing an error. */
@@ -160,74 +214,11 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:w:e:C:t:m:h", long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			o->profile = optarg;
-			break;
-		case 'w':
-			o->workspace = optarg;
-			break;
-		case OPT_WS_MODE:
-			o->ws_mode = optarg;
-			break;
-		case 'e':
-			pdk_strv_push(&o->env, optarg);
-			break;
-		case 'C':
-			o->cwd = optarg;
-			break;
-		case 't':
-			o->timeout = optarg;
-			break;
-		case 'm':
-			o->memory = optarg;
-			break;
-		case OPT_PIDS:
-			o->pids = optarg;
-			break;
-		case OPT_CPUS:
-			o->cpus = optarg;
-			break;
-		case OPT_RO:
-			pdk_strv_push(&o->ro, optarg);
-			break;
-		case OPT_RW:
-			pdk_strv_push(&o->rw, optarg);
-			break;
-		case OPT_EVENTS:
-			o->events = optarg;
-			break;
-		case OPT_OTLP:
-			o->otlp = optarg;
-			break;
-		case OPT_STATS:
-			o->stats = true;
-			break;
-		case OPT_DISCARD:
-			o->discard = true;
-			break;
-		case OPT_DISK:
-			o->disk = optarg;
-			break;
-		case OPT_CHANGE_SET:
-			o->change_set = optarg;
-			break;
-		case OPT_NO_EXEC_TRACE:
-			o->no_exec_trace = true;
-			break;
-		case OPT_NO_AUDIT:
-			o->no_audit = true;
-			break;
-		case OPT_AUDIT_FULL:
-			o->audit_full = optarg;
-			break;
-		case OPT_ALLOW:
-			pdk_strv_push(&o->allow, optarg);
-			break;
-		case 'h':
+		if (c == 'h') {
 			usage(stdout);
 			return 1;
-		default:
+		}
+		if (!set_flag(o, c, optarg)) {
 			fputs("Try 'paddock run --help'.\n", stderr);
 			return -1;
 		}
@@ -304,266 +295,206 @@ static void report_end(const struct pdk_run_opts *o, const struct pdk_policy *p,
 struct run_ctx {
 	struct pdk_run_opts o;
 	struct pdk_settings settings; /* what our environment says (base/settings.h) */
-	struct pdk_policy *policy;
-	struct pdk_events *events;
-	struct pdk_ws *ws; /* overlay mode: the change set */
-	char *workspace;
-	char **env;
+	struct pdk_overrides overrides;
+	enum pdk_audit_on_full on_full;
+	struct pdk_otlp_config otlp;
+	bool otlp_on; /* an endpoint is configured */
+	struct pdk_session *session;
 	int sigfd;
 	sigset_t oldmask;
 };
 
-/* The run's request, as runspec.h takes it. */
-static void to_runspec(const struct pdk_run_opts *o, struct pdk_runspec *rs)
+/* The flags' text as typed values: the limits, the workspace mode. 0, or -1 after printing. */
+static int parse_overrides(struct run_ctx *c)
 {
-	*rs = (struct pdk_runspec){
-		.profile = o->profile,
-		.wall = {o->timeout, "--timeout"},
-		.memory = {o->memory, "--memory"},
-		.pids = {o->pids, "--pids"},
-		.cpus = {o->cpus, "--cpus"},
-		.disk = {o->disk, "--disk"},
-		.ws_mode = {o->ws_mode, "--workspace-mode"},
-		.workspace = o->workspace,
-		.env = o->env,
-		.env_name = "--env",
+	_cleanup_error_ struct pdk_error *err = NULL;
+	const struct pdk_run_opts *o = &c->o;
+	struct pdk_overrides *ov = &c->overrides;
+
+	*ov = (struct pdk_overrides){
 		.allow = o->allow,
 		.allow_name = "--allow",
+		.workspace = o->workspace,
 		.change_set = o->change_set,
 		.discard = o->discard,
 		.no_exec_trace = o->no_exec_trace,
 	};
-}
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(limit_flags) && err == NULL; i++) {
+		const char *text = o->limits[limit_flags[i].which];
 
-static int prepare(struct run_ctx *c)
-{
-	_cleanup_error_ struct pdk_error *err = NULL;
-	struct pdk_policy_report rep = {0};
-	struct pdk_runspec rs;
-
-	to_runspec(&c->o, &rs);
-	rs.host_env = c->settings.envp;
-	c->policy = pdk_policy_load(c->o.profile ? c->o.profile : "default",
-				    c->settings.paths.profile_dir, &rep, &err);
-	if (c->policy == NULL) {
-		if (rep.n > 0)
-			pdk_policy_report_print(&rep, stderr);
-		else
-			pdk_cli_error("%s", err->msg);
-		pdk_policy_report_release(&rep);
-		return -1;
+		if (text != NULL)
+			(void)!pdk_overrides_parse_limit(ov, limit_flags[i].which, text,
+							 limit_flags[i].name, &err);
 	}
-	pdk_policy_report_release(&rep);
-	if (pdk_runspec_apply(&rs, c->policy, &err) < 0 ||
-	    pdk_runspec_workspace(&rs, c->policy, &c->workspace, &err) < 0 ||
-	    pdk_runspec_env(&rs, c->policy, &c->env, &err) < 0) {
-		pdk_cli_error("run: %s", err->msg);
-		return -1;
-	}
-	return 0;
-}
-
-static bool empty_dir(const char *path)
-{
-	_cleanup_closedir_ DIR *d = opendir(path);
-	struct dirent *de;
-
-	while (d != NULL && (de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-			return false;
-	return true;
-}
-
-/* A change set for the overlay, in the state directory (or the one --change-set names). */
-static int make_change_set(struct run_ctx *c, const char *id)
-{
-	_cleanup_error_ struct pdk_error *err = NULL;
-	const char *state = c->settings.paths.state_dir;
-
-	if (c->policy->workspace.mode != PDK_WS_OVERLAY)
+	if (err == NULL && o->ws_mode != NULL)
+		(void)!pdk_overrides_parse_ws_mode(ov, o->ws_mode, "--workspace-mode", &err);
+	if (err == NULL)
 		return 0;
-	if (c->o.change_set != NULL) {
-		if (pdk_ws_open(state, c->o.change_set, &c->ws, &err) < 0 ||
-		    pdk_ws_lock(c->ws, &err) < 0) {
-			pdk_cli_error("workspace: %s", err->msg);
-			return -1;
-		}
-		free(c->workspace);
-		c->workspace = pdk_xstrdup(pdk_ws_workspace(c->ws));
-		/*
-		 * A disk-limited set's upper layer starts as an empty tmpfs: what
-		 * it holds so far becomes a snapshot first.
-		 */
-		if (pdk_ws_disk_limit(c->ws) > 0 && !empty_dir(pdk_ws_upper_path(c->ws)) &&
-		    pdk_ws_snapshot(c->ws, &err) < 0) {
-			pdk_cli_error("workspace: %s", err->msg);
-			return -1;
-		}
-		return 0;
-	}
-	if (c->workspace == NULL)
-		return 0;
-	if (pdk_ws_create(state, c->workspace, id, c->policy->limits.disk, &c->ws, &err) < 0) {
-		pdk_cli_error("workspace: %s", err->msg);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * After the command: keep the changes as a change set and say where, drop
- * them (--discard, with an fs.change event each), or, when there are none,
- * remove the empty set.
- */
-static int finish_change_set(struct run_ctx *c, int upper_fd)
-{
-	_cleanup_error_ struct pdk_error *err = NULL;
-	_cleanup_close_ int ufd = upper_fd;
-	struct pdk_ws_diff d = {0};
-	size_t count[PDK_WS_REPLACED + 1] = {0};
-	const char *id = pdk_ws_id(c->ws);
-
-	if (ufd >= 0 && pdk_ws_import_upper(c->ws, ufd, &err) < 0)
-		goto fail;
-	if (pdk_ws_diff(c->ws, 0, PDK_WS_CURRENT, &d, &err) < 0)
-		goto fail;
-	for (size_t i = 0; i < d.n; i++)
-		count[d.v[i].kind]++;
-	if (d.n > 0 && c->o.discard)
-		(void)!pdk_ws_emit_changes(c->events, &d, "discarded", id, &err);
-	/* An empty new set goes; one named by --change-set stays unless --discard. */
-	if ((d.n == 0 && c->o.change_set == NULL) || c->o.discard) {
-		pdk_error_free(&err);
-		if (pdk_ws_remove(c->ws, &err) < 0)
-			goto fail;
-		if (d.n > 0)
-			fprintf(stderr, "paddock: workspace: %zu change(s) discarded\n", d.n);
-	} else if (d.n > 0) {
-		fprintf(stderr,
-			"paddock: workspace: %zu added, %zu modified, %zu deleted%s -> change set "
-			"%.13s\n"
-			"paddock: review with 'paddock ws diff %.13s'; apply with 'paddock ws commit "
-			"%.13s'; drop with 'paddock ws discard %.13s'\n",
-			count[PDK_WS_ADDED], count[PDK_WS_MODIFIED] + count[PDK_WS_REPLACED],
-			count[PDK_WS_DELETED], count[PDK_WS_MODE] ? ", mode changes" : "", id, id,
-			id, id);
-	}
-	pdk_ws_diff_release(&d);
-	return 0;
-fail:
-	pdk_ws_diff_release(&d);
-	pdk_cli_error("workspace: %s (the changes stay in '%s')", err->msg, pdk_ws_dir(c->ws));
+	pdk_cli_error("run: %s", err->msg);
 	return -1;
 }
 
-static int run_sandbox(struct run_ctx *c, char id_out[37])
-{
-	_cleanup_error_ struct pdk_error *err = NULL;
-	struct pdk_sandbox_config cfg = {
-		.id = id_out,
-		.policy = c->policy,
-		.argv = c->o.argv,
-		.envp = c->env,
-		.cwd = c->o.cwd,
-		.workspace = c->workspace,
-		.ws_mode = c->policy->workspace.mode,
-		.ws = c->ws,
-		.extra_ro = c->o.ro,
-		.extra_rw = c->o.rw,
-		.events = c->events,
-		.runtime_dir = c->settings.paths.runtime_dir,
-		.settings = &c->settings,
-		.log = &pdk_cli_log,
-	};
-	struct pdk_sandbox_result res;
-	struct pdk_sandbox *sb = NULL;
-	int upper_fd;
-	int rc;
-
-	if (pdk_sandbox_create(&cfg, &sb, &err) < 0) {
-		pdk_cli_error("%s", err->msg);
-		pdk_error_free(&err);
-		/* Nothing ran: the change set is empty. */
-		if (c->ws != NULL && pdk_ws_remove(c->ws, &err) < 0)
-			pdk_cli_warn("cleanup: %s", err->msg);
-		return PDK_EXIT_SETUP;
-	}
-	rc = pdk_sandbox_wait(sb, c->sigfd, &res, &err);
-	if (rc < 0) {
-		pdk_cli_error("%s", err->msg);
-		pdk_error_free(&err);
-	}
-	upper_fd = pdk_sandbox_take_upper_fd(sb);
-	if (pdk_sandbox_destroy(sb, &err) < 0)
-		pdk_cli_warn("cleanup: %s", err->msg);
-	/* Every process of the sandbox is gone: the layer is stable now. */
-	if (c->ws != NULL && finish_change_set(c, upper_fd) < 0 && rc == 0)
-		rc = -1;
-	else if (c->ws == NULL && upper_fd >= 0)
-		(void)close(upper_fd);
-	if (rc < 0)
-		return PDK_EXIT_SETUP;
-	report_end(&c->o, c->policy, &res);
-	return exit_code(&res);
-}
-
 /*
- * The run's event stream: the audit store (unless --no-audit), the
- * --events file, an OTLP exporter. A bad --otlp URL is a bad option; a bad
- * OTEL_* variable or an exporter that cannot start only costs the export
- * (a warning), never the run.
+ * The run's event sinks as options: the audit store (unless --no-audit)
+ * and what it does when full, the --events file, an OTLP exporter. A bad
+ * --otlp URL is a bad option; a bad OTEL_* variable only costs the export
+ * (a warning), never the run. 0, or -1 after printing.
  */
-static int open_events(struct run_ctx *c, const char *id)
+static int parse_event_opts(struct run_ctx *c)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	struct pdk_audit_sink_config acfg = {.on_full = PDK_AUDIT_BLOCK};
-	struct pdk_otlp_config cfg;
+	const char *full = c->o.audit_full;
 	int otlp;
 
-	if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "stop") == 0)
-		acfg.on_full = PDK_AUDIT_STOP;
-	else if (c->o.audit_full != NULL && strcmp(c->o.audit_full, "block") != 0) {
-		pdk_cli_error("run: invalid --audit-queue-full '%s': expected block or stop",
-			      c->o.audit_full);
-		return PDK_EXIT_POLICY;
+	c->on_full = PDK_AUDIT_BLOCK;
+	if (full != NULL && strcmp(full, "stop") == 0) {
+		c->on_full = PDK_AUDIT_STOP;
+	} else if (full != NULL && strcmp(full, "block") != 0) {
+		pdk_cli_error("run: invalid --audit-queue-full '%s': expected block or stop", full);
+		return -1;
 	}
-	pdk_otlp_config_init(&cfg);
-	otlp = pdk_otlp_config_from_env(&cfg, c->settings.envp, c->o.otlp, &err);
+	otlp = pdk_otlp_config_from_env(&c->otlp, c->settings.envp, c->o.otlp, &err);
 	if (otlp < 0 && c->o.otlp != NULL) {
 		pdk_cli_error("run: %s", err->msg);
-		pdk_otlp_config_release(&cfg);
-		return PDK_EXIT_POLICY;
+		return -1;
 	}
 	if (otlp < 0)
 		pdk_cli_warn("OTLP export disabled: %s", err->msg);
-	pdk_error_free(&err);
-	/* No sink, no stream: nothing would read the events (nor the exec trace they carry). */
-	if (c->o.no_audit && c->o.events == NULL && otlp <= 0) {
-		pdk_otlp_config_release(&cfg);
-		return 0;
-	}
-	c->events = pdk_events_new(id, "paddock-run");
-	pdk_runspec_add_secrets(c->events, c->env, c->policy, c->settings.envp);
-	if (!c->o.no_audit) {
-		acfg.state_dir = c->settings.paths.state_dir;
-		pdk_audit_add_sink(c->events, &acfg);
-	}
-	if (c->o.events != NULL && pdk_events_add_file(c->events, c->o.events, &err) < 0) {
-		pdk_cli_error("%s", err->msg);
-		pdk_otlp_config_release(&cfg);
-		return PDK_EXIT_POLICY;
-	}
-	if (otlp > 0 && pdk_otlp_add_sink(c->events, &cfg, c->settings.otlp_helper, &err) < 0)
-		pdk_cli_warn("OTLP export disabled: %s", err->msg);
-	pdk_otlp_config_release(&cfg);
+	c->otlp_on = otlp > 0;
 	return 0;
+}
+
+/* A failed open, said as `paddock run` always said it; the exit status. */
+static int open_failed(const struct pdk_session_failure *why, const struct pdk_error *err)
+{
+	switch (why->step) {
+	case PDK_SESSION_PROFILE:
+		if (why->report.n > 0)
+			pdk_policy_report_print(&why->report, stderr);
+		else
+			pdk_cli_error("%s", err->msg);
+		return PDK_EXIT_POLICY;
+	case PDK_SESSION_OVERRIDES:
+	case PDK_SESSION_WORKSPACE:
+	case PDK_SESSION_ENV:
+		pdk_cli_error("run: %s", err->msg);
+		return PDK_EXIT_POLICY;
+	case PDK_SESSION_EVENTS:
+		pdk_cli_error("%s", err->msg);
+		return PDK_EXIT_POLICY;
+	case PDK_SESSION_CHANGE_SET:
+	case PDK_SESSION_SANDBOX:
+	default:
+		pdk_cli_error("%s: %s", pdk_session_step_name(why->step), err->msg);
+		return PDK_EXIT_SETUP;
+	}
+}
+
+static int open_session(struct run_ctx *c)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_session_failure why;
+	const struct pdk_session_opts so = {
+		.profile = c->o.profile,
+		.overrides = c->overrides,
+		.env = c->o.env,
+		.env_name = "--env",
+		.settings = &c->settings,
+		.log = &pdk_cli_log,
+		.actor = "paddock-run",
+		.audit = !c->o.no_audit,
+		.audit_on_full = c->on_full,
+		.events_file = c->o.events,
+		.otlp = c->otlp_on ? &c->otlp : NULL,
+		.argv = c->o.argv,
+		.cwd = c->o.cwd,
+		.extra_ro = c->o.ro,
+		.extra_rw = c->o.rw,
+	};
+	int rc = 0;
+
+	c->session = pdk_session_open(&so, &why, &err);
+	if (c->session == NULL)
+		rc = open_failed(&why, err);
+	pdk_policy_report_release(&why.report);
+	return rc;
+}
+
+/*
+ * What became of the overlay's changes: kept as a change set (and where),
+ * or dropped (--discard). An empty set goes without a word.
+ */
+static void report_change_set(const struct pdk_session_result *end)
+{
+	const char *id = end->change_set;
+
+	if (end->ws == PDK_SESSION_WS_DISCARDED)
+		fprintf(stderr, "paddock: workspace: %zu change(s) discarded\n", end->changes);
+	if (end->ws != PDK_SESSION_WS_KEPT || end->changes == 0)
+		return;
+	fprintf(stderr,
+		"paddock: workspace: %zu added, %zu modified, %zu deleted%s -> change set "
+		"%.13s\n"
+		"paddock: review with 'paddock ws diff %.13s'; apply with 'paddock ws commit "
+		"%.13s'; drop with 'paddock ws discard %.13s'\n",
+		end->added, end->modified, end->deleted, end->mode_changes ? ", mode changes" : "",
+		id, id, id, id);
+}
+
+/*
+ * The end of the session: what became of the change set is said here; the
+ * sinks' failure (end->events_err) is for the caller to say last.
+ */
+static int finish(struct run_ctx *c, bool ran, struct pdk_session_result *end)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	int rc = pdk_session_finish(c->session, end, &err);
+
+	if (rc < 0 && ran)
+		pdk_cli_error("workspace: %s (the changes stay in '%s')", err->msg,
+			      pdk_ws_dir(pdk_session_ws(c->session)));
+	else if (rc < 0)
+		pdk_cli_warn("cleanup: %s", err->msg);
+	else if (ran)
+		report_change_set(end);
+	return rc;
+}
+
+static void report_events_end(struct pdk_session_result *end)
+{
+	if (end->events_err != NULL)
+		pdk_cli_warn("events: %s", end->events_err->msg);
+	pdk_session_result_release(end);
+}
+
+static int run_sandbox(struct run_ctx *c)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_session_result end;
+	struct pdk_sandbox_result res;
+	int rc;
+
+	if (pdk_session_start(c->session, &err) < 0) {
+		pdk_cli_error("%s", err->msg);
+		/* Nothing ran: a change set made for this run goes. */
+		(void)!finish(c, false, &end);
+		report_events_end(&end);
+		return PDK_EXIT_SETUP;
+	}
+	rc = pdk_sandbox_wait(pdk_session_sandbox(c->session), c->sigfd, &res, &err);
+	if (rc < 0)
+		pdk_cli_error("%s", err->msg);
+	if (finish(c, true, &end) < 0)
+		rc = -1;
+	if (rc == 0)
+		report_end(&c->o, pdk_session_policy(c->session), &res);
+	report_events_end(&end);
+	return rc < 0 ? PDK_EXIT_SETUP : exit_code(&res);
 }
 
 int pdk_cmd_run(int argc, char **argv)
 {
-	_cleanup_error_ struct pdk_error *err = NULL;
 	struct run_ctx c = {.sigfd = -1};
-	char id[37];
 	int rc = parse_opts(argc, argv, &c.o);
 
 	if (rc != 0) {
@@ -571,25 +502,19 @@ int pdk_cmd_run(int argc, char **argv)
 		return rc > 0 ? 0 : PDK_EXIT_POLICY;
 	}
 	pdk_cli_settings(&c.settings);
-	rc = prepare(&c) < 0 ? PDK_EXIT_POLICY : 0;
-	pdk_make_id(id);
+	pdk_otlp_config_init(&c.otlp);
+	if (parse_overrides(&c) < 0 || parse_event_opts(&c) < 0)
+		rc = PDK_EXIT_POLICY;
 	if (rc == 0)
-		rc = open_events(&c, id);
-	if (rc == 0 && make_change_set(&c, id) < 0)
-		rc = PDK_EXIT_SETUP;
-	if (rc == 0)
-		pdk_runspec_credential_env(&c.env, c.policy, id);
+		rc = open_session(&c);
 	if (rc == 0) {
 		c.sigfd = make_sigfd(&c.oldmask);
-		rc = c.sigfd < 0 ? PDK_EXIT_SETUP : run_sandbox(&c, id);
+		rc = c.sigfd < 0 ? PDK_EXIT_SETUP : run_sandbox(&c);
 	}
-	pdk_ws_free(c.ws);
+	pdk_session_free(c.session);
 	if (c.sigfd >= 0)
 		(void)close(c.sigfd);
-	pdk_cli_events_finish(c.events);
-	pdk_policy_free(c.policy);
-	pdk_strv_free(c.env);
-	free(c.workspace);
+	pdk_otlp_config_release(&c.otlp);
 	pdk_settings_release(&c.settings);
 	opts_release(&c.o);
 	return rc;

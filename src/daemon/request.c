@@ -296,58 +296,99 @@ static int chk_labels(json_t *v, const char *path, void *out, struct pdk_req_err
 	return 0;
 }
 
-/* ---- overrides: the policy file's names and units (docs/policy.md) ---- */
+/*
+ * ---- overrides: the policy file's names and units (docs/policy.md) ----
+ *
+ * Each limit's checker parses what the caller wrote ("512M", "30s", 256,
+ * 0.5) and leaves its canonical number in *(json_t **)out: bytes for sizes,
+ * milliseconds for durations, counts as integers, CPUs as a real.
+ * chk_limits() puts these in place of the caller's values, so the spec the
+ * daemon hands a supervisor holds numbers only, and text is parsed here,
+ * at the API's edge, and nowhere after it.
+ */
 
 static int chk_size(json_t *v, const char *path, void *out, struct pdk_req_error *e)
 {
-	uint64_t n;
+	uint64_t n = 0;
 
-	(void)out;
-	if (json_is_integer(v) && json_integer_value(v) >= 0)
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*(json_t **)out = json_incref(v);
 		return 0;
+	}
 	if (!json_is_string(v) || json_string_length(v) > 32 ||
 	    pdk_parse_size(json_string_value(v), &n) < 0)
 		return fail(e, path, "'%s' must be a size (\"512M\", \"1G\") or a number of bytes",
 			    path);
+	if (n > INT64_MAX)
+		return fail(e, path, "'%s' is out of range", path);
+	*(json_t **)out = json_integer((json_int_t)n);
 	return 0;
 }
 
 static int chk_count(json_t *v, const char *path, void *out, struct pdk_req_error *e)
 {
-	uint64_t n;
+	uint64_t n = 0;
 
-	(void)out;
-	return uint_in(v, path, 1u << 30, &n, e);
+	if (uint_in(v, path, 1u << 30, &n, e) < 0)
+		return -1;
+	*(json_t **)out = json_integer((json_int_t)n);
+	return 0;
 }
 
 static int chk_cpu(json_t *v, const char *path, void *out, struct pdk_req_error *e)
 {
-	(void)out;
 	if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 1024)
 		return fail(e, path, "'%s' must be a number of CPUs above 0", path);
+	*(json_t **)out = json_real(json_number_value(v));
 	return 0;
 }
 
+/* A duration: text, or a number of seconds; in milliseconds. */
 static int chk_dur_any(json_t *v, const char *path, void *out, struct pdk_req_error *e)
 {
 	uint64_t ms;
 
-	(void)out;
-	return duration(v, path, 1000, &ms, e);
+	if (duration(v, path, 1000, &ms, e) < 0)
+		return -1;
+	*(json_t **)out = json_integer((json_int_t)ms);
+	return 0;
 }
 
-static const struct field limit_fields[] = {
-	{"memory", chk_size, 0},    {"pids", chk_count, 0},       {"cpu", chk_cpu, 0},
-	{"wall", chk_dur_any, 0},   {"cpu_time", chk_dur_any, 0}, {"egress_bytes", chk_size, 0},
-	{"commands", chk_count, 0}, {"output", chk_size, 0},      {"output_bytes", chk_size, 0},
-	{"disk", chk_size, 0},
+/* The canonical value of each limit, by the limit's place in limit_fields. */
+struct limit_values {
+	json_t *v[10];
 };
+
+#define LIMIT(name, check, i)                                                          \
+	{                                                                              \
+		name, check, offsetof(struct limit_values, v) + (i) * sizeof(json_t *) \
+	}
+
+static const struct field limit_fields[] = {
+	LIMIT("memory", chk_size, 0),       LIMIT("pids", chk_count, 1),
+	LIMIT("cpu", chk_cpu, 2),           LIMIT("wall", chk_dur_any, 3),
+	LIMIT("cpu_time", chk_dur_any, 4),  LIMIT("egress_bytes", chk_size, 5),
+	LIMIT("commands", chk_count, 6),    LIMIT("output", chk_size, 7),
+	LIMIT("output_bytes", chk_size, 8), LIMIT("disk", chk_size, 9),
+};
+_Static_assert(PDK_ARRAY_SIZE(limit_fields) == PDK_ARRAY_SIZE(((struct limit_values *)0)->v),
+	       "one canonical value per limit");
 
 static int chk_limits(json_t *v, const char *path, void *out, struct pdk_req_error *e)
 {
+	struct limit_values canon = {0};
+	int rc;
+
+	(void)out;
 	if (!json_is_object(v))
 		return fail(e, path, "'%s' must be an object", path);
-	return check_object(v, path, limit_fields, PDK_ARRAY_SIZE(limit_fields), out, e);
+	rc = check_object(v, path, limit_fields, PDK_ARRAY_SIZE(limit_fields), &canon, e);
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(limit_fields); i++) {
+		if (rc == 0 && canon.v[i] != NULL)
+			json_object_set(v, limit_fields[i].name, canon.v[i]);
+		json_decref(canon.v[i]);
+	}
+	return rc;
 }
 
 static int chk_net_mode(json_t *v, const char *path, void *out, struct pdk_req_error *e)

@@ -5,7 +5,9 @@
  * built-in profile ("default", "strict") or a YAML file, then command-line
  * overrides are applied on top. docs/policy.md documents the schema.
  * The network-rule syntax (network.allow, network.credentials) is
- * netrule.h, included here: the policy layer's public header is this one.
+ * netrule.h, and what a caller changes of a profile for one sandbox is
+ * overrides.h; both are included here: the policy layer's public header is
+ * this one.
  */
 #ifndef PDK_POLICY_H
 #define PDK_POLICY_H
@@ -145,5 +147,8 @@ PDK_MUST_CHECK int pdk_policy_dump(const struct pdk_policy *p, FILE *out, struct
 /* Text names, for output and events. */
 const char *pdk_policy_ws_mode_name(enum pdk_ws_mode m);
 const char *pdk_policy_net_mode_name(enum pdk_net_mode m);
+
+/* Last: overrides.h uses the types above. */
+#include "overrides.h"
 
 #endif

@@ -574,7 +574,7 @@ static char *carry_stage(struct pdk_supervisor *s)
 int pdk__sv_carry_out(struct pdk_supervisor *s, struct pdk_error **err)
 {
 	_cleanup_free_ char *stage = carry_stage(s);
-	char **dirs = s->policy->tmpfs;
+	char *const *dirs = pdk__sv_policy(s)->tmpfs;
 	int sd = -1, rc = 0;
 
 	(void)!pdk_rm_rf_at(AT_FDCWD, stage);
@@ -625,11 +625,11 @@ int pdk__sv_carry_out(struct pdk_supervisor *s, struct pdk_error **err)
 int pdk__sv_carry_in(struct pdk_supervisor *s, struct pdk_error **err)
 {
 	_cleanup_free_ char *stage = carry_stage(s);
-	char **dirs = s->policy->tmpfs;
+	char *const *dirs = pdk__sv_policy(s)->tmpfs;
 	struct carry c = {.chown = true};
 	int sd, rc = 0;
 
-	pdk_sandbox_owner(s->sb, &c.uid, &c.gid);
+	pdk_sandbox_owner(pdk__sv_sandbox(s), &c.uid, &c.gid);
 	sd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sd < 0)
 		return errno == ENOENT ? 0 : pdk_error_set(err, errno, "cannot open '%s'", stage);

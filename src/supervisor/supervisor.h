@@ -1,6 +1,7 @@
 /*
  * supervisor.h - one sandbox's supervisor in service mode (`paddock
- * supervise`): builds the sandbox from the daemon's spec, then serves the
+ * supervise`): builds the sandbox from the daemon's spec through the
+ * session sequence (session.h, as `paddock run` does), then serves the
  * control protocol (docs/internals/daemon.md) on RUNDIR/sb/<id>/ctl.sock
  * until the sandbox is destroyed or a budget ends it. Single-threaded
  * (the egress proxy, in allowlist mode, has its own thread). The protocol
@@ -14,7 +15,8 @@
 #include "svc-proto.h"
 
 /*
- * Read the spec JSON from `spec_fd` (closed), build sandbox `id`, report
+ * Read the spec JSON from `spec_fd` (closed; its limits are numbers:
+ * bytes, milliseconds, counts, CPUs), build sandbox `id`, report
  * readiness as one JSON line on `ready_fd` (closed; -1: none), serve until
  * the end. Returns 0 after a clean end (destroy, SIGTERM, a budget), or
  * negative + *err when setup failed (then also reported on ready_fd, with

@@ -273,3 +273,36 @@ Test(request, create_token_scope_and_lifetime)
 	create_refused("{\"token\":{\"ops\":[]}}", "token.ops");
 	create_refused("{\"token\":[]}", "token");
 }
+
+/* overrides.limits leave the API as numbers: the supervisor parses no text. */
+Test(request, create_limits_become_numbers)
+{
+	struct pdk_req_create r;
+	struct pdk_req_error e = {0};
+	json_t *l;
+
+	cr_assert_eq(pdk_req_parse_create(S("{\"overrides\":{\"limits\":{\"memory\":\"512M\","
+					    "\"pids\":64,\"cpu\":2,\"wall\":\"10m\",\"cpu_time\":"
+					    "30,\"egress_bytes\":1024,\"commands\":5,\"output\":"
+					    "\"1K\",\"disk\":\"2M\"}},\"workspace\":{\"mode\":"
+					    "\"tmpfs\"}}"),
+					  &r, &e),
+		     0, "%s: %s", e.field, e.msg);
+	l = json_object_get(r.overrides, "limits");
+	cr_assert(json_is_integer(json_object_get(l, "memory")));
+	cr_assert_eq(json_integer_value(json_object_get(l, "memory")), 512 << 20, "bytes");
+	cr_assert_eq(json_integer_value(json_object_get(l, "pids")), 64);
+	cr_assert(json_is_real(json_object_get(l, "cpu")), "CPUs as a real");
+	cr_assert_float_eq(json_real_value(json_object_get(l, "cpu")), 2.0, 1e-9);
+	cr_assert_eq(json_integer_value(json_object_get(l, "wall")), 600000, "ms");
+	cr_assert_eq(json_integer_value(json_object_get(l, "cpu_time")), 30000,
+		     "a number is seconds, given on as ms");
+	cr_assert_eq(json_integer_value(json_object_get(l, "egress_bytes")), 1024);
+	cr_assert_eq(json_integer_value(json_object_get(l, "commands")), 5);
+	cr_assert_eq(json_integer_value(json_object_get(l, "output")), 1024);
+	cr_assert_eq(json_integer_value(json_object_get(l, "disk")), 2 << 20);
+	cr_assert_eq(json_object_size(l), 9, "nothing added");
+	pdk_req_create_release(&r);
+	create_refused("{\"overrides\":{\"limits\":{\"memory\":\"99999999999T\"}}}",
+		       "overrides.limits.memory");
+}

@@ -1,0 +1,439 @@
+/*
+ * session.c - the session sequence (session.h): the open steps, the
+ * sandbox's start and stop, and the finish that decides what becomes of
+ * the change set. The environment and the secrets are session-env.c.
+ */
+#include "common.h"
+#include "audit.h"
+#include "base.h"
+#include "engine.h"
+#include "policy.h"
+#include "session-internal.h"
+#include "session.h"
+#include "telemetry.h"
+#include "workspace.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct pdk_session {
+	struct pdk_session_opts o; /* the caller's (what it points to is borrowed) */
+	char id[37];
+	const char *state_dir;            /* o.state_dir, else the settings' */
+	const char *runtime_dir;          /* o.runtime_dir, else the settings' */
+	struct pdk_policy_report *report; /* while opening: the caller's, or NULL */
+	struct pdk_policy *policy;
+	char *workspace;  /* host path, or NULL */
+	char *private_ws; /* STATE/sandboxes/<id>: made for a session without a workspace */
+	char **env;       /* the sandbox's environment */
+	struct pdk_events *events;
+	struct pdk_ws *ws;             /* overlay: the change set */
+	bool ws_created;               /* made by this session, not one the caller named */
+	struct pdk_sandbox_config cfg; /* the engine may keep pointing at it */
+	struct pdk_sandbox *sb;
+	bool started; /* a sandbox was created at some point */
+};
+
+const char *pdk_session_step_name(enum pdk_session_step step)
+{
+	switch (step) {
+	case PDK_SESSION_PROFILE:
+	case PDK_SESSION_OVERRIDES:
+	case PDK_SESSION_ENV:
+		return "policy";
+	case PDK_SESSION_WORKSPACE:
+	case PDK_SESSION_CHANGE_SET:
+		return "workspace";
+	case PDK_SESSION_EVENTS:
+		return "events";
+	case PDK_SESSION_SANDBOX:
+		return "sandbox";
+	default:
+		return "setup";
+	}
+}
+
+/* ---- the open steps ---- */
+
+static int step_profile(struct pdk_session *s, struct pdk_error **err)
+{
+	const char *profile = s->o.profile ? s->o.profile : "default";
+
+	s->policy = pdk_policy_load(profile, s->o.settings->paths.profile_dir, s->report, err);
+	return s->policy != NULL ? 0 : -EINVAL;
+}
+
+static int step_overrides(struct pdk_session *s, struct pdk_error **err)
+{
+	return pdk_overrides_apply(&s->o.overrides, s->policy, err);
+}
+
+/*
+ * The workspace's host directory: the caller's, the profile's or the
+ * current one; or, for a session that asked for it and named none, a
+ * private empty one (overlay unless a mode was given, so that snapshot,
+ * rollback and diff work).
+ */
+static int step_workspace(struct pdk_session *s, struct pdk_error **err)
+{
+	const struct pdk_overrides *ov = &s->o.overrides;
+
+	if (!s->o.private_workspace || ov->workspace != NULL ||
+	    s->policy->workspace.mode == PDK_WS_NONE)
+		return pdk_overrides_workspace(ov, s->policy, &s->workspace, err);
+	s->private_ws = pdk_xasprintf("%s/sandboxes/%s", s->state_dir, s->id);
+	s->workspace = pdk_xasprintf("%s/workspace", s->private_ws);
+	if (!ov->ws_mode.set)
+		s->policy->workspace.mode = PDK_WS_OVERLAY;
+	return pdk_mkdir_p(s->workspace, err);
+}
+
+static int step_env(struct pdk_session *s, struct pdk_error **err)
+{
+	return pdk__session_env(&s->o, s->policy, &s->env, err);
+}
+
+/*
+ * The event stream: the audit store, an events file, an OTLP exporter.
+ * An exporter that cannot start only costs the export (a warning), never
+ * the session. No sink, no stream: nothing would read the events (nor the
+ * exec trace they carry).
+ */
+static int step_events(struct pdk_session *s, struct pdk_error **err)
+{
+	const struct pdk_session_opts *o = &s->o;
+	_cleanup_error_ struct pdk_error *otlp_err = NULL;
+
+	if (!o->audit && o->events_file == NULL && o->otlp == NULL)
+		return 0;
+	s->events = pdk_events_new(s->id, o->actor ? o->actor : "paddock");
+	if (o->label_session != NULL || o->label_workflow != NULL)
+		pdk_events_set_labels(s->events, o->label_session, o->label_workflow);
+	pdk__session_add_secrets(s->events, s->env, s->policy, o->settings->envp);
+	if (o->audit) {
+		struct pdk_audit_sink_config acfg = {.state_dir = s->state_dir,
+						     .on_full = o->audit_on_full};
+
+		pdk_audit_add_sink(s->events, &acfg);
+	}
+	if (o->events_file != NULL && pdk_events_add_file(s->events, o->events_file, err) < 0)
+		return -1;
+	if (o->otlp != NULL &&
+	    pdk_otlp_add_sink(s->events, o->otlp, o->settings->otlp_helper, &otlp_err) < 0)
+		pdk_log(o->log, PDK_LOG_WARN, "OTLP export disabled: %s", otlp_err->msg);
+	return 0;
+}
+
+static bool empty_dir(const char *path)
+{
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+
+	while (d != NULL && (de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			return false;
+	return true;
+}
+
+/* The change set the caller named: its workspace, its changes so far, its disk limit. */
+static int open_change_set(struct pdk_session *s, struct pdk_error **err)
+{
+	if (pdk_ws_open(s->state_dir, s->o.overrides.change_set, &s->ws, err) < 0 ||
+	    pdk_ws_lock(s->ws, err) < 0)
+		return -1;
+	free(s->workspace);
+	s->workspace = pdk_xstrdup(pdk_ws_workspace(s->ws));
+	/*
+	 * A disk-limited set's upper layer starts as an empty tmpfs: what it
+	 * holds so far becomes a snapshot first.
+	 */
+	if (pdk_ws_disk_limit(s->ws) > 0 && !empty_dir(pdk_ws_upper_path(s->ws)) &&
+	    pdk_ws_snapshot(s->ws, err) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * An overlay's changes go to a change set in the state directory. In
+ * service mode the disk limit is not given to the set: its upper layer
+ * would be a tmpfs that only pdk_session_stop() brings into the set, and
+ * snapshot, rollback and commit work on the set while the sandbox runs.
+ */
+static int step_change_set(struct pdk_session *s, struct pdk_error **err)
+{
+	uint64_t disk = s->o.argv != NULL ? s->policy->limits.disk : 0;
+
+	if (s->policy->workspace.mode != PDK_WS_OVERLAY)
+		return 0;
+	if (s->o.overrides.change_set != NULL)
+		return open_change_set(s, err);
+	if (s->workspace == NULL)
+		return 0;
+	if (pdk_ws_create(s->state_dir, s->workspace, s->id, disk, &s->ws, err) < 0)
+		return -1;
+	s->ws_created = true;
+	return 0;
+}
+
+typedef int (*step_fn)(struct pdk_session *s, struct pdk_error **err);
+
+static const struct {
+	enum pdk_session_step step;
+	step_fn fn;
+} open_steps[] = {
+	{PDK_SESSION_PROFILE, step_profile},     {PDK_SESSION_OVERRIDES, step_overrides},
+	{PDK_SESSION_WORKSPACE, step_workspace}, {PDK_SESSION_ENV, step_env},
+	{PDK_SESSION_EVENTS, step_events},       {PDK_SESSION_CHANGE_SET, step_change_set},
+};
+
+/* ---- undoing ---- */
+
+static int close_events(struct pdk_session *s, struct pdk_error **err)
+{
+	int rc = pdk_events_close(s->events, err);
+
+	pdk_events_free(s->events);
+	s->events = NULL;
+	return rc;
+}
+
+static void remove_private(struct pdk_session *s)
+{
+	if (s->private_ws != NULL)
+		(void)!pdk_rm_rf_at(AT_FDCWD, s->private_ws); /* what is left is only disk */
+}
+
+/* A failed open: what it made goes (a change set it made holds nothing yet). */
+static void abandon(struct pdk_session *s)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (s->ws_created && pdk_ws_remove(s->ws, &err) < 0)
+		pdk_log(s->o.log, PDK_LOG_WARN, "cleanup: %s", err->msg);
+	remove_private(s);
+	pdk_session_free(s);
+}
+
+struct pdk_session *pdk_session_open(const struct pdk_session_opts *opts,
+				     struct pdk_session_failure *why, struct pdk_error **err)
+{
+	struct pdk_session *s = pdk_xcalloc(1, sizeof(*s));
+	const struct pdk_paths *paths = &opts->settings->paths;
+
+	if (why != NULL)
+		*why = (struct pdk_session_failure){.step = PDK_SESSION_PROFILE};
+	s->o = *opts;
+	s->report = why != NULL ? &why->report : NULL;
+	s->state_dir = opts->state_dir ? opts->state_dir : paths->state_dir;
+	s->runtime_dir = opts->runtime_dir ? opts->runtime_dir : paths->runtime_dir;
+	if (opts->id != NULL)
+		(void)snprintf(s->id, sizeof(s->id), "%s", opts->id);
+	else
+		pdk_make_id(s->id);
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(open_steps); i++) {
+		if (open_steps[i].fn(s, err) < 0) {
+			if (why != NULL)
+				why->step = open_steps[i].step;
+			abandon(s);
+			return NULL;
+		}
+	}
+	s->report = NULL;
+	pdk__session_credential_env(&s->env, s->policy, s->id);
+	return s;
+}
+
+/* ---- the sandbox ---- */
+
+int pdk_session_start(struct pdk_session *s, struct pdk_error **err)
+{
+	const struct pdk_session_opts *o = &s->o;
+
+	if (s->sb != NULL)
+		return pdk_error_setx(err, EBUSY, "the session's sandbox runs already");
+	s->cfg = (struct pdk_sandbox_config){
+		.id = s->id,
+		.policy = s->policy,
+		.argv = o->argv,
+		.envp = s->env,
+		.service = o->argv == NULL,
+		.cwd = o->cwd,
+		.workspace = s->workspace,
+		.ws_mode = s->policy->workspace.mode,
+		.ws = s->ws,
+		.extra_ro = o->extra_ro,
+		.extra_rw = o->extra_rw,
+		.settings = o->settings,
+		.runtime_dir = s->runtime_dir,
+		.events = s->events,
+		.log = o->log,
+	};
+	if (pdk_sandbox_create(&s->cfg, &s->sb, err) < 0) {
+		s->sb = NULL;
+		return -1;
+	}
+	s->started = true;
+	return 0;
+}
+
+int pdk_session_stop(struct pdk_session *s, struct pdk_error **err)
+{
+	_cleanup_error_ struct pdk_error *e = NULL;
+	_cleanup_close_ int upper = -1;
+
+	if (s->sb == NULL)
+		return 0;
+	upper = pdk_sandbox_take_upper_fd(s->sb);
+	if (pdk_sandbox_destroy(s->sb, &e) < 0)
+		pdk_log(s->o.log, PDK_LOG_WARN, "cleanup: %s", e->msg);
+	s->sb = NULL;
+	/* Every process of the sandbox is gone: the layer is stable now. */
+	if (upper >= 0 && s->ws != NULL && pdk_ws_import_upper(s->ws, upper, err) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- the end ---- */
+
+static void count_changes(const struct pdk_ws_diff *d, struct pdk_session_result *res)
+{
+	res->changes = d->n;
+	for (size_t i = 0; i < d->n; i++) {
+		switch (d->v[i].kind) {
+		case PDK_WS_ADDED:
+			res->added++;
+			break;
+		case PDK_WS_MODIFIED:
+		case PDK_WS_REPLACED:
+			res->modified++;
+			break;
+		case PDK_WS_DELETED:
+			res->deleted++;
+			break;
+		case PDK_WS_MODE:
+		default:
+			res->mode_changes = true;
+			break;
+		}
+	}
+}
+
+/*
+ * Keep the changes as a change set, drop them (discard, with an fs.change
+ * event each), or, when there are none, remove the set. A set the caller
+ * named stays unless discarded; a private workspace's always goes.
+ */
+static int finish_change_set(struct pdk_session *s, struct pdk_session_result *res,
+			     struct pdk_error **err)
+{
+	const struct pdk_overrides *ov = &s->o.overrides;
+	_cleanup_error_ struct pdk_error *e = NULL;
+	struct pdk_ws_diff d = {0};
+	int rc = 0;
+
+	/* A private workspace goes whatever it holds; no sandbox ran: nothing changed. */
+	if (s->private_ws == NULL && s->started) {
+		rc = pdk_ws_diff(s->ws, 0, PDK_WS_CURRENT, &d, err);
+		if (rc == 0)
+			count_changes(&d, res);
+	}
+	if (rc == 0 && d.n > 0 && ov->discard)
+		(void)!pdk_ws_emit_changes(s->events, &d, "discarded", pdk_ws_id(s->ws), &e);
+	if (rc == 0 && (s->private_ws != NULL || ov->discard || (s->ws_created && d.n == 0))) {
+		rc = pdk_ws_remove(s->ws, err);
+		if (rc == 0)
+			res->ws = ov->discard && d.n > 0 ? PDK_SESSION_WS_DISCARDED
+							 : PDK_SESSION_WS_REMOVED;
+	} else if (rc == 0) {
+		res->ws = PDK_SESSION_WS_KEPT;
+	}
+	pdk_ws_diff_release(&d);
+	return rc;
+}
+
+int pdk_session_finish(struct pdk_session *s, struct pdk_session_result *res,
+		       struct pdk_error **err)
+{
+	int rc;
+
+	*res = (struct pdk_session_result){
+		.ws = s->ws != NULL ? PDK_SESSION_WS_KEPT : PDK_SESSION_WS_NONE,
+		.change_set = s->ws != NULL ? pdk_ws_id(s->ws) : NULL,
+	};
+	rc = pdk_session_stop(s, err);
+	if (rc == 0 && s->ws != NULL)
+		rc = finish_change_set(s, res, err);
+	remove_private(s);
+	(void)!close_events(s, &res->events_err);
+	return rc;
+}
+
+void pdk_session_result_release(struct pdk_session_result *res)
+{
+	pdk_error_free(&res->events_err);
+}
+
+void pdk_session_free(struct pdk_session *s)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (s == NULL)
+		return;
+	if (pdk_session_stop(s, &err) < 0)
+		pdk_log(s->o.log, PDK_LOG_WARN, "workspace: %s", err->msg);
+	pdk_error_free(&err);
+	if (close_events(s, &err) < 0)
+		pdk_log(s->o.log, PDK_LOG_WARN, "events: %s", err->msg);
+	pdk_ws_free(s->ws);
+	pdk_policy_free(s->policy);
+	pdk_strv_free(s->env);
+	free(s->workspace);
+	free(s->private_ws);
+	free(s);
+}
+
+/* ---- what it holds ---- */
+
+const char *pdk_session_id(const struct pdk_session *s)
+{
+	return s->id;
+}
+
+const struct pdk_policy *pdk_session_policy(const struct pdk_session *s)
+{
+	return s->policy;
+}
+
+char *const *pdk_session_env(const struct pdk_session *s)
+{
+	return s->env;
+}
+
+const char *pdk_session_workspace(const struct pdk_session *s)
+{
+	return s->workspace;
+}
+
+bool pdk_session_private_workspace(const struct pdk_session *s)
+{
+	return s->private_ws != NULL;
+}
+
+struct pdk_ws *pdk_session_ws(const struct pdk_session *s)
+{
+	return s->ws;
+}
+
+struct pdk_events *pdk_session_events(const struct pdk_session *s)
+{
+	return s->events;
+}
+
+struct pdk_sandbox *pdk_session_sandbox(const struct pdk_session *s)
+{
+	return s->sb;
+}
