@@ -18,6 +18,17 @@ void pdk_oom(void)
 	abort();
 }
 
+void pdk_bug(const char *what)
+{
+	static const char head[] = "paddock: BUG: ";
+
+	/* Best effort before abort, as pdk_oom(): no allocation, no stdio. */
+	(void)!write(STDERR_FILENO, head, sizeof(head) - 1);
+	(void)!write(STDERR_FILENO, what, strlen(what));
+	(void)!write(STDERR_FILENO, "\n", 1);
+	abort();
+}
+
 void *pdk_xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);

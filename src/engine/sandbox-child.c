@@ -74,25 +74,10 @@ static void setup_namespaces(struct pdk_sandbox *sb)
 /* Hand the parent an fd (SCM_RIGHTS) in a one-byte message `tag`, then close it. */
 static void send_fd(struct pdk_sandbox *sb, char tag, int fd, const char *what)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *c;
+	ssize_t n = pdk_fdpass_send(sb->sync[1], &tag, 1, &fd, 1);
 
-	memset(u.buf, 0, sizeof(u.buf));
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	if (TEMP_FAILURE_RETRY(sendmsg(sb->sync[1], &mh, MSG_NOSIGNAL)) < 0)
-		child_fail(sb, errno, "cannot pass %s: %s", what, strerror(errno));
+	if (n < 0)
+		child_fail(sb, (int)-n, "cannot pass %s: %s", what, strerror((int)-n));
 	(void)close(fd);
 }
 
