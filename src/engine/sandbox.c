@@ -261,7 +261,7 @@ static void close_fd(int *fd)
 }
 
 /* One message from the child; an fd it passes lands in *fd. Bytes, or -errno. */
-static ssize_t recv_child(struct pdk_sandbox *sb, struct pdk__child_error *ce, int *fd)
+static ssize_t recv_child(struct pdk_sandbox *sb, struct pdk_child_error *ce, int *fd)
 {
 	size_t nfds = 1;
 	ssize_t n = pdk_fdpass_recv(sb->sync[0], ce, sizeof(*ce), fd, &nfds, 0);
@@ -318,7 +318,7 @@ static int take_child_fd(struct pdk_sandbox *sb, char tag, int fd, struct pdk_er
 /* Read the child's verdict: EOF means it exec'd the init. */
 static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 {
-	struct pdk__child_error ce;
+	struct pdk_child_error ce;
 	bool answered = false;
 	ssize_t n;
 	int fd = -1;
