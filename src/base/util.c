@@ -319,7 +319,7 @@ void pdk_make_id(char buf[static 37])
 
 static int copy_range(int in_fd, int out_fd, off_t off, off_t end)
 {
-	static bool no_cfr;
+	bool no_cfr = false; /* the kernel has no copy_file_range(): read and write the rest */
 	char buf[65536];
 
 	while (off < end) {
