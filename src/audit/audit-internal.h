@@ -13,15 +13,6 @@
 
 #define PDK_AUDIT_SIG_LEN 64 /* Ed25519 */
 
-/*
- * The largest canonical record. An event's attributes come from the
- * sandbox (argv, paths), so the buffer that serialises them has a cap, set
- * far above any event paddock makes (a traced exec's argv is at most
- * 64 KiB, a spooled line 1 MiB): an event past it is refused (-E2BIG),
- * with its batch, instead of growing the buffer without bound.
- */
-#define PDK__AUDIT_RECORD_MAX ((size_t)16 << 20)
-
 struct pdk_audit {
 	struct pdk_db db; /* the connection, its path, the kept statements */
 	char *state_dir;

@@ -7,11 +7,9 @@
 #include "audit-internal.h"
 #include "base.h"
 
-#include <fcntl.h>
 #include <inttypes.h>
 #include <openssl/crypto.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS events ("
@@ -85,13 +83,18 @@ static int db_error(struct pdk_audit *a, struct pdk_error **err, const char *wha
 	return pdk_db_error(&a->db, err, what);
 }
 
-/* Step a kept statement that returns no row, and reset it. */
+/*
+ * Step a kept statement that returns no row, and reset it (its bindings
+ * are the event's own strings, SQLITE_STATIC, rebound at the next use).
+ */
 static int step_reset(struct pdk_audit *a, sqlite3_stmt *st, struct pdk_error **err)
 {
-	int rc = pdk_db_step_done(&a->db, st, err);
+	int rc = sqlite3_step(st);
 
 	(void)sqlite3_reset(st); /* the step's status is the one that counts */
-	return rc;
+	if (rc != SQLITE_DONE)
+		return db_error(a, err, sqlite3_sql(st));
+	return 0;
 }
 
 void pdk__audit_hex(const unsigned char *p, size_t n, char *out)
@@ -122,7 +125,7 @@ int pdk_audit_open(const char *state_dir, struct pdk_audit **out, struct pdk_err
 	int rc;
 
 	a->state_dir = pdk_xstrdup(state_dir);
-	pdk_buf_init(&a->buf, PDK__AUDIT_RECORD_MAX);
+	pdk_buf_init(&a->buf, PDK_AUDIT_RECORD_MAX);
 	a->checkpoint_every = PDK_AUDIT_CHECKPOINT_EVERY;
 	a->canon = json_object();
 	a->canon_seq = json_integer(0);

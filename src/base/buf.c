@@ -42,12 +42,7 @@ int pdk_buf_reserve(struct pdk_buf *b, size_t n)
 	return 0;
 }
 
-size_t pdk_buf_room(const struct pdk_buf *b)
-{
-	return b->cap > b->len ? b->cap - b->len - 1 : 0;
-}
-
-int pdk_buf_add(struct pdk_buf *b, const void *data, size_t len)
+int pdk__buf_add_grow(struct pdk_buf *b, const void *data, size_t len)
 {
 	int rc = pdk_buf_reserve(b, len);
 

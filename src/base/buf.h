@@ -18,6 +18,8 @@
 
 #include "common.h"
 
+#include <string.h>
+
 struct pdk_buf {
 	char *p;    /* owned; NULL until the first byte (or reserve) */
 	size_t len; /* bytes held, never more than max */
@@ -34,12 +36,25 @@ struct pdk_buf {
 /* Make `b` an empty buffer of at most `max` bytes. Allocates nothing. */
 void pdk_buf_init(struct pdk_buf *b, size_t max);
 
+/* pdk_buf_add() when the bytes do not fit the memory already there. */
+PDK_MUST_CHECK int pdk__buf_add_grow(struct pdk_buf *b, const void *data, size_t len);
+
 /*
  * Append `len` bytes of `data` (which may hold NULs). 0, or -E2BIG when
  * the buffer would pass its cap: then nothing is appended. Aborts on OOM
- * like pdk_xmalloc().
+ * like pdk_xmalloc(). Inline for the common case, where the bytes fit
+ * (the redaction of every event string appends character by character):
+ * cap never passes max + 1, so fitting in cap is within the cap.
  */
-PDK_MUST_CHECK int pdk_buf_add(struct pdk_buf *b, const void *data, size_t len);
+PDK_MUST_CHECK static inline int pdk_buf_add(struct pdk_buf *b, const void *data, size_t len)
+{
+	if (b->cap - b->len <= len) /* cap is 0, or at least len + 1 */
+		return pdk__buf_add_grow(b, data, len);
+	memcpy(b->p + b->len, data, len);
+	b->len += len;
+	b->p[b->len] = '\0';
+	return 0;
+}
 
 /* pdk_buf_add() of a C string without its NUL. */
 PDK_MUST_CHECK int pdk_buf_addstr(struct pdk_buf *b, const char *s);
@@ -53,7 +68,10 @@ PDK_MUST_CHECK int pdk_buf_addstr(struct pdk_buf *b, const char *s);
 PDK_MUST_CHECK int pdk_buf_reserve(struct pdk_buf *b, size_t n);
 
 /* How many bytes may be written at p + len without another reserve. */
-size_t pdk_buf_room(const struct pdk_buf *b);
+static inline size_t pdk_buf_room(const struct pdk_buf *b)
+{
+	return b->cap > b->len ? b->cap - b->len - 1 : 0;
+}
 
 /*
  * Set the length to `len` and write the NUL after it: to drop a tail
