@@ -34,9 +34,7 @@ ssize_t pdk_fdpass_send(int sock, const void *data, size_t len, const int *fds, 
 		memcpy(CMSG_DATA(&u.h), fds, sizeof(int) * nfds);
 	}
 	/* MSG_NOSIGNAL: a peer that went away is EPIPE; SIGPIPE would end the sender. */
-	do
-		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	n = TEMP_FAILURE_RETRY(sendmsg(sock, &mh, MSG_NOSIGNAL));
 	return n < 0 ? -errno : n;
 }
 
@@ -80,9 +78,7 @@ ssize_t pdk_fdpass_recv(int sock, void *data, size_t cap, int *fds, size_t *nfds
 	ssize_t n;
 
 	*nfds = 0;
-	do
-		n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+	n = TEMP_FAILURE_RETRY(recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC));
 	if (n < 0)
 		return -errno;
 	got = take_fds(&mh, fds, room);

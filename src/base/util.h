@@ -83,17 +83,6 @@ static inline int steal_fd(int *fd)
 	return r;
 }
 
-#ifndef TEMP_FAILURE_RETRY
-#define TEMP_FAILURE_RETRY(expr)                         \
-	({                                               \
-		long pdk__r;                             \
-		do                                       \
-			pdk__r = (long)(expr);           \
-		while (pdk__r == -1L && errno == EINTR); \
-		pdk__r;                                  \
-	})
-#endif
-
 /* Write all of buf, retrying EINTR and short writes. 0 or -errno. */
 PDK_MUST_CHECK int pdk_write_all(int fd, const void *buf, size_t len);
 /* Read exactly len bytes. Returns bytes read (< len only at EOF) or -errno. */

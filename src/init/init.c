@@ -32,17 +32,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef TEMP_FAILURE_RETRY /* glibc has it; musl does not */
-#define TEMP_FAILURE_RETRY(expr)                          \
-	({                                                \
-		long init__r;                             \
-		do                                        \
-			init__r = (long)(expr);           \
-		while (init__r == -1L && errno == EINTR); \
-		init__r;                                  \
-	})
-#endif
-
 static volatile sig_atomic_t forward_pgid;
 
 static const int forwarded_signals[] = {SIGHUP,  SIGINT,   SIGQUIT, SIGTERM, SIGUSR1,
