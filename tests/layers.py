@@ -136,6 +136,12 @@ def check_symbols(build, layers):
            "\n".join(bad))
 
 
+# paddock-init is built from libc-only files against musl (the top
+# meson.build): it cannot include base.h (jansson, OpenSSL...), so it names
+# base's libc-only headers one by one.
+INIT_BASE_HEADERS = {"fdpass.h"}
+
+
 def check_public_headers():
     files = subprocess.run(["git", "ls-files", "src/*.c", "src/*.h"], cwd=TOP,
                            capture_output=True, text=True).stdout.split()
@@ -153,6 +159,8 @@ def check_public_headers():
             for i, line in enumerate(fh, 1):
                 m = re.match(r'#include "([^"]+)"', line)
                 if not m or m.group(1) == "common.h":
+                    continue
+                if own == "init" and m.group(1) in INIT_BASE_HEADERS:
                     continue
                 folder = where.get(m.group(1))
                 if folder is None or folder == own or folder not in folders:

@@ -13,48 +13,19 @@
 
 #define PDK_AUDIT_SIG_LEN 64 /* Ed25519 */
 
-/* Prepared statements kept for the life of the connection. */
-enum audit_stmt {
-	ST_BEGIN_IMMEDIATE,
-	ST_BEGIN,
-	ST_COMMIT,
-	ST_ROLLBACK,
-	ST_HEAD,
-	ST_INSERT,
-	ST_LAST_CHECKPOINT,
-	ST_INSERT_CHECKPOINT,
-	ST_N,
-};
-
 struct pdk_audit {
-	sqlite3 *db;
+	struct pdk_db db; /* the connection, its path, the kept statements */
 	char *state_dir;
-	char *path;
 	uint64_t checkpoint_every;
-	sqlite3_stmt *st[ST_N];
-	sqlite3_stmt *query; /* pdk_audit_query's, prepared at its first use, then kept */
 	EVP_MD *sha256;
 	EVP_MD_CTX *md;
 	EVP_PKEY *key; /* the private key, loaded at first use */
 	char key_id[PDK_AUDIT_HASH_HEX];
-	char *buf; /* serialisation buffer, reused */
-	size_t buf_cap;
+	struct pdk_buf buf; /* serialisation buffer, reused */
 	json_t *canon;      /* the record object, reused: its values are replaced per event */
 	json_t *canon_seq;  /* its "seq" (owned by canon) */
 	json_t *canon_prev; /* its "prev_hash" (owned by canon) */
 };
-
-static inline void pdk__cleanup_sqlite_stmt(sqlite3_stmt **s)
-{
-	(void)sqlite3_finalize(*s); /* NULL-safe; its status repeats the last step's */
-}
-#define _cleanup_sqlite_stmt_ __attribute__((cleanup(pdk__cleanup_sqlite_stmt)))
-
-/* An error from the connection: "what: sqlite's message". */
-int pdk__audit_db_error(struct pdk_audit *a, struct pdk_error **err, const char *what);
-
-/* Run one statement (constant SQL, no binds) to completion. */
-PDK_MUST_CHECK int pdk__audit_exec(struct pdk_audit *a, const char *sql, struct pdk_error **err);
 
 /* SHA-256 of n bytes. */
 PDK_MUST_CHECK int pdk__audit_sha256(struct pdk_audit *a, const void *p, size_t n,

@@ -123,11 +123,11 @@ static bool parse_links(const char *line, size_t n, uint64_t *seq, unsigned char
 static int load_checkpoints(struct verifier *v, struct pdk_error **err)
 {
 	static const char sql[] = "SELECT seq, hash, key_id, sig FROM checkpoints ORDER BY seq";
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_db_stmt_ sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (sqlite3_prepare_v2(v->a->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return pdk__audit_db_error(v->a, err, sql);
+	if (pdk_db_prepare(&v->a->db, sql, &st, err) < 0)
+		return -EIO;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct checkpoint *c;
 		const char *kid = (const char *)sqlite3_column_text(st, 2);
@@ -146,7 +146,7 @@ static int load_checkpoints(struct verifier *v, struct pdk_error **err)
 			memcpy(c->sig, sqlite3_column_blob(st, 3), c->sig_len);
 	}
 	if (rc != SQLITE_DONE)
-		return pdk__audit_db_error(v->a, err, "read checkpoints");
+		return pdk_db_error(&v->a->db, err, "read checkpoints");
 	v->res->checkpoints = v->n_cp;
 	return 0;
 }
@@ -187,9 +187,9 @@ static int check_checkpoint(struct verifier *v, const struct checkpoint *c,
 static uint64_t record_with_hash(struct verifier *v, const unsigned char hash[32])
 {
 	static const char sql[] = "SELECT seq FROM events WHERE hash = ?1 LIMIT 1";
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_db_stmt_ sqlite3_stmt *st = NULL;
 
-	if (sqlite3_prepare_v2(v->a->db, sql, -1, &st, NULL) != SQLITE_OK)
+	if (pdk_db_prepare(&v->a->db, sql, &st, NULL) < 0)
 		return 0;
 	(void)sqlite3_bind_blob(st, 1, hash, 32, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_ROW)
@@ -246,13 +246,13 @@ static int check_record(struct verifier *v, uint64_t seq, const char *line, size
 static int scan(struct verifier *v, struct pdk_error **err)
 {
 	static const char sql[] = "SELECT seq, line, hash FROM events ORDER BY seq";
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_db_stmt_ sqlite3_stmt *st = NULL;
 	unsigned char prev[32] = {0};
 	uint64_t expect = 1;
 	int rc;
 
-	if (sqlite3_prepare_v2(v->a->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return pdk__audit_db_error(v->a, err, sql);
+	if (pdk_db_prepare(&v->a->db, sql, &st, err) < 0)
+		return -EIO;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t seq = (uint64_t)sqlite3_column_int64(st, 0);
 		const char *line = sqlite3_column_blob(st, 1);
@@ -272,7 +272,7 @@ static int scan(struct verifier *v, struct pdk_error **err)
 		expect = seq + 1;
 	}
 	if (rc != SQLITE_DONE)
-		return pdk__audit_db_error(v->a, err, "read records");
+		return pdk_db_error(&v->a->db, err, "read records");
 	if (v->next_cp < v->n_cp)
 		return broken(v, PDK_AUDIT_TRUNCATED, expect,
 			      "the chain ends at %" PRIu64
@@ -294,10 +294,9 @@ static void load_pub(struct verifier *v)
 static void read_head_hash(struct verifier *v)
 {
 	static const char sql[] = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1";
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_db_stmt_ sqlite3_stmt *st = NULL;
 
-	if (sqlite3_prepare_v2(v->a->db, sql, -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_step(st) != SQLITE_ROW)
+	if (pdk_db_prepare(&v->a->db, sql, &st, NULL) < 0 || sqlite3_step(st) != SQLITE_ROW)
 		return;
 	v->res->head_seq = (uint64_t)sqlite3_column_int64(st, 0);
 	if (sqlite3_column_bytes(st, 1) == 32)
@@ -314,14 +313,14 @@ int pdk_audit_verify_chain(struct pdk_audit *a, struct pdk_audit_verify *res,
 	memset(res, 0, sizeof(*res));
 	load_pub(&v);
 	/* One read transaction: a consistent snapshot while writers go on. */
-	rc = pdk__audit_exec(a, "BEGIN", err);
+	rc = pdk_db_begin(&a->db, PDK_DB_READ, err);
 	if (rc == 0)
 		rc = load_checkpoints(&v, err);
 	if (rc == 0) {
 		read_head_hash(&v);
 		rc = scan(&v, err);
 	}
-	(void)!pdk__audit_exec(a, "COMMIT", &rerr); /* a read transaction: nothing to lose */
+	(void)!pdk_db_commit(&a->db, &rerr); /* a read transaction: nothing to lose */
 	EVP_PKEY_free(v.pub);
 	free(v.cp);
 	return rc < 0 ? rc : 0;

@@ -7,16 +7,9 @@
 #include "audit-internal.h"
 #include "base.h"
 
-#include <fcntl.h>
 #include <inttypes.h>
 #include <openssl/crypto.h>
 #include <string.h>
-#include <sys/stat.h>
-
-/* How long a writer waits for another process's transaction. */
-#define BUSY_TIMEOUT_MS 30000
-/* The WAL size above which an opening connection checkpoints it (see setup_db). */
-#define WAL_CHECKPOINT_BYTES (512 * 1024)
 
 static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS events ("
@@ -34,47 +27,73 @@ static const char *const schema[] = {
 	" source TEXT PRIMARY KEY NOT NULL, offset INTEGER NOT NULL)",
 };
 
+/*
+ * The kept statements (base/db.h). The append path's are prepared at open;
+ * from ST_QUERY on, at their first use (only the daemon queries).
+ */
+enum audit_stmt {
+	ST_HEAD,
+	ST_INSERT,
+	ST_LAST_CHECKPOINT,
+	ST_INSERT_CHECKPOINT,
+	ST_QUERY,
+	ST_N,
+};
+
 static const char *const stmt_sql[ST_N] = {
-	[ST_BEGIN_IMMEDIATE] = "BEGIN IMMEDIATE",
-	[ST_BEGIN] = "BEGIN",
-	[ST_COMMIT] = "COMMIT",
-	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_HEAD] = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
 	[ST_INSERT] = "INSERT INTO events (seq, ts, sandbox, session, workflow, actor, kind,"
 		      " line, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 	[ST_LAST_CHECKPOINT] = "SELECT seq FROM checkpoints ORDER BY seq DESC LIMIT 1",
 	[ST_INSERT_CHECKPOINT] = "INSERT INTO checkpoints (seq, hash, key_id, sig, ts)"
 				 " VALUES (?, ?, ?, ?, ?)",
+	/*
+	 * pdk_audit_query's, for every filter: a NULL parameter matches all.
+	 * The inner query takes the last N (by seq, descending); the outer one
+	 * puts them back in order.
+	 */
+	[ST_QUERY] = "SELECT * FROM (SELECT seq, ts, sandbox, session, workflow, actor, kind, line"
+		     " FROM events WHERE seq > ?1 AND (?2 IS NULL OR sandbox = ?2)"
+		     " AND (?3 IS NULL OR kind = ?3) ORDER BY seq DESC LIMIT ?4) ORDER BY seq",
 };
 
-int pdk__audit_db_error(struct pdk_audit *a, struct pdk_error **err, const char *what)
+/*
+ * Each `paddock run` is a short-lived connection. By default the last one
+ * to close checkpoints the WAL into the database (fdatasync()s) and deletes
+ * it, at the end of every run. Instead the close leaves the WAL, and a
+ * connection that finds it larger than wal_checkpoint_bytes checkpoints it
+ * at open, which the sandbox's writer thread does while the sandbox is
+ * built; that connection's first commit then restarts the WAL from its
+ * start. The checkpoint is PASSIVE: a long `audit verify` never holds up a
+ * run (base/db.c).
+ */
+static const struct pdk_db_spec audit_db = {
+	.name = "audit store",
+	.busy_timeout_ms = 30000, /* how long a writer waits for another process's transaction */
+	.schema = schema,
+	.n_schema = PDK_ARRAY_SIZE(schema),
+	.stmts = stmt_sql,
+	.n_stmts = ST_N,
+	.n_prepared_at_open = ST_QUERY,
+	.wal_checkpoint_bytes = 512 * 1024,
+};
+
+static int db_error(struct pdk_audit *a, struct pdk_error **err, const char *what)
 {
-	return pdk_error_setx(err, EIO, "audit store '%s': %s: %s", a->path, what,
-			      sqlite3_errmsg(a->db));
+	return pdk_db_error(&a->db, err, what);
 }
 
-int pdk__audit_exec(struct pdk_audit *a, const char *sql, struct pdk_error **err)
+/*
+ * Step a kept statement that returns no row, and reset it (its bindings
+ * are the event's own strings, SQLITE_STATIC, rebound at the next use).
+ */
+static int step_reset(struct pdk_audit *a, sqlite3_stmt *st, struct pdk_error **err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
-	int rc;
+	int rc = sqlite3_step(st);
 
-	if (sqlite3_prepare_v2(a->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return pdk__audit_db_error(a, err, sql);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		;
+	(void)sqlite3_reset(st); /* the step's status is the one that counts */
 	if (rc != SQLITE_DONE)
-		return pdk__audit_db_error(a, err, sql);
-	return 0;
-}
-
-/* Step a kept statement that returns no row, and reset it. */
-static int step_done(struct pdk_audit *a, enum audit_stmt s, struct pdk_error **err)
-{
-	int rc = sqlite3_step(a->st[s]);
-
-	(void)sqlite3_reset(a->st[s]); /* the step's status is the one that counts */
-	if (rc != SQLITE_DONE)
-		return pdk__audit_db_error(a, err, stmt_sql[s]);
+		return db_error(a, err, sqlite3_sql(st));
 	return 0;
 }
 
@@ -100,60 +119,13 @@ int pdk__audit_sha256(struct pdk_audit *a, const void *p, size_t n, unsigned cha
 	return 0;
 }
 
-/* SECURITY: the store is created 0600 before SQLite opens it (its -wal and -shm follow). */
-static int create_file(const char *path, struct pdk_error **err)
-{
-	int fd = TEMP_FAILURE_RETRY(open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-
-	if (fd < 0)
-		return pdk_error_set(err, errno, "cannot open audit store '%s'", path);
-	(void)close(fd);
-	return 0;
-}
-
-static int setup_db(struct pdk_audit *a, struct pdk_error **err)
-{
-	_cleanup_free_ char *wal = pdk_xasprintf("%s-wal", a->path);
-	struct stat st;
-
-	sqlite3_busy_timeout(a->db, BUSY_TIMEOUT_MS);
-	(void)sqlite3_extended_result_codes(a->db, 1);
-	if (pdk__audit_exec(a, "PRAGMA journal_mode=WAL", err) < 0 ||
-	    pdk__audit_exec(a, "PRAGMA synchronous=NORMAL", err) < 0)
-		return -EIO;
-	for (size_t i = 0; i < PDK_ARRAY_SIZE(schema); i++)
-		if (pdk__audit_exec(a, schema[i], err) < 0)
-			return -EIO;
-	/*
-	 * Each `paddock run` is a short-lived connection. By default the last
-	 * one to close checkpoints the WAL into the database (fdatasync()s) and
-	 * deletes it, at the end of every run. Instead the close leaves the WAL,
-	 * and a connection that finds it larger than WAL_CHECKPOINT_BYTES
-	 * checkpoints it here, at open, which the sandbox's writer thread does
-	 * while the sandbox is built; that connection's first commit then
-	 * restarts the WAL from its start. (The bound matters: the first
-	 * connection after a close re-reads the whole WAL.) The checkpoint is
-	 * PASSIVE: it never waits for another reader or writer, so a long
-	 * `audit verify` never holds up a run; what it cannot copy now, a
-	 * later open will. It is housekeeping: its result does not matter.
-	 */
-	(void)sqlite3_db_config(a->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-	if (stat(wal, &st) == 0 && st.st_size > WAL_CHECKPOINT_BYTES)
-		(void)sqlite3_wal_checkpoint_v2(a->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-	for (size_t i = 0; i < ST_N; i++)
-		if (sqlite3_prepare_v3(a->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &a->st[i],
-				       NULL) != SQLITE_OK)
-			return pdk__audit_db_error(a, err, stmt_sql[i]);
-	return 0;
-}
-
 int pdk_audit_open(const char *state_dir, struct pdk_audit **out, struct pdk_error **err)
 {
 	struct pdk_audit *a = pdk_xcalloc(1, sizeof(*a));
 	int rc;
 
 	a->state_dir = pdk_xstrdup(state_dir);
-	a->path = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_DB);
+	pdk_buf_init(&a->buf, PDK_AUDIT_RECORD_MAX);
 	a->checkpoint_every = PDK_AUDIT_CHECKPOINT_EVERY;
 	a->canon = json_object();
 	a->canon_seq = json_integer(0);
@@ -175,17 +147,7 @@ int pdk_audit_open(const char *state_dir, struct pdk_audit **out, struct pdk_err
 	if (a->sha256 == NULL || a->md == NULL)
 		rc = pdk_error_setx(err, EIO, "cannot set up sha-256");
 	else
-		rc = pdk_mkdir_p(state_dir, err);
-	if (rc == 0)
-		rc = create_file(a->path, err);
-	if (rc == 0 &&
-	    sqlite3_open_v2(a->path, &a->db,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
-			    NULL) != SQLITE_OK)
-		rc = a->db ? pdk__audit_db_error(a, err, "open")
-			   : pdk_error_setx(err, ENOMEM, "cannot open '%s'", a->path);
-	if (rc == 0)
-		rc = setup_db(a, err);
+		rc = pdk_db_open(&a->db, state_dir, PDK_AUDIT_DB, &audit_db, err);
 	if (rc < 0) {
 		pdk_audit_free(a);
 		return rc;
@@ -198,19 +160,15 @@ void pdk_audit_free(struct pdk_audit *a)
 {
 	if (a == NULL)
 		return;
-	for (size_t i = 0; i < ST_N; i++)
-		(void)sqlite3_finalize(a->st[i]);
-	(void)sqlite3_finalize(a->query);
-	(void)sqlite3_close(a->db);
+	pdk_db_close(&a->db);
 	EVP_PKEY_free(a->key);
 	json_decref(a->canon_seq);
 	json_decref(a->canon_prev);
 	json_decref(a->canon);
 	EVP_MD_CTX_free(a->md);
 	EVP_MD_free(a->sha256);
-	free(a->buf);
+	pdk_buf_release(&a->buf);
 	free(a->state_dir);
-	free(a->path);
 	free(a);
 }
 
@@ -223,7 +181,7 @@ void pdk_audit_set_checkpoint_every(struct pdk_audit *a, uint64_t n)
 static int read_head(struct pdk_audit *a, uint64_t *seq, unsigned char hash[32],
 		     struct pdk_error **err)
 {
-	sqlite3_stmt *st = a->st[ST_HEAD];
+	sqlite3_stmt *st = a->db.kept[ST_HEAD];
 	int rc = sqlite3_step(st);
 
 	*seq = 0;
@@ -233,7 +191,7 @@ static int read_head(struct pdk_audit *a, uint64_t *seq, unsigned char hash[32],
 			(void)sqlite3_reset(st);
 			return pdk_error_setx(err, EIO,
 					      "audit store '%s': the head's hash is not 32 bytes",
-					      a->path);
+					      a->db.path);
 		}
 		*seq = (uint64_t)sqlite3_column_int64(st, 0);
 		memcpy(hash, sqlite3_column_blob(st, 1), 32);
@@ -241,25 +199,25 @@ static int read_head(struct pdk_audit *a, uint64_t *seq, unsigned char hash[32],
 	}
 	(void)sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
-		return pdk__audit_db_error(a, err, "read the head");
+		return db_error(a, err, "read the head");
 	return 0;
 }
 
 /*
- * The canonical line of one event at `seq` after `prev`, into a->buf;
- * returns its length (0 on failure). The record object is kept from one
- * event to the next (allocating one per event was a third of the cost of
- * an append): its values are replaced by the event's own, which are shared,
- * not changed.
+ * The canonical line of one event at `seq` after `prev`, into a->buf.
+ * 0, -EINVAL when jansson cannot serialise it, -E2BIG past the cap. The
+ * record object is kept from one event to the next (allocating one per
+ * event was a third of the cost of an append): its values are replaced by
+ * the event's own, which are shared, not changed.
  */
-static size_t canonical(struct pdk_audit *a, const json_t *event, uint64_t seq,
-			const unsigned char prev[32])
+static int canonical(struct pdk_audit *a, const json_t *event, uint64_t seq,
+		     const unsigned char prev[32])
 {
 	static const char *const keep[] = {"ts",    "sandbox", "session", "workflow",
 					   "actor", "kind",    "attrs"};
 	char hex[PDK_AUDIT_HASH_HEX];
 	json_t *ss = json_object_get(event, "seq");
-	size_t n;
+	size_t n, room;
 
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(keep); i++) {
 		json_t *v = json_object_get(event, keep[i]);
@@ -270,15 +228,21 @@ static size_t canonical(struct pdk_audit *a, const json_t *event, uint64_t seq,
 	pdk__audit_hex(prev, 32, hex);
 	(void)json_string_setn_nocheck(a->canon_prev, hex, 64); /* hex digits: valid UTF-8 */
 	(void)json_integer_set(a->canon_seq, (json_int_t)seq);
+	pdk_buf_reset(&a->buf);
 	/* The same flags as pdk_json_dump_line(), without its newline. */
 	for (;;) {
-		n = json_dumpb(a->canon, a->buf, a->buf_cap,
+		room = pdk_buf_room(&a->buf);
+		n = json_dumpb(a->canon, a->buf.p, room,
 			       JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-		if (n == 0 || n <= a->buf_cap)
-			return n;
-		a->buf_cap = n + 4096;
-		a->buf = pdk_xrealloc(a->buf, a->buf_cap);
+		if (n == 0)
+			return -EINVAL;
+		if (n <= room)
+			break;
+		if (pdk_buf_reserve(&a->buf, n) < 0)
+			return -E2BIG;
 	}
+	pdk_buf_setlen(&a->buf, n);
+	return 0;
 }
 
 static const char *str_field(const json_t *event, const char *key)
@@ -289,14 +253,17 @@ static const char *str_field(const json_t *event, const char *key)
 static int insert_one(struct pdk_audit *a, const json_t *event, uint64_t seq,
 		      unsigned char prev[32], struct pdk_error **err)
 {
-	sqlite3_stmt *st = a->st[ST_INSERT];
-	size_t n = canonical(a, event, seq, prev);
+	sqlite3_stmt *st = a->db.kept[ST_INSERT];
+	int rc = canonical(a, event, seq, prev);
 	const char *kind = str_field(event, "kind");
 
-	if (n == 0 || kind == NULL || str_field(event, "sandbox") == NULL)
+	if (rc == -E2BIG)
+		return pdk_error_setx(err, E2BIG, "audit: event '%s' is larger than %zu bytes",
+				      kind ? kind : "?", a->buf.max);
+	if (rc < 0 || kind == NULL || str_field(event, "sandbox") == NULL)
 		return pdk_error_setx(err, EINVAL, "audit: event '%s' cannot be serialised",
 				      kind ? kind : "?");
-	if (pdk__audit_sha256(a, a->buf, n, prev, err) < 0)
+	if (pdk__audit_sha256(a, a->buf.p, a->buf.len, prev, err) < 0)
 		return -EIO;
 	(void)sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
 	(void)sqlite3_bind_text(st, 2, str_field(event, "ts"), -1, SQLITE_STATIC);
@@ -305,14 +272,14 @@ static int insert_one(struct pdk_audit *a, const json_t *event, uint64_t seq,
 	(void)sqlite3_bind_text(st, 5, str_field(event, "workflow"), -1, SQLITE_STATIC);
 	(void)sqlite3_bind_text(st, 6, str_field(event, "actor"), -1, SQLITE_STATIC);
 	(void)sqlite3_bind_text(st, 7, kind, -1, SQLITE_STATIC);
-	(void)sqlite3_bind_blob(st, 8, a->buf, (int)n, SQLITE_STATIC);
+	(void)sqlite3_bind_blob(st, 8, a->buf.p, (int)a->buf.len, SQLITE_STATIC);
 	(void)sqlite3_bind_blob(st, 9, prev, 32, SQLITE_STATIC);
-	return step_done(a, ST_INSERT, err);
+	return step_reset(a, st, err);
 }
 
 static int last_checkpoint(struct pdk_audit *a, uint64_t *seq, struct pdk_error **err)
 {
-	sqlite3_stmt *st = a->st[ST_LAST_CHECKPOINT];
+	sqlite3_stmt *st = a->db.kept[ST_LAST_CHECKPOINT];
 	int rc = sqlite3_step(st);
 
 	*seq = 0;
@@ -322,7 +289,7 @@ static int last_checkpoint(struct pdk_audit *a, uint64_t *seq, struct pdk_error 
 	}
 	(void)sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
-		return pdk__audit_db_error(a, err, "read the last checkpoint");
+		return db_error(a, err, "read the last checkpoint");
 	return 0;
 }
 
@@ -340,7 +307,7 @@ char *pdk__audit_checkpoint_msg(uint64_t seq, const char *hash_hex, const char *
 static int sign_head(struct pdk_audit *a, uint64_t seq, const unsigned char hash[32],
 		     struct pdk_error **err)
 {
-	sqlite3_stmt *st = a->st[ST_INSERT_CHECKPOINT];
+	sqlite3_stmt *st = a->db.kept[ST_INSERT_CHECKPOINT];
 	unsigned char sig[PDK_AUDIT_SIG_LEN];
 	char hex[PDK_AUDIT_HASH_HEX];
 	_cleanup_free_ char *msg = NULL;
@@ -365,7 +332,7 @@ static int sign_head(struct pdk_audit *a, uint64_t seq, const unsigned char hash
 	(void)sqlite3_bind_text(st, 3, a->key_id, -1, SQLITE_STATIC);
 	(void)sqlite3_bind_blob(st, 4, sig, sizeof(sig), SQLITE_STATIC);
 	(void)sqlite3_bind_text(st, 5, ts, -1, SQLITE_STATIC);
-	return step_done(a, ST_INSERT_CHECKPOINT, err);
+	return step_reset(a, st, err);
 }
 
 /* The body of one write transaction. */
@@ -394,15 +361,13 @@ int pdk_audit_append(struct pdk_audit *a, json_t *const *events, size_t n, bool 
 	if (n == 0 && !checkpoint)
 		return 0;
 	/* SECURITY: BEGIN IMMEDIATE takes the write lock before the head is read (one chain). */
-	if (step_done(a, ST_BEGIN_IMMEDIATE, err) < 0)
+	if (pdk_db_begin(&a->db, PDK_DB_WRITE, err) < 0)
 		return -EIO;
 	rc = append_locked(a, events, n, checkpoint, err);
 	if (rc == 0)
-		rc = step_done(a, ST_COMMIT, err);
+		rc = pdk_db_commit(&a->db, err);
 	if (rc < 0) {
-		_cleanup_error_ struct pdk_error *rerr = NULL;
-
-		(void)!step_done(a, ST_ROLLBACK, &rerr); /* the first error is the one to report */
+		(void)pdk_db_rollback(&a->db, rc);
 		return pdk_error_wrap(err, "audit: %zu event(s) not stored", n);
 	}
 	return 0;
@@ -418,13 +383,6 @@ int pdk_audit_checkpoint(struct pdk_audit *a, struct pdk_error **err)
 static const char *col_text(sqlite3_stmt *st, int i)
 {
 	return (const char *)sqlite3_column_text(st, i);
-}
-
-static int prepare(struct pdk_audit *a, const char *sql, sqlite3_stmt **st, struct pdk_error **err)
-{
-	if (sqlite3_prepare_v2(a->db, sql, -1, st, NULL) != SQLITE_OK)
-		return pdk__audit_db_error(a, err, sql);
-	return 0;
 }
 
 static int query_rows(struct pdk_audit *a, sqlite3_stmt *st, const struct pdk_audit_filter *f,
@@ -454,42 +412,23 @@ static int query_rows(struct pdk_audit *a, sqlite3_stmt *st, const struct pdk_au
 			return r;
 	}
 	if (rc != SQLITE_DONE)
-		return pdk__audit_db_error(a, err, "query events");
+		return db_error(a, err, "query events");
 	return 0;
 }
 
 int pdk_audit_query(struct pdk_audit *a, const struct pdk_audit_filter *f, pdk_audit_row_cb cb,
 		    void *data, struct pdk_error **err)
 {
-	/*
-	 * One statement for every filter: a NULL parameter matches all. The
-	 * inner query takes the last N (by seq, descending); the outer one
-	 * puts them back in order.
-	 */
-	static const char sql[] =
-		"SELECT * FROM (SELECT seq, ts, sandbox, session, workflow, actor, kind, line"
-		" FROM events WHERE seq > ?1 AND (?2 IS NULL OR sandbox = ?2)"
-		" AND (?3 IS NULL OR kind = ?3) ORDER BY seq DESC LIMIT ?4) ORDER BY seq";
-	_cleanup_sqlite_stmt_ sqlite3_stmt *fresh = NULL;
-	int rc;
+	_cleanup_db_walk_ struct pdk_db_walk w = {0};
 
 	/*
 	 * The daemon queries after every append (its subscribers' fan-out): the
-	 * statement is prepared once and kept (parsing it each time showed in
-	 * profiles). A query from inside another's callback gets its own.
+	 * statement is kept (parsing it each time showed in profiles). A query
+	 * from inside another's callback gets its own.
 	 */
-	if (a->query == NULL && sqlite3_prepare_v3(a->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-						   &a->query, NULL) != SQLITE_OK)
-		return pdk__audit_db_error(a, err, sql);
-	if (sqlite3_stmt_busy(a->query)) {
-		if (prepare(a, sql, &fresh, err) < 0)
-			return -EIO;
-		return query_rows(a, fresh, f, cb, data, err);
-	}
-	rc = query_rows(a, a->query, f, cb, data, err);
-	(void)sqlite3_reset(a->query);
-	(void)sqlite3_clear_bindings(a->query);
-	return rc;
+	if (pdk_db_walk_start(&a->db, ST_QUERY, &w, err) < 0)
+		return -EIO;
+	return query_rows(a, w.st, f, cb, data, err);
 }
 
 int pdk_audit_sandboxes(struct pdk_audit *a, pdk_audit_sandbox_cb cb, void *data,
@@ -498,10 +437,10 @@ int pdk_audit_sandboxes(struct pdk_audit *a, pdk_audit_sandbox_cb cb, void *data
 	static const char sql[] =
 		"SELECT sandbox, MIN(ts), MAX(ts), MAX(session), MAX(workflow), COUNT(*), MIN(seq)"
 		" FROM events GROUP BY sandbox ORDER BY MIN(seq)";
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_db_stmt_ sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (prepare(a, sql, &st, err) < 0)
+	if (pdk_db_prepare(&a->db, sql, &st, err) < 0)
 		return -EIO;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct pdk_audit_sandbox s = {
@@ -518,7 +457,7 @@ int pdk_audit_sandboxes(struct pdk_audit *a, pdk_audit_sandbox_cb cb, void *data
 			return r;
 	}
 	if (rc != SQLITE_DONE)
-		return pdk__audit_db_error(a, err, "list sandboxes");
+		return db_error(a, err, "list sandboxes");
 	return 0;
 }
 
@@ -528,20 +467,20 @@ int pdk_audit_resolve_sandbox(struct pdk_audit *a, const char *prefix, char **ou
 	/* A prefix match with LIKE would treat '%' and '_' as wildcards: compare substr instead. */
 	static const char sql[] = "SELECT DISTINCT sandbox FROM events"
 				  " WHERE substr(sandbox, 1, length(?1)) = ?1 LIMIT 3";
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_db_stmt_ sqlite3_stmt *st = NULL;
 	_cleanup_strv_ char **found = NULL;
 	int rc;
 
-	if (prepare(a, sql, &st, err) < 0)
+	if (pdk_db_prepare(&a->db, sql, &st, err) < 0)
 		return -EIO;
 	(void)sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
 		pdk_strv_push(&found, col_text(st, 0));
 	if (rc != SQLITE_DONE)
-		return pdk__audit_db_error(a, err, "find sandbox");
+		return db_error(a, err, "find sandbox");
 	if (found == NULL || prefix[0] == '\0')
 		return pdk_error_setx(err, ENOENT, "no sandbox '%s' in the audit store '%s'",
-				      prefix, a->path);
+				      prefix, a->db.path);
 	if (found[1] != NULL)
 		return pdk_error_setx(err, EEXIST, "'%s' names several sandboxes (%s, %s%s)",
 				      prefix, found[0], found[1], found[2] ? ", ..." : "");
@@ -554,14 +493,14 @@ int pdk_audit_resolve_sandbox(struct pdk_audit *a, const char *prefix, char **ou
 static int bound_step(struct pdk_audit *a, const char *sql, const char *source, bool with_offset,
 		      uint64_t offset, struct pdk_error **err)
 {
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_db_stmt_ sqlite3_stmt *st = NULL;
 
-	if (prepare(a, sql, &st, err) < 0)
+	if (pdk_db_prepare(&a->db, sql, &st, err) < 0)
 		return -EIO;
 	if (sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC) != SQLITE_OK ||
 	    (with_offset && sqlite3_bind_int64(st, 2, (sqlite3_int64)offset) != SQLITE_OK) ||
 	    sqlite3_step(st) != SQLITE_DONE)
-		return pdk__audit_db_error(a, err, sql);
+		return db_error(a, err, sql);
 	return 0;
 }
 
@@ -570,7 +509,7 @@ int pdk_audit_append_spool(struct pdk_audit *a, json_t *const *events, size_t n,
 {
 	int rc;
 
-	if (step_done(a, ST_BEGIN_IMMEDIATE, err) < 0)
+	if (pdk_db_begin(&a->db, PDK_DB_WRITE, err) < 0)
 		return -EIO;
 	rc = n > 0 ? append_locked(a, events, n, false, err) : 0;
 	if (rc == 0)
@@ -579,11 +518,9 @@ int pdk_audit_append_spool(struct pdk_audit *a, json_t *const *events, size_t n,
 				" ON CONFLICT(source) DO UPDATE SET offset = excluded.offset",
 				source, true, offset, err);
 	if (rc == 0)
-		rc = step_done(a, ST_COMMIT, err);
+		rc = pdk_db_commit(&a->db, err);
 	if (rc < 0) {
-		_cleanup_error_ struct pdk_error *rerr = NULL;
-
-		(void)!step_done(a, ST_ROLLBACK, &rerr);
+		(void)pdk_db_rollback(&a->db, rc);
 		return pdk_error_wrap(err, "audit: %zu event(s) of '%s' not stored", n, source);
 	}
 	return 0;
@@ -593,19 +530,19 @@ int pdk_audit_spool_offset(struct pdk_audit *a, const char *source, uint64_t *of
 			   struct pdk_error **err)
 {
 	static const char sql[] = "SELECT offset FROM spool_offsets WHERE source = ?";
-	_cleanup_sqlite_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_db_stmt_ sqlite3_stmt *st = NULL;
 	int rc;
 
 	*offset = 0;
-	if (prepare(a, sql, &st, err) < 0)
+	if (pdk_db_prepare(&a->db, sql, &st, err) < 0)
 		return -EIO;
 	if (sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC) != SQLITE_OK)
-		return pdk__audit_db_error(a, err, sql);
+		return db_error(a, err, sql);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		*offset = (uint64_t)sqlite3_column_int64(st, 0);
 	else if (rc != SQLITE_DONE)
-		return pdk__audit_db_error(a, err, sql);
+		return db_error(a, err, sql);
 	return 0;
 }
 

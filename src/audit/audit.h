@@ -30,6 +30,13 @@
 #define PDK_AUDIT_QUEUE_MAX        1024
 #define PDK_AUDIT_FLUSH_MS         200
 #define PDK_AUDIT_HASH_HEX         65 /* 64 hex digits and the NUL */
+/*
+ * The largest canonical record. An event's attributes come from the
+ * sandbox (argv, paths), so the buffer that serialises them has a cap, set
+ * far above any event paddock makes (a traced exec's argv is at most
+ * 64 KiB, a spooled line 1 MiB).
+ */
+#define PDK_AUDIT_RECORD_MAX ((size_t)16 << 20)
 
 struct pdk_audit;
 
@@ -51,7 +58,8 @@ void pdk_audit_set_checkpoint_every(struct pdk_audit *a, uint64_t n);
  * transaction, after the chain's current head, wherever the other writers
  * left it. A checkpoint is signed in the same transaction when the batch
  * crosses a multiple of the checkpoint interval, or when `checkpoint` is
- * true. All or nothing: on failure nothing of the batch is stored.
+ * true. All or nothing: on failure nothing of the batch is stored; an
+ * event whose record would pass PDK_AUDIT_RECORD_MAX fails it with -E2BIG.
  */
 PDK_MUST_CHECK int pdk_audit_append(struct pdk_audit *a, json_t *const *events, size_t n,
 				    bool checkpoint, struct pdk_error **err);

@@ -9,7 +9,10 @@
  *
  *   error.h     the error object every fallible function fills
  *   util.h      allocation, strings and string vectors, files, time, parsing
+ *   buf.h       a growable byte buffer with a hard cap, for untrusted bytes
  *   json.h      the one way JSON is built and read (jansson, with limits)
+ *   db.h        an SQLite store: open, pragmas, schema, kept statements
+ *   fdpass.h    one message with file descriptors (SCM_RIGHTS)
  *   log.h       where a library object's messages go
  *   paths.h     the state, runtime and profile directories, decided once
  *   proc.h      the one clone() of the library
@@ -21,7 +24,10 @@
 #define PDK_BASE_H
 
 #include "common.h"
+#include "buf.h"
+#include "db.h"
 #include "error.h"
+#include "fdpass.h"
 #include "json.h"
 #include "log.h"
 #include "paths.h"

@@ -14,6 +14,22 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
+#include <unistd.h>
+
+/*
+ * Retry a call that failed with EINTR (glibc's, which unistd.h defines
+ * with _GNU_SOURCE; musl, which paddock-init is built with, has none).
+ */
+#ifndef TEMP_FAILURE_RETRY
+#define TEMP_FAILURE_RETRY(expr)                         \
+	({                                               \
+		long pdk__r;                             \
+		do                                       \
+			pdk__r = (long)(expr);           \
+		while (pdk__r == -1L && errno == EINTR); \
+		pdk__r;                                  \
+	})
+#endif
 
 #define PDK_MUST_CHECK    __attribute__((warn_unused_result))
 #define PDK_PRINTF(a, b)  __attribute__((format(printf, a, b)))

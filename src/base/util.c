@@ -18,6 +18,17 @@ void pdk_oom(void)
 	abort();
 }
 
+void pdk_bug(const char *what)
+{
+	static const char head[] = "paddock: BUG: ";
+
+	/* Best effort before abort, as pdk_oom(): no allocation, no stdio. */
+	(void)!write(STDERR_FILENO, head, sizeof(head) - 1);
+	(void)!write(STDERR_FILENO, what, strlen(what));
+	(void)!write(STDERR_FILENO, "\n", 1);
+	abort();
+}
+
 void *pdk_xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
@@ -308,7 +319,7 @@ void pdk_make_id(char buf[static 37])
 
 static int copy_range(int in_fd, int out_fd, off_t off, off_t end)
 {
-	static bool no_cfr;
+	bool no_cfr = false; /* the kernel has no copy_file_range(): read and write the rest */
 	char buf[65536];
 
 	while (off < end) {

@@ -14,8 +14,13 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-/* Allocation: abort on OOM (the one place libpaddock may abort). */
+/* Allocation: abort on OOM (with pdk_bug(), the only places libpaddock may abort). */
 PDK_NORETURN void pdk_oom(void);
+/*
+ * A broken invariant: a caller's bug, not a condition to report (git's
+ * BUG()). Writes "paddock: BUG: `what`" to stderr and aborts.
+ */
+PDK_NORETURN void pdk_bug(const char *what);
 void *pdk_xmalloc(size_t n);
 void *pdk_xcalloc(size_t nmemb, size_t size);
 void *pdk_xrealloc(void *p, size_t n);
@@ -77,17 +82,6 @@ static inline int steal_fd(int *fd)
 	*fd = -1;
 	return r;
 }
-
-#ifndef TEMP_FAILURE_RETRY
-#define TEMP_FAILURE_RETRY(expr)                         \
-	({                                               \
-		long pdk__r;                             \
-		do                                       \
-			pdk__r = (long)(expr);           \
-		while (pdk__r == -1L && errno == EINTR); \
-		pdk__r;                                  \
-	})
-#endif
 
 /* Write all of buf, retrying EINTR and short writes. 0 or -errno. */
 PDK_MUST_CHECK int pdk_write_all(int fd, const void *buf, size_t len);

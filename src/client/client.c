@@ -27,54 +27,15 @@
 #define CONTENT_TYPE_MAX 1024
 #define HEADER_NAME_MAX  64
 
-/* ---- a growable buffer with a hard cap ---- */
-
-struct cbuf {
-	char *p;
-	size_t len, cap, max;
-};
-
-static int cbuf_add(struct cbuf *b, const char *data, size_t len)
-{
-	if (len > b->max - b->len)
-		return -E2BIG;
-	if (b->len + len + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-
-		while (cap < b->len + len + 1)
-			cap *= 2;
-		b->p = pdk_xrealloc(b->p, cap);
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, data, len);
-	b->len += len;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
-static void cbuf_reset(struct cbuf *b)
-{
-	b->len = 0;
-	if (b->p != NULL)
-		b->p[0] = '\0';
-}
-
-static void cbuf_release(struct cbuf *b)
-{
-	free(b->p);
-	b->p = NULL;
-	b->len = b->cap = 0;
-}
-
 /* ---- Server-Sent Events ---- */
 
 struct pdk__client_sse {
 	pdk_client_sse_cb cb;
 	void *ud;
-	struct cbuf line;
-	struct cbuf data;
-	struct cbuf event;
-	struct cbuf id;
+	struct pdk_buf line;
+	struct pdk_buf data;
+	struct pdk_buf event;
+	struct pdk_buf id;
 	bool have_id;
 	bool after_cr; /* the last byte was CR: a following LF ends no new line */
 };
@@ -85,10 +46,10 @@ struct pdk__client_sse *pdk__client_sse_new(pdk_client_sse_cb cb, void *ud)
 
 	s->cb = cb;
 	s->ud = ud;
-	s->line.max = PDK_CLIENT_SSE_MAX;
-	s->data.max = PDK_CLIENT_SSE_MAX;
-	s->event.max = 256;
-	s->id.max = 256;
+	pdk_buf_init(&s->line, PDK_CLIENT_SSE_MAX);
+	pdk_buf_init(&s->data, PDK_CLIENT_SSE_MAX);
+	pdk_buf_init(&s->event, 256);
+	pdk_buf_init(&s->id, 256);
 	return s;
 }
 
@@ -96,28 +57,27 @@ void pdk__client_sse_free(struct pdk__client_sse *s)
 {
 	if (s == NULL)
 		return;
-	cbuf_release(&s->line);
-	cbuf_release(&s->data);
-	cbuf_release(&s->event);
-	cbuf_release(&s->id);
+	pdk_buf_release(&s->line);
+	pdk_buf_release(&s->data);
+	pdk_buf_release(&s->event);
+	pdk_buf_release(&s->id);
 	free(s);
 }
 
 static int sse_dispatch(struct pdk__client_sse *s)
 {
-	const char *event = s->event.len ? s->event.p : "message";
+	const char *event = s->event.len ? pdk_buf_str(&s->event) : "message";
 	int r = 0;
 
 	if (s->data.len > 0) {
 		/* The data lines were each followed by LF; the last one is not data. */
-		s->data.len--;
-		s->data.p[s->data.len] = '\0';
-		if (s->cb != NULL &&
-		    s->cb(s->ud, event, s->have_id ? s->id.p : NULL, s->data.p, s->data.len) != 0)
+		pdk_buf_setlen(&s->data, s->data.len - 1);
+		if (s->cb != NULL && s->cb(s->ud, event, s->have_id ? pdk_buf_str(&s->id) : NULL,
+					   pdk_buf_str(&s->data), s->data.len) != 0)
 			r = -ECANCELED;
 	}
-	cbuf_reset(&s->data);
-	cbuf_reset(&s->event);
+	pdk_buf_reset(&s->data);
+	pdk_buf_reset(&s->event);
 	return r;
 }
 
@@ -145,17 +105,17 @@ static int sse_line(struct pdk__client_sse *s, const char *l, size_t len)
 		vlen--;
 	}
 	if (field_is(l, flen, "data")) {
-		r = cbuf_add(&s->data, v, vlen);
-		return r < 0 ? r : cbuf_add(&s->data, "\n", 1);
+		r = pdk_buf_add(&s->data, v, vlen);
+		return r < 0 ? r : pdk_buf_add(&s->data, "\n", 1);
 	}
 	if (field_is(l, flen, "event") && memchr(v, '\0', vlen) == NULL) {
-		cbuf_reset(&s->event);
-		return cbuf_add(&s->event, v, vlen);
+		pdk_buf_reset(&s->event);
+		return pdk_buf_add(&s->event, v, vlen);
 	}
 	if (field_is(l, flen, "id") && memchr(v, '\0', vlen) == NULL) {
-		cbuf_reset(&s->id);
+		pdk_buf_reset(&s->id);
 		s->have_id = true;
-		return cbuf_add(&s->id, v, vlen);
+		return pdk_buf_add(&s->id, v, vlen);
 	}
 	return 0; /* retry and unknown fields are ignored, as the format says */
 }
@@ -176,11 +136,11 @@ int pdk__client_sse_feed(struct pdk__client_sse *s, const char *data, size_t len
 			start = i + 1;
 			continue;
 		}
-		r = cbuf_add(&s->line, data + start, i - start);
+		r = pdk_buf_add(&s->line, data + start, i - start);
 		if (r < 0)
 			return r;
-		r = sse_line(s, s->line.p ? s->line.p : "", s->line.len);
-		cbuf_reset(&s->line);
+		r = sse_line(s, pdk_buf_str(&s->line), s->line.len);
+		pdk_buf_reset(&s->line);
 		if (r < 0)
 			return r;
 		s->after_cr = c == '\r';
@@ -192,7 +152,7 @@ int pdk__client_sse_feed(struct pdk__client_sse *s, const char *data, size_t len
 	}
 	if (start < len) {
 		s->after_cr = false;
-		return cbuf_add(&s->line, data + start, len - start);
+		return pdk_buf_add(&s->line, data + start, len - start);
 	}
 	return 0;
 }
@@ -205,12 +165,13 @@ struct pdk__client_parser {
 	bool done;
 	bool keep_alive;
 	bool in_value;
-	bool is_ctype; /* the field being read is Content-Type */
+	bool is_ctype;  /* the field being read is Content-Type */
+	bool name_long; /* the field name passed HEADER_NAME_MAX: none we look for */
 	bool streaming;
 	int cb_error;
-	struct cbuf name;
-	struct cbuf ctype;
-	struct cbuf body;
+	struct pdk_buf name;
+	struct pdk_buf ctype;
+	struct pdk_buf body;
 	pdk_client_data_cb on_data;
 	pdk_client_sse_cb on_sse;
 	void *ud;
@@ -227,12 +188,13 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
 	struct pdk__client_parser *p = parser_of(hp);
 
 	if (p->in_value) {
-		cbuf_reset(&p->name);
+		pdk_buf_reset(&p->name);
+		p->name_long = false;
 		p->in_value = false;
 	}
 	/* A longer name is none we look for: keep only its start. */
-	if (cbuf_add(&p->name, at, len) < 0)
-		p->name.len = HEADER_NAME_MAX;
+	if (pdk_buf_add(&p->name, at, len) < 0)
+		p->name_long = true;
 	return 0;
 }
 
@@ -242,11 +204,12 @@ static int on_header_value(http_parser *hp, const char *at, size_t len)
 
 	if (!p->in_value) {
 		p->in_value = true;
-		p->is_ctype = p->name.len == 12 && strncasecmp(p->name.p, "content-type", 12) == 0;
+		p->is_ctype = !p->name_long && p->name.len == 12 &&
+			      strncasecmp(pdk_buf_str(&p->name), "content-type", 12) == 0;
 		if (p->is_ctype)
-			cbuf_reset(&p->ctype);
+			pdk_buf_reset(&p->ctype);
 	}
-	if (p->is_ctype && cbuf_add(&p->ctype, at, len) < 0) {
+	if (p->is_ctype && pdk_buf_add(&p->ctype, at, len) < 0) {
 		p->cb_error = -E2BIG;
 		return 1;
 	}
@@ -257,8 +220,10 @@ static bool ctype_is(const struct pdk__client_parser *p, const char *type)
 {
 	size_t n = strlen(type);
 
-	return p->ctype.len >= n && strncasecmp(p->ctype.p, type, n) == 0 &&
-	       (p->ctype.len == n || p->ctype.p[n] == ';' || p->ctype.p[n] == ' ');
+	const char *ct = pdk_buf_str(&p->ctype);
+
+	return p->ctype.len >= n && strncasecmp(ct, type, n) == 0 &&
+	       (p->ctype.len == n || ct[n] == ';' || ct[n] == ' ');
 }
 
 static int on_headers_complete(http_parser *hp)
@@ -267,7 +232,8 @@ static int on_headers_complete(http_parser *hp)
 	bool ok = hp->status_code >= 200 && hp->status_code < 300;
 
 	p->in_value = false;
-	cbuf_reset(&p->name);
+	pdk_buf_reset(&p->name);
+	p->name_long = false;
 	if (hp->status_code < 100 || hp->status_code > 599) {
 		p->cb_error = -EBADMSG;
 		return -1;
@@ -290,7 +256,7 @@ static int on_body(http_parser *hp, const char *at, size_t len)
 	int r;
 
 	if (!p->streaming)
-		r = cbuf_add(&p->body, at, len);
+		r = pdk_buf_add(&p->body, at, len);
 	else if (p->sse != NULL)
 		r = pdk__client_sse_feed(p->sse, at, len);
 	else
@@ -308,8 +274,8 @@ static int on_message_complete(http_parser *hp)
 
 	/* An interim 1xx answer (100 Continue) is followed by the real one. */
 	if (hp->status_code >= 100 && hp->status_code < 200 && hp->status_code != 101) {
-		cbuf_reset(&p->ctype);
-		cbuf_reset(&p->body);
+		pdk_buf_reset(&p->ctype);
+		pdk_buf_reset(&p->body);
 		return 0;
 	}
 	p->done = true;
@@ -333,9 +299,9 @@ struct pdk__client_parser *pdk__client_parser_new(bool head_request)
 	http_parser_init(&p->p, HTTP_RESPONSE);
 	p->p.data = p;
 	p->head_request = head_request;
-	p->name.max = HEADER_NAME_MAX;
-	p->ctype.max = CONTENT_TYPE_MAX;
-	p->body.max = PDK_CLIENT_BODY_MAX;
+	pdk_buf_init(&p->name, HEADER_NAME_MAX);
+	pdk_buf_init(&p->ctype, CONTENT_TYPE_MAX);
+	pdk_buf_init(&p->body, PDK_CLIENT_BODY_MAX);
 	return p;
 }
 
@@ -351,9 +317,9 @@ void pdk__client_parser_free(struct pdk__client_parser *p)
 {
 	if (p == NULL)
 		return;
-	cbuf_release(&p->name);
-	cbuf_release(&p->ctype);
-	cbuf_release(&p->body);
+	pdk_buf_release(&p->name);
+	pdk_buf_release(&p->ctype);
+	pdk_buf_release(&p->body);
 	pdk__client_sse_free(p->sse);
 	free(p);
 }
@@ -412,12 +378,9 @@ void pdk__client_parser_take(struct pdk__client_parser *p, struct pdk_client_res
 	memset(r, 0, sizeof(*r));
 	r->status = p->p.status_code;
 	if (p->ctype.len > 0)
-		r->content_type = pdk_xstrdup(p->ctype.p);
-	if (!p->streaming) {
-		r->body = p->body.p ? steal_ptr(&p->body.p) : pdk_xstrdup("");
-		r->body_len = p->body.len;
-		p->body.len = p->body.cap = 0;
-	}
+		r->content_type = pdk_xstrdup(pdk_buf_str(&p->ctype));
+	if (!p->streaming)
+		r->body = pdk_buf_take(&p->body, &r->body_len);
 	if (keep_alive != NULL)
 		*keep_alive = p->keep_alive;
 }

@@ -5,20 +5,18 @@
 #include "base.h"
 #include "store.h"
 
-#include <fcntl.h>
 #include <sqlite3.h>
 #include <string.h>
 
-#define BUSY_TIMEOUT_MS 10000
-
 /*
  * Every statement the store runs more than once (every exec saves its row,
- * every sandbox's end is a transaction) is prepared once, on first use, with
- * SQLITE_PREPARE_PERSISTENT, and kept until pdk_store_free(): each use binds,
- * steps, then resets and clears its bindings (stmt_done()). Re-preparing on
- * every call was a visible share of an exec's cost (sqlite3Parser in
- * profiles). Only the set-up at open (pragmas, schema) and a nested walk's
- * second statement (walk_start()) are prepared for one use and finalized.
+ * every sandbox's end is a transaction) is a kept statement (base/db.h),
+ * prepared on first use and kept until pdk_store_free(): each use binds,
+ * steps, then resets and clears its bindings (_cleanup_db_kept_).
+ * Re-preparing on every call was a visible share of an exec's cost
+ * (sqlite3Parser in profiles). Only the set-up at open (pragmas, schema) and
+ * a nested walk's second statement (pdk_db_walk_start()) are prepared for
+ * one use and finalized.
  */
 enum store_stmt {
 	ST_SB_INSERT,
@@ -34,9 +32,6 @@ enum store_stmt {
 	ST_POOL_DELETE,
 	ST_POOL_SET,
 	ST_POOL_EACH,
-	ST_BEGIN,
-	ST_COMMIT,
-	ST_ROLLBACK,
 	ST_ENDED_INSERT,
 	ST_ENDED_GET,
 	ST_ENDED_BY_KEY,
@@ -46,9 +41,7 @@ enum store_stmt {
 };
 
 struct pdk_store {
-	sqlite3 *db;
-	char *path;
-	sqlite3_stmt *st[ST_N];
+	struct pdk_db db;
 };
 
 static const char *const schema[] = {
@@ -94,11 +87,6 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_POOL_SET] = "INSERT INTO pools (profile, size) VALUES (?, ?)"
 			" ON CONFLICT(profile) DO UPDATE SET size = excluded.size",
 	[ST_POOL_EACH] = "SELECT profile, size FROM pools ORDER BY profile",
-	/* IMMEDIATE: the write lock is taken at BEGIN, so the transaction cannot fail half-way
-	 * on a lock upgrade (SQLITE_BUSY after the first write). */
-	[ST_BEGIN] = "BEGIN IMMEDIATE",
-	[ST_COMMIT] = "COMMIT",
-	[ST_ROLLBACK] = "ROLLBACK",
 	[ST_ENDED_INSERT] =
 		"INSERT OR REPLACE INTO ended (" ENDED_COLUMNS ") VALUES (?, ?, ?, ?, ?)",
 	[ST_ENDED_GET] = "SELECT " ENDED_COLUMNS " FROM ended WHERE id = ?",
@@ -108,157 +96,51 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_ENDED_PURGE] = "DELETE FROM ended WHERE ended_ns < ?",
 };
 
-static inline void cleanup_stmt(sqlite3_stmt **st)
-{
-	(void)sqlite3_finalize(*st); /* NULL-safe; its status repeats the last step's */
-}
-#define _cleanup_stmt_ __attribute__((cleanup(cleanup_stmt)))
-
-/*
- * A kept statement is done with: reset (ends its read, if it was stepping)
- * and its bindings dropped (no copy of a caller's text stays in the cache).
- * NULL-safe; the statuses repeat the last step's.
- */
-static inline void stmt_done(sqlite3_stmt **st)
-{
-	if (*st == NULL)
-		return;
-	(void)sqlite3_reset(*st);
-	(void)sqlite3_clear_bindings(*st);
-}
-#define _cleanup_kept_ __attribute__((cleanup(stmt_done)))
+static const struct pdk_db_spec store_db = {
+	.name = "state store",
+	.busy_timeout_ms = 10000,
+	.schema = schema,
+	.n_schema = PDK_ARRAY_SIZE(schema),
+	.stmts = stmt_sql,
+	.n_stmts = ST_N,
+};
 
 static int db_error(struct pdk_store *s, struct pdk_error **err, const char *what)
 {
-	return pdk_error_setx(err, EIO, "state store '%s': %s: %s", s->path, what,
-			      sqlite3_errmsg(s->db));
+	return pdk_db_error(&s->db, err, what);
 }
 
-static int prepare(struct pdk_store *s, const char *sql, sqlite3_stmt **st, struct pdk_error **err)
-{
-	if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
-		return db_error(s, err, sql);
-	return 0;
-}
-
-/*
- * A statement for the row walkers, whose callbacks may call the store again,
- * even the same walk (a pool pass that destroys a member may start another):
- * the kept one when it is idle, else a fresh one, finalized after.
- */
-struct walk {
-	sqlite3_stmt *st;
-	bool fresh;
-};
-
-static inline void walk_done(struct walk *w)
-{
-	if (w->fresh)
-		(void)sqlite3_finalize(w->st);
-	else
-		stmt_done(&w->st);
-}
-#define _cleanup_walk_ __attribute__((cleanup(walk_done)))
-
-static int kept(struct pdk_store *s, enum store_stmt id, sqlite3_stmt **st, struct pdk_error **err);
-
-static int walk_start(struct pdk_store *s, enum store_stmt id, struct walk *w,
-		      struct pdk_error **err)
-{
-	if (s->st[id] != NULL && sqlite3_stmt_busy(s->st[id])) {
-		w->fresh = true;
-		return prepare(s, stmt_sql[id], &w->st, err);
-	}
-	return kept(s, id, &w->st, err);
-}
-
-/* The kept statement `id` in *st, prepared on its first use; the caller's is _cleanup_kept_. */
+/* The kept statement `id` in *st; the caller's local is _cleanup_db_kept_. */
 static int kept(struct pdk_store *s, enum store_stmt id, sqlite3_stmt **st, struct pdk_error **err)
 {
-	if (s->st[id] == NULL &&
-	    sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT, &s->st[id],
-			       NULL) != SQLITE_OK)
-		return db_error(s, err, stmt_sql[id]);
-	*st = s->st[id];
-	return 0;
+	return pdk_db_kept(&s->db, id, st, err);
 }
 
-/* Step a statement that returns no row. */
 static int step_done(struct pdk_store *s, sqlite3_stmt *st, struct pdk_error **err)
 {
-	int rc = sqlite3_step(st);
-
-	if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY)
-		return pdk_error_setx(err, EEXIST, "state store: %s", sqlite3_errmsg(s->db));
-	if (rc != SQLITE_DONE)
-		return db_error(s, err, sqlite3_sql(st));
-	return 0;
-}
-
-static int exec_sql(struct pdk_store *s, const char *sql, struct pdk_error **err)
-{
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc;
-
-	if (prepare(s, sql, &st, err) < 0)
-		return -EIO;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		;
-	if (rc != SQLITE_DONE)
-		return db_error(s, err, sql);
-	return 0;
+	return pdk_db_step_done(&s->db, st, err);
 }
 
 void pdk_store_free(struct pdk_store *s)
 {
 	if (s == NULL)
 		return;
-	for (size_t i = 0; i < ST_N; i++)
-		(void)sqlite3_finalize(s->st[i]); /* NULL-safe */
-	(void)sqlite3_close(s->db);
-	free(s->path);
+	pdk_db_close(&s->db);
 	free(s);
 }
 
+/*
+ * In WAL mode with synchronous=NORMAL (base/db.c) the rows, which change on
+ * every exec, are not fsync()ed per commit; re-adoption after an OS crash
+ * finds fewer rows, never a torn one (docs/internals/daemon.md).
+ */
 int pdk_store_open(const char *state_dir, struct pdk_store **out, struct pdk_error **err)
 {
 	struct pdk_store *s = pdk_xcalloc(1, sizeof(*s));
-	int rc, fd;
+	int rc = pdk_db_open(&s->db, state_dir, PDK_STORE_DB, &store_db, err);
 
-	s->path = pdk_xasprintf("%s/%s", state_dir, PDK_STORE_DB);
-	rc = pdk_mkdir_p(state_dir, err);
-	/* SECURITY: the store is created 0600 before SQLite opens it (its -wal and -shm follow). */
-	if (rc == 0) {
-		fd = TEMP_FAILURE_RETRY(
-			open(s->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-		if (fd < 0)
-			rc = pdk_error_set(err, errno, "cannot open state store '%s'", s->path);
-		else
-			(void)close(fd);
-	}
-	if (rc == 0 &&
-	    sqlite3_open_v2(s->path, &s->db,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
-			    NULL) != SQLITE_OK)
-		rc = s->db ? db_error(s, err, "open")
-			   : pdk_error_setx(err, ENOMEM, "cannot open '%s'", s->path);
-	if (rc == 0) {
-		sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
-		(void)sqlite3_extended_result_codes(s->db, 1);
-		rc = exec_sql(s, "PRAGMA journal_mode=WAL", err);
-	}
-	/*
-	 * No fsync per commit (rows change on every exec): in WAL mode NORMAL
-	 * still survives a crash of the daemon; only an OS crash or power loss
-	 * can lose the last commits, and re-adoption then finds fewer rows, never
-	 * a torn one (docs/internals/daemon.md).
-	 */
-	if (rc == 0)
-		rc = exec_sql(s, "PRAGMA synchronous=NORMAL", err);
-	for (size_t i = 0; rc == 0 && i < PDK_ARRAY_SIZE(schema); i++)
-		rc = exec_sql(s, schema[i], err);
 	if (rc < 0) {
-		pdk_store_free(s);
+		free(s);
 		return rc;
 	}
 	*out = s;
@@ -300,8 +182,59 @@ static uint64_t col_u64(sqlite3_stmt *st, int i)
 	return (uint64_t)sqlite3_column_int64(st, i);
 }
 
-static void read_row(sqlite3_stmt *st, struct pdk_store_sandbox *sb)
+/*
+ * The one row of kept statement `id` for `arg` (an id or a key), read by
+ * `read` into `out`; -ENOENT "no `noun` 'arg'" when there is none.
+ */
+static int one_row(struct pdk_store *s, enum store_stmt id, const char *arg, const char *noun,
+		   void (*read)(sqlite3_stmt *st, void *out), void *out, struct pdk_error **err)
 {
+	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (kept(s, id, &st, err) < 0)
+		return -EIO;
+	if (bind_text(st, 1, arg) != SQLITE_OK)
+		return db_error(s, err, "bind");
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return pdk_error_setx(err, ENOENT, "no %s '%s'", noun, arg);
+	if (rc != SQLITE_ROW)
+		return db_error(s, err, stmt_sql[id]);
+	read(st, out);
+	return 0;
+}
+
+/*
+ * Every row of the walk `id`, each handed to `row` (which reads it and calls
+ * the caller's callback; a non-zero return ends the walk and is returned).
+ * `what` names the query in errors.
+ */
+static int each_row(struct pdk_store *s, enum store_stmt id, const char *what,
+		    int (*row)(void *ctx, sqlite3_stmt *st), void *ctx, struct pdk_error **err)
+{
+	_cleanup_db_walk_ struct pdk_db_walk w = {0};
+	int rc;
+
+	if (pdk_db_walk_start(&s->db, id, &w, err) < 0)
+		return -EIO;
+	while ((rc = sqlite3_step(w.st)) == SQLITE_ROW) {
+		int r = row(ctx, w.st);
+
+		if (r != 0)
+			return r;
+	}
+	if (rc != SQLITE_DONE)
+		return db_error(s, err, what);
+	return 0;
+}
+
+/* A sandbox row into `out` (a struct pdk_store_sandbox, overwritten). */
+static void read_row(sqlite3_stmt *st, void *out)
+{
+	struct pdk_store_sandbox *sb = out;
+
+	memset(sb, 0, sizeof(*sb));
 	sb->id = col_text(st, 0);
 	sb->state = col_text(st, 1);
 	sb->profile = col_text(st, 2);
@@ -322,7 +255,7 @@ static void read_row(sqlite3_stmt *st, struct pdk_store_sandbox *sb)
 int pdk_store_sandbox_insert(struct pdk_store *s, const struct pdk_store_sandbox *sb,
 			     struct pdk_error **err)
 {
-	_cleanup_kept_ sqlite3_stmt *st = NULL;
+	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
 	if (kept(s, ST_SB_INSERT, &st, err) < 0)
@@ -350,65 +283,47 @@ int pdk_store_sandbox_insert(struct pdk_store *s, const struct pdk_store_sandbox
 	return rc;
 }
 
-static int get_one(struct pdk_store *s, enum store_stmt id, const char *arg,
-		   struct pdk_store_sandbox *out, struct pdk_error **err)
-{
-	_cleanup_kept_ sqlite3_stmt *st = NULL;
-	int rc;
-
-	if (kept(s, id, &st, err) < 0)
-		return -EIO;
-	if (bind_text(st, 1, arg) != SQLITE_OK)
-		return db_error(s, err, "bind");
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return pdk_error_setx(err, ENOENT, "no sandbox '%s'", arg);
-	if (rc != SQLITE_ROW)
-		return db_error(s, err, stmt_sql[id]);
-	memset(out, 0, sizeof(*out));
-	read_row(st, out);
-	return 0;
-}
-
 int pdk_store_sandbox_get(struct pdk_store *s, const char *id, struct pdk_store_sandbox *out,
 			  struct pdk_error **err)
 {
-	return get_one(s, ST_SB_GET, id, out, err);
+	return one_row(s, ST_SB_GET, id, "sandbox", read_row, out, err);
 }
 
 int pdk_store_sandbox_by_key(struct pdk_store *s, const char *key, struct pdk_store_sandbox *out,
 			     struct pdk_error **err)
 {
-	return get_one(s, ST_SB_BY_KEY, key, out, err);
+	return one_row(s, ST_SB_BY_KEY, key, "sandbox", read_row, out, err);
+}
+
+struct sandbox_walk {
+	pdk_store_sandbox_cb cb;
+	void *data;
+};
+
+static int sandbox_row(void *ctx, sqlite3_stmt *st)
+{
+	struct sandbox_walk *w = ctx;
+	struct pdk_store_sandbox sb;
+	int r;
+
+	read_row(st, &sb);
+	r = w->cb(w->data, &sb);
+	pdk_store_sandbox_release(&sb);
+	return r;
 }
 
 int pdk_store_sandbox_each(struct pdk_store *s, pdk_store_sandbox_cb cb, void *data,
 			   struct pdk_error **err)
 {
-	_cleanup_walk_ struct walk w = {0};
-	int rc;
+	struct sandbox_walk w = {cb, data};
 
-	if (walk_start(s, ST_SB_EACH, &w, err) < 0)
-		return -EIO;
-	while ((rc = sqlite3_step(w.st)) == SQLITE_ROW) {
-		struct pdk_store_sandbox sb = {0};
-		int r;
-
-		read_row(w.st, &sb);
-		r = cb(data, &sb);
-		pdk_store_sandbox_release(&sb);
-		if (r != 0)
-			return r;
-	}
-	if (rc != SQLITE_DONE)
-		return db_error(s, err, "list sandboxes");
-	return 0;
+	return each_row(s, ST_SB_EACH, "list sandboxes", sandbox_row, &w, err);
 }
 
 int pdk_store_sandbox_update(struct pdk_store *s, const struct pdk_store_sandbox *sb,
 			     struct pdk_error **err)
 {
-	_cleanup_kept_ sqlite3_stmt *st = NULL;
+	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
 	if (kept(s, ST_SB_UPDATE, &st, err) < 0)
@@ -429,7 +344,7 @@ int pdk_store_sandbox_update(struct pdk_store *s, const struct pdk_store_sandbox
 		return db_error(s, err, "bind");
 	if (step_done(s, st, err) < 0)
 		return -EIO;
-	if (sqlite3_changes(s->db) == 0)
+	if (sqlite3_changes(s->db.conn) == 0)
 		return pdk_error_setx(err, ENOENT, "no sandbox '%s'", sb->id);
 	return 0;
 }
@@ -437,7 +352,7 @@ int pdk_store_sandbox_update(struct pdk_store *s, const struct pdk_store_sandbox
 static int exec_bound1(struct pdk_store *s, enum store_stmt id, const char *arg,
 		       struct pdk_error **err)
 {
-	_cleanup_kept_ sqlite3_stmt *st = NULL;
+	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
 
 	if (kept(s, id, &st, err) < 0)
 		return -EIO;
@@ -454,7 +369,7 @@ int pdk_store_sandbox_delete(struct pdk_store *s, const char *id, struct pdk_err
 int pdk_store_token_add(struct pdk_store *s, const char *name, const char *sha256_hex,
 			struct pdk_error **err)
 {
-	_cleanup_kept_ sqlite3_stmt *st = NULL;
+	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
 	if (kept(s, ST_TOKEN_ADD, &st, err) < 0)
@@ -473,7 +388,7 @@ int pdk_store_token_add(struct pdk_store *s, const char *name, const char *sha25
 int pdk_store_token_check(struct pdk_store *s, const char *sha256_hex, char **name,
 			  struct pdk_error **err)
 {
-	_cleanup_kept_ sqlite3_stmt *st = NULL;
+	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
 	int rc;
 
 	if (kept(s, ST_TOKEN_CHECK, &st, err) < 0)
@@ -490,39 +405,31 @@ int pdk_store_token_check(struct pdk_store *s, const char *sha256_hex, char **na
 	return 0;
 }
 
-/* Rows of (text, integer) from statement `id`, each handed to `cb`; `what` names the query in
- * errors. */
-static int each_text_u64(struct pdk_store *s, enum store_stmt id, const char *what,
-			 int (*cb)(void *data, const char *text, uint64_t n), void *data,
-			 struct pdk_error **err)
+struct text_u64_walk {
+	int (*cb)(void *data, const char *text, uint64_t n);
+	void *data;
+};
+
+static int text_u64_row(void *ctx, sqlite3_stmt *st)
 {
-	_cleanup_walk_ struct walk w = {0};
-	int rc;
+	struct text_u64_walk *w = ctx;
 
-	if (walk_start(s, id, &w, err) < 0)
-		return -EIO;
-	while ((rc = sqlite3_step(w.st)) == SQLITE_ROW) {
-		int r = cb(data, (const char *)sqlite3_column_text(w.st, 0), col_u64(w.st, 1));
-
-		if (r != 0)
-			return r;
-	}
-	if (rc != SQLITE_DONE)
-		return db_error(s, err, what);
-	return 0;
+	return w->cb(w->data, (const char *)sqlite3_column_text(st, 0), col_u64(st, 1));
 }
 
 int pdk_store_token_each(struct pdk_store *s, pdk_store_token_cb cb, void *data,
 			 struct pdk_error **err)
 {
-	return each_text_u64(s, ST_TOKEN_EACH, "list tokens", cb, data, err);
+	struct text_u64_walk w = {cb, data};
+
+	return each_row(s, ST_TOKEN_EACH, "list tokens", text_u64_row, &w, err);
 }
 
 int pdk_store_token_revoke(struct pdk_store *s, const char *name, struct pdk_error **err)
 {
 	if (exec_bound1(s, ST_TOKEN_REVOKE, name, err) < 0)
 		return -EIO;
-	if (sqlite3_changes(s->db) == 0)
+	if (sqlite3_changes(s->db.conn) == 0)
 		return pdk_error_setx(err, ENOENT, "no token named '%s'", name);
 	return 0;
 }
@@ -530,7 +437,7 @@ int pdk_store_token_revoke(struct pdk_store *s, const char *name, struct pdk_err
 int pdk_store_pool_set(struct pdk_store *s, const char *profile, uint64_t size,
 		       struct pdk_error **err)
 {
-	_cleanup_kept_ sqlite3_stmt *st = NULL;
+	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
 	if (size == 0)
@@ -547,31 +454,17 @@ int pdk_store_pool_set(struct pdk_store *s, const char *profile, uint64_t size,
 int pdk_store_pool_each(struct pdk_store *s, pdk_store_pool_cb cb, void *data,
 			struct pdk_error **err)
 {
-	return each_text_u64(s, ST_POOL_EACH, "list pools", cb, data, err);
+	struct text_u64_walk w = {cb, data};
+
+	return each_row(s, ST_POOL_EACH, "list pools", text_u64_row, &w, err);
 }
 
 /* ---- ended sandboxes ---- */
 
-/* Run the kept statement `id`, which takes no binding and returns no row. */
-static int exec_kept(struct pdk_store *s, enum store_stmt id, struct pdk_error **err)
-{
-	_cleanup_kept_ sqlite3_stmt *st = NULL;
-
-	if (kept(s, id, &st, err) < 0)
-		return -EIO;
-	return step_done(s, st, err);
-}
-
-static int rollback(struct pdk_store *s, int rc)
-{
-	(void)!exec_kept(s, ST_ROLLBACK, NULL);
-	return rc;
-}
-
 static int insert_ended(struct pdk_store *s, const struct pdk_store_ended *e,
 			struct pdk_error **err)
 {
-	_cleanup_kept_ sqlite3_stmt *st = NULL;
+	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
 	if (kept(s, ST_ENDED_INSERT, &st, err) < 0)
@@ -589,14 +482,14 @@ static int insert_ended(struct pdk_store *s, const struct pdk_store_ended *e,
 int pdk_store_sandbox_end(struct pdk_store *s, const struct pdk_store_ended *e,
 			  struct pdk_error **err)
 {
-	if (exec_kept(s, ST_BEGIN, err) < 0)
+	if (pdk_db_begin(&s->db, PDK_DB_WRITE, err) < 0)
 		return -EIO;
 	if (exec_bound1(s, ST_SB_DELETE, e->id, err) < 0)
-		return rollback(s, -EIO);
+		return pdk_db_rollback(&s->db, -EIO);
 	if (insert_ended(s, e, err) < 0)
-		return rollback(s, -EIO);
-	if (exec_kept(s, ST_COMMIT, err) < 0)
-		return rollback(s, -EIO);
+		return pdk_db_rollback(&s->db, -EIO);
+	if (pdk_db_commit(&s->db, err) < 0)
+		return pdk_db_rollback(&s->db, -EIO);
 	return 0;
 }
 
@@ -609,8 +502,12 @@ void pdk_store_ended_release(struct pdk_store_ended *e)
 	memset(e, 0, sizeof(*e));
 }
 
-static void read_ended(sqlite3_stmt *st, struct pdk_store_ended *e)
+/* An ended row into `out` (a struct pdk_store_ended, overwritten). */
+static void read_ended(sqlite3_stmt *st, void *out)
 {
+	struct pdk_store_ended *e = out;
+
+	memset(e, 0, sizeof(*e));
 	e->id = col_text(st, 0);
 	e->idempotency_key = col_text(st, 1);
 	e->ended_ns = col_u64(st, 2);
@@ -618,64 +515,48 @@ static void read_ended(sqlite3_stmt *st, struct pdk_store_ended *e)
 	e->sandbox = col_text(st, 4);
 }
 
-static int ended_one(struct pdk_store *s, enum store_stmt id, const char *arg,
-		     struct pdk_store_ended *out, struct pdk_error **err)
-{
-	_cleanup_kept_ sqlite3_stmt *st = NULL;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	if (kept(s, id, &st, err) < 0)
-		return -EIO;
-	if (bind_text(st, 1, arg) != SQLITE_OK)
-		return db_error(s, err, "bind");
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return pdk_error_setx(err, ENOENT, "no ended sandbox '%s'", arg);
-	if (rc != SQLITE_ROW)
-		return db_error(s, err, stmt_sql[id]);
-	read_ended(st, out);
-	return 0;
-}
-
 int pdk_store_ended_get(struct pdk_store *s, const char *id, struct pdk_store_ended *out,
 			struct pdk_error **err)
 {
-	return ended_one(s, ST_ENDED_GET, id, out, err);
+	memset(out, 0, sizeof(*out));
+	return one_row(s, ST_ENDED_GET, id, "ended sandbox", read_ended, out, err);
 }
 
 int pdk_store_ended_by_key(struct pdk_store *s, const char *key, struct pdk_store_ended *out,
 			   struct pdk_error **err)
 {
-	return ended_one(s, ST_ENDED_BY_KEY, key, out, err);
+	memset(out, 0, sizeof(*out));
+	return one_row(s, ST_ENDED_BY_KEY, key, "ended sandbox", read_ended, out, err);
+}
+
+struct ended_walk {
+	pdk_store_ended_cb cb;
+	void *data;
+};
+
+static int ended_row(void *ctx, sqlite3_stmt *st)
+{
+	struct ended_walk *w = ctx;
+	struct pdk_store_ended e;
+	int r;
+
+	read_ended(st, &e);
+	r = w->cb(w->data, &e);
+	pdk_store_ended_release(&e);
+	return r;
 }
 
 int pdk_store_ended_each(struct pdk_store *s, pdk_store_ended_cb cb, void *data,
 			 struct pdk_error **err)
 {
-	_cleanup_walk_ struct walk w = {0};
-	int rc;
+	struct ended_walk w = {cb, data};
 
-	if (walk_start(s, ST_ENDED_EACH, &w, err) < 0)
-		return -EIO;
-	while ((rc = sqlite3_step(w.st)) == SQLITE_ROW) {
-		struct pdk_store_ended e = {0};
-		int r;
-
-		read_ended(w.st, &e);
-		r = cb(data, &e);
-		pdk_store_ended_release(&e);
-		if (r != 0)
-			return r;
-	}
-	if (rc != SQLITE_DONE)
-		return db_error(s, err, "list ended sandboxes");
-	return 0;
+	return each_row(s, ST_ENDED_EACH, "list ended sandboxes", ended_row, &w, err);
 }
 
 int pdk_store_ended_purge(struct pdk_store *s, uint64_t before_ns, struct pdk_error **err)
 {
-	_cleanup_kept_ sqlite3_stmt *st = NULL;
+	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
 
 	if (kept(s, ST_ENDED_PURGE, &st, err) < 0)
 		return -EIO;
@@ -683,7 +564,7 @@ int pdk_store_ended_purge(struct pdk_store *s, uint64_t before_ns, struct pdk_er
 		return db_error(s, err, "bind");
 	if (step_done(s, st, err) < 0)
 		return -EIO;
-	return sqlite3_changes(s->db);
+	return sqlite3_changes(s->db.conn);
 }
 
 #ifdef PDK_UNIT_TESTING
@@ -691,8 +572,8 @@ int pdk__store_statements(struct pdk_store *s)
 {
 	int n = 0;
 
-	for (sqlite3_stmt *st = sqlite3_next_stmt(s->db, NULL); st != NULL;
-	     st = sqlite3_next_stmt(s->db, st))
+	for (sqlite3_stmt *st = sqlite3_next_stmt(s->db.conn, NULL); st != NULL;
+	     st = sqlite3_next_stmt(s->db.conn, st))
 		n++;
 	return n;
 }

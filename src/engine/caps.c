@@ -68,7 +68,7 @@ static int clear_sets(void)
 	return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
 }
 
-int pdk_caps_drop_all_child(const char **what)
+int pdk_caps_drop_all_child(struct pdk_child_error *ce)
 {
 	static const struct {
 		const char *name;
@@ -83,17 +83,17 @@ int pdk_caps_drop_all_child(const char **what)
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(steps); i++) {
 		int rc = steps[i].fn();
 
-		if (rc < 0) {
-			if (what != NULL)
-				*what = steps[i].name;
-			return rc;
-		}
+		if (rc < 0)
+			return pdk_child_error_set(ce, -rc, "cannot drop capabilities (%s)",
+						   steps[i].name);
 	}
 	return 0;
 }
 
-int pdk_caps_no_new_privs_child(void)
+int pdk_caps_no_new_privs_child(struct pdk_child_error *ce)
 {
 	/* SECURITY: exec can never grant privileges again (setuid, file caps, LSM transitions). */
-	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ? -errno : 0;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return pdk_child_error_set(ce, errno, "cannot set no_new_privs");
+	return 0;
 }

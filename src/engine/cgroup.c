@@ -801,11 +801,11 @@ int pdk_cgroup_open_procs(struct pdk_cgroup *cg, int *fds, size_t max, struct pd
 	return (int)n;
 }
 
-int pdk_cgroup_join_child(const int *fds, size_t n)
+int pdk_cgroup_join_child(const int *fds, size_t n, struct pdk_child_error *ce)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (TEMP_FAILURE_RETRY(write(fds[i], "0", 1)) != 1)
-			return -errno;
+			return pdk_child_error_set(ce, errno, "cannot join the sandbox cgroup");
 	}
 	return 0;
 }

@@ -18,6 +18,7 @@
 
 #include "common.h"
 #include "base.h"
+#include "child.h"
 
 #include <sys/types.h>
 
@@ -95,8 +96,8 @@ PDK_MUST_CHECK int pdk_cgroup_attach(struct pdk_cgroup *cg, pid_t pid, struct pd
 PDK_MUST_CHECK int pdk_cgroup_open_procs(struct pdk_cgroup *cg, int *fds, size_t max,
 					 struct pdk_error **err);
 
-/* In a child: write "0" (= self) to each fd. No allocation. 0 or -errno. */
-PDK_MUST_CHECK int pdk_cgroup_join_child(const int *fds, size_t n);
+/* In a child: write "0" (= self) to each fd. No allocation. 0, or -errno and *ce (child.h). */
+PDK_MUST_CHECK int pdk_cgroup_join_child(const int *fds, size_t n, struct pdk_child_error *ce);
 
 /* Read accounting. Fields that cannot be read are left 0. */
 PDK_MUST_CHECK int pdk_cgroup_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st,

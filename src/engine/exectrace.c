@@ -113,33 +113,37 @@ static size_t read_upto(pid_t pid, uint64_t addr, char *buf, size_t len, int *er
  */
 static char *read_string(pid_t pid, uint64_t addr, size_t max, bool *truncated, int *err)
 {
-	size_t cap = 256 < max ? 256 : max;
-	_cleanup_free_ char *s = pdk_xmalloc(cap + 1);
-	size_t have = 0;
+	_cleanup_buf_ struct pdk_buf s = PDK_BUF_INIT(max);
+	size_t want = 256 < max ? 256 : max;
 
 	for (;;) {
-		size_t want = cap - have;
-		size_t n = read_upto(pid, addr + have, s + have, want, err);
+		size_t n;
+		const char *nul;
 
-		if (memchr(s + have, '\0', n) != NULL)
-			return steal_ptr(&s);
-		have += n;
+		if (pdk_buf_reserve(&s, want) < 0)
+			pdk_bug("exectrace: a string read past its cap");
+		n = read_upto(pid, addr + s.len, s.p + s.len, want, err);
+		nul = memchr(s.p + s.len, '\0', n);
+		if (nul != NULL) {
+			pdk_buf_setlen(&s, (size_t)(nul - s.p));
+			return pdk_buf_take(&s, NULL);
+		}
+		pdk_buf_setlen(&s, s.len + n);
 		if (n < want) { /* an unreadable page before the end of the string */
-			if (have == 0)
+			if (s.len == 0)
 				return NULL;
 			*err = EFAULT;
 			*truncated = true;
 			break;
 		}
-		if (have == max) {
+		if (s.len == max) {
 			*truncated = true;
 			break;
 		}
-		cap = cap * 4 < max ? cap * 4 : max;
-		s = pdk_xrealloc(s, cap + 1);
+		/* Four times the bytes at each round, up to the cap. */
+		want = 3 * s.len < max - s.len ? 3 * s.len : max - s.len;
 	}
-	s[have] = '\0';
-	return steal_ptr(&s);
+	return pdk_buf_take(&s, NULL);
 }
 
 void pdk__exec_args_release(struct pdk__exec_args *a)

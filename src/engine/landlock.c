@@ -191,23 +191,16 @@ void pdk_landlock_add_exec_fd(struct pdk_landlock *ll, int fd)
 	add_rule(ll, NULL, fd, FS_EXEC);
 }
 
-/* Format "CALL 'PATH': strerror" into errbuf and return -e. */
-static int child_error(char *errbuf, size_t errlen, int e, const char *call,
-		       const struct ll_rule *r)
+/* Record "CALL 'PATH': strerror" (or "CALL fd N: ...") in *ce and return -e. */
+static int rule_error(struct pdk_child_error *ce, int e, const char *call, const struct ll_rule *r)
 {
-	if (errbuf == NULL || errlen == 0)
-		return -e;
-	if (r == NULL)
-		(void)snprintf(errbuf, errlen, "%s: %s", call, strerror(e));
-	else if (r->path != NULL)
-		(void)snprintf(errbuf, errlen, "%s '%s': %s", call, r->path, strerror(e));
-	else
-		(void)snprintf(errbuf, errlen, "%s fd %d: %s", call, r->fd, strerror(e));
-	return -e;
+	if (r->path != NULL)
+		return pdk_child_error_set(ce, e, "%s '%s'", call, r->path);
+	return pdk_child_error_set(ce, e, "%s fd %d", call, r->fd);
 }
 
 /* Add one rule to the ruleset. A path missing from the view is skipped. */
-static int apply_rule(int ruleset, const struct ll_rule *r, char *errbuf, size_t errlen)
+static int apply_rule(int ruleset, const struct ll_rule *r, struct pdk_child_error *ce)
 {
 	_cleanup_close_ int own = -1;
 	struct landlock_path_beneath_attr pb = {.allowed_access = r->access, .parent_fd = r->fd};
@@ -218,17 +211,17 @@ static int apply_rule(int ruleset, const struct ll_rule *r, char *errbuf, size_t
 		if (own < 0 && errno == ENOENT)
 			return 0;
 		if (own < 0)
-			return child_error(errbuf, errlen, errno, "open", r);
+			return rule_error(ce, errno, "open", r);
 		pb.parent_fd = own;
 	}
 	if (fstat(pb.parent_fd, &st) < 0)
-		return child_error(errbuf, errlen, errno, "fstat", r);
+		return rule_error(ce, errno, "fstat", r);
 	if (!S_ISDIR(st.st_mode))
 		pb.allowed_access &= FS_FILE;
 	if (pb.allowed_access == 0)
 		return 0;
 	if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
-		return child_error(errbuf, errlen, errno, "landlock_add_rule", r);
+		return rule_error(ce, errno, "landlock_add_rule", r);
 	return 0;
 }
 
@@ -249,29 +242,29 @@ static int apply_port_rule(const struct pdk_landlock *ll, int ruleset)
  * In the child, after pivot_root: only stack memory and the prepared
  * array are used, so this is safe after a fork of a threaded process.
  */
-int pdk_landlock_apply_child(const struct pdk_landlock *ll, char *errbuf, size_t errlen)
+int pdk_landlock_apply_child(const struct pdk_landlock *ll, struct pdk_child_error *ce)
 {
 	_cleanup_close_ int ruleset = -1;
 	struct ll_ruleset_attr attr;
 
 	if (ll == NULL)
-		return child_error(errbuf, errlen, EINVAL, "no Landlock ruleset", NULL);
+		return pdk_child_error_set(ce, EINVAL, "no Landlock ruleset");
 	if (ll->abi == 0)
 		return 0; /* best effort, and the parent has already reported the downgrade */
 	attr = ruleset_attr(ll->abi, ll->allow_tcp);
 	ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
 	if (ruleset < 0)
-		return child_error(errbuf, errlen, errno, "landlock_create_ruleset", NULL);
+		return pdk_child_error_set(ce, errno, "landlock_create_ruleset");
 	for (size_t i = 0; i < ll->n; i++) {
-		int rc = apply_rule(ruleset, &ll->rules[i], errbuf, errlen);
+		int rc = apply_rule(ruleset, &ll->rules[i], ce);
 
 		if (rc < 0)
 			return rc;
 	}
 	if (apply_port_rule(ll, ruleset) < 0)
-		return child_error(errbuf, errlen, errno, "landlock_add_rule (TCP port)", NULL);
+		return pdk_child_error_set(ce, errno, "landlock_add_rule (TCP port)");
 	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
-		return child_error(errbuf, errlen, errno, "landlock_restrict_self", NULL);
+		return pdk_child_error_set(ce, errno, "landlock_restrict_self");
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "base.h"
+#include "child.h"
 
 enum pdk_landlock_access {
 	PDK_LANDLOCK_RO = 1,  /* read files and dirs, execute */
@@ -43,11 +44,12 @@ void pdk_landlock_add_exec_fd(struct pdk_landlock *ll, int fd);
 
 /*
  * Apply in the child. Paths that do not exist in the view are skipped.
- * Writes a short message into errbuf on failure. 0 or -errno.
- * No-op returning 0 when the ruleset is disabled (ABI 0 and not required).
+ * 0, or -errno with *ce naming the call and the path (child.h); -EINVAL
+ * without a ruleset. No-op returning 0 when the ruleset is disabled (ABI 0
+ * and not required).
  */
-PDK_MUST_CHECK int pdk_landlock_apply_child(const struct pdk_landlock *ll, char *errbuf,
-					    size_t errlen);
+PDK_MUST_CHECK int pdk_landlock_apply_child(const struct pdk_landlock *ll,
+					    struct pdk_child_error *ce);
 
 /*
  * Leave TCP bind and connect alone (for network.mode host, where the

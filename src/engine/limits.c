@@ -60,22 +60,19 @@ static size_t wanted_limits(const struct pdk_policy_limits *p, struct limit out[
 	return n;
 }
 
-int pdk_limits_apply_child(const struct pdk_policy_limits *l, const char **what)
+int pdk_limits_apply_child(const struct pdk_policy_limits *l, struct pdk_child_error *ce)
 {
 	struct limit todo[6];
 	size_t n;
 
 	if (l == NULL)
-		return -EINVAL;
+		return pdk_child_error_setx(ce, EINVAL, "no limits to apply");
 	n = wanted_limits(l, todo);
 	for (size_t i = 0; i < n; i++) {
 		int rc = lower_limit(&todo[i]);
 
-		if (rc < 0) {
-			if (what != NULL)
-				*what = todo[i].name;
-			return rc;
-		}
+		if (rc < 0)
+			return pdk_child_error_set(ce, -rc, "cannot set rlimit %s", todo[i].name);
 	}
 	return 0;
 }

@@ -442,13 +442,11 @@ void pdk_mount_plan_free(struct pdk_mount_plan *plan)
 
 /* ---- child side: no allocation below this line ---- */
 
-static int fail(char *errbuf, size_t len, const char *what, const char *a, const char *b)
+/* Record "WHAT 'A'[ on 'B']: strerror(errno)" in *ce (child.h); returns -errno. */
+static int fail(struct pdk_child_error *ce, const char *what, const char *a, const char *b)
 {
-	int e = errno;
-
-	(void)snprintf(errbuf, len, "%s '%s'%s%s%s: %s", what, a, b ? " on '" : "", b ? b : "",
-		       b ? "'" : "", strerror(e));
-	return -e;
+	return pdk_child_error_set(ce, errno, "%s '%s'%s%s%s", what, a, b ? " on '" : "",
+				   b ? b : "", b ? "'" : "");
 }
 
 /* mkdir -p for the parents of `path` (all but its last component). */
@@ -666,23 +664,22 @@ int pdk__mount_bind_onto(const char *src, int target_fd, uint64_t attr)
  * distribution's bundle path) goes onto the link's target as the sandbox
  * sees it, resolved inside the new root: never a path of the host.
  */
-static int bind_file_via_link(const struct op *o, char *errbuf, size_t len)
+static int bind_file_via_link(const struct op *o, struct pdk_child_error *ce)
 {
 	int root = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	int fd, rc;
 
 	if (root < 0)
-		return fail(errbuf, len, "cannot open", NEWROOT, NULL);
+		return fail(ce, "cannot open", NEWROOT, NULL);
 	fd = pdk__mount_file_target_at(root, o->dst + strlen(NEWROOT));
 	(void)close(root);
 	if (fd < 0) {
 		errno = -fd;
-		return fail(errbuf, len, "cannot find the file that the symlink leads to", o->dst,
-			    NULL);
+		return fail(ce, "cannot find the file that the symlink leads to", o->dst, NULL);
 	}
 	rc = pdk__mount_bind_onto(o->src, fd, o->attr);
 	if (rc < 0)
-		rc = fail(errbuf, len, "cannot bind", o->src, o->dst);
+		rc = fail(ce, "cannot bind", o->src, o->dst);
 	(void)close(fd);
 	return rc;
 }
@@ -728,27 +725,30 @@ static int apply_mask(const struct op *o)
 	return mount(NEWROOT "/dev/null", o->dst, NULL, MS_BIND, NULL);
 }
 
-/* Append the filesystem context's own log (the kernel's reason) to errbuf. */
-static int fail_fs(int fs, char *errbuf, size_t len, const char *what, const char *a)
+/* fail(), with the filesystem context's own log (the kernel's reason) appended. */
+static int fail_fs(int fs, struct pdk_child_error *ce, const char *what, const char *a)
 {
-	int e = errno;
+	int rc = fail(ce, what, a, NULL);
+	char *msg = ce != NULL ? ce->msg : NULL;
+	size_t len = sizeof(ce->msg);
 	size_t used;
 	ssize_t n;
 
-	(void)fail(errbuf, len, what, a, NULL);
-	used = strlen(errbuf);
+	if (msg == NULL)
+		return rc;
+	used = strlen(msg);
 	if (fs >= 0 && used + 4 < len) {
-		memcpy(errbuf + used, " (", 2);
-		n = read(fs, errbuf + used + 2, len - used - 4);
+		memcpy(msg + used, " (", 2);
+		n = read(fs, msg + used + 2, len - used - 4);
 		if (n > 0) {
 			used += 2 + (size_t)n;
-			if (errbuf[used - 1] == '\n')
+			if (msg[used - 1] == '\n')
 				used--;
-			errbuf[used++] = ')';
+			msg[used++] = ')';
 		}
-		errbuf[used] = '\0';
+		msg[used] = '\0';
 	}
-	return -e;
+	return rc;
 }
 
 /*
@@ -758,7 +758,7 @@ static int fail_fs(int fs, char *errbuf, size_t len, const char *what, const cha
  * userxattr: inside a user namespace overlayfs keeps whiteouts and opaque
  * marks in user.overlay.* xattrs.
  */
-static int apply_overlay(const struct op *o, int *upper_fd, char *errbuf, size_t len)
+static int apply_overlay(const struct op *o, int *upper_fd, struct pdk_child_error *ce)
 {
 	const char *upper = o->src, *work = o->data;
 	int fs = -1, mnt = -1, rc = -1;
@@ -766,52 +766,50 @@ static int apply_overlay(const struct op *o, int *upper_fd, char *errbuf, size_t
 	if (o->tmpfs != NULL) {
 		if (mkdir("/wsupper", 0700) < 0 ||
 		    mount("tmpfs", "/wsupper", "tmpfs", MS_NOSUID | MS_NODEV, o->tmpfs) < 0)
-			return fail(errbuf, len,
-				    "cannot mount the workspace's disk-limited tmpfs on",
+			return fail(ce, "cannot mount the workspace's disk-limited tmpfs on",
 				    "/wsupper", NULL);
 		if (mkdir("/wsupper/upper", 0700) < 0 || chmod("/wsupper/upper", o->mode) < 0 ||
 		    mkdir("/wsupper/work", 0700) < 0)
-			return fail(errbuf, len, "cannot prepare", "/wsupper", NULL);
+			return fail(ce, "cannot prepare", "/wsupper", NULL);
 		*upper_fd = open("/wsupper/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (*upper_fd < 0)
-			return fail(errbuf, len, "cannot open", "/wsupper/upper", NULL);
+			return fail(ce, "cannot open", "/wsupper/upper", NULL);
 		upper = "/wsupper/upper";
 		work = "/wsupper/work";
 	}
 	fs = fsopen("overlay", FSOPEN_CLOEXEC);
 	if (fs < 0)
-		return fail(errbuf, len, "cannot create an overlay for", o->dst, NULL);
+		return fail(ce, "cannot create an overlay for", o->dst, NULL);
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", o->lowers[0], 0) == 0) {
 		for (size_t i = 1; o->lowers[i] != NULL; i++)
 			if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", o->lowers[i], 0) < 0) {
-				rc = fail_fs(fs, errbuf, len, "overlay: bad lower layer",
-					     o->lowers[i]);
+				rc = fail_fs(fs, ce, "overlay: bad lower layer", o->lowers[i]);
 				goto out;
 			}
 	} else if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", o->lowerdir, 0) < 0) {
-		rc = fail_fs(fs, errbuf, len, "overlay: bad lower layers", o->lowerdir);
+		rc = fail_fs(fs, ce, "overlay: bad lower layers", o->lowerdir);
 		goto out;
 	}
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0) {
-		rc = fail_fs(fs, errbuf, len, "overlay: bad upper layer", upper);
+		rc = fail_fs(fs, ce, "overlay: bad upper layer", upper);
 		goto out;
 	}
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0) {
-		rc = fail_fs(fs, errbuf, len, "overlay: bad work directory", work);
+		rc = fail_fs(fs, ce, "overlay: bad work directory", work);
 		goto out;
 	}
 	if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-		rc = fail_fs(fs, errbuf, len, "cannot create the workspace overlay on", o->dst);
+		rc = fail_fs(fs, ce, "cannot create the workspace overlay on", o->dst);
 		goto out;
 	}
 	mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	if (mnt < 0) {
-		rc = fail_fs(fs, errbuf, len, "cannot mount the workspace overlay on", o->dst);
+		rc = fail_fs(fs, ce, "cannot mount the workspace overlay on", o->dst);
 		goto out;
 	}
 	if (move_mount(mnt, "", AT_FDCWD, o->dst, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
-		rc = fail(errbuf, len, "cannot attach the workspace overlay on", o->dst, NULL);
+		rc = fail(ce, "cannot attach the workspace overlay on", o->dst, NULL);
 		goto out;
 	}
 	rc = 0;
@@ -822,117 +820,117 @@ out:
 	return rc;
 }
 
-static int apply_op(const struct op *o, int *upper_fd, char *errbuf, size_t len)
+static int apply_op(const struct op *o, int *upper_fd, struct pdk_child_error *ce)
 {
 	int rc = 0;
 
 	if (o->kind == OP_BIND && !o->is_dir && is_symlink(o->dst))
-		return bind_file_via_link(o, errbuf, len);
+		return bind_file_via_link(o, ce);
 	if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK) {
 		rc = make_path(o->dst, o->is_dir);
 		if (rc < 0) {
 			errno = -rc;
-			return fail(errbuf, len, "cannot create mount point", o->dst, NULL);
+			return fail(ce, "cannot create mount point", o->dst, NULL);
 		}
 	}
 	switch (o->kind) {
 	case OP_BIND:
 		if (mount(o->src, o->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
-			return fail(errbuf, len, "cannot bind", o->src, o->dst);
+			return fail(ce, "cannot bind", o->src, o->dst);
 		if (set_attr(o->dst, o->attr, true) < 0)
-			return fail(errbuf, len, "cannot set mount attributes of", o->dst, NULL);
+			return fail(ce, "cannot set mount attributes of", o->dst, NULL);
 		return 0;
 	case OP_TMPFS:
 		if (mount("tmpfs", o->dst, "tmpfs", MS_NOSUID | MS_NODEV, o->data) < 0)
-			return fail(errbuf, len, "cannot mount tmpfs on", o->dst, NULL);
+			return fail(ce, "cannot mount tmpfs on", o->dst, NULL);
 		if (set_attr(o->dst, o->attr, false) < 0)
-			return fail(errbuf, len, "cannot set mount attributes of", o->dst, NULL);
+			return fail(ce, "cannot set mount attributes of", o->dst, NULL);
 		return 0;
 	case OP_PROC:
 		if (mount("proc", o->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-			return fail(errbuf, len, "cannot mount proc on", o->dst, NULL);
+			return fail(ce, "cannot mount proc on", o->dst, NULL);
 		return 0;
 	case OP_DEVPTS:
 		if (mount("devpts", o->dst, "devpts", MS_NOSUID | MS_NOEXEC, o->data) < 0)
-			return fail(errbuf, len, "cannot mount devpts on", o->dst, NULL);
+			return fail(ce, "cannot mount devpts on", o->dst, NULL);
 		return 0;
 	case OP_SYMLINK:
 		rc = make_parents(o->dst);
 		if (rc < 0)
 			errno = -rc;
 		if (rc < 0 || symlink(o->data, o->dst) < 0)
-			return fail(errbuf, len, "cannot create symlink", o->dst, NULL);
+			return fail(ce, "cannot create symlink", o->dst, NULL);
 		return 0;
 	case OP_FILE:
 		if (write_file(o->dst, o->data) < 0)
-			return fail(errbuf, len, "cannot write", o->dst, NULL);
+			return fail(ce, "cannot write", o->dst, NULL);
 		return 0;
 	case OP_ROBIND:
 		if (mount(o->dst, o->dst, NULL, MS_BIND | MS_REC, NULL) < 0 ||
 		    set_attr(o->dst, o->attr, true) < 0) {
 			if (errno == ENOENT && o->optional)
 				return 0;
-			return fail(errbuf, len, "cannot make read-only", o->dst, NULL);
+			return fail(ce, "cannot make read-only", o->dst, NULL);
 		}
 		return 0;
 	case OP_MASK:
 		if (apply_mask(o) < 0 && !(errno == ENOENT && o->optional))
-			return fail(errbuf, len, "cannot hide", o->dst, NULL);
+			return fail(ce, "cannot hide", o->dst, NULL);
 		return 0;
 	case OP_OVERLAY:
-		return apply_overlay(o, upper_fd, errbuf, len);
+		return apply_overlay(o, upper_fd, ce);
 	default:
 		errno = EINVAL;
-		return fail(errbuf, len, "unknown mount operation for", o->dst, NULL);
+		return fail(ce, "unknown mount operation for", o->dst, NULL);
 	}
 }
 
 /* Steps 1-2: slave mounts, scratch root on /tmp, host root at /oldroot, tmpfs at /newroot. */
-static int prepare_base(const struct pdk_mount_plan *plan, char *errbuf, size_t len)
+static int prepare_base(const struct pdk_mount_plan *plan, struct pdk_child_error *ce)
 {
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		return fail(errbuf, len, "cannot make mounts private", "/", NULL);
+		return fail(ce, "cannot make mounts private", "/", NULL);
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16k") < 0)
-		return fail(errbuf, len, "cannot mount scratch tmpfs on", "/tmp", NULL);
+		return fail(ce, "cannot mount scratch tmpfs on", "/tmp", NULL);
 	if (chdir("/tmp") < 0 || mkdir("newroot", 0755) < 0 || mkdir("oldroot", 0755) < 0)
-		return fail(errbuf, len, "cannot prepare", "/tmp", NULL);
+		return fail(ce, "cannot prepare", "/tmp", NULL);
 	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
-		return fail(errbuf, len, "cannot pivot_root to", "/tmp", NULL);
+		return fail(ce, "cannot pivot_root to", "/tmp", NULL);
 	if (chdir("/") < 0)
-		return fail(errbuf, len, "cannot chdir to", "/", NULL);
+		return fail(ce, "cannot chdir to", "/", NULL);
 	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, plan->root_opts) < 0)
-		return fail(errbuf, len, "cannot mount root tmpfs on", NEWROOT, NULL);
+		return fail(ce, "cannot mount root tmpfs on", NEWROOT, NULL);
 	return 0;
 }
 
 /* Steps 4-5: make /newroot the root, drop the host tree, seal the root read-only. */
-static int switch_root(char *errbuf, size_t len)
+static int switch_root(struct pdk_child_error *ce)
 {
 	if (umount2(OLDROOT, MNT_DETACH) < 0)
-		return fail(errbuf, len, "cannot detach", OLDROOT, NULL);
+		return fail(ce, "cannot detach", OLDROOT, NULL);
 	if (chdir(NEWROOT) < 0)
-		return fail(errbuf, len, "cannot chdir to", NEWROOT, NULL);
+		return fail(ce, "cannot chdir to", NEWROOT, NULL);
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
-		return fail(errbuf, len, "cannot pivot_root to", NEWROOT, NULL);
+		return fail(ce, "cannot pivot_root to", NEWROOT, NULL);
 	if (umount2(".", MNT_DETACH) < 0)
-		return fail(errbuf, len, "cannot detach", "the scratch root", NULL);
+		return fail(ce, "cannot detach", "the scratch root", NULL);
 	if (chdir("/") < 0)
-		return fail(errbuf, len, "cannot chdir to", "/", NULL);
+		return fail(ce, "cannot chdir to", "/", NULL);
 	/* SECURITY: the root holds only mount points and generated /etc files: seal it. */
 	if (set_attr("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
-		return fail(errbuf, len, "cannot make read-only", "/", NULL);
+		return fail(ce, "cannot make read-only", "/", NULL);
 	return 0;
 }
 
-int pdk_mount_apply_child(const struct pdk_mount_plan *plan, int *upper_fd, char *errbuf,
-			  size_t errlen)
+int pdk_mount_apply_child(const struct pdk_mount_plan *plan, int *upper_fd,
+			  struct pdk_child_error *ce)
 {
-	int rc = prepare_base(plan, errbuf, errlen);
+	int rc = prepare_base(plan, ce);
 
 	*upper_fd = -1;
 	for (size_t i = 0; rc == 0 && i < plan->n; i++)
-		rc = apply_op(&plan->ops[i], upper_fd, errbuf, errlen);
+		rc = apply_op(&plan->ops[i], upper_fd, ce);
 	if (rc == 0)
-		rc = switch_root(errbuf, errlen);
+		rc = switch_root(ce);
 	return rc;
 }

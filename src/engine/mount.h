@@ -19,6 +19,7 @@
 
 #include "common.h"
 #include "base.h"
+#include "child.h"
 #include "landlock.h"
 #include "policy.h"
 
@@ -55,13 +56,13 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *spec,
 
 /*
  * Replay the plan in the child (new user + mount namespace, before
- * Landlock and seccomp). On failure writes a message naming the operation,
- * the paths and the errno into errbuf and returns -errno. No allocation.
- * *upper_fd receives a directory fd of the tmpfs that holds a disk-limited
- * workspace's upper layer (it outlives the sandbox's mounts), else -1.
+ * Landlock and seccomp). 0, or -errno with *ce naming the operation, the
+ * paths and the errno (child.h). No allocation. *upper_fd receives a
+ * directory fd of the tmpfs that holds a disk-limited workspace's upper
+ * layer (it outlives the sandbox's mounts), else -1.
  */
 PDK_MUST_CHECK int pdk_mount_apply_child(const struct pdk_mount_plan *plan, int *upper_fd,
-					 char *errbuf, size_t errlen);
+					 struct pdk_child_error *ce);
 
 /*
  * Internals of a file bind whose destination is a symlink (a trust bundle

@@ -23,40 +23,43 @@ static int write_proc_self(const char *file, const char *data)
 }
 
 int pdk_ns_write_idmaps_child(uid_t outer_uid, gid_t outer_gid, uid_t inner_uid, gid_t inner_gid,
-			      const char **what)
+			      struct pdk_child_error *ce)
 {
-	char line[64];
-	int rc;
+	char uid_map[64], gid_map[64];
+	const struct {
+		const char *file, *data;
+	} steps[] = {
+		{"/proc/self/setgroups", "deny"},
+		{"/proc/self/uid_map", uid_map},
+		{"/proc/self/gid_map", gid_map},
+	};
 
-	*what = "/proc/self/setgroups";
-	rc = write_proc_self(*what, "deny");
-	if (rc < 0)
-		return rc;
-	*what = "/proc/self/uid_map";
-	(void)snprintf(line, sizeof(line), "%u %u 1\n", inner_uid, outer_uid);
-	rc = write_proc_self(*what, line);
-	if (rc < 0)
-		return rc;
-	*what = "/proc/self/gid_map";
-	(void)snprintf(line, sizeof(line), "%u %u 1\n", inner_gid, outer_gid);
-	return write_proc_self(*what, line);
+	(void)snprintf(uid_map, sizeof(uid_map), "%u %u 1\n", inner_uid, outer_uid);
+	(void)snprintf(gid_map, sizeof(gid_map), "%u %u 1\n", inner_gid, outer_gid);
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(steps); i++) {
+		int rc = write_proc_self(steps[i].file, steps[i].data);
+
+		if (rc < 0)
+			return pdk_child_error_set(ce, -rc, "cannot write '%s'", steps[i].file);
+	}
+	return 0;
 }
 
-int pdk_ns_loopback_up_child(void)
+int pdk_ns_loopback_up_child(struct pdk_child_error *ce)
 {
 	struct ifreq ifr;
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	int rc = 0;
 
 	if (fd < 0)
-		return -errno;
+		return pdk_child_error_set(ce, errno, "cannot bring up loopback");
 	memset(&ifr, 0, sizeof(ifr));
 	memcpy(ifr.ifr_name, "lo", 3);
 	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
-		rc = -errno;
+		rc = pdk_child_error_set(ce, errno, "cannot bring up loopback");
 	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
 	if (rc == 0 && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-		rc = -errno;
+		rc = pdk_child_error_set(ce, errno, "cannot bring up loopback");
 	(void)close(fd);
 	return rc;
 }

@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "base.h"
+#include "child.h"
 
 #include <sched.h>
 #include <sys/types.h>
@@ -17,12 +18,13 @@
 /*
  * In the child, right after clone: map `inner_uid`/`inner_gid` in the new
  * user namespace to the caller's `outer_uid`/`outer_gid`, and deny
- * setgroups(). 0 or -errno; *what names the file that failed.
+ * setgroups(). 0, or -errno with *ce naming the file that failed
+ * (child.h).
  */
 PDK_MUST_CHECK int pdk_ns_write_idmaps_child(uid_t outer_uid, gid_t outer_gid, uid_t inner_uid,
-					     gid_t inner_gid, const char **what);
+					     gid_t inner_gid, struct pdk_child_error *ce);
 
-/* In the child: bring `lo` up in the (new) network namespace. 0 or -errno. */
-PDK_MUST_CHECK int pdk_ns_loopback_up_child(void);
+/* In the child: bring `lo` up in the (new) network namespace. 0, or -errno and *ce. */
+PDK_MUST_CHECK int pdk_ns_loopback_up_child(struct pdk_child_error *ce);
 
 #endif

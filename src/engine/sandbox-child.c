@@ -4,8 +4,9 @@
  * It runs in new user, mount, pid, ipc, uts (and net) namespaces, as pid 1
  * of the new pid namespace, with a copy of the parent's memory. It must
  * not return into the caller's code: every path ends in execveat() or
- * _exit(). A failed step writes a struct pdk__child_error to the sync
- * socket and exits 125; the parent turns that into the create() error.
+ * _exit(). A failed step records what failed in a struct pdk_child_error
+ * on the child's stack (child.h), writes it to the sync socket and exits
+ * 125; the parent turns that into the create() error.
  */
 #include "common.h"
 #include "base.h"
@@ -17,8 +18,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <linux/close_range.h>
@@ -26,24 +25,24 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-PDK_NORETURN static void child_fail(struct pdk_sandbox *sb, int e, const char *fmt, ...)
-	PDK_PRINTF(3, 4);
-
-PDK_NORETURN static void child_fail(struct pdk_sandbox *sb, int e, const char *fmt, ...)
+/*
+ * A step failed: its record (child.h) goes to the parent whole, and the
+ * child ends. `rc` is the step's -errno, for a step that did not say why.
+ */
+PDK_NORETURN static void child_fail(struct pdk_sandbox *sb, struct pdk_child_error *ce, int rc)
 {
-	struct pdk__child_error ce;
-	va_list ap;
-
-	memset(&ce, 0, sizeof(ce));
-	ce.err = e > 0 ? e : EIO;
-	va_start(ap, fmt);
-	(void)vsnprintf(ce.msg, sizeof(ce.msg), fmt, ap);
-	va_end(ap);
-	(void)!send(sb->sync[1], &ce, sizeof(ce), MSG_NOSIGNAL); /* parent may be gone */
+	if (ce->err == 0)
+		(void)pdk_child_error_setx(ce, -rc, "a setup step failed without a message");
+	(void)!send(sb->sync[1], ce, sizeof(*ce), MSG_NOSIGNAL); /* parent may be gone */
 	_exit(125);
 }
 
-static void reset_signals(void)
+/*
+ * The caller's dispositions and mask (the CLI blocks the signals it reads
+ * by signalfd) must not reach the command: a blocked SIGTERM would make it
+ * deaf to the init's forwarding.
+ */
+static void reset_signals(struct pdk_sandbox *sb, struct pdk_child_error *ce)
 {
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t none;
@@ -51,48 +50,36 @@ static void reset_signals(void)
 	for (int sig = 1; sig < NSIG; sig++)
 		(void)sigaction(sig, &dfl, NULL); /* EINVAL for SIGKILL/SIGSTOP/RT gaps: fine */
 	sigemptyset(&none);
-	(void)sigprocmask(SIG_SETMASK, &none, NULL);
+	if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+		child_fail(sb, ce, pdk_child_error_set(ce, errno, "cannot reset the signal mask"));
 }
 
-static void setup_namespaces(struct pdk_sandbox *sb)
+static void setup_namespaces(struct pdk_sandbox *sb, struct pdk_child_error *ce)
 {
-	const char *what = NULL;
 	const char *host = sb->cfg->policy->hostname ? sb->cfg->policy->hostname : "paddock";
-	int rc = pdk_ns_write_idmaps_child(sb->uid, sb->gid, sb->uid, sb->gid, &what);
+	int rc = pdk_ns_write_idmaps_child(sb->uid, sb->gid, sb->uid, sb->gid, ce);
 
 	if (rc < 0)
-		child_fail(sb, -rc, "cannot write '%s': %s", what, strerror(-rc));
+		child_fail(sb, ce, rc);
 	/* The cgroup namespace is entered after the parent moved us into our cgroup. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
-		child_fail(sb, errno, "cannot create cgroup namespace: %s", strerror(errno));
+		child_fail(sb, ce,
+			   pdk_child_error_set(ce, errno, "cannot create cgroup namespace"));
 	if (sethostname(host, strlen(host)) < 0)
-		child_fail(sb, errno, "cannot set hostname '%s': %s", host, strerror(errno));
-	if ((sb->ns_flags & CLONE_NEWNET) && (rc = pdk_ns_loopback_up_child()) < 0)
-		child_fail(sb, -rc, "cannot bring up loopback: %s", strerror(-rc));
+		child_fail(sb, ce,
+			   pdk_child_error_set(ce, errno, "cannot set hostname '%s'", host));
+	if ((sb->ns_flags & CLONE_NEWNET) && (rc = pdk_ns_loopback_up_child(ce)) < 0)
+		child_fail(sb, ce, rc);
 }
 
 /* Hand the parent an fd (SCM_RIGHTS) in a one-byte message `tag`, then close it. */
-static void send_fd(struct pdk_sandbox *sb, char tag, int fd, const char *what)
+static void send_fd(struct pdk_sandbox *sb, char tag, int fd, const char *what,
+		    struct pdk_child_error *ce)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *c;
+	ssize_t n = pdk_fdpass_send(sb->sync[1], &tag, 1, &fd, 1);
 
-	memset(u.buf, 0, sizeof(u.buf));
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	if (TEMP_FAILURE_RETRY(sendmsg(sb->sync[1], &mh, MSG_NOSIGNAL)) < 0)
-		child_fail(sb, errno, "cannot pass %s: %s", what, strerror(errno));
+	if (n < 0)
+		child_fail(sb, ce, pdk_child_error_set(ce, (int)-n, "cannot pass %s", what));
 	(void)close(fd);
 }
 
@@ -102,7 +89,7 @@ static void send_fd(struct pdk_sandbox *sb, char tag, int fd, const char *what)
  * keeps no copy: it cannot accept its own connections, and Landlock later
  * denies it any bind.
  */
-static void setup_egress(struct pdk_sandbox *sb)
+static void setup_egress(struct pdk_sandbox *sb, struct pdk_child_error *ce)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET,
 				 .sin_port = htons(PDK_EGRESS_PORT),
@@ -113,52 +100,53 @@ static void setup_egress(struct pdk_sandbox *sb)
 		return;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		child_fail(sb, errno, "egress: socket: %s", strerror(errno));
+		child_fail(sb, ce, pdk_child_error_set(ce, errno, "egress: socket"));
 	/*
 	 * A backlog of PDK_EGRESS_BACKLOG: a burst of connections (200 at once in
 	 * bench/egress) waits while the proxy thread accepts, instead of having
 	 * its SYNs dropped and retried a second later.
 	 */
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, PDK_EGRESS_BACKLOG) < 0)
-		child_fail(sb, errno, "egress: cannot listen on 127.0.0.1:%d: %s", PDK_EGRESS_PORT,
-			   strerror(errno));
-	send_fd(sb, PDK__CHILD_EGRESS_FD, fd, "the egress listening socket");
+		child_fail(sb, ce,
+			   pdk_child_error_set(ce, errno, "egress: cannot listen on 127.0.0.1:%d",
+					       PDK_EGRESS_PORT));
+	send_fd(sb, PDK__CHILD_EGRESS_FD, fd, "the egress listening socket", ce);
 }
 
-static void setup_filesystem(struct pdk_sandbox *sb)
+static void setup_filesystem(struct pdk_sandbox *sb, struct pdk_child_error *ce)
 {
-	char msg[768];
 	int upper_fd = -1;
-	int rc = pdk_mount_apply_child(sb->plan, &upper_fd, msg, sizeof(msg));
+	int rc = pdk_mount_apply_child(sb->plan, &upper_fd, ce);
 
 	if (rc < 0)
-		child_fail(sb, -rc, "mount: %s", msg);
+		child_fail(sb, ce, pdk_child_error_wrap(ce, "mount"));
 	if (upper_fd >= 0)
-		send_fd(sb, PDK__CHILD_UPPER_FD, upper_fd, "the workspace layer");
+		send_fd(sb, PDK__CHILD_UPPER_FD, upper_fd, "the workspace layer", ce);
 	if (chdir(sb->cwd) < 0)
-		child_fail(sb, errno, "cannot change to working directory '%s' in the sandbox: %s",
-			   sb->cwd, strerror(errno));
+		child_fail(sb, ce,
+			   pdk_child_error_set(
+				   ce, errno,
+				   "cannot change to working directory '%s' in the sandbox",
+				   sb->cwd));
 }
 
 /* Step 5: rlimits, Landlock, capabilities, no_new_privs, seccomp. */
-static void setup_confinement(struct pdk_sandbox *sb)
+static void setup_confinement(struct pdk_sandbox *sb, struct pdk_child_error *ce)
 {
-	const char *what = NULL;
-	char msg[512];
 	int rc;
 
-	rc = pdk_limits_apply_child(&sb->cfg->policy->limits, &what);
+	rc = pdk_limits_apply_child(&sb->cfg->policy->limits, ce);
 	if (rc < 0)
-		child_fail(sb, -rc, "cannot set rlimit %s: %s", what, strerror(-rc));
-	rc = pdk_landlock_apply_child(sb->landlock, msg, sizeof(msg));
+		child_fail(sb, ce, rc);
+	rc = pdk_landlock_apply_child(sb->landlock, ce);
 	if (rc < 0)
-		child_fail(sb, -rc, "landlock: %s", msg);
-	rc = pdk_caps_drop_all_child(&what);
+		child_fail(sb, ce, pdk_child_error_wrap(ce, "landlock"));
+	rc = pdk_caps_drop_all_child(ce);
 	if (rc < 0)
-		child_fail(sb, -rc, "cannot drop capabilities (%s): %s", what, strerror(-rc));
-	rc = pdk_caps_no_new_privs_child();
+		child_fail(sb, ce, rc);
+	rc = pdk_caps_no_new_privs_child(ce);
 	if (rc < 0)
-		child_fail(sb, -rc, "cannot set no_new_privs: %s", strerror(-rc));
+		child_fail(sb, ce, rc);
 	/*
 	 * SECURITY: the exec-tracing filter comes before the denylist (which
 	 * does not stop seccomp() itself, but needs nothing from this one),
@@ -167,41 +155,42 @@ static void setup_confinement(struct pdk_sandbox *sb)
 	 * parent thread answers while the clone call waits for us (sandbox.c start()).
 	 */
 	if (sb->exec_trace) {
-		rc = pdk_seccomp_apply_notify_child();
+		rc = pdk_seccomp_apply_notify_child(ce);
 		if (rc < 0)
-			child_fail(sb, -rc, "cannot load the exec-tracing seccomp filter: %s",
-				   strerror(-rc));
-		send_fd(sb, PDK__CHILD_NOTIFY_FD, rc, "the exec-tracing listener");
+			child_fail(sb, ce, rc);
+		send_fd(sb, PDK__CHILD_NOTIFY_FD, rc, "the exec-tracing listener", ce);
 	}
-	rc = pdk_seccomp_apply_child(sb->seccomp);
+	rc = pdk_seccomp_apply_child(sb->seccomp, ce);
 	if (rc < 0)
-		child_fail(sb, -rc, "cannot load seccomp filter: %s", strerror(-rc));
+		child_fail(sb, ce, rc);
 }
 
 int pdk__sandbox_child(void *arg)
 {
 	struct pdk_sandbox *sb = arg;
+	struct pdk_child_error ce = {0}; /* what failed, for the parent (child.h) */
 	int rc;
 
 	/* SECURITY: not one step of setup runs outside the sandbox's cgroup. */
-	rc = pdk_cgroup_join_child(sb->cg_procs, sb->n_cg_procs);
+	rc = pdk_cgroup_join_child(sb->cg_procs, sb->n_cg_procs, &ce);
 	if (rc < 0)
-		child_fail(sb, -rc, "cannot join the sandbox cgroup: %s", strerror(-rc));
+		child_fail(sb, &ce, rc);
 	/* SECURITY: if the supervisor dies, the sandbox dies with it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		child_fail(sb, errno, "cannot set parent-death signal: %s", strerror(errno));
-	reset_signals();
-	setup_namespaces(sb);
-	setup_filesystem(sb);
-	setup_egress(sb);
-	setup_confinement(sb);
+		child_fail(sb, &ce,
+			   pdk_child_error_set(&ce, errno, "cannot set parent-death signal"));
+	reset_signals(sb, &ce);
+	setup_namespaces(sb, &ce);
+	setup_filesystem(sb, &ce);
+	setup_egress(sb, &ce);
+	setup_confinement(sb, &ce);
 	/*
 	 * SECURITY: no fd the caller of paddock leaked to us may reach the
 	 * sandbox. The control channel is the one fd the init inherits
 	 * besides stdio; the init fd and the sync socket close on exec.
 	 */
 	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0 || fcntl(sb->ctl[1], F_SETFD, 0) < 0)
-		child_fail(sb, errno, "cannot pass control socket: %s", strerror(errno));
+		child_fail(sb, &ce, pdk_child_error_set(&ce, errno, "cannot pass control socket"));
 	execveat(sb->init_fd, "", sb->init_argv, sb->cfg->envp, AT_EMPTY_PATH);
-	child_fail(sb, errno, "cannot execute paddock-init: %s", strerror(errno));
+	child_fail(sb, &ce, pdk_child_error_set(&ce, errno, "cannot execute paddock-init"));
 }

@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "cgroup.h"
+#include "child.h"
 #include "egress.h"
 #include "exectrace.h"
 #include "landlock.h"
@@ -20,12 +21,6 @@
 #define PDK__CHILD_UPPER_FD  'U' /* the disk-limited workspace's upper layer */
 #define PDK__CHILD_NOTIFY_FD 'N' /* the exec-tracing seccomp listener */
 #define PDK__CHILD_EGRESS_FD 'E' /* the egress proxy's listening socket (allowlist mode) */
-
-/* What the child reports over the sync socket when a step fails. */
-struct pdk__child_error {
-	int err;
-	char msg[1024];
-};
 
 struct pdk_sandbox {
 	char id[37];

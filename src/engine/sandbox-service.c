@@ -59,26 +59,10 @@ static size_t strv_bytes(char *const *v)
 static int send_req(struct pdk_sandbox *sb, const void *buf, size_t len, const int *fds,
 		    size_t nfds, struct pdk_error **err)
 {
-	union {
-		struct cmsghdr h;
-		char c[CMSG_SPACE(sizeof(int) * 3)];
-	} u;
-	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	ssize_t n;
+	ssize_t n = pdk_fdpass_send(sb->ctl[0], buf, len, fds, nfds);
 
-	if (nfds > 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.c;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		u.h.cmsg_level = SOL_SOCKET;
-		u.h.cmsg_type = SCM_RIGHTS;
-		u.h.cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(&u.h), fds, sizeof(int) * nfds);
-	}
-	n = TEMP_FAILURE_RETRY(sendmsg(sb->ctl[0], &mh, MSG_NOSIGNAL));
 	if (n < 0)
-		return pdk_error_set(err, errno, "cannot send a request to the sandbox init");
+		return pdk_error_set(err, (int)-n, "cannot send a request to the sandbox init");
 	if ((size_t)n != len)
 		return pdk_error_setx(err, EPROTO, "short request to the sandbox init");
 	return 0;

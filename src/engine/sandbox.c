@@ -260,30 +260,14 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* One message from the child; an fd it passes lands in *fd. */
-static ssize_t recv_child(struct pdk_sandbox *sb, struct pdk__child_error *ce, int *fd)
+/* One message from the child; an fd it passes lands in *fd. Bytes, or -errno. */
+static ssize_t recv_child(struct pdk_sandbox *sb, struct pdk_child_error *ce, int *fd)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct iovec iov = {.iov_base = ce, .iov_len = sizeof(*ce)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(sb->sync[0], &mh, MSG_CMSG_CLOEXEC));
+	size_t nfds = 1;
+	ssize_t n = pdk_fdpass_recv(sb->sync[0], ce, sizeof(*ce), fd, &nfds, 0);
 
-	*fd = -1;
-	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c != NULL;
-	     c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int))) {
-			if (*fd >= 0)
-				(void)close(*fd);
-			memcpy(fd, CMSG_DATA(c), sizeof(int));
-		}
-	}
+	if (nfds == 0)
+		*fd = -1;
 	return n;
 }
 
@@ -334,7 +318,7 @@ static int take_child_fd(struct pdk_sandbox *sb, char tag, int fd, struct pdk_er
 /* Read the child's verdict: EOF means it exec'd the init. */
 static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 {
-	struct pdk__child_error ce;
+	struct pdk_child_error ce;
 	bool answered = false;
 	ssize_t n;
 	int fd = -1;
@@ -357,7 +341,7 @@ static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 	if (n == 0)
 		return 0;
 	if (n < 0)
-		return pdk_error_set(err, errno, "cannot read from the sandbox child");
+		return pdk_error_set(err, (int)-n, "cannot read from the sandbox child");
 	if (n != (ssize_t)sizeof(ce))
 		return pdk_error_setx(err, EPROTO, "short message from the sandbox child");
 	ce.msg[sizeof(ce.msg) - 1] = '\0';

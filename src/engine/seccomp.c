@@ -45,15 +45,15 @@ struct pdk_seccomp *pdk_seccomp_prepare(unsigned flags, struct pdk_error **err)
 	return NULL;
 }
 
-int pdk_seccomp_apply_child(const struct pdk_seccomp *s)
+int pdk_seccomp_apply_child(const struct pdk_seccomp *s, struct pdk_child_error *ce)
 {
 	struct sock_fprog prog;
 
-	if (s == NULL || s->prog.filter == NULL)
-		return -EINVAL; /* SECURITY: fail closed, never run unfiltered */
+	if (s == NULL || s->prog.filter == NULL) /* SECURITY: fail closed, never run unfiltered */
+		return pdk_child_error_set(ce, EINVAL, "cannot load seccomp filter");
 	prog = s->prog;
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-		return -errno;
+		return pdk_child_error_set(ce, errno, "cannot load seccomp filter");
 	return 0;
 }
 
@@ -64,7 +64,7 @@ bool pdk_seccomp_notify_supported(void)
 	return syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
 }
 
-int pdk_seccomp_apply_notify_child(void)
+int pdk_seccomp_apply_notify_child(struct pdk_child_error *ce)
 {
 	struct sock_fprog prog = {
 		.len = (unsigned short)PDK_ARRAY_SIZE(pdk__seccomp_notify_bpf),
@@ -73,7 +73,10 @@ int pdk_seccomp_apply_notify_child(void)
 	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
 			  &prog);
 
-	return fd < 0 ? -errno : (int)fd;
+	if (fd < 0)
+		return pdk_child_error_set(ce, errno,
+					   "cannot load the exec-tracing seccomp filter");
+	return (int)fd;
 }
 
 const struct sock_fprog *pdk__seccomp_notify_program(void)

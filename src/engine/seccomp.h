@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "base.h"
+#include "child.h"
 
 enum pdk_seccomp_flags {
 	PDK_SECCOMP_ALLOW_PTRACE = 1 << 0, /* ptrace/process_vm_* allowed (pid ns confines them) */
@@ -23,9 +24,10 @@ struct pdk_seccomp *pdk_seccomp_prepare(unsigned flags, struct pdk_error **err);
 
 /*
  * Load the filter into the calling thread (requires no_new_privs or
- * CAP_SYS_ADMIN). Async-signal-safe: no allocation. 0 or -errno.
+ * CAP_SYS_ADMIN). Async-signal-safe: no allocation. 0, or -errno and *ce
+ * (child.h); -EINVAL without a filter.
  */
-PDK_MUST_CHECK int pdk_seccomp_apply_child(const struct pdk_seccomp *s);
+PDK_MUST_CHECK int pdk_seccomp_apply_child(const struct pdk_seccomp *s, struct pdk_child_error *ce);
 
 /*
  * Whether the kernel supports seccomp user notification
@@ -37,9 +39,9 @@ bool pdk_seccomp_notify_supported(void);
  * Load the exec-tracing filter into the calling thread: execve and
  * execveat wait for a supervisor's answer on the returned listener fd
  * (close-on-exec; the caller hands it to the supervisor). Needs
- * no_new_privs or CAP_SYS_ADMIN. Async-signal-safe. fd or -errno.
+ * no_new_privs or CAP_SYS_ADMIN. Async-signal-safe. fd, or -errno and *ce.
  */
-PDK_MUST_CHECK int pdk_seccomp_apply_notify_child(void);
+PDK_MUST_CHECK int pdk_seccomp_apply_notify_child(struct pdk_child_error *ce);
 
 /* Number of BPF instructions (for tests and stats). */
 size_t pdk_seccomp_insn_count(const struct pdk_seccomp *s);

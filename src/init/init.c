@@ -10,9 +10,11 @@
  * kernel kills whatever is left in the pid namespace.
  *
  * It is linked statically and uses nothing but libc, so it needs nothing
- * from the sandbox's filesystem.
+ * from the sandbox's filesystem. Of base/ it takes only the libc-only
+ * files: common.h and fdpass.[ch] (built into it, see the top meson.build).
  */
 #include "common.h"
+#include "fdpass.h"
 #include "init.h"
 
 #include <fcntl.h>
@@ -29,17 +31,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifndef TEMP_FAILURE_RETRY /* glibc has it; musl does not */
-#define TEMP_FAILURE_RETRY(expr)                          \
-	({                                                \
-		long init__r;                             \
-		do                                        \
-			init__r = (long)(expr);           \
-		while (init__r == -1L && errno == EINTR); \
-		init__r;                                  \
-	})
-#endif
 
 static volatile sig_atomic_t forward_pgid;
 
@@ -426,37 +417,16 @@ static void signal_one(struct server *s, const struct pdk_init_req *q)
 static bool read_request(struct server *s)
 {
 	static char buf[PDK_INIT_MAX_REQ];
-	union {
-		struct cmsghdr h;
-		char c[CMSG_SPACE(sizeof(int) * 3)];
-	} u;
-	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.c,
-			    .msg_controllen = sizeof(u.c)};
 	int fds[3] = {-1, -1, -1};
-	size_t nfds = 0;
-	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(s->ctl, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT));
+	size_t nfds = PDK_ARRAY_SIZE(fds);
+	ssize_t n = pdk_fdpass_recv(s->ctl, buf, sizeof(buf), fds, &nfds, MSG_DONTWAIT);
 
+	/* A request cut short is dropped (its fds closed), as one too short to be a request. */
 	if (n < 0)
-		return errno == EAGAIN;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
-		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-		for (size_t i = 0; c->cmsg_type == SCM_RIGHTS && i < k; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (nfds < 3)
-				fds[nfds++] = fd;
-			else
-				(void)close(fd);
-		}
-	}
+		return n == -EAGAIN || n == -EMSGSIZE;
 	if (n == 0 && nfds == 0)
 		return false;
-	if ((size_t)n >= sizeof(struct pdk_init_req) && !(mh.msg_flags & MSG_TRUNC)) {
+	if ((size_t)n >= sizeof(struct pdk_init_req)) {
 		const struct pdk_init_req *q = (const struct pdk_init_req *)buf;
 
 		if (q->type == PDK_INIT_REQ_SPAWN)

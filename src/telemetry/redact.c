@@ -24,26 +24,27 @@ struct secret {
 struct pdk_redact {
 	struct secret *v; /* longest value first */
 	size_t n;
+	size_t longest_name; /* of the registered secrets */
 };
 
-/* A growable output buffer; it aborts on OOM like pdk_xmalloc. */
-struct out {
-	char *p;
-	size_t n, cap;
-};
-
-static void out_put(struct out *o, const char *s, size_t n)
+/*
+ * The most bytes the redacted copy of `len` bytes can take: each step of
+ * redact_step() writes at most 6 bytes per byte it consumes ("=[REDACTED]"
+ * for "=x", "\xNN" for one byte), plus, for a registered value (at least
+ * PDK_REDACT_MIN_SECRET bytes), its name. The output buffer is capped there.
+ */
+static size_t output_bound(const struct pdk_redact *r, size_t len)
 {
-	if (o->n + n + 1 > o->cap) {
-		o->cap = (o->n + n + 1) * 2;
-		o->p = pdk_xrealloc(o->p, o->cap);
-	}
-	memcpy(o->p + o->n, s, n);
-	o->n += n;
-	o->p[o->n] = '\0';
+	return 6 * len + (len / PDK_REDACT_MIN_SECRET) * (r != NULL ? r->longest_name : 0);
 }
 
-static void out_str(struct out *o, const char *s)
+static void out_put(struct pdk_buf *o, const char *s, size_t n)
+{
+	if (pdk_buf_add(o, s, n) < 0)
+		pdk_bug("redact: the output passed its bound");
+}
+
+static void out_str(struct pdk_buf *o, const char *s)
 {
 	out_put(o, s, strlen(s));
 }
@@ -84,6 +85,8 @@ bool pdk_redact_add_secret(struct pdk_redact *r, const char *name, const char *v
 	r->v[at] =
 		(struct secret){.name = pdk_xstrdup(name), .value = pdk_xstrdup(value), .len = len};
 	r->n++;
+	if (strlen(name) > r->longest_name)
+		r->longest_name = strlen(name);
 	return true;
 }
 
@@ -238,7 +241,7 @@ static size_t utf8_len(const unsigned char *p, size_t len)
 
 /* One step at s[i]: appends to `o` and returns how many input bytes it took. */
 static size_t redact_step(const struct pdk_redact *r, const char *s, size_t len, size_t i,
-			  struct out *o, bool *changed)
+			  struct pdk_buf *o, bool *changed)
 {
 	const unsigned char c = (unsigned char)s[i];
 	const struct secret *sec = match_secret(r, s + i, len - i);
@@ -279,16 +282,14 @@ static size_t redact_step(const struct pdk_redact *r, const char *s, size_t len,
 
 char *pdk_redact_string(const struct pdk_redact *r, const char *s, size_t len)
 {
-	struct out o = {0};
+	_cleanup_buf_ struct pdk_buf o = PDK_BUF_INIT(output_bound(r, len));
 	bool changed = false;
 
 	for (size_t i = 0; i < len;)
 		i += redact_step(r, s, len, i, &o, &changed);
-	if (!changed) {
-		free(o.p);
+	if (!changed)
 		return NULL;
-	}
-	return o.p;
+	return pdk_buf_take(&o, NULL);
 }
 
 static bool redact_value(const struct pdk_redact *r, json_t *v)

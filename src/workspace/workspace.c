@@ -1297,8 +1297,8 @@ void pdk_ws_print_path(FILE *out, const char *path)
 static int copy_xattrs(int src, int dst)
 {
 	_cleanup_free_ char *names = NULL;
-	_cleanup_free_ char *v = NULL;
-	size_t cap = 0;
+	/* A value is the sandbox's bytes: the kernel's own bound is the buffer's cap. */
+	_cleanup_buf_ struct pdk_buf v = PDK_BUF_INIT(XATTR_SIZE_MAX);
 	ssize_t len = flistxattr(src, NULL, 0);
 
 	if (len <= 0)
@@ -1314,15 +1314,13 @@ static int copy_xattrs(int src, int dst)
 		if (strncmp(name, "user.", 5) != 0)
 			continue;
 		n = fgetxattr(src, name, NULL, 0);
-		if (n >= 0 && (size_t)n > cap) {
-			cap = (size_t)n;
-			v = pdk_xrealloc(v, cap);
-		}
+		if (n > 0 && pdk_buf_reserve(&v, (size_t)n) < 0)
+			return -E2BIG;
 		if (n > 0)
-			n = fgetxattr(src, name, v, cap);
+			n = fgetxattr(src, name, v.p, pdk_buf_room(&v));
 		if (n < 0 && errno == ENODATA)
 			continue;
-		if (n < 0 || fsetxattr(dst, name, v, (size_t)n, 0) < 0)
+		if (n < 0 || fsetxattr(dst, name, v.p, (size_t)n, 0) < 0)
 			return -errno;
 	}
 	return 0;

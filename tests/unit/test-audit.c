@@ -272,6 +272,36 @@ Test(audit, query_statement_kept_across_filters_appends_and_nesting)
 	pdk_audit_free(a);
 }
 
+/*
+ * An event whose record would pass the record buffer's cap is refused with
+ * its batch (-E2BIG, nothing stored), and the store goes on: the next
+ * batch chains on the previous head.
+ */
+Test(audit, oversized_record_is_refused_with_its_batch)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 10);
+	size_t big = PDK_AUDIT_RECORD_MAX + 1;
+	_cleanup_free_ char *text = pdk_xmalloc(big + 1);
+	struct pdk_error *err = NULL;
+	json_t *v[2] = {event("sb-1", 10), event("sb-1", 11)};
+
+	memset(text, 'a', big);
+	text[big] = '\0';
+	json_object_set_new(json_object_get(v[1], "attrs"), "huge", json_string(text));
+	cr_assert_eq(pdk_audit_append(a, v, 2, false, &err), -E2BIG);
+	cr_assert_not_null(strstr(err->msg, "larger than"), "%s", err->msg);
+	pdk_error_free(&err);
+	json_decref(v[1]);
+	v[1] = event("sb-1", 11);
+	cr_assert_eq(pdk_audit_append(a, v, 2, true, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(verify(a).records, 12);
+	cr_assert_eq(verify(a).reason, PDK_AUDIT_INTACT);
+	json_decref(v[0]);
+	json_decref(v[1]);
+	pdk_audit_free(a);
+}
+
 Test(audit, empty_store_is_intact)
 {
 	_cleanup_free_ char *state = tmp_state();

@@ -60,10 +60,10 @@ static void status_field(const char *name, char *out, size_t len)
 
 static void drop_all(void)
 {
-	const char *what = NULL;
-	int rc = pdk_caps_drop_all_child(&what);
+	struct pdk_child_error ce = {0};
+	int rc = pdk_caps_drop_all_child(&ce);
 
-	cr_assert_eq(rc, 0, "drop failed at %s: %s", what ? what : "?", strerror(-rc));
+	cr_assert_eq(rc, 0, "drop failed: %s (%s)", ce.msg, strerror(-rc));
 }
 
 Test(caps, drop_all_clears_every_set)
@@ -98,13 +98,14 @@ Test(caps, securebits_set_and_locked)
 
 Test(caps, failure_names_the_step)
 {
-	const char *what = NULL;
+	struct pdk_child_error ce = {0};
 
 	need_root();
 	drop_all();
 	/* Without CAP_SETPCAP the securebits cannot be set again. */
-	cr_assert_eq(pdk_caps_drop_all_child(&what), -EPERM);
-	cr_assert_str_eq(what, "securebits");
+	cr_assert_eq(pdk_caps_drop_all_child(&ce), -EPERM);
+	cr_assert_eq(ce.err, EPERM);
+	cr_assert_str_eq(ce.msg, "cannot drop capabilities (securebits): Operation not permitted");
 }
 
 Test(caps, root_without_caps_is_an_ordinary_user)
@@ -160,7 +161,7 @@ Test(caps, no_new_privs)
 {
 	char v[16];
 
-	cr_assert_eq(pdk_caps_no_new_privs_child(), 0);
+	cr_assert_eq(pdk_caps_no_new_privs_child(NULL), 0);
 	cr_assert_eq(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0), 1);
 	status_field("NoNewPrivs", v, sizeof(v));
 	cr_assert_str_eq(v, "1");
@@ -179,10 +180,10 @@ static void get(int resource, rlim_t *soft, rlim_t *hard)
 
 static void apply(const struct pdk_policy_limits *l)
 {
-	const char *what = NULL;
-	int rc = pdk_limits_apply_child(l, &what);
+	struct pdk_child_error ce = {0};
+	int rc = pdk_limits_apply_child(l, &ce);
 
-	cr_assert_eq(rc, 0, "%s: %s", what ? what : "?", strerror(-rc));
+	cr_assert_eq(rc, 0, "%s (%s)", ce.msg, strerror(-rc));
 }
 
 Test(limits, always_applied)

@@ -321,7 +321,7 @@ static pid_t traced_child(char *const argv[], int *listener)
 
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 			_exit(101);
-		fd = pdk_seccomp_apply_notify_child();
+		fd = pdk_seccomp_apply_notify_child(NULL);
 		if (fd < 0)
 			_exit(102);
 		send_fd(sv[1], fd);

@@ -120,14 +120,14 @@ static struct pdk_landlock *prepare(void)
 
 static void restrict_self(struct pdk_landlock *ll)
 {
-	char msg[256] = "";
+	struct pdk_child_error ce = {0};
 
 #if defined(__SANITIZE_ADDRESS__)
 	/* LeakSanitizer reads /proc/self/maps at exit, which the ruleset hides. */
 	__lsan_do_leak_check();
 #endif
 	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	cr_assert_eq(pdk_landlock_apply_child(ll, msg, sizeof(msg)), 0, "apply: %s", msg);
+	cr_assert_eq(pdk_landlock_apply_child(ll, &ce), 0, "apply: %s", ce.msg);
 	pdk_landlock_free(ll);
 }
 
@@ -178,7 +178,7 @@ Test(landlock, abi_is_recorded)
 	cr_assert_eq(pdk_landlock_get_abi(ll), abi);
 	pdk_landlock_free(ll);
 	cr_assert_eq(pdk_landlock_get_abi(NULL), 0);
-	cr_assert_eq(pdk_landlock_apply_child(NULL, NULL, 0), -EINVAL);
+	cr_assert_eq(pdk_landlock_apply_child(NULL, NULL), -EINVAL);
 }
 
 Test(landlock, filesystem_view)
@@ -245,14 +245,15 @@ Test(landlock, file_and_device_rules)
 Test(landlock, error_names_the_path)
 {
 	struct pdk_landlock *ll;
-	char msg[256] = "";
+	struct pdk_child_error ce = {0};
 
 	need_abi(1);
 	ll = prepare();
 	/* An nsfs file cannot carry a rule: landlock_add_rule says EBADFD. */
 	pdk_landlock_add_path(ll, "/proc/self/ns/uts", PDK_LANDLOCK_RO);
-	cr_assert_eq(pdk_landlock_apply_child(ll, msg, sizeof(msg)), -EBADFD);
-	cr_assert_str_eq(msg,
+	cr_assert_eq(pdk_landlock_apply_child(ll, &ce), -EBADFD);
+	cr_assert_eq(ce.err, EBADFD);
+	cr_assert_str_eq(ce.msg,
 			 "landlock_add_rule '/proc/self/ns/uts': File descriptor in bad state");
 	pdk_landlock_free(ll);
 }

@@ -72,7 +72,7 @@ static int load_filter_raw(unsigned flags)
 
 	if (s == NULL)
 		return -1;
-	rc = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? pdk_seccomp_apply_child(s) : -1;
+	rc = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? pdk_seccomp_apply_child(s, NULL) : -1;
 	pdk_seccomp_free(s);
 	return rc < 0 ? -1 : 0;
 }
@@ -85,7 +85,7 @@ static void load_filter(unsigned flags)
 	cr_assert_not_null(s, "prepare: %s", err ? err->msg : "?");
 	leak_check_now();
 	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	cr_assert_eq(pdk_seccomp_apply_child(s), 0);
+	cr_assert_eq(pdk_seccomp_apply_child(s, NULL), 0);
 	pdk_seccomp_free(s);
 }
 
@@ -188,7 +188,7 @@ Test(seccomp, program_is_small_and_flags_are_checked)
 	pdk_seccomp_free(s);
 	cr_assert_null(pdk_seccomp_prepare(1u << 7, &err));
 	cr_assert_eq(err->status, EINVAL);
-	cr_assert_eq(pdk_seccomp_apply_child(NULL), -EINVAL);
+	cr_assert_eq(pdk_seccomp_apply_child(NULL, NULL), -EINVAL);
 }
 
 Test(seccomp, foreign_architectures_kill_in_the_program)
@@ -692,12 +692,12 @@ Test(seccomp, notify_filter_in_the_kernel)
 
 	cr_assert(pdk_seccomp_notify_supported());
 	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	fd = pdk_seccomp_apply_notify_child();
+	fd = pdk_seccomp_apply_notify_child(NULL);
 	cr_assert_geq(fd, 0, "load: %s", strerror(-fd));
 	cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC, "the listener must close on exec");
 	load_filter(0);
 	/* Under the denylist, no second listener (see notify_program_traps_exactly_exec). */
-	cr_assert_eq(pdk_seccomp_apply_notify_child(), -EPERM);
+	cr_assert_eq(pdk_seccomp_apply_notify_child(NULL), -EPERM);
 	/* A denied syscall never reaches the listener. */
 	assert_denied(syscall(SYS_mount, "none", NOPATH, "tmpfs", 0, NULL), EPERM);
 	/* With the listener closed, a traced syscall fails with ENOSYS instead of waiting. */
