@@ -1,96 +1,33 @@
 /*
- * ingest.c - the daemon's events: its own (sandbox.create, kill, auth
- * failures...) appended to the audit store, and the fan-out of every new
- * audit record to the GET /v1/events subscribers (SSE).
+ * events.c - the control plane's events: its own (sandbox.create, kill,
+ * auth failures...) appended to the audit store, and the fan-out of every
+ * new audit record to the subscribers.
  *
  * The audit store is the one source of the stream: a record reaches
- * subscribers only once it is stored, with its audit sequence number as
- * the SSE id, so `since` replays and live events never disagree.
+ * subscribers only once it is stored, with its audit sequence number, so
+ * `since` replays and live events never disagree.
  */
 #include "common.h"
 #include "audit.h"
 #include "base.h"
-#include "daemon-internal.h"
+#include "control-internal.h"
 #include "telemetry.h"
 
-#include <event2/buffer.h>
-#include <stdio.h>
 #include <string.h>
 
-struct pdk_sse {
-	struct pdk_sse *next;
-	struct pdk_stream s;
+struct pdk_ctl_sub {
+	struct pdk_ctl_sub *next;
+	struct pdk_ctl *c;
 	char *sandbox, *session, *kind;
+	pdk_ctl_record_cb cb;
+	void *ctx;
+	bool dead; /* unsubscribed: freed at the next safe point */
 };
 
-/* ---- streams ---- */
+/* ---- the control plane's own events ---- */
 
-static void stream_closed(struct evhttp_connection *evcon, void *arg)
-{
-	struct pdk_stream *s = arg;
-
-	(void)evcon;
-	s->dead = true;
-	/*
-	 * On a clean EOF libevent has detached the request (it is ours to free);
-	 * on a write error it frees the request with the connection itself.
-	 */
-	if (s->req != NULL && evhttp_request_get_connection(s->req) == NULL)
-		evhttp_request_free(s->req);
-	s->req = NULL;
-	if (s->on_close != NULL)
-		s->on_close(s->on_close_arg);
-}
-
-void pdk__stream_start(struct pdk_stream *s, struct evhttp_request *req)
-{
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-
-	s->req = req;
-	s->dead = false;
-	evhttp_add_header(h, "Content-Type", "text/event-stream");
-	evhttp_add_header(h, "Cache-Control", "no-store");
-	evhttp_send_reply_start(req, 200, "OK");
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req), stream_closed, s);
-}
-
-void pdk__stream_send(struct pdk_stream *s, const char *id, const char *event, json_t *data)
-{
-	_cleanup_json_ json_t *d = data;
-	_cleanup_free_ char *text = NULL;
-	struct evbuffer *buf;
-
-	if (s->dead || s->req == NULL)
-		return;
-	text = json_dumps(d, JSON_COMPACT);
-	buf = evbuffer_new();
-	if (buf == NULL || text == NULL)
-		pdk_oom();
-	if (id != NULL)
-		evbuffer_add_printf(buf, "id: %s\n", id);
-	evbuffer_add_printf(buf, "event: %s\ndata: %s\n\n", event, text);
-	evhttp_send_reply_chunk(s->req, buf);
-	evbuffer_free(buf);
-}
-
-void pdk__stream_end(struct pdk_stream *s)
-{
-	struct evhttp_connection *c;
-
-	if (s->dead || s->req == NULL)
-		return;
-	c = evhttp_request_get_connection(s->req);
-	if (c != NULL)
-		evhttp_connection_set_closecb(c, NULL, NULL);
-	evhttp_send_reply_end(s->req);
-	s->req = NULL;
-	s->dead = true;
-}
-
-/* ---- the daemon's own events ---- */
-
-void pdk__daemon_event(struct pdk_daemon *d, const char *sandbox, json_t *labels, const char *kind,
-		       json_t *attrs)
+void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+		   json_t *attrs)
 {
 	_cleanup_json_ json_t *e = json_object();
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -104,24 +41,24 @@ void pdk__daemon_event(struct pdk_daemon *d, const char *sandbox, json_t *labels
 		json_object_set(attrs, "labels", labels);
 	pdk_events_format_ts(pdk_now_real_ns(), ts, sizeof(ts));
 	pdk_json_set(e, "ts", json_string(ts));
-	pdk_json_set(e, "seq", json_integer((json_int_t)d->event_seq++));
+	pdk_json_set(e, "seq", json_integer((json_int_t)c->event_seq++));
 	pdk_json_set(e, "sandbox", json_string(sandbox));
 	pdk_json_set(e, "session", json_is_string(session) ? json_incref(session) : json_null());
 	pdk_json_set(e, "workflow", json_is_string(workflow) ? json_incref(workflow) : json_null());
 	pdk_json_set(e, "actor", json_string("paddock-serve"));
 	pdk_json_set(e, "kind", json_string(kind));
 	pdk_json_set(e, "attrs", attrs);
-	if (pdk_audit_append(d->audit, &e, 1, false, &err) < 0) {
-		/* Fail loudly: the audit trail is the record of what the daemon did. */
-		fprintf(stderr, "paddock serve: audit: %s\n", err->msg);
+	if (pdk_audit_append(c->audit, &e, 1, false, &err) < 0) {
+		/* An error, always reported: the audit trail is the record of what was done. */
+		pdk__ctl_log(c, PDK_LOG_ERROR, "audit: %s", err->msg);
 		return;
 	}
-	pdk__daemon_fanout(d);
+	pdk__ctl_fanout(c);
 }
 
 /* ---- subscribers ---- */
 
-static bool sse_match(const struct pdk_sse *s, const struct pdk_audit_row *row)
+static bool sub_match(const struct pdk_ctl_sub *s, const struct pdk_audit_row *row)
 {
 	if (s->sandbox != NULL && strcmp(s->sandbox, row->sandbox) != 0)
 		return false;
@@ -132,20 +69,17 @@ static bool sse_match(const struct pdk_sse *s, const struct pdk_audit_row *row)
 	return true;
 }
 
-static void sse_row(struct pdk_sse *s, const struct pdk_audit_row *row)
+static void sub_row(struct pdk_ctl_sub *s, const struct pdk_audit_row *row)
 {
-	json_t *j = json_loadb(row->line, row->line_len, 0, NULL);
-	char id[24];
+	_cleanup_json_ json_t *j = json_loadb(row->line, row->line_len, 0, NULL);
 
-	if (j == NULL)
-		return;
-	(void)snprintf(id, sizeof(id), "%llu", (unsigned long long)row->seq);
-	pdk__stream_send(&s->s, id, row->kind, j);
+	if (j != NULL)
+		s->cb(s->ctx, row->seq, row->kind, j);
 }
 
 struct fan {
-	struct pdk_daemon *d;
-	struct pdk_sse *only; /* a replay: this subscriber, up to d->fanout_seq */
+	struct pdk_ctl *c;
+	struct pdk_ctl_sub *only; /* a replay: this subscriber, up to c->fanout_seq */
 };
 
 static int fan_row(void *data, const struct pdk_audit_row *row)
@@ -153,121 +87,119 @@ static int fan_row(void *data, const struct pdk_audit_row *row)
 	struct fan *f = data;
 
 	if (f->only != NULL) {
-		if (row->seq > f->d->fanout_seq)
+		if (row->seq > f->c->fanout_seq)
 			return 1;
-		if (sse_match(f->only, row))
-			sse_row(f->only, row);
+		if (!f->only->dead && sub_match(f->only, row))
+			sub_row(f->only, row);
 		return 0;
 	}
-	for (struct pdk_sse *s = f->d->subscribers; s != NULL; s = s->next)
-		if (!s->s.dead && sse_match(s, row))
-			sse_row(s, row);
-	f->d->fanout_seq = row->seq;
+	for (struct pdk_ctl_sub *s = f->c->subscribers; s != NULL; s = s->next)
+		if (!s->dead && sub_match(s, row))
+			sub_row(s, row);
+	f->c->fanout_seq = row->seq;
 	return 0;
 }
 
-static void sse_free(struct pdk_sse *s)
+static void sub_free(struct pdk_ctl_sub *s)
 {
-	pdk__stream_end(&s->s);
 	free(s->sandbox);
 	free(s->session);
 	free(s->kind);
 	free(s);
 }
 
-static void reap_dead(struct pdk_daemon *d)
+static void reap_dead(struct pdk_ctl *c)
 {
-	for (struct pdk_sse **p = &d->subscribers; *p != NULL;) {
-		struct pdk_sse *s = *p;
+	for (struct pdk_ctl_sub **p = &c->subscribers; *p != NULL;) {
+		struct pdk_ctl_sub *s = *p;
 
-		if (s->s.dead) {
+		if (s->dead) {
 			*p = s->next;
-			sse_free(s);
+			sub_free(s);
 		} else {
 			p = &s->next;
 		}
 	}
 }
 
-void pdk__daemon_fanout(struct pdk_daemon *d)
+/*
+ * A subscriber's callback runs inside the audit store's query: it may
+ * unsubscribe (the subscriber is marked dead and freed at the next pass),
+ * never record an event (control.h).
+ */
+void pdk__ctl_fanout(struct pdk_ctl *c)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	struct pdk_audit_filter f = {.after_seq = d->fanout_seq};
-	struct fan fan = {.d = d};
+	struct pdk_audit_filter f = {.after_seq = c->fanout_seq};
+	struct fan fan = {.c = c};
 
-	reap_dead(d);
+	reap_dead(c);
 	/*
 	 * Nobody listens: nothing to read (this runs after every append, two
-	 * or three times per exec). d->fanout_seq is brought to the head when
-	 * the first subscriber comes (pdk__sse_subscribe).
+	 * or three times per exec). c->fanout_seq is brought to the head when
+	 * the first subscriber comes (pdk_ctl_subscribe).
 	 */
-	if (d->subscribers == NULL)
+	if (c->subscribers == NULL)
 		return;
-	if (pdk_audit_query(d->audit, &f, fan_row, &fan, &err) < 0 && !d->quiet)
-		fprintf(stderr, "paddock serve: events: %s\n", err->msg);
+	if (pdk_audit_query(c->audit, &f, fan_row, &fan, &err) < 0)
+		pdk__ctl_log(c, PDK_LOG_WARN, "events: %s", err->msg);
 }
 
-/* d->fanout_seq = the audit store's head (no subscriber: nothing is sent). */
-static void fanout_head(struct pdk_daemon *d)
+/* c->fanout_seq = the audit store's head (no subscriber: nothing is sent). */
+static void fanout_head(struct pdk_ctl *c)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_audit_filter f = {.after_seq = 0, .last = 1};
-	struct fan fan = {.d = d};
+	struct fan fan = {.c = c};
 
-	if (pdk_audit_query(d->audit, &f, fan_row, &fan, &err) < 0 && !d->quiet)
-		fprintf(stderr, "paddock serve: events: %s\n", err->msg);
+	if (pdk_audit_query(c->audit, &f, fan_row, &fan, &err) < 0)
+		pdk__ctl_log(c, PDK_LOG_WARN, "events: %s", err->msg);
 }
 
-void pdk__sse_subscribe(struct pdk_daemon *d, struct evhttp_request *req, const char *sandbox,
-			const char *session, const char *kind, uint64_t since)
+static char *dup_or_null(const char *s)
+{
+	return s ? pdk_xstrdup(s) : NULL;
+}
+
+struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_sub_filter *f,
+				      pdk_ctl_record_cb cb, void *ctx)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	struct pdk_sse *s = pdk_xcalloc(1, sizeof(*s));
-	struct pdk_audit_filter f = {.sandbox = sandbox, .kind = kind, .after_seq = since};
-	struct fan fan = {.d = d, .only = s};
+	struct pdk_ctl_sub *s = pdk_xcalloc(1, sizeof(*s));
+	struct pdk_audit_filter q = {.sandbox = f->sandbox, .kind = f->kind, .after_seq = f->since};
+	struct fan fan = {.c = c, .only = s};
 
-	s->sandbox = sandbox ? pdk_xstrdup(sandbox) : NULL;
-	s->session = session ? pdk_xstrdup(session) : NULL;
-	s->kind = kind ? pdk_xstrdup(kind) : NULL;
-	/* d->fanout_seq is the head: the replay stops there. */
-	reap_dead(d);
-	if (d->subscribers == NULL)
-		fanout_head(d);
+	s->c = c;
+	s->sandbox = dup_or_null(f->sandbox);
+	s->session = dup_or_null(f->session);
+	s->kind = dup_or_null(f->kind);
+	s->cb = cb;
+	s->ctx = ctx;
+	/* c->fanout_seq is the head: the replay stops there. */
+	reap_dead(c);
+	if (c->subscribers == NULL)
+		fanout_head(c);
 	else
-		pdk__daemon_fanout(d);
-	pdk__stream_start(&s->s, req);
-	if (since != UINT64_MAX && pdk_audit_query(d->audit, &f, fan_row, &fan, &err) < 0 &&
-	    !d->quiet)
-		fprintf(stderr, "paddock serve: events replay: %s\n", err->msg);
-	s->next = d->subscribers;
-	d->subscribers = s;
+		pdk__ctl_fanout(c);
+	if (f->since != UINT64_MAX && pdk_audit_query(c->audit, &q, fan_row, &fan, &err) < 0)
+		pdk__ctl_log(c, PDK_LOG_WARN, "events replay: %s", err->msg);
+	s->next = c->subscribers;
+	c->subscribers = s;
+	return s;
 }
 
-void pdk__sse_close_all(struct pdk_daemon *d)
+void pdk_ctl_unsubscribe(struct pdk_ctl_sub *s)
 {
-	while (d->subscribers != NULL) {
-		struct pdk_sse *s = d->subscribers;
-
-		d->subscribers = s->next;
-		sse_free(s);
-	}
+	if (s != NULL)
+		s->dead = true;
 }
 
-/* Keep idle streams alive through proxies, and find clients that went away. */
-void pdk__sse_keepalive(struct pdk_daemon *d);
-void pdk__sse_keepalive(struct pdk_daemon *d)
+void pdk__subs_free_all(struct pdk_ctl *c)
 {
-	for (struct pdk_sse *s = d->subscribers; s != NULL; s = s->next) {
-		struct evbuffer *buf;
+	while (c->subscribers != NULL) {
+		struct pdk_ctl_sub *s = c->subscribers;
 
-		if (s->s.dead || s->s.req == NULL)
-			continue;
-		buf = evbuffer_new();
-		if (buf == NULL)
-			pdk_oom();
-		evbuffer_add_printf(buf, ": keepalive\n\n");
-		evhttp_send_reply_chunk(s->s.req, buf);
-		evbuffer_free(buf);
+		c->subscribers = s->next;
+		sub_free(s);
 	}
-	reap_dead(d);
 }
