@@ -34,6 +34,11 @@ grep_check "no library folder reads the environment (getenv, environ)" "$(grep -
 	'\b(getenv|secure_getenv|setenv|unsetenv|putenv|clearenv)\(|\benviron\b' \
 	$(lib_files 'src/*.c' 'src/*.h') | grep -vE '^[^:]+:[0-9]+:\s*(\*|/\*)')"
 
+# The control layer speaks no HTTP (front doors do): no libevent-http header, no evhttp call.
+grep_check "src/control/ includes no event2/http or event2/bufferevent header, calls no evhttp_" \
+	"$(grep -nE '#include <event2/(http|bufferevent)[^>]*>|\bevhttp_[a-z_]+\(' \
+	$(git ls-files 'src/control/*.c' 'src/control/*.h'))"
+
 # The layers: includes, symbols and public headers (tests/layers.py, src/meson.build).
 build=${1:-build}
 if python3 tests/layers.py "$build" >"${TMPDIR:-/tmp}/paddock-layers.tap" 2>&1; then

@@ -26,6 +26,7 @@ static int set_v(struct pdk_error **err, int status, bool with_str, const char *
 	e = pdk_xmalloc(sizeof(*e));
 	e->status = status;
 	e->msg = msg;
+	e->field = NULL;
 	*err = e;
 	return -status;
 }
@@ -71,10 +72,34 @@ int pdk_error_wrap(struct pdk_error **err, const char *fmt, ...)
 	return -(*err)->status;
 }
 
+int pdk_error_set_field(struct pdk_error **err, int status, const char *field, const char *fmt, ...)
+{
+	bool fresh = err != NULL && *err == NULL;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = set_v(err, status, false, fmt, ap);
+	va_end(ap);
+	if (fresh)
+		(void)pdk_error_field(err, field);
+	return rc;
+}
+
+int pdk_error_field(struct pdk_error **err, const char *field)
+{
+	if (err == NULL || *err == NULL)
+		return -EINVAL;
+	free((*err)->field);
+	(*err)->field = field != NULL ? pdk_xstrdup(field) : NULL;
+	return -(*err)->status;
+}
+
 void pdk_error_free(struct pdk_error **err)
 {
 	if (err == NULL || *err == NULL)
 		return;
+	free((*err)->field);
 	free((*err)->msg);
 	free(*err);
 	*err = NULL;

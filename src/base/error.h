@@ -12,8 +12,9 @@
 #include "common.h"
 
 struct pdk_error {
-	int status; /* errno-style, > 0 */
-	char *msg;  /* caller owns; lowercase, no trailing period */
+	int status;  /* errno-style, > 0 */
+	char *msg;   /* caller owns; lowercase, no trailing period */
+	char *field; /* the part of a request to blame ("argv[0]", "path"), or NULL */
 };
 
 /*
@@ -34,6 +35,19 @@ int pdk_error_setx(struct pdk_error **err, int status, const char *fmt, ...) PDK
  * Returns -(*err)->status, or -EINVAL if *err is NULL.
  */
 int pdk_error_wrap(struct pdk_error **err, const char *fmt, ...) PDK_PRINTF(2, 3);
+
+/*
+ * Like pdk_error_setx(), naming `field` (copied; may be NULL), the part of a
+ * request to blame: `return pdk_error_set_field(err, EINVAL, "path", "...");`.
+ */
+int pdk_error_set_field(struct pdk_error **err, int status, const char *field, const char *fmt, ...)
+	PDK_PRINTF(4, 5);
+
+/*
+ * Name the part of a request that *err blames (copied; replaces an earlier
+ * field; NULL: none). Returns -(*err)->status, or -EINVAL if *err is NULL.
+ */
+int pdk_error_field(struct pdk_error **err, const char *field);
 
 /* Free an error and set *err to NULL. NULL-safe. */
 void pdk_error_free(struct pdk_error **err);

@@ -129,7 +129,7 @@ static int cmd_token(int argc, char **argv, const char *state_dir)
 		pdk_cli_error("usage: paddock serve token create [--name N] | ls | revoke NAME");
 		return PDK_EXIT_POLICY;
 	}
-	if (name != NULL && !pdk_req_name_ok(name)) {
+	if (name != NULL && !pdk_ctl_name_ok(name)) {
 		pdk_cli_error("a token name is 1-64 of [A-Za-z0-9_.-]");
 		return PDK_EXIT_POLICY;
 	}
@@ -157,6 +157,20 @@ enum {
 	OPT_RETENTION
 };
 
+/*
+ * The daemon's messages: "paddock serve: MSG" on stderr. With --quiet only
+ * errors that nobody else hears of (an audit record that could not be
+ * written) still come through.
+ */
+static void serve_log(void *data, enum pdk_log_level level, const char *msg)
+{
+	const bool *quiet = data;
+
+	if (*quiet && level != PDK_LOG_ERROR)
+		return;
+	fprintf(stderr, "paddock serve: %s\n", msg);
+}
+
 #define DEFAULT_RETENTION_S 3600
 #define MAX_RETENTION_S     (366ULL * 24 * 3600)
 
@@ -178,7 +192,9 @@ int pdk_cmd_serve(int argc, char **argv)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	_cleanup_strv_ char **pools = NULL;
 	struct pdk_daemon_opts o = {.retention_s = DEFAULT_RETENTION_S};
-	struct pdk_paths paths;
+	struct pdk_settings settings;
+	bool quiet = false;
+	struct pdk_log log = {.fn = serve_log, .data = &quiet};
 	uint64_t ms;
 	int c, rc;
 
@@ -230,7 +246,7 @@ int pdk_cmd_serve(int argc, char **argv)
 			o.retention_s = ms / 1000;
 			break;
 		case 'q':
-			o.quiet = true;
+			quiet = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -245,12 +261,14 @@ int pdk_cmd_serve(int argc, char **argv)
 		return PDK_EXIT_POLICY;
 	}
 	o.pools = pools;
-	pdk_cli_paths(&paths);
+	o.log = &log;
+	pdk_cli_settings(&settings);
 	if (o.state_dir == NULL)
-		o.state_dir = paths.state_dir;
-	o.run_dir = paths.runtime_dir;
+		o.state_dir = settings.paths.state_dir;
+	o.run_dir = settings.paths.runtime_dir;
+	o.envp = settings.envp; /* the supervisors' environment */
 	rc = pdk_daemon_serve(&o, &err);
-	pdk_paths_release(&paths);
+	pdk_settings_release(&settings);
 	if (rc < 0) {
 		pdk_cli_error("serve: %s", err->msg);
 		return 1;

@@ -1,15 +1,574 @@
 /*
- * control.h - the control layer: the daemon's decisions without any
- * transport. Today the store (store.h) and the sandbox tokens (token.h);
- * the sandboxes, pools, exec, files and spool ingest move here from
- * daemon/. No HTTP and no libevent-http type appears in this layer.
- * Other layers include this header.
+ * control.h - the control layer: every decision of `paddock serve` about
+ * its sandboxes, without any transport (docs/internals/daemon.md).
+ *
+ * One control object (struct pdk_ctl) owns a state directory: its lock, the
+ * store (store.h), the token key (token.h), the audit store, and every
+ * sandbox it started or re-adopted, each run by its own supervisor. It
+ * creates sandboxes (or claims them from warm pools), runs commands in them
+ * (answered at the end, or streamed as they write), moves files and
+ * archives, pauses, snapshots and destroys them, keeps their budgets, mints
+ * and checks tokens, and records what happens in the audit store, from
+ * which subscribers get every event.
+ *
+ * Front doors (the REST API in api/, and whatever speaks another protocol)
+ * translate: typed requests in, typed results out through completion
+ * callbacks, errors as struct pdk_error. No HTTP type appears here.
+ *
+ * Threads: one. Every call is made on the thread that runs the event loop
+ * given to pdk_ctl_new(), and every callback runs there.
+ *
+ * Callbacks: a function that takes a callback and returns an error never
+ * calls the callback. One that returns 0 calls it exactly once, possibly
+ * before it returns (a repeated create, a claim from a pool), so a caller
+ * must not touch its context after the call when the callback frees it.
+ * Results handed to a callback are borrowed for the call.
+ *
+ * Errors: `status` is an errno value, `field` (when set) names the part of
+ * the request to blame. A front door maps the status to its protocol's
+ * error, always the same way:
+ *   ENOENT    no such sandbox, command, snapshot or path
+ *   EINVAL    a bad argument (also a command that could not be executed:
+ *             ENOEXEC, field "argv[0]")
+ *   EALREADY  the sandbox or command is not in a state that allows it
+ *             (ended, being destroyed, lost, paused, stdin closed, no
+ *             terminal)
+ *   EEXIST    an idempotency key already names another sandbox
+ *   EBUSY     the sandbox is busy (a pause that did not complete, too many
+ *             commands)
+ *   EDQUOT    a budget or a bound is spent (commands, output, disk, queued
+ *             stdin)
+ *   E2BIG     more than the caller's or the sandbox's cap
+ *   EACCES    a token that does not verify
+ *   ENOTCONN  the supervisor is gone, or the control object is shutting down
+ *   EIO, ...  anything else failed
  */
 #ifndef PDK_CONTROL_H
 #define PDK_CONTROL_H
 
 #include "common.h"
+#include "base.h"
 #include "store.h"
 #include "token.h"
+
+#include <sys/types.h>
+
+struct event_base;
+struct pdk_ctl;
+struct pdk_ctl_sb;   /* one sandbox (opaque) */
+struct pdk_ctl_exec; /* one running command (opaque) */
+struct pdk_ctl_sub;  /* one event subscriber (opaque) */
+
+/* The largest warm pool. */
+#define PDK_CTL_POOL_MAX 64
+
+/* ---- the control object (ctl.c) ---- */
+
+struct pdk_ctl_opts {
+	struct event_base *base; /* the loop (borrowed; outlives the control object) */
+	const char *state_dir;   /* the state directory (base/paths.h) */
+	const char *run_dir;     /* the runtime directory (base/paths.h) */
+	uint64_t retention_s;    /* how long ended sandboxes stay visible (0: not kept) */
+	char *const *envp;       /* the supervisors' environment (borrowed; NULL: empty) */
+	/* The paddock binary run as `paddock supervise` (NULL: this process's, /proc/self/exe). */
+	const char *supervisor_exe;
+	const struct pdk_log *log; /* what is not an answer to anyone (borrowed; NULL: dropped) */
+};
+
+/*
+ * Take the state directory: open /proc/self/exe (the supervisors' binary),
+ * make the state and runtime directories (RUNDIR and RUNDIR/sb 0700), lock
+ * STATE/daemon.lock (-EBUSY naming the pid of the control object that holds
+ * it), open the store, the token key and the audit store. *out is the
+ * caller's (pdk_ctl_free()). Nothing runs until pdk_ctl_start().
+ */
+PDK_MUST_CHECK int pdk_ctl_new(const struct pdk_ctl_opts *opts, struct pdk_ctl **out,
+			       struct pdk_error **err);
+
+/*
+ * Start serving: bring the event fan-out to the audit store's head and
+ * re-adopt every stored sandbox (a supervisor that does not answer is gone:
+ * what it left is cleaned and the sandbox marked lost). Pool passes run from
+ * here on.
+ */
+void pdk_ctl_start(struct pdk_ctl *c);
+
+/*
+ * The once-a-second pass: ended sandboxes past the retention purged (every
+ * 10th pass), TTLs and idle timeouts, each supervisor's status, spool
+ * ingest, the warm pools, and records other writers appended handed to the
+ * subscribers. Nothing once pdk_ctl_shutdown() ran.
+ */
+void pdk_ctl_tick(struct pdk_ctl *c);
+
+/*
+ * The start of the end: no more timer work or pool refills. With `destroy`,
+ * every sandbox (pool members too) is destroyed and the loop run until all
+ * are gone or `wait_s` seconds passed. Without it, supervisors keep running
+ * and the next control object re-adopts their sandboxes.
+ */
+void pdk_ctl_shutdown(struct pdk_ctl *c, bool destroy, uint64_t wait_s);
+
+/*
+ * Forget every sandbox (their supervisors keep running; every waiting
+ * callback gets ENOTCONN "the daemon is shutting down"), end the
+ * subscriptions, checkpoint and close the audit store, the store and the
+ * lock. NULL-safe. Call it before the loop is freed.
+ */
+void pdk_ctl_free(struct pdk_ctl *c);
+
+/* The number of sandboxes known (live, starting, lost). */
+size_t pdk_ctl_sandbox_count(struct pdk_ctl *c);
+
+/*
+ * A profile, snapshot, pool or token name: [A-Za-z0-9_.-]{1,64}, not
+ * starting with '.'.
+ */
+bool pdk_ctl_name_ok(const char *s);
+
+/* ---- the Sandbox view (view.c) ---- */
+
+/* One named figure: "commands", "wall_ns", "memory_current", "output_bytes"... */
+struct pdk_ctl_figure {
+	char *name;
+	int64_t value;
+};
+
+struct pdk_ctl_figures {
+	struct pdk_ctl_figure *v;
+	size_t n;
+};
+
+/* The value of figure `name` in *value; false when there is none. */
+bool pdk_ctl_figure_get(const struct pdk_ctl_figures *f, const char *name, int64_t *value);
+
+/*
+ * What is known of one sandbox, live or ended. Every member is owned by the
+ * view (pdk_ctl_view_release()).
+ *
+ * Budgets: `usage` is the supervisor's last status report (wall_ns,
+ * paused_ns, cpu_ns, memory_current, memory_peak, pids_current, commands,
+ * egress_bytes) with the daemon's own output_bytes and commands counts;
+ * `limits` the bounds (the supervisor's wall_ns, cpu_ns, memory, pids,
+ * commands, egress_bytes, disk, and output_bytes; 0: none; before the
+ * supervisor's first report, the create's own overrides.limits); `remaining`
+ * has, for each figure that is both counted and bounded, the limit minus
+ * the usage, never below 0.
+ */
+struct pdk_ctl_view {
+	char *id;
+	char *state; /* starting, running, paused, lost, ended */
+	char *profile;
+	json_t *labels;          /* an object of strings (a reference of its own) */
+	uint64_t created_ns;     /* CLOCK_REALTIME */
+	uint64_t expires_ns;     /* the TTL's end; 0: none */
+	uint64_t idle_timeout_s; /* 0: none */
+	bool claimed;            /* claimed from a warm pool */
+	int supervisor_pid;
+	struct pdk_ctl_figures usage, limits, remaining;
+	char *end_reason;  /* ended: why ("deleted", "ttl", "killed", "wall"...); else NULL */
+	uint64_t ended_ns; /* ended: when */
+};
+
+void pdk_ctl_view_release(struct pdk_ctl_view *v);
+
+/*
+ * The view of sandbox `id`: a live one (its use counts as activity for the
+ * idle timeout), else a kept ended one. -ENOENT when neither.
+ */
+PDK_MUST_CHECK int pdk_ctl_get(struct pdk_ctl *c, const char *id, struct pdk_ctl_view *out,
+			       struct pdk_error **err);
+
+/* What a list selects (every member NULL: everything live). */
+struct pdk_ctl_filter {
+	const char *session, *workflow, *agent; /* these labels' values */
+	const char *label_key, *label_value;    /* one more label */
+	const char *state; /* a state; "all"; "ended" or "all" add the kept ended ones */
+};
+
+/*
+ * The sandboxes `f` selects, live ones first (newest first), then the ended
+ * ones (oldest end first). *views is the caller's (pdk_ctl_views_free()).
+ */
+PDK_MUST_CHECK int pdk_ctl_list(struct pdk_ctl *c, const struct pdk_ctl_filter *f,
+				struct pdk_ctl_view **views, size_t *n, struct pdk_error **err);
+void pdk_ctl_views_free(struct pdk_ctl_view *views, size_t n);
+
+/* ---- finding a sandbox for an operation (sandboxes.c) ---- */
+
+enum pdk_ctl_find_flags {
+	PDK_CTL_FIND_LIVE = 1 << 0, /* only one that can take control calls (running or paused) */
+};
+
+/*
+ * The sandbox `id` for an operation on it (borrowed: valid until the caller
+ * returns to the loop). Its use counts as activity. -ENOENT when unknown,
+ * -EALREADY when it has ended or is being destroyed, or (PDK_CTL_FIND_LIVE)
+ * when it is starting or lost.
+ */
+PDK_MUST_CHECK int pdk_ctl_find(struct pdk_ctl *c, const char *id, unsigned flags,
+				struct pdk_ctl_sb **out, struct pdk_error **err);
+
+/* ---- create (sandboxes.c) ---- */
+
+struct pdk_ctl_create {
+	const char *profile;         /* never NULL */
+	json_t *overrides;           /* validated policy overrides, or NULL (borrowed) */
+	json_t *workspace;           /* {"path","mode"} or NULL (borrowed) */
+	json_t *env;                 /* an object of strings, or NULL (borrowed) */
+	json_t *labels;              /* an object of strings, never NULL (borrowed) */
+	uint64_t ttl_s;              /* 0: none */
+	uint64_t idle_timeout_s;     /* 0: none */
+	const char *idempotency_key; /* NULL: none */
+	unsigned token_ops;          /* the create token's operations (0: all) */
+	uint64_t token_ttl_s;        /* its lifetime (0: PDK_TOKEN_TTL_MAX) */
+};
+
+/* A create's answer: the sandbox and a token for it. */
+struct pdk_ctl_created {
+	struct pdk_ctl_view view;
+	const char *token;         /* a sandbox token (token.h) */
+	uint64_t token_expires_ns; /* CLOCK_REALTIME */
+	unsigned token_ops;
+	bool again; /* the sandbox of an idempotency key seen before, not a new one */
+};
+
+typedef void (*pdk_ctl_created_cb)(void *ctx, const struct pdk_ctl_created *created,
+				   const struct pdk_error *err);
+
+/*
+ * Create a sandbox: the running sandbox an idempotency key named before
+ * (again), a ready warm-pool member when the request asks for nothing a
+ * pool member lacks (no workspace, overrides, env or scoped token), else a
+ * new one whose supervisor is started now; `cb` gets it once it runs, or
+ * EIO "sandbox could not be created: ..." (ENOTCONN at shutdown).
+ * Returns -EALREADY (field idempotency_key) when the key's sandbox has
+ * ended, or the error of a start that failed at once.
+ */
+PDK_MUST_CHECK int pdk_ctl_create(struct pdk_ctl *c, const struct pdk_ctl_create *r,
+				  pdk_ctl_created_cb cb, void *ctx, struct pdk_error **err);
+
+/* ---- destroy and kill (sandboxes.c, view.c) ---- */
+
+/* The end of a destroy: the sandbox's final state ("ended", or "lost" when its supervisor died). */
+typedef void (*pdk_ctl_destroyed_cb)(void *ctx, const char *id, const char *state,
+				     const struct pdk_error *err);
+
+/*
+ * Destroy sandbox `id` for `reason`; `cb` gets the outcome once the
+ * supervisor is gone. An ended sandbox answers "ended" at once. -ENOENT when
+ * unknown, -EALREADY when a destroy of it is already waited for.
+ */
+PDK_MUST_CHECK int pdk_ctl_destroy(struct pdk_ctl *c, const char *id, const char *reason,
+				   pdk_ctl_destroyed_cb cb, void *ctx, struct pdk_error **err);
+
+/* What a kill selects: sandboxes by id, or by every given label. */
+struct pdk_ctl_selector {
+	const char *session, *workflow, *agent; /* these labels' values, or NULL */
+	json_t *labels;                         /* more labels (an object of strings) or NULL */
+	char *const *ids;                       /* these ids, or NULL */
+};
+
+/*
+ * Whether a sandbox with `id` and `labels` is selected: its id is one of
+ * `ids`, or at least one label is given and every given one matches.
+ */
+bool pdk_ctl_selector_match(const struct pdk_ctl_selector *s, const char *id, const json_t *labels);
+
+/*
+ * Destroy every live sandbox `s` selects (reason "killed"), recording a
+ * `kill` event for each and one for the call with `reason`. *killed gets
+ * their ids (caller frees with pdk_strv_free()).
+ */
+void pdk_ctl_kill(struct pdk_ctl *c, const struct pdk_ctl_selector *s, const char *reason,
+		  char ***killed);
+
+/* ---- budgets (budget.c) ---- */
+
+/*
+ * 0 when the sandbox's output and commands budgets allow another request;
+ * else a limit.exceeded event (its `request` is `request`) and -EDQUOT,
+ * the field naming the budget ("output_bytes", "commands").
+ */
+PDK_MUST_CHECK int pdk_ctl_budget_check(struct pdk_ctl_sb *sb, const char *request,
+					struct pdk_error **err);
+
+/* ---- commands (exec.c) ---- */
+
+struct pdk_ctl_exec_req {
+	char *const *argv;      /* never NULL, argv[0] set (borrowed) */
+	char *const *env;       /* "K=V" added to the sandbox's environment, or NULL */
+	const char *cwd;        /* NULL: the workspace, or / */
+	const char *stdin_data; /* the command's stdin (copied), or NULL */
+	size_t stdin_len;
+	uint64_t timeout_ms; /* 0: none */
+	uint64_t output_cap; /* a captured stream keeps its first and last output_cap/2 bytes */
+	bool pty;            /* a terminal (streaming only) */
+	bool stdin_open;     /* stdin stays open for pdk_ctl_exec_stdin() (streaming only) */
+	uint64_t cols, rows; /* the terminal's size */
+};
+
+/* How a command ended. */
+struct pdk_ctl_exit {
+	uint64_t exec_id;
+	bool has_exit_code, has_signal; /* false when no exit report came (the sandbox went away) */
+	int exit_code;                  /* -1 unless it exited */
+	int signal;                     /* 0 unless a signal ended it */
+	char end[16];                   /* "exited", "signaled", "timeout", "killed" */
+	uint64_t duration_ms;
+};
+
+/*
+ * One output stream of a command. Captured (answered at the end): the first
+ * head_len and the last tail_len bytes it wrote; when it wrote more
+ * (dropped > 0), all of it is in `file` inside the sandbox, unless keeping
+ * it failed (file NULL). Streamed: only `total`.
+ */
+struct pdk_ctl_output {
+	const char *head, *tail;
+	size_t head_len, tail_len;
+	uint64_t total;
+	uint64_t dropped;
+	const char *file;
+};
+
+struct pdk_ctl_exec_result {
+	struct pdk_ctl_exit exit;
+	struct pdk_ctl_output out, err;
+};
+
+/* What a command's caller is told. Every pointer is borrowed for the call. */
+struct pdk_ctl_exec_cbs {
+	/* Streaming: the command started (pid 0: not reported). */
+	void (*started)(void *ctx, uint64_t exec_id, int pid, bool pty);
+	/* Streaming: `len` bytes the command wrote (stream 1: its output or the pty; 2: errors). */
+	void (*output)(void *ctx, int stream, const char *data, size_t len);
+	/*
+	 * Last, once: the result, or `err` when the command never started (a
+	 * supervisor's refusal, the sandbox gone first). The exec handle is gone
+	 * after it.
+	 */
+	void (*done)(void *ctx, const struct pdk_ctl_exec_result *r, const struct pdk_error *err);
+};
+
+/*
+ * Run a command in the sandbox. Captured (stream false): `done` gets the
+ * exit and the capture of each stream. Streamed: `started`, then `output`
+ * as the command writes, then `done` (totals only). The request is recorded
+ * (exec.request) and charged to the commands budget once started, the
+ * output bytes at the end. *out (may be NULL) gets the handle, valid until
+ * `done`. Errors: the budget (pdk_ctl_budget_check()), -EINVAL for a pty or
+ * stdin_open without streaming or an output_cap under 64, -ENOTCONN / -EIO
+ * when the supervisor cannot be asked.
+ */
+PDK_MUST_CHECK int pdk_ctl_exec(struct pdk_ctl_sb *sb, const struct pdk_ctl_exec_req *r,
+				bool stream, const struct pdk_ctl_exec_cbs *cbs, void *ctx,
+				struct pdk_ctl_exec **out, struct pdk_error **err);
+
+/*
+ * The streaming caller's client is gone: the command loses its stdin, and a
+ * pty session its terminal (the command gets SIGHUP); no more output is
+ * delivered. `done` still comes.
+ */
+void pdk_ctl_exec_close(struct pdk_ctl_exec *x);
+
+/*
+ * Queue `len` bytes (copied) for the running command `exec_id`'s stdin or
+ * terminal; `eof`: then close its stdin (a terminal gets ^D). -ENOENT (field
+ * exec_id) when no such command runs, -EALREADY when its stdin is not open
+ * (field stdin_open) or closed (field stdin), -EDQUOT (field stdin) past 4
+ * MiB not read yet.
+ */
+PDK_MUST_CHECK int pdk_ctl_exec_stdin(struct pdk_ctl_sb *sb, uint64_t exec_id, const char *data,
+				      size_t len, bool eof, struct pdk_error **err);
+
+/*
+ * Set the terminal size of pty session `exec_id`. -ENOENT (field exec_id),
+ * -EALREADY (field pty) when it has no terminal or it is closed.
+ */
+PDK_MUST_CHECK int pdk_ctl_exec_resize(struct pdk_ctl_sb *sb, uint64_t exec_id, uint64_t cols,
+				       uint64_t rows, struct pdk_error **err);
+
+/* ---- operations answered by the supervisor (ops.c) ---- */
+
+/*
+ * The supervisor's answer as it is (borrowed; without its "req"): stat
+ * {"type","size","mode","mtime_ns"}, list {"entries",["truncated"]}, diff
+ * {"changes"}, snapshot {"snapshot"}, rollback, commit {"committed"},
+ * signal {"ok"} (docs/internals/daemon.md, "Control protocol").
+ */
+typedef void (*pdk_ctl_doc_cb)(void *ctx, json_t *doc, const struct pdk_error *err);
+/* The sandbox after a pause or resume. */
+typedef void (*pdk_ctl_view_cb)(void *ctx, const struct pdk_ctl_view *v,
+				const struct pdk_error *err);
+
+/*
+ * Each is recorded (sandbox.control with the op's name) and sent to the
+ * sandbox's supervisor. -ENOTCONN / -EIO when it cannot be asked; its
+ * refusals come to the callback (pdk_ctl_svc_error()).
+ */
+PDK_MUST_CHECK int pdk_ctl_pause(struct pdk_ctl_sb *sb, pdk_ctl_view_cb cb, void *ctx,
+				 struct pdk_error **err);
+PDK_MUST_CHECK int pdk_ctl_resume(struct pdk_ctl_sb *sb, pdk_ctl_view_cb cb, void *ctx,
+				  struct pdk_error **err);
+/* `name` NULL: a new one ("snap-" and 8 hex digits). `restart`: move the layer around a restart. */
+PDK_MUST_CHECK int pdk_ctl_snapshot(struct pdk_ctl_sb *sb, const char *name, bool restart,
+				    pdk_ctl_doc_cb cb, void *ctx, struct pdk_error **err);
+PDK_MUST_CHECK int pdk_ctl_rollback(struct pdk_ctl_sb *sb, const char *snapshot, bool restart,
+				    pdk_ctl_doc_cb cb, void *ctx, struct pdk_error **err);
+PDK_MUST_CHECK int pdk_ctl_commit(struct pdk_ctl_sb *sb, bool restart, pdk_ctl_doc_cb cb, void *ctx,
+				  struct pdk_error **err);
+PDK_MUST_CHECK int pdk_ctl_diff(struct pdk_ctl_sb *sb, pdk_ctl_doc_cb cb, void *ctx,
+				struct pdk_error **err);
+PDK_MUST_CHECK int pdk_ctl_stat(struct pdk_ctl_sb *sb, const char *path, pdk_ctl_doc_cb cb,
+				void *ctx, struct pdk_error **err);
+PDK_MUST_CHECK int pdk_ctl_ls(struct pdk_ctl_sb *sb, const char *path, pdk_ctl_doc_cb cb, void *ctx,
+			      struct pdk_error **err);
+/* Signal `sig` to command `exec_id`'s process group. */
+PDK_MUST_CHECK int pdk_ctl_signal(struct pdk_ctl_sb *sb, uint64_t exec_id, int sig,
+				  pdk_ctl_doc_cb cb, void *ctx, struct pdk_error **err);
+
+/*
+ * A supervisor's error answer (`reply` NULL: the connection was lost) as a
+ * control error in *err: its code as a status (not_found ENOENT,
+ * bad_request EINVAL, exec_failed ENOEXEC, conflict EALREADY, busy EBUSY,
+ * limit EDQUOT, any other EIO), its message and field. Returns -status.
+ */
+int pdk_ctl_svc_error(const json_t *reply, struct pdk_error **err);
+
+/* ---- files and archives (files.c) ---- */
+
+/*
+ * A file's descriptor, open for reading (taken by the callback: it closes
+ * it), and its size. Every path is absolute in the sandbox; the supervisor
+ * opens it inside the sandbox's root.
+ */
+typedef void (*pdk_ctl_read_cb)(void *ctx, int fd, uint64_t size, const struct pdk_error *err);
+/* A write's or delete's end: the path and the bytes written. */
+typedef void (*pdk_ctl_file_cb)(void *ctx, const char *path, uint64_t bytes,
+				const struct pdk_error *err);
+/* An archive's bytes (borrowed), or the end of an extraction (data NULL). */
+typedef void (*pdk_ctl_archive_cb)(void *ctx, const char *data, size_t len,
+				   const struct pdk_error *err);
+
+/*
+ * Read regular file `path` of at most `max` bytes (less when the output
+ * budget is spent: then nothing but an empty file), charged to the output
+ * budget. The callback's errors: -EINVAL (field path) when it is not a
+ * regular file, -E2BIG (field path) when it is larger.
+ */
+PDK_MUST_CHECK int pdk_ctl_file_read(struct pdk_ctl_sb *sb, const char *path, uint64_t max,
+				     pdk_ctl_read_cb cb, void *ctx, struct pdk_error **err);
+/*
+ * Write `len` bytes of `data` (taken: freed whatever the outcome) to `path`,
+ * created with `mode` and missing parents. The callback's errors: -EDQUOT
+ * (field path) when the sandbox's disk is full, -EIO otherwise.
+ */
+PDK_MUST_CHECK int pdk_ctl_file_write(struct pdk_ctl_sb *sb, const char *path, unsigned mode,
+				      char *data, size_t len, pdk_ctl_file_cb cb, void *ctx,
+				      struct pdk_error **err);
+/* Delete `path` (a directory only with `recursive`). */
+PDK_MUST_CHECK int pdk_ctl_file_delete(struct pdk_ctl_sb *sb, const char *path, bool recursive,
+				       pdk_ctl_file_cb cb, void *ctx, struct pdk_error **err);
+/*
+ * A tar archive of directory `dir`, made by tar run inside the sandbox, of at
+ * most `max` bytes (less when the output budget is spent). The callback's
+ * errors: -E2BIG (field path) when larger, -EINVAL (field path) "tar
+ * failed: ..." with tar's complaint.
+ */
+PDK_MUST_CHECK int pdk_ctl_archive_get(struct pdk_ctl_sb *sb, const char *dir, uint64_t max,
+				       pdk_ctl_archive_cb cb, void *ctx, struct pdk_error **err);
+/*
+ * Extract the tar archive `data` (taken) into `dir` with tar run inside the
+ * sandbox: a hostile archive meets the sandbox's confinement, never the
+ * daemon's. Errors as pdk_ctl_archive_get().
+ */
+PDK_MUST_CHECK int pdk_ctl_archive_put(struct pdk_ctl_sb *sb, const char *dir, char *data,
+				       size_t len, pdk_ctl_archive_cb cb, void *ctx,
+				       struct pdk_error **err);
+
+/* ---- tokens and authentication (tokens.c) ---- */
+
+/* Who a credential is. */
+struct pdk_ctl_auth {
+	bool admin;
+	struct pdk_token_claims sb; /* when not admin: the sandbox token's claims */
+};
+
+/*
+ * Check a bearer credential: an admin token (its hash in the store), else a
+ * sandbox token (token.h). -EACCES with the reason when it is neither.
+ */
+PDK_MUST_CHECK int pdk_ctl_authenticate(struct pdk_ctl *c, const char *token,
+					struct pdk_ctl_auth *out, struct pdk_error **err);
+
+/*
+ * A new token for the sandbox allowing `ops` for `ttl_s` seconds (*token,
+ * caller frees; *exp_s its expiry in UNIX seconds), recorded as
+ * token.create.
+ */
+PDK_MUST_CHECK int pdk_ctl_token_mint(struct pdk_ctl_sb *sb, unsigned ops, uint64_t ttl_s,
+				      char **token, uint64_t *exp_s, struct pdk_error **err);
+
+/* ---- warm pools (pools.c) ---- */
+
+struct pdk_ctl_pool {
+	char *profile;
+	uint64_t size;     /* the target */
+	uint64_t ready;    /* claimable now */
+	uint64_t starting; /* being built or warmed up */
+};
+
+/* Every pool (*pools: the caller's, pdk_ctl_pools_free()). */
+PDK_MUST_CHECK int pdk_ctl_pools(struct pdk_ctl *c, struct pdk_ctl_pool **pools, size_t *n,
+				 struct pdk_error **err);
+void pdk_ctl_pools_free(struct pdk_ctl_pool *pools, size_t n);
+
+/*
+ * Set the target size of `profile`'s pool (0 removes it); once started, a
+ * pool pass runs at once. -EINVAL for a bad name or a size over
+ * PDK_CTL_POOL_MAX.
+ */
+PDK_MUST_CHECK int pdk_ctl_pool_set(struct pdk_ctl *c, const char *profile, uint64_t size,
+				    struct pdk_error **err);
+
+/* ---- events (events.c) ---- */
+
+/*
+ * Record one of the control plane's own events (`kind`, `attrs` taken or
+ * NULL) about `sandbox` ("daemon" for none) with its labels (borrowed, may be
+ * NULL) in the audit store; subscribers get it from there.
+ */
+void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+		   json_t *attrs);
+
+/* Which records a subscriber gets (NULL members: any). */
+struct pdk_ctl_sub_filter {
+	const char *sandbox, *session, *kind;
+	uint64_t since; /* replay the records after this audit sequence; UINT64_MAX: none */
+};
+
+/* One audit record: its sequence, kind and the event (borrowed). */
+typedef void (*pdk_ctl_record_cb)(void *ctx, uint64_t seq, const char *kind, json_t *event);
+
+/*
+ * Subscribe to the audit store's records: the replay (`since`) first, before
+ * this returns, then every new record as it is stored, each once and in
+ * order. `cb` runs inside the store's query: it may call
+ * pdk_ctl_unsubscribe(), nothing else of the control object. The handle is
+ * the caller's until pdk_ctl_unsubscribe() or pdk_ctl_free().
+ */
+struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_sub_filter *f,
+				      pdk_ctl_record_cb cb, void *ctx);
+/* No more records for `s` (safe from within its own callback). NULL-safe. */
+void pdk_ctl_unsubscribe(struct pdk_ctl_sub *s);
+
+/* ---- text ---- */
+
+/*
+ * `n` bytes of `p` as valid UTF-8: every byte that is not part of a valid
+ * sequence becomes U+FFFD (caller frees; *len its length, NUL-terminated).
+ */
+char *pdk_ctl_utf8(const char *p, size_t n, size_t *len);
 
 #endif

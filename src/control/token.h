@@ -23,6 +23,8 @@
 /* Longest token accepted at all (anything longer is rejected before any work). */
 #define PDK_TOKEN_MAX_LEN 2048
 #define PDK_TOKEN_ID_MAX  64
+/* The longest a sandbox token lives (seconds): a create's token by default, any token at most. */
+#define PDK_TOKEN_TTL_MAX (24 * 3600)
 
 /* What a sandbox token allows (bits). */
 enum pdk_token_ops {

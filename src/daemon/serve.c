@@ -1,20 +1,18 @@
 /*
- * serve.c - `paddock serve`: set up the loop, the listeners, the store,
- * re-adopt the sandboxes, run, shut down (docs/daemon.md).
+ * serve.c - `paddock serve`: the loop, the control object, the listeners
+ * and the API behind them, signals, the tick, shutdown (docs/daemon.md).
  */
 #include "common.h"
-#include "audit.h"
+#include "api.h"
 #include "base.h"
-#include "daemon-internal.h"
-#include "guard.h"
+#include "control.h"
+#include "daemon.h"
+#include "http.h"
 
 #include <arpa/inet.h>
 #include <event2/listener.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,21 +20,40 @@
 #include <unistd.h>
 
 #define DEFAULT_MAX_BODY (64ULL << 20)
-#define KEEPALIVE_TICKS  15
 #define SHUTDOWN_WAIT_S  10
 
-void pdk__sse_keepalive(struct pdk_daemon *d);
+/* The daemon's process-wide state: what it runs, and what it listens with. */
+struct pdk_daemon {
+	struct event_base *base;
+	struct pdk_ctl *ctl;
+	struct pdk_api *api;
+	struct pdk_http_guards *guards;
+	struct evhttp *http_unix, *http_tcp;
+	struct event *sig_term, *sig_int, *sig_chld, *tick;
+	const struct pdk_log *log;
+	char *socket_path;
+	uint64_t max_body;
+	bool kill_on_exit;
+	bool stopping; /* shutdown: no tick work */
+};
 
 /* ---- listeners ---- */
 
+static void on_request(struct pdk_daemon *d, struct evhttp_request *req, bool unix_peer)
+{
+	if (pdk_http_guard_answer(d->guards, req))
+		return; /* a request the guard refused: answered before authentication */
+	pdk_api_handle(d->api, req, unix_peer);
+}
+
 static void on_unix_request(struct evhttp_request *req, void *arg)
 {
-	pdk__http_handle(arg, req, true);
+	on_request(arg, req, true);
 }
 
 static void on_tcp_request(struct evhttp_request *req, void *arg)
 {
-	pdk__http_handle(arg, req, false);
+	on_request(arg, req, false);
 }
 
 static struct evhttp *http_new(struct pdk_daemon *d, void (*cb)(struct evhttp_request *, void *))
@@ -46,13 +63,13 @@ static struct evhttp *http_new(struct pdk_daemon *d, void (*cb)(struct evhttp_re
 	if (h == NULL)
 		pdk_oom();
 	/*
-	 * The guard (guard.c) refuses oversized and malformed requests with the
+	 * The guard (http/) refuses oversized and malformed requests with the
 	 * JSON error before evhttp sees them; evhttp's own limits stay as a
 	 * second line, never reached by what the guard passes on.
 	 */
-	pdk__guard_install(h, d);
+	pdk_http_guard_install(d->guards, h);
 	evhttp_set_max_body_size(h, (ev_ssize_t)d->max_body);
-	evhttp_set_max_headers_size(h, PDK_GUARD_HEADERS_MAX);
+	evhttp_set_max_headers_size(h, PDK_HTTP_HEADERS_MAX);
 	evhttp_set_allowed_methods(h, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
 					      EVHTTP_REQ_DELETE);
 	evhttp_set_gencb(h, cb, d);
@@ -188,17 +205,13 @@ static void on_child(evutil_socket_t sig, short what, void *arg)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct pdk_daemon *d = arg;
-	static unsigned ticks;
 
 	(void)fd;
 	(void)what;
 	if (d->stopping)
 		return;
-	pdk__sb_tick(d);
-	pdk__pools_tick(d);
-	pdk__daemon_fanout(d); /* records other writers (paddock run) appended */
-	if (++ticks % KEEPALIVE_TICKS == 0)
-		pdk__sse_keepalive(d);
+	pdk_ctl_tick(d->ctl);
+	pdk_api_tick(d->api);
 }
 
 static struct event *add_signal(struct pdk_daemon *d, int sig, event_callback_fn fn)
@@ -212,55 +225,6 @@ static struct event *add_signal(struct pdk_daemon *d, int sig, event_callback_fn
 
 /* ---- start ---- */
 
-static int take_lock(struct pdk_daemon *d, struct pdk_error **err)
-{
-	_cleanup_free_ char *path = pdk_xasprintf("%s/daemon.lock", d->state_dir);
-	char pid[24];
-
-	d->lock_fd =
-		TEMP_FAILURE_RETRY(open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-	if (d->lock_fd < 0)
-		return pdk_error_set(err, errno, "cannot open '%s'", path);
-	if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		_cleanup_free_ char *other = NULL;
-
-		if (pdk_read_file_at(AT_FDCWD, path, 32, &other, NULL) == 0)
-			other[strcspn(other, "\n")] = '\0';
-		return pdk_error_setx(err, EBUSY,
-				      "another paddock serve (pid %s) serves state directory '%s'",
-				      other ? other : "?", d->state_dir);
-	}
-	(void)snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-	if (ftruncate(d->lock_fd, 0) < 0 || pdk_write_all(d->lock_fd, pid, strlen(pid)) < 0)
-		return pdk_error_set(err, errno, "cannot write '%s'", path);
-	return 0;
-}
-
-static int open_state(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struct pdk_error **err)
-{
-	_cleanup_free_ char *sbdir = NULL;
-	int rc;
-
-	d->state_dir = pdk_xstrdup(o->state_dir);
-	d->run_dir = pdk_xstrdup(o->run_dir);
-	d->socket_path = o->socket_path ? pdk_xstrdup(o->socket_path)
-					: pdk_xasprintf("%s/paddock.sock", d->run_dir);
-	sbdir = pdk_xasprintf("%s/sb", d->run_dir);
-	if (pdk_mkdir_p(d->state_dir, err) < 0 || pdk_mkdir_p(sbdir, err) < 0)
-		return -EIO;
-	/* SECURITY: RUNDIR holds the control sockets: only the daemon's user may enter it. */
-	if (chmod(d->run_dir, 0700) < 0 || chmod(sbdir, 0700) < 0)
-		return pdk_error_set(err, errno, "chmod '%s'", d->run_dir);
-	rc = take_lock(d, err);
-	if (rc == 0)
-		rc = pdk_store_open(d->state_dir, &d->store, err);
-	if (rc == 0)
-		rc = pdk_token_key_load(d->state_dir, d->key, err);
-	if (rc == 0)
-		rc = pdk_audit_open(d->state_dir, &d->audit, err);
-	return rc;
-}
-
 static int start_pools(struct pdk_daemon *d, char **pools, struct pdk_error **err)
 {
 	for (size_t i = 0; pools != NULL && pools[i] != NULL; i++) {
@@ -268,34 +232,43 @@ static int start_pools(struct pdk_daemon *d, char **pools, struct pdk_error **er
 		char *eq = strchr(profile, '=');
 		uint64_t n;
 
-		if (eq == NULL || (*eq = '\0', !pdk_req_name_ok(profile)) ||
-		    pdk_parse_u64(eq + 1, PDK_REQ_POOL_MAX, &n) < 0)
+		if (eq == NULL || (*eq = '\0', !pdk_ctl_name_ok(profile)) ||
+		    pdk_parse_u64(eq + 1, PDK_CTL_POOL_MAX, &n) < 0)
 			return pdk_error_setx(err, EINVAL,
 					      "--pool wants PROFILE=N (N up to %d), not '%s'",
-					      PDK_REQ_POOL_MAX, pools[i]);
-		if (pdk_store_pool_set(d->store, profile, n, err) < 0)
+					      PDK_CTL_POOL_MAX, pools[i]);
+		if (pdk_ctl_pool_set(d->ctl, profile, n, err) < 0)
 			return -EIO;
 	}
 	return 0;
 }
 
+static int open_ctl(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struct pdk_error **err)
+{
+	struct pdk_ctl_opts co = {.base = d->base,
+				  .state_dir = o->state_dir,
+				  .run_dir = o->run_dir,
+				  .retention_s = o->retention_s,
+				  .envp = o->envp,
+				  .log = o->log};
+
+	if (pdk_ctl_new(&co, &d->ctl, err) < 0 || start_pools(d, o->pools, err) < 0)
+		return -EIO;
+	d->api = pdk_api_new(&(struct pdk_api_opts){
+		.ctl = d->ctl, .base = d->base, .max_body = d->max_body, .uid = geteuid()});
+	d->guards = pdk_http_guards_new(d->max_body);
+	return 0;
+}
+
 static int start(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struct pdk_error **err)
 {
-	int fd = TEMP_FAILURE_RETRY(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
-
-	if (fd < 0)
-		return pdk_error_set(err, errno, "cannot open /proc/self/exe");
-	/* Above 4: a supervisor's fds 3 and 4 are its spec and ready pipe (spawn in sandboxes.c).
-	 */
-	d->exe_fd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
-	(void)close(fd);
-	if (d->exe_fd < 0)
-		return pdk_error_set(err, errno, "cannot keep /proc/self/exe open");
-	if (open_state(d, o, err) < 0 || start_pools(d, o->pools, err) < 0)
-		return -EIO;
 	d->base = event_base_new();
 	if (d->base == NULL)
 		return pdk_error_setx(err, EIO, "cannot create the event loop");
+	d->socket_path = o->socket_path ? pdk_xstrdup(o->socket_path)
+					: pdk_xasprintf("%s/paddock.sock", o->run_dir);
+	if (open_ctl(d, o, err) < 0)
+		return -EIO;
 	if (listen_unix(d, err) < 0 || (o->listen != NULL && listen_tcp(d, o->listen, err) < 0))
 		return -EIO;
 	(void)signal(SIGPIPE, SIG_IGN);
@@ -305,85 +278,63 @@ static int start(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struct p
 	d->tick = event_new(d->base, -1, EV_PERSIST, on_tick, d);
 	if (d->tick == NULL || event_add(d->tick, &(struct timeval){1, 0}) < 0)
 		pdk_oom();
-	pdk__daemon_fanout(d);
-	pdk__sb_adopt_all(d);
-	pdk__daemon_event(d, "daemon", NULL, "daemon.start",
-			  json_pack("{s:i, s:s, s:s?}", "pid", (int)getpid(), "socket",
-				    d->socket_path, "listen", o->listen));
+	pdk_ctl_start(d->ctl);
+	pdk_ctl_event(d->ctl, "daemon", NULL, "daemon.start",
+		      json_pack("{s:i, s:s, s:s?}", "pid", (int)getpid(), "socket", d->socket_path,
+				"listen", o->listen));
 	return 0;
 }
 
 /* ---- stop ---- */
 
-static void stop(struct pdk_daemon *d)
+static void free_listeners(struct pdk_daemon *d)
 {
-	d->stopping = true;
-	if (d->base != NULL && d->kill_on_exit) {
-		/* Destroy every sandbox and wait (bounded) for the supervisors to answer. */
-		uint64_t deadline = pdk_now_mono_ns() + SHUTDOWN_WAIT_S * 1000000000ULL;
-		struct pdk_sb *next;
+	struct event *evs[] = {d->sig_term, d->sig_int, d->sig_chld, d->tick};
 
-		for (struct pdk_sb *sb = d->sandboxes; sb != NULL; sb = next) {
-			next = sb->next;
-			pdk__sb_destroy(sb, "daemon_exit", NULL);
-		}
-		while (d->sandboxes != NULL && pdk_now_mono_ns() < deadline)
-			(void)event_base_loop(d->base, EVLOOP_ONCE);
-	}
-	if (d->base != NULL && d->audit != NULL)
-		pdk__daemon_event(d, "daemon", NULL, "daemon.stop",
-				  json_pack("{s:b}", "kill_on_exit", d->kill_on_exit));
-	pdk__sse_close_all(d);
-	/* Supervisors keep running: only our ends of their sockets close. */
-	pdk__sb_free_all(d);
 	if (d->http_unix != NULL)
 		evhttp_free(d->http_unix);
 	if (d->http_tcp != NULL)
 		evhttp_free(d->http_tcp);
 	if (d->socket_path != NULL && d->http_unix != NULL)
 		(void)unlink(d->socket_path);
-	{
-		struct event *evs[] = {d->sig_term, d->sig_int, d->sig_chld, d->tick, d->refill};
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(evs); i++)
+		if (evs[i] != NULL)
+			event_free(evs[i]);
+}
 
-		for (size_t i = 0; i < PDK_ARRAY_SIZE(evs); i++)
-			if (evs[i] != NULL)
-				event_free(evs[i]);
+static void stop(struct pdk_daemon *d)
+{
+	d->stopping = true;
+	if (d->ctl != NULL) {
+		/* --kill-on-exit: destroy every sandbox and wait (bounded) for the supervisors. */
+		pdk_ctl_shutdown(d->ctl, d->kill_on_exit, SHUTDOWN_WAIT_S);
+		pdk_ctl_event(d->ctl, "daemon", NULL, "daemon.stop",
+			      json_pack("{s:b}", "kill_on_exit", d->kill_on_exit));
 	}
+	if (d->api != NULL)
+		pdk_api_close(d->api);
+	/* Supervisors keep running: only our ends of their sockets close. */
+	pdk_ctl_free(d->ctl);
+	free_listeners(d);
+	pdk_api_free(d->api);
+	/* A connection's filter may be finalised only with the loop: the guards outlive it. */
 	if (d->base != NULL)
 		event_base_free(d->base);
-	if (d->audit != NULL) {
-		_cleanup_error_ struct pdk_error *err = NULL;
-
-		if (pdk_audit_checkpoint(d->audit, &err) < 0)
-			fprintf(stderr, "paddock serve: audit checkpoint: %s\n", err->msg);
-		pdk_audit_free(d->audit);
-	}
-	pdk_store_free(d->store);
-	if (d->lock_fd >= 0)
-		(void)close(d->lock_fd);
-	if (d->exe_fd >= 0)
-		(void)close(d->exe_fd);
-	free(d->state_dir);
-	free(d->run_dir);
+	if (d->guards != NULL)
+		pdk_http_guards_free(d->guards);
 	free(d->socket_path);
 }
 
 int pdk_daemon_serve(const struct pdk_daemon_opts *o, struct pdk_error **err)
 {
-	struct pdk_daemon d = {.exe_fd = -1,
-			       .lock_fd = -1,
-			       .uid = geteuid(),
+	struct pdk_daemon d = {.log = o->log,
 			       .max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY,
-			       .retention_ns = o->retention_s * 1000000000ULL,
-			       .kill_on_exit = o->kill_on_exit,
-			       .quiet = o->quiet};
+			       .kill_on_exit = o->kill_on_exit};
 	int rc = start(&d, o, err);
 
 	if (rc == 0) {
-		if (!d.quiet)
-			fprintf(stderr, "paddock serve: listening on %s%s%s (state %s)\n",
-				d.socket_path, o->listen ? " and tcp " : "",
-				o->listen ? o->listen : "", d.state_dir);
+		pdk_log(d.log, PDK_LOG_INFO, "listening on %s%s%s (state %s)", d.socket_path,
+			o->listen ? " and tcp " : "", o->listen ? o->listen : "", o->state_dir);
 		if (event_base_dispatch(d.base) < 0)
 			rc = pdk_error_setx(err, EIO, "the event loop failed");
 	}

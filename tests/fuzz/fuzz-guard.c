@@ -1,6 +1,6 @@
 /*
  * fuzz-guard.c - libFuzzer target for the daemon's request guard
- * (src/daemon/guard.h): raw bytes straight from a client's socket.
+ * (src/http/guard.h): raw bytes straight from a client's socket.
  *
  * The first byte picks how the input is cut into feeds (as a socket's reads
  * would cut it); the rest is the byte stream. Invariants: nothing crashes or

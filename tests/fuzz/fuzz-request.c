@@ -1,6 +1,6 @@
 /*
  * fuzz-request.c - libFuzzer target for the daemon's request-body validators
- * (src/daemon/request.h): JSON straight from the network.
+ * (src/api/request.h): JSON straight from the network.
  *
  * The first byte picks the parser; the rest is the body. Every body must be
  * either accepted with the parser's invariants holding, or refused with a
@@ -28,7 +28,7 @@ static void fuzz_create(const char *b, size_t n)
 
 	check_refusal(rc, &e);
 	if (rc == 0) {
-		if (r.profile == NULL || !pdk_req_name_ok(r.profile) || !json_is_object(r.labels))
+		if (r.profile == NULL || !pdk_ctl_name_ok(r.profile) || !json_is_object(r.labels))
 			abort();
 		pdk_req_create_release(&r);
 	}
@@ -81,12 +81,12 @@ static void fuzz_small(unsigned which, const char *b, size_t n)
 		break;
 	case 3:
 		rc = pdk_req_parse_name(b, n, "name", false, &name, &e);
-		if (rc == 0 && name != NULL && !pdk_req_name_ok(name))
+		if (rc == 0 && name != NULL && !pdk_ctl_name_ok(name))
 			abort();
 		free(name);
 		name = NULL;
 		rc = pdk_req_parse_ws(b, n, "snapshot", true, &name, &restart, &e);
-		if (rc == 0 && (name == NULL || !pdk_req_name_ok(name)))
+		if (rc == 0 && (name == NULL || !pdk_ctl_name_ok(name)))
 			abort();
 		free(name);
 		break;

@@ -1,5 +1,5 @@
 /*
- * test-guard.c - the request guard's framer (src/daemon/guard.h): what it
+ * test-guard.c - the request guard's framer (src/http/guard.h): what it
  * passes on to evhttp, what it refuses, and that a refusal is sticky.
  */
 #include "common.h"

@@ -5,7 +5,7 @@
  * body only when it is one JSON object whose every member is known and of
  * the right type and range; otherwise it fails with a message and the path
  * of the offending field ("argv[0]", "overrides.limits.memory", "ttl"), which
- * the HTTP layer returns as the error's "field". Unknown fields are errors.
+ * the API returns as the error's "field". Unknown fields are errors.
  * Duplicate keys are errors. Nothing here allocates more than the body's size
  * allows, and nothing crashes on any input (tests/fuzz/fuzz-request.c).
  */
@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "base.h"
+#include "control.h"
 
 #define PDK_REQ_FIELD_MAX 128
 #define PDK_REQ_MSG_MAX   256
@@ -69,8 +70,8 @@ struct pdk_req_kill {
 #define PDK_REQ_OUTPUT_CAP_DEFAULT 16384
 #define PDK_REQ_OUTPUT_CAP_MAX     (16u << 20)
 #define PDK_REQ_TOKEN_TTL_DEFAULT  (15 * 60)
-#define PDK_REQ_TOKEN_TTL_MAX      (24 * 3600)
-#define PDK_REQ_POOL_MAX           64
+#define PDK_REQ_TOKEN_TTL_MAX      PDK_TOKEN_TTL_MAX /* control's rule (token.h) */
+#define PDK_REQ_POOL_MAX           PDK_CTL_POOL_MAX  /* control's rule (control.h) */
 
 /*
  * Each parser: 0 and *out filled (release with the matching _release), or -1 and
@@ -103,8 +104,5 @@ int pdk_req_parse_signal(const char *body, size_t len, int *sig, struct pdk_req_
 /* {"cols":N,"rows":N}, both 1..1000 (POST .../exec/{exec_id}/resize) */
 int pdk_req_parse_resize(const char *body, size_t len, uint64_t *cols, uint64_t *rows,
 			 struct pdk_req_error *e);
-
-/* A profile, snapshot or pool name: [A-Za-z0-9_.-]{1,64}, not starting with '.'. */
-bool pdk_req_name_ok(const char *s);
 
 #endif

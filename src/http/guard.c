@@ -94,7 +94,7 @@ static int refuse(struct pdk_guard *g, enum pdk_guard_verdict v, const char *fie
 /*
  * The stand-in evhttp receives instead of the refused request: a request of
  * its own when nothing of the refused one was passed on, else the end of the
- * chunked body evhttp is reading. pdk__guard_answer() knows it by its place
+ * chunked body evhttp is reading. pdk_http_guard_answer() knows it by its place
  * among the connection's requests (refused_seq), not by its content: nothing
  * a client sends can pass for a stand-in. A Content-Length body is never
  * refused half-way: its length was checked before any of it was passed on.

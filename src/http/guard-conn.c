@@ -1,5 +1,5 @@
 /*
- * guard-conn.c - the request guard on a connection (guard.h): the
+ * guard-conn.c - the request guard on a connection (http.h, guard.h): the
  * bufferevent filter evhttp reads through, and the answer to a stand-in.
  *
  * Why a filter and a stand-in request: libevent 2.1.12 (Debian 12) calls
@@ -14,8 +14,8 @@
  */
 #include "common.h"
 #include "base.h"
-#include "daemon-internal.h"
 #include "guard.h"
+#include "http.h"
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -29,19 +29,26 @@
 #define LINGER_WAKES_MAX 32
 #define LINGER_READ_MAX  (1u << 20) /* bytes discarded per wake */
 
+/*
+ * The live connections of the listeners a set of guards is installed on, so
+ * that the request handler finds its own (pdk_http_guard_answer).
+ */
+struct pdk_http_guards {
+	struct guard_conn *conns;
+	uint64_t max_body;
+};
+
 /* One connection's guard and the state of its two directions. */
 struct guard_conn {
 	struct pdk_guard *g;
-	struct guard_conn *prev, *next; /* the live connections (conns) */
+	struct pdk_http_guards *owner;
+	struct guard_conn *prev, *next; /* the owner's live connections */
 	struct bufferevent *bev, *sock; /* the filter evhttp owns; the socket's (borrowed) */
 	struct evbuffer_cb_entry *sock_cb;
 	size_t moved;       /* bytes of bev's output already copied to sock's */
 	bool dropping;      /* sock_written is draining bev's output */
 	uint64_t delivered; /* requests evhttp handed to the daemon */
 };
-
-/* The live connections, so that the request handler finds its own (pdk__guard_answer). */
-static struct guard_conn *conns;
 
 static void add(struct evbuffer *b, const void *data, size_t len)
 {
@@ -139,7 +146,7 @@ static void filter_free(void *ctx)
 	if (g->prev != NULL)
 		g->prev->next = g->next;
 	else
-		conns = g->next;
+		g->owner->conns = g->next;
 	if (g->next != NULL)
 		g->next->prev = g->prev;
 	pdk__guard_free(g->g);
@@ -148,33 +155,49 @@ static void filter_free(void *ctx)
 
 static struct bufferevent *guard_bev(struct event_base *base, void *arg)
 {
-	const struct pdk_daemon *d = arg;
+	struct pdk_http_guards *gs = arg;
 	struct bufferevent *sock = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	struct guard_conn *g;
 
 	if (sock == NULL)
 		pdk_oom();
 	g = pdk_xcalloc(1, sizeof(*g));
-	g->g = pdk__guard_new(d->max_body, PDK_GUARD_HEADERS_MAX);
+	g->g = pdk__guard_new(gs->max_body, PDK_HTTP_HEADERS_MAX);
+	g->owner = gs;
 	g->sock = sock;
 	g->bev = bufferevent_filter_new(sock, filter_in, filter_out, BEV_OPT_CLOSE_ON_FREE,
 					filter_free, g);
 	if (g->bev == NULL)
 		pdk_oom();
 	g->sock_cb = evbuffer_add_cb(bufferevent_get_output(sock), sock_written, g);
-	g->next = conns;
-	if (conns != NULL)
-		conns->prev = g;
-	conns = g;
+	g->next = gs->conns;
+	if (gs->conns != NULL)
+		gs->conns->prev = g;
+	gs->conns = g;
 	if (g->sock_cb == NULL ||
 	    evbuffer_add_cb(bufferevent_get_output(g->bev), out_added, g) == NULL)
 		pdk_oom();
 	return g->bev;
 }
 
-void pdk__guard_install(struct evhttp *h, struct pdk_daemon *d)
+struct pdk_http_guards *pdk_http_guards_new(uint64_t max_body)
 {
-	evhttp_set_bevcb(h, guard_bev, d);
+	struct pdk_http_guards *gs = pdk_xcalloc(1, sizeof(*gs));
+
+	gs->max_body = max_body;
+	return gs;
+}
+
+void pdk_http_guards_free(struct pdk_http_guards *gs)
+{
+	/* Every connection's filter was finalised (with its evhttp, or with the loop) before this.
+	 */
+	free(gs);
+}
+
+void pdk_http_guard_install(struct pdk_http_guards *gs, struct evhttp *h)
+{
+	evhttp_set_bevcb(h, guard_bev, gs);
 }
 
 /* ---- answering a stand-in ---- */
@@ -232,11 +255,11 @@ static void answered(struct evhttp_request *req, void *arg)
 	}
 }
 
-bool pdk__guard_answer(struct evhttp_request *req)
+bool pdk_http_guard_answer(struct pdk_http_guards *gs, struct evhttp_request *req)
 {
 	struct evhttp_connection *con = evhttp_request_get_connection(req);
 	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
-	struct guard_conn *c = conns;
+	struct guard_conn *c = gs->conns;
 	const struct pdk_guard *g;
 
 	while (c != NULL && c->bev != bev)
@@ -247,10 +270,10 @@ bool pdk__guard_answer(struct evhttp_request *req)
 	g = c->g;
 	if (++c->delivered != pdk__guard_refused_seq(g))
 		return false;
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+	pdk_http_header(req, "Connection", "close");
 	evhttp_request_set_on_complete_cb(req, answered, NULL);
-	pdk__http_error(req, pdk__guard_status(g), pdk__guard_code(g),
-			pdk__guard_field(g)[0] ? pdk__guard_field(g) : NULL, "%s",
-			pdk__guard_message(g));
+	pdk_http_error(req, pdk__guard_status(g), pdk__guard_code(g),
+		       pdk__guard_field(g)[0] ? pdk__guard_field(g) : NULL, "%s",
+		       pdk__guard_message(g));
 	return true;
 }

@@ -14,7 +14,7 @@
  * or the end of the chunked body already started), and the daemon's request
  * handler, which knows the stand-in by its place among the connection's
  * requests, answers it with the JSON error and closes the connection
- * (pdk__guard_answer). Nothing the
+ * (pdk_http_guard_answer(), http.h). Nothing the
  * client sends after a refusal is kept: it is discarded as it arrives.
  *
  * Memory: the guard holds at most one request head (max_headers bytes); a
@@ -26,12 +26,7 @@
 #define PDK_GUARD_H
 
 #include "common.h"
-
-#include <event2/buffer.h>
-#include <event2/http.h>
-
-/* The largest request line + headers (also evhttp's own limit, behind the guard). */
-#define PDK_GUARD_HEADERS_MAX (64 * 1024)
+#include "http.h"
 
 enum pdk_guard_verdict {
 	PDK_GUARD_PASS = 0,       /* everything so far was passed on */
@@ -72,18 +67,5 @@ const char *pdk__guard_field(const struct pdk_guard *g);
 const char *pdk__guard_message(const struct pdk_guard *g);
 /* Which request of the connection was refused (1 for the first); 0 while none was. */
 uint64_t pdk__guard_refused_seq(const struct pdk_guard *g);
-
-/* ---- guard-conn.c: the connection side ---- */
-
-/* Put a guard in front of every connection `h` accepts (d->max_body; d outlives h). */
-struct pdk_daemon;
-void pdk__guard_install(struct evhttp *h, struct pdk_daemon *d);
-
-/*
- * In the request handler, first, for every request: when `req` is a guard's stand-in, answer it
- * with the JSON error, close the connection once the answer is written, and
- * return true. False for every other request.
- */
-bool pdk__guard_answer(struct evhttp_request *req);
 
 #endif

@@ -96,18 +96,6 @@ static bool printable(const char *s)
 	return true;
 }
 
-bool pdk_req_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 64 || s[0] == '.')
-		return false;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.' && *s != '-')
-			return false;
-	return true;
-}
-
 static int get_string(json_t *v, const char *path, size_t max, const char **out,
 		      struct pdk_req_error *e)
 {
@@ -137,7 +125,7 @@ static int chk_name(json_t *v, const char *path, void *out, struct pdk_req_error
 {
 	if (chk_str(v, path, out, e) < 0)
 		return -1;
-	if (!pdk_req_name_ok(*(char **)out))
+	if (!pdk_ctl_name_ok(*(char **)out))
 		return fail(e, path, "'%s' must be 1-64 of [A-Za-z0-9_.-], not starting with '.'",
 			    path);
 	return 0;
@@ -895,7 +883,7 @@ static int kill_ids(json_t *ids, struct pdk_req_kill *r, struct pdk_req_error *e
 		(void)snprintf(path, sizeof(path), "ids[%zu]", i);
 		if (get_string(x, path, 64, &s, e) < 0)
 			return -1;
-		if (!pdk_req_name_ok(s))
+		if (!pdk_ctl_name_ok(s))
 			return fail(e, path, "'%s' is not a sandbox id", path);
 		pdk_strv_push(&r->ids, s);
 	}

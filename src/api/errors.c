@@ -1,0 +1,44 @@
+/*
+ * errors.c - the one place a control error becomes an HTTP status and an
+ * error body (api.h). Handlers never pick a status for a control error
+ * themselves.
+ */
+#include "common.h"
+#include "api-internal.h"
+#include "base.h"
+
+int pdk_api_http_status(int status, const char **code)
+{
+	static const struct {
+		int status, http;
+		const char *code;
+	} map[] = {
+		{ENOENT, 404, "not_found"},    {EEXIST, 409, "conflict"},
+		{EALREADY, 409, "conflict"},   {EINVAL, 400, "bad_request"},
+		{ENOEXEC, 400, "bad_request"}, {E2BIG, 413, "too_large"},
+		{EACCES, 403, "forbidden"},    {EPERM, 403, "forbidden"},
+		{EBUSY, 409, "busy"},          {ENOTCONN, 503, "unavailable"},
+		{EDQUOT, 429, "limit"},
+	};
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(map); i++)
+		if (map[i].status == status) {
+			*code = map[i].code;
+			return map[i].http;
+		}
+	*code = "internal";
+	return 500;
+}
+
+void pdk_api_error(struct evhttp_request *req, const struct pdk_error *err)
+{
+	const char *code;
+	int http = pdk_api_http_status(err->status, &code);
+
+	pdk_http_error(req, http, code, err->field, "%s", err->msg);
+}
+
+void pdk__api_bad_request(struct evhttp_request *req, const struct pdk_req_error *e)
+{
+	pdk_http_error(req, 400, "bad_request", e->field, "%s", e->msg);
+}

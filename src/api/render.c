@@ -1,0 +1,147 @@
+/*
+ * render.c - the control layer's results as the API's JSON (docs/api.yaml):
+ * the Sandbox object, a command's end and output, streamed chunks.
+ *
+ * The Sandbox object is the same as the record the control layer keeps of
+ * an ended sandbox (control/view.c): GET /v1/sandboxes/ID answers a live
+ * and an ended sandbox alike.
+ */
+#include "common.h"
+#include "api-internal.h"
+#include "base.h"
+#include "telemetry.h"
+
+#include <string.h>
+
+json_t *pdk__api_ts(uint64_t ns)
+{
+	char buf[40];
+
+	if (ns == 0)
+		return json_null();
+	pdk_events_format_ts(ns, buf, sizeof(buf));
+	return json_string(buf);
+}
+
+static json_t *figures_json(const struct pdk_ctl_figures *f)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < f->n; i++)
+		pdk_json_set(o, f->v[i].name, json_integer((json_int_t)f->v[i].value));
+	return o;
+}
+
+json_t *pdk__api_view_json(const struct pdk_ctl_view *v)
+{
+	json_t *o = json_object();
+
+	pdk_json_set(o, "id", json_string(v->id));
+	pdk_json_set(o, "state", json_string(v->state));
+	pdk_json_set(o, "profile", json_string(v->profile));
+	pdk_json_set(o, "labels", json_incref(v->labels));
+	pdk_json_set(o, "created_at", pdk__api_ts(v->created_ns));
+	pdk_json_set(o, "expires_at", pdk__api_ts(v->expires_ns));
+	pdk_json_set(o, "idle_timeout_s", json_integer((json_int_t)v->idle_timeout_s));
+	pdk_json_set(o, "pool", json_boolean(v->claimed));
+	pdk_json_set(o, "supervisor_pid", json_integer(v->supervisor_pid));
+	pdk_json_set(o, "usage", figures_json(&v->usage));
+	pdk_json_set(o, "limits", figures_json(&v->limits));
+	pdk_json_set(o, "remaining", figures_json(&v->remaining));
+	if (v->end_reason != NULL) {
+		pdk_json_set(o, "end_reason", json_string(v->end_reason));
+		pdk_json_set(o, "ended_at", pdk__api_ts(v->ended_ns));
+	}
+	return o;
+}
+
+json_t *pdk__api_created_json(const struct pdk_ctl_created *c)
+{
+	json_t *o = pdk__api_view_json(&c->view);
+
+	pdk_json_set(o, "token", json_string(c->token));
+	pdk_json_set(o, "token_expires_at", pdk__api_ts(c->token_expires_ns));
+	pdk_json_set(o, "token_ops", pdk_token_ops_json(c->token_ops));
+	return o;
+}
+
+json_t *pdk__api_exit_json(const struct pdk_ctl_exit *e)
+{
+	json_t *o = json_object();
+
+	pdk_json_set(o, "exec_id", json_integer((json_int_t)e->exec_id));
+	pdk_json_set(o, "exit_code", e->has_exit_code ? json_integer(e->exit_code) : json_null());
+	pdk_json_set(o, "signal", e->has_signal ? json_integer(e->signal) : json_null());
+	pdk_json_set(o, "end", json_string(e->end));
+	pdk_json_set(o, "duration_ms", json_integer((json_int_t)e->duration_ms));
+	return o;
+}
+
+/* Text for JSON: valid UTF-8 (U+FFFD for each other byte). */
+static json_t *json_text(const char *p, size_t n)
+{
+	size_t len;
+	_cleanup_free_ char *clean = pdk_ctl_utf8(p, n, &len);
+	json_t *s = json_stringn(clean, len);
+
+	if (s == NULL) /* jansson refuses NUL only with checks; a NUL is valid UTF-8 here */
+		s = json_string("");
+	return s;
+}
+
+json_t *pdk__api_output_json(const struct pdk_ctl_output *o)
+{
+	struct evbuffer *b = pdk_http_buf_new();
+	json_t *out;
+	size_t n;
+
+	pdk_http_buf_add(b, o->head, o->head_len);
+	if (o->dropped > 0)
+		pdk_http_buf_printf(b, "\n[... %llu bytes dropped; full output in %s ...]\n",
+				    (unsigned long long)o->dropped,
+				    o->file ? o->file : "(not kept)");
+	pdk_http_buf_add(b, o->tail, o->tail_len);
+	n = evbuffer_get_length(b);
+	out = json_pack("{s:o, s:I, s:I, s:b, s:o}", "text",
+			json_text((const char *)evbuffer_pullup(b, (ssize_t)n), n), "bytes",
+			(json_int_t)o->total, "dropped", (json_int_t)o->dropped, "truncated",
+			o->dropped > 0, "file", o->file ? json_string(o->file) : json_null());
+	evbuffer_free(b);
+	return out;
+}
+
+/* Standard base64 with padding (caller frees). */
+static char *b64_std(const unsigned char *p, size_t n)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *o = pdk_xmalloc((n + 2) / 3 * 4 + 1);
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+
+		o[k++] = tab[v >> 18 & 63];
+		o[k++] = tab[v >> 12 & 63];
+		o[k++] = i + 1 < n ? tab[v >> 6 & 63] : '=';
+		o[k++] = i + 2 < n ? tab[v & 63] : '=';
+	}
+	o[k] = '\0';
+	return o;
+}
+
+json_t *pdk__api_chunk_json(const char *buf, size_t n)
+{
+	size_t len;
+	_cleanup_free_ char *clean = pdk_ctl_utf8(buf, n, &len);
+	bool exact = len == n && memcmp(clean, buf, n) == 0 && memchr(buf, '\0', n) == NULL;
+	json_t *o = json_pack("{s:o}", "data", json_text(buf, n));
+
+	if (!exact) {
+		_cleanup_free_ char *b = b64_std((const unsigned char *)buf, n);
+
+		pdk_json_set(o, "data_b64", json_string(b));
+	}
+	return o;
+}

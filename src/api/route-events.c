@@ -1,0 +1,102 @@
+/*
+ * route-events.c - GET /v1/events: the audit store's records as SSE (`id:`
+ * the audit sequence, `event:` the kind, `data:` the event), a replay from
+ * `since` first; keepalives for idle streams.
+ */
+#include "common.h"
+#include "api-internal.h"
+#include "base.h"
+
+#include <stdio.h>
+
+struct pdk_api_sse {
+	struct pdk_api_sse *next;
+	struct pdk_http_stream s;
+	struct pdk_ctl_sub *sub;
+};
+
+static void record(void *ctx, uint64_t seq, const char *kind, json_t *event)
+{
+	struct pdk_api_sse *e = ctx;
+	char id[24];
+
+	(void)snprintf(id, sizeof(id), "%llu", (unsigned long long)seq);
+	pdk_http_stream_send(&e->s, id, kind, json_incref(event));
+}
+
+/* The client went away: no more records; the stream is freed at the next reap. */
+static void gone(void *arg)
+{
+	struct pdk_api_sse *e = arg;
+
+	pdk_ctl_unsubscribe(e->sub);
+	e->sub = NULL;
+}
+
+static void sse_free(struct pdk_api_sse *e)
+{
+	pdk_ctl_unsubscribe(e->sub);
+	pdk_http_stream_end(&e->s);
+	free(e);
+}
+
+static void reap_dead(struct pdk_api *a)
+{
+	for (struct pdk_api_sse **p = &a->subscribers; *p != NULL;) {
+		struct pdk_api_sse *e = *p;
+
+		if (e->s.dead) {
+			*p = e->next;
+			sse_free(e);
+		} else {
+			p = &e->next;
+		}
+	}
+}
+
+void pdk__route_events(struct pdk_route *r)
+{
+	const char *since = pdk__route_query(r, "since"), *sandbox = pdk__route_query(r, "sandbox");
+	struct pdk_ctl_sub_filter f = {.sandbox = sandbox,
+				       .session = pdk__route_query(r, "session"),
+				       .kind = pdk__route_query(r, "kind"),
+				       .since = UINT64_MAX};
+	struct pdk_api_sse *e;
+
+	if (!r->auth.admin &&
+	    (sandbox == NULL || !pdk__api_allowed(r, sandbox, PDK_TOKEN_OP_READ))) {
+		if (sandbox == NULL)
+			pdk__api_auth_failed(r, 403, "a sandbox token reads only its own events");
+		return;
+	}
+	if (since != NULL && pdk_parse_u64(since, UINT64_MAX - 1, &f.since) < 0) {
+		pdk_http_error(r->req, 400, "bad_request", "since",
+			       "'since' must be an audit sequence number");
+		return;
+	}
+	reap_dead(r->a);
+	e = pdk_xcalloc(1, sizeof(*e));
+	pdk_http_stream_start(&e->s, r->req);
+	e->s.on_close = gone;
+	e->s.on_close_arg = e;
+	e->next = r->a->subscribers;
+	r->a->subscribers = e;
+	e->sub = pdk_ctl_subscribe(r->a->ctl, &f, record, e);
+}
+
+void pdk__sse_keepalive(struct pdk_api *a)
+{
+	for (struct pdk_api_sse *e = a->subscribers; e != NULL; e = e->next)
+		pdk_http_stream_comment(&e->s, "keepalive");
+	reap_dead(a);
+}
+
+void pdk__sse_close_all(struct pdk_api *a)
+{
+	while (a->subscribers != NULL) {
+		struct pdk_api_sse *e = a->subscribers;
+
+		a->subscribers = e->next;
+		sse_free(e);
+	}
+}

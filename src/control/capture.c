@@ -1,0 +1,246 @@
+/*
+ * capture.c - one output stream of a command answered at its end: a head
+ * buffer (cap/2) and a tail ring (cap - cap/2); past the cap, the whole
+ * output spilled into a file inside the sandbox (/tmp/.paddock/exec/E.NAME),
+ * opened through the supervisor. And the text of a result: every byte that
+ * is not valid UTF-8 as U+FFFD.
+ */
+#include "common.h"
+#include "base.h"
+#include "control-internal.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#define PENDING_MAX (8u << 20) /* output held while the spill file is being opened */
+
+char *pdk_ctl_utf8(const char *p, size_t n, size_t *out_len)
+{
+	char *o = pdk_xmalloc(n * 3 + 1);
+	size_t k = 0;
+
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)p[i];
+		size_t len = c < 0x80         ? 1
+			     : (c >> 5) == 6  ? 2
+			     : (c >> 4) == 14 ? 3
+			     : (c >> 3) == 30 ? 4
+					      : 0;
+		bool ok = len > 0 && i + len <= n && !(len == 2 && c < 0xc2);
+
+		for (size_t j = 1; ok && j < len; j++)
+			ok = ((unsigned char)p[i + j] >> 6) == 2;
+		if (ok && len == 3) {
+			unsigned cp = (c & 15u) << 12 | ((unsigned char)p[i + 1] & 63u) << 6;
+
+			ok = cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff);
+		}
+		if (ok && len == 4) {
+			unsigned cp = (c & 7u) << 18 | ((unsigned char)p[i + 1] & 63u) << 12;
+
+			ok = cp >= 0x10000 && cp <= 0x10ffff;
+		}
+		if (!ok) {
+			memcpy(o + k, "\xef\xbf\xbd", 3);
+			k += 3;
+			i++;
+			continue;
+		}
+		memcpy(o + k, p + i, len);
+		k += len;
+		i += len;
+	}
+	o[k] = '\0';
+	*out_len = k;
+	return o;
+}
+
+/* ---- head and tail ---- */
+
+void pdk__capture_init(struct pdk_capture *c, const char *name, uint64_t cap)
+{
+	memset(c, 0, sizeof(*c));
+	c->name = name;
+	c->head_max = cap / 2;
+	c->tail_max = cap - c->head_max;
+	c->head = pdk_xmalloc(c->head_max + 1);
+	c->tail = pdk_xmalloc(c->tail_max + 1);
+	c->fd = c->file_fd = -1;
+}
+
+void pdk__capture_release(struct pdk_capture *c)
+{
+	if (c->ev != NULL)
+		event_free(c->ev);
+	if (c->fd >= 0)
+		(void)close(c->fd);
+	if (c->file_fd >= 0)
+		(void)close(c->file_fd);
+	if (c->pending != NULL)
+		evbuffer_free(c->pending);
+	if (c->early != NULL)
+		evbuffer_free(c->early);
+	free(c->head);
+	free(c->tail);
+	free(c->file);
+	free(c->tail_linear);
+	memset(c, 0, sizeof(*c));
+	c->fd = c->file_fd = -1;
+}
+
+static void tail_add(struct pdk_capture *c, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		c->tail[c->tail_pos] = p[i];
+		c->tail_pos = (c->tail_pos + 1) % c->tail_max;
+		if (c->tail_len < c->tail_max)
+			c->tail_len++;
+	}
+}
+
+/* The tail in order (caller frees). */
+static char *tail_linear(const struct pdk_capture *c)
+{
+	char *o = pdk_xmalloc(c->tail_len + 1);
+	size_t start = c->tail_max ? (c->tail_pos + c->tail_max - c->tail_len) % c->tail_max : 0;
+
+	for (size_t i = 0; i < c->tail_len; i++)
+		o[i] = c->tail[(start + i) % c->tail_max];
+	return o;
+}
+
+/* ---- the spill file ---- */
+
+/*
+ * What a pending spill-file open knows. When the command ends first, `c` is
+ * cleared and the output held so far moves to `pending`: the answer has
+ * already named the file, so it must still get every byte.
+ */
+struct spill_ctx {
+	struct pdk_capture *c;
+	struct evbuffer *pending;
+};
+
+static void spill_write(struct pdk_capture *c, const char *p, size_t n)
+{
+	if (c->file_failed)
+		return;
+	if (c->file_fd >= 0) {
+		if (pdk_write_all(c->file_fd, p, n) < 0)
+			c->file_failed = true;
+		return;
+	}
+	if (evbuffer_get_length(c->pending) + n > PENDING_MAX) {
+		c->file_failed = true;
+		return;
+	}
+	pdk__ctl_buf_add(c->pending, p, n);
+}
+
+static void spill_opened(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)
+{
+	struct spill_ctx *s = ctx;
+	struct pdk_capture *c = s->c;
+	struct evbuffer *held = c != NULL ? c->pending : s->pending;
+	size_t n = held != NULL ? evbuffer_get_length(held) : 0;
+	bool ok = !pdk__svc_failed(reply) && nfds == 1;
+	bool wrote =
+		ok && (n == 0 || pdk_write_all(fds[0], evbuffer_pullup(held, (ssize_t)n), n) == 0);
+
+	(void)sb;
+	if (s->pending !=
+	    NULL) /* the command ended before: the file gets what it held, then closes */
+		evbuffer_free(s->pending);
+	else if (held != NULL)
+		(void)evbuffer_drain(held, n);
+	free(s);
+	if (c != NULL && wrote) {
+		c->file_fd = fds[0];
+		return;
+	}
+	if (c != NULL)
+		c->file_failed = true;
+	pdk__close_fds(fds, nfds);
+}
+
+/* The file's name inside the sandbox: the exec id's text (a string id without its quotes). */
+static char *spill_name(const json_t *exec_id, const char *stream)
+{
+	_cleanup_free_ char *eid = json_dumps(exec_id, JSON_ENCODE_ANY);
+	size_t n;
+
+	if (eid == NULL)
+		pdk_oom();
+	n = strlen(eid);
+	if (n >= 2 && eid[0] == '"' && eid[n - 1] == '"')
+		return pdk_xasprintf("/tmp/.paddock/exec/%.*s.%s", (int)(n - 2), eid + 1, stream);
+	return pdk_xasprintf("/tmp/.paddock/exec/%s.%s", eid, stream);
+}
+
+/* The cap is passed: everything so far goes to the pending buffer, and the file is asked for. */
+static void spill_start(struct pdk_ctl_sb *sb, const json_t *exec_id, struct pdk_capture *c)
+{
+	_cleanup_free_ char *t = tail_linear(c);
+	struct spill_ctx *s = pdk_xcalloc(1, sizeof(*s));
+
+	c->file_requested = true;
+	c->pending = pdk__ctl_buf_new();
+	pdk__ctl_buf_add(c->pending, c->head, c->head_len);
+	pdk__ctl_buf_add(c->pending, t, c->tail_len); /* the ring has not wrapped yet */
+	c->file = spill_name(exec_id, c->name);
+	s->c = c;
+	if (pdk__sb_call(sb,
+			 json_pack("{s:s, s:s, s:s, s:i, s:b}", "op", "open", "path", c->file,
+				   "flags", "w", "mode", 0600, "mkdir", 1),
+			 NULL, 0, spill_opened, s) < 0) {
+		free(s);
+		c->file_failed = true;
+	}
+}
+
+void pdk__capture_detach(struct pdk_ctl_sb *sb, struct pdk_capture *c)
+{
+	for (struct pdk_sb_call *call = sb->calls; call != NULL; call = call->next) {
+		struct spill_ctx *s = call->ctx;
+
+		if (call->cb != spill_opened || s->c != c)
+			continue;
+		if (!c->file_failed)
+			s->pending = steal_ptr(&c->pending);
+		s->c = NULL;
+	}
+}
+
+void pdk__capture_add(struct pdk_ctl_sb *sb, const json_t *exec_id, struct pdk_capture *c,
+		      const char *p, size_t n)
+{
+	size_t h = 0;
+
+	if (c->total + n > c->head_max + c->tail_max && !c->file_requested)
+		spill_start(sb, exec_id, c);
+	c->total += n;
+	if (c->file_requested)
+		spill_write(c, p, n);
+	if (c->head_len < c->head_max) {
+		h = n < c->head_max - c->head_len ? n : c->head_max - c->head_len;
+		memcpy(c->head + c->head_len, p, h);
+		c->head_len += h;
+	}
+	tail_add(c, p + h, n - h);
+}
+
+void pdk__capture_output(struct pdk_capture *c, struct pdk_ctl_output *out)
+{
+	uint64_t kept = c->head_len + c->tail_len;
+
+	free(c->tail_linear);
+	c->tail_linear = tail_linear(c);
+	*out = (struct pdk_ctl_output){.head = c->head,
+				       .head_len = c->head_len,
+				       .tail = c->tail_linear,
+				       .tail_len = c->tail_len,
+				       .total = c->total,
+				       .dropped = c->total - kept};
+	if (out->dropped > 0 && c->file != NULL && !c->file_failed)
+		out->file = c->file;
+}

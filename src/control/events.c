@@ -1,0 +1,205 @@
+/*
+ * events.c - the control plane's events: its own (sandbox.create, kill,
+ * auth failures...) appended to the audit store, and the fan-out of every
+ * new audit record to the subscribers.
+ *
+ * The audit store is the one source of the stream: a record reaches
+ * subscribers only once it is stored, with its audit sequence number, so
+ * `since` replays and live events never disagree.
+ */
+#include "common.h"
+#include "audit.h"
+#include "base.h"
+#include "control-internal.h"
+#include "telemetry.h"
+
+#include <string.h>
+
+struct pdk_ctl_sub {
+	struct pdk_ctl_sub *next;
+	struct pdk_ctl *c;
+	char *sandbox, *session, *kind;
+	pdk_ctl_record_cb cb;
+	void *ctx;
+	bool dead; /* unsubscribed: freed at the next safe point */
+};
+
+/* ---- the control plane's own events ---- */
+
+void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+		   json_t *attrs)
+{
+	_cleanup_json_ json_t *e = json_object();
+	_cleanup_error_ struct pdk_error *err = NULL;
+	json_t *session = json_object_get(labels, "session");
+	json_t *workflow = json_object_get(labels, "workflow");
+	char ts[40];
+
+	if (attrs == NULL)
+		attrs = json_object();
+	if (json_object_size(labels) > 0)
+		json_object_set(attrs, "labels", labels);
+	pdk_events_format_ts(pdk_now_real_ns(), ts, sizeof(ts));
+	pdk_json_set(e, "ts", json_string(ts));
+	pdk_json_set(e, "seq", json_integer((json_int_t)c->event_seq++));
+	pdk_json_set(e, "sandbox", json_string(sandbox));
+	pdk_json_set(e, "session", json_is_string(session) ? json_incref(session) : json_null());
+	pdk_json_set(e, "workflow", json_is_string(workflow) ? json_incref(workflow) : json_null());
+	pdk_json_set(e, "actor", json_string("paddock-serve"));
+	pdk_json_set(e, "kind", json_string(kind));
+	pdk_json_set(e, "attrs", attrs);
+	if (pdk_audit_append(c->audit, &e, 1, false, &err) < 0) {
+		/* An error, always reported: the audit trail is the record of what was done. */
+		pdk__ctl_log(c, PDK_LOG_ERROR, "audit: %s", err->msg);
+		return;
+	}
+	pdk__ctl_fanout(c);
+}
+
+/* ---- subscribers ---- */
+
+static bool sub_match(const struct pdk_ctl_sub *s, const struct pdk_audit_row *row)
+{
+	if (s->sandbox != NULL && strcmp(s->sandbox, row->sandbox) != 0)
+		return false;
+	if (s->kind != NULL && strcmp(s->kind, row->kind) != 0)
+		return false;
+	if (s->session != NULL && (row->session == NULL || strcmp(s->session, row->session) != 0))
+		return false;
+	return true;
+}
+
+static void sub_row(struct pdk_ctl_sub *s, const struct pdk_audit_row *row)
+{
+	_cleanup_json_ json_t *j = json_loadb(row->line, row->line_len, 0, NULL);
+
+	if (j != NULL)
+		s->cb(s->ctx, row->seq, row->kind, j);
+}
+
+struct fan {
+	struct pdk_ctl *c;
+	struct pdk_ctl_sub *only; /* a replay: this subscriber, up to c->fanout_seq */
+};
+
+static int fan_row(void *data, const struct pdk_audit_row *row)
+{
+	struct fan *f = data;
+
+	if (f->only != NULL) {
+		if (row->seq > f->c->fanout_seq)
+			return 1;
+		if (!f->only->dead && sub_match(f->only, row))
+			sub_row(f->only, row);
+		return 0;
+	}
+	for (struct pdk_ctl_sub *s = f->c->subscribers; s != NULL; s = s->next)
+		if (!s->dead && sub_match(s, row))
+			sub_row(s, row);
+	f->c->fanout_seq = row->seq;
+	return 0;
+}
+
+static void sub_free(struct pdk_ctl_sub *s)
+{
+	free(s->sandbox);
+	free(s->session);
+	free(s->kind);
+	free(s);
+}
+
+static void reap_dead(struct pdk_ctl *c)
+{
+	for (struct pdk_ctl_sub **p = &c->subscribers; *p != NULL;) {
+		struct pdk_ctl_sub *s = *p;
+
+		if (s->dead) {
+			*p = s->next;
+			sub_free(s);
+		} else {
+			p = &s->next;
+		}
+	}
+}
+
+/*
+ * A subscriber's callback runs inside the audit store's query: it may
+ * unsubscribe (the subscriber is marked dead and freed at the next pass),
+ * never record an event (control.h).
+ */
+void pdk__ctl_fanout(struct pdk_ctl *c)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_audit_filter f = {.after_seq = c->fanout_seq};
+	struct fan fan = {.c = c};
+
+	reap_dead(c);
+	/*
+	 * Nobody listens: nothing to read (this runs after every append, two
+	 * or three times per exec). c->fanout_seq is brought to the head when
+	 * the first subscriber comes (pdk_ctl_subscribe).
+	 */
+	if (c->subscribers == NULL)
+		return;
+	if (pdk_audit_query(c->audit, &f, fan_row, &fan, &err) < 0)
+		pdk__ctl_log(c, PDK_LOG_WARN, "events: %s", err->msg);
+}
+
+/* c->fanout_seq = the audit store's head (no subscriber: nothing is sent). */
+static void fanout_head(struct pdk_ctl *c)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_audit_filter f = {.after_seq = 0, .last = 1};
+	struct fan fan = {.c = c};
+
+	if (pdk_audit_query(c->audit, &f, fan_row, &fan, &err) < 0)
+		pdk__ctl_log(c, PDK_LOG_WARN, "events: %s", err->msg);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? pdk_xstrdup(s) : NULL;
+}
+
+struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_sub_filter *f,
+				      pdk_ctl_record_cb cb, void *ctx)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_ctl_sub *s = pdk_xcalloc(1, sizeof(*s));
+	struct pdk_audit_filter q = {.sandbox = f->sandbox, .kind = f->kind, .after_seq = f->since};
+	struct fan fan = {.c = c, .only = s};
+
+	s->c = c;
+	s->sandbox = dup_or_null(f->sandbox);
+	s->session = dup_or_null(f->session);
+	s->kind = dup_or_null(f->kind);
+	s->cb = cb;
+	s->ctx = ctx;
+	/* c->fanout_seq is the head: the replay stops there. */
+	reap_dead(c);
+	if (c->subscribers == NULL)
+		fanout_head(c);
+	else
+		pdk__ctl_fanout(c);
+	if (f->since != UINT64_MAX && pdk_audit_query(c->audit, &q, fan_row, &fan, &err) < 0)
+		pdk__ctl_log(c, PDK_LOG_WARN, "events replay: %s", err->msg);
+	s->next = c->subscribers;
+	c->subscribers = s;
+	return s;
+}
+
+void pdk_ctl_unsubscribe(struct pdk_ctl_sub *s)
+{
+	if (s != NULL)
+		s->dead = true;
+}
+
+void pdk__subs_free_all(struct pdk_ctl *c)
+{
+	while (c->subscribers != NULL) {
+		struct pdk_ctl_sub *s = c->subscribers;
+
+		c->subscribers = s->next;
+		sub_free(s);
+	}
+}

@@ -1,0 +1,706 @@
+/*
+ * exec.c - commands in a sandbox: the exec request to the supervisor, the
+ * control plane's ends of the stdio pipes (or of the pty), output captured
+ * (capture.c) or handed over as it comes, stdin queued from the caller,
+ * and tar for the archive operations.
+ */
+#include "common.h"
+#include "base.h"
+#include "control-internal.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#define READ_CHUNK      65536
+#define EARLY_MAX       (1u << 20) /* output held until the start answer */
+#define DRAIN_GRACE_MS  200 /* after the exit, how long a lingering pipe writer is waited for */
+#define STDIN_QUEUE_MAX (4u << 20) /* bytes from pdk_ctl_exec_stdin() not yet written */
+#define TAR_STDERR_CAP  8192
+
+enum exec_mode {
+	EXEC_SYNC,   /* captured, answered at the end */
+	EXEC_STREAM, /* handed over as it comes */
+	EXEC_RAW,    /* stdout is the result (archive download) */
+	EXEC_STATUS, /* success, or stderr as the error (archive upload) */
+};
+
+struct pdk_ctl_exec {
+	struct pdk_ctl_exec *next;
+	struct pdk_ctl_sb *sb;
+	enum exec_mode mode;
+	struct pdk_ctl_exec_cbs cbs;   /* EXEC_SYNC, EXEC_STREAM */
+	pdk_ctl_archive_cb archive_cb; /* EXEC_RAW, EXEC_STATUS */
+	void *ctx;
+	json_t *exec_id; /* the supervisor's */
+	json_t *exit;    /* the exit event once it came */
+	struct pdk_capture out, err;
+	int in_fd;
+	struct event *in_ev, *grace;
+	char *in_data;
+	size_t in_len, in_off;
+	uint64_t raw_max;
+	bool started, finished, raw_too_big;
+	bool closed; /* the streaming caller's client is gone */
+	/* pty: out.fd is the terminal's master, in_fd a second descriptor of it. */
+	bool pty;
+	bool stdin_open;      /* pdk_ctl_exec_stdin() may write (in_fd stays open) */
+	bool in_eof;          /* close in_fd once inq is written */
+	struct evbuffer *inq; /* bytes from pdk_ctl_exec_stdin() */
+	uint64_t start_ns;
+};
+
+static void started(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx);
+
+static void call_dropped(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)
+{
+	(void)sb;
+	(void)reply;
+	(void)ctx;
+	pdk__close_fds(fds, nfds);
+}
+
+/* Calls still pending for `x` must not reach it once it is freed. */
+static void detach_calls(struct pdk_ctl_exec *x)
+{
+	for (struct pdk_sb_call *c = x->sb->calls; c != NULL; c = c->next)
+		if (c->cb == started && c->ctx == x) {
+			c->cb = call_dropped;
+			c->ctx = NULL;
+		}
+	pdk__capture_detach(x->sb, &x->out);
+	pdk__capture_detach(x->sb, &x->err);
+}
+
+static void exec_free(struct pdk_ctl_exec *x)
+{
+	detach_calls(x);
+	pdk__capture_release(&x->out);
+	pdk__capture_release(&x->err);
+	if (x->in_ev != NULL)
+		event_free(x->in_ev);
+	if (x->grace != NULL)
+		event_free(x->grace);
+	if (x->in_fd >= 0)
+		(void)close(x->in_fd);
+	if (x->inq != NULL)
+		evbuffer_free(x->inq);
+	json_decref(x->exec_id);
+	json_decref(x->exit);
+	free(x->in_data);
+	free(x);
+}
+
+static void exec_unlink(struct pdk_ctl_exec *x)
+{
+	for (struct pdk_ctl_exec **p = &x->sb->execs; *p != NULL; p = &(*p)->next)
+		if (*p == x) {
+			*p = x->next;
+			return;
+		}
+}
+
+/* ---- finishing ---- */
+
+static void exit_of(struct pdk_ctl_exec *x, struct pdk_ctl_exit *e)
+{
+	json_t *code = json_object_get(x->exit, "exit_code");
+	json_t *sig = json_object_get(x->exit, "signal");
+	const char *end = json_string_value(json_object_get(x->exit, "end"));
+
+	memset(e, 0, sizeof(*e));
+	e->exec_id = (uint64_t)json_integer_value(x->exec_id);
+	e->has_exit_code = json_is_integer(code);
+	e->exit_code = (int)json_integer_value(code);
+	e->has_signal = json_is_integer(sig);
+	e->signal = (int)json_integer_value(sig);
+	(void)snprintf(e->end, sizeof(e->end), "%s", end ? end : "killed");
+	e->duration_ms = (pdk_now_mono_ns() - x->start_ns) / 1000000;
+}
+
+/* A pty session's end is recorded: its output went to a terminal, not into an answer. */
+static void record_pty_exit(struct pdk_ctl_exec *x, const struct pdk_ctl_exit *e)
+{
+	json_t *a = json_pack("{s:O, s:o, s:o, s:s, s:I, s:b}", "exec_id", x->exec_id, "exit_code",
+			      e->has_exit_code ? json_integer(e->exit_code) : json_null(), "signal",
+			      e->has_signal ? json_integer(e->signal) : json_null(), "end", e->end,
+			      "duration_ms", (json_int_t)e->duration_ms, "pty", 1);
+
+	pdk_ctl_event(x->sb->c, x->sb->row.id, x->sb->labels, "exec.exit", a);
+}
+
+static void finish_command(struct pdk_ctl_exec *x)
+{
+	struct pdk_ctl_exec_result r;
+
+	exit_of(x, &r.exit);
+	pdk__capture_output(&x->out, &r.out);
+	pdk__capture_output(&x->err, &r.err);
+	if (x->mode == EXEC_STREAM && x->pty)
+		record_pty_exit(x, &r.exit);
+	x->cbs.done(x->ctx, &r, NULL);
+}
+
+static void finish_archive(struct pdk_ctl_exec *x)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	json_t *code = json_object_get(x->exit, "exit_code");
+
+	if (x->raw_too_big) {
+		(void)pdk_error_set_field(&err, E2BIG, "path",
+					  "the archive is larger than %llu bytes",
+					  (unsigned long long)x->raw_max);
+	} else if (!json_is_integer(code) || json_integer_value(code) != 0) {
+		size_t len;
+		_cleanup_free_ char *t = pdk_ctl_utf8(x->err.head, x->err.head_len, &len);
+
+		(void)pdk_error_set_field(&err, EINVAL, "path", "tar failed: %s", t);
+	}
+	if (err != NULL)
+		x->archive_cb(x->ctx, NULL, 0, err);
+	else if (x->mode == EXEC_RAW)
+		x->archive_cb(x->ctx, x->out.head, x->out.head_len, NULL);
+	else
+		x->archive_cb(x->ctx, NULL, 0, NULL);
+}
+
+static void fail_unstarted(struct pdk_ctl_exec *x, const struct pdk_error *err)
+{
+	if (x->mode == EXEC_SYNC || x->mode == EXEC_STREAM)
+		x->cbs.done(x->ctx, NULL, err);
+	else
+		x->archive_cb(x->ctx, NULL, 0, err);
+}
+
+static void exec_finish(struct pdk_ctl_exec *x)
+{
+	struct pdk_ctl_sb *sb = x->sb;
+
+	if (x->finished)
+		return;
+	x->finished = true;
+	pdk__sb_charge_exec(sb, x->out.total + x->err.total, 0);
+	if (x->exit == NULL)
+		x->exit = json_pack("{s:s}", "end", "killed");
+	if (!x->started) {
+		_cleanup_error_ struct pdk_error *err = NULL;
+
+		/* The sandbox went away before the command started. */
+		(void)pdk_error_setx(&err, ENOTCONN,
+				     "the sandbox ended before the command started");
+		fail_unstarted(x, err);
+	} else {
+		pdk__sb_first_exec_done(sb);
+		pdk__sb_ingest_soon(sb);
+		if (x->mode == EXEC_SYNC || x->mode == EXEC_STREAM)
+			finish_command(x);
+		else
+			finish_archive(x);
+	}
+	exec_unlink(x);
+	exec_free(x);
+}
+
+static void maybe_finish(struct pdk_ctl_exec *x)
+{
+	if (x->exit != NULL && x->out.eof && x->err.eof)
+		exec_finish(x);
+}
+
+static void grace_over(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	exec_finish(arg);
+}
+
+void pdk__exec_exited(struct pdk_ctl_sb *sb, json_t *ev)
+{
+	json_t *id = json_object_get(ev, "exec");
+
+	for (struct pdk_ctl_exec *x = sb->execs; x != NULL; x = x->next) {
+		struct timeval tv = {0, DRAIN_GRACE_MS * 1000};
+
+		if (x->exec_id == NULL || !json_equal(x->exec_id, id))
+			continue;
+		x->exit = json_incref(ev);
+		if (x->out.eof && x->err.eof) {
+			exec_finish(x);
+			return;
+		}
+		/* A background process may hold the pipes: the answer does not wait for it long. */
+		x->grace = evtimer_new(sb->c->base, grace_over, x);
+		if (x->grace == NULL || evtimer_add(x->grace, &tv) < 0)
+			pdk_oom();
+		return;
+	}
+}
+
+void pdk__exec_abort_all(struct pdk_ctl_sb *sb)
+{
+	while (sb->execs != NULL)
+		exec_finish(sb->execs);
+}
+
+/* ---- output ---- */
+
+/* Bytes of one stream: to the streaming caller, the raw result, or the capture. */
+static void handle_output(struct pdk_ctl_exec *x, struct pdk_capture *c, const char *buf, size_t n)
+{
+	if (x->mode == EXEC_STREAM) {
+		c->total += n;
+		if (!x->closed)
+			x->cbs.output(x->ctx, c == &x->out ? 1 : 2, buf, n);
+		return;
+	}
+	if (x->mode == EXEC_RAW && c == &x->out) {
+		c->total += n;
+		if (c->head_len + n > c->head_max) {
+			x->raw_too_big = true;
+			return;
+		}
+		memcpy(c->head + c->head_len, buf, n);
+		c->head_len += n;
+		return;
+	}
+	pdk__capture_add(x->sb, x->exec_id, c, buf, n);
+}
+
+/*
+ * The pipes and the control socket are watched by the same loop: output can
+ * be read before the start answer (which gives the exec id the spill file and
+ * the streaming caller need). It waits in c->early until then.
+ */
+static void replay_early(struct pdk_ctl_exec *x, struct pdk_capture *c)
+{
+	size_t n = c->early ? evbuffer_get_length(c->early) : 0;
+
+	if (n > 0)
+		handle_output(x, c, (const char *)evbuffer_pullup(c->early, (ssize_t)n), n);
+	if (c->early != NULL) {
+		evbuffer_free(c->early);
+		if (c->ev != NULL && event_add(c->ev, NULL) < 0)
+			pdk_oom();
+	}
+	c->early = NULL;
+}
+
+static void output_eof(struct pdk_capture *c)
+{
+	if (c->ev != NULL)
+		event_free(c->ev);
+	c->ev = NULL;
+	if (c->fd >= 0)
+		(void)close(c->fd);
+	c->fd = -1;
+	c->eof = true;
+}
+
+static void output_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_ctl_exec *x = arg;
+	struct pdk_capture *c = fd == x->out.fd ? &x->out : &x->err;
+	char buf[READ_CHUNK];
+	ssize_t n;
+
+	(void)what;
+	n = read(fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		output_eof(c);
+		maybe_finish(x);
+		return;
+	}
+	if (!x->started) {
+		if (c->early == NULL)
+			c->early = pdk__ctl_buf_new();
+		pdk__ctl_buf_add(c->early, buf, (size_t)n);
+		/* Bounded: past EARLY_MAX the pipe is left to fill (the command waits). */
+		if (evbuffer_get_length(c->early) >= EARLY_MAX)
+			(void)event_del(c->ev);
+		return;
+	}
+	handle_output(x, c, buf, (size_t)n);
+}
+
+/* ---- input ---- */
+
+static void input_close(struct pdk_ctl_exec *x)
+{
+	if (x->in_ev != NULL)
+		event_free(x->in_ev);
+	x->in_ev = NULL;
+	if (x->in_fd >= 0)
+		(void)close(x->in_fd);
+	x->in_fd = -1;
+}
+
+static bool inq_empty(const struct pdk_ctl_exec *x)
+{
+	return x->inq == NULL || evbuffer_get_length(x->inq) == 0;
+}
+
+/* The initial stdin, then what pdk_ctl_exec_stdin() queued; EOF when all is written. */
+static void input_writable(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_ctl_exec *x = arg;
+	ssize_t n = 0;
+
+	(void)what;
+	if (x->in_off < x->in_len) {
+		n = write(fd, x->in_data + x->in_off, x->in_len - x->in_off);
+		if (n > 0)
+			x->in_off += (size_t)n;
+	} else if (!inq_empty(x)) {
+		n = evbuffer_write(x->inq, fd);
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < 0) { /* the command stopped reading */
+		input_close(x);
+		return;
+	}
+	if (x->in_off < x->in_len || !inq_empty(x))
+		return;
+	if (x->pty || (x->stdin_open && !x->in_eof))
+		(void)event_del(x->in_ev); /* until more is queued */
+	else
+		input_close(x); /* EOF for the command */
+}
+
+void pdk_ctl_exec_close(struct pdk_ctl_exec *x)
+{
+	x->closed = true;
+	input_close(x);
+	/* A pty session loses its terminal: the command gets SIGHUP. */
+	if (x->pty && x->out.fd >= 0)
+		output_eof(&x->out);
+}
+
+/* ---- starting ---- */
+
+static int nonblock(int fd)
+{
+	return fcntl(fd, F_SETFL, O_NONBLOCK);
+}
+
+static void watch(struct pdk_ctl_exec *x, struct event **ev, int fd, short what,
+		  event_callback_fn fn, bool now)
+{
+	*ev = event_new(x->sb->c->base, fd, what | EV_PERSIST, fn, x);
+	if (*ev == NULL || (now && event_add(*ev, NULL) < 0))
+		pdk_oom();
+}
+
+/* The pty master from the start answer: output from it, stdin to a second descriptor of it. */
+static void pty_attach(struct pdk_ctl_exec *x, int master)
+{
+	x->out.fd = master;
+	x->in_fd = fcntl(master, F_DUPFD_CLOEXEC, 0);
+	if (x->in_fd < 0 || nonblock(master) < 0) {
+		/* No terminal to serve: the session is closed, the command gets SIGHUP. */
+		input_close(x);
+		output_eof(&x->out);
+		return;
+	}
+	watch(x, &x->out.ev, x->out.fd, EV_READ, output_readable, true);
+	watch(x, &x->in_ev, x->in_fd, EV_WRITE, input_writable, false);
+}
+
+static void started(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)
+{
+	struct pdk_ctl_exec *x = ctx;
+	int master = -1;
+
+	if (x->pty && nfds == 1 && !pdk__svc_failed(reply)) {
+		master = fds[0];
+		nfds = 0;
+	}
+	pdk__close_fds(fds, nfds);
+	if (pdk__svc_failed(reply)) {
+		_cleanup_error_ struct pdk_error *err = NULL;
+
+		(void)pdk_ctl_svc_error(reply, &err);
+		x->finished = true;
+		exec_unlink(x);
+		fail_unstarted(x, err);
+		exec_free(x);
+		return;
+	}
+	x->exec_id = json_incref(json_object_get(reply, "exec"));
+	x->started = true;
+	pdk__sb_charge_exec(sb, 0, 1);
+	if (x->mode == EXEC_STREAM)
+		x->cbs.started(x->ctx, (uint64_t)json_integer_value(x->exec_id),
+			       (int)json_integer_value(json_object_get(reply, "pid")), x->pty);
+	if (x->pty) {
+		x->err.eof = true; /* one stream: the terminal */
+		if (master >= 0 && !x->closed)
+			pty_attach(x, master);
+		else if (master >= 0)
+			(void)close(master);
+		if (x->out.fd < 0)
+			x->out.eof = true;
+	}
+	replay_early(x, &x->out);
+	replay_early(x, &x->err);
+}
+
+static struct pdk_ctl_exec *exec_new(struct pdk_ctl_sb *sb, enum exec_mode mode, uint64_t cap,
+				     void *ctx)
+{
+	struct pdk_ctl_exec *x = pdk_xcalloc(1, sizeof(*x));
+
+	x->sb = sb;
+	x->mode = mode;
+	x->ctx = ctx;
+	x->in_fd = -1;
+	x->start_ns = pdk_now_mono_ns();
+	pdk__capture_init(&x->out, "stdout", cap);
+	pdk__capture_init(&x->err, "stderr", mode == EXEC_SYNC ? cap : TAR_STDERR_CAP);
+	return x;
+}
+
+static void close_pipes(int p[3][2])
+{
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 2; j++)
+			if (p[i][j] >= 0)
+				(void)close(p[i][j]);
+}
+
+/* Our ends of the pipes, watched by the loop; the command's went to the supervisor. */
+static void attach_pipes(struct pdk_ctl_exec *x, int p[3][2])
+{
+	x->in_fd = p[0][1];
+	x->out.fd = p[1][0];
+	x->err.fd = p[2][0];
+	(void)close(p[0][0]);
+	(void)close(p[1][1]);
+	(void)close(p[2][1]);
+	/*
+	 * A read after the loop said readable does not block even on a blocking
+	 * pipe; a write could, so a stdin that cannot be made non-blocking is
+	 * closed instead (the command reads EOF).
+	 */
+	(void)nonblock(x->out.fd);
+	(void)nonblock(x->err.fd);
+	watch(x, &x->out.ev, x->out.fd, EV_READ, output_readable, true);
+	watch(x, &x->err.ev, x->err.fd, EV_READ, output_readable, true);
+	if ((x->in_len == 0 && !x->stdin_open) || nonblock(x->in_fd) < 0) {
+		(void)close(x->in_fd);
+		x->in_fd = -1;
+	} else {
+		watch(x, &x->in_ev, x->in_fd, EV_WRITE, input_writable, x->in_len > 0);
+	}
+}
+
+static json_t *exec_op(char *const *argv, char *const *env, const char *cwd, uint64_t timeout_ms)
+{
+	json_t *op = json_pack("{s:s, s:o, s:o, s:I, s:b}", "op", "exec", "argv",
+			       pdk_json_strv(argv), "env", env ? pdk_json_strv(env) : json_array(),
+			       "timeout_ms", (json_int_t)timeout_ms, "pty", 0);
+
+	if (op == NULL)
+		pdk_oom();
+	if (cwd != NULL)
+		pdk_json_set(op, "cwd", json_string(cwd));
+	return op;
+}
+
+/* Pipes, the exec call, the loop's watchers. On error, `x` is freed. */
+static int exec_launch(struct pdk_ctl_exec *x, json_t *op, struct pdk_error **err)
+{
+	int p[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
+	int fds[3];
+	int rc = 0;
+
+	for (int i = 0; i < 3 && rc == 0; i++)
+		if (pipe2(p[i], O_CLOEXEC) < 0)
+			rc = -errno;
+	fds[0] = p[0][0];
+	fds[1] = p[1][1];
+	fds[2] = p[2][1];
+	if (rc == 0)
+		rc = pdk__sb_call(x->sb, op, fds, 3, started, x);
+	else
+		json_decref(op);
+	if (rc < 0) {
+		close_pipes(p);
+		exec_free(x);
+		return pdk_error_setx(err, rc == -ENOTCONN ? ENOTCONN : EIO,
+				      "cannot start the command in the sandbox");
+	}
+	attach_pipes(x, p);
+	x->next = x->sb->execs;
+	x->sb->execs = x;
+	return 0;
+}
+
+/* A pty exec: the supervisor answers with the terminal's master (started()). */
+static int exec_launch_pty(struct pdk_ctl_exec *x, const struct pdk_ctl_exec_req *r,
+			   struct pdk_error **err)
+{
+	json_t *op = exec_op(r->argv, r->env, r->cwd, r->timeout_ms);
+
+	pdk_json_set(op, "pty", json_true());
+	pdk_json_set(op, "cols", json_integer((json_int_t)r->cols));
+	pdk_json_set(op, "rows", json_integer((json_int_t)r->rows));
+	if (pdk__sb_call(x->sb, op, NULL, 0, started, x) < 0) {
+		exec_free(x);
+		return pdk_error_setx(err, EIO, "cannot start the command in the sandbox");
+	}
+	x->next = x->sb->execs;
+	x->sb->execs = x;
+	return 0;
+}
+
+static int exec_check(struct pdk_ctl_sb *sb, const struct pdk_ctl_exec_req *r, bool stream,
+		      struct pdk_error **err)
+{
+	if (pdk_ctl_budget_check(sb, "exec", err) < 0)
+		return -EDQUOT;
+	if ((r->pty || r->stdin_open) && !stream)
+		return pdk_error_set_field(err, EINVAL, r->pty ? "pty" : "stdin_open",
+					   "'%s' needs a streamed command",
+					   r->pty ? "pty" : "stdin_open");
+	if (r->output_cap < 64)
+		return pdk_error_set_field(err, EINVAL, "output_cap",
+					   "'output_cap' must be at least 64");
+	return 0;
+}
+
+int pdk_ctl_exec(struct pdk_ctl_sb *sb, const struct pdk_ctl_exec_req *r, bool stream,
+		 const struct pdk_ctl_exec_cbs *cbs, void *ctx, struct pdk_ctl_exec **out,
+		 struct pdk_error **err)
+{
+	struct pdk_ctl_exec *x;
+	int rc;
+
+	rc = exec_check(sb, r, stream, err);
+	if (rc < 0)
+		return rc;
+	x = exec_new(sb, stream ? EXEC_STREAM : EXEC_SYNC, r->output_cap, ctx);
+	x->cbs = *cbs;
+	x->pty = r->pty;
+	x->stdin_open = r->stdin_open || r->pty;
+	if (x->stdin_open)
+		x->inq = pdk__ctl_buf_new();
+	if (r->stdin_len > 0) {
+		x->in_data = pdk_xmalloc(r->stdin_len);
+		memcpy(x->in_data, r->stdin_data, r->stdin_len);
+		x->in_len = r->stdin_len;
+	}
+	if (out != NULL)
+		*out = x;
+	/*
+	 * The request goes to the supervisor first, then into the audit store:
+	 * the audit transaction runs while the supervisor and the init start
+	 * the command, not before. The record is written either way, before
+	 * the answer (which needs the loop's next turns) and before the spool's
+	 * process.exec is ingested (a later turn too): the order in the audit
+	 * chain stays request, then exec.
+	 */
+	if (r->pty)
+		rc = exec_launch_pty(x, r, err);
+	else
+		rc = exec_launch(x, exec_op(r->argv, r->env, r->cwd, r->timeout_ms), err);
+	pdk_ctl_event(sb->c, sb->row.id, sb->labels, "exec.request",
+		      json_pack("{s:o, s:b, s:b}", "argv", pdk_json_strv(r->argv), "stream", stream,
+				"pty", r->pty));
+	if (rc < 0 && out != NULL)
+		*out = NULL;
+	return rc;
+}
+
+/* ---- stdin and the terminal ---- */
+
+static struct pdk_ctl_exec *exec_find(struct pdk_ctl_sb *sb, uint64_t id, struct pdk_error **err)
+{
+	for (struct pdk_ctl_exec *x = sb->execs; x != NULL; x = x->next)
+		if (!x->finished && json_is_integer(x->exec_id) &&
+		    (uint64_t)json_integer_value(x->exec_id) == id)
+			return x;
+	(void)pdk_error_set_field(err, ENOENT, "exec_id", "no running command %llu in this sandbox",
+				  (unsigned long long)id);
+	return NULL;
+}
+
+int pdk_ctl_exec_stdin(struct pdk_ctl_sb *sb, uint64_t exec_id, const char *data, size_t len,
+		       bool eof, struct pdk_error **err)
+{
+	struct pdk_ctl_exec *x = exec_find(sb, exec_id, err);
+
+	if (x == NULL)
+		return -ENOENT;
+	if (!x->stdin_open)
+		return pdk_error_set_field(err, EALREADY, "stdin_open",
+					   "the command's stdin is not open: start it with "
+					   "\"stdin_open\": true (streaming) or \"pty\": true");
+	if (x->in_fd < 0 || x->in_ev == NULL || x->in_eof)
+		return pdk_error_set_field(err, EALREADY, "stdin", "the command's stdin is closed");
+	if (evbuffer_get_length(x->inq) + len + 1 > STDIN_QUEUE_MAX)
+		return pdk_error_set_field(err, EDQUOT, "stdin",
+					   "more than %u bytes wait for the command to read them",
+					   STDIN_QUEUE_MAX);
+	pdk__ctl_buf_add(x->inq, data, len);
+	/* A terminal's reader sees the end of input as ^D; a pipe is closed once the queue is
+	 * written. */
+	if (eof && x->pty)
+		pdk__ctl_buf_add(x->inq, "\x04", 1);
+	else if (eof)
+		x->in_eof = true;
+	if (event_add(x->in_ev, NULL) < 0)
+		pdk_oom();
+	return 0;
+}
+
+int pdk_ctl_exec_resize(struct pdk_ctl_sb *sb, uint64_t exec_id, uint64_t cols, uint64_t rows,
+			struct pdk_error **err)
+{
+	struct pdk_ctl_exec *x = exec_find(sb, exec_id, err);
+	struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+	int fd;
+
+	if (x == NULL)
+		return -ENOENT;
+	if (!x->pty)
+		return pdk_error_set_field(err, EALREADY, "pty", "the command has no terminal");
+	fd = x->in_fd >= 0 ? x->in_fd : x->out.fd;
+	if (fd < 0)
+		return pdk_error_set_field(err, EALREADY, "pty",
+					   "the session's terminal is closed");
+	if (ioctl(fd, TIOCSWINSZ, &ws) < 0)
+		return pdk_error_setx(err, errno, "cannot set the terminal's size");
+	return 0;
+}
+
+/* ---- tar for the archive operations ---- */
+
+int pdk__exec_tar(struct pdk_ctl_sb *sb, const char *dir, bool create, char *body, size_t body_len,
+		  uint64_t max, pdk_ctl_archive_cb cb, void *ctx, struct pdk_error **err)
+{
+	char *argv[] = {(char *)"tar",
+			create ? (char *)"-c" : (char *)"-x",
+			(char *)"-f",
+			(char *)"-",
+			(char *)"-C",
+			(char *)dir,
+			create ? (char *)"." : NULL,
+			NULL};
+	struct pdk_ctl_exec *x = exec_new(sb, create ? EXEC_RAW : EXEC_STATUS, TAR_STDERR_CAP, ctx);
+
+	x->archive_cb = cb;
+	x->raw_max = max;
+	if (create) { /* EXEC_RAW keeps the whole archive, up to max */
+		x->out.head_max = max;
+		free(x->out.head);
+		x->out.head = pdk_xmalloc(max + 1);
+	}
+	x->in_data = body;
+	x->in_len = body_len;
+	return exec_launch(x, exec_op(argv, NULL, "/", 0), err);
+}

@@ -1,0 +1,158 @@
+/*
+ * ops.c - the operations the supervisor answers itself: pause, resume,
+ * snapshot, rollback, commit, diff, stat, list and signal. Each is recorded
+ * (sandbox.control) and forwarded; the answer comes back as the
+ * supervisor's document, or for pause and resume as the sandbox's view.
+ */
+#include "common.h"
+#include "base.h"
+#include "control-internal.h"
+
+#include <string.h>
+
+struct fwd {
+	pdk_ctl_doc_cb doc_cb;
+	pdk_ctl_view_cb view_cb;
+	void *ctx;
+};
+
+static void forwarded(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_json_ json_t *doc = NULL;
+	struct fwd *f = ctx;
+
+	pdk__close_fds(fds, nfds);
+	if (pdk__svc_failed(reply)) {
+		(void)pdk_ctl_svc_error(reply, &err);
+		if (f->view_cb != NULL)
+			f->view_cb(f->ctx, NULL, err);
+		else
+			f->doc_cb(f->ctx, NULL, err);
+	} else if (f->view_cb != NULL) {
+		const char *state = json_string_value(json_object_get(reply, "state"));
+		struct pdk_ctl_view v;
+
+		if (state != NULL)
+			pdk__sb_set_state(sb, state);
+		pdk__sb_view(sb, &v);
+		f->view_cb(f->ctx, &v, NULL);
+		pdk_ctl_view_release(&v);
+	} else {
+		doc = json_deep_copy(reply);
+		(void)json_object_del(doc, "req");
+		f->doc_cb(f->ctx, doc, NULL);
+	}
+	free(f);
+}
+
+static int forward(struct pdk_ctl_sb *sb, json_t *op, struct fwd *f, struct pdk_error **err)
+{
+	const char *name = json_string_value(json_object_get(op, "op"));
+	int rc;
+
+	pdk_ctl_event(sb->c, sb->row.id, sb->labels, "sandbox.control",
+		      json_pack("{s:s}", "op", name ? name : "?"));
+	rc = pdk__sb_call(sb, op, NULL, 0, forwarded, f);
+	if (rc < 0) {
+		free(f);
+		return pdk_error_setx(err, rc == -ENOTCONN ? ENOTCONN : EIO,
+				      "cannot reach the sandbox's supervisor");
+	}
+	return 0;
+}
+
+int pdk__ctl_forward(struct pdk_ctl_sb *sb, json_t *op, pdk_ctl_doc_cb cb, void *ctx,
+		     struct pdk_error **err)
+{
+	struct fwd *f = pdk_xcalloc(1, sizeof(*f));
+
+	f->doc_cb = cb;
+	f->ctx = ctx;
+	return forward(sb, op, f, err);
+}
+
+static int forward_view(struct pdk_ctl_sb *sb, const char *name, pdk_ctl_view_cb cb, void *ctx,
+			struct pdk_error **err)
+{
+	struct fwd *f = pdk_xcalloc(1, sizeof(*f));
+
+	f->view_cb = cb;
+	f->ctx = ctx;
+	return forward(sb, json_pack("{s:s}", "op", name), f, err);
+}
+
+int pdk_ctl_pause(struct pdk_ctl_sb *sb, pdk_ctl_view_cb cb, void *ctx, struct pdk_error **err)
+{
+	return forward_view(sb, "pause", cb, ctx, err);
+}
+
+int pdk_ctl_resume(struct pdk_ctl_sb *sb, pdk_ctl_view_cb cb, void *ctx, struct pdk_error **err)
+{
+	return forward_view(sb, "resume", cb, ctx, err);
+}
+
+int pdk_ctl_snapshot(struct pdk_ctl_sb *sb, const char *name, bool restart, pdk_ctl_doc_cb cb,
+		     void *ctx, struct pdk_error **err)
+{
+	_cleanup_free_ char *made = NULL;
+
+	if (name == NULL) {
+		char id[37];
+
+		pdk_make_id(id);
+		made = pdk_xasprintf("snap-%.8s", id + 28);
+		name = made;
+	}
+	return pdk__ctl_forward(
+		sb,
+		json_pack("{s:s, s:b, s:s}", "op", "snapshot", "restart", restart, "name", name),
+		cb, ctx, err);
+}
+
+int pdk_ctl_rollback(struct pdk_ctl_sb *sb, const char *snapshot, bool restart, pdk_ctl_doc_cb cb,
+		     void *ctx, struct pdk_error **err)
+{
+	if (snapshot == NULL)
+		return pdk_error_set_field(err, EINVAL, "snapshot",
+					   "a rollback names its snapshot");
+	return pdk__ctl_forward(sb,
+				json_pack("{s:s, s:b, s:s}", "op", "rollback", "restart", restart,
+					  "snapshot", snapshot),
+				cb, ctx, err);
+}
+
+int pdk_ctl_commit(struct pdk_ctl_sb *sb, bool restart, pdk_ctl_doc_cb cb, void *ctx,
+		   struct pdk_error **err)
+{
+	return pdk__ctl_forward(sb, json_pack("{s:s, s:b}", "op", "commit", "restart", restart), cb,
+				ctx, err);
+}
+
+int pdk_ctl_diff(struct pdk_ctl_sb *sb, pdk_ctl_doc_cb cb, void *ctx, struct pdk_error **err)
+{
+	return pdk__ctl_forward(sb, json_pack("{s:s}", "op", "diff"), cb, ctx, err);
+}
+
+int pdk_ctl_stat(struct pdk_ctl_sb *sb, const char *path, pdk_ctl_doc_cb cb, void *ctx,
+		 struct pdk_error **err)
+{
+	return pdk__ctl_forward(sb, json_pack("{s:s, s:s}", "op", "stat", "path", path), cb, ctx,
+				err);
+}
+
+int pdk_ctl_ls(struct pdk_ctl_sb *sb, const char *path, pdk_ctl_doc_cb cb, void *ctx,
+	       struct pdk_error **err)
+{
+	return pdk__ctl_forward(sb, json_pack("{s:s, s:s}", "op", "list", "path", path), cb, ctx,
+				err);
+}
+
+int pdk_ctl_signal(struct pdk_ctl_sb *sb, uint64_t exec_id, int sig, pdk_ctl_doc_cb cb, void *ctx,
+		   struct pdk_error **err)
+{
+	return pdk__ctl_forward(sb,
+				json_pack("{s:s, s:I, s:i}", "op", "signal", "exec",
+					  (json_int_t)exec_id, "sig", sig),
+				cb, ctx, err);
+}

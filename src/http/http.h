@@ -1,0 +1,130 @@
+/*
+ * http.h - the server plumbing every HTTP listener of paddock shares
+ * (docs/internals/daemon.md): the request guard in front of evhttp, JSON
+ * answers and error bodies, event streams (SSE), and checked forms of the
+ * libevent calls that can fail only for want of memory.
+ *
+ * Stands on base/ alone: it knows HTTP, not sandboxes. Which status an
+ * error becomes is the front door's decision (api/); this layer only
+ * writes what it is given. Every function here runs on the loop's thread.
+ * An allocation failure anywhere below is pdk_oom(), never a half-written
+ * answer.
+ */
+#ifndef PDK_HTTP_H
+#define PDK_HTTP_H
+
+#include "common.h"
+#include "base.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+/* The largest request line + headers (the guard's limit, and evhttp's own behind it). */
+#define PDK_HTTP_HEADERS_MAX (64 * 1024)
+
+/* ---- checked libevent calls (reply.c) ---- */
+
+/* evbuffer_add(): `len` bytes of `data` (borrowed) appended to `buf`. */
+void pdk_http_buf_add(struct evbuffer *buf, const void *data, size_t len);
+/* evbuffer_add_printf(). */
+void pdk_http_buf_printf(struct evbuffer *buf, const char *fmt, ...) PDK_PRINTF(2, 3);
+/* A new, empty evbuffer (caller frees with evbuffer_free()). */
+struct evbuffer *pdk_http_buf_new(void);
+/* evhttp_add_header() on the answer's headers (both strings copied). */
+void pdk_http_header(struct evhttp_request *req, const char *name, const char *value);
+
+/* ---- answers (reply.c) ---- */
+
+/*
+ * Answer `req` with status `code` and `body` (taken; serialised compact,
+ * keys sorted, one line) as application/json. `req` is evhttp's again
+ * afterwards: no call may touch it.
+ */
+void pdk_http_json(struct evhttp_request *req, int code, json_t *body);
+/*
+ * Answer with the error object {"error":{"code","message","field"}}: `ecode`
+ * is the machine-readable code ("not_found"), `field` names the part of the
+ * request to blame (NULL or "": none), the message is printf-style and
+ * clipped at 511 bytes. The one place an error body is built.
+ */
+void pdk_http_error(struct evhttp_request *req, int code, const char *ecode, const char *field,
+		    const char *fmt, ...) PDK_PRINTF(5, 6);
+/* Answer 200 with `len` bytes of `data` (borrowed) as `content_type`. */
+void pdk_http_bytes(struct evhttp_request *req, const char *content_type, const void *data,
+		    size_t len);
+/*
+ * Answer 200 with the first `size` bytes of the file open on `fd` (taken:
+ * closed once sent, or at once when `size` is 0) as `content_type`.
+ */
+void pdk_http_file(struct evhttp_request *req, const char *content_type, int fd, uint64_t size);
+
+/*
+ * The whole request body of `req`, moved out of evhttp's buffer into a new
+ * NUL-terminated string (*out, caller frees; *len its length). -E2BIG when
+ * it is longer than `max` (nothing is taken then).
+ */
+PDK_MUST_CHECK int pdk_http_body(struct evhttp_request *req, size_t max, char **out, size_t *len);
+
+/* ---- event streams: text/event-stream answers (stream.c) ---- */
+
+/*
+ * A long answer, one event at a time. Owned by whoever started it (its
+ * storage must outlive the answer: until pdk_http_stream_end(), or until
+ * on_close ran). A client that goes away marks the stream dead and calls
+ * on_close once (the last thing the stream does with it); sends to a dead
+ * stream are dropped.
+ */
+struct pdk_http_stream {
+	struct evhttp_request *req; /* NULL once ended or gone */
+	bool dead;
+	void (*on_close)(void *arg); /* may be NULL */
+	void *on_close_arg;
+	struct event *peer_ev; /* the client's socket, when watched (pdk_http_stream_watch) */
+};
+
+/* Answer `req` 200 text/event-stream and keep it open. */
+void pdk_http_stream_start(struct pdk_http_stream *s, struct evhttp_request *req);
+/*
+ * Also notice a client that goes away while nothing is written to it: its
+ * socket is watched for EOF (a peek: the bytes stay evhttp's). A stream
+ * whose client only listens would otherwise find out at its next write.
+ */
+void pdk_http_stream_watch(struct pdk_http_stream *s, struct event_base *base);
+/* One event: "id: ID" (when not NULL), "event: EVENT", "data: " + `data` (taken) as JSON. */
+void pdk_http_stream_send(struct pdk_http_stream *s, const char *id, const char *event,
+			  json_t *data);
+/* A comment line (": TEXT"): keeps an idle stream alive through proxies. */
+void pdk_http_stream_comment(struct pdk_http_stream *s, const char *text);
+/* End the answer (or just forget it when the client is gone). on_close is not called. */
+void pdk_http_stream_end(struct pdk_http_stream *s);
+
+/* ---- the request guard (guard-conn.c; the framer is guard.c) ---- */
+
+/*
+ * The guarded connections of a set of listeners. The guard sits between
+ * each connection's socket and evhttp and refuses oversized and malformed
+ * requests with the JSON error before evhttp sees them.
+ */
+struct pdk_http_guards;
+
+/*
+ * Guards for bodies of at most `max_body` bytes (caller frees). They must
+ * outlive every evhttp using them and the event loop itself: libevent may
+ * finalise a connection's filter as late as event_base_free().
+ */
+struct pdk_http_guards *pdk_http_guards_new(uint64_t max_body);
+void pdk_http_guards_free(struct pdk_http_guards *gs);
+
+/* Put a guard in front of every connection `h` accepts. */
+void pdk_http_guard_install(struct pdk_http_guards *gs, struct evhttp *h);
+
+/*
+ * In the request handler, first, for every request: when `req` is a guard's
+ * stand-in for a refused request, answer it with the JSON error, close the
+ * connection once the answer is written, and return true. False for every
+ * other request.
+ */
+bool pdk_http_guard_answer(struct pdk_http_guards *gs, struct evhttp_request *req);
+
+#endif
