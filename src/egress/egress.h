@@ -10,7 +10,7 @@
  * and every resolved address checked (SSRF, DNS rebinding). Each decision
  * becomes a `net.connect` event; budgets emit `limit.exceeded`.
  * docs/egress.md is the user's manual, docs/internals/egress.md the design.
-
+ *
  * The rule syntax it matches with is policy/netrule.h. HTTPS credential
  * injection (the per-sandbox CA) is egress-tls.h, included here: the egress
  * layer's public header is this one.
