@@ -28,8 +28,8 @@ struct pdk__egress_cred {
 	size_t secret; /* index into secrets */
 };
 
-/* net.credential: an injection, or a refused placeholder. */
-static void emit_credential(struct pdk__egress_conn *c, const struct pdk__egress_secret *s,
+/* net.credential: an injection, or a refused placeholder. False: not recorded. */
+static bool emit_credential(struct pdk__egress_conn *c, const struct pdk__egress_secret *s,
 			    const char *field, bool inject, const char *reason)
 {
 	json_t *a = json_object();
@@ -41,7 +41,7 @@ static void emit_credential(struct pdk__egress_conn *c, const struct pdk__egress
 	pdk_json_set(a, "decision", json_string(inject ? "inject" : "deny"));
 	if (reason != NULL)
 		pdk_json_set(a, "reason", json_string(reason));
-	pdk__egress_emit(c->e, "net.credential", a);
+	return pdk__egress_emit(c->e, "net.credential", a);
 }
 
 static bool cred_matches(const struct pdk__egress_conn *c, const struct pdk__egress_cred *cr)
@@ -129,7 +129,7 @@ static int swap_placeholders(struct pdk__egress_conn *c, const char *data, struc
 			why = pdk_xasprintf("the placeholder of secret '%s' may not be sent to %s "
 					    "port %u (no network.credentials rule names it)",
 					    s->name, c->head.host, c->head.port);
-			emit_credential(c, s, NULL, false, why);
+			(void)emit_credential(c, s, NULL, false, why); /* refused either way */
 			pdk__egress_answer(c, false, 403, why);
 			return -1;
 		}
@@ -139,8 +139,12 @@ static int swap_placeholders(struct pdk__egress_conn *c, const char *data, struc
 	return 0;
 }
 
-/* Every credential rule that names the host: its header replaces any field of that name. */
-static void inject(struct pdk__egress_conn *c, struct rewrite *r)
+/*
+ * Every credential rule that names the host: its header replaces any field
+ * of that name the client sent. SECURITY: an injection that cannot be
+ * recorded does not happen: -1 after answering 503.
+ */
+static int inject(struct pdk__egress_conn *c, struct rewrite *r)
 {
 	struct pdk_egress *e = c->e;
 
@@ -151,8 +155,12 @@ static void inject(struct pdk__egress_conn *c, struct rewrite *r)
 			continue;
 		r->drop[r->rw.n_drop++] = cr->field;
 		r->extra[r->rw.n_extra++] = cr->line;
-		emit_credential(c, &e->secrets[cr->secret], cr->field, true, NULL);
+		if (!emit_credential(c, &e->secrets[cr->secret], cr->field, true, NULL)) {
+			pdk__egress_unrecorded(c);
+			return -1;
+		}
 	}
+	return 0;
 }
 
 /* SECURITY: the body is scanned for the placeholders that may not go here. */
@@ -177,10 +185,10 @@ int pdk__egress_cred_head(struct pdk__egress_conn *c, const char *data)
 
 	rewrite_init(&r, c->e);
 	rc = swap_placeholders(c, data, &r);
-	if (rc == 0) {
-		inject(c, &r);
+	if (rc == 0)
+		rc = inject(c, &r);
+	if (rc == 0)
 		rc = scan_body(c, &r);
-	}
 	if (rc == 0) {
 		/* The upstream connection may serve this client's next request too. */
 		c->head.upstream_keep_alive = c->head.keep_alive;
@@ -228,14 +236,15 @@ bool pdk__egress_body_refused(struct pdk__egress_conn *c)
 	why = pdk_xasprintf("the placeholder of secret '%s' may not be sent to %s port %u (in "
 			    "the request body; no network.credentials rule names it)",
 			    s ? s->name : "?", c->head.host, c->head.port);
+	/* Refused whether or not the refusal is recorded. */
 	if (s != NULL)
-		emit_credential(c, s, NULL, false, why);
+		(void)emit_credential(c, s, NULL, false, why);
 	pdk__egress_close_up(c);
 	if (!c->answered) {
 		pdk__egress_answer(c, false, 403, why);
 		return true;
 	}
-	pdk__egress_emit_connect(c, false, 403, why);
+	(void)pdk__egress_emit_connect(c, false, 403, why);
 	pdk__egress_finish(c);
 	return true;
 }

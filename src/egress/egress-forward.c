@@ -76,9 +76,11 @@ static void next_request(struct pdk__egress_conn *c)
 
 static void response_done(struct pdk__egress_conn *c)
 {
-	pdk__egress_emit_connect(c, true, (int)c->resp.p.status_code, NULL);
+	/* SECURITY: a request that could not be recorded is the connection's last. */
+	bool recorded = pdk__egress_emit_connect(c, true, (int)c->resp.p.status_code, NULL);
+
 	/* Inside an intercepted tunnel too: the next request reuses both TLS connections. */
-	if (c->close_after || !c->resp.keep_alive || !c->head.keep_alive) {
+	if (!recorded || c->close_after || !c->resp.keep_alive || !c->head.keep_alive) {
 		pdk__egress_finish(c);
 		return;
 	}
@@ -92,8 +94,8 @@ static void upstream_failed(struct pdk__egress_conn *c, const char *reason)
 		pdk__egress_answer(c, true, 502, reason);
 		return;
 	}
-	pdk__egress_emit_connect(c, true, (int)c->resp.p.status_code, reason);
-	pdk__egress_finish(c);
+	(void)pdk__egress_emit_connect(c, true, (int)c->resp.p.status_code, reason);
+	pdk__egress_finish(c); /* it ends either way */
 }
 
 static void forward_read(struct bufferevent *bev, void *arg)
@@ -131,9 +133,9 @@ static void forward_event(struct bufferevent *bev, short what, void *arg)
 	struct pdk__egress_conn *c = arg;
 
 	if (bev == c->client) {
-		/* The client went away: nothing more to do for it. */
-		pdk__egress_emit_connect(c, true, (int)c->resp.p.status_code,
-					 "the client closed the connection");
+		/* The client went away: nothing more to do for it (recorded or not). */
+		(void)pdk__egress_emit_connect(c, true, (int)c->resp.p.status_code,
+					       "the client closed the connection");
 		pdk__egress_conn_free(c);
 		return;
 	}

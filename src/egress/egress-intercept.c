@@ -52,7 +52,7 @@ void pdk__egress_client_tls_failed(struct pdk__egress_conn *c)
 			    "the sandbox's trust bundle, or pins certificates, cannot be given "
 			    "credentials",
 			    text ? text : "the connection ended");
-	pdk__egress_emit_connect(c, true, 0, why);
+	(void)pdk__egress_emit_connect(c, true, 0, why); /* the connection ends either way */
 }
 
 /*
@@ -74,7 +74,7 @@ static bool client_to_tls(struct pdk__egress_conn *c, SSL_CTX *ctx)
 		SSL_free(ssl);
 		if (fd >= 0)
 			(void)close(fd);
-		pdk__egress_emit_connect(c, true, 0, "the client closed the connection");
+		(void)pdk__egress_emit_connect(c, true, 0, "the client closed the connection");
 		pdk__egress_conn_free(c);
 		return false;
 	}
@@ -95,6 +95,8 @@ static void intercept_client(struct pdk__egress_conn *c)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	SSL_CTX *ctx = pdk_egress_ca_server_ctx(c->e->cfg.ca, c->head.host, &err);
 
+	if (!pdk__egress_recording(c))
+		return;
 	if (ctx == NULL) {
 		pdk__egress_answer(c, true, 502, err->msg);
 		return;
@@ -107,8 +109,14 @@ static void intercept_client(struct pdk__egress_conn *c)
 	}
 	if (!client_to_tls(c, ctx))
 		return;
-	/* The CONNECT's own event; every request inside gets one of its own. */
-	pdk__egress_emit_connect(c, true, 200, NULL);
+	/*
+	 * The CONNECT's own event; every request inside gets one of its own.
+	 * SECURITY: not recorded, the tunnel goes no further.
+	 */
+	if (!pdk__egress_emit_connect(c, true, 200, NULL)) {
+		pdk__egress_conn_free(c);
+		return;
+	}
 	c->tunnel_host = pdk_xstrdup(c->head.host);
 	c->tunnel_port = c->head.port;
 	c->event_done = false;
@@ -219,9 +227,11 @@ void pdk__egress_intercepted_request(struct pdk__egress_conn *c)
 		pdk__egress_decide(c);
 		return;
 	}
+	if (!pdk__egress_recording(c))
+		return;
 	refusal = pdk__egress_budget_refusal(e, true, &limit, &value);
 	if (refusal != NULL) {
-		pdk__egress_emit_limit(e, limit, value);
+		(void)pdk__egress_emit_limit(e, limit, value); /* refused either way */
 		pdk__egress_answer(c, false, 429, refusal);
 		return;
 	}

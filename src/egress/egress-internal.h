@@ -296,23 +296,47 @@ struct pdk_egress {
 	size_t hold_cap;     /* at most this many: the proxy-wide bound, or lower in tests */
 	struct ssl_ctx_st *tls_client; /* cfg.ca set: verifies the real servers (egress-tls.c) */
 	char *tls_error;               /* why tls_client could not be made, or NULL */
+	/*
+	 * Events that cannot be recorded (pdk__egress_emit()): failed_fd is an
+	 * eventfd written once, at the first failure; events_err is that
+	 * failure, published before events_failed is set (both read by the
+	 * owner's thread through pdk_egress_failed()).
+	 */
+	int failed_fd;
+	bool events_failed;
+	struct pdk_error *events_err;
 };
 
 /* ---- egress.c: events, answers, budgets, connections, the loop ---- */
 
-/* Emit an event of the proxy (ownership of `attrs` taken); a failing sink is the hub's to report.
+/*
+ * Emit an event of the proxy (ownership of `attrs` taken). SECURITY: an
+ * event that cannot be recorded fails closed: false is returned, and the
+ * caller refuses what the event was about; the first failure is kept for
+ * the owner and makes e->failed_fd readable (docs/internals/egress.md
+ * "Events fail closed").
  */
-void pdk__egress_emit(struct pdk_egress *e, const char *kind, json_t *attrs);
+bool pdk__egress_emit(struct pdk_egress *e, const char *kind, json_t *attrs);
 
-/* limit.exceeded for `limit` (the name of the policy's limit) at `value`. */
-void pdk__egress_emit_limit(struct pdk_egress *e, const char *limit, uint64_t value);
+/* limit.exceeded for `limit` (the name of the policy's limit) at `value`; false: not recorded. */
+bool pdk__egress_emit_limit(struct pdk_egress *e, const char *limit, uint64_t value);
 
 /*
  * The one net.connect of the current request or tunnel: the decision, and
- * for allowed ones the traffic. Once per request (c->event_done).
+ * for allowed ones the traffic. Once per request (c->event_done); true when
+ * it was recorded now or before, false when it could not be.
  */
-void pdk__egress_emit_connect(struct pdk__egress_conn *c, bool allow, int status,
+bool pdk__egress_emit_connect(struct pdk__egress_conn *c, bool allow, int status,
 			      const char *reason);
+
+/*
+ * Whether the proxy still takes decisions: false, after answering 503,
+ * once an event could not be recorded. Called before anything goes up.
+ */
+bool pdk__egress_recording(struct pdk__egress_conn *c);
+
+/* An event about this request could not be recorded: refuse it (503). */
+void pdk__egress_unrecorded(struct pdk__egress_conn *c);
 
 /* Answer an error (the connection then closes: pdk__egress_finish()) and record it. */
 void pdk__egress_answer(struct pdk__egress_conn *c, bool allow, int status, const char *reason);

@@ -153,6 +153,8 @@ void pdk__egress_decide(struct pdk__egress_conn *c)
 	uint64_t value = 0;
 	bool reuse;
 
+	if (!pdk__egress_recording(c))
+		return;
 	if (!allowed(c))
 		return;
 	reuse = can_reuse(c);
@@ -160,7 +162,7 @@ void pdk__egress_decide(struct pdk__egress_conn *c)
 		pdk__egress_close_up(c); /* before the budget check: it frees a connection */
 	refusal = pdk__egress_budget_refusal(c->e, reuse, &limit, &value);
 	if (refusal != NULL) {
-		pdk__egress_emit_limit(c->e, limit, value);
+		(void)pdk__egress_emit_limit(c->e, limit, value); /* refused either way */
 		pdk__egress_answer(c, false, 429, refusal);
 		return;
 	}

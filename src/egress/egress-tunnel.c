@@ -95,7 +95,7 @@ void pdk__egress_tunnel_free(struct pdk__egress_tunnel *t)
 
 static void tunnel_end(struct pdk__egress_conn *c, const char *reason)
 {
-	pdk__egress_emit_connect(c, true, 200, reason);
+	(void)pdk__egress_emit_connect(c, true, 200, reason); /* it ends either way */
 	pdk__egress_conn_free(c);
 }
 

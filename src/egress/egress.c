@@ -5,7 +5,7 @@
  *
  * This file holds the proxy itself: its start and stop, the loop's thread,
  * accepting connections and freeing them, the answers that end them, the
- * budgets, and the events. What happens to a request
+ * budgets, and the events, which fail closed. What happens to a request
  * after it was accepted is in the other files (egress-internal.h lists
  * them). Only the loop's thread touches a connection; pdk_egress_stop()
  * wakes the loop through a pipe. docs/internals/egress.md explains the
@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #define MAX_CLIENTS     256 /* connections from the sandbox at once; more wait in the backlog */
@@ -34,31 +35,47 @@
 
 /* ---- events ---- */
 
-void pdk__egress_emit(struct pdk_egress *e, const char *kind, json_t *attrs)
+/*
+ * SECURITY: fail closed. Everywhere else in paddock an event that cannot
+ * be recorded stops the sandbox (engine/sandbox.c, emit()); the proxy runs
+ * in a thread of its own, so it cannot stop the sandbox itself. It keeps
+ * the first failure, wakes its owner through failed_fd (who stops the
+ * sandbox), and tells the caller, who refuses what the event was about.
+ */
+bool pdk__egress_emit(struct pdk_egress *e, const char *kind, json_t *attrs)
 {
-	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_error *err = NULL;
+	uint64_t one = 1;
 
-	/* A failing sink already had its say through the hub; the proxy goes on. */
-	(void)!pdk_events_emit(e->cfg.events, kind, 0, attrs, &err);
+	if (pdk_events_emit(e->cfg.events, kind, 0, attrs, &err) == 0)
+		return true;
+	if (!__atomic_load_n(&e->events_failed, __ATOMIC_ACQUIRE)) {
+		e->events_err = steal_ptr(&err);
+		__atomic_store_n(&e->events_failed, true, __ATOMIC_RELEASE);
+		/* An eventfd written once cannot overflow: this write does not fail. */
+		(void)!write(e->failed_fd, &one, sizeof(one));
+	}
+	pdk_error_free(&err);
+	return false;
 }
 
-void pdk__egress_emit_limit(struct pdk_egress *e, const char *limit, uint64_t value)
+bool pdk__egress_emit_limit(struct pdk_egress *e, const char *limit, uint64_t value)
 {
 	json_t *a = json_object();
 
 	pdk_json_set(a, "limit", json_string(limit));
 	pdk_json_set(a, "value", json_integer((json_int_t)value));
-	pdk__egress_emit(e, "limit.exceeded", a);
+	return pdk__egress_emit(e, "limit.exceeded", a);
 }
 
-void pdk__egress_emit_connect(struct pdk__egress_conn *c, bool allow, int status,
+bool pdk__egress_emit_connect(struct pdk__egress_conn *c, bool allow, int status,
 			      const char *reason)
 {
 	const struct pdk__egress_head *h = &c->head;
 	json_t *a;
 
 	if (c->event_done)
-		return;
+		return true;
 	c->event_done = true;
 	a = json_object();
 	pdk_json_set(a, "method", json_string(http_method_str((enum http_method)h->p.method)));
@@ -80,7 +97,23 @@ void pdk__egress_emit_connect(struct pdk__egress_conn *c, bool allow, int status
 	pdk_json_set(a, "bytes_sent", json_integer((json_int_t)c->sent));
 	pdk_json_set(a, "bytes_received", json_integer((json_int_t)c->received));
 	pdk_json_set(a, "duration_ms", json_real((double)(pdk_now_mono_ns() - c->t_start) / 1e6));
-	pdk__egress_emit(c->e, "net.connect", a);
+	return pdk__egress_emit(c->e, "net.connect", a);
+}
+
+void pdk__egress_unrecorded(struct pdk__egress_conn *c)
+{
+	pdk__egress_answer(c, false, 503,
+			   "events cannot be recorded: the request is refused and the sandbox "
+			   "is being stopped");
+}
+
+/* SECURITY: after an event could not be recorded, nothing more goes out. */
+bool pdk__egress_recording(struct pdk__egress_conn *c)
+{
+	if (!c->e->events_failed)
+		return true;
+	pdk__egress_unrecorded(c);
+	return false;
 }
 
 /* ---- answers and closing ---- */
@@ -151,7 +184,8 @@ void pdk__egress_answer(struct pdk__egress_conn *c, bool allow, int status, cons
 	_cleanup_free_ char *body = pdk_xasprintf("paddock egress: %s\n", reason);
 	_cleanup_free_ char *msg = NULL;
 
-	pdk__egress_emit_connect(c, allow, status, reason);
+	/* An answer refuses or ends the request: recorded or not, it goes out. */
+	(void)pdk__egress_emit_connect(c, allow, status, reason);
 	msg = pdk_xasprintf("HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
 			    "Content-Length: %zu\r\nConnection: close\r\n%s\r\n%s",
 			    status, status_text(status), strlen(body),
@@ -180,8 +214,9 @@ bool pdk__egress_account(struct pdk__egress_conn *c, size_t n, bool up)
 
 void pdk__egress_bytes_spent(struct pdk_egress *e)
 {
+	/* The traffic is cut whether or not the event is recorded. */
 	if (!e->bytes_exceeded)
-		pdk__egress_emit_limit(e, "egress_bytes", e->cfg.max_bytes);
+		(void)pdk__egress_emit_limit(e, "egress_bytes", e->cfg.max_bytes);
 	e->bytes_exceeded = true;
 }
 
@@ -307,7 +342,7 @@ void pdk__egress_conn_free(struct pdk__egress_conn *c)
 		evdns_getaddrinfo_cancel(c->dns); /* calls resolved() with EAI_CANCEL */
 	if (c->head.host != NULL && c->state != PDK__EGRESS_ST_HEAD &&
 	    c->state != PDK__EGRESS_ST_BODY && c->state != PDK__EGRESS_ST_CLOSING)
-		pdk__egress_emit_connect(c, true, 0, "closed");
+		(void)pdk__egress_emit_connect(c, true, 0, "closed"); /* it ends either way */
 	pdk__egress_close_up(c);
 	if (c->tun != NULL)
 		pdk__egress_tunnel_free(c->tun);
@@ -466,6 +501,9 @@ static int setup_loop(struct pdk_egress *e, int listen_fd, struct pdk_error **er
 	e->wake = event_new(e->base, e->wake_fd[0], EV_READ, woken, e);
 	if (e->wake == NULL || event_add(e->wake, NULL) < 0)
 		return pdk_error_setx(err, ENOMEM, "cannot create the egress wake-up event");
+	e->failed_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (e->failed_fd < 0)
+		return pdk_error_set(err, errno, "eventfd");
 	return 0;
 }
 
@@ -495,7 +533,7 @@ struct pdk_egress *pdk_egress_start(const struct pdk_egress_config *cfg, int lis
 
 	event_set_log_callback(quiet_log);
 	e->cfg = *cfg;
-	e->wake_fd[0] = e->wake_fd[1] = -1;
+	e->wake_fd[0] = e->wake_fd[1] = e->failed_fd = -1;
 	if (setup(e, listen_fd, err) < 0) {
 		pdk_egress_stop(e);
 		(void)pdk_error_wrap(err, "egress proxy");
@@ -534,8 +572,26 @@ void pdk_egress_stop(struct pdk_egress *e)
 		event_base_free(e->base);
 	close_fd(&e->wake_fd[0]);
 	close_fd(&e->wake_fd[1]);
+	close_fd(&e->failed_fd);
 	pdk__egress_cred_free(e);
 	pdk_egress_tls_ctx_free(e->tls_client);
 	free(e->tls_error);
+	pdk_error_free(&e->events_err);
 	free(e);
+}
+
+int pdk_egress_fd(const struct pdk_egress *e)
+{
+	return e != NULL ? e->failed_fd : -1;
+}
+
+int pdk_egress_failed(struct pdk_egress *e, struct pdk_error **err)
+{
+	uint64_t n;
+
+	if (e == NULL || !__atomic_load_n(&e->events_failed, __ATOMIC_ACQUIRE))
+		return 0;
+	/* Taken: the owner's poll wakes once for it (nothing is lost: the error stays). */
+	(void)!read(e->failed_fd, &n, sizeof(n));
+	return pdk_error_setx(err, e->events_err->status, "%s", e->events_err->msg);
 }
