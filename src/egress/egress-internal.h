@@ -151,6 +151,7 @@ struct pdk__egress_rewrite {
 char *pdk__egress_head_upstream(struct pdk__egress_head *h, const char *data,
 				const struct pdk__egress_rewrite *rw, size_t *len);
 
+/* Free what parsing allocated (the host) and zero the head, ready for the next request. */
 void pdk__egress_head_release(struct pdk__egress_head *h);
 
 /*
@@ -164,6 +165,7 @@ struct pdk__egress_resp {
 	bool keep_alive; /* the response lets the client send another request */
 };
 
+/* Start on one response (nothing to free afterwards). */
 void pdk__egress_resp_init(struct pdk__egress_resp *r, bool head_request);
 /*
  * Feed upstream bytes (len 0 = upstream EOF). Returns how many belong to
@@ -423,6 +425,7 @@ PDK_MUST_CHECK int pdk__egress_hold_setup(struct pdk_egress *e, struct pdk_error
 /* Upstream is connected: answer 200 and move bytes both ways until both ends closed. */
 void pdk__egress_tunnel_start(struct pdk__egress_conn *c);
 
+/* Close both sockets and free the buffers and events (pdk__egress_conn_free() calls it). */
 void pdk__egress_tunnel_free(struct pdk__egress_tunnel *t);
 
 /* ---- egress-forward.c: plain HTTP, one request up and its response down ---- */

@@ -82,6 +82,7 @@ struct pdk__policy_node {
 	size_t cap;
 };
 
+/* Free a tree: the node, its kids and their strings. NULL-safe. */
 void pdk__policy_node_free(struct pdk__policy_node *n);
 
 static inline void pdk__policy_cleanup_node(struct pdk__policy_node **n)
@@ -179,6 +180,7 @@ char *pdk__policy_describe(const struct pdk__policy_node *n);
 const char *pdk__policy_want_string(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
 				    const char *path, const char *what);
 
+/* Does the NULL-terminated list `v` (may be NULL) hold the string `s`? */
 bool pdk__policy_strv_has(char *const *v, const char *s);
 
 /* What a profile without `extends` starts from: nothing allowed but /tmp. New. */
