@@ -8,9 +8,10 @@
  * tunnels and absolute-form plain HTTP requests, judged against the
  * policy's `network.allow` rules, with DNS resolved outside the sandbox
  * and every resolved address checked (SSRF, DNS rebinding). Each decision
- * becomes a `net.connect` event; budgets emit `limit.exceeded`.
+ * becomes a `net.connect` event; budgets emit `limit.exceeded`; an event
+ * that cannot be recorded stops the sandbox (pdk_egress_failed()).
  * docs/egress.md is the user's manual, docs/internals/egress.md the design.
-
+ *
  * The rule syntax it matches with is policy/netrule.h. HTTPS credential
  * injection (the per-sandbox CA) is egress-tls.h, included here: the egress
  * layer's public header is this one.
@@ -102,5 +103,31 @@ void pdk_egress_stop(struct pdk_egress *e);
  * the proxy runs. NULL: 0.
  */
 uint64_t pdk_egress_bytes(const struct pdk_egress *e);
+
+/*
+ * The proxy's events fail closed, like every other event of a sandbox.
+ * When one of them (net.connect, net.credential, limit.exceeded) cannot be
+ * recorded (cfg->events returned an error), the proxy refuses what the
+ * event was about (the request, the credential's injection, the kept
+ * connection or the tunnel), answers 503 to every request after it, and
+ * tells its owner, who must stop the sandbox: pdk_egress_fd() becomes
+ * readable, and pdk_egress_failed() says why.
+ */
+
+/*
+ * A descriptor for the owner's poll (POLLIN): readable once an event could
+ * not be recorded, until pdk_egress_failed() takes the notification.
+ * Borrowed: it stays open until pdk_egress_stop(). NULL: -1.
+ */
+int pdk_egress_fd(const struct pdk_egress *e);
+
+/*
+ * 0 while every event of the proxy was recorded. Once one was not: a
+ * negative errno-style status and *err, a copy of the events hub's error
+ * for the first event that failed (the owner logs it and stops the
+ * sandbox); the readiness of pdk_egress_fd() is taken, so a poll loop
+ * wakes once for it. Call it from the owner's thread. NULL: 0.
+ */
+PDK_MUST_CHECK int pdk_egress_failed(struct pdk_egress *e, struct pdk_error **err);
 
 #endif

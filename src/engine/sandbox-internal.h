@@ -71,7 +71,7 @@ struct pdk_sandbox {
 };
 
 /* Slots of the supervisor's poll set before the exec tracer's. */
-enum { PFD_INIT, PFD_CTL, PFD_SIG, PFD_TRACE, PFD_FIXED };
+enum { PFD_INIT, PFD_CTL, PFD_SIG, PFD_TRACE, PFD_EGRESS, PFD_FIXED };
 
 /*
  * How late a traced exit may be collected when the kernel keeps exit
@@ -80,6 +80,13 @@ enum { PFD_INIT, PFD_CTL, PFD_SIG, PFD_TRACE, PFD_FIXED };
  * notification, or after this long, costs next to nothing.
  */
 #define PDK__EXIT_SWEEP_MS 50
+
+/*
+ * The egress proxy's pollfd (PFD_EGRESS, pdk_egress_fd()) is readable: an
+ * event of the proxy could not be recorded. Stop the sandbox, as for any
+ * event that cannot be recorded (fail closed).
+ */
+void pdk__sandbox_on_egress(struct pdk_sandbox *sb);
 
 /* Collect the init's exit status once its pidfd is readable (or to wait for it). */
 void pdk__sandbox_reap_init(struct pdk_sandbox *sb);

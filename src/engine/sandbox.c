@@ -24,22 +24,34 @@
 static void kill_tree(struct pdk_sandbox *sb);
 
 /*
- * Emit an event; a failing sink is reported, never silently dropped. Fail
- * closed: a sandbox whose events cannot be recorded (the audit store failed,
- * or its queue is full under the "stop" policy) does not run on.
+ * A failing sink is reported, never silently dropped. Fail closed: a
+ * sandbox whose events cannot be recorded (the audit store failed, or its
+ * queue is full under the "stop" policy) does not run on.
  */
+static void events_failed(struct pdk_sandbox *sb, const struct pdk_error *err)
+{
+	pdk_log(sb->cfg->log, PDK_LOG_WARN, "%s", err->msg);
+	if (sb->pid > 0 && !sb->reaped) {
+		pdk_log(sb->cfg->log, PDK_LOG_WARN,
+			"events cannot be recorded: stopping the sandbox");
+		kill_tree(sb);
+	}
+}
+
 static void emit(struct pdk_sandbox *sb, const char *kind, uint64_t ts, json_t *attrs)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 
-	if (pdk_events_emit(sb->cfg->events, kind, ts, attrs, &err) < 0) {
-		pdk_log(sb->cfg->log, PDK_LOG_WARN, "%s", err->msg);
-		if (sb->pid > 0 && !sb->reaped) {
-			pdk_log(sb->cfg->log, PDK_LOG_WARN,
-				"events cannot be recorded: stopping the sandbox");
-			kill_tree(sb);
-		}
-	}
+	if (pdk_events_emit(sb->cfg->events, kind, ts, attrs, &err) < 0)
+		events_failed(sb, err);
+}
+
+void pdk__sandbox_on_egress(struct pdk_sandbox *sb)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (pdk_egress_failed(sb->egress, &err) < 0)
+		events_failed(sb, err);
 }
 
 /* pdk_exectrace_emit_cb */
@@ -776,6 +788,7 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 	pfd[PFD_SIG] = (struct pollfd){.fd = sigfd, .events = POLLIN};
 	pfd[PFD_TRACE] = (struct pollfd){.fd = sb->tracer ? pdk_exectrace_fd(sb->tracer) : -1,
 					 .events = POLLIN};
+	pfd[PFD_EGRESS] = (struct pollfd){.fd = pdk_egress_fd(sb->egress), .events = POLLIN};
 	while (!sb->reaped) {
 		size_t nt = sb->tracer && !lazy ? pdk_exectrace_pollfds(sb->tracer, pfd + PFD_FIXED,
 									PDK_EXECTRACE_MAX_TRACKED)
@@ -797,6 +810,8 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 			read_ctl(sb);
 		if (pfd[PFD_SIG].revents)
 			forward_signals(sb, sigfd);
+		if (pfd[PFD_EGRESS].revents)
+			pdk__sandbox_on_egress(sb);
 		if (pfd[PFD_CTL].revents & (POLLHUP | POLLERR))
 			pfd[PFD_CTL].fd = -1; /* init closed its end; keep waiting for its exit */
 		if (pfd[PFD_INIT].revents)

@@ -153,11 +153,12 @@ struct pdk_sandbox_proc {
 };
 
 /* At most this many pollfds are filled by pdk_sandbox_pollfds(). */
-#define PDK_SANDBOX_MAX_POLLFDS 260
+#define PDK_SANDBOX_MAX_POLLFDS 261
 
 /*
  * The descriptors the caller's loop polls for the sandbox: the init's
- * pidfd, its control socket, the exec tracer's (when tracing). Fills
+ * pidfd, its control socket, the exec tracer's (when tracing), the egress
+ * proxy's (allowlist mode: its events fail closed). Fills
  * pfd[0..n) and returns n. Call again before every poll().
  */
 size_t pdk_sandbox_pollfds(struct pdk_sandbox *sb, struct pollfd *pfd, size_t max);
@@ -166,7 +167,8 @@ size_t pdk_sandbox_pollfds(struct pdk_sandbox *sb, struct pollfd *pfd, size_t ma
 int pdk_sandbox_poll_timeout_ms(struct pdk_sandbox *sb);
 
 /*
- * After poll(): answer exec-tracing notifications, collect the init if it
+ * After poll(): answer exec-tracing notifications, stop the sandbox when
+ * the egress proxy could not record an event, collect the init if it
  * ended. `pfd` and `n` are what pdk_sandbox_pollfds() filled. 0, or
  * negative + *err on an internal error.
  */

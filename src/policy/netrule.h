@@ -81,7 +81,8 @@ enum pdk_net_addr_class {
  * Classify an AF_INET or AF_INET6 address. IPv6 forms that embed an IPv4
  * address (v4-mapped ::ffff:a.b.c.d, v4-compatible ::a.b.c.d, NAT64
  * 64:ff9b::/96, 6to4 2002::/16) are classified by the embedded address.
- * Never returns PDK_NET_ADDR_HOST (see pdk_egress_is_local()).
+ * Never returns PDK_NET_ADDR_HOST: the egress proxy compares an address with
+ * the host's own ones itself (judge_addr() in egress/egress-upstream.c).
  * Anything else than AF_INET/AF_INET6 is RESERVED.
  */
 enum pdk_net_addr_class pdk_net_classify(const struct sockaddr *sa);

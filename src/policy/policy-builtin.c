@@ -7,7 +7,7 @@
  * NAME` prints the resolved result.
  */
 #include "common.h"
-#include "policy.h"
+#include "policy-internal.h"
 
 #include <string.h>
 

@@ -116,9 +116,6 @@ void pdk_policy_report_print(const struct pdk_policy_report *r, FILE *out);
 /* Names of the built-in profiles, NULL-terminated. */
 extern const char *const pdk_policy_builtin_names[];
 
-/* Internal (policy.c <- policy-builtin.c): the YAML text of built-in `name`, or NULL. */
-const char *pdk__policy_builtin_yaml(const char *name);
-
 /*
  * Load a profile. `name_or_path` is a built-in name, the name of a file
  * PROFILE_DIR/NAME.yaml (the user's profiles, base/paths.h; NULL: none) or

@@ -443,6 +443,48 @@ D 200/200000 200/200000 200/200000 200/200000 200/200000" \
 	PRUN_ENV=("${saved[@]}")
 }
 
+# The proxy's events fail closed, as every other event does: the events file is a FIFO whose
+# reader leaves after the sandbox's first two events (sandbox.create, process.exec), so the
+# proxy's next event (the credential's injection) cannot be written. The request is refused
+# (nothing reaches the origin; the client gets the 503 if it reads it before the end), and
+# the sandbox is stopped as for any event that cannot be recorded: 125, its command's later
+# output never comes. `paddock run` is started with SIGPIPE ignored (trap), so its own later
+# writes to the FIFO fail with EPIPE too, instead of ending it.
+check_events_fail_closed() {
+	local who=$1 out rc fifo=$T/home/ev-fail-$who.fifo got=$T/ev-fail-$who.got
+	rm -f "$fifo"
+	mkfifo -m 0666 "$fifo"
+	cat >"$T/fcred.yaml" <<-EOF
+	extends: default
+	network:
+	  mode: allowlist
+	  allow: ['127.0.0.1:$P']
+	  credentials:
+	    - {host: '127.0.0.1:$P', header: 'Authorization: Bearer \${secret:tok}'}
+	EOF
+	: >"$T/origin.log"
+	head -n 2 "$fifo" >"$got" &
+	local reader=$! saved=("${PRUN_ENV[@]}")
+	PRUN_ENV+=(PADDOCK_SECRET_TOK="fail-closed-$RANDOM")
+	out=$(trap '' PIPE; prun "$who" --no-audit --no-exec-trace --events "$fifo" \
+		--profile "$T/fcred.yaml" -- sh -c \
+		'sleep 2; curl -sS -m 10 -d ping "$1/echo"; sleep 5; echo after' sh "$ORIGIN" \
+		2>"$T/err-fail-$who")
+	rc=$?
+	PRUN_ENV=("${saved[@]}")
+	wait "$reader"
+	case "$rc:$out" in
+	"125:" | "125:paddock egress: events cannot be recorded: the request is refused and the sandbox is being stopped") rc=0 ;;
+	*) rc=1 ;; esac
+	ok $rc "$who: a proxy event that cannot be recorded stops the sandbox (125; the command's own output: '$out')"
+	grep -q "^paddock: warning: events file: cannot write event 'net.credential'" "$T/err-fail-$who" &&
+		grep -q "^paddock: warning: events cannot be recorded: stopping the sandbox" "$T/err-fail-$who"
+	ok $? "$who: ... with the same messages as any event failure ($(grep -m1 net.credential "$T/err-fail-$who"))"
+	out=$(python3 -c 'import json, sys; print(*(json.loads(l)["kind"] for l in open(sys.argv[1])))' "$got")
+	is "$out|$(cat "$T/origin.log")" "sandbox.create process.exec|" \
+		"$who: ... the request never reached the origin (the stream ended before the injection)"
+}
+
 for who in root user; do
 	check_retry "$who"
 	check_hold "$who"
@@ -454,5 +496,6 @@ for who in root user; do
 	check_budgets "$who"
 	check_modes "$who"
 	check_credentials "$who"
+	check_events_fail_closed "$who"
 done
 done_testing

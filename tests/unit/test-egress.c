@@ -1,7 +1,8 @@
 /*
  * test-egress.c - the egress proxy's pure parts: host normalization,
  * allowlist entries and matching, address classification (every SSRF
- * class), the request-head parser, and the policy fields.
+ * class), the request-head parser, and the policy fields; and the proxy
+ * itself on loopback, for its events that fail closed.
  */
 #include "common.h"
 #include "egress-internal.h"
@@ -10,8 +11,13 @@
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 /* ---- host names ---- */
 
@@ -858,4 +864,220 @@ Test(egress, env_names_the_proxy)
 			found = found || strcmp(env[j], want[i]) == 0;
 		cr_assert(found, "%s", want[i]);
 	}
+}
+
+/* ---- the proxy's events fail closed ---- */
+
+/* A sink that fails every event of one kind (and every event after it). */
+struct failing_sink {
+	const char *kind;
+	bool broken;
+	int seen;
+};
+
+static int failing_emit(void *data, const json_t *event, struct pdk_error **err)
+{
+	struct failing_sink *s = data;
+
+	s->seen++;
+	if (strcmp(json_string_value(json_object_get(event, "kind")), s->kind) == 0)
+		s->broken = true;
+	return s->broken ? pdk_error_setx(err, ENOSPC, "the test's sink is full") : 0;
+}
+
+static const struct pdk_events_sink failing_ops = {.name = "test sink", .emit = failing_emit};
+
+/* A TCP socket listening on 127.0.0.1, an ephemeral port (*port). */
+static int listen_local(uint16_t *port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(fd, 16), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+/* Send `req` to the proxy on a new connection and read its answer until it closes. */
+static char *ask(uint16_t proxy, const char *req)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(proxy),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct timeval t = {10, 0};
+	char *out = pdk_xcalloc(1, 4096);
+	size_t len = 0;
+	ssize_t n;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof(t)), 0);
+	cr_assert_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	while (len < 4095 && (n = read(fd, out + len, 4095 - len)) > 0)
+		len += (size_t)n;
+	cr_assert_eq(n, 0, "the proxy closes the connection after its answer");
+	close(fd);
+	return out;
+}
+
+/* Did anything connect to the origin? (It never accepts: a connection would wait there.) */
+static bool origin_reached(int origin)
+{
+	int fd = accept4(origin, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+struct proxy_fixture {
+	struct pdk_net_rule rule;
+	struct pdk_events *ev;
+	struct failing_sink sink;
+	struct pdk_egress *e;
+	int origin;
+	uint16_t origin_port, proxy_port;
+	char *allow, *cred_host;
+};
+
+/* A proxy allowing the origin (which has a credential rule), its events going to `sink`. */
+static void proxy_start(struct proxy_fixture *f, const char *failing_kind)
+{
+	static char *secrets[] = {"PADDOCK_SECRET_TOK=the-value", NULL};
+	char *creds[] = {NULL, "Authorization: Bearer ${secret:tok}", NULL};
+	_cleanup_error_ struct pdk_error *err = NULL;
+	char *why = NULL;
+	int lfd;
+
+	f->origin = listen_local(&f->origin_port);
+	lfd = listen_local(&f->proxy_port);
+	f->allow = pdk_xasprintf("127.0.0.1:%u", f->origin_port);
+	cr_assert_eq(pdk_net_rule_parse(f->allow, &f->rule, &why), 0);
+	creds[0] = f->allow;
+	f->sink.kind = failing_kind;
+	f->ev = pdk_events_new("id", "test");
+	pdk_events_add_sink(f->ev, &failing_ops, &f->sink);
+	f->e = pdk_egress_start(&(struct pdk_egress_config){.rules = &f->rule,
+							    .n_rules = 1,
+							    .events = f->ev,
+							    .hosts = "/dev/null",
+							    .resolv_conf = "/dev/null",
+							    .secrets_env = secrets,
+							    .credentials = creds,
+							    .sandbox_id = "id"},
+				lfd, &err);
+	cr_assert_not_null(f->e, "%s", err ? err->msg : "");
+}
+
+static void proxy_stop(struct proxy_fixture *f)
+{
+	pdk_egress_stop(f->e);
+	pdk_events_free(f->ev);
+	pdk_net_rule_release(&f->rule);
+	close(f->origin);
+	free(f->allow);
+}
+
+/* The owner's side: the descriptor is readable once, and the error stays. */
+static void assert_owner_told(struct pdk_egress *e)
+{
+	struct pollfd p = {.fd = pdk_egress_fd(e), .events = POLLIN};
+	struct pdk_error *err = NULL;
+
+	cr_assert_eq(poll(&p, 1, 5000), 1, "the owner's poll wakes");
+	cr_assert_eq(pdk_egress_failed(e, &err), -ENOSPC);
+	cr_assert_str_eq(err->msg, "test sink: the test's sink is full");
+	cr_assert_eq(err->status, ENOSPC);
+	pdk_error_free(&err);
+	cr_assert_eq(poll(&p, 1, 0), 0, "it wakes once");
+	cr_assert_eq(pdk_egress_failed(e, &err), -ENOSPC, "the failure stays");
+	pdk_error_free(&err);
+}
+
+Test(egress, unrecorded_injection_is_refused)
+{
+	struct proxy_fixture f = {0};
+	_cleanup_free_ char *req = NULL;
+	_cleanup_free_ char *out = NULL;
+	struct pdk_error *err = NULL;
+
+	proxy_start(&f, "net.credential");
+	cr_assert_eq(pdk_egress_failed(f.e, &err), 0, "nothing failed yet");
+	req = pdk_xasprintf("GET http://%s/x HTTP/1.1\r\nHost: a\r\n\r\n", f.allow);
+	out = ask(f.proxy_port, req);
+	cr_assert(strncmp(out, "HTTP/1.1 503 ", 13) == 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\r\n\r\npaddock egress: events cannot be recorded: the "
+				       "request is refused"),
+			   "%s", out);
+	cr_assert_not(origin_reached(f.origin), "the request never went up");
+	assert_owner_told(f.e);
+	proxy_stop(&f);
+}
+
+Test(egress, unrecorded_event_refuses_every_later_request)
+{
+	struct proxy_fixture f = {0};
+	_cleanup_free_ char *get = NULL;
+	_cleanup_free_ char *connect = NULL;
+	_cleanup_free_ char *out = NULL;
+
+	proxy_start(&f, "net.connect");
+	/* A denial is refused whether or not it is recorded; its event is the first failure. */
+	out = ask(f.proxy_port, "GET http://denied.test/ HTTP/1.1\r\nHost: a\r\n\r\n");
+	cr_assert(strncmp(out, "HTTP/1.1 403 ", 13) == 0, "%s", out);
+	assert_owner_told(f.e);
+	free(steal_ptr(&out));
+	/* Allowed requests after it go nowhere: plain HTTP (with its credential) and CONNECT. */
+	get = pdk_xasprintf("GET http://%s/x HTTP/1.1\r\nHost: a\r\n\r\n", f.allow);
+	connect = pdk_xasprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", f.allow, f.allow);
+	out = ask(f.proxy_port, get);
+	cr_assert(strncmp(out, "HTTP/1.1 503 ", 13) == 0, "%s", out);
+	free(steal_ptr(&out));
+	out = ask(f.proxy_port, connect);
+	cr_assert(strncmp(out, "HTTP/1.1 503 ", 13) == 0, "%s", out);
+	cr_assert_not(origin_reached(f.origin), "nothing went up");
+	proxy_stop(&f);
+}
+
+/* The origin: answers one request on one connection, keeps it open until the proxy closes it. */
+static void *origin_answer(void *arg)
+{
+	static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	struct pollfd p = {.fd = *(int *)arg, .events = POLLIN};
+	char buf[4096];
+	int fd;
+
+	if (poll(&p, 1, 10000) != 1)
+		return NULL;
+	fd = accept4(p.fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (read(fd, buf, sizeof(buf)) > 0 &&
+	    write(fd, answer, sizeof(answer) - 1) == (ssize_t)sizeof(answer) - 1)
+		(void)!read(fd, buf, sizeof(buf));
+	close(fd);
+	return NULL;
+}
+
+Test(egress, unrecorded_answer_ends_the_kept_connection)
+{
+	struct proxy_fixture f = {0};
+	_cleanup_free_ char *req = NULL;
+	_cleanup_free_ char *out = NULL;
+	pthread_t origin;
+
+	proxy_start(&f, "net.connect");
+	cr_assert_eq(pthread_create(&origin, NULL, origin_answer, &f.origin), 0);
+	/* Keep-alive on both sides: without the failure, the connection would stay open. */
+	req = pdk_xasprintf("GET http://%s/x HTTP/1.1\r\nHost: a\r\n\r\n", f.allow);
+	out = ask(f.proxy_port, req);
+	cr_assert(strncmp(out, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", out);
+	cr_assert_str_eq(out + strlen(out) - 4, "\r\nok", "the whole answer, then the end");
+	assert_owner_told(f.e);
+	cr_assert_eq(pthread_join(origin, NULL), 0);
+	proxy_stop(&f);
 }

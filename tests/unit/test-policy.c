@@ -5,7 +5,7 @@
 #include "common.h"
 #include "error.h"
 #include "paths.h"
-#include "policy.h"
+#include "policy-internal.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
