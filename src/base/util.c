@@ -458,6 +458,20 @@ int pdk_hexval(char c)
 	return -1;
 }
 
+void pdk_env_set_take(char ***env, char *kv)
+{
+	size_t klen = strcspn(kv, "=");
+
+	for (size_t i = 0; *env != NULL && (*env)[i] != NULL; i++) {
+		if (strncmp((*env)[i], kv, klen) == 0 && (*env)[i][klen] == '=') {
+			free((*env)[i]);
+			(*env)[i] = kv;
+			return;
+		}
+	}
+	pdk_strv_push_take(env, kv);
+}
+
 const char *pdk_env_get(char *const *envp, const char *name)
 {
 	size_t n = strlen(name);

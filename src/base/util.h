@@ -123,6 +123,13 @@ PDK_MUST_CHECK int pdk_rm_rf_at(int dirfd, const char *name);
  */
 const char *pdk_env_get(char *const *envp, const char *name);
 
+/*
+ * Put `kv` ("K=V"; taken: freed or kept by *env) into the environment
+ * vector *env (a NULL-terminated strv, may be NULL): it replaces the entry
+ * named K, else it is appended.
+ */
+void pdk_env_set_take(char ***env, char *kv);
+
 /* mkdir -p: every missing directory of `path` is made, mode 0700. 0 or negative + *err. */
 PDK_MUST_CHECK int pdk_mkdir_p(const char *path, struct pdk_error **err);
 

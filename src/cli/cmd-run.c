@@ -501,6 +501,13 @@ int pdk_cmd_run(int argc, char **argv)
 		opts_release(&c.o);
 		return rc > 0 ? 0 : PDK_EXIT_POLICY;
 	}
+	/*
+	 * A reader of --events (a pipe, a FIFO) that goes away is a failed
+	 * write to handle (the sandbox is stopped, docs/audit.md), not a signal
+	 * that kills us before the sandbox is torn down. The sandbox's child
+	 * resets every disposition, so the command still gets SIGPIPE.
+	 */
+	(void)signal(SIGPIPE, SIG_IGN);
 	pdk_cli_settings(&c.settings);
 	pdk_otlp_config_init(&c.otlp);
 	if (parse_overrides(&c) < 0 || parse_event_opts(&c) < 0)

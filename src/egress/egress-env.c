@@ -34,7 +34,6 @@ void pdk_egress_secret_env_set(char ***env, char *const *credentials, const char
 		_cleanup_free_ char *why = NULL;
 		_cleanup_free_ char *ph = NULL;
 		_cleanup_free_ char *key = NULL;
-		size_t klen, j;
 
 		if (pdk_net_cred_parse(credentials[i + 1], &field, &secret, &why) < 0)
 			continue; /* the policy parser refused it already */
@@ -42,17 +41,7 @@ void pdk_egress_secret_env_set(char ***env, char *const *credentials, const char
 		key = pdk_xasprintf("%s%s", PDK_EGRESS_SECRET_PREFIX, secret);
 		for (char *c = key; *c; c++)
 			*c = (char)toupper((unsigned char)*c);
-		klen = strlen(key);
-		for (j = 0; *env != NULL && (*env)[j] != NULL; j++) {
-			if (strncmp((*env)[j], key, klen) == 0 && (*env)[j][klen] == '=')
-				break;
-		}
 		/* SECURITY: the variable holds the placeholder, whatever -e or the profile said. */
-		if (*env != NULL && (*env)[j] != NULL) {
-			free((*env)[j]);
-			(*env)[j] = pdk_xasprintf("%s=%s", key, ph);
-		} else {
-			pdk_strv_push_take(env, pdk_xasprintf("%s=%s", key, ph));
-		}
+		pdk_env_set_take(env, pdk_xasprintf("%s=%s", key, ph));
 	}
 }

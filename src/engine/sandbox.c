@@ -708,11 +708,22 @@ static void read_ctl(struct pdk_sandbox *sb)
 	}
 }
 
+/* SIGKILL to the init (and so the whole pid namespace); ESRCH is an init already gone. */
+static void kill_init(struct pdk_sandbox *sb)
+{
+	int rc = pdk_sandbox_signal(sb, SIGKILL);
+
+	/* SECURITY: a kill that did not happen is said, never dropped. */
+	if (rc < 0 && rc != -ESRCH)
+		pdk_log(sb->cfg->log, PDK_LOG_ERROR, "cannot kill the sandbox's init (pid %d): %s",
+			(int)sb->pid, strerror(-rc));
+}
+
 static void kill_tree(struct pdk_sandbox *sb)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 
-	(void)!pdk_sandbox_signal(sb, SIGKILL); /* ESRCH: already gone */
+	kill_init(sb);
 	if (pdk_cgroup_kill(sb->cgroup, &err) < 0)
 		pdk_log(sb->cfg->log, PDK_LOG_WARN, "%s", err->msg);
 }
@@ -922,7 +933,7 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 	if (sb == NULL)
 		return 0;
 	if (sb->pid > 0 && !sb->reaped) {
-		(void)!pdk_sandbox_signal(sb, SIGKILL);
+		kill_init(sb);
 		pdk__sandbox_reap_init(sb);
 		/* Service mode: the exits of the processes still watched, before sandbox.destroy.
 		 */

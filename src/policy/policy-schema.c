@@ -528,21 +528,6 @@ static bool valid_env_name(const char *s)
 }
 
 /* Set KEY=value in *env, replacing an inherited KEY. */
-static void env_set(char ***env, const char *key, const char *value)
-{
-	size_t klen = strlen(key);
-	char *entry = pdk_xasprintf("%s=%s", key, value);
-
-	for (size_t i = 0; *env != NULL && (*env)[i] != NULL; i++) {
-		if (strncmp((*env)[i], key, klen) == 0 && (*env)[i][klen] == '=') {
-			free((*env)[i]);
-			(*env)[i] = entry;
-			return;
-		}
-	}
-	pdk_strv_push_take(env, entry);
-}
-
 static bool env_dup(const struct pdk__policy_node *map, size_t upto, const char *key)
 {
 	for (size_t j = 0; j < upto; j += 2) {
@@ -575,7 +560,7 @@ static void env_pair(struct pdk__policy_walk *w, const struct pdk__policy_node *
 	}
 	val = pdk__policy_want_string(w, v, sub, "a string");
 	if (val != NULL)
-		env_set(env, key, val);
+		pdk_env_set_take(env, pdk_xasprintf("%s=%s", key, val));
 }
 
 /* Variables merge with the inherited ones, key by key. */

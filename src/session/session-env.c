@@ -32,20 +32,6 @@ static bool valid_env_name(const char *kv)
 }
 
 /* Later entries win: the caller's over the profile's env over the base. */
-static void env_set(char ***env, const char *kv)
-{
-	size_t klen = strcspn(kv, "=");
-
-	for (size_t i = 0; *env != NULL && (*env)[i] != NULL; i++) {
-		if (strncmp((*env)[i], kv, klen) == 0 && (*env)[i][klen] == '=') {
-			free((*env)[i]);
-			(*env)[i] = pdk_xstrdup(kv);
-			return;
-		}
-	}
-	pdk_strv_push(env, kv);
-}
-
 int pdk__session_env(const struct pdk_session_opts *o, const struct pdk_policy *p, char ***out,
 		     struct pdk_error **err)
 {
@@ -62,7 +48,7 @@ int pdk__session_env(const struct pdk_session_opts *o, const struct pdk_policy *
 	if (p->network.mode == PDK_NET_ALLOWLIST)
 		pdk_egress_env_add(&env);
 	for (size_t i = 0; p->env != NULL && p->env[i] != NULL; i++)
-		env_set(&env, p->env[i]);
+		pdk_env_set_take(&env, pdk_xstrdup(p->env[i]));
 	for (size_t i = 0; o->env != NULL && o->env[i] != NULL; i++) {
 		const char *kv = o->env[i];
 		_cleanup_free_ char *copied = NULL;
@@ -79,7 +65,7 @@ int pdk__session_env(const struct pdk_session_opts *o, const struct pdk_policy *
 				continue; /* like docker -e K: unset here, unset there */
 			kv = copied = pdk_xasprintf("%s=%s", o->env[i], v);
 		}
-		env_set(&env, kv);
+		pdk_env_set_take(&env, pdk_xstrdup(kv));
 	}
 	*out = steal_ptr(&env);
 	return 0;

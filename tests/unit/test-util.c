@@ -141,3 +141,22 @@ Test(util, make_id_is_uuidv7_and_ordered)
 	cr_assert(strchr("89ab", a[19]) != NULL, "variant: %s", a);
 	cr_assert_lt(strcmp(a, b), 0, "ids are time-ordered: %s %s", a, b);
 }
+
+Test(util, env_get_and_set)
+{
+	char **env = NULL;
+	char *fixed[] = {"A=1", "AB=2", "EMPTY=", NULL};
+
+	cr_assert_str_eq(pdk_env_get(fixed, "A"), "1");
+	cr_assert_str_eq(pdk_env_get(fixed, "AB"), "2", "a name is matched whole");
+	cr_assert_str_eq(pdk_env_get(fixed, "EMPTY"), "");
+	cr_assert_null(pdk_env_get(fixed, "B"));
+	cr_assert_null(pdk_env_get(NULL, "A"), "no environment at all");
+	pdk_env_set_take(&env, pdk_xstrdup("K=one"));
+	pdk_env_set_take(&env, pdk_xstrdup("KEY=x"));
+	pdk_env_set_take(&env, pdk_xstrdup("K=two"));
+	cr_assert_eq(pdk_strv_len(env), 2, "K is replaced, not added twice");
+	cr_assert_str_eq(env[0], "K=two");
+	cr_assert_str_eq(env[1], "KEY=x");
+	pdk_strv_free(env);
+}
