@@ -15,6 +15,12 @@
  *
  * Writers in several processes keep one chain: each batch is one
  * BEGIN IMMEDIATE transaction that reads the head and appends.
+ *
+ * Layer contract: stands on telemetry/ (the events it stores) and base/
+ * (db.h: the SQLite plumbing). Append-only: nothing here rewrites or
+ * deletes a record; a batch that cannot be stored is an error to its
+ * writer, never a dropped event (a run's sink then stops its sandbox; the
+ * daemon's ingest keeps the batch in the spool and tries again).
  */
 #ifndef PDK_AUDIT_H
 #define PDK_AUDIT_H

@@ -18,10 +18,10 @@ struct pdk_error {
 };
 
 /*
- * Set *err to a new error with `status` (an errno value; 0 is taken as
- * EINVAL) and a printf-style message. When status is an errno value the
- * message gets ": strerror(status)" appended, unless `status` is negated
- * with PDK_ERROR_NOSTR. Returns -status so callers can write
+ * Set *err to a new error with `status` (an errno value or its negation;
+ * 0 is taken as EINVAL) and a printf-style message, to which ": strerror(status)" is
+ * appended (pdk_error_setx() appends nothing). Returns -status so callers
+ * can write
  * `return pdk_error_set(err, errno, "open '%s'", path);`.
  * If *err is already set, the first error wins and is kept.
  */

@@ -1,5 +1,11 @@
 /*
  * cli.h - shared by the verbs of the paddock command.
+ *
+ * cli/ is a front end: flags, output and exit codes (docs/cli-contract.md).
+ * With daemon/ it is the only place that prints or reads the environment
+ * (pdk_cli_settings()); it may use every layer, and decides nothing a
+ * library layer should: a verb parses its flags, calls the layer that
+ * does the work, and says what happened.
  */
 #ifndef PDK_CLI_H
 #define PDK_CLI_H

@@ -14,6 +14,10 @@
  * 5xx answer with the daemon's error object becomes a pdk_error whose
  * message is "CODE: MESSAGE (field FIELD)" and whose status is mapped from
  * the code (pdk_client_status_of_code()).
+ *
+ * Layer contract: stands on base/ alone; it knows the API's wire, not the
+ * daemon's code. It reads no environment: pdk_client_opts_from_env() takes
+ * the one a front end hands it.
  */
 #ifndef PDK_CLIENT_H
 #define PDK_CLIENT_H

@@ -5,9 +5,9 @@
  * once-a-second tick, shutdown. It decides nothing itself: the control
  * layer does, the API translates.
  *
- * The daemon never blocks its loop on one sandbox: supervisors are started
- * with fork+setsid+exec and answer on their ready pipe and control socket,
- * both watched by the loop.
+ * The daemon never blocks its loop on one sandbox: the control layer
+ * starts supervisors with pdk_proc_clone()+setsid+execveat, and they answer
+ * on their ready pipe and control socket, both watched by the loop.
  */
 #ifndef PDK_DAEMON_H
 #define PDK_DAEMON_H

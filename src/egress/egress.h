@@ -15,6 +15,11 @@
  * The rule syntax it matches with is policy/netrule.h. HTTPS credential
  * injection (the per-sandbox CA) is egress-tls.h, included here: the egress
  * layer's public header is this one.
+ *
+ * Layer contract: stands on policy/ (the rules), telemetry/ (its events)
+ * and base/. Denied unless a rule allows; a secret never enters the
+ * sandbox (the proxy injects it on the way out); the proxy reads no
+ * environment (resolver files, trust store and secrets come in its config).
  */
 #ifndef PDK_EGRESS_H
 #define PDK_EGRESS_H

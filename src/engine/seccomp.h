@@ -1,9 +1,12 @@
 /*
  * seccomp.h - the syscall filter every sandbox runs under.
  *
- * The filter is compiled with libseccomp in the parent (prepare), kept as
- * raw BPF, and loaded in the child right before it execs the init (apply):
- * the child does no allocation. Every rule is documented in docs/seccomp.md.
+ * The rules (seccomp-rules.c) are compiled to BPF with libseccomp at build
+ * time, by seccomp-gen (src/tools/), for every combination of flags; at
+ * start-up the parent only picks the built-in program (prepare), and the
+ * child loads it right before it execs the init (apply): no libseccomp
+ * call and no allocation on that path. Every rule is documented in
+ * docs/seccomp.md.
  */
 #ifndef PDK_SECCOMP_H
 #define PDK_SECCOMP_H

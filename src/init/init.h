@@ -13,6 +13,11 @@
  * PDK_INIT_REQ_SPAWN request read from CTL_FD, reports each one's EXEC and
  * EXIT tagged with the request's id, and ends when CTL_FD reaches end of
  * file (the supervisor is gone: leaving pid 1 kills the whole sandbox).
+ *
+ * Layer contract: the init is a binary of its own, linked statically
+ * (against musl where there is musl-gcc) from init.c and base/fdpass.c
+ * only; it includes common.h, fdpass.h and this header, nothing else. The
+ * engine includes this header to speak to it.
  */
 #ifndef PDK_INIT_PROTO_H
 #define PDK_INIT_PROTO_H

@@ -8,6 +8,11 @@
  * netrule.h, and what a caller changes of a profile for one sandbox is
  * overrides.h; both are included here: the policy layer's public header is
  * this one.
+ *
+ * Layer contract: stands on base/ alone. Pure but for reading profile
+ * files (never the environment: the user's profile directory is given);
+ * every problem of a profile is reported at once, as file:line:col, field
+ * and message, and a policy that comes back is whole and checked.
  */
 #ifndef PDK_POLICY_H
 #define PDK_POLICY_H

@@ -20,6 +20,10 @@
  *
  * Nothing here follows a symlink found in a layer or in the workspace;
  * commit (ws-commit.c) is the only code that writes into the workspace.
+ *
+ * Layer contract: stands on telemetry/ (fs.change events) and base/. The
+ * workspace layer's public header is this one; unified diffs of two texts
+ * (udiff.h) are included here.
  */
 #ifndef PDK_WORKSPACE_H
 #define PDK_WORKSPACE_H
