@@ -187,88 +187,115 @@ static const struct option long_opts[] = {
 	{NULL, 0, NULL, 0},
 };
 
+/* What the flags of `paddock serve` give. */
+struct serve_args {
+	struct pdk_daemon_opts o;
+	char **pools;
+	bool quiet;
+};
+
+static int parse_retention(const char *arg, uint64_t *out_s)
+{
+	uint64_t ms = 0;
+
+	if (strcmp(arg, "0") != 0 &&
+	    (pdk_parse_duration(arg, &ms) < 0 || ms / 1000 > MAX_RETENTION_S)) {
+		pdk_cli_error("--retention wants a duration (30m, 1h, 0) of at most 366 days, not "
+			      "'%s'",
+			      arg);
+		return -1;
+	}
+	*out_s = ms / 1000;
+	return 0;
+}
+
+/* One flag: 0, 1 after --help, or -1 after an error was printed. */
+static int serve_opt(int c, struct serve_args *a)
+{
+	switch (c) {
+	case OPT_SOCKET:
+		a->o.socket_path = optarg;
+		return 0;
+	case OPT_LISTEN:
+		a->o.listen = optarg;
+		return 0;
+	case OPT_POOL:
+		pdk_strv_push(&a->pools, optarg);
+		return 0;
+	case OPT_MAX_BODY:
+		if (pdk_parse_size(optarg, &a->o.max_body) < 0 || a->o.max_body < 1024) {
+			pdk_cli_error("--max-body wants a size of at least 1K, not '%s'", optarg);
+			return -1;
+		}
+		return 0;
+	case OPT_STATE_DIR:
+		a->o.state_dir = optarg;
+		return 0;
+	case OPT_KILL:
+		a->o.kill_on_exit = true;
+		return 0;
+	case OPT_RETENTION:
+		return parse_retention(optarg, &a->o.retention_s);
+	case 'q':
+		a->quiet = true;
+		return 0;
+	case 'h':
+		usage(stdout);
+		return 1;
+	default:
+		usage(stderr);
+		return -1;
+	}
+}
+
+static int parse_serve(int argc, char **argv, struct serve_args *a)
+{
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1)
+		if ((rc = serve_opt(c, a)) != 0)
+			return rc;
+	if (optind < argc) {
+		pdk_cli_error("serve takes no arguments ('%s')", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
 int pdk_cmd_serve(int argc, char **argv)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	_cleanup_strv_ char **pools = NULL;
-	struct pdk_daemon_opts o = {.retention_s = DEFAULT_RETENTION_S};
+	struct serve_args a = {.o = {.retention_s = DEFAULT_RETENTION_S}};
+	struct pdk_log log = {.fn = serve_log, .data = &a.quiet};
 	struct pdk_settings settings;
-	bool quiet = false;
-	struct pdk_log log = {.fn = serve_log, .data = &quiet};
-	uint64_t ms;
-	int c, rc;
+	const char *state_dir = NULL;
+	int rc;
 
 	/* The token verbs come before any option parsing: their own grammar. */
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "token") == 0)
-			return cmd_token(argc - i, argv + i, o.state_dir);
+			return cmd_token(argc - i, argv + i, state_dir);
 		if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc)
-			o.state_dir = argv[++i];
+			state_dir = argv[++i];
 		else
 			break;
 	}
-	o.state_dir = NULL;
-	while ((c = getopt_long(argc, argv, "qh", long_opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_SOCKET:
-			o.socket_path = optarg;
-			break;
-		case OPT_LISTEN:
-			o.listen = optarg;
-			break;
-		case OPT_POOL:
-			pdk_strv_push(&pools, optarg);
-			break;
-		case OPT_MAX_BODY:
-			if (pdk_parse_size(optarg, &o.max_body) < 0 || o.max_body < 1024) {
-				pdk_cli_error("--max-body wants a size of at least 1K, not '%s'",
-					      optarg);
-				return PDK_EXIT_POLICY;
-			}
-			break;
-		case OPT_STATE_DIR:
-			o.state_dir = optarg;
-			break;
-		case OPT_KILL:
-			o.kill_on_exit = true;
-			break;
-		case OPT_RETENTION:
-			if (strcmp(optarg, "0") == 0) {
-				ms = 0;
-			} else if (pdk_parse_duration(optarg, &ms) < 0 ||
-				   ms / 1000 > MAX_RETENTION_S) {
-				pdk_cli_error(
-					"--retention wants a duration (30m, 1h, 0) of at most "
-					"366 days, not '%s'",
-					optarg);
-				return PDK_EXIT_POLICY;
-			}
-			o.retention_s = ms / 1000;
-			break;
-		case 'q':
-			quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return PDK_EXIT_POLICY;
-		}
+	optind = 1;
+	rc = parse_serve(argc, argv, &a);
+	if (rc != 0) {
+		pdk_strv_free(a.pools);
+		return rc > 0 ? 0 : PDK_EXIT_POLICY;
 	}
-	if (optind < argc) {
-		pdk_cli_error("serve takes no arguments ('%s')", argv[optind]);
-		return PDK_EXIT_POLICY;
-	}
-	o.pools = pools;
-	o.log = &log;
+	a.o.pools = a.pools;
+	a.o.log = &log;
 	pdk_cli_settings(&settings);
-	if (o.state_dir == NULL)
-		o.state_dir = settings.paths.state_dir;
-	o.run_dir = settings.paths.runtime_dir;
-	o.envp = settings.envp; /* the supervisors' environment */
-	rc = pdk_daemon_serve(&o, &err);
+	if (a.o.state_dir == NULL)
+		a.o.state_dir = settings.paths.state_dir;
+	a.o.run_dir = settings.paths.runtime_dir;
+	a.o.envp = settings.envp; /* the supervisors' environment */
+	rc = pdk_daemon_serve(&a.o, &err);
 	pdk_settings_release(&settings);
+	pdk_strv_free(a.pools);
 	if (rc < 0) {
 		pdk_cli_error("serve: %s", err->msg);
 		return 1;
