@@ -3,6 +3,7 @@
 #   make              build ./build/paddock
 #   make run ARGS='…' set up, build, and run `paddock run ARGS` (default: a short demo)
 #   make test         set up, build, run every suite (unit, fuzz, integration, ASan+UBSan)
+#   make fuzz         run every libFuzzer target for 60 s (FUZZ_JOBS=N at once)
 #   make bench        set up the benches' own tools too, then run the benches
 #
 # Set-up installs the Debian packages below when run as root, and otherwise
@@ -69,19 +70,17 @@ run: build
 	@if [ -z "$(ARGS)" ]; then sh tests/demo.sh ./$(BUILD)/paddock; \
 	else ./$(BUILD)/paddock run $(ARGS); fi
 
-$(ASAN_BUILD)/build.ninja:
-	$(MESON) setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
-
-# Every suite; the last line is "N passed, N failed" over all of them.
-test: build $(ASAN_BUILD)/build.ninja
-	@ninja -C $(ASAN_BUILD) >/dev/null || ninja -C $(ASAN_BUILD)
+# Every suite; the last line is "N passed, N failed" over all of them. The ASan+UBSan
+# build is clang's, with the fuzz targets (tests/asan-build.sh).
+test: build
+	@sh tests/asan-build.sh $(ASAN_BUILD)
 	@sh tests/run-all.sh $(BUILD) $(ASAN_BUILD)
 
 test-fast: build
 	meson test -C $(BUILD) --suite unit --suite fuzz
 
 fuzz: setup
-	sh tests/fuzz/run-fuzz.sh 60
+	bash tests/fuzz/run-fuzz.sh 60 $(ASAN_BUILD)
 
 bench: build bench-setup
 	python3 bench/startup ./$(BUILD)/paddock
