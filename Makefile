@@ -71,9 +71,8 @@ run: build
 	else ./$(BUILD)/paddock run $(ARGS); fi
 
 # Every suite; the last line is "N passed, N failed" over all of them. The ASan+UBSan
-# build is clang's, with the fuzz targets (tests/asan-build.sh).
+# build (clang, with the fuzz targets) is made by tests/run-all.sh beside the first suites.
 test: build
-	@sh tests/asan-build.sh $(ASAN_BUILD)
 	@sh tests/run-all.sh $(BUILD) $(ASAN_BUILD)
 
 test-fast: build
