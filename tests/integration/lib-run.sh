@@ -14,26 +14,39 @@
 # A suite that counts what is left on the machine (processes, mounts, temp dirs) sets
 # OWN_NAMESPACES=1 before sourcing this file: it then runs again in a pid and a mount
 # namespace of its own, where /proc shows only its processes, mountinfo only its mounts,
-# and /tmp, /run and /dev/shm are empty directories of its own. What it counts is then
-# what it started, whatever else runs on the machine; a process, mount or file it leaks
-# is still there to be counted. When the pid namespace's first process (this script)
-# ends, the kernel ends every process left in it.
+# and /tmp, /run and /dev/shm are directories of its own (holding only what the suite itself
+# needs of the real ones: its sources and builds, when they live there). What it counts is
+# then what it started, whatever else runs on the machine; a process, mount or file it leaks
+# is still there to be counted. When the pid namespace's first process (this script) ends,
+# the kernel ends every process left in it.
 if [ "${OWN_NAMESPACES:-0}" = 1 ] && [ -z "${PDK_NS_DIR:-}" ] &&
 	unshare --pid --fork --mount true 2>/dev/null; then
 	ns_dir=$(mktemp -d /tmp/paddock-ns-XXXXXX)
 	mkdir -m 1777 "$ns_dir/tmp"
 	mkdir -m 0755 "$ns_dir/run"
-	PDK_NS_DIR=$ns_dir PDK_TEST_ID=$$ unshare --pid --fork --kill-child --mount \
-		--propagation private --mount-proc bash "$0" "$@"
+	keep=""
+	for p in "$0" "$PADDOCK" "$PADDOCK_INIT" "${ESCAPE_PROBE:-}" "${PADDOCK_OTLP:-}" \
+		"${TESTS_DIR:-}" "${BUILD_DIR:-}"; do
+		[ -n "$p" ] || continue
+		case $(realpath -m "$p") in /tmp/?* | /run/?*) keep="$keep $(realpath -m "$p" | cut -d/ -f1-3)" ;; esac
+	done
+	PDK_NS_DIR=$ns_dir PDK_NS_KEEP=$keep PDK_TEST_ID=$$ unshare --pid --fork --kill-child \
+		--mount --propagation private --mount-proc bash "$0" "$@"
 	rc=$?
-	rm -rf "$ns_dir"
+	rm -rf --one-file-system "$ns_dir"
 	exit $rc
 fi
 if [ -n "${PDK_NS_DIR:-}" ]; then
-	mount --bind "$PDK_NS_DIR/run" /run && mount --bind "$PDK_NS_DIR/tmp" /tmp &&
+	for k in $PDK_NS_KEEP; do
+		[ -e "$PDK_NS_DIR$k" ] && continue
+		if [ -d "$k" ]; then mkdir "$PDK_NS_DIR$k"; else touch "$PDK_NS_DIR$k"; fi
+		mount --bind "$k" "$PDK_NS_DIR$k" || { echo "Bail out! cannot keep $k"; exit 1; }
+	done
+	# /run first: the suite's own directories are under the real /tmp.
+	mount --rbind "$PDK_NS_DIR/run" /run && mount --rbind "$PDK_NS_DIR/tmp" /tmp &&
 		mount -t tmpfs -o mode=1777 paddock-test /dev/shm ||
 		{ echo "Bail out! cannot make the suite's own /tmp, /run and /dev/shm"; exit 1; }
-	unset PDK_NS_DIR
+	unset PDK_NS_DIR PDK_NS_KEEP
 fi
 # Names this suite's machine-wide objects (cgroups): its pid on the host.
 TEST_ID=${PDK_TEST_ID:-$$}
