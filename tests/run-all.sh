@@ -8,7 +8,7 @@
 # tests/checks.sh, each fuzz target's run.
 #
 # The phases overlap so that both cores stay busy while suites wait on their sandboxes:
-#   1. the sanitizer build starts in the background, at the lowest priority, while
+#   1. the sanitizer build starts in the background, while
 #   2. BUILD_DIR's suites run: unit, fuzz corpora, API, integration;
 #   3. the fuzz runs (20 s per target, two at a time) start in the background, at the
 #      lowest priority, once that build is done, while
@@ -31,16 +31,18 @@ times=""
 phase() { echo "== [$(elapsed)] $*"; }
 elapsed() { s=$(($(date +%s) - start)); printf '%d:%02d' $((s / 60)) $((s % 60)); }
 mark() { times="$times$1 $(($(date +%s) - $2)) s; "; }
-# background LOG CMD...: CMD in the background (its pid in $!), stdout and stderr to LOG, its
-# exit status to LOG.rc, at the lowest priority. meson starts each suite in a session of its
-# own, and with autogroup scheduling a nice value counts only against processes of the same
-# session: CMD gets a session of its own too, whose autogroup gets the lowest priority. The
-# suites, and the timings some of them check, then keep the CPU they would have alone.
+# background LOG NICE CMD...: CMD in the background (its pid in $!), stdout and stderr to
+# LOG, its exit status to LOG.rc, in a session of its own at nice value NICE. meson starts
+# each suite in a session of its own, and with autogroup scheduling the CPU is shared out
+# between sessions first: a nice value counts only within a session, so CMD's session (its
+# autogroup) gets NICE too. At 0, CMD gets a suite's share; at 19, only what the suites and
+# the rest of the machine leave.
 background() {
 	log=$1
-	shift
-	setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; log=$1; shift
-		nice -n 19 "$@" >"$log" 2>&1; echo $? >"$log.rc"' sh "$log" "$@" &
+	nice=$2
+	shift 2
+	setsid sh -c 'echo "$2" >/proc/self/autogroup 2>/dev/null; log=$1; nice=$2; shift 2
+		nice -n "$nice" "$@" >"$log" 2>&1; echo $? >"$log.rc"' sh "$log" "$nice" "$@" &
 }
 # On the way out (an interrupt included), the background work goes too: its session's group.
 pids=""
@@ -49,7 +51,7 @@ trap 'exit 130' INT TERM
 
 t=$(date +%s)
 phase "sanitizer build ($asan) in the background"
-background "$logs/paddock-asan-build.log" sh "$top/tests/asan-build.sh" "$asan"
+background "$logs/paddock-asan-build.log" 0 sh "$top/tests/asan-build.sh" "$asan"
 asan_pid=$!
 pids="$pids $asan_pid"
 
@@ -69,7 +71,7 @@ fi
 mark "wait-asan-build" "$t"
 
 phase "fuzz runs, 20 s per target, in the background ($asan)"
-background "$logs/paddock-fuzz.tap" env FUZZ_JOBS=2 bash "$top/tests/fuzz/run-fuzz.sh" 20 "$asan"
+background "$logs/paddock-fuzz.tap" 19 env FUZZ_JOBS=2 bash "$top/tests/fuzz/run-fuzz.sh" 20 "$asan"
 fuzz_pid=$!
 pids="$pids $fuzz_pid"
 fuzz_t=$(date +%s)
