@@ -11,29 +11,37 @@
 : "${PADDOCK:?PADDOCK must name the paddock binary}"
 : "${PADDOCK_INIT:=$(dirname "$PADDOCK")/paddock-init}"
 
-# A suite that counts what is left on the machine (processes, mounts, temp dirs) sets
-# OWN_NAMESPACES=1 before sourcing this file: it then runs again in a pid and a mount
-# namespace of its own, where /proc shows only its processes, mountinfo only its mounts,
-# and /tmp, /run and /dev/shm are directories of its own (holding only what the suite itself
-# needs of the real ones: its sources and builds, when they live there). What it counts is
-# then what it started, whatever else runs on the machine; a process, mount or file it leaks
-# is still there to be counted. When the pid namespace's first process (this script) ends,
-# the kernel ends every process left in it.
-if [ "${OWN_NAMESPACES:-0}" = 1 ] && [ -z "${PDK_NS_DIR:-}" ] &&
-	unshare --pid --fork --mount true 2>/dev/null; then
-	ns_dir=$(mktemp -d /tmp/paddock-ns-XXXXXX)
-	mkdir -m 1777 "$ns_dir/tmp"
-	mkdir -m 0755 "$ns_dir/run"
+# Every suite runs in a pid namespace and a mount namespace of its own: /proc shows it only
+# its own processes, so it can neither count nor kill another's, mountinfo only its own
+# mounts, and the PIDs it is given are its own. Side by side, suites share pid_max (32768
+# here) and would go through the PIDs several times faster, and bash 5.2 can lose track of
+# a child given the PID of an earlier child of the same shell ("wait_for: No record of
+# process"; a `$(seq 50)` came back empty). When the namespace's first process (this
+# script) ends, the kernel ends every process left in it.
+# A suite that counts the temp dirs left on the machine sets OWN_NAMESPACES=1 before
+# sourcing this file: its /tmp, /run and /dev/shm are then directories of its own too
+# (holding only what the suite needs of the real ones: its sources and builds, when they
+# live there). What it counts is then what it started, whatever else runs on the machine;
+# a process, mount or file it leaks is still there to be counted.
+if [ -z "${PDK_IN_NS:-}" ] && unshare --pid --fork --mount true 2>/dev/null; then
+	ns_dir=""
 	keep=""
-	for p in "$0" "$PADDOCK" "$PADDOCK_INIT" "${ESCAPE_PROBE:-}" "${PADDOCK_OTLP:-}" \
-		"${TESTS_DIR:-}" "${BUILD_DIR:-}"; do
-		[ -n "$p" ] || continue
-		case $(realpath -m "$p") in /tmp/?* | /run/?*) keep="$keep $(realpath -m "$p" | cut -d/ -f1-3)" ;; esac
-	done
-	PDK_NS_DIR=$ns_dir PDK_NS_KEEP=$keep PDK_TEST_ID=$$ unshare --pid --fork --kill-child \
-		--mount --propagation private --mount-proc bash "$0" "$@"
+	if [ "${OWN_NAMESPACES:-0}" = 1 ]; then
+		ns_dir=$(mktemp -d /tmp/paddock-ns-XXXXXX)
+		mkdir -m 1777 "$ns_dir/tmp"
+		mkdir -m 0755 "$ns_dir/run"
+		for p in "$0" "$PADDOCK" "$PADDOCK_INIT" "${ESCAPE_PROBE:-}" "${PADDOCK_OTLP:-}" \
+			"${TESTS_DIR:-}" "${BUILD_DIR:-}"; do
+			[ -n "$p" ] || continue
+			case $(realpath -m "$p") in
+			/tmp/?* | /run/?*) keep="$keep $(realpath -m "$p" | cut -d/ -f1-3)" ;;
+			esac
+		done
+	fi
+	PDK_IN_NS=1 PDK_NS_DIR=$ns_dir PDK_NS_KEEP=$keep PDK_TEST_ID=$$ unshare --pid --fork \
+		--kill-child --mount --propagation private --mount-proc bash "$0" "$@"
 	rc=$?
-	rm -rf --one-file-system "$ns_dir"
+	[ -z "$ns_dir" ] || rm -rf --one-file-system "$ns_dir"
 	exit $rc
 fi
 if [ -n "${PDK_NS_DIR:-}" ]; then
@@ -46,8 +54,8 @@ if [ -n "${PDK_NS_DIR:-}" ]; then
 	mount --rbind "$PDK_NS_DIR/run" /run && mount --rbind "$PDK_NS_DIR/tmp" /tmp &&
 		mount -t tmpfs -o mode=1777 paddock-test /dev/shm ||
 		{ echo "Bail out! cannot make the suite's own /tmp, /run and /dev/shm"; exit 1; }
-	unset PDK_NS_DIR PDK_NS_KEEP
 fi
+unset PDK_IN_NS PDK_NS_DIR PDK_NS_KEEP
 # Names this suite's machine-wide objects (cgroups): its pid on the host.
 TEST_ID=${PDK_TEST_ID:-$$}
 unset PDK_TEST_ID

@@ -2,8 +2,9 @@
 # Leak check: consecutive `paddock run -- /bin/true` (1,000 as root, 200 as nobody) leave no
 # process, mount, cgroup, temp dir or fd behind; the sandboxed command sees only stdio.
 set -u
-# Its own pid and mount namespaces (lib-run.sh): the processes, mounts and temp dirs counted
-# below are this suite's, whatever else runs on the machine.
+# In pid and mount namespaces of its own, with its own /tmp, /run and /dev/shm (lib-run.sh):
+# the processes, mounts and temp dirs counted below are this suite's, whatever else runs on
+# the machine.
 OWN_NAMESPACES=1
 . "$(dirname "$0")/lib-run.sh"
 ROOT_RUNS=${PDK_LEAK_RUNS:-1000}

@@ -5,10 +5,10 @@
 # are counted before and after. As root with PDK_CYCLES cycles, and as nobody with a
 # quarter of them (each cycle is the same code path; the rootless run proves the paths
 # that differ: user namespaces, delegated cgroups).
-# Its own pid and mount namespaces (lib-run.sh): the mounts and processes counted are this
-# suite's, whatever else runs on the machine; the root daemon's sandboxes are made under a
-# cgroup of the suite's own, the unprivileged one's under the cgroup delegated to nobody.
-OWN_NAMESPACES=1
+# In pid and mount namespaces of its own (lib-run.sh): the mounts and processes counted are
+# this suite's, whatever else runs on the machine; the root daemon's sandboxes are made
+# under a cgroup of the suite's own, the unprivileged one's under the cgroup delegated to
+# nobody.
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
 ROOT_CG="/paddock-test-$TEST_ID-root"
