@@ -66,9 +66,13 @@ $(BUILD)/build.ninja:
 build: setup $(BUILD)/build.ninja
 	@ninja -C $(BUILD) >/dev/null || ninja -C $(BUILD)
 
+# ARGS is decided here, not by the shell: it may hold quotes of its own.
 run: build
-	@if [ -z "$(ARGS)" ]; then sh tests/demo.sh ./$(BUILD)/paddock; \
-	else ./$(BUILD)/paddock run $(ARGS); fi
+ifeq ($(strip $(ARGS)),)
+	@sh tests/demo.sh ./$(BUILD)/paddock
+else
+	@./$(BUILD)/paddock run $(ARGS)
+endif
 
 # Every suite; the last line is "N passed, N failed" over all of them. The ASan+UBSan
 # build (clang, with the fuzz targets) is made by tests/run-all.sh beside the first suites.
