@@ -3,6 +3,8 @@
 #   make              build ./build/paddock
 #   make run ARGS='…' set up, build, and run `paddock run ARGS` (default: a short demo)
 #   make test         set up, build, run every suite (unit, fuzz, integration, ASan+UBSan)
+#   make fuzz         run every libFuzzer target for 60 s (FUZZ_JOBS=N at once)
+#   make bench        set up the benches' own tools too, then run the benches
 #
 # Set-up installs the Debian packages below when run as root, and otherwise
 # prints the exact apt-get line to run.
@@ -11,23 +13,25 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap python3 \
 	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch \
 	libsqlite3-dev libssl-dev sqlite3 openssl libcurl4-openssl-dev \
-	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl python3-yaml jq nodejs ripgrep socat
-# nodejs, npm, ripgrep and socat: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
+	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl python3-yaml jq
+# Only for the benches: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
 # whose SandboxManager will not start without rg and socat. Debian's npm package is
 # installed only when no npm command exists: a nodejs package that bundles npm (a repack of
 # upstream's) declares a conflict with it.
+BENCH_DEB_PACKAGES := nodejs ripgrep socat
 NPM_PACKAGE := npm
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON ?= meson
 ARGS ?=
 
-.PHONY: all setup build run test test-fast test-asan fuzz bench format format-check clean
+.PHONY: all setup bench-setup build run test test-fast fuzz bench format format-check clean
 
 all: build
 
-setup:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# deb_install PACKAGES...: install those not installed yet (as root), or say how.
+define deb_install
+missing=""; for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -39,6 +43,13 @@ setup:
 			echo "  sudo apt-get install -y$$missing"; exit 1; \
 		fi; \
 	fi
+endef
+
+setup:
+	@$(call deb_install,$(DEB_PACKAGES))
+
+bench-setup: setup
+	@$(call deb_install,$(BENCH_DEB_PACKAGES))
 	@if ! command -v npm >/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(NPM_PACKAGE) >/dev/null; \
@@ -55,25 +66,26 @@ $(BUILD)/build.ninja:
 build: setup $(BUILD)/build.ninja
 	@ninja -C $(BUILD) >/dev/null || ninja -C $(BUILD)
 
+# ARGS is decided here, not by the shell: it may hold quotes of its own.
 run: build
-	@if [ -z "$(ARGS)" ]; then sh tests/demo.sh ./$(BUILD)/paddock; \
-	else ./$(BUILD)/paddock run $(ARGS); fi
+ifeq ($(strip $(ARGS)),)
+	@sh tests/demo.sh ./$(BUILD)/paddock
+else
+	@./$(BUILD)/paddock run $(ARGS)
+endif
 
-$(ASAN_BUILD)/build.ninja:
-	$(MESON) setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
-
-# Every suite; the last line is "N passed, N failed" over all of them.
-test: build $(ASAN_BUILD)/build.ninja
-	@ninja -C $(ASAN_BUILD) >/dev/null || ninja -C $(ASAN_BUILD)
+# Every suite; the last line is "N passed, N failed" over all of them. The ASan+UBSan
+# build (clang, with the fuzz targets) is made by tests/run-all.sh beside the first suites.
+test: build
 	@sh tests/run-all.sh $(BUILD) $(ASAN_BUILD)
 
 test-fast: build
 	meson test -C $(BUILD) --suite unit --suite fuzz
 
 fuzz: setup
-	sh tests/fuzz/run-fuzz.sh 60
+	bash tests/fuzz/run-fuzz.sh 60 $(ASAN_BUILD)
 
-bench: build
+bench: build bench-setup
 	python3 bench/startup ./$(BUILD)/paddock
 	python3 bench/workspace ./$(BUILD)/paddock
 	./$(BUILD)/bench-audit

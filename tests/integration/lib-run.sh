@@ -2,15 +2,71 @@
 #   prun root|user ARGS...   paddock run ARGS as root, or as nobody (setpriv)
 #   ok STATUS DESC           "ok N - DESC" when STATUS is 0
 #   is GOT WANT DESC         equality, with a diagnostic on mismatch
+#   free_port                a loopback TCP port no one listens on
 # $PADDOCK and $PADDOCK_INIT come from meson (tests/meson.build).
+#
+# Suites run side by side (tests/meson.build), and other users may run paddock on the same
+# machine: each suite keeps to its own state and runtime directories (under $T), its own
+# ports, its own cgroups (named after $TEST_ID), and counts or kills only what it started.
 : "${PADDOCK:?PADDOCK must name the paddock binary}"
 : "${PADDOCK_INIT:=$(dirname "$PADDOCK")/paddock-init}"
+
+# Every suite runs in a pid namespace and a mount namespace of its own: /proc shows it only
+# its own processes, so it can neither count nor kill another's, mountinfo only its own
+# mounts, and the PIDs it is given are its own. Side by side, suites share pid_max (32768
+# here) and would go through the PIDs several times faster, and bash 5.2 can lose track of
+# a child given the PID of an earlier child of the same shell ("wait_for: No record of
+# process"; a `$(seq 50)` came back empty). When the namespace's first process (this
+# script) ends, the kernel ends every process left in it.
+# A suite that counts the temp dirs left on the machine sets OWN_NAMESPACES=1 before
+# sourcing this file: its /tmp, /run and /dev/shm are then directories of its own too
+# (holding only what the suite needs of the real ones: its sources and builds, when they
+# live there). What it counts is then what it started, whatever else runs on the machine;
+# a process, mount or file it leaks is still there to be counted.
+if [ -z "${PDK_IN_NS:-}" ] && unshare --pid --fork --mount true 2>/dev/null; then
+	ns_dir=""
+	keep=""
+	if [ "${OWN_NAMESPACES:-0}" = 1 ]; then
+		ns_dir=$(mktemp -d /tmp/paddock-ns-XXXXXX)
+		mkdir -m 1777 "$ns_dir/tmp"
+		mkdir -m 0755 "$ns_dir/run"
+		for p in "$0" "$PADDOCK" "$PADDOCK_INIT" "${ESCAPE_PROBE:-}" "${PADDOCK_OTLP:-}" \
+			"${TESTS_DIR:-}" "${BUILD_DIR:-}"; do
+			[ -n "$p" ] || continue
+			case $(realpath -m "$p") in
+			/tmp/?* | /run/?*) keep="$keep $(realpath -m "$p" | cut -d/ -f1-3)" ;;
+			esac
+		done
+	fi
+	PDK_IN_NS=1 PDK_NS_DIR=$ns_dir PDK_NS_KEEP=$keep PDK_TEST_ID=$$ unshare --pid --fork \
+		--kill-child --mount --propagation private --mount-proc bash "$0" "$@"
+	rc=$?
+	[ -z "$ns_dir" ] || rm -rf --one-file-system "$ns_dir"
+	exit $rc
+fi
+if [ -n "${PDK_NS_DIR:-}" ]; then
+	for k in $PDK_NS_KEEP; do
+		[ -e "$PDK_NS_DIR$k" ] && continue
+		if [ -d "$k" ]; then mkdir "$PDK_NS_DIR$k"; else touch "$PDK_NS_DIR$k"; fi
+		mount --bind "$k" "$PDK_NS_DIR$k" || { echo "Bail out! cannot keep $k"; exit 1; }
+	done
+	# /run first: the suite's own directories are under the real /tmp.
+	mount --rbind "$PDK_NS_DIR/run" /run && mount --rbind "$PDK_NS_DIR/tmp" /tmp &&
+		mount -t tmpfs -o mode=1777 paddock-test /dev/shm ||
+		{ echo "Bail out! cannot make the suite's own /tmp, /run and /dev/shm"; exit 1; }
+fi
+unset PDK_IN_NS PDK_NS_DIR PDK_NS_KEEP
+# Names this suite's machine-wide objects (cgroups): its pid on the host.
+TEST_ID=${PDK_TEST_ID:-$$}
+unset PDK_TEST_ID
 T=$(mktemp -d /tmp/paddock-it-XXXXXX)
 chmod 0755 "$T"
 mkdir -p "$T/bin" "$T/home" "$T/state-root" "$T/state-user"
+mkdir -m 0700 "$T/run-root" "$T/run-user"
 chmod 0777 "$T/home"
-# Change sets of overlay workspaces: one state directory per identity.
-chown 65534:65534 "$T/state-user"
+# Change sets of overlay workspaces and scratch files: one state and one runtime directory
+# per identity.
+chown 65534:65534 "$T/state-user" "$T/run-user"
 # The build tree may not be readable by nobody: run copies from a world-readable place.
 cp "$PADDOCK" "$T/bin/paddock"
 cp "$PADDOCK_INIT" "$T/bin/paddock-init"
@@ -49,35 +105,60 @@ mkws() {
 prun_cmd() {
 	local init="${PADDOCK_INIT_OVERRIDE:-$T/bin/paddock-init}"
 	if [ "$1" = root ]; then
-		PRUN=(env PADDOCK_INIT="$init" PADDOCK_STATE_DIR="$T/state-root" "${PRUN_ENV[@]}"
-			"$T/bin/paddock")
+		PRUN=(env PADDOCK_INIT="$init" PADDOCK_STATE_DIR="$T/state-root"
+			PADDOCK_RUNTIME_DIR="$T/run-root" "${PRUN_ENV[@]}" "$T/bin/paddock")
 	else
 		PRUN=(setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all
-			env PADDOCK_INIT="$init" PADDOCK_STATE_DIR="$T/state-user" "${PRUN_ENV[@]}"
-			"$T/bin/paddock")
+			env PADDOCK_INIT="$init" PADDOCK_STATE_DIR="$T/state-user"
+			PADDOCK_RUNTIME_DIR="$T/run-user" "${PRUN_ENV[@]}" "$T/bin/paddock")
 	fi
 }
 PRUN_ENV=()
 
-# Delegate a cgroup (v1: one per controller) to the unprivileged user, as an administrator
-# would; prints the parent path for PADDOCK_CGROUP_PARENT. Removed by undelegate_cgroup.
-DELEGATED=""
-delegate_cgroup() {
+# The cgroup controllers paddock uses (src/engine/cgroup-v1.c).
+CG_CONTROLLERS="memory pids cpu cpuacct freezer"
+
+# make_cgroup PATH [UID]: PATH (from the root) in every v1 controller, owned by UID when
+# given. Without UID, on a cgroup v2 machine, PATH in the unified hierarchy (root's: handing
+# a v2 cgroup to another user takes more than its owner). rm_cgroup PATH removes it.
+make_cgroup() {
 	local c
-	DELEGATED="/paddock-test-$$"
-	for c in memory pids cpu cpuacct freezer; do
+	if [ -z "${2:-}" ] && [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		mkdir -p "/sys/fs/cgroup$1"
+		return 0
+	fi
+	for c in $CG_CONTROLLERS; do
 		[ -d "/sys/fs/cgroup/$c" ] || continue
-		mkdir -p "/sys/fs/cgroup/$c$DELEGATED"
-		chown -R "$UNPRIV_UID:$UNPRIV_UID" "/sys/fs/cgroup/$c$DELEGATED"
+		mkdir -p "/sys/fs/cgroup/$c$1"
+		[ -z "${2:-}" ] || chown -R "$2:$2" "/sys/fs/cgroup/$c$1"
 	done
 }
-undelegate_cgroup() {
+rm_cgroup() {
 	local c
-	[ -n "$DELEGATED" ] || return 0
-	for c in memory pids cpu cpuacct freezer; do
-		[ -d "/sys/fs/cgroup/$c$DELEGATED" ] && rmdir "/sys/fs/cgroup/$c$DELEGATED" 2>/dev/null
+	[ -f /sys/fs/cgroup/cgroup.controllers ] && rmdir "/sys/fs/cgroup$1" 2>/dev/null
+	for c in $CG_CONTROLLERS; do
+		[ -d "/sys/fs/cgroup/$c$1" ] && rmdir "/sys/fs/cgroup/$c$1" 2>/dev/null
 	done
+	return 0
+}
+
+# Delegate a cgroup (v1: one per controller) to the unprivileged user, as an administrator
+# would; sets DELEGATED to its path for PADDOCK_CGROUP_PARENT. Removed by undelegate_cgroup.
+DELEGATED=""
+delegate_cgroup() {
+	DELEGATED="/paddock-test-$TEST_ID"
+	make_cgroup "$DELEGATED" "$UNPRIV_UID"
+}
+undelegate_cgroup() {
+	[ -n "$DELEGATED" ] || return 0
+	rm_cgroup "$DELEGATED"
 	DELEGATED=""
+}
+
+# A loopback TCP port that no one listens on: the kernel's pick for a socket bound to port
+# 0, released again. Suites that run side by side never pick the same port this way.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 prun() {

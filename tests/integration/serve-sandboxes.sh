@@ -447,12 +447,12 @@ sandbox_tests() {
 		"$who: --kill-on-exit destroys the pool's sandboxes at SIGTERM"
 }
 
-sandbox_tests root "$((PORT_BASE + 2))"
+sandbox_tests root "$(free_port)"
 # The unprivileged daemon gets a delegated cgroup, as an administrator would give it (pause
 # needs the freezer).
 delegate_cgroup
 SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
-sandbox_tests user "$((PORT_BASE + 3))"
+sandbox_tests user "$(free_port)"
 SERVE_ENV=()
 
 # Without a delegated cgroup an unprivileged sandbox has no freezer: a snapshot cannot be

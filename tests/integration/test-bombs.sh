@@ -3,6 +3,7 @@
 # /tmp, fd exhaustion, CPU spin past the time limit, CPU bandwidth. As root (real cgroups)
 # and as nobody (with a cgroup delegated to it, as an administrator would set up).
 set -u
+# In a pid namespace of its own (lib-run.sh): the processes counted are this suite's.
 . "$(dirname "$0")/lib-run.sh"
 
 host_procs() { ps -e --no-headers | wc -l; }

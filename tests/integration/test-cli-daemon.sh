@@ -7,7 +7,6 @@
 . "$(dirname "$0")/lib-serve.sh"
 
 trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
-PORT_BASE=$((21000 + $$ % 20000))
 
 # pc WHO ARGS...: the paddock CLI as WHO, with that identity's daemon environment.
 pc() {
@@ -230,7 +229,7 @@ for who in root user; do
 		delegate_cgroup
 		SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
 	fi
-	port=$((PORT_BASE + $([ "$who" = root ] && echo 0 || echo 1)))
+	port=$(free_port)
 	serve_start "$who" --listen "127.0.0.1:$port"
 	ok $? "$who: the daemon starts"
 	basic_tests "$who"

@@ -95,7 +95,7 @@ qrun() {
 }
 has() { case "$1" in *"$2"*) return 0 ;; *) return 1 ;; esac; }
 
-scratch_dirs() { ls -d /run/paddock/run-* /tmp/paddock-[0-9]*/run-* 2>/dev/null | sort; }
+scratch_dirs() { ls -d "$T"/run-*/run-* 2>/dev/null | sort; }
 
 check_injection() {
 	local who=$1 out rc ev=$T/home/ev-$who.jsonl log

@@ -105,7 +105,7 @@ host_checks() {
 	kill "$upid"; wait "$upid" 2>/dev/null
 
 	# TCP to a host loopback listener: refused, and the listener sees nothing.
-	port=$((20000 + RANDOM % 20000))
+	port=$(free_port)
 	local lpid
 	listen tcp "$port" "$T/tcp-$who.log"; lpid=$LPID
 	check_blocked "$who" tcp-connect "EACCES|ECONNREFUSED|ENETUNREACH" "$port"
@@ -159,7 +159,7 @@ controls() {
 		out=$("$PROBE" "$name" 2>&1); rc=$?
 		is "$rc:$out" "0:$name: ESCAPED" "control: on the host, $name succeeds as root"
 	done
-	port=$((20000 + RANDOM % 20000))
+	port=$(free_port)
 	listen tcp "$port" "$T/tcp-control.log"; lpid=$LPID
 	out=$("$PROBE" tcp-connect "$port" 2>&1); rc=$?
 	sleep 0.2

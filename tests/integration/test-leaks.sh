@@ -2,15 +2,25 @@
 # Leak check: consecutive `paddock run -- /bin/true` (1,000 as root, 200 as nobody) leave no
 # process, mount, cgroup, temp dir or fd behind; the sandboxed command sees only stdio.
 set -u
+# In pid and mount namespaces of its own, with its own /tmp, /run and /dev/shm (lib-run.sh):
+# the processes, mounts and temp dirs counted below are this suite's, whatever else runs on
+# the machine.
+OWN_NAMESPACES=1
 . "$(dirname "$0")/lib-run.sh"
 ROOT_RUNS=${PDK_LEAK_RUNS:-1000}
 USER_RUNS=$((ROOT_RUNS / 5))
+# The root runs' sandboxes are made under a cgroup of this suite's own, as the user runs'
+# are under the one delegated to nobody: the cgroups counted are this suite's.
+ROOT_CG="/paddock-test-$TEST_ID-root"
+make_cgroup "$ROOT_CG"
+trap 'undelegate_cgroup; rm_cgroup "$ROOT_CG"; rm -rf "$T"' EXIT
 
 snapshot() {
 	ps -e --no-headers -o comm | grep -cE '^paddock' # paddock / paddock-init alive
 	wc -l < /proc/self/mountinfo
-	find /sys/fs/cgroup -maxdepth 4 -type d -name 'paddock-[0-9a-f]*' 2>/dev/null | wc -l
-	find /tmp /run /dev/shm -maxdepth 1 -name '*paddock*' ! -path "$T" 2>/dev/null | grep -v '^/tmp/paddock-it-' | wc -l
+	find /sys/fs/cgroup -maxdepth 5 -type d -path "*/paddock-test-$TEST_ID*/paddock-*" 2>/dev/null | wc -l
+	{ find /tmp /run /dev/shm -maxdepth 1 -name '*paddock*' ! -path "$T" 2>/dev/null | grep -v '^/tmp/paddock-it-'
+		ls -A "$T/run-root" "$T/run-user" | grep .; } | wc -l
 	ps -e --no-headers -o ppid=,pid= | awk '$1 != 2 && $2 != 2' | wc -l # kernel threads come and go
 }
 
@@ -32,15 +42,19 @@ compare() { # WHO BEFORE AFTER
 	mapfile -t b <<< "$2"
 	mapfile -t a <<< "$3"
 	is "${a[0]}" "${b[0]}" "$who: no paddock or paddock-init process left"
-	is "${a[1]}" "${b[1]}" "$who: no mount left (host mountinfo has ${a[1]} lines)"
+	is "${a[1]}" "${b[1]}" "$who: no mount left (the suite's mountinfo has ${a[1]} lines)"
 	is "${a[2]}" "${b[2]}" "$who: no sandbox cgroup left"
-	is "${a[3]}" "${b[3]}" "$who: no temp dir left in /tmp, /run, /dev/shm"
+	is "${a[3]}" "${b[3]}" "$who: no temp dir left in /tmp, /run, /dev/shm or the runtime directories"
 	[ "${a[4]}" -le $((b[4] + 3)) ]; ok $? "$who: no process left (${b[4]} before, ${a[4]} after)"
 }
 
+PRUN_ENV=(PADDOCK_CGROUP_PARENT="$ROOT_CG")
 before=$(snapshot)
 runs root "$ROOT_RUNS"
 compare root "$before" "$(snapshot)"
+left=$(find /sys/fs/cgroup/*"$ROOT_CG" -mindepth 1 -type d 2>/dev/null | wc -l)
+is "$left" 0 "root: nothing left under the suite's cgroup"
+PRUN_ENV=()
 
 delegate_cgroup
 PRUN_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")

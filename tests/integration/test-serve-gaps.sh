@@ -22,7 +22,6 @@ trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervis
 for _ in $(seq 100); do [ -s "$T/origin.port" ] && break; sleep 0.05; done
 OP=$(cat "$T/origin.port")
 [ -n "$OP" ] || { echo "Bail out! the origin server did not start"; exit 1; }
-PORT_BASE=$((20000 + ($$ + 7919) % 20000))
 
 # poll WHO ID JQ-EXPR: up to 5 s for GET /v1/sandboxes/ID to make EXPR true.
 poll() {
@@ -264,9 +263,9 @@ gap_tests() {
 	is "$SERVE_RC" "0" "$who: clean stop"
 }
 
-gap_tests root "$PORT_BASE"
+gap_tests root "$(free_port)"
 delegate_cgroup
 SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
-gap_tests user "$((PORT_BASE + 1))"
+gap_tests user "$(free_port)"
 SERVE_ENV=()
 done_testing

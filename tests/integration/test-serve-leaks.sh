@@ -5,9 +5,15 @@
 # are counted before and after. As root with PDK_CYCLES cycles, and as nobody with a
 # quarter of them (each cycle is the same code path; the rootless run proves the paths
 # that differ: user namespaces, delegated cgroups).
+# In pid and mount namespaces of its own (lib-run.sh): the mounts and processes counted are
+# this suite's, whatever else runs on the machine; the root daemon's sandboxes are made
+# under a cgroup of the suite's own, the unprivileged one's under the cgroup delegated to
+# nobody.
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
-trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
+ROOT_CG="/paddock-test-$TEST_ID-root"
+make_cgroup "$ROOT_CG"
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm_cgroup "$ROOT_CG"; rm -rf "$T"' EXIT
 
 CYCLES=${PDK_CYCLES:-200}
 
@@ -72,9 +78,14 @@ leak_cycles() {
 	ok $? "$who: paddock audit verify passes over $n cycles of events"
 }
 
+SERVE_ENV=(PADDOCK_CGROUP_PARENT="$ROOT_CG")
 leak_cycles root "$CYCLES"
+is "$(find /sys/fs/cgroup/*"$ROOT_CG" -mindepth 1 -type d 2>/dev/null | wc -l)" 0 \
+	"root: nothing left under the suite's cgroup"
 delegate_cgroup
 SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
 leak_cycles user "$(( (CYCLES + 3) / 4 ))"
+is "$(find /sys/fs/cgroup/*"$DELEGATED" -mindepth 1 -type d 2>/dev/null | wc -l)" 0 \
+	"user: nothing left under the delegated cgroup"
 SERVE_ENV=()
 done_testing

@@ -7,7 +7,6 @@
 . "$(dirname "$0")/lib-serve.sh"
 
 trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
-PORT_BASE=$((20000 + $$ % 20000))
 
 daemon_tests() {
 	local who=$1 port=$2 sock token sbtok
@@ -109,8 +108,8 @@ CASES
 	ok $? "$who: paddock audit verify passes after the daemon's events"
 }
 
-daemon_tests root "$PORT_BASE"
-daemon_tests user "$((PORT_BASE + 1))"
+daemon_tests root "$(free_port)"
+daemon_tests user "$(free_port)"
 
 if ! have_supervisor; then
 	echo "# sandbox tests skipped: this build has no 'paddock supervise' (the supervisor, issue 6 part 1)"
