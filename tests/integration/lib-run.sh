@@ -15,14 +15,23 @@
 # its own processes, so it can neither count nor kill another's, mountinfo only its own
 # mounts, and the PIDs it is given are its own. Side by side, suites share pid_max (32768
 # here) and would go through the PIDs several times faster, and bash 5.2 can lose track of
-# a child given the PID of an earlier child of the same shell ("wait_for: No record of
-# process"; a `$(seq 50)` came back empty). When the namespace's first process (this
-# script) ends, the kernel ends every process left in it.
+# a child given the PID of an earlier child of the same shell. When the namespace's pid 1
+# (a reaper that runs this script and ends with it) ends, the kernel ends every process
+# left in it.
 # A suite that counts the temp dirs left on the machine sets OWN_NAMESPACES=1 before
 # sourcing this file: its /tmp, /run and /dev/shm are then directories of its own too
 # (holding only what the suite needs of the real ones: its sources and builds, when they
 # live there). What it counts is then what it started, whatever else runs on the machine;
 # a process, mount or file it leaks is still there to be counted.
+# pid 1 of a suite's namespace: runs the suite, reaps every orphan, ends with the suite's status.
+PDK_REAPER='import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+while True:
+    p, st = os.wait()
+    if p == pid:
+        sys.exit(os.WEXITSTATUS(st) if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))'
 if [ -z "${PDK_IN_NS:-}" ] && unshare --pid --fork --mount true 2>/dev/null; then
 	ns_dir=""
 	keep=""
@@ -38,8 +47,12 @@ if [ -z "${PDK_IN_NS:-}" ] && unshare --pid --fork --mount true 2>/dev/null; the
 			esac
 		done
 	fi
+	# The namespace's pid 1 is a small reaper, not the suite's bash: orphans are handed to
+	# pid 1, and a bash that reaps children it never started loses track of its own
+	# ("wait_for: No record of process", an empty `$(seq 50)`).
 	PDK_IN_NS=1 PDK_NS_DIR=$ns_dir PDK_NS_KEEP=$keep PDK_TEST_ID=$$ unshare --pid --fork \
-		--kill-child --mount --propagation private --mount-proc bash "$0" "$@"
+		--kill-child --mount --propagation private --mount-proc python3 -c "$PDK_REAPER" \
+		bash "$0" "$@"
 	rc=$?
 	[ -z "$ns_dir" ] || rm -rf --one-file-system "$ns_dir"
 	exit $rc
