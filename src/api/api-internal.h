@@ -52,10 +52,6 @@ bool pdk__api_allowed(struct pdk_route *r, const char *id, unsigned op);
 void pdk__api_auth_failed(struct pdk_route *r, int code, const char *why);
 
 /* ---- render.c ---- */
-/* A time (CLOCK_REALTIME ns) as RFC 3339 text with microseconds; 0: null. */
-json_t *pdk__api_ts(uint64_t ns);
-/* The Sandbox object (docs/api.yaml). */
-json_t *pdk__api_view_json(const struct pdk_ctl_view *v);
 /* The Sandbox object of a create, with its token. */
 json_t *pdk__api_created_json(const struct pdk_ctl_created *c);
 /* A command's end: exec_id, exit_code, signal, end, duration_ms. */

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "api-internal.h"
 #include "base.h"
+#include "telemetry.h"
 
 #include <string.h>
 
@@ -22,7 +23,7 @@ void pdk__route_get(struct pdk_route *r, const char *id)
 		pdk_api_error(r->req, err);
 		return;
 	}
-	pdk_http_json(r->req, 200, pdk__api_view_json(&v));
+	pdk_http_json(r->req, 200, pdk_ctl_view_json(&v));
 	pdk_ctl_view_release(&v);
 }
 
@@ -64,7 +65,7 @@ static void route_token(struct pdk_route *r, struct pdk_ctl_sb *sb)
 	}
 	pdk_http_json(r->req, 201,
 		      json_pack("{s:s, s:o, s:o}", "token", token, "expires_at",
-				pdk__api_ts(exp * 1000000000ULL), "ops",
+				pdk_events_ts_json(exp * 1000000000ULL), "ops",
 				pdk_token_ops_json(t.ops)));
 }
 
@@ -87,7 +88,7 @@ static void view_answer(void *ctx, const struct pdk_ctl_view *v, const struct pd
 	if (err != NULL)
 		pdk_api_error(req, err);
 	else
-		pdk_http_json(req, 200, pdk__api_view_json(v));
+		pdk_http_json(req, 200, pdk_ctl_view_json(v));
 }
 
 /* snapshot {"name"}, rollback {"snapshot"}, commit {}: each with "restart". */

@@ -172,7 +172,7 @@ static void route_list(struct pdk_route *r)
 	}
 	a = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, pdk__api_view_json(&views[i]));
+		json_array_append_new(a, pdk_ctl_view_json(&views[i]));
 	pdk_ctl_views_free(views, n);
 	pdk_http_json(r->req, 200, json_pack("{s:o}", "sandboxes", a));
 }

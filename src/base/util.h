@@ -133,6 +133,25 @@ void pdk_env_set_take(char ***env, char *kv);
 /* mkdir -p: every missing directory of `path` is made, mode 0700. 0 or negative + *err. */
 PDK_MUST_CHECK int pdk_mkdir_p(const char *path, struct pdk_error **err);
 
+/*
+ * The length of the UTF-8 sequence that starts at `p` (n > 0 bytes there):
+ * 1 to 4, or 0 when those bytes do not start a valid one (RFC 3629: no
+ * overlong form, no surrogate, nothing above U+10FFFF). NUL is a valid
+ * one-byte sequence.
+ */
+size_t pdk_utf8_len(const unsigned char *p, size_t n);
+
+/* Whether the `n` bytes of `s` are valid UTF-8 (pdk_utf8_len() all along). */
+bool pdk_utf8_valid(const char *s, size_t n);
+
+/*
+ * The `n` bytes of `p` as valid UTF-8, in a new NUL-terminated string (caller
+ * frees; its length in *out_len): each byte that does not start a valid
+ * sequence, and each NUL when `nul_bad`, is replaced by U+FFFD. *lossy (may
+ * be NULL) says whether any byte was replaced.
+ */
+char *pdk_utf8_clean(const char *p, size_t n, bool nul_bad, size_t *out_len, bool *lossy);
+
 /* The value of one hex digit (either case), or -1. */
 int pdk_hexval(char c);
 

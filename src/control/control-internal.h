@@ -189,8 +189,6 @@ void pdk__figures_release(struct pdk_ctl_figures *f);
 
 /* ---- view.c ---- */
 void pdk__sb_view(const struct pdk_ctl_sb *sb, struct pdk_ctl_view *out);
-/* An ended sandbox's record, as the store keeps it (new reference). */
-json_t *pdk__view_record(const struct pdk_ctl_view *v);
 /* The view of a stored record; -EINVAL when it is not one. */
 PDK_MUST_CHECK int pdk__view_from_record(const char *text, struct pdk_ctl_view *out);
 /* The kept ended sandbox `id` in *out; false when there is none. */

@@ -154,7 +154,8 @@ static void finish_archive(struct pdk_ctl_exec *x)
 					  (unsigned long long)x->raw_max);
 	} else if (!json_is_integer(code) || json_integer_value(code) != 0) {
 		size_t len;
-		_cleanup_free_ char *t = pdk_ctl_utf8(x->err.head, x->err.head_len, &len);
+		_cleanup_free_ char *t =
+			pdk_utf8_clean(x->err.head, x->err.head_len, false, &len, NULL);
 
 		(void)pdk_error_set_field(&err, EINVAL, "path", "tar failed: %s", t);
 	}
