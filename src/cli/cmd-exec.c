@@ -27,12 +27,12 @@ static const struct option long_opts[] = {
 	{"shell", required_argument, NULL, 'c'},
 	{"output-cap", required_argument, NULL, OPT_OUTPUT_CAP},
 	{"json", no_argument, NULL, PDK_CLI_OPT_JSON},
-	PDK_CLI_CONN_LONGOPTS,
 	{NULL, 0, NULL, 0},
 };
 
-static void usage(FILE *out)
+static void usage(void *ctx)
 {
+	(void)ctx;
 	fputs("usage: paddock exec ID [OPTIONS] -- CMD [ARGS...]\n"
 	      "       paddock exec ID [OPTIONS] -c 'SHELL COMMAND'\n"
 	      "\n"
@@ -61,7 +61,7 @@ static void usage(FILE *out)
 	      "exit status: CMD's own; 128+N when it died of signal N; 124 when --timeout\n"
 	      "ended it; 2 bad option; 125 the daemon could not be reached or refused\n"
 	      "(its error code, message and field are printed).\n",
-	      out);
+	      stdout);
 }
 
 struct exec_opts {
@@ -71,12 +71,12 @@ struct exec_opts {
 	bool stream, json, send_stdin;
 };
 
-/* 0, 1 for --help, or an exit status after printing why. */
-static int parse_one(struct exec_opts *o, int opt, const char *arg)
+static int exec_opt(void *ctx, const struct option *opt, const char *arg)
 {
+	struct exec_opts *o = ctx;
 	uint64_t n;
 
-	switch (opt) {
+	switch (opt->val) {
 	case OPT_STREAM:
 		o->stream = true;
 		return 0;
@@ -103,42 +103,30 @@ static int parse_one(struct exec_opts *o, int opt, const char *arg)
 	case PDK_CLI_OPT_JSON:
 		o->json = true;
 		return 0;
-	case 'h':
-		usage(stdout);
-		return 1;
 	default:
-		return pdk_cli_usage_error("exec", "bad option");
+		return -1;
 	}
 }
+
+static const struct pdk_cli_verb verb = {"t:e:C:ic:", long_opts, usage, exec_opt};
 
 static int read_stdin(json_t *body)
 {
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_free_ char *b64 = NULL;
-	size_t len = 0, cap = 0;
+	size_t len = 0;
+	int r = pdk_cli_slurp(STDIN_FILENO, STDIN_MAX, &buf, &len);
 
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			buf = pdk_xrealloc(buf, cap);
-		}
-		n = TEMP_FAILURE_RETRY(read(STDIN_FILENO, buf + len, cap - len));
-		if (n < 0) {
-			pdk_cli_error("read stdin: %s", strerror(errno));
-			return PDK_CLI_EXIT_USAGE;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > STDIN_MAX) {
-			pdk_cli_error("stdin is larger than %zu MiB: copy it with 'paddock cp'",
-				      STDIN_MAX >> 20);
-			return PDK_CLI_EXIT_USAGE;
-		}
+	if (r == -E2BIG) {
+		pdk_cli_error("stdin is larger than %zu MiB: copy it with 'paddock cp'",
+			      STDIN_MAX >> 20);
+		return PDK_CLI_EXIT_USAGE;
 	}
-	b64 = pdk_cli_b64_encode(buf ? buf : "", len);
+	if (r < 0) {
+		pdk_cli_error("read stdin: %s", strerror(-r));
+		return PDK_CLI_EXIT_USAGE;
+	}
+	b64 = pdk_cli_b64_encode(buf, len);
 	json_object_set_new(body, "stdin_b64", json_string(b64));
 	return 0;
 }
@@ -238,7 +226,6 @@ static int exec_stream(struct pdk_client *c, const char *path, struct exec_opts 
 {
 	struct pdk_error *err = NULL;
 	struct stream_state st = {.status = PDK_CLI_EXIT_API};
-	struct pdk_client_resp resp;
 	_cleanup_free_ char *text = NULL;
 	struct pdk_client_req q = {.method = "POST",
 				   .path = path,
@@ -246,22 +233,19 @@ static int exec_stream(struct pdk_client *c, const char *path, struct exec_opts 
 				   .accept = "text/event-stream",
 				   .on_sse = on_exec_event,
 				   .ud = &st};
+	int r;
 
 	json_object_set_new(o->body, "stream", json_true());
 	text = json_dumps(o->body, JSON_COMPACT);
 	q.body = text;
 	q.body_len = strlen(text);
-	if (pdk_client_request(c, &q, &resp, &err) < 0) {
-		if (st.bad)
-			pdk_cli_error("the daemon sent an event that is not JSON");
+	r = pdk_cli_request(c, &q, &err);
+	if (r < 0 && st.bad)
+		pdk_cli_error("the daemon sent an event that is not JSON");
+	if (r < 0)
 		return pdk_cli_api_fail(c, &err);
-	}
-	if (resp.status < 200 || resp.status > 299) {
-		(void)pdk_client_error_from(&resp, &err);
-		pdk_client_resp_release(&resp);
-		return pdk_cli_api_fail(c, &err);
-	}
-	pdk_client_resp_release(&resp);
+	if (r > 0)
+		return r;
 	if (!st.ended) {
 		pdk_cli_error("the event stream ended without the command's exit");
 		return PDK_CLI_EXIT_API;
@@ -290,17 +274,12 @@ int pdk_cmd_exec(int argc, char **argv)
 {
 	struct pdk_cli_conn conn = {0};
 	struct exec_opts o = {.body = json_object(), .env = json_object()};
-	int opt, r = 0;
-
 	/*
 	 * Options may come before or after ID (getopt permutes them to the
 	 * front); everything after "--" is CMD.
 	 */
-	optind = 1;
-	while (r == 0 && (opt = getopt_long(argc, argv, "t:e:C:ic:h", long_opts, NULL)) != -1) {
-		if (!pdk_cli_conn_opt(&conn, opt, optarg))
-			r = parse_one(&o, opt, optarg);
-	}
+	int r = pdk_cli_parse(&verb, argc, argv, &conn, &o);
+
 	if (r == 0 && optind >= argc)
 		r = pdk_cli_usage_error("exec", "which sandbox? give its ID");
 	if (r == 0) {
@@ -317,7 +296,7 @@ int pdk_cmd_exec(int argc, char **argv)
 		json_object_set(o.body, "env", o.env);
 	if (r == 0)
 		r = run(&conn, &o);
-	else if (r == 1)
+	else if (r < 0)
 		r = 0;
 	json_decref(o.body);
 	json_decref(o.env);
