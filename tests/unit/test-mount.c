@@ -2,6 +2,7 @@
 #include "mount.h"
 #include "policy.h"
 #include "util.h"
+#include "test-helpers.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -17,14 +18,10 @@
 /* Render the plan as text (one operation a line) for assertions. */
 static char *plan_text(const struct pdk_mount_plan *plan)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct pdk_test_text t;
 
-	cr_assert_not_null(f);
-	pdk_mount_plan_print(plan, f);
-	fclose(f);
-	return buf;
+	pdk_mount_plan_print(plan, pdk_test_text_open(&t));
+	return pdk_test_text_take(&t);
 }
 
 static struct pdk_policy *policy(void)
