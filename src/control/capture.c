@@ -28,10 +28,7 @@ void pdk__capture_init(struct pdk_capture *c, const char *name, uint64_t cap)
 
 void pdk__capture_release(struct pdk_capture *c)
 {
-	if (c->ev != NULL)
-		event_free(c->ev);
-	if (c->fd >= 0)
-		(void)close(c->fd);
+	pdk__ctl_unwatch(&c->ev, &c->fd);
 	if (c->file_fd >= 0)
 		(void)close(c->file_fd);
 	if (c->pending != NULL)

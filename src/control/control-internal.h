@@ -90,6 +90,11 @@ struct pdk_ctl_sb {
 /* evbuffer_add(), an allocation failure being pdk_oom(). */
 void pdk__ctl_buf_add(struct evbuffer *buf, const void *data, size_t len);
 struct evbuffer *pdk__ctl_buf_new(void);
+/*
+ * Stop watching a descriptor: free its event and close it, either of which
+ * may be unset (NULL, -1); both are unset afterwards.
+ */
+void pdk__ctl_unwatch(struct event **ev, int *fd);
 
 /* ---- sandboxes.c ---- */
 struct pdk_ctl_sb *pdk__sb_new(struct pdk_ctl *c);
