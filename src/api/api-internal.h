@@ -69,6 +69,11 @@ extern const char pdk_openapi_yaml[];
 int pdk__route_body(struct pdk_route *r, size_t max);
 /* A JSON body (at most 1 MiB); -1 after answering 413. */
 int pdk__route_json_body(struct pdk_route *r);
+/*
+ * Whether a body validator (request.h) took the body: `rc` is what it
+ * returned; a refusal is answered 400 with its error `e`, and false returned.
+ */
+bool pdk__route_valid(struct pdk_route *r, int rc, const struct pdk_req_error *e);
 const char *pdk__route_query(struct pdk_route *r, const char *key);
 
 /* ---- route-sandbox.c ---- */
