@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/random.h>
@@ -508,6 +509,18 @@ char *pdk_utf8_clean(const char *p, size_t n, bool nul_bad, size_t *out_len, boo
 	out[o] = '\0';
 	*out_len = o;
 	return out;
+}
+
+int pdk_thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(t, NULL, fn, arg);
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 int pdk_hexval(char c)

@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -164,6 +165,14 @@ PDK_MUST_CHECK int pdk_parse_size(const char *s, uint64_t *out);
 PDK_MUST_CHECK int pdk_parse_duration(const char *s, uint64_t *out_ms);
 /* Parse an unsigned decimal integer with range check (no sign, no junk). */
 PDK_MUST_CHECK int pdk_parse_u64(const char *s, uint64_t max, uint64_t *out);
+
+/*
+ * Start a thread of `fn(arg)` that takes no signal: it is created with every
+ * signal blocked (a thread inherits its creator's mask), so a signal the
+ * process handles, or reads from a signalfd, never lands in it. The
+ * caller's mask is left as it was. 0 or pthread_create()'s error number.
+ */
+PDK_MUST_CHECK int pdk_thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
 uint64_t pdk_now_mono_ns(void);

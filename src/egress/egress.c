@@ -23,7 +23,6 @@
 #include <event2/util.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,14 +462,9 @@ static void quiet_log(int severity, const char *msg)
 
 static int start_thread(struct pdk_egress *e, struct pdk_error **err)
 {
-	sigset_t all, old;
-	int rc;
-
 	/* The loop's thread takes no signal: the supervisor's signalfd gets them all. */
-	sigfillset(&all);
-	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&e->thread, NULL, loop_main, e);
-	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int rc = pdk_thread_start_quiet(&e->thread, loop_main, e);
+
 	if (rc != 0)
 		return pdk_error_set(err, rc, "cannot start the egress proxy thread");
 	e->running = true;
