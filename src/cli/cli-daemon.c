@@ -65,7 +65,10 @@ int pdk_cli_parse(const struct pdk_cli_verb *v, int argc, char **argv, struct pd
 		if (pdk_cli_conn_opt(conn, opt, optarg))
 			continue;
 		if (opt == 'h') {
-			v->usage(ctx);
+			if (v->help != NULL)
+				fputs(v->help, stdout);
+			else
+				v->usage(ctx);
 			return -1;
 		}
 		r = o != NULL && v->opt != NULL ? v->opt(ctx, o, optarg) : -1;

@@ -59,15 +59,16 @@ typedef int (*pdk_cli_opt_cb)(void *ctx, const struct option *o, const char *arg
 struct pdk_cli_verb {
 	const char *shortopts;     /* getopt_long's, for the verb's own options */
 	const struct option *opts; /* the verb's own long options, a zero entry last; or NULL */
-	void (*usage)(void *ctx);  /* prints --help to stdout */
+	const char *help;          /* --help's text; NULL: usage() prints it */
+	void (*usage)(void *ctx);  /* for a text that depends on the call (ctx) */
 	pdk_cli_opt_cb opt;        /* NULL: no options of its own */
 };
 
 /*
  * Read the options of argv (getopt_long from optind 1; argv[0] is the verb
  * as typed, which messages name) with the verb's own and those every verb
- * takes: the connection options go into *conn, --help (-h) calls v->usage,
- * every other option v->opt.
+ * takes: the connection options go into *conn, --help (-h) prints v->help
+ * to stdout (or calls v->usage), every other option goes to v->opt.
  * Returns 0 when all were taken (optind is then at the first argument),
  * -1 after --help (the verb is done: exit 0), or an exit status after a
  * usage error was printed.

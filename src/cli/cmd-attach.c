@@ -24,30 +24,26 @@
 #include <termios.h>
 #include <unistd.h>
 
+static const char help[] =
+	"usage: paddock attach [OPTIONS] ID [-- CMD [ARGS...]]\n"
+	"\n"
+	"Open an interactive shell (/bin/sh, or CMD) on a terminal in the running\n"
+	"sandbox ID of the daemon ('paddock serve'): the human-takeover path. This\n"
+	"terminal is put in raw mode for the session, and its size follows this\n"
+	"window's. The session ends when the shell exits. The daemon records it as\n"
+	"events (the exec with its pty, the commands run in it, the exit).\n"
+	"\n"
+	"options:\n"
+	"  -e, --env K=V      add K to the shell's environment (repeatable)\n"
+	"  -C, --cwd DIR      working directory inside the sandbox\n" PDK_CLI_CONN_HELP "\n"
+	"exit status: the shell's own (128+N for signal N); 2 bad option; 125 the\n"
+	"daemon could not be reached or refused (its error is printed).\n";
+
 static const struct option long_opts[] = {
 	{"env", required_argument, NULL, 'e'},
 	{"cwd", required_argument, NULL, 'C'},
 	{NULL, 0, NULL, 0},
 };
-
-static void usage(void *ctx)
-{
-	(void)ctx;
-	fputs("usage: paddock attach [OPTIONS] ID [-- CMD [ARGS...]]\n"
-	      "\n"
-	      "Open an interactive shell (/bin/sh, or CMD) on a terminal in the running\n"
-	      "sandbox ID of the daemon ('paddock serve'): the human-takeover path. This\n"
-	      "terminal is put in raw mode for the session, and its size follows this\n"
-	      "window's. The session ends when the shell exits. The daemon records it as\n"
-	      "events (the exec with its pty, the commands run in it, the exit).\n"
-	      "\n"
-	      "options:\n"
-	      "  -e, --env K=V      add K to the shell's environment (repeatable)\n"
-	      "  -C, --cwd DIR      working directory inside the sandbox\n" PDK_CLI_CONN_HELP "\n"
-	      "exit status: the shell's own (128+N for signal N); 2 bad option; 125 the\n"
-	      "daemon could not be reached or refused (its error is printed).\n",
-	      stdout);
-}
 
 struct session {
 	struct pdk_cli_conn conn;
@@ -271,7 +267,7 @@ static int attach_opt(void *ctx, const struct option *o, const char *arg)
 	return 0;
 }
 
-static const struct pdk_cli_verb verb = {"+e:C:", long_opts, usage, attach_opt};
+static const struct pdk_cli_verb verb = {"+e:C:", long_opts, help, NULL, attach_opt};
 
 int pdk_cmd_attach(int argc, char **argv)
 {

@@ -26,37 +26,33 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static const char help[] =
+	"usage: paddock cp [OPTIONS] SRC DST\n"
+	"\n"
+	"Copy a file or a directory between this machine and a sandbox of the daemon\n"
+	"('paddock serve'). One of SRC and DST is ID:/PATH, a path inside sandbox ID;\n"
+	"the other is a local path.\n"
+	"\n"
+	"  paddock cp ./src ID:/work       ./src into /work/src (when /work is a\n"
+	"                                  directory; else it becomes /work)\n"
+	"  paddock cp ID:/work/out.txt .   the file into ./out.txt\n"
+	"  paddock cp ID:/work/build ./b   the directory into ./b (or ./b/build\n"
+	"                                  when ./b is a directory)\n"
+	"\n"
+	"A file keeps its permission bits; a directory travels as a tar archive, made\n"
+	"or unpacked inside the sandbox by tar under the sandbox's own confinement,\n"
+	"and on this side by tar without owners or permission bits. An upload is\n"
+	"limited to 64 MiB (the daemon's --max-body); a download, to the sandbox's\n"
+	"output budget.\n"
+	"\n"
+	"options:\n" PDK_CLI_CONN_HELP "\n"
+	"exit status: 0; 1 a local file or tar failed; 2 bad option or argument;\n"
+	"125 the daemon could not be reached or refused (its error is printed).\n";
+
 /* What one upload may weigh: the daemon's default --max-body. */
 #define UPLOAD_MAX ((size_t)64 << 20)
 
-static void usage(void *ctx)
-{
-	(void)ctx;
-	fputs("usage: paddock cp [OPTIONS] SRC DST\n"
-	      "\n"
-	      "Copy a file or a directory between this machine and a sandbox of the daemon\n"
-	      "('paddock serve'). One of SRC and DST is ID:/PATH, a path inside sandbox ID;\n"
-	      "the other is a local path.\n"
-	      "\n"
-	      "  paddock cp ./src ID:/work       ./src into /work/src (when /work is a\n"
-	      "                                  directory; else it becomes /work)\n"
-	      "  paddock cp ID:/work/out.txt .   the file into ./out.txt\n"
-	      "  paddock cp ID:/work/build ./b   the directory into ./b (or ./b/build\n"
-	      "                                  when ./b is a directory)\n"
-	      "\n"
-	      "A file keeps its permission bits; a directory travels as a tar archive, made\n"
-	      "or unpacked inside the sandbox by tar under the sandbox's own confinement,\n"
-	      "and on this side by tar without owners or permission bits. An upload is\n"
-	      "limited to 64 MiB (the daemon's --max-body); a download, to the sandbox's\n"
-	      "output budget.\n"
-	      "\n"
-	      "options:\n" PDK_CLI_CONN_HELP "\n"
-	      "exit status: 0; 1 a local file or tar failed; 2 bad option or argument;\n"
-	      "125 the daemon could not be reached or refused (its error is printed).\n",
-	      stdout);
-}
-
-static const struct pdk_cli_verb verb = {"", NULL, usage, NULL};
+static const struct pdk_cli_verb verb = {"", NULL, help, NULL, NULL};
 
 struct remote {
 	char *id;

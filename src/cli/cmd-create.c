@@ -13,6 +13,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char help[] =
+	"usage: paddock create [OPTIONS]\n"
+	"\n"
+	"Ask the daemon ('paddock serve') for a long-lived sandbox and print its id.\n"
+	"Commands then run in it with 'paddock exec ID -- CMD', files move with\n"
+	"'paddock cp', and 'paddock kill ID' ends it. A create with no workspace,\n"
+	"no limits and no environment is served from the profile's warm pool when\n"
+	"it has one (a claim of a sandbox built beforehand: milliseconds).\n"
+	"\n"
+	"options:\n"
+	"  -p, --profile NAME     profile (default: default; see 'paddock profile')\n"
+	"      --session S        label session=S (also --workflow W, --agent A)\n"
+	"      --label K=V        a free-form label (repeatable)\n"
+	"      --ttl DURATION     end the sandbox after this long: 30m, 2h\n"
+	"      --idle DURATION    end it after this long without a call\n"
+	"      --idempotency-key K  a retried create with the same K returns the same\n"
+	"                         sandbox instead of making a second one\n"
+	"  -w, --workspace DIR    host directory seen at its own path (default: a\n"
+	"                         private empty workspace)\n"
+	"      --workspace-mode M overlay (default), rw, ro, tmpfs or none\n"
+	"  -e, --env K=V          set K in the sandbox's environment (repeatable)\n"
+	"  -m, --memory SIZE      memory limit: 512M, 2G\n"
+	"  -t, --timeout DURATION wall-clock budget of the sandbox (paused time is\n"
+	"                         not charged)\n"
+	"      --pids N           limit on processes and threads\n"
+	"      --cpus N           CPU bandwidth, e.g. 0.5 or 2\n"
+	"      --allow HOST[:PORT] let HTTP(S) to HOST out through the egress proxy\n"
+	"                         (repeatable; network mode allowlist)\n"
+	"      --json             print the whole sandbox, including its token (a\n"
+	"                         short-lived bearer token for this sandbox only, to\n"
+	"                         hand to an agent; shown only here)\n" PDK_CLI_CONN_HELP "\n"
+	"exit status: 0; 2 bad option; 125 the daemon could not be reached or refused\n"
+	"(its error code, message and field are printed).\n";
+
 enum {
 	OPT_LABEL = PDK_CLI_OPT_FIRST_FREE,
 	OPT_SESSION,
@@ -47,44 +81,6 @@ static const struct option long_opts[] = {
 	{"json", no_argument, NULL, PDK_CLI_OPT_JSON},
 	{NULL, 0, NULL, 0},
 };
-
-static void usage(void *ctx)
-{
-	(void)ctx;
-	fputs("usage: paddock create [OPTIONS]\n"
-	      "\n"
-	      "Ask the daemon ('paddock serve') for a long-lived sandbox and print its id.\n"
-	      "Commands then run in it with 'paddock exec ID -- CMD', files move with\n"
-	      "'paddock cp', and 'paddock kill ID' ends it. A create with no workspace,\n"
-	      "no limits and no environment is served from the profile's warm pool when\n"
-	      "it has one (a claim of a sandbox built beforehand: milliseconds).\n"
-	      "\n"
-	      "options:\n"
-	      "  -p, --profile NAME     profile (default: default; see 'paddock profile')\n"
-	      "      --session S        label session=S (also --workflow W, --agent A)\n"
-	      "      --label K=V        a free-form label (repeatable)\n"
-	      "      --ttl DURATION     end the sandbox after this long: 30m, 2h\n"
-	      "      --idle DURATION    end it after this long without a call\n"
-	      "      --idempotency-key K  a retried create with the same K returns the same\n"
-	      "                         sandbox instead of making a second one\n"
-	      "  -w, --workspace DIR    host directory seen at its own path (default: a\n"
-	      "                         private empty workspace)\n"
-	      "      --workspace-mode M overlay (default), rw, ro, tmpfs or none\n"
-	      "  -e, --env K=V          set K in the sandbox's environment (repeatable)\n"
-	      "  -m, --memory SIZE      memory limit: 512M, 2G\n"
-	      "  -t, --timeout DURATION wall-clock budget of the sandbox (paused time is\n"
-	      "                         not charged)\n"
-	      "      --pids N           limit on processes and threads\n"
-	      "      --cpus N           CPU bandwidth, e.g. 0.5 or 2\n"
-	      "      --allow HOST[:PORT] let HTTP(S) to HOST out through the egress proxy\n"
-	      "                         (repeatable; network mode allowlist)\n"
-	      "      --json             print the whole sandbox, including its token (a\n"
-	      "                         short-lived bearer token for this sandbox only, to\n"
-	      "                         hand to an agent; shown only here)\n" PDK_CLI_CONN_HELP "\n"
-	      "exit status: 0; 2 bad option; 125 the daemon could not be reached or refused\n"
-	      "(its error code, message and field are printed).\n",
-	      stdout);
-}
 
 struct create {
 	json_t *body, *labels, *env, *limits, *allow;
@@ -165,7 +161,7 @@ static int create_opt(void *ctx, const struct option *o, const char *arg)
 	}
 }
 
-static const struct pdk_cli_verb verb = {"+p:w:e:m:t:", long_opts, usage, create_opt};
+static const struct pdk_cli_verb verb = {"+p:w:e:m:t:", long_opts, help, NULL, create_opt};
 
 /* Assemble the request body from what the options gathered. */
 static int finish_body(struct create *cr)

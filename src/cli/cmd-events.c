@@ -11,6 +11,25 @@
 #include <stdio.h>
 #include <string.h>
 
+static const char help[] =
+	"usage: paddock events [OPTIONS]\n"
+	"\n"
+	"Print the daemon's audit events: sandboxes created, claimed and destroyed,\n"
+	"commands executed and their exits, network connections, kills, pauses,\n"
+	"terminal sessions. Without --follow, the stored events are printed and\n"
+	"the command ends; with it, new events follow as they happen until\n"
+	"interrupted. Each line is: SEQ TIME KIND SANDBOX ATTRIBUTES.\n"
+	"\n"
+	"options:\n"
+	"      --sandbox ID   only the events of sandbox ID\n"
+	"      --session S    only the events of sandboxes labelled session=S\n"
+	"      --kind K       only events of kind K (e.g. process.exec); a kind\n"
+	"                     ending in '.' is a prefix (sandbox.)\n"
+	"      --since SEQ    only events after audit sequence number SEQ\n"
+	"  -f, --follow       keep printing new events as they happen\n"
+	"      --json         print each event as one line of JSON\n" PDK_CLI_CONN_HELP "\n"
+	"exit status: 0; 2 bad option; 125 the daemon could not be reached or refused.\n";
+
 enum { OPT_SANDBOX = PDK_CLI_OPT_FIRST_FREE, OPT_SESSION, OPT_KIND, OPT_SINCE };
 
 /*
@@ -29,29 +48,6 @@ static const struct option long_opts[] = {
 	{"json", no_argument, NULL, PDK_CLI_OPT_JSON},
 	{NULL, 0, NULL, 0},
 };
-
-static void usage(void *ctx)
-{
-	(void)ctx;
-	fputs("usage: paddock events [OPTIONS]\n"
-	      "\n"
-	      "Print the daemon's audit events: sandboxes created, claimed and destroyed,\n"
-	      "commands executed and their exits, network connections, kills, pauses,\n"
-	      "terminal sessions. Without --follow, the stored events are printed and\n"
-	      "the command ends; with it, new events follow as they happen until\n"
-	      "interrupted. Each line is: SEQ TIME KIND SANDBOX ATTRIBUTES.\n"
-	      "\n"
-	      "options:\n"
-	      "      --sandbox ID   only the events of sandbox ID\n"
-	      "      --session S    only the events of sandboxes labelled session=S\n"
-	      "      --kind K       only events of kind K (e.g. process.exec); a kind\n"
-	      "                     ending in '.' is a prefix (sandbox.)\n"
-	      "      --since SEQ    only events after audit sequence number SEQ\n"
-	      "  -f, --follow       keep printing new events as they happen\n"
-	      "      --json         print each event as one line of JSON\n" PDK_CLI_CONN_HELP "\n"
-	      "exit status: 0; 2 bad option; 125 the daemon could not be reached or refused.\n",
-	      stdout);
-}
 
 struct ev_state {
 	bool json;
@@ -85,7 +81,7 @@ static int ev_opt(void *ctx, const struct option *o, const char *arg)
 	}
 }
 
-static const struct pdk_cli_verb verb = {"f", long_opts, usage, ev_opt};
+static const struct pdk_cli_verb verb = {"f", long_opts, help, NULL, ev_opt};
 
 static const char *str(json_t *o, const char *key)
 {

@@ -13,6 +13,36 @@
 #include <string.h>
 #include <unistd.h>
 
+static const char help[] =
+	"usage: paddock exec ID [OPTIONS] -- CMD [ARGS...]\n"
+	"       paddock exec ID [OPTIONS] -c 'SHELL COMMAND'\n"
+	"\n"
+	"Run CMD in the running sandbox ID of the daemon ('paddock serve') and exit\n"
+	"with its status. CMD is looked up in the sandbox's PATH; its working\n"
+	"directory is the workspace unless --cwd says otherwise.\n"
+	"\n"
+	"By default the call returns when CMD has ended, and its output is kept to\n"
+	"--output-cap bytes per stream (the daemon's default is 16 KiB): the first and\n"
+	"last halves with a line saying how much was dropped and which file inside\n"
+	"the sandbox holds all of it. With --stream, output is printed as it comes,\n"
+	"all of it.\n"
+	"\n"
+	"options:\n"
+	"      --stream          print stdout and stderr as CMD writes them\n"
+	"  -t, --timeout DURATION  kill CMD after this long: 500ms, 30s, 10m\n"
+	"  -e, --env K=V         add K to CMD's environment (repeatable)\n"
+	"  -C, --cwd DIR         working directory inside the sandbox\n"
+	"  -i, --stdin           send this process's stdin (read to its end first) to\n"
+	"                        CMD; without it CMD's stdin is empty\n"
+	"  -c, --shell STRING    run STRING with /bin/sh -c instead of CMD\n"
+	"      --output-cap N    bytes of each stream kept in the answer\n"
+	"      --json            print the daemon's whole answer (exit code, end,\n"
+	"                        duration, output with byte counts) instead of the\n"
+	"                        output; not with --stream\n" PDK_CLI_CONN_HELP "\n"
+	"exit status: CMD's own; 128+N when it died of signal N; 124 when --timeout\n"
+	"ended it; 2 bad option; 125 the daemon could not be reached or refused\n"
+	"(its error code, message and field are printed).\n";
+
 enum { OPT_STREAM = PDK_CLI_OPT_FIRST_FREE, OPT_OUTPUT_CAP };
 
 /* Input sent with --stdin: the same cap as the daemon's default request body. */
@@ -29,40 +59,6 @@ static const struct option long_opts[] = {
 	{"json", no_argument, NULL, PDK_CLI_OPT_JSON},
 	{NULL, 0, NULL, 0},
 };
-
-static void usage(void *ctx)
-{
-	(void)ctx;
-	fputs("usage: paddock exec ID [OPTIONS] -- CMD [ARGS...]\n"
-	      "       paddock exec ID [OPTIONS] -c 'SHELL COMMAND'\n"
-	      "\n"
-	      "Run CMD in the running sandbox ID of the daemon ('paddock serve') and exit\n"
-	      "with its status. CMD is looked up in the sandbox's PATH; its working\n"
-	      "directory is the workspace unless --cwd says otherwise.\n"
-	      "\n"
-	      "By default the call returns when CMD has ended, and its output is kept to\n"
-	      "--output-cap bytes per stream (the daemon's default is 16 KiB): the first and\n"
-	      "last halves with a line saying how much was dropped and which file inside\n"
-	      "the sandbox holds all of it. With --stream, output is printed as it comes,\n"
-	      "all of it.\n"
-	      "\n"
-	      "options:\n"
-	      "      --stream          print stdout and stderr as CMD writes them\n"
-	      "  -t, --timeout DURATION  kill CMD after this long: 500ms, 30s, 10m\n"
-	      "  -e, --env K=V         add K to CMD's environment (repeatable)\n"
-	      "  -C, --cwd DIR         working directory inside the sandbox\n"
-	      "  -i, --stdin           send this process's stdin (read to its end first) to\n"
-	      "                        CMD; without it CMD's stdin is empty\n"
-	      "  -c, --shell STRING    run STRING with /bin/sh -c instead of CMD\n"
-	      "      --output-cap N    bytes of each stream kept in the answer\n"
-	      "      --json            print the daemon's whole answer (exit code, end,\n"
-	      "                        duration, output with byte counts) instead of the\n"
-	      "                        output; not with --stream\n" PDK_CLI_CONN_HELP "\n"
-	      "exit status: CMD's own; 128+N when it died of signal N; 124 when --timeout\n"
-	      "ended it; 2 bad option; 125 the daemon could not be reached or refused\n"
-	      "(its error code, message and field are printed).\n",
-	      stdout);
-}
 
 struct exec_opts {
 	const char *id;
@@ -108,7 +104,7 @@ static int exec_opt(void *ctx, const struct option *opt, const char *arg)
 	}
 }
 
-static const struct pdk_cli_verb verb = {"t:e:C:ic:", long_opts, usage, exec_opt};
+static const struct pdk_cli_verb verb = {"t:e:C:ic:", long_opts, help, NULL, exec_opt};
 
 static int read_stdin(json_t *body)
 {

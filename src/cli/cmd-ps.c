@@ -10,6 +10,23 @@
 #include <stdio.h>
 #include <string.h>
 
+static const char help[] =
+	"usage: paddock ps [OPTIONS]\n"
+	"\n"
+	"List the sandboxes of the daemon ('paddock serve'): id, state, profile,\n"
+	"session and agent labels, creation time, and whether it came from a warm pool.\n"
+	"Filters combine (all must match).\n"
+	"\n"
+	"options:\n"
+	"      --session S    only sandboxes labelled session=S\n"
+	"      --workflow W   only sandboxes labelled workflow=W\n"
+	"      --agent A      only sandboxes labelled agent=A\n"
+	"      --label K=V    only sandboxes with label K=V (repeatable)\n"
+	"      --state STATE  starting, running, paused, ended or lost\n"
+	"      --json         print the daemon's answer, {\"sandboxes\": [...]}\n"
+	"  -q, --quiet        print only the ids, one a line\n" PDK_CLI_CONN_HELP "\n"
+	"exit status: 0; 2 bad option; 125 the daemon could not be reached or refused.\n";
+
 enum { OPT_SESSION = PDK_CLI_OPT_FIRST_FREE, OPT_WORKFLOW, OPT_AGENT, OPT_LABEL, OPT_STATE };
 
 static const struct option long_opts[] = {
@@ -22,27 +39,6 @@ static const struct option long_opts[] = {
 	{"quiet", no_argument, NULL, 'q'},
 	{NULL, 0, NULL, 0},
 };
-
-static void usage(void *ctx)
-{
-	(void)ctx;
-	fputs("usage: paddock ps [OPTIONS]\n"
-	      "\n"
-	      "List the sandboxes of the daemon ('paddock serve'): id, state, profile,\n"
-	      "session and agent labels, creation time, and whether it came from a warm pool.\n"
-	      "Filters combine (all must match).\n"
-	      "\n"
-	      "options:\n"
-	      "      --session S    only sandboxes labelled session=S\n"
-	      "      --workflow W   only sandboxes labelled workflow=W\n"
-	      "      --agent A      only sandboxes labelled agent=A\n"
-	      "      --label K=V    only sandboxes with label K=V (repeatable)\n"
-	      "      --state STATE  starting, running, paused, ended or lost\n"
-	      "      --json         print the daemon's answer, {\"sandboxes\": [...]}\n"
-	      "  -q, --quiet        print only the ids, one a line\n" PDK_CLI_CONN_HELP "\n"
-	      "exit status: 0; 2 bad option; 125 the daemon could not be reached or refused.\n",
-	      stdout);
-}
 
 struct ps {
 	char *q; /* the filters, "&session=S..." */
@@ -63,7 +59,7 @@ static int ps_opt(void *ctx, const struct option *o, const char *arg)
 	return 0;
 }
 
-static const struct pdk_cli_verb verb = {"+q", long_opts, usage, ps_opt};
+static const struct pdk_cli_verb verb = {"+q", long_opts, help, NULL, ps_opt};
 
 static const char *field(json_t *o, const char *key)
 {

@@ -168,7 +168,7 @@ static int call_opt(void *ctx, const struct option *o, const char *arg)
 	return 0;
 }
 
-static const struct pdk_cli_verb verb = {"", long_opts, usage, call_opt};
+static const struct pdk_cli_verb verb = {"", long_opts, NULL, usage, call_opt};
 
 /* The method, path and body of the call; an exit status on a usage error. */
 static int build_call(const struct verb *v, int argc, char **argv, struct call *k, char **path)
