@@ -52,10 +52,6 @@ bool pdk__api_allowed(struct pdk_route *r, const char *id, unsigned op);
 void pdk__api_auth_failed(struct pdk_route *r, int code, const char *why);
 
 /* ---- render.c ---- */
-/* A time (CLOCK_REALTIME ns) as RFC 3339 text with microseconds; 0: null. */
-json_t *pdk__api_ts(uint64_t ns);
-/* The Sandbox object (docs/api.yaml). */
-json_t *pdk__api_view_json(const struct pdk_ctl_view *v);
 /* The Sandbox object of a create, with its token. */
 json_t *pdk__api_created_json(const struct pdk_ctl_created *c);
 /* A command's end: exec_id, exit_code, signal, end, duration_ms. */
@@ -73,6 +69,11 @@ extern const char pdk_openapi_yaml[];
 int pdk__route_body(struct pdk_route *r, size_t max);
 /* A JSON body (at most 1 MiB); -1 after answering 413. */
 int pdk__route_json_body(struct pdk_route *r);
+/*
+ * Whether a body validator (request.h) took the body: `rc` is what it
+ * returned; a refusal is answered 400 with its error `e`, and false returned.
+ */
+bool pdk__route_valid(struct pdk_route *r, int rc, const struct pdk_req_error *e);
 const char *pdk__route_query(struct pdk_route *r, const char *key);
 
 /* ---- route-sandbox.c ---- */

@@ -1,9 +1,9 @@
 /*
  * render.c - the control layer's results as the API's JSON (docs/api.yaml):
- * the Sandbox object, a command's end and output, streamed chunks.
+ * a created sandbox, a command's end and output, streamed chunks.
  *
- * The Sandbox object is the same as the record the control layer keeps of
- * an ended sandbox (control/view.c): GET /v1/sandboxes/ID answers a live
+ * The Sandbox object is the control layer's own (pdk_ctl_view_json()), the
+ * record it keeps of an ended sandbox: GET /v1/sandboxes/ID answers a live
  * and an ended sandbox alike.
  */
 #include "common.h"
@@ -13,54 +13,12 @@
 
 #include <string.h>
 
-json_t *pdk__api_ts(uint64_t ns)
-{
-	char buf[40];
-
-	if (ns == 0)
-		return json_null();
-	pdk_events_format_ts(ns, buf, sizeof(buf));
-	return json_string(buf);
-}
-
-static json_t *figures_json(const struct pdk_ctl_figures *f)
-{
-	json_t *o = json_object();
-
-	for (size_t i = 0; i < f->n; i++)
-		pdk_json_set(o, f->v[i].name, json_integer((json_int_t)f->v[i].value));
-	return o;
-}
-
-json_t *pdk__api_view_json(const struct pdk_ctl_view *v)
-{
-	json_t *o = json_object();
-
-	pdk_json_set(o, "id", json_string(v->id));
-	pdk_json_set(o, "state", json_string(v->state));
-	pdk_json_set(o, "profile", json_string(v->profile));
-	pdk_json_set(o, "labels", json_incref(v->labels));
-	pdk_json_set(o, "created_at", pdk__api_ts(v->created_ns));
-	pdk_json_set(o, "expires_at", pdk__api_ts(v->expires_ns));
-	pdk_json_set(o, "idle_timeout_s", json_integer((json_int_t)v->idle_timeout_s));
-	pdk_json_set(o, "pool", json_boolean(v->claimed));
-	pdk_json_set(o, "supervisor_pid", json_integer(v->supervisor_pid));
-	pdk_json_set(o, "usage", figures_json(&v->usage));
-	pdk_json_set(o, "limits", figures_json(&v->limits));
-	pdk_json_set(o, "remaining", figures_json(&v->remaining));
-	if (v->end_reason != NULL) {
-		pdk_json_set(o, "end_reason", json_string(v->end_reason));
-		pdk_json_set(o, "ended_at", pdk__api_ts(v->ended_ns));
-	}
-	return o;
-}
-
 json_t *pdk__api_created_json(const struct pdk_ctl_created *c)
 {
-	json_t *o = pdk__api_view_json(&c->view);
+	json_t *o = pdk_ctl_view_json(&c->view);
 
 	pdk_json_set(o, "token", json_string(c->token));
-	pdk_json_set(o, "token_expires_at", pdk__api_ts(c->token_expires_ns));
+	pdk_json_set(o, "token_expires_at", pdk_events_ts_json(c->token_expires_ns));
 	pdk_json_set(o, "token_ops", pdk_token_ops_json(c->token_ops));
 	return o;
 }
@@ -81,7 +39,7 @@ json_t *pdk__api_exit_json(const struct pdk_ctl_exit *e)
 static json_t *json_text(const char *p, size_t n)
 {
 	size_t len;
-	_cleanup_free_ char *clean = pdk_ctl_utf8(p, n, &len);
+	_cleanup_free_ char *clean = pdk_utf8_clean(p, n, false, &len, NULL);
 	json_t *s = json_stringn(clean, len);
 
 	if (s == NULL) /* jansson refuses NUL only with checks; a NUL is valid UTF-8 here */
@@ -134,7 +92,7 @@ static char *b64_std(const unsigned char *p, size_t n)
 json_t *pdk__api_chunk_json(const char *buf, size_t n)
 {
 	size_t len;
-	_cleanup_free_ char *clean = pdk_ctl_utf8(buf, n, &len);
+	_cleanup_free_ char *clean = pdk_utf8_clean(buf, n, false, &len, NULL);
 	bool exact = len == n && memcmp(clean, buf, n) == 0 && memchr(buf, '\0', n) == NULL;
 	json_t *o = json_pack("{s:o}", "data", json_text(buf, n));
 

@@ -431,15 +431,22 @@ static const struct field override_fields[] = {
 	{"network", chk_network, 0},
 };
 
-static int chk_overrides(json_t *v, const char *path, void *out, struct pdk_req_error *e)
+/* An object checked against `fields` and kept whole (a reference in *(json_t **)out). */
+static int kept_object(json_t *v, const char *path, const struct field *fields, size_t n, void *out,
+		       struct pdk_req_error *e)
 {
 	if (!json_is_object(v))
 		return fail(e, path, "'%s' must be an object", path);
-	if (check_object(v, path, override_fields, PDK_ARRAY_SIZE(override_fields), out, e) < 0)
+	if (check_object(v, path, fields, n, out, e) < 0)
 		return -1;
 	json_decref(*(json_t **)out);
 	*(json_t **)out = json_incref(v);
 	return 0;
+}
+
+static int chk_overrides(json_t *v, const char *path, void *out, struct pdk_req_error *e)
+{
+	return kept_object(v, path, override_fields, PDK_ARRAY_SIZE(override_fields), out, e);
 }
 
 static int chk_ws_path(json_t *v, const char *path, void *out, struct pdk_req_error *e)
@@ -478,13 +485,7 @@ static const struct field ws_fields[] = {
 
 static int chk_workspace(json_t *v, const char *path, void *out, struct pdk_req_error *e)
 {
-	if (!json_is_object(v))
-		return fail(e, path, "'%s' must be an object", path);
-	if (check_object(v, path, ws_fields, PDK_ARRAY_SIZE(ws_fields), out, e) < 0)
-		return -1;
-	json_decref(*(json_t **)out);
-	*(json_t **)out = json_incref(v);
-	return 0;
+	return kept_object(v, path, ws_fields, PDK_ARRAY_SIZE(ws_fields), out, e);
 }
 
 static int chk_idem(json_t *v, const char *path, void *out, struct pdk_req_error *e)

@@ -133,12 +133,9 @@ void pdk__route_exec(struct pdk_route *r, struct pdk_ctl_sb *sb)
 	struct pdk_req_error e = {0};
 	bool stream;
 
-	if (pdk__route_json_body(r) < 0)
+	if (pdk__route_json_body(r) < 0 ||
+	    !pdk__route_valid(r, pdk_req_parse_exec(r->body, r->body_len, &er, &e), &e))
 		return;
-	if (pdk_req_parse_exec(r->body, r->body_len, &er, &e) < 0) {
-		pdk__api_bad_request(r->req, &e);
-		return;
-	}
 	stream = wants_stream(r, &er);
 	if ((er.pty || er.stdin_open) && !stream)
 		pdk_http_error(r->req, 400, "bad_request", er.pty ? "pty" : "stdin_open",

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "api-internal.h"
 #include "base.h"
+#include "telemetry.h"
 
 #include <string.h>
 
@@ -22,7 +23,7 @@ void pdk__route_get(struct pdk_route *r, const char *id)
 		pdk_api_error(r->req, err);
 		return;
 	}
-	pdk_http_json(r->req, 200, pdk__api_view_json(&v));
+	pdk_http_json(r->req, 200, pdk_ctl_view_json(&v));
 	pdk_ctl_view_release(&v);
 }
 
@@ -52,19 +53,16 @@ static void route_token(struct pdk_route *r, struct pdk_ctl_sb *sb)
 	struct pdk_req_error e = {0};
 	uint64_t exp;
 
-	if (pdk__route_json_body(r) < 0)
+	if (pdk__route_json_body(r) < 0 ||
+	    !pdk__route_valid(r, pdk_req_parse_token(r->body, r->body_len, &t, &e), &e))
 		return;
-	if (pdk_req_parse_token(r->body, r->body_len, &t, &e) < 0) {
-		pdk__api_bad_request(r->req, &e);
-		return;
-	}
 	if (pdk_ctl_token_mint(sb, t.ops, t.ttl_s, &token, &exp, &err) < 0) {
 		pdk_api_error(r->req, err);
 		return;
 	}
 	pdk_http_json(r->req, 201,
 		      json_pack("{s:s, s:o, s:o}", "token", token, "expires_at",
-				pdk__api_ts(exp * 1000000000ULL), "ops",
+				pdk_events_ts_json(exp * 1000000000ULL), "ops",
 				pdk_token_ops_json(t.ops)));
 }
 
@@ -87,7 +85,7 @@ static void view_answer(void *ctx, const struct pdk_ctl_view *v, const struct pd
 	if (err != NULL)
 		pdk_api_error(req, err);
 	else
-		pdk_http_json(req, 200, pdk__api_view_json(v));
+		pdk_http_json(req, 200, pdk_ctl_view_json(v));
 }
 
 /* snapshot {"name"}, rollback {"snapshot"}, commit {}: each with "restart". */
@@ -99,13 +97,12 @@ static int route_ws(struct pdk_route *r, struct pdk_ctl_sb *sb, const char *what
 	struct pdk_req_error e = {0};
 	bool restart = false;
 
-	if (pdk__route_json_body(r) < 0)
+	if (pdk__route_json_body(r) < 0 ||
+	    !pdk__route_valid(r,
+			      pdk_req_parse_ws(r->body, r->body_len, key, what[0] == 'r',
+					       key ? &name : NULL, &restart, &e),
+			      &e))
 		return 0;
-	if (pdk_req_parse_ws(r->body, r->body_len, key, what[0] == 'r', key ? &name : NULL,
-			     &restart, &e) < 0) {
-		pdk__api_bad_request(r->req, &e);
-		return 0;
-	}
 	if (what[0] == 's')
 		return pdk_ctl_snapshot(sb, name, restart, doc_answer, r->req, err);
 	if (what[0] == 'r')
@@ -157,12 +154,9 @@ static void exec_signal(struct pdk_route *r, struct pdk_ctl_sb *sb, uint64_t eid
 	struct pdk_req_error e = {0};
 	int sig;
 
-	if (pdk__route_json_body(r) < 0)
+	if (pdk__route_json_body(r) < 0 ||
+	    !pdk__route_valid(r, pdk_req_parse_signal(r->body, r->body_len, &sig, &e), &e))
 		return;
-	if (pdk_req_parse_signal(r->body, r->body_len, &sig, &e) < 0) {
-		pdk__api_bad_request(r->req, &e);
-		return;
-	}
 	if (pdk_ctl_signal(sb, eid, sig, doc_answer, r->req, &err) < 0)
 		pdk_api_error(r->req, err);
 }
@@ -199,12 +193,9 @@ static void exec_resize(struct pdk_route *r, struct pdk_ctl_sb *sb, uint64_t eid
 	struct pdk_req_error e = {0};
 	uint64_t cols, rows;
 
-	if (pdk__route_json_body(r) < 0)
+	if (pdk__route_json_body(r) < 0 ||
+	    !pdk__route_valid(r, pdk_req_parse_resize(r->body, r->body_len, &cols, &rows, &e), &e))
 		return;
-	if (pdk_req_parse_resize(r->body, r->body_len, &cols, &rows, &e) < 0) {
-		pdk__api_bad_request(r->req, &e);
-		return;
-	}
 	ok_or_error(r, pdk_ctl_exec_resize(sb, eid, cols, rows, &err), err);
 }
 

@@ -64,6 +64,13 @@ int pdk__route_json_body(struct pdk_route *r)
 	return pdk__route_body(r, JSON_BODY_MAX);
 }
 
+bool pdk__route_valid(struct pdk_route *r, int rc, const struct pdk_req_error *e)
+{
+	if (rc < 0)
+		pdk__api_bad_request(r->req, e);
+	return rc >= 0;
+}
+
 const char *pdk__route_query(struct pdk_route *r, const char *key)
 {
 	return evhttp_find_header(&r->query, key);
@@ -118,12 +125,9 @@ static void route_create(struct pdk_route *r)
 	const char *hkey =
 		evhttp_find_header(evhttp_request_get_input_headers(r->req), "Idempotency-Key");
 
-	if (pdk__route_json_body(r) < 0)
+	if (pdk__route_json_body(r) < 0 ||
+	    !pdk__route_valid(r, pdk_req_parse_create(r->body, r->body_len, &cr, &e), &e))
 		return;
-	if (pdk_req_parse_create(r->body, r->body_len, &cr, &e) < 0) {
-		pdk__api_bad_request(r->req, &e);
-		return;
-	}
 	if (hkey != NULL && (strlen(hkey) == 0 || strlen(hkey) > 200)) {
 		pdk_req_create_release(&cr);
 		pdk_http_error(r->req, 400, "bad_request", "Idempotency-Key",
@@ -172,7 +176,7 @@ static void route_list(struct pdk_route *r)
 	}
 	a = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, pdk__api_view_json(&views[i]));
+		json_array_append_new(a, pdk_ctl_view_json(&views[i]));
 	pdk_ctl_views_free(views, n);
 	pdk_http_json(r->req, 200, json_pack("{s:o}", "sandboxes", a));
 }
@@ -184,12 +188,9 @@ static void route_kill(struct pdk_route *r)
 	struct pdk_req_error e = {0};
 	struct pdk_ctl_selector s;
 
-	if (pdk__route_json_body(r) < 0)
+	if (pdk__route_json_body(r) < 0 ||
+	    !pdk__route_valid(r, pdk_req_parse_kill(r->body, r->body_len, &k, &e), &e))
 		return;
-	if (pdk_req_parse_kill(r->body, r->body_len, &k, &e) < 0) {
-		pdk__api_bad_request(r->req, &e);
-		return;
-	}
 	s = (struct pdk_ctl_selector){.session = k.session,
 				      .workflow = k.workflow,
 				      .agent = k.agent,
@@ -233,12 +234,9 @@ static void route_pool_put(struct pdk_route *r, const char *profile)
 		pdk_http_error(r->req, 400, "bad_request", "profile", "bad profile name");
 		return;
 	}
-	if (pdk__route_json_body(r) < 0)
+	if (pdk__route_json_body(r) < 0 ||
+	    !pdk__route_valid(r, pdk_req_parse_pool(r->body, r->body_len, &size, &e), &e))
 		return;
-	if (pdk_req_parse_pool(r->body, r->body_len, &size, &e) < 0) {
-		pdk__api_bad_request(r->req, &e);
-		return;
-	}
 	if (pdk_ctl_pool_set(r->a->ctl, profile, size, &err) < 0) {
 		pdk_api_error(r->req, err);
 		return;

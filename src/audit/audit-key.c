@@ -142,20 +142,19 @@ static EVP_PKEY *read_pub_pem(const char *path, struct pdk_error **err)
 }
 
 /*
- * A new pair, published atomically: the private key is written to a
- * temporary name and link()ed to its place, so of two processes creating
- * it at once one wins and the other loads the winner's.
+ * Publish a key file atomically: `fill` writes a temporary name, which is
+ * then link()ed to `path`, so of two processes creating it at once one wins
+ * (the other's -EEXIST is success: it uses the winner's file).
  */
-static int create_pair(const char *path, struct pdk_error **err)
+static int publish(const char *path, EVP_PKEY *k,
+		   int (*fill)(const char *path, EVP_PKEY *k, struct pdk_error **err),
+		   struct pdk_error **err)
 {
-	_cleanup_pkey_ EVP_PKEY *k = generate();
 	_cleanup_free_ char *tmp = pdk_xasprintf("%s.%d.tmp", path, (int)getpid());
 	int rc;
 
-	if (k == NULL)
-		return pdk_error_setx(err, EIO, "cannot generate an Ed25519 key");
 	(void)unlink(tmp); /* a stale one of a crashed process with our pid */
-	if (write_raw(tmp, k, err) < 0)
+	if (fill(tmp, k, err) < 0)
 		return -EIO;
 	rc = link(tmp, path) < 0 ? -errno : 0;
 	(void)unlink(tmp);
@@ -164,23 +163,24 @@ static int create_pair(const char *path, struct pdk_error **err)
 	return 0;
 }
 
+/* A new pair: its private key published, so a racing process loads the winner's. */
+static int create_pair(const char *path, struct pdk_error **err)
+{
+	_cleanup_pkey_ EVP_PKEY *k = generate();
+
+	if (k == NULL)
+		return pdk_error_setx(err, EIO, "cannot generate an Ed25519 key");
+	return publish(path, k, write_raw, err);
+}
+
 /* The public key file, written from the private key when it is missing. */
 static int ensure_pub(const char *state_dir, EVP_PKEY *k, struct pdk_error **err)
 {
 	_cleanup_free_ char *pub = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_PUBKEY);
-	_cleanup_free_ char *tmp = pdk_xasprintf("%s.%d.tmp", pub, (int)getpid());
-	int rc;
 
 	if (access(pub, F_OK) == 0)
 		return 0;
-	(void)unlink(tmp);
-	if (write_pub_pem(tmp, k, err) < 0)
-		return -EIO;
-	rc = link(tmp, pub) < 0 ? -errno : 0;
-	(void)unlink(tmp);
-	if (rc < 0 && rc != -EEXIST)
-		return pdk_error_set(err, -rc, "cannot create '%s'", pub);
-	return 0;
+	return publish(pub, k, write_pub_pem, err);
 }
 
 int pdk__audit_load_key(struct pdk_audit *a, struct pdk_error **err)

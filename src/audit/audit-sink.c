@@ -15,7 +15,6 @@
 #include "base.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -148,13 +147,7 @@ static int failed_error(const struct audit_sink *s, struct pdk_error **err)
  */
 static void start_writer(struct audit_sink *s)
 {
-	sigset_t all, old;
-	int rc;
-
-	sigfillset(&all);
-	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&s->thread, NULL, writer, s);
-	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int rc = pdk_thread_start_quiet(&s->thread, writer, s);
 
 	if (rc != 0) {
 		(void)pdk_error_set(&s->failed, rc, "cannot start the audit writer");

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/random.h>
@@ -445,6 +446,81 @@ int pdk_mkdir_p(const char *path, struct pdk_error **err)
 			return 0;
 		*s = '/';
 	}
+}
+
+size_t pdk_utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len = p[0] < 0x80             ? 1
+		     : (p[0] & 0xe0) == 0xc0 ? 2
+		     : (p[0] & 0xf0) == 0xe0 ? 3
+		     : (p[0] & 0xf8) == 0xf0 ? 4
+					     : 0;
+
+	if (len == 0 || len > n || (len == 2 && p[0] < 0xc2) || p[0] > 0xf4)
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	/* Overlong three- and four-byte forms, surrogates, and past U+10FFFF. */
+	if ((len == 3 && p[0] == 0xe0 && p[1] < 0xa0) ||
+	    (len == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
+	    (len == 4 && p[0] == 0xf0 && p[1] < 0x90) || (len == 4 && p[0] == 0xf4 && p[1] >= 0x90))
+		return 0;
+	return len;
+}
+
+bool pdk_utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; i < n;) {
+		size_t len = pdk_utf8_len(p + i, n - i);
+
+		if (len == 0)
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+char *pdk_utf8_clean(const char *p, size_t n, bool nul_bad, size_t *out_len, bool *lossy)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	char *out = pdk_xmalloc(3 * n + 1);
+	size_t o = 0;
+
+	if (lossy != NULL)
+		*lossy = false;
+	for (size_t i = 0; i < n;) {
+		size_t len = nul_bad && u[i] == 0 ? 0 : pdk_utf8_len(u + i, n - i);
+
+		if (len == 0) {
+			memcpy(out + o, "\xef\xbf\xbd", 3); /* U+FFFD */
+			o += 3;
+			i++;
+			if (lossy != NULL)
+				*lossy = true;
+			continue;
+		}
+		memcpy(out + o, p + i, len);
+		o += len;
+		i += len;
+	}
+	out[o] = '\0';
+	*out_len = o;
+	return out;
+}
+
+int pdk_thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(t, NULL, fn, arg);
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 int pdk_hexval(char c)

@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -133,6 +134,25 @@ void pdk_env_set_take(char ***env, char *kv);
 /* mkdir -p: every missing directory of `path` is made, mode 0700. 0 or negative + *err. */
 PDK_MUST_CHECK int pdk_mkdir_p(const char *path, struct pdk_error **err);
 
+/*
+ * The length of the UTF-8 sequence that starts at `p` (n > 0 bytes there):
+ * 1 to 4, or 0 when those bytes do not start a valid one (RFC 3629: no
+ * overlong form, no surrogate, nothing above U+10FFFF). NUL is a valid
+ * one-byte sequence.
+ */
+size_t pdk_utf8_len(const unsigned char *p, size_t n);
+
+/* Whether the `n` bytes of `s` are valid UTF-8 (pdk_utf8_len() all along). */
+bool pdk_utf8_valid(const char *s, size_t n);
+
+/*
+ * The `n` bytes of `p` as valid UTF-8, in a new NUL-terminated string (caller
+ * frees; its length in *out_len): each byte that does not start a valid
+ * sequence, and each NUL when `nul_bad`, is replaced by U+FFFD. *lossy (may
+ * be NULL) says whether any byte was replaced.
+ */
+char *pdk_utf8_clean(const char *p, size_t n, bool nul_bad, size_t *out_len, bool *lossy);
+
 /* The value of one hex digit (either case), or -1. */
 int pdk_hexval(char c);
 
@@ -145,6 +165,14 @@ PDK_MUST_CHECK int pdk_parse_size(const char *s, uint64_t *out);
 PDK_MUST_CHECK int pdk_parse_duration(const char *s, uint64_t *out_ms);
 /* Parse an unsigned decimal integer with range check (no sign, no junk). */
 PDK_MUST_CHECK int pdk_parse_u64(const char *s, uint64_t max, uint64_t *out);
+
+/*
+ * Start a thread of `fn(arg)` that takes no signal: it is created with every
+ * signal blocked (a thread inherits its creator's mask), so a signal the
+ * process handles, or reads from a signalfd, never lands in it. The
+ * caller's mask is left as it was. 0 or pthread_create()'s error number.
+ */
+PDK_MUST_CHECK int pdk_thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
 uint64_t pdk_now_mono_ns(void);

@@ -1,6 +1,7 @@
 /*
- * cli-daemon.c - what the verbs that talk to the daemon share: connection
- * options, error reporting, JSON output, base64.
+ * cli-daemon.c - what the verbs that talk to the daemon share: reading their
+ * options, requests and error reporting, JSON output, base64, reading a
+ * file descriptor whole.
  */
 #include "common.h"
 #include "base.h"
@@ -23,6 +24,60 @@ bool pdk_cli_conn_opt(struct pdk_cli_conn *conn, int opt, const char *arg)
 		return true;
 	}
 	return false;
+}
+
+/* The options every verb takes, after its own. */
+static const struct option common_opts[] = {
+	{"socket", required_argument, NULL, PDK_CLI_OPT_SOCKET},
+	{"url", required_argument, NULL, PDK_CLI_OPT_URL},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+/* The table entry of the option getopt_long returned; NULL for an unknown one ('?'). */
+static const struct option *find_opt(const struct option *opts, int opt)
+{
+	for (const struct option *o = opts; o->name != NULL; o++)
+		if (o->flag == NULL && o->val == opt)
+			return o;
+	return NULL;
+}
+
+int pdk_cli_parse(const struct pdk_cli_verb *v, int argc, char **argv, struct pdk_cli_conn *conn,
+		  void *ctx)
+{
+	size_t n = 0;
+	_cleanup_free_ struct option *opts = NULL;
+	_cleanup_free_ char *shortopts = pdk_xasprintf("%sh", v->shortopts);
+	int opt;
+
+	while (v->opts != NULL && v->opts[n].name != NULL)
+		n++;
+	opts = pdk_xcalloc(n + PDK_ARRAY_SIZE(common_opts), sizeof(*opts));
+	if (n > 0)
+		memcpy(opts, v->opts, n * sizeof(*opts));
+	memcpy(opts + n, common_opts, sizeof(common_opts));
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+		const struct option *o = find_opt(opts, opt);
+		int r;
+
+		if (pdk_cli_conn_opt(conn, opt, optarg))
+			continue;
+		if (opt == 'h') {
+			if (v->help != NULL)
+				fputs(v->help, stdout);
+			else
+				v->usage(ctx);
+			return -1;
+		}
+		r = o != NULL && v->opt != NULL ? v->opt(ctx, o, optarg) : -1;
+		if (r < 0)
+			return pdk_cli_usage_error(argv[0], "bad option");
+		if (r > 0)
+			return r;
+	}
+	return 0;
 }
 
 struct pdk_client *pdk_cli_connect(const struct pdk_cli_conn *conn)
@@ -55,6 +110,21 @@ int pdk_cli_api_fail(struct pdk_client *c, struct pdk_error **err)
 	return PDK_CLI_EXIT_API;
 }
 
+int pdk_cli_request(struct pdk_client *c, const struct pdk_client_req *q, struct pdk_error **err)
+{
+	struct pdk_client_resp resp;
+	int r = 0;
+
+	if (pdk_client_request(c, q, &resp, err) < 0)
+		return -1;
+	if (resp.status < 200 || resp.status > 299) {
+		(void)pdk_client_error_from(&resp, err);
+		r = pdk_cli_api_fail(c, err);
+	}
+	pdk_client_resp_release(&resp);
+	return r;
+}
+
 json_t *pdk_cli_call(struct pdk_client *c, const char *method, const char *path, json_t *body)
 {
 	struct pdk_error *err = NULL;
@@ -67,12 +137,13 @@ json_t *pdk_cli_call(struct pdk_client *c, const char *method, const char *path,
 	return out;
 }
 
-void pdk_cli_print_json(const json_t *j)
+void pdk_cli_query_add(char **q, const char *key, const char *val)
 {
-	_cleanup_free_ char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+	_cleanup_free_ char *e = pdk_client_escape(val);
+	char *n = pdk_xasprintf("%s&%s=%s", *q, key, e);
 
-	if (s != NULL)
-		printf("%s\n", s);
+	free(*q);
+	*q = n;
 }
 
 bool pdk_cli_add_kv(json_t *obj, const char *kv, const char *what)
@@ -135,4 +206,28 @@ bool pdk_cli_b64_decode(const char *s, size_t len, unsigned char **out, size_t *
 bool pdk_cli_write(int fd, const void *buf, size_t len)
 {
 	return pdk_write_all(fd, buf, len) == 0;
+}
+
+int pdk_cli_slurp(int fd, size_t max, char **out, size_t *len)
+{
+	size_t cap = 0;
+
+	*out = NULL;
+	*len = 0;
+	for (;;) {
+		ssize_t n;
+
+		if (*len == cap) {
+			cap = cap ? cap * 2 : 65536;
+			*out = pdk_xrealloc(*out, cap);
+		}
+		n = TEMP_FAILURE_RETRY(read(fd, *out + *len, cap - *len));
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		*len += (size_t)n;
+		if (*len > max)
+			return -E2BIG;
+	}
 }

@@ -10,6 +10,7 @@
 #include "base.h"
 #include "client.h"
 
+#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 
@@ -19,20 +20,16 @@ enum pdk_cli_daemon_exit {
 	PDK_CLI_EXIT_API = 125, /* the daemon could not be reached or answered with an error */
 };
 
-/* getopt values of the connection options every verb takes. */
+/*
+ * getopt values of the options every verb takes (--socket, --url, and
+ * --help as 'h'), which pdk_cli_parse() adds to a verb's own, and of --json.
+ */
 enum {
 	PDK_CLI_OPT_SOCKET = 1000,
 	PDK_CLI_OPT_URL,
 	PDK_CLI_OPT_JSON,
 	PDK_CLI_OPT_FIRST_FREE, /* verbs number their own long options from here */
 };
-/* The struct option entries of those, to end each verb's table with. */
-/* clang-format off */
-#define PDK_CLI_CONN_LONGOPTS                                     \
-	{"socket", required_argument, NULL, PDK_CLI_OPT_SOCKET},  \
-	{"url", required_argument, NULL, PDK_CLI_OPT_URL},        \
-	{"help", no_argument, NULL, 'h'}
-/* clang-format on */
 #define PDK_CLI_CONN_HELP                                                                     \
 	"      --socket PATH  the daemon's unix socket (default: $PADDOCK_SOCKET, else\n"     \
 	"                     RUNDIR/paddock.sock; RUNDIR is $PADDOCK_RUNTIME_DIR, else\n"    \
@@ -50,6 +47,35 @@ struct pdk_cli_conn {
 /* Handle a connection option; false when `opt` is not one. */
 bool pdk_cli_conn_opt(struct pdk_cli_conn *conn, int opt, const char *arg);
 
+/*
+ * One of a verb's own options: `o` is its entry in the verb's table (every
+ * short option has a long one), `arg` its argument or NULL. Returns 0 when
+ * taken, an exit status after printing why it is refused, or -1 when it is
+ * not an option of this verb (the caller says "bad option").
+ */
+typedef int (*pdk_cli_opt_cb)(void *ctx, const struct option *o, const char *arg);
+
+/* How a verb's command line reads. */
+struct pdk_cli_verb {
+	const char *shortopts;     /* getopt_long's, for the verb's own options */
+	const struct option *opts; /* the verb's own long options, a zero entry last; or NULL */
+	const char *help;          /* --help's text; NULL: usage() prints it */
+	void (*usage)(void *ctx);  /* for a text that depends on the call (ctx) */
+	pdk_cli_opt_cb opt;        /* NULL: no options of its own */
+};
+
+/*
+ * Read the options of argv (getopt_long from optind 1; argv[0] is the verb
+ * as typed, which messages name) with the verb's own and those every verb
+ * takes: the connection options go into *conn, --help (-h) prints v->help
+ * to stdout (or calls v->usage), every other option goes to v->opt.
+ * Returns 0 when all were taken (optind is then at the first argument),
+ * -1 after --help (the verb is done: exit 0), or an exit status after a
+ * usage error was printed.
+ */
+int pdk_cli_parse(const struct pdk_cli_verb *v, int argc, char **argv, struct pdk_cli_conn *conn,
+		  void *ctx);
+
 /* A client for `conn`; prints the error and returns NULL on failure. */
 struct pdk_client *pdk_cli_connect(const struct pdk_cli_conn *conn);
 
@@ -60,13 +86,23 @@ struct pdk_client *pdk_cli_connect(const struct pdk_cli_conn *conn);
 int pdk_cli_api_fail(struct pdk_client *c, struct pdk_error **err);
 
 /*
+ * Send `q` (its answer goes to q's callbacks, or is dropped) and check that
+ * the daemon took it: 0 for a 2xx answer. A request that could not be
+ * completed leaves its error in *err and returns -1, for the caller to
+ * judge (a callback that stopped it, a quiet time it asked for) or hand to
+ * pdk_cli_api_fail(); an answer with another status is printed as
+ * pdk_cli_api_fail() prints it, and PDK_CLI_EXIT_API is returned.
+ */
+int pdk_cli_request(struct pdk_client *c, const struct pdk_client_req *q, struct pdk_error **err);
+
+/*
  * One JSON call; on failure the error is printed and NULL returned.
  * `body` is borrowed. The answer is the caller's.
  */
 json_t *pdk_cli_call(struct pdk_client *c, const char *method, const char *path, json_t *body);
 
-/* Print a JSON value, indented, keys sorted, to stdout. */
-void pdk_cli_print_json(const json_t *j);
+/* Append "&key=VALUE" (VALUE escaped) to the query *q (a string of the caller's, replaced). */
+void pdk_cli_query_add(char **q, const char *key, const char *val);
 
 /* "k=v" -> obj[k] = v; false (after printing why) when there is no '='. */
 bool pdk_cli_add_kv(json_t *obj, const char *kv, const char *what);
@@ -82,17 +118,10 @@ bool pdk_cli_b64_decode(const char *s, size_t len, unsigned char **out, size_t *
 /* Write all of buf to fd; false on failure (EPIPE included). */
 bool pdk_cli_write(int fd, const void *buf, size_t len);
 
-int pdk_cmd_ps(int argc, char **argv);
-int pdk_cmd_create(int argc, char **argv);
-int pdk_cmd_exec(int argc, char **argv);
-int pdk_cmd_attach(int argc, char **argv);
-int pdk_cmd_cp(int argc, char **argv);
-int pdk_cmd_pause(int argc, char **argv);
-int pdk_cmd_resume(int argc, char **argv);
-int pdk_cmd_snapshot(int argc, char **argv);
-int pdk_cmd_rollback(int argc, char **argv);
-int pdk_cmd_diff(int argc, char **argv);
-int pdk_cmd_kill(int argc, char **argv);
-int pdk_cmd_events(int argc, char **argv);
+/*
+ * Read fd to its end into a new buffer (*out, caller frees; *len bytes).
+ * 0, -E2BIG once more than `max` bytes came, or -errno.
+ */
+int pdk_cli_slurp(int fd, size_t max, char **out, size_t *len);
 
 #endif

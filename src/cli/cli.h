@@ -29,6 +29,11 @@ struct pdk_command {
 	const char *summary;
 };
 
+/*
+ * The verbs, each in its own file: argv[0] is the verb as typed; the
+ * result is the exit status. The ones that talk to the daemon share
+ * cli-daemon.h.
+ */
 int pdk_cmd_run(int argc, char **argv);
 int pdk_cmd_audit(int argc, char **argv);
 int pdk_cmd_profile(int argc, char **argv);
@@ -36,6 +41,14 @@ int pdk_cmd_ws(int argc, char **argv);
 int pdk_cmd_version(int argc, char **argv);
 int pdk_cmd_serve(int argc, char **argv);
 int pdk_cmd_supervise(int argc, char **argv);
+int pdk_cmd_ps(int argc, char **argv);
+int pdk_cmd_create(int argc, char **argv);
+int pdk_cmd_exec(int argc, char **argv);
+int pdk_cmd_attach(int argc, char **argv);
+int pdk_cmd_cp(int argc, char **argv);
+/* pause, resume, snapshot, rollback, diff and kill: argv[0] says which. */
+int pdk_cmd_sandbox(int argc, char **argv);
+int pdk_cmd_events(int argc, char **argv);
 
 /* 1536 -> "1.5 KiB", 12 -> "12 B" (binary units). */
 void pdk_cli_human_size(uint64_t bytes, char *buf, size_t len);
@@ -57,6 +70,9 @@ void pdk_cli_settings(struct pdk_settings *out);
 void pdk_cli_paths(struct pdk_paths *out);
 /* Its state directory alone (caller frees). */
 char *pdk_cli_state_dir(void);
+
+/* Print a JSON value, indented, keys sorted, to stdout. */
+void pdk_cli_print_json(const json_t *j);
 
 /* "paddock: " + message on stderr. */
 void pdk_cli_error(const char *fmt, ...) PDK_PRINTF(1, 2);

@@ -24,35 +24,33 @@
 #include <termios.h>
 #include <unistd.h>
 
+static const char help[] =
+	"usage: paddock attach [OPTIONS] ID [-- CMD [ARGS...]]\n"
+	"\n"
+	"Open an interactive shell (/bin/sh, or CMD) on a terminal in the running\n"
+	"sandbox ID of the daemon ('paddock serve'): the human-takeover path. This\n"
+	"terminal is put in raw mode for the session, and its size follows this\n"
+	"window's. The session ends when the shell exits. The daemon records it as\n"
+	"events (the exec with its pty, the commands run in it, the exit).\n"
+	"\n"
+	"options:\n"
+	"  -e, --env K=V      add K to the shell's environment (repeatable)\n"
+	"  -C, --cwd DIR      working directory inside the sandbox\n" PDK_CLI_CONN_HELP "\n"
+	"exit status: the shell's own (128+N for signal N); 2 bad option; 125 the\n"
+	"daemon could not be reached or refused (its error is printed).\n";
+
 static const struct option long_opts[] = {
 	{"env", required_argument, NULL, 'e'},
 	{"cwd", required_argument, NULL, 'C'},
-	PDK_CLI_CONN_LONGOPTS,
 	{NULL, 0, NULL, 0},
 };
 
-static void usage(FILE *out)
-{
-	fputs("usage: paddock attach [OPTIONS] ID [-- CMD [ARGS...]]\n"
-	      "\n"
-	      "Open an interactive shell (/bin/sh, or CMD) on a terminal in the running\n"
-	      "sandbox ID of the daemon ('paddock serve'): the human-takeover path. This\n"
-	      "terminal is put in raw mode for the session, and its size follows this\n"
-	      "window's. The session ends when the shell exits. The daemon records it as\n"
-	      "events (the exec with its pty, the commands run in it, the exit).\n"
-	      "\n"
-	      "options:\n"
-	      "  -e, --env K=V      add K to the shell's environment (repeatable)\n"
-	      "  -C, --cwd DIR      working directory inside the sandbox\n" PDK_CLI_CONN_HELP "\n"
-	      "exit status: the shell's own (128+N for signal N); 2 bad option; 125 the\n"
-	      "daemon could not be reached or refused (its error is printed).\n",
-	      out);
-}
-
 struct session {
 	struct pdk_cli_conn conn;
-	char *eid;  /* the sandbox id, escaped */
-	char *exec; /* the exec id, once started; escaped */
+	json_t *env;     /* --env */
+	const char *cwd; /* --cwd */
+	char *eid;       /* the sandbox id, escaped */
+	char *exec;      /* the exec id, once started; escaped */
 	pthread_mutex_t lock;
 	pthread_cond_t started;
 	int status;
@@ -194,10 +192,10 @@ static json_t *request_body(char **cmd, json_t *env, const char *cwd)
 	return b;
 }
 
+/* 0 when the daemon streamed the session to its end, else an exit status (printed). */
 static int stream_session(struct pdk_client *c, struct session *s, json_t *body)
 {
 	struct pdk_error *err = NULL;
-	struct pdk_client_resp resp;
 	_cleanup_free_ char *path = pdk_xasprintf("/v1/sandboxes/%s/exec", s->eid);
 	_cleanup_free_ char *text = json_dumps(body, JSON_COMPACT);
 	struct pdk_client_req q = {.method = "POST",
@@ -208,16 +206,9 @@ static int stream_session(struct pdk_client *c, struct session *s, json_t *body)
 				   .body_len = strlen(text),
 				   .on_sse = on_event,
 				   .ud = s};
-	int r = 0;
+	int r = pdk_cli_request(c, &q, &err);
 
-	if (pdk_client_request(c, &q, &resp, &err) < 0)
-		return -1 - pdk_cli_api_fail(c, &err);
-	if (resp.status < 200 || resp.status > 299) {
-		(void)pdk_client_error_from(&resp, &err);
-		r = -1 - pdk_cli_api_fail(c, &err);
-	}
-	pdk_client_resp_release(&resp);
-	return r;
+	return r < 0 ? pdk_cli_api_fail(c, &err) : r;
 }
 
 static int attach(struct session *s, json_t *body)
@@ -227,7 +218,8 @@ static int attach(struct session *s, json_t *body)
 	struct pdk_client *c = pdk_cli_connect(&s->conn);
 	sigset_t mask;
 	pthread_t th;
-	int r;
+	int streamed = 0; /* stream_session()'s status */
+	int r = 0;
 
 	if (c == NULL)
 		return PDK_CLI_EXIT_USAGE;
@@ -245,7 +237,7 @@ static int attach(struct session *s, json_t *body)
 		pdk_cli_error("cannot start the input thread");
 		r = PDK_CLI_EXIT_API;
 	} else {
-		r = stream_session(c, s, body);
+		streamed = stream_session(c, s, body);
 		pthread_mutex_lock(&s->lock);
 		s->ended = true;
 		pthread_cond_broadcast(&s->started);
@@ -255,45 +247,48 @@ static int attach(struct session *s, json_t *body)
 	if (tty)
 		(void)tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	pdk_client_free(c);
-	if (r < 0)
-		return -1 - r;
+	if (streamed != 0)
+		return streamed;
 	if (!s->ended || s->exec == NULL) {
 		pdk_cli_error("the session ended without the shell's exit");
 		return PDK_CLI_EXIT_API;
 	}
-	return s->status;
+	return r != 0 ? r : s->status;
 }
+
+static int attach_opt(void *ctx, const struct option *o, const char *arg)
+{
+	struct session *s = ctx;
+
+	if (o->val == 'C')
+		s->cwd = arg;
+	else if (!pdk_cli_add_kv(s->env, arg, "--env"))
+		return PDK_CLI_EXIT_USAGE;
+	return 0;
+}
+
+static const struct pdk_cli_verb verb = {"+e:C:", long_opts, help, NULL, attach_opt};
 
 int pdk_cmd_attach(int argc, char **argv)
 {
 	static struct session s = {.lock = PTHREAD_MUTEX_INITIALIZER,
 				   .started = PTHREAD_COND_INITIALIZER,
 				   .sigfd = -1};
-	_cleanup_json_ json_t *env = json_object();
 	_cleanup_json_ json_t *body = NULL;
-	const char *cwd = NULL;
-	int opt;
+	int r;
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+e:C:h", long_opts, NULL)) != -1) {
-		if (pdk_cli_conn_opt(&s.conn, opt, optarg))
-			continue;
-		if (opt == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		if (opt == 'C')
-			cwd = optarg;
-		else if (opt != 'e')
-			return pdk_cli_usage_error("attach", "bad option");
-		else if (!pdk_cli_add_kv(env, optarg, "--env"))
-			return PDK_CLI_EXIT_USAGE;
+	s.env = json_object();
+	r = pdk_cli_parse(&verb, argc, argv, &s.conn, &s);
+	if (r == 0 && optind >= argc)
+		r = pdk_cli_usage_error("attach", "which sandbox? give its ID");
+	if (r != 0) {
+		json_decref(s.env);
+		return r < 0 ? 0 : r;
 	}
-	if (optind >= argc)
-		return pdk_cli_usage_error("attach", "which sandbox? give its ID");
 	s.eid = pdk_client_escape(argv[optind++]);
 	if (optind < argc && strcmp(argv[optind], "--") == 0)
 		optind++;
-	body = request_body(argv + optind, env, cwd);
+	body = request_body(argv + optind, s.env, s.cwd);
+	json_decref(s.env);
 	return attach(&s, body);
 }

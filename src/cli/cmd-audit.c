@@ -11,6 +11,7 @@
 
 #include <getopt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -90,14 +91,6 @@ static void usage(FILE *out)
 }
 
 /* ---- output helpers ---- */
-
-static void print_json(json_t *j)
-{
-	_cleanup_free_ char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
-
-	if (s != NULL)
-		puts(s);
-}
 
 static json_t *str_or_null(const char *s)
 {
@@ -181,7 +174,7 @@ static int cmd_ls(struct pdk_audit *a, struct audit_opts *o)
 		return 1;
 	}
 	if (arr != NULL)
-		print_json(arr);
+		pdk_cli_print_json(arr);
 	return 0;
 }
 
@@ -229,7 +222,7 @@ static int cmd_show(struct pdk_audit *a, struct audit_opts *o)
 		return 1;
 	}
 	if (arr != NULL)
-		print_json(arr);
+		pdk_cli_print_json(arr);
 	return 0;
 }
 
@@ -330,7 +323,7 @@ static void verify_json(const struct pdk_audit_verify *v)
 	pdk_json_set(o, "head_seq", json_integer((json_int_t)v->head_seq));
 	pdk_json_set(o, "head_hash", json_string(v->head_hash));
 	pdk_json_set(o, "key_id", json_string(v->key_id));
-	print_json(o);
+	pdk_cli_print_json(o);
 }
 
 static int cmd_verify(struct pdk_audit *a, struct audit_opts *o)
@@ -487,6 +480,45 @@ static int parse_number(const char *opt, const char *s, uint64_t *out)
 	return 0;
 }
 
+/* What each option sets: its bit in `given`, and the member its value goes to. */
+static const struct audit_flag {
+	int c; /* getopt's value */
+	unsigned bit;
+	enum { FLAG, TEXT, NUMBER } kind;
+	size_t off;       /* of a bool, a const char * or a uint64_t in struct audit_opts */
+	const char *name; /* for a number's error */
+} audit_flags[] = {
+	{'j', O_JSON, FLAG, offsetof(struct audit_opts, json), "--json"},
+	{'f', O_FOLLOW, FLAG, offsetof(struct audit_opts, follow), "-f"},
+	{'n', O_LAST, NUMBER, offsetof(struct audit_opts, last), "-n"},
+	{'k', O_KIND, TEXT, offsetof(struct audit_opts, kind), "--kind"},
+	{'s', O_SANDBOX, TEXT, offsetof(struct audit_opts, sandbox), "--sandbox"},
+	{'F', O_FORMAT, TEXT, offsetof(struct audit_opts, format), "--format"},
+	{'S', O_SINCE, NUMBER, offsetof(struct audit_opts, since), "--since"},
+};
+
+/* Option `c` into *o: 0, or -1 after a usage error was printed. */
+static int audit_flag(int c, const char *arg, struct audit_opts *o)
+{
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(audit_flags); i++) {
+		const struct audit_flag *f = &audit_flags[i];
+		char *member = (char *)o + f->off;
+
+		if (f->c != c)
+			continue;
+		o->given |= f->bit;
+		if (f->kind == FLAG)
+			*(bool *)member = true;
+		else if (f->kind == TEXT)
+			*(const char **)member = arg;
+		else
+			return parse_number(f->name, arg, (uint64_t *)member);
+		return 0;
+	}
+	fputs("Try 'paddock audit --help'.\n", stderr);
+	return -1;
+}
+
 /* Returns 0, 1 for --help, or 2 on a usage error. */
 static int parse_opts(int argc, char **argv, struct audit_opts *o)
 {
@@ -494,44 +526,12 @@ static int parse_opts(int argc, char **argv, struct audit_opts *o)
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "fn:h", long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			o->given |= O_JSON;
-			o->json = true;
-			break;
-		case 'f':
-			o->given |= O_FOLLOW;
-			o->follow = true;
-			break;
-		case 'n':
-			o->given |= O_LAST;
-			if (parse_number("-n", optarg, &o->last) < 0)
-				return 2;
-			break;
-		case 'k':
-			o->given |= O_KIND;
-			o->kind = optarg;
-			break;
-		case 's':
-			o->given |= O_SANDBOX;
-			o->sandbox = optarg;
-			break;
-		case 'F':
-			o->given |= O_FORMAT;
-			o->format = optarg;
-			break;
-		case 'S':
-			o->given |= O_SINCE;
-			if (parse_number("--since", optarg, &o->since) < 0)
-				return 2;
-			break;
-		case 'h':
+		if (c == 'h') {
 			usage(stdout);
 			return 1;
-		default:
-			fputs("Try 'paddock audit --help'.\n", stderr);
-			return 2;
 		}
+		if (audit_flag(c, optarg, o) < 0)
+			return 2;
 	}
 	o->args = argv + optind;
 	return 0;

@@ -26,39 +26,33 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static const char help[] =
+	"usage: paddock cp [OPTIONS] SRC DST\n"
+	"\n"
+	"Copy a file or a directory between this machine and a sandbox of the daemon\n"
+	"('paddock serve'). One of SRC and DST is ID:/PATH, a path inside sandbox ID;\n"
+	"the other is a local path.\n"
+	"\n"
+	"  paddock cp ./src ID:/work       ./src into /work/src (when /work is a\n"
+	"                                  directory; else it becomes /work)\n"
+	"  paddock cp ID:/work/out.txt .   the file into ./out.txt\n"
+	"  paddock cp ID:/work/build ./b   the directory into ./b (or ./b/build\n"
+	"                                  when ./b is a directory)\n"
+	"\n"
+	"A file keeps its permission bits; a directory travels as a tar archive, made\n"
+	"or unpacked inside the sandbox by tar under the sandbox's own confinement,\n"
+	"and on this side by tar without owners or permission bits. An upload is\n"
+	"limited to 64 MiB (the daemon's --max-body); a download, to the sandbox's\n"
+	"output budget.\n"
+	"\n"
+	"options:\n" PDK_CLI_CONN_HELP "\n"
+	"exit status: 0; 1 a local file or tar failed; 2 bad option or argument;\n"
+	"125 the daemon could not be reached or refused (its error is printed).\n";
+
 /* What one upload may weigh: the daemon's default --max-body. */
 #define UPLOAD_MAX ((size_t)64 << 20)
 
-static const struct option long_opts[] = {
-	PDK_CLI_CONN_LONGOPTS,
-	{NULL, 0, NULL, 0},
-};
-
-static void usage(FILE *out)
-{
-	fputs("usage: paddock cp [OPTIONS] SRC DST\n"
-	      "\n"
-	      "Copy a file or a directory between this machine and a sandbox of the daemon\n"
-	      "('paddock serve'). One of SRC and DST is ID:/PATH, a path inside sandbox ID;\n"
-	      "the other is a local path.\n"
-	      "\n"
-	      "  paddock cp ./src ID:/work       ./src into /work/src (when /work is a\n"
-	      "                                  directory; else it becomes /work)\n"
-	      "  paddock cp ID:/work/out.txt .   the file into ./out.txt\n"
-	      "  paddock cp ID:/work/build ./b   the directory into ./b (or ./b/build\n"
-	      "                                  when ./b is a directory)\n"
-	      "\n"
-	      "A file keeps its permission bits; a directory travels as a tar archive, made\n"
-	      "or unpacked inside the sandbox by tar under the sandbox's own confinement,\n"
-	      "and on this side by tar without owners or permission bits. An upload is\n"
-	      "limited to 64 MiB (the daemon's --max-body); a download, to the sandbox's\n"
-	      "output budget.\n"
-	      "\n"
-	      "options:\n" PDK_CLI_CONN_HELP "\n"
-	      "exit status: 0; 1 a local file or tar failed; 2 bad option or argument;\n"
-	      "125 the daemon could not be reached or refused (its error is printed).\n",
-	      out);
-}
+static const struct pdk_cli_verb verb = {"", NULL, help, NULL, NULL};
 
 struct remote {
 	char *id;
@@ -194,53 +188,20 @@ static bool tar_wait(pid_t pid)
 	return false;
 }
 
-/* Read all of fd (at most `max` bytes) into a new buffer. */
-static int slurp(int fd, size_t max, char **out, size_t *len)
-{
-	size_t cap = 0;
-
-	*out = NULL;
-	*len = 0;
-	for (;;) {
-		ssize_t n;
-
-		if (*len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			*out = pdk_xrealloc(*out, cap);
-		}
-		n = TEMP_FAILURE_RETRY(read(fd, *out + *len, cap - *len));
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return 0;
-		*len += (size_t)n;
-		if (*len > max)
-			return -E2BIG;
-	}
-}
-
 /* ---- uploads ---- */
 
 static int put(struct pdk_client *c, const char *path, const char *ctype, const char *body,
 	       size_t len)
 {
 	struct pdk_error *err = NULL;
-	struct pdk_client_resp resp;
 	struct pdk_client_req q = {.method = "PUT",
 				   .path = path,
 				   .content_type = ctype,
 				   .body = body,
 				   .body_len = len};
+	int r = pdk_cli_request(c, &q, &err);
 
-	if (pdk_client_request(c, &q, &resp, &err) < 0)
-		return pdk_cli_api_fail(c, &err);
-	if (resp.status < 200 || resp.status > 299) {
-		(void)pdk_client_error_from(&resp, &err);
-		pdk_client_resp_release(&resp);
-		return pdk_cli_api_fail(c, &err);
-	}
-	pdk_client_resp_release(&resp);
-	return 0;
+	return r < 0 ? pdk_cli_api_fail(c, &err) : r;
 }
 
 static int upload_file(struct pdk_client *c, const char *src, const struct stat *st,
@@ -257,7 +218,7 @@ static int upload_file(struct pdk_client *c, const char *src, const struct stat 
 		pdk_cli_error("cannot open '%s': %s", src, strerror(errno));
 		return 1;
 	}
-	r = slurp(fd, UPLOAD_MAX, &buf, &len);
+	r = pdk_cli_slurp(fd, UPLOAD_MAX, &buf, &len);
 	if (r < 0) {
 		pdk_cli_error("read '%s': %s", src,
 			      r == -E2BIG ? "larger than 64 MiB" : strerror(-r));
@@ -304,7 +265,7 @@ static int upload_dir(struct pdk_client *c, const char *src, const struct remote
 
 	if (pid < 0)
 		return 1;
-	r = slurp(fd, UPLOAD_MAX, &buf, &len);
+	r = pdk_cli_slurp(fd, UPLOAD_MAX, &buf, &len);
 	if (r < 0) {
 		(void)kill(pid, SIGKILL);
 		(void)tar_wait(pid);
@@ -367,24 +328,16 @@ static int to_fd(void *ud, const char *data, size_t len)
 static int get_into(struct pdk_client *c, const char *path, struct sink *s)
 {
 	struct pdk_error *err = NULL;
-	struct pdk_client_resp resp;
 	struct pdk_client_req q = {.method = "GET", .path = path, .on_data = to_fd, .ud = s};
+	int r = pdk_cli_request(c, &q, &err);
 
-	if (pdk_client_request(c, &q, &resp, &err) < 0) {
-		if (s->failed) {
-			pdk_error_free(&err);
-			pdk_cli_error("write: %s", strerror(s->err));
-			return 1;
-		}
+	if (r >= 0)
+		return r;
+	if (!s->failed)
 		return pdk_cli_api_fail(c, &err);
-	}
-	if (resp.status < 200 || resp.status > 299) {
-		(void)pdk_client_error_from(&resp, &err);
-		pdk_client_resp_release(&resp);
-		return pdk_cli_api_fail(c, &err);
-	}
-	pdk_client_resp_release(&resp);
-	return 0;
+	pdk_error_free(&err);
+	pdk_cli_error("write: %s", strerror(s->err));
+	return 1;
 }
 
 static int download_file(struct pdk_client *c, const struct remote *src, const char *target)
@@ -459,18 +412,10 @@ int pdk_cmd_cp(int argc, char **argv)
 	struct remote from = {0}, to = {0};
 	bool rf, rt;
 	struct pdk_client *c;
-	int opt, r;
+	int r = pdk_cli_parse(&verb, argc, argv, &conn, NULL);
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-		if (pdk_cli_conn_opt(&conn, opt, optarg))
-			continue;
-		if (opt == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		return pdk_cli_usage_error("cp", "bad option");
-	}
+	if (r != 0)
+		return r < 0 ? 0 : r;
 	if (argc - optind != 2)
 		return pdk_cli_usage_error("cp", "expected SRC DST");
 	rf = parse_remote(argv[optind], &from);

@@ -13,6 +13,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const char help[] =
+	"usage: paddock create [OPTIONS]\n"
+	"\n"
+	"Ask the daemon ('paddock serve') for a long-lived sandbox and print its id.\n"
+	"Commands then run in it with 'paddock exec ID -- CMD', files move with\n"
+	"'paddock cp', and 'paddock kill ID' ends it. A create with no workspace,\n"
+	"no limits and no environment is served from the profile's warm pool when\n"
+	"it has one (a claim of a sandbox built beforehand: milliseconds).\n"
+	"\n"
+	"options:\n"
+	"  -p, --profile NAME     profile (default: default; see 'paddock profile')\n"
+	"      --session S        label session=S (also --workflow W, --agent A)\n"
+	"      --label K=V        a free-form label (repeatable)\n"
+	"      --ttl DURATION     end the sandbox after this long: 30m, 2h\n"
+	"      --idle DURATION    end it after this long without a call\n"
+	"      --idempotency-key K  a retried create with the same K returns the same\n"
+	"                         sandbox instead of making a second one\n"
+	"  -w, --workspace DIR    host directory seen at its own path (default: a\n"
+	"                         private empty workspace)\n"
+	"      --workspace-mode M overlay (default), rw, ro, tmpfs or none\n"
+	"  -e, --env K=V          set K in the sandbox's environment (repeatable)\n"
+	"  -m, --memory SIZE      memory limit: 512M, 2G\n"
+	"  -t, --timeout DURATION wall-clock budget of the sandbox (paused time is\n"
+	"                         not charged)\n"
+	"      --pids N           limit on processes and threads\n"
+	"      --cpus N           CPU bandwidth, e.g. 0.5 or 2\n"
+	"      --allow HOST[:PORT] let HTTP(S) to HOST out through the egress proxy\n"
+	"                         (repeatable; network mode allowlist)\n"
+	"      --json             print the whole sandbox, including its token (a\n"
+	"                         short-lived bearer token for this sandbox only, to\n"
+	"                         hand to an agent; shown only here)\n" PDK_CLI_CONN_HELP "\n"
+	"exit status: 0; 2 bad option; 125 the daemon could not be reached or refused\n"
+	"(its error code, message and field are printed).\n";
+
 enum {
 	OPT_LABEL = PDK_CLI_OPT_FIRST_FREE,
 	OPT_SESSION,
@@ -45,46 +79,8 @@ static const struct option long_opts[] = {
 	{"cpus", required_argument, NULL, OPT_CPUS},
 	{"allow", required_argument, NULL, OPT_ALLOW},
 	{"json", no_argument, NULL, PDK_CLI_OPT_JSON},
-	PDK_CLI_CONN_LONGOPTS,
 	{NULL, 0, NULL, 0},
 };
-
-static void usage(FILE *out)
-{
-	fputs("usage: paddock create [OPTIONS]\n"
-	      "\n"
-	      "Ask the daemon ('paddock serve') for a long-lived sandbox and print its id.\n"
-	      "Commands then run in it with 'paddock exec ID -- CMD', files move with\n"
-	      "'paddock cp', and 'paddock kill ID' ends it. A create with no workspace,\n"
-	      "no limits and no environment is served from the profile's warm pool when\n"
-	      "it has one (a claim of a sandbox built beforehand: milliseconds).\n"
-	      "\n"
-	      "options:\n"
-	      "  -p, --profile NAME     profile (default: default; see 'paddock profile')\n"
-	      "      --session S        label session=S (also --workflow W, --agent A)\n"
-	      "      --label K=V        a free-form label (repeatable)\n"
-	      "      --ttl DURATION     end the sandbox after this long: 30m, 2h\n"
-	      "      --idle DURATION    end it after this long without a call\n"
-	      "      --idempotency-key K  a retried create with the same K returns the same\n"
-	      "                         sandbox instead of making a second one\n"
-	      "  -w, --workspace DIR    host directory seen at its own path (default: a\n"
-	      "                         private empty workspace)\n"
-	      "      --workspace-mode M overlay (default), rw, ro, tmpfs or none\n"
-	      "  -e, --env K=V          set K in the sandbox's environment (repeatable)\n"
-	      "  -m, --memory SIZE      memory limit: 512M, 2G\n"
-	      "  -t, --timeout DURATION wall-clock budget of the sandbox (paused time is\n"
-	      "                         not charged)\n"
-	      "      --pids N           limit on processes and threads\n"
-	      "      --cpus N           CPU bandwidth, e.g. 0.5 or 2\n"
-	      "      --allow HOST[:PORT] let HTTP(S) to HOST out through the egress proxy\n"
-	      "                         (repeatable; network mode allowlist)\n"
-	      "      --json             print the whole sandbox, including its token (a\n"
-	      "                         short-lived bearer token for this sandbox only, to\n"
-	      "                         hand to an agent; shown only here)\n" PDK_CLI_CONN_HELP "\n"
-	      "exit status: 0; 2 bad option; 125 the daemon could not be reached or refused\n"
-	      "(its error code, message and field are printed).\n",
-	      out);
-}
 
 struct create {
 	json_t *body, *labels, *env, *limits, *allow;
@@ -101,14 +97,15 @@ static void create_release(struct create *cr)
 	json_decref(cr->allow);
 }
 
-/* 0, 1 for --help, or an exit status after printing why. */
-static int parse_one(struct create *cr, int opt, const char *arg)
+/* One option (pdk_cli_opt_cb); --session, --workflow and --agent are labels of their names. */
+static int create_opt(void *ctx, const struct option *o, const char *arg)
 {
+	struct create *cr = ctx;
 	uint64_t n;
 	char *end;
 	double d;
 
-	switch (opt) {
+	switch (o->val) {
 	case 'p':
 		json_object_set_new(cr->body, "profile", json_string(arg));
 		return 0;
@@ -117,15 +114,11 @@ static int parse_one(struct create *cr, int opt, const char *arg)
 	case OPT_SESSION:
 	case OPT_WORKFLOW:
 	case OPT_AGENT:
-		json_object_set_new(cr->labels,
-				    opt == OPT_SESSION    ? "session"
-				    : opt == OPT_WORKFLOW ? "workflow"
-							  : "agent",
-				    json_string(arg));
+		json_object_set_new(cr->labels, o->name, json_string(arg));
 		return 0;
 	case OPT_TTL:
 	case OPT_IDLE:
-		json_object_set_new(cr->body, opt == OPT_TTL ? "ttl" : "idle_timeout",
+		json_object_set_new(cr->body, o->val == OPT_TTL ? "ttl" : "idle_timeout",
 				    json_string(arg));
 		return 0;
 	case OPT_IDEM:
@@ -163,13 +156,12 @@ static int parse_one(struct create *cr, int opt, const char *arg)
 	case PDK_CLI_OPT_JSON:
 		cr->json = true;
 		return 0;
-	case 'h':
-		usage(stdout);
-		return 1;
 	default:
-		return pdk_cli_usage_error("create", "bad option");
+		return -1;
 	}
 }
+
+static const struct pdk_cli_verb verb = {"+p:w:e:m:t:", long_opts, help, NULL, create_opt};
 
 /* Assemble the request body from what the options gathered. */
 static int finish_body(struct create *cr)
@@ -240,20 +232,15 @@ int pdk_cmd_create(int argc, char **argv)
 			    .limits = json_object(),
 			    .allow = json_array()};
 	struct pdk_client *c;
-	int opt, r = 0;
+	int r = pdk_cli_parse(&verb, argc, argv, &conn, &cr);
 
-	optind = 1;
-	while (r == 0 && (opt = getopt_long(argc, argv, "+p:w:e:m:t:h", long_opts, NULL)) != -1) {
-		if (!pdk_cli_conn_opt(&conn, opt, optarg))
-			r = parse_one(&cr, opt, optarg);
-	}
 	if (r == 0 && optind < argc)
 		r = pdk_cli_usage_error("create", "unexpected argument '%s'", argv[optind]);
 	if (r == 0)
 		r = finish_body(&cr);
 	if (r != 0) {
 		create_release(&cr);
-		return r == 1 ? 0 : r;
+		return r < 0 ? 0 : r;
 	}
 	c = pdk_cli_connect(&conn);
 	r = c != NULL ? do_create(c, &cr) : PDK_CLI_EXIT_USAGE;

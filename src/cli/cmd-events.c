@@ -11,6 +11,25 @@
 #include <stdio.h>
 #include <string.h>
 
+static const char help[] =
+	"usage: paddock events [OPTIONS]\n"
+	"\n"
+	"Print the daemon's audit events: sandboxes created, claimed and destroyed,\n"
+	"commands executed and their exits, network connections, kills, pauses,\n"
+	"terminal sessions. Without --follow, the stored events are printed and\n"
+	"the command ends; with it, new events follow as they happen until\n"
+	"interrupted. Each line is: SEQ TIME KIND SANDBOX ATTRIBUTES.\n"
+	"\n"
+	"options:\n"
+	"      --sandbox ID   only the events of sandbox ID\n"
+	"      --session S    only the events of sandboxes labelled session=S\n"
+	"      --kind K       only events of kind K (e.g. process.exec); a kind\n"
+	"                     ending in '.' is a prefix (sandbox.)\n"
+	"      --since SEQ    only events after audit sequence number SEQ\n"
+	"  -f, --follow       keep printing new events as they happen\n"
+	"      --json         print each event as one line of JSON\n" PDK_CLI_CONN_HELP "\n"
+	"exit status: 0; 2 bad option; 125 the daemon could not be reached or refused.\n";
+
 enum { OPT_SANDBOX = PDK_CLI_OPT_FIRST_FREE, OPT_SESSION, OPT_KIND, OPT_SINCE };
 
 /*
@@ -27,36 +46,42 @@ static const struct option long_opts[] = {
 	{"since", required_argument, NULL, OPT_SINCE},
 	{"follow", no_argument, NULL, 'f'},
 	{"json", no_argument, NULL, PDK_CLI_OPT_JSON},
-	PDK_CLI_CONN_LONGOPTS,
 	{NULL, 0, NULL, 0},
 };
-
-static void usage(FILE *out)
-{
-	fputs("usage: paddock events [OPTIONS]\n"
-	      "\n"
-	      "Print the daemon's audit events: sandboxes created, claimed and destroyed,\n"
-	      "commands executed and their exits, network connections, kills, pauses,\n"
-	      "terminal sessions. Without --follow, the stored events are printed and\n"
-	      "the command ends; with it, new events follow as they happen until\n"
-	      "interrupted. Each line is: SEQ TIME KIND SANDBOX ATTRIBUTES.\n"
-	      "\n"
-	      "options:\n"
-	      "      --sandbox ID   only the events of sandbox ID\n"
-	      "      --session S    only the events of sandboxes labelled session=S\n"
-	      "      --kind K       only events of kind K (e.g. process.exec); a kind\n"
-	      "                     ending in '.' is a prefix (sandbox.)\n"
-	      "      --since SEQ    only events after audit sequence number SEQ\n"
-	      "  -f, --follow       keep printing new events as they happen\n"
-	      "      --json         print each event as one line of JSON\n" PDK_CLI_CONN_HELP "\n"
-	      "exit status: 0; 2 bad option; 125 the daemon could not be reached or refused.\n",
-	      out);
-}
 
 struct ev_state {
 	bool json;
 	unsigned long count;
+	bool follow;
+	const char *since;
+	char *q; /* the filters, "&sandbox=ID..." */
 };
+
+/* The filters are query parameters named as their options are. */
+static int ev_opt(void *ctx, const struct option *o, const char *arg)
+{
+	struct ev_state *st = ctx;
+	uint64_t n;
+
+	switch (o->val) {
+	case OPT_SINCE:
+		if (pdk_parse_u64(arg, UINT64_MAX - 1, &n) < 0)
+			return pdk_cli_usage_error("events", "--since '%s' is not a number", arg);
+		st->since = arg;
+		return 0;
+	case 'f':
+		st->follow = true;
+		return 0;
+	case PDK_CLI_OPT_JSON:
+		st->json = true;
+		return 0;
+	default:
+		pdk_cli_query_add(&st->q, o->name, arg);
+		return 0;
+	}
+}
+
+static const struct pdk_cli_verb verb = {"f", long_opts, help, NULL, ev_opt};
 
 static const char *str(json_t *o, const char *key)
 {
@@ -83,102 +108,48 @@ static int on_event(void *ud, const char *event, const char *id, const char *dat
 	return fflush(stdout) != 0; /* stop when stdout is gone (a closed pipe) */
 }
 
-static void add_query(char **q, const char *key, const char *val)
-{
-	_cleanup_free_ char *e = pdk_client_escape(val);
-	char *n = pdk_xasprintf("%s&%s=%s", *q, key, e);
-
-	free(*q);
-	*q = n;
-}
-
 static int stream(struct pdk_client *c, const char *path, bool follow, struct ev_state *st)
 {
 	struct pdk_error *err = NULL;
-	struct pdk_client_resp resp;
 	struct pdk_client_req q = {.method = "GET",
 				   .path = path,
 				   .accept = "text/event-stream",
 				   .on_sse = on_event,
 				   .ud = st,
 				   .idle_ms = follow ? 0 : REPLAY_QUIET_MS};
+	int r = pdk_cli_request(c, &q, &err);
 
-	if (pdk_client_request(c, &q, &resp, &err) < 0) {
-		if (!follow && err->status == ETIMEDOUT) {
-			pdk_error_free(&err);
-			return 0; /* the replay is over */
-		}
-		if (err->status == ECANCELED) {
-			pdk_error_free(&err);
-			return 0;
-		}
-		return pdk_cli_api_fail(c, &err);
+	if (r >= 0)
+		return r;
+	/* The replay is over (the quiet time), or stdout is gone. */
+	if ((!follow && err->status == ETIMEDOUT) || err->status == ECANCELED) {
+		pdk_error_free(&err);
+		return 0;
 	}
-	if (resp.status < 200 || resp.status > 299) {
-		(void)pdk_client_error_from(&resp, &err);
-		pdk_client_resp_release(&resp);
-		return pdk_cli_api_fail(c, &err);
-	}
-	pdk_client_resp_release(&resp);
-	return 0;
+	return pdk_cli_api_fail(c, &err);
 }
 
 int pdk_cmd_events(int argc, char **argv)
 {
 	struct pdk_cli_conn conn = {0};
-	struct ev_state st = {0};
-	_cleanup_free_ char *q = NULL;
+	struct ev_state st = {.q = pdk_xstrdup("")};
 	_cleanup_free_ char *path = NULL;
-	const char *since = NULL;
-	bool follow = false;
 	struct pdk_client *c;
-	uint64_t n;
-	int opt, r;
+	int r = pdk_cli_parse(&verb, argc, argv, &conn, &st);
 
-	q = pdk_xstrdup("");
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "fh", long_opts, NULL)) != -1) {
-		if (pdk_cli_conn_opt(&conn, opt, optarg))
-			continue;
-		switch (opt) {
-		case OPT_SANDBOX:
-			add_query(&q, "sandbox", optarg);
-			break;
-		case OPT_SESSION:
-			add_query(&q, "session", optarg);
-			break;
-		case OPT_KIND:
-			add_query(&q, "kind", optarg);
-			break;
-		case OPT_SINCE:
-			if (pdk_parse_u64(optarg, UINT64_MAX - 1, &n) < 0)
-				return pdk_cli_usage_error("events", "--since '%s' is not a number",
-							   optarg);
-			since = optarg;
-			break;
-		case 'f':
-			follow = true;
-			break;
-		case PDK_CLI_OPT_JSON:
-			st.json = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			return pdk_cli_usage_error("events", "bad option");
-		}
-	}
-	if (optind < argc)
-		return pdk_cli_usage_error("events", "unexpected argument '%s'", argv[optind]);
+	if (r == 0 && optind < argc)
+		r = pdk_cli_usage_error("events", "unexpected argument '%s'", argv[optind]);
 	/* Stored events are replayed from `since` (all of them by default without --follow). */
-	path = pdk_xasprintf("/v1/events?follow=%d%s%s%s", follow ? 1 : 0,
-			     since || !follow ? "&since=" : "",
-			     since ? since : (!follow ? "0" : ""), q);
+	path = pdk_xasprintf("/v1/events?follow=%d%s%s%s", st.follow ? 1 : 0,
+			     st.since || !st.follow ? "&since=" : "",
+			     st.since ? st.since : (!st.follow ? "0" : ""), st.q);
+	free(st.q);
+	if (r != 0)
+		return r < 0 ? 0 : r;
 	c = pdk_cli_connect(&conn);
 	if (c == NULL)
 		return PDK_CLI_EXIT_USAGE;
-	r = stream(c, path, follow, &st);
+	r = stream(c, path, st.follow, &st);
 	pdk_client_free(c);
 	return r;
 }

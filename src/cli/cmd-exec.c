@@ -13,6 +13,36 @@
 #include <string.h>
 #include <unistd.h>
 
+static const char help[] =
+	"usage: paddock exec ID [OPTIONS] -- CMD [ARGS...]\n"
+	"       paddock exec ID [OPTIONS] -c 'SHELL COMMAND'\n"
+	"\n"
+	"Run CMD in the running sandbox ID of the daemon ('paddock serve') and exit\n"
+	"with its status. CMD is looked up in the sandbox's PATH; its working\n"
+	"directory is the workspace unless --cwd says otherwise.\n"
+	"\n"
+	"By default the call returns when CMD has ended, and its output is kept to\n"
+	"--output-cap bytes per stream (the daemon's default is 16 KiB): the first and\n"
+	"last halves with a line saying how much was dropped and which file inside\n"
+	"the sandbox holds all of it. With --stream, output is printed as it comes,\n"
+	"all of it.\n"
+	"\n"
+	"options:\n"
+	"      --stream          print stdout and stderr as CMD writes them\n"
+	"  -t, --timeout DURATION  kill CMD after this long: 500ms, 30s, 10m\n"
+	"  -e, --env K=V         add K to CMD's environment (repeatable)\n"
+	"  -C, --cwd DIR         working directory inside the sandbox\n"
+	"  -i, --stdin           send this process's stdin (read to its end first) to\n"
+	"                        CMD; without it CMD's stdin is empty\n"
+	"  -c, --shell STRING    run STRING with /bin/sh -c instead of CMD\n"
+	"      --output-cap N    bytes of each stream kept in the answer\n"
+	"      --json            print the daemon's whole answer (exit code, end,\n"
+	"                        duration, output with byte counts) instead of the\n"
+	"                        output; not with --stream\n" PDK_CLI_CONN_HELP "\n"
+	"exit status: CMD's own; 128+N when it died of signal N; 124 when --timeout\n"
+	"ended it; 2 bad option; 125 the daemon could not be reached or refused\n"
+	"(its error code, message and field are printed).\n";
+
 enum { OPT_STREAM = PDK_CLI_OPT_FIRST_FREE, OPT_OUTPUT_CAP };
 
 /* Input sent with --stdin: the same cap as the daemon's default request body. */
@@ -27,42 +57,8 @@ static const struct option long_opts[] = {
 	{"shell", required_argument, NULL, 'c'},
 	{"output-cap", required_argument, NULL, OPT_OUTPUT_CAP},
 	{"json", no_argument, NULL, PDK_CLI_OPT_JSON},
-	PDK_CLI_CONN_LONGOPTS,
 	{NULL, 0, NULL, 0},
 };
-
-static void usage(FILE *out)
-{
-	fputs("usage: paddock exec ID [OPTIONS] -- CMD [ARGS...]\n"
-	      "       paddock exec ID [OPTIONS] -c 'SHELL COMMAND'\n"
-	      "\n"
-	      "Run CMD in the running sandbox ID of the daemon ('paddock serve') and exit\n"
-	      "with its status. CMD is looked up in the sandbox's PATH; its working\n"
-	      "directory is the workspace unless --cwd says otherwise.\n"
-	      "\n"
-	      "By default the call returns when CMD has ended, and its output is kept to\n"
-	      "--output-cap bytes per stream (the daemon's default is 16 KiB): the first and\n"
-	      "last halves with a line saying how much was dropped and which file inside\n"
-	      "the sandbox holds all of it. With --stream, output is printed as it comes,\n"
-	      "all of it.\n"
-	      "\n"
-	      "options:\n"
-	      "      --stream          print stdout and stderr as CMD writes them\n"
-	      "  -t, --timeout DURATION  kill CMD after this long: 500ms, 30s, 10m\n"
-	      "  -e, --env K=V         add K to CMD's environment (repeatable)\n"
-	      "  -C, --cwd DIR         working directory inside the sandbox\n"
-	      "  -i, --stdin           send this process's stdin (read to its end first) to\n"
-	      "                        CMD; without it CMD's stdin is empty\n"
-	      "  -c, --shell STRING    run STRING with /bin/sh -c instead of CMD\n"
-	      "      --output-cap N    bytes of each stream kept in the answer\n"
-	      "      --json            print the daemon's whole answer (exit code, end,\n"
-	      "                        duration, output with byte counts) instead of the\n"
-	      "                        output; not with --stream\n" PDK_CLI_CONN_HELP "\n"
-	      "exit status: CMD's own; 128+N when it died of signal N; 124 when --timeout\n"
-	      "ended it; 2 bad option; 125 the daemon could not be reached or refused\n"
-	      "(its error code, message and field are printed).\n",
-	      out);
-}
 
 struct exec_opts {
 	const char *id;
@@ -71,12 +67,12 @@ struct exec_opts {
 	bool stream, json, send_stdin;
 };
 
-/* 0, 1 for --help, or an exit status after printing why. */
-static int parse_one(struct exec_opts *o, int opt, const char *arg)
+static int exec_opt(void *ctx, const struct option *opt, const char *arg)
 {
+	struct exec_opts *o = ctx;
 	uint64_t n;
 
-	switch (opt) {
+	switch (opt->val) {
 	case OPT_STREAM:
 		o->stream = true;
 		return 0;
@@ -103,42 +99,30 @@ static int parse_one(struct exec_opts *o, int opt, const char *arg)
 	case PDK_CLI_OPT_JSON:
 		o->json = true;
 		return 0;
-	case 'h':
-		usage(stdout);
-		return 1;
 	default:
-		return pdk_cli_usage_error("exec", "bad option");
+		return -1;
 	}
 }
+
+static const struct pdk_cli_verb verb = {"t:e:C:ic:", long_opts, help, NULL, exec_opt};
 
 static int read_stdin(json_t *body)
 {
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_free_ char *b64 = NULL;
-	size_t len = 0, cap = 0;
+	size_t len = 0;
+	int r = pdk_cli_slurp(STDIN_FILENO, STDIN_MAX, &buf, &len);
 
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			buf = pdk_xrealloc(buf, cap);
-		}
-		n = TEMP_FAILURE_RETRY(read(STDIN_FILENO, buf + len, cap - len));
-		if (n < 0) {
-			pdk_cli_error("read stdin: %s", strerror(errno));
-			return PDK_CLI_EXIT_USAGE;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > STDIN_MAX) {
-			pdk_cli_error("stdin is larger than %zu MiB: copy it with 'paddock cp'",
-				      STDIN_MAX >> 20);
-			return PDK_CLI_EXIT_USAGE;
-		}
+	if (r == -E2BIG) {
+		pdk_cli_error("stdin is larger than %zu MiB: copy it with 'paddock cp'",
+			      STDIN_MAX >> 20);
+		return PDK_CLI_EXIT_USAGE;
 	}
-	b64 = pdk_cli_b64_encode(buf ? buf : "", len);
+	if (r < 0) {
+		pdk_cli_error("read stdin: %s", strerror(-r));
+		return PDK_CLI_EXIT_USAGE;
+	}
+	b64 = pdk_cli_b64_encode(buf, len);
 	json_object_set_new(body, "stdin_b64", json_string(b64));
 	return 0;
 }
@@ -238,7 +222,6 @@ static int exec_stream(struct pdk_client *c, const char *path, struct exec_opts 
 {
 	struct pdk_error *err = NULL;
 	struct stream_state st = {.status = PDK_CLI_EXIT_API};
-	struct pdk_client_resp resp;
 	_cleanup_free_ char *text = NULL;
 	struct pdk_client_req q = {.method = "POST",
 				   .path = path,
@@ -246,22 +229,19 @@ static int exec_stream(struct pdk_client *c, const char *path, struct exec_opts 
 				   .accept = "text/event-stream",
 				   .on_sse = on_exec_event,
 				   .ud = &st};
+	int r;
 
 	json_object_set_new(o->body, "stream", json_true());
 	text = json_dumps(o->body, JSON_COMPACT);
 	q.body = text;
 	q.body_len = strlen(text);
-	if (pdk_client_request(c, &q, &resp, &err) < 0) {
-		if (st.bad)
-			pdk_cli_error("the daemon sent an event that is not JSON");
+	r = pdk_cli_request(c, &q, &err);
+	if (r < 0 && st.bad)
+		pdk_cli_error("the daemon sent an event that is not JSON");
+	if (r < 0)
 		return pdk_cli_api_fail(c, &err);
-	}
-	if (resp.status < 200 || resp.status > 299) {
-		(void)pdk_client_error_from(&resp, &err);
-		pdk_client_resp_release(&resp);
-		return pdk_cli_api_fail(c, &err);
-	}
-	pdk_client_resp_release(&resp);
+	if (r > 0)
+		return r;
 	if (!st.ended) {
 		pdk_cli_error("the event stream ended without the command's exit");
 		return PDK_CLI_EXIT_API;
@@ -290,17 +270,12 @@ int pdk_cmd_exec(int argc, char **argv)
 {
 	struct pdk_cli_conn conn = {0};
 	struct exec_opts o = {.body = json_object(), .env = json_object()};
-	int opt, r = 0;
-
 	/*
 	 * Options may come before or after ID (getopt permutes them to the
 	 * front); everything after "--" is CMD.
 	 */
-	optind = 1;
-	while (r == 0 && (opt = getopt_long(argc, argv, "t:e:C:ic:h", long_opts, NULL)) != -1) {
-		if (!pdk_cli_conn_opt(&conn, opt, optarg))
-			r = parse_one(&o, opt, optarg);
-	}
+	int r = pdk_cli_parse(&verb, argc, argv, &conn, &o);
+
 	if (r == 0 && optind >= argc)
 		r = pdk_cli_usage_error("exec", "which sandbox? give its ID");
 	if (r == 0) {
@@ -317,7 +292,7 @@ int pdk_cmd_exec(int argc, char **argv)
 		json_object_set(o.body, "env", o.env);
 	if (r == 0)
 		r = run(&conn, &o);
-	else if (r == 1)
+	else if (r < 0)
 		r = 0;
 	json_decref(o.body);
 	json_decref(o.env);

@@ -28,7 +28,6 @@ static const struct option long_opts[] = {
 	{"label", required_argument, NULL, OPT_LABEL},
 	{"reason", required_argument, NULL, OPT_REASON},
 	{"restart", no_argument, NULL, OPT_RESTART},
-	PDK_CLI_CONN_LONGOPTS,
 	{NULL, 0, NULL, 0},
 };
 
@@ -76,7 +75,7 @@ static const struct verb verbs[] = {
 	 "POST", NULL, NULL, true},
 };
 
-static void usage(const struct verb *v, FILE *out)
+static void usage_of(const struct verb *v, FILE *out)
 {
 	fprintf(out, "usage: paddock %s [OPTIONS] %s\n\n%s\noptions:\n", v->name, v->args, v->text);
 	if (v->selectors)
@@ -130,35 +129,49 @@ static void print_answer(const struct verb *v, json_t *out)
 	}
 }
 
-struct kill_sel {
+/* One call: its verb, and the body its options fill. */
+struct call {
+	const struct verb *v;
 	json_t *body;
 	json_t *labels;
+	bool json;
 };
 
-static int sel_opt(struct kill_sel *k, int opt, const char *arg)
+static void usage(void *ctx)
 {
-	switch (opt) {
-	case OPT_SESSION:
-		json_object_set_new(k->body, "session", json_string(arg));
-		return 0;
-	case OPT_WORKFLOW:
-		json_object_set_new(k->body, "workflow", json_string(arg));
-		return 0;
-	case OPT_AGENT:
-		json_object_set_new(k->body, "agent", json_string(arg));
-		return 0;
-	case OPT_LABEL:
-		return pdk_cli_add_kv(k->labels, arg, "--label") ? 0 : PDK_CLI_EXIT_USAGE;
-	case OPT_REASON:
-		json_object_set_new(k->body, "reason", json_string(arg));
-		return 0;
-	default:
-		return -1;
-	}
+	const struct call *k = ctx;
+
+	usage_of(k->v, stdout);
 }
 
+/*
+ * --restart for the verbs that take a name; kill's selectors and reason go
+ * into the body under their options' names, --label into its labels.
+ */
+static int call_opt(void *ctx, const struct option *o, const char *arg)
+{
+	struct call *k = ctx;
+
+	if (o->val == PDK_CLI_OPT_JSON) {
+		k->json = true;
+		return 0;
+	}
+	if (o->val == OPT_RESTART && k->v->key != NULL) {
+		json_object_set_new(k->body, "restart", json_true());
+		return 0;
+	}
+	if (!k->v->selectors || o->val == OPT_RESTART)
+		return -1;
+	if (o->val == OPT_LABEL)
+		return pdk_cli_add_kv(k->labels, arg, "--label") ? 0 : PDK_CLI_EXIT_USAGE;
+	json_object_set_new(k->body, o->name, json_string(arg));
+	return 0;
+}
+
+static const struct pdk_cli_verb verb = {"", long_opts, NULL, usage, call_opt};
+
 /* The method, path and body of the call; an exit status on a usage error. */
-static int build_call(const struct verb *v, int argc, char **argv, struct kill_sel *k, char **path)
+static int build_call(const struct verb *v, int argc, char **argv, struct call *k, char **path)
 {
 	size_t want = v->key ? 2 : 1;
 	_cleanup_free_ char *eid = NULL;
@@ -187,80 +200,38 @@ static int build_call(const struct verb *v, int argc, char **argv, struct kill_s
 	return 0;
 }
 
-static int run_verb(const struct verb *v, int argc, char **argv)
+int pdk_cmd_sandbox(int argc, char **argv)
 {
 	struct pdk_cli_conn conn = {0};
-	struct kill_sel k = {.body = json_object(), .labels = json_object()};
+	struct call k = {.body = json_object(), .labels = json_object()};
 	_cleanup_free_ char *path = NULL;
 	struct pdk_client *c = NULL;
 	json_t *out = NULL;
-	bool json = false;
-	int opt, r = 0;
+	int r;
 
-	optind = 1;
-	while (r == 0 && (opt = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-		if (pdk_cli_conn_opt(&conn, opt, optarg))
-			continue;
-		if (opt == 'h') {
-			usage(v, stdout);
-			r = -1;
-		} else if (opt == PDK_CLI_OPT_JSON) {
-			json = true;
-		} else if (opt == OPT_RESTART && v->key != NULL) {
-			json_object_set_new(k.body, "restart", json_true());
-		} else if (!v->selectors || (r = sel_opt(&k, opt, optarg)) < 0) {
-			r = pdk_cli_usage_error(v->name, "bad option");
-		}
-	}
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(verbs) && k.v == NULL; i++)
+		if (strcmp(argv[0], verbs[i].name) == 0)
+			k.v = &verbs[i];
+	if (k.v == NULL)
+		pdk_bug("paddock's command table names a verb cmd-sandbox.c does not have");
+	r = pdk_cli_parse(&verb, argc, argv, &conn, &k);
 	if (r == 0)
-		r = build_call(v, argc, argv, &k, &path);
+		r = build_call(k.v, argc, argv, &k, &path);
 	if (r == 0 && (c = pdk_cli_connect(&conn)) == NULL)
 		r = PDK_CLI_EXIT_USAGE;
 	if (r == 0) {
-		bool body = v->key != NULL || v->selectors;
+		bool body = k.v->key != NULL || k.v->selectors;
 
-		out = pdk_cli_call(c, v->method, path, body ? k.body : NULL);
+		out = pdk_cli_call(c, k.v->method, path, body ? k.body : NULL);
 		r = out == NULL ? PDK_CLI_EXIT_API : 0;
 	}
-	if (out != NULL && json)
+	if (out != NULL && k.json)
 		pdk_cli_print_json(out);
 	else if (out != NULL)
-		print_answer(v, out);
+		print_answer(k.v, out);
 	json_decref(out);
 	json_decref(k.body);
 	json_decref(k.labels);
 	pdk_client_free(c);
 	return r < 0 ? 0 : r;
-}
-
-enum { V_PAUSE, V_RESUME, V_SNAPSHOT, V_ROLLBACK, V_DIFF, V_KILL };
-
-int pdk_cmd_pause(int argc, char **argv)
-{
-	return run_verb(&verbs[V_PAUSE], argc, argv);
-}
-
-int pdk_cmd_resume(int argc, char **argv)
-{
-	return run_verb(&verbs[V_RESUME], argc, argv);
-}
-
-int pdk_cmd_snapshot(int argc, char **argv)
-{
-	return run_verb(&verbs[V_SNAPSHOT], argc, argv);
-}
-
-int pdk_cmd_rollback(int argc, char **argv)
-{
-	return run_verb(&verbs[V_ROLLBACK], argc, argv);
-}
-
-int pdk_cmd_diff(int argc, char **argv)
-{
-	return run_verb(&verbs[V_DIFF], argc, argv);
-}
-
-int pdk_cmd_kill(int argc, char **argv)
-{
-	return run_verb(&verbs[V_KILL], argc, argv);
 }

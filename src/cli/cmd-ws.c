@@ -91,23 +91,35 @@ static void usage(FILE *out)
 	      out);
 }
 
-/* Open a change set; `lock` for the operations that change it. */
-static int open_set(const char *id, bool lock, struct pdk_ws **ws)
+/* Whether `ws CMD` got a change set id and at most `more` arguments after it (else says so). */
+static bool set_args(const char *cmd, char **args, size_t more, const char *expected)
+{
+	size_t n = pdk_strv_len(args);
+
+	if (n == 0 || n > 1 + more) {
+		pdk_cli_error("ws %s: expected %s", cmd, expected);
+		return false;
+	}
+	return true;
+}
+
+/* Open a change set; `lock` for the operations that change it. NULL after printing why. */
+static struct pdk_ws *open_set(const char *id, bool lock)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	_cleanup_free_ char *state = pdk_cli_state_dir();
+	struct pdk_ws *ws = NULL;
 
-	if (pdk_ws_open(state, id, ws, &err) < 0) {
+	if (pdk_ws_open(state, id, &ws, &err) < 0) {
 		pdk_cli_error("ws: %s", err->msg);
-		return -1;
+		return NULL;
 	}
-	if (lock && pdk_ws_lock(*ws, &err) < 0) {
+	if (lock && pdk_ws_lock(ws, &err) < 0) {
 		pdk_cli_error("ws: %s", err->msg);
-		pdk_ws_free(*ws);
-		*ws = NULL;
-		return -1;
+		pdk_ws_free(ws);
+		return NULL;
 	}
-	return 0;
+	return ws;
 }
 
 static const char *type_word(mode_t m)
@@ -281,16 +293,14 @@ static int parse_snap(const char *s, struct pdk_ws *ws, unsigned *out)
 static int cmd_diff(const struct ws_opts *o, char **args)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	struct pdk_ws *ws = NULL;
 	struct pdk_ws_diff d = {0};
 	unsigned from = 0, to = PDK_WS_CURRENT;
+	struct pdk_ws *ws = NULL;
 	int rc = 1;
 
-	if (args[0] == NULL || args[1] != NULL) {
-		pdk_cli_error("ws diff: expected one change set id");
+	if (!set_args("diff", args, 0, "one change set id"))
 		return 2;
-	}
-	if (open_set(args[0], false, &ws) < 0)
+	if ((ws = open_set(args[0], false)) == NULL)
 		return 1;
 	if (parse_snap(o->from, ws, &from) < 0 || parse_snap(o->to, ws, &to) < 0)
 		goto out;
@@ -341,17 +351,15 @@ static int cmd_commit(const struct ws_opts *o, char **args)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_ws_commit_report rep = {0};
 	struct pdk_events *ev = NULL;
-	struct pdk_ws *ws = NULL;
 	struct pdk_ws_diff d = {0};
 	unsigned flags = (o->dry_run ? PDK_WS_COMMIT_DRY_RUN : 0) |
 			 (o->allow_outside ? PDK_WS_COMMIT_ALLOW_OUTSIDE_LINKS : 0);
+	struct pdk_ws *ws = NULL;
 	int rc = 1;
 
-	if (args[0] == NULL || args[1] != NULL) {
-		pdk_cli_error("ws commit: expected one change set id");
+	if (!set_args("commit", args, 0, "one change set id"))
 		return 2;
-	}
-	if (open_set(args[0], true, &ws) < 0)
+	if ((ws = open_set(args[0], true)) == NULL)
 		return 1;
 	if ((ev = open_events(o, ws)) == NULL)
 		goto out;
@@ -409,7 +417,7 @@ static int discard_one(const struct ws_opts *o, const char *id)
 	struct pdk_ws_diff d = {0};
 	int rc = 1;
 
-	if (open_set(id, true, &ws) < 0)
+	if ((ws = open_set(id, true)) == NULL)
 		return 1;
 	if ((ev = open_events(o, ws)) == NULL)
 		goto out;
@@ -524,11 +532,9 @@ static int cmd_snapshot(char **args)
 	struct pdk_ws *ws = NULL;
 	int n;
 
-	if (args[0] == NULL || args[1] != NULL) {
-		pdk_cli_error("ws snapshot: expected one change set id");
+	if (!set_args("snapshot", args, 0, "one change set id"))
 		return 2;
-	}
-	if (open_set(args[0], true, &ws) < 0)
+	if ((ws = open_set(args[0], true)) == NULL)
 		return 1;
 	n = pdk_ws_snapshot(ws, &err);
 	if (n < 0)
@@ -542,15 +548,13 @@ static int cmd_snapshot(char **args)
 static int cmd_rollback(char **args)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	struct pdk_ws *ws = NULL;
 	unsigned snap = 0;
+	struct pdk_ws *ws = NULL;
 	int rc;
 
-	if (args[0] == NULL || (args[1] != NULL && args[2] != NULL)) {
-		pdk_cli_error("ws rollback: expected a change set id and a snapshot number");
+	if (!set_args("rollback", args, 1, "a change set id and a snapshot number"))
 		return 2;
-	}
-	if (open_set(args[0], true, &ws) < 0)
+	if ((ws = open_set(args[0], true)) == NULL)
 		return 1;
 	rc = args[1] != NULL ? parse_snap(args[1], ws, &snap) : 0;
 	if (rc == 0 && snap == PDK_WS_CURRENT)

@@ -3,7 +3,6 @@
  */
 #include "common.h"
 #include "base.h"
-#include "cli-daemon.h"
 #include "cli.h"
 #include "telemetry.h"
 
@@ -26,12 +25,12 @@ static const struct pdk_command commands[] = {
 	{"exec", pdk_cmd_exec, "run a command in a running sandbox"},
 	{"attach", pdk_cmd_attach, "an interactive shell in a running sandbox (recorded)"},
 	{"cp", pdk_cmd_cp, "copy files or directories into or out of a sandbox"},
-	{"pause", pdk_cmd_pause, "freeze a sandbox"},
-	{"resume", pdk_cmd_resume, "thaw a paused sandbox"},
-	{"snapshot", pdk_cmd_snapshot, "record a sandbox's workspace under a name"},
-	{"rollback", pdk_cmd_rollback, "put a sandbox's workspace back to a snapshot"},
-	{"diff", pdk_cmd_diff, "list what a sandbox changed in its workspace"},
-	{"kill", pdk_cmd_kill, "destroy sandboxes: by id, session, workflow, agent or label"},
+	{"pause", pdk_cmd_sandbox, "freeze a sandbox"},
+	{"resume", pdk_cmd_sandbox, "thaw a paused sandbox"},
+	{"snapshot", pdk_cmd_sandbox, "record a sandbox's workspace under a name"},
+	{"rollback", pdk_cmd_sandbox, "put a sandbox's workspace back to a snapshot"},
+	{"diff", pdk_cmd_sandbox, "list what a sandbox changed in its workspace"},
+	{"kill", pdk_cmd_sandbox, "destroy sandboxes: by id, session, workflow, agent or label"},
 	{"events", pdk_cmd_events, "print the daemon's audit events (--follow: live)"},
 	{"version", pdk_cmd_version, "print the version"},
 	{"supervise", pdk_cmd_supervise, NULL}, /* started by the daemon: not listed */
@@ -123,6 +122,14 @@ void pdk_cli_human_size(uint64_t bytes, char *buf, size_t len)
 		u++;
 	}
 	(void)snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+void pdk_cli_print_json(const json_t *j)
+{
+	_cleanup_free_ char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+
+	if (s != NULL)
+		printf("%s\n", s);
 }
 
 static void usage(FILE *out)

@@ -119,12 +119,7 @@ static void dispatch(struct pdk_ctl_sb *sb, json_t *msg, int *fds, size_t nfds)
 
 void pdk__sb_disconnect(struct pdk_ctl_sb *sb)
 {
-	if (sb->ctl_ev != NULL)
-		event_free(sb->ctl_ev);
-	sb->ctl_ev = NULL;
-	if (sb->ctl_fd >= 0)
-		(void)close(sb->ctl_fd);
-	sb->ctl_fd = -1;
+	pdk__ctl_unwatch(&sb->ctl_ev, &sb->ctl_fd);
 }
 
 void pdk__sb_fail_calls(struct pdk_ctl_sb *sb)

@@ -2,8 +2,7 @@
  * capture.c - one output stream of a command answered at its end: a head
  * buffer (cap/2) and a tail ring (cap - cap/2); past the cap, the whole
  * output spilled into a file inside the sandbox (/tmp/.paddock/exec/E.NAME),
- * opened through the supervisor. And the text of a result: every byte that
- * is not valid UTF-8 as U+FFFD.
+ * opened through the supervisor.
  */
 #include "common.h"
 #include "base.h"
@@ -13,47 +12,6 @@
 #include <unistd.h>
 
 #define PENDING_MAX (8u << 20) /* output held while the spill file is being opened */
-
-char *pdk_ctl_utf8(const char *p, size_t n, size_t *out_len)
-{
-	char *o = pdk_xmalloc(n * 3 + 1);
-	size_t k = 0;
-
-	for (size_t i = 0; i < n;) {
-		unsigned char c = (unsigned char)p[i];
-		size_t len = c < 0x80         ? 1
-			     : (c >> 5) == 6  ? 2
-			     : (c >> 4) == 14 ? 3
-			     : (c >> 3) == 30 ? 4
-					      : 0;
-		bool ok = len > 0 && i + len <= n && !(len == 2 && c < 0xc2);
-
-		for (size_t j = 1; ok && j < len; j++)
-			ok = ((unsigned char)p[i + j] >> 6) == 2;
-		if (ok && len == 3) {
-			unsigned cp = (c & 15u) << 12 | ((unsigned char)p[i + 1] & 63u) << 6;
-
-			ok = cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff);
-		}
-		if (ok && len == 4) {
-			unsigned cp = (c & 7u) << 18 | ((unsigned char)p[i + 1] & 63u) << 12;
-
-			ok = cp >= 0x10000 && cp <= 0x10ffff;
-		}
-		if (!ok) {
-			memcpy(o + k, "\xef\xbf\xbd", 3);
-			k += 3;
-			i++;
-			continue;
-		}
-		memcpy(o + k, p + i, len);
-		k += len;
-		i += len;
-	}
-	o[k] = '\0';
-	*out_len = k;
-	return o;
-}
 
 /* ---- head and tail ---- */
 
@@ -70,10 +28,7 @@ void pdk__capture_init(struct pdk_capture *c, const char *name, uint64_t cap)
 
 void pdk__capture_release(struct pdk_capture *c)
 {
-	if (c->ev != NULL)
-		event_free(c->ev);
-	if (c->fd >= 0)
-		(void)close(c->fd);
+	pdk__ctl_unwatch(&c->ev, &c->fd);
 	if (c->file_fd >= 0)
 		(void)close(c->file_fd);
 	if (c->pending != NULL)

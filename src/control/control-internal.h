@@ -90,6 +90,11 @@ struct pdk_ctl_sb {
 /* evbuffer_add(), an allocation failure being pdk_oom(). */
 void pdk__ctl_buf_add(struct evbuffer *buf, const void *data, size_t len);
 struct evbuffer *pdk__ctl_buf_new(void);
+/*
+ * Stop watching a descriptor: free its event and close it, either of which
+ * may be unset (NULL, -1); both are unset afterwards.
+ */
+void pdk__ctl_unwatch(struct event **ev, int *fd);
 
 /* ---- sandboxes.c ---- */
 struct pdk_ctl_sb *pdk__sb_new(struct pdk_ctl *c);
@@ -189,8 +194,6 @@ void pdk__figures_release(struct pdk_ctl_figures *f);
 
 /* ---- view.c ---- */
 void pdk__sb_view(const struct pdk_ctl_sb *sb, struct pdk_ctl_view *out);
-/* An ended sandbox's record, as the store keeps it (new reference). */
-json_t *pdk__view_record(const struct pdk_ctl_view *v);
 /* The view of a stored record; -EINVAL when it is not one. */
 PDK_MUST_CHECK int pdk__view_from_record(const char *text, struct pdk_ctl_view *out);
 /* The kept ended sandbox `id` in *out; false when there is none. */

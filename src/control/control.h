@@ -173,6 +173,16 @@ struct pdk_ctl_view {
 void pdk_ctl_view_release(struct pdk_ctl_view *v);
 
 /*
+ * The Sandbox object of `v` as JSON (new reference): id, state, profile,
+ * labels, created_at, expires_at, idle_timeout_s, pool, supervisor_pid,
+ * usage, limits, remaining, and for an ended sandbox end_reason and ended_at;
+ * times as RFC 3339 text with microseconds, null when unset. It is the
+ * record the store keeps of an ended sandbox too, so its form is fixed:
+ * fields may be added, none renamed.
+ */
+json_t *pdk_ctl_view_json(const struct pdk_ctl_view *v);
+
+/*
  * The view of sandbox `id`: a live one (its use counts as activity for the
  * idle timeout), else a kept ended one. -ENOENT when neither.
  */
@@ -562,13 +572,5 @@ struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_su
 				      pdk_ctl_record_cb cb, void *ctx);
 /* No more records for `s` (safe from within its own callback). NULL-safe. */
 void pdk_ctl_unsubscribe(struct pdk_ctl_sub *s);
-
-/* ---- text ---- */
-
-/*
- * `n` bytes of `p` as valid UTF-8: every byte that is not part of a valid
- * sequence becomes U+FFFD (caller frees; *len its length, NUL-terminated).
- */
-char *pdk_ctl_utf8(const char *p, size_t n, size_t *len);
 
 #endif

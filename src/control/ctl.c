@@ -32,6 +32,16 @@ struct evbuffer *pdk__ctl_buf_new(void)
 	return b;
 }
 
+void pdk__ctl_unwatch(struct event **ev, int *fd)
+{
+	if (*ev != NULL)
+		event_free(*ev);
+	*ev = NULL;
+	if (*fd >= 0)
+		(void)close(*fd);
+	*fd = -1;
+}
+
 bool pdk_ctl_name_ok(const char *s)
 {
 	size_t n = strlen(s);

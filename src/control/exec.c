@@ -79,12 +79,9 @@ static void exec_free(struct pdk_ctl_exec *x)
 	detach_calls(x);
 	pdk__capture_release(&x->out);
 	pdk__capture_release(&x->err);
-	if (x->in_ev != NULL)
-		event_free(x->in_ev);
+	pdk__ctl_unwatch(&x->in_ev, &x->in_fd);
 	if (x->grace != NULL)
 		event_free(x->grace);
-	if (x->in_fd >= 0)
-		(void)close(x->in_fd);
 	if (x->inq != NULL)
 		evbuffer_free(x->inq);
 	json_decref(x->exec_id);
@@ -154,7 +151,8 @@ static void finish_archive(struct pdk_ctl_exec *x)
 					  (unsigned long long)x->raw_max);
 	} else if (!json_is_integer(code) || json_integer_value(code) != 0) {
 		size_t len;
-		_cleanup_free_ char *t = pdk_ctl_utf8(x->err.head, x->err.head_len, &len);
+		_cleanup_free_ char *t =
+			pdk_utf8_clean(x->err.head, x->err.head_len, false, &len, NULL);
 
 		(void)pdk_error_set_field(&err, EINVAL, "path", "tar failed: %s", t);
 	}
@@ -289,12 +287,7 @@ static void replay_early(struct pdk_ctl_exec *x, struct pdk_capture *c)
 
 static void output_eof(struct pdk_capture *c)
 {
-	if (c->ev != NULL)
-		event_free(c->ev);
-	c->ev = NULL;
-	if (c->fd >= 0)
-		(void)close(c->fd);
-	c->fd = -1;
+	pdk__ctl_unwatch(&c->ev, &c->fd);
 	c->eof = true;
 }
 
@@ -330,12 +323,7 @@ static void output_readable(evutil_socket_t fd, short what, void *arg)
 
 static void input_close(struct pdk_ctl_exec *x)
 {
-	if (x->in_ev != NULL)
-		event_free(x->in_ev);
-	x->in_ev = NULL;
-	if (x->in_fd >= 0)
-		(void)close(x->in_fd);
-	x->in_fd = -1;
+	pdk__ctl_unwatch(&x->in_ev, &x->in_fd);
 }
 
 static bool inq_empty(const struct pdk_ctl_exec *x)

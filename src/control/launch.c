@@ -86,10 +86,7 @@ static void ready_done(struct pdk_ctl_sb *sb)
 	_cleanup_json_ json_t *j = json_loadb(sb->ready_buf, sb->ready_len, 0, NULL);
 	int rc;
 
-	event_free(sb->ready_ev);
-	sb->ready_ev = NULL;
-	(void)close(sb->ready_fd);
-	sb->ready_fd = -1;
+	pdk__ctl_unwatch(&sb->ready_ev, &sb->ready_fd);
 	if (!json_is_true(json_object_get(j, "ok"))) {
 		_cleanup_free_ char *msg = ready_error(j);
 

@@ -385,7 +385,7 @@ static void store_end(struct pdk_ctl_sb *sb, const char *reason)
 	v.state = pdk_xstrdup("ended");
 	v.end_reason = pdk_xstrdup(reason);
 	v.ended_ns = now;
-	o = pdk__view_record(&v);
+	o = pdk_ctl_view_json(&v);
 	pdk_ctl_view_release(&v);
 	text = json_dumps(o, JSON_COMPACT);
 	if (text == NULL)

@@ -57,16 +57,6 @@ void pdk__sb_view(const struct pdk_ctl_sb *sb, struct pdk_ctl_view *out)
 
 /* ---- the record of an ended sandbox ---- */
 
-static json_t *ts_or_null(uint64_t ns)
-{
-	char buf[40];
-
-	if (ns == 0)
-		return json_null();
-	pdk_events_format_ts(ns, buf, sizeof(buf));
-	return json_string(buf);
-}
-
 /* "2026-11-25T10:00:00.123456Z" (pdk_events_format_ts) -> ns; 0 for anything else. */
 static uint64_t ts_parse(const json_t *v)
 {
@@ -107,7 +97,7 @@ static void figures_from(const json_t *o, struct pdk_ctl_figures *f)
 		pdk__figures_add(f, k, (int64_t)json_integer_value(v));
 }
 
-json_t *pdk__view_record(const struct pdk_ctl_view *v)
+json_t *pdk_ctl_view_json(const struct pdk_ctl_view *v)
 {
 	json_t *o = json_object();
 
@@ -115,8 +105,8 @@ json_t *pdk__view_record(const struct pdk_ctl_view *v)
 	pdk_json_set(o, "state", json_string(v->state));
 	pdk_json_set(o, "profile", json_string(v->profile));
 	pdk_json_set(o, "labels", json_incref(v->labels));
-	pdk_json_set(o, "created_at", ts_or_null(v->created_ns));
-	pdk_json_set(o, "expires_at", ts_or_null(v->expires_ns));
+	pdk_json_set(o, "created_at", pdk_events_ts_json(v->created_ns));
+	pdk_json_set(o, "expires_at", pdk_events_ts_json(v->expires_ns));
 	pdk_json_set(o, "idle_timeout_s", json_integer((json_int_t)v->idle_timeout_s));
 	pdk_json_set(o, "pool", json_boolean(v->claimed));
 	pdk_json_set(o, "supervisor_pid", json_integer(v->supervisor_pid));
@@ -125,7 +115,7 @@ json_t *pdk__view_record(const struct pdk_ctl_view *v)
 	pdk_json_set(o, "remaining", figures_json(&v->remaining));
 	if (v->end_reason != NULL) {
 		pdk_json_set(o, "end_reason", json_string(v->end_reason));
-		pdk_json_set(o, "ended_at", ts_or_null(v->ended_ns));
+		pdk_json_set(o, "ended_at", pdk_events_ts_json(v->ended_ns));
 	}
 	return o;
 }

@@ -23,7 +23,6 @@
 #include <event2/util.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,14 +462,9 @@ static void quiet_log(int severity, const char *msg)
 
 static int start_thread(struct pdk_egress *e, struct pdk_error **err)
 {
-	sigset_t all, old;
-	int rc;
-
 	/* The loop's thread takes no signal: the supervisor's signalfd gets them all. */
-	sigfillset(&all);
-	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&e->thread, NULL, loop_main, e);
-	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	int rc = pdk_thread_start_quiet(&e->thread, loop_main, e);
+
 	if (rc != 0)
 		return pdk_error_set(err, rc, "cannot start the egress proxy thread");
 	e->running = true;
@@ -507,22 +501,24 @@ static int setup_loop(struct pdk_egress *e, int listen_fd, struct pdk_error **er
 	return 0;
 }
 
+/* Interception needs a trust store for the proxy's own TLS clients. */
+static int check_trust_store(struct pdk_egress *e, struct pdk_error **err)
+{
+	return e->cfg.ca != NULL ? pdk__egress_trust_store_check(e->cfg.ca_file, err) : 0;
+}
+
+/* The steps after the loop is made, in their order. */
+static int (*const setup_steps[])(struct pdk_egress *e, struct pdk_error **err) = {
+	pdk__egress_local_addrs_load, pdk__egress_hold_setup, pdk__egress_cred_setup,
+	pdk__egress_dns_setup,        check_trust_store,      start_thread,
+};
+
 static int setup(struct pdk_egress *e, int listen_fd, struct pdk_error **err)
 {
 	int rc = setup_loop(e, listen_fd, err);
 
-	if (rc == 0)
-		rc = pdk__egress_local_addrs_load(e, err);
-	if (rc == 0)
-		rc = pdk__egress_hold_setup(e, err);
-	if (rc == 0)
-		rc = pdk__egress_cred_setup(e, err);
-	if (rc == 0)
-		rc = pdk__egress_dns_setup(e, err);
-	if (rc == 0 && e->cfg.ca != NULL)
-		rc = pdk__egress_trust_store_check(e->cfg.ca_file, err);
-	if (rc == 0)
-		rc = start_thread(e, err);
+	for (size_t i = 0; rc == 0 && i < PDK_ARRAY_SIZE(setup_steps); i++)
+		rc = setup_steps[i](e, err);
 	return rc;
 }
 

@@ -48,10 +48,31 @@ typedef int (*pdk__cgroup_apply_fn)(const char *dir, const struct pdk_cgroup_lim
 				    struct pdk_error **err);
 
 /*
+ * A controller of a backend's table, in the order the backend sets them up:
+ * `limit` is the PDK_CGROUP_* limit it enforces (0: accounting or freezing
+ * only, always best effort), `always` says it is used even when its limit is
+ * not set (for accounting or the freezer), `apply` writes the limit (NULL:
+ * it has none).
+ */
+struct pdk__cgroup_ctrl {
+	const char *name;
+	unsigned limit;
+	bool always;
+	pdk__cgroup_apply_fn apply;
+};
+
+/*
  * Poll `done(dir)` every 2 ms until it is true, for at most 100 ms (freezing
  * waits for tasks in uninterruptible sleep; it is not worth waiting longer).
  */
 void pdk__cgroup_poll(const char *dir, bool (*done)(const char *dir));
+
+/*
+ * Write `state` into the freezer file dir/file; after a freeze (`frozen`),
+ * wait (pdk__cgroup_poll()) until `done` reports every task frozen.
+ */
+int pdk__cgroup_freeze_file(const char *dir, const char *file, const char *state, bool frozen,
+			    bool (*done)(const char *dir), struct pdk_error **err);
 
 struct pdk_cgroup {
 	const struct pdk__cgroup_ops *ops; /* NULL when no hierarchy is in use */
@@ -134,6 +155,8 @@ int pdk__cgroup_mkdir(const char *path, unsigned ctrls, struct pdk_error **err);
 
 /* Write `data` to dir/file (never created). Error names the full path. */
 int pdk__cgroup_write(const char *dir, const char *file, const char *data, struct pdk_error **err);
+/* The same with the decimal text of `v`. */
+int pdk__cgroup_write_u64(const char *dir, const char *file, uint64_t v, struct pdk_error **err);
 /* Read dir/file (at most 64 KiB) into *out (caller owns). */
 int pdk__cgroup_read(const char *dir, const char *file, char **out, struct pdk_error **err);
 /* Whether dir/file exists. */

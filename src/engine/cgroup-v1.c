@@ -8,34 +8,10 @@
 #include "cgroup-internal.h"
 #include "cgroup.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static int apply_memory(const char *dir, const struct pdk_cgroup_limits *lim,
-			struct pdk_error **err);
-static int apply_pids(const char *dir, const struct pdk_cgroup_limits *lim, struct pdk_error **err);
-static int apply_cpu(const char *dir, const struct pdk_cgroup_limits *lim, struct pdk_error **err);
-
-/*
- * The hierarchies, in creation order. `limit` is the limit the hierarchy
- * enforces (0: accounting or kill only, always best effort). `always`:
- * joined even when its limit is not set, for accounting or the freezer.
- */
-static const struct v1_ctrl {
-	const char *name;
-	unsigned limit;
-	bool always;
-	pdk__cgroup_apply_fn apply;
-} v1_ctrls[PDK__V1_COUNT] = {
-	[PDK__V1_MEMORY] = {"memory", PDK_CGROUP_MEMORY, true, apply_memory},
-	[PDK__V1_PIDS] = {"pids", PDK_CGROUP_PIDS, false, apply_pids},
-	[PDK__V1_CPU] = {"cpu", PDK_CGROUP_CPU, false, apply_cpu},
-	[PDK__V1_CPUACCT] = {"cpuacct", 0, true, NULL},
-	[PDK__V1_FREEZER] = {"freezer", 0, true, NULL},
-};
 
 static const char *v1_dir(const struct pdk_cgroup *cg, enum pdk__cgroup_v1_ctrl c)
 {
@@ -45,19 +21,11 @@ static const char *v1_dir(const struct pdk_cgroup *cg, enum pdk__cgroup_v1_ctrl 
 	return NULL;
 }
 
-static int write_u64(const char *dir, const char *file, uint64_t v, struct pdk_error **err)
-{
-	char buf[32];
-
-	(void)snprintf(buf, sizeof(buf), "%" PRIu64, v);
-	return pdk__cgroup_write(dir, file, buf, err);
-}
-
 static int apply_memory(const char *dir, const struct pdk_cgroup_limits *lim,
 			struct pdk_error **err)
 {
 	_cleanup_error_ struct pdk_error *ignored = NULL;
-	int rc = write_u64(dir, "memory.limit_in_bytes", lim->memory, err);
+	int rc = pdk__cgroup_write_u64(dir, "memory.limit_in_bytes", lim->memory, err);
 
 	if (rc < 0 || !pdk__cgroup_exists(dir, "memory.memsw.limit_in_bytes"))
 		return rc;
@@ -68,24 +36,36 @@ static int apply_memory(const char *dir, const struct pdk_cgroup_limits *lim,
 	 * swap (swapaccount=0); the sandbox may then swap beyond the limit,
 	 * which the memory limit alone cannot prevent.
 	 */
-	(void)write_u64(dir, "memory.memsw.limit_in_bytes", lim->memory, &ignored);
+	(void)pdk__cgroup_write_u64(dir, "memory.memsw.limit_in_bytes", lim->memory, &ignored);
 	return 0;
 }
 
 static int apply_pids(const char *dir, const struct pdk_cgroup_limits *lim, struct pdk_error **err)
 {
-	return write_u64(dir, "pids.max", lim->pids, err);
+	return pdk__cgroup_write_u64(dir, "pids.max", lim->pids, err);
 }
 
 static int apply_cpu(const char *dir, const struct pdk_cgroup_limits *lim, struct pdk_error **err)
 {
 	uint64_t quota = (uint64_t)lim->cpu_milli * (PDK__CGROUP_CPU_PERIOD / 1000);
-	int rc = write_u64(dir, "cpu.cfs_period_us", PDK__CGROUP_CPU_PERIOD, err);
+	int rc = pdk__cgroup_write_u64(dir, "cpu.cfs_period_us", PDK__CGROUP_CPU_PERIOD, err);
 
 	if (rc < 0)
 		return rc;
-	return write_u64(dir, "cpu.cfs_quota_us", quota < 1000 ? 1000 : quota, err);
+	return pdk__cgroup_write_u64(dir, "cpu.cfs_quota_us", quota < 1000 ? 1000 : quota, err);
 }
+
+/*
+ * The hierarchies, in creation order: cpuacct and the freezer are joined
+ * whatever the limits, for accounting and for pause and kill.
+ */
+static const struct pdk__cgroup_ctrl v1_ctrls[PDK__V1_COUNT] = {
+	[PDK__V1_MEMORY] = {"memory", PDK_CGROUP_MEMORY, true, apply_memory},
+	[PDK__V1_PIDS] = {"pids", PDK_CGROUP_PIDS, false, apply_pids},
+	[PDK__V1_CPU] = {"cpu", PDK_CGROUP_CPU, false, apply_cpu},
+	[PDK__V1_CPUACCT] = {"cpuacct", 0, true, NULL},
+	[PDK__V1_FREEZER] = {"freezer", 0, true, NULL},
+};
 
 static int not_mounted(const struct pdk__cgroup_req *req, const char *name, unsigned limit,
 		       struct pdk_error **err)
@@ -100,7 +80,7 @@ static int not_mounted(const struct pdk__cgroup_req *req, const char *name, unsi
 static int setup_one(struct pdk_cgroup *cg, struct pdk__cgroup_req *req, enum pdk__cgroup_v1_ctrl c,
 		     unsigned limit, struct pdk_error **err)
 {
-	const struct v1_ctrl *ctrl = &v1_ctrls[c];
+	const struct pdk__cgroup_ctrl *ctrl = &v1_ctrls[c];
 	_cleanup_free_ char *mnt_dir = NULL;
 	_cleanup_free_ char *mnt_root = NULL;
 	_cleanup_free_ char *parent = NULL;
@@ -173,14 +153,11 @@ static bool v1_is_frozen(const char *dir)
 static int v1_freeze(struct pdk_cgroup *cg, bool frozen, struct pdk_error **err)
 {
 	const char *dir = v1_dir(cg, PDK__V1_FREEZER);
-	int rc;
 
 	if (dir == NULL)
 		return -ENOTSUP;
-	rc = pdk__cgroup_write(dir, "freezer.state", frozen ? "FROZEN" : "THAWED", err);
-	if (rc == 0 && frozen)
-		pdk__cgroup_poll(dir, v1_is_frozen);
-	return rc;
+	return pdk__cgroup_freeze_file(dir, "freezer.state", frozen ? "FROZEN" : "THAWED", frozen,
+				       v1_is_frozen, err);
 }
 
 static bool v1_frozen(struct pdk_cgroup *cg)

@@ -15,38 +15,9 @@
 #include <unistd.h>
 
 static int apply_memory(const char *dir, const struct pdk_cgroup_limits *lim,
-			struct pdk_error **err);
-static int apply_pids(const char *dir, const struct pdk_cgroup_limits *lim, struct pdk_error **err);
-static int apply_cpu(const char *dir, const struct pdk_cgroup_limits *lim, struct pdk_error **err);
-
-/*
- * Controllers, in the order they are enabled. `accounting`: enabled even
- * without its limit (memory.peak and memory.events need the memory
- * controller; cpu.stat's usage_usec is there without the cpu controller).
- */
-static const struct v2_ctrl {
-	const char *name;
-	unsigned limit;
-	bool accounting;
-	pdk__cgroup_apply_fn apply;
-} v2_ctrls[] = {
-	{"memory", PDK_CGROUP_MEMORY, true, apply_memory},
-	{"pids", PDK_CGROUP_PIDS, false, apply_pids},
-	{"cpu", PDK_CGROUP_CPU, false, apply_cpu},
-};
-
-static int write_u64(const char *dir, const char *file, uint64_t v, struct pdk_error **err)
-{
-	char buf[32];
-
-	(void)snprintf(buf, sizeof(buf), "%" PRIu64, v);
-	return pdk__cgroup_write(dir, file, buf, err);
-}
-
-static int apply_memory(const char *dir, const struct pdk_cgroup_limits *lim,
 			struct pdk_error **err)
 {
-	int rc = write_u64(dir, "memory.max", lim->memory, err);
+	int rc = pdk__cgroup_write_u64(dir, "memory.max", lim->memory, err);
 
 	/* memory.swap.max is absent when the kernel does not account swap. */
 	if (rc < 0 || !pdk__cgroup_exists(dir, "memory.swap.max"))
@@ -56,7 +27,7 @@ static int apply_memory(const char *dir, const struct pdk_cgroup_limits *lim,
 
 static int apply_pids(const char *dir, const struct pdk_cgroup_limits *lim, struct pdk_error **err)
 {
-	return write_u64(dir, "pids.max", lim->pids, err);
+	return pdk__cgroup_write_u64(dir, "pids.max", lim->pids, err);
 }
 
 static int apply_cpu(const char *dir, const struct pdk_cgroup_limits *lim, struct pdk_error **err)
@@ -69,8 +40,20 @@ static int apply_cpu(const char *dir, const struct pdk_cgroup_limits *lim, struc
 	return pdk__cgroup_write(dir, "cpu.max", buf, err);
 }
 
-static int unavailable(struct pdk__cgroup_req *req, const char *dir, const struct v2_ctrl *c,
-		       unsigned limit, const char *avail, struct pdk_error **err)
+/*
+ * Controllers, in the order they are enabled. Memory is enabled even
+ * without its limit: memory.peak and memory.events need it (cpu.stat's
+ * usage_usec is there without the cpu controller).
+ */
+static const struct pdk__cgroup_ctrl v2_ctrls[] = {
+	{"memory", PDK_CGROUP_MEMORY, true, apply_memory},
+	{"pids", PDK_CGROUP_PIDS, false, apply_pids},
+	{"cpu", PDK_CGROUP_CPU, false, apply_cpu},
+};
+
+static int unavailable(struct pdk__cgroup_req *req, const char *dir,
+		       const struct pdk__cgroup_ctrl *c, unsigned limit, const char *avail,
+		       struct pdk_error **err)
 {
 	_cleanup_error_ struct pdk_error *local = NULL;
 	size_t n = strcspn(avail, "\n");
@@ -133,10 +116,10 @@ static int enable_controllers(struct pdk__cgroup_req *req, const char *dir, unsi
 	if (read_parent(dir, &avail, &enabled, &local) < 0)
 		return pdk__cgroup_soft_fail(req, req->wanted, &local, err);
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(v2_ctrls); i++) {
-		const struct v2_ctrl *c = &v2_ctrls[i];
+		const struct pdk__cgroup_ctrl *c = &v2_ctrls[i];
 		unsigned limit = c->limit & req->wanted;
 
-		if (limit == 0 && !c->accounting)
+		if (limit == 0 && !c->always)
 			continue;
 		if (!pdk__cgroup_has_word(avail, c->name)) {
 			rc = limit != 0 ? unavailable(req, dir, c, limit, avail, err) : 0;
@@ -264,14 +247,11 @@ static bool v2_is_frozen(const char *dir)
 static int v2_freeze(struct pdk_cgroup *cg, bool frozen, struct pdk_error **err)
 {
 	const char *dir = cg->dirs[0].path;
-	int rc;
 
 	if (!pdk__cgroup_exists(dir, "cgroup.freeze"))
 		return -ENOTSUP;
-	rc = pdk__cgroup_write(dir, "cgroup.freeze", frozen ? "1" : "0", err);
-	if (rc == 0 && frozen)
-		pdk__cgroup_poll(dir, v2_is_frozen);
-	return rc;
+	return pdk__cgroup_freeze_file(dir, "cgroup.freeze", frozen ? "1" : "0", frozen,
+				       v2_is_frozen, err);
 }
 
 static bool v2_frozen(struct pdk_cgroup *cg)

@@ -50,6 +50,14 @@ int pdk__cgroup_write(const char *dir, const char *file, const char *data, struc
 	return pdk_write_file_at(AT_FDCWD, path, data, false, err);
 }
 
+int pdk__cgroup_write_u64(const char *dir, const char *file, uint64_t v, struct pdk_error **err)
+{
+	char buf[32];
+
+	(void)snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	return pdk__cgroup_write(dir, file, buf, err);
+}
+
 int pdk__cgroup_read(const char *dir, const char *file, char **out, struct pdk_error **err)
 {
 	_cleanup_free_ char *path = pdk__cgroup_join(dir, file);
@@ -773,6 +781,16 @@ void pdk__cgroup_poll(const char *dir, bool (*done)(const char *dir))
 
 	for (int i = 0; i < 50 && !done(dir); i++)
 		(void)nanosleep(&ts, NULL); /* a short nap is fine */
+}
+
+int pdk__cgroup_freeze_file(const char *dir, const char *file, const char *state, bool frozen,
+			    bool (*done)(const char *dir), struct pdk_error **err)
+{
+	int rc = pdk__cgroup_write(dir, file, state, err);
+
+	if (rc == 0 && frozen)
+		pdk__cgroup_poll(dir, done);
+	return rc;
 }
 
 int pdk_cgroup_open_procs(struct pdk_cgroup *cg, int *fds, size_t max, struct pdk_error **err)

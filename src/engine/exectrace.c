@@ -311,64 +311,20 @@ int pdk__exectrace_parse_stat(const char *text, struct pdk__proc_stat *st)
 
 /* ---- JSON for untrusted bytes ---- */
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t len;
-	unsigned cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 json_t *pdk__exectrace_json_bytes(const char *s, size_t n, bool *lossy)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	_cleanup_free_ char *out = NULL;
-	size_t o = 0;
+	size_t len;
 
 	*lossy = false;
-	for (size_t i = 0; i < n; i++)
-		if (u[i] >= 0x80 || u[i] == 0)
-			goto slow;
-	return json_stringn(s, n);
-slow:
-	out = pdk_xmalloc(3 * n + 1);
-	for (size_t i = 0; i < n;) {
-		size_t len = u[i] != 0 ? utf8_seq(u + i, n - i) : 0;
-
-		if (len == 0) {
-			memcpy(out + o, "\xef\xbf\xbd", 3); /* U+FFFD */
-			o += 3;
-			i++;
-			*lossy = true;
-			continue;
+	for (size_t i = 0; i < n; i++) {
+		if (u[i] >= 0x80 || u[i] == 0) {
+			out = pdk_utf8_clean(s, n, true, &len, lossy);
+			return json_stringn(out, len);
 		}
-		memcpy(out + o, u + i, len);
-		o += len;
-		i += len;
 	}
-	return json_stringn(out, o);
+	return json_stringn(s, n);
 }
 
 static json_t *hex_string(const char *s)

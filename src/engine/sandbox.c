@@ -587,26 +587,21 @@ static int create_failed(struct pdk_sandbox *sb, int rc)
 	return rc;
 }
 
+/* The steps of a creation, in their order; a failed one leaves the rest to create_failed(). */
+static int (*const create_steps[])(struct pdk_sandbox *sb, struct pdk_error **err) = {
+	make_cgroup, open_init, prepare_egress_tls, make_confinement, make_sockets, start,
+};
+
 int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox **out,
 		       struct pdk_error **err)
 {
 	struct pdk_sandbox *sb = sandbox_alloc(cfg);
-	int rc;
+	int rc = 0;
 
 	if (!cfg->service && (cfg->argv == NULL || cfg->argv[0] == NULL))
 		rc = pdk_error_setx(err, EINVAL, "no command to run");
-	else
-		rc = make_cgroup(sb, err);
-	if (rc == 0)
-		rc = open_init(sb, err);
-	if (rc == 0)
-		rc = prepare_egress_tls(sb, err);
-	if (rc == 0)
-		rc = make_confinement(sb, err);
-	if (rc == 0)
-		rc = make_sockets(sb, err);
-	if (rc == 0)
-		rc = start(sb, err);
+	for (size_t i = 0; rc == 0 && i < PDK_ARRAY_SIZE(create_steps); i++)
+		rc = create_steps[i](sb, err);
 	if (rc < 0)
 		return create_failed(sb, rc);
 	sb->t_exec_ns = pdk_now_mono_ns();

@@ -189,6 +189,20 @@ static void header_done(struct pdk_guard *g)
 	g->name_long = g->value_long = g->in_value = false;
 }
 
+/*
+ * The start of a header's name or value, kept in a fixed buffer for the
+ * checks: a piece that does not fit marks it too long, and its length
+ * still counts.
+ */
+static void keep(char *buf, size_t cap, size_t *len, bool *too_long, const char *at, size_t n)
+{
+	if (*len + n > cap)
+		*too_long = true;
+	else
+		memcpy(buf + *len, at, n);
+	*len += n;
+}
+
 static int on_header_field(http_parser *p, const char *at, size_t len)
 {
 	struct pdk_guard *g = guard_of(p);
@@ -199,11 +213,7 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
 		header_done(g);
 		g->any_header = true;
 	}
-	if (g->name_len + len > sizeof(g->name))
-		g->name_long = true;
-	else
-		memcpy(g->name + g->name_len, at, len);
-	g->name_len += len;
+	keep(g->name, sizeof(g->name), &g->name_len, &g->name_long, at, len);
 	add(g->hdrs, at, len);
 	return 0;
 }
@@ -219,11 +229,7 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 		add_str(g->hdrs, ": ");
 		g->in_value = true;
 	}
-	if (g->value_len + len > sizeof(g->value))
-		g->value_long = true;
-	else
-		memcpy(g->value + g->value_len, at, len);
-	g->value_len += len;
+	keep(g->value, sizeof(g->value), &g->value_len, &g->value_long, at, len);
 	/* A folded line's CR LF (obs-fold) becomes a space: one header line for evhttp. */
 	for (i = 0; i <= len; i++)
 		if (i == len || at[i] == '\r' || at[i] == '\n') {

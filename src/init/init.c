@@ -139,6 +139,28 @@ PDK_NORETURN static void exec_command(char **argv, const char *file, const sigse
 	_exit(127);
 }
 
+/*
+ * What the vfork() of an exec came to: a failed fork, or the child's failed
+ * step (the child, which has _exited already, is reaped), goes into `m`.
+ * True when the command runs.
+ */
+static bool exec_outcome(pid_t pid, const volatile struct exec_failure *fail,
+			 struct pdk_init_msg *m)
+{
+	if (pid < 0) {
+		m->err = errno;
+		m->stage = PDK_INIT_STAGE_FORK;
+		return false;
+	}
+	if (fail->err != 0) {
+		m->err = fail->err;
+		m->stage = (uint32_t)fail->stage;
+		(void)waitpid(pid, NULL, 0);
+		return false;
+	}
+	return true;
+}
+
 /* Start the command; report its exec to the supervisor. Returns its pid or -1. */
 static pid_t start_command(int ctl, char **argv)
 {
@@ -154,16 +176,8 @@ static pid_t start_command(int ctl, char **argv)
 	pid = vfork();
 	if (pid == 0)
 		exec_command(argv, file, &old, &fail);
-	if (pid < 0) {
-		m.err = errno;
-		m.stage = PDK_INIT_STAGE_FORK;
-	} else if (fail.err != 0) {
-		m.err = fail.err;
-		m.stage = (uint32_t)fail.stage;
-		(void)waitpid(pid, NULL, 0); /* it has _exited already */
-	} else {
+	if (exec_outcome(pid, &fail, &m))
 		forward_pgid = pid; /* setsid() made the pid its process group id */
-	}
 	(void)sigprocmask(SIG_SETMASK, &old, NULL);
 	m.pid = pid;
 	send_msg(ctl, &m);
@@ -387,16 +401,8 @@ static void spawn(struct server *s, const char *buf, size_t len, const int *fds,
 		pid = vfork();
 		if (pid == 0)
 			exec_spawn(&r, &s->oldmask, &fail);
-		if (pid < 0) {
-			m.err = errno;
-			m.stage = PDK_INIT_STAGE_FORK;
-		} else if (fail.err != 0) {
-			m.err = fail.err;
-			m.stage = (uint32_t)fail.stage;
-			(void)waitpid(pid, NULL, 0); /* it has _exited already */
-		} else {
+		if (exec_outcome(pid, &fail, &m))
 			track(s, m.id, pid);
-		}
 	}
 	m.pid = m.err == 0 ? pid : 0;
 	send_msg(s->ctl, &m);

@@ -7,6 +7,7 @@
  */
 #include "common.h"
 #include "base.h"
+#include "policy-internal.h"
 #include "policy.h"
 
 #include <limits.h>
@@ -39,10 +40,6 @@ static const struct rule rules[PDK_OVERRIDE_LIMITS] = {
 	[PDK_OVERRIDE_EGRESS_BYTES] = {"limits.egress_bytes", KIND_SIZE, 0, UINT64_MAX, 0,
 				       "a size such as 100M"},
 };
-
-static const enum pdk_ws_mode ws_modes[] = {PDK_WS_OVERLAY, PDK_WS_RW, PDK_WS_RO, PDK_WS_TMPFS,
-					    PDK_WS_NONE};
-static const enum pdk_net_mode net_modes[] = {PDK_NET_NONE, PDK_NET_ALLOWLIST, PDK_NET_HOST};
 
 const char *pdk_override_limit_name(enum pdk_override_limit which)
 {
@@ -107,28 +104,27 @@ int pdk_overrides_parse_limit(struct pdk_overrides *ov, enum pdk_override_limit 
 int pdk_overrides_parse_ws_mode(struct pdk_overrides *ov, const char *text, const char *name,
 				struct pdk_error **err)
 {
-	for (size_t i = 0; i < PDK_ARRAY_SIZE(ws_modes); i++) {
-		if (strcmp(text, pdk_policy_ws_mode_name(ws_modes[i])) == 0) {
-			ov->ws_mode = (struct pdk_override_ws_mode){true, ws_modes[i], name};
-			return 0;
-		}
-	}
-	return pdk_error_setx(err, EINVAL,
-			      "invalid %s '%s': expected overlay, rw, ro, tmpfs or none",
-			      name ? name : "workspace.mode", text);
+	int v;
+
+	if (!pdk__policy_enum_value(&pdk__policy_ws_modes, text, &v))
+		return pdk_error_setx(err, EINVAL,
+				      "invalid %s '%s': expected overlay, rw, ro, tmpfs or none",
+				      name ? name : "workspace.mode", text);
+	ov->ws_mode = (struct pdk_override_ws_mode){true, (enum pdk_ws_mode)v, name};
+	return 0;
 }
 
 int pdk_overrides_parse_net_mode(struct pdk_overrides *ov, const char *text, const char *name,
 				 struct pdk_error **err)
 {
-	for (size_t i = 0; i < PDK_ARRAY_SIZE(net_modes); i++) {
-		if (strcmp(text, pdk_policy_net_mode_name(net_modes[i])) == 0) {
-			ov->net_mode = (struct pdk_override_net_mode){true, net_modes[i], name};
-			return 0;
-		}
-	}
-	return pdk_error_setx(err, EINVAL, "invalid %s '%s': expected none, allowlist or host",
-			      name ? name : "network.mode", text);
+	int v;
+
+	if (!pdk__policy_enum_value(&pdk__policy_net_modes, text, &v))
+		return pdk_error_setx(err, EINVAL,
+				      "invalid %s '%s': expected none, allowlist or host",
+				      name ? name : "network.mode", text);
+	ov->net_mode = (struct pdk_override_net_mode){true, (enum pdk_net_mode)v, name};
+	return 0;
 }
 
 /* A value as its unit says it, for a message: "524288 bytes", "0 ms", "0.000 CPUs". */

@@ -30,6 +30,29 @@
 /* The YAML text of built-in profile `name`, or NULL (policy-builtin.c). */
 const char *pdk__policy_builtin_yaml(const char *name);
 
+/* ---- the words of the policy's enums (policy.c) ---- */
+
+/*
+ * One enum's words, in the order messages list them: what a profile, a flag
+ * and a dump say for each value. The schema, the overrides and the name
+ * functions of policy.h read these tables, so a word is written once.
+ */
+struct pdk__policy_enum {
+	const struct pdk__policy_word {
+		const char *name;
+		int value;
+	} * words;
+	size_t n;
+};
+
+extern const struct pdk__policy_enum pdk__policy_ws_modes;  /* enum pdk_ws_mode */
+extern const struct pdk__policy_enum pdk__policy_net_modes; /* enum pdk_net_mode */
+
+/* The word of `value`, or NULL when it has none. */
+const char *pdk__policy_enum_name(const struct pdk__policy_enum *e, int value);
+/* The value of the word `name` into *value; false when `name` is not one of e's words. */
+bool pdk__policy_enum_value(const struct pdk__policy_enum *e, const char *name, int *value);
+
 /* ---- diagnostics (policy-report.c) ---- */
 
 /* Where diagnostics go. `errors` also counts those dropped when the report is full. */

@@ -359,83 +359,48 @@ static void emit_bool(struct pdk__policy_emitter *e, const struct pdk_policy *p,
 
 /* ---- enums ---- */
 
-struct enum_val {
-	const char *name;
-	int value;
-	const char *refusal; /* non-NULL: a known word that is refused, and why */
-};
-
-struct enum_spec {
-	const struct enum_val *vals;
-	size_t n;
-};
-
-_Static_assert(sizeof(enum pdk_ws_mode) == sizeof(int), "enum members are written as int");
-_Static_assert(sizeof(enum pdk_net_mode) == sizeof(int), "enum members are written as int");
-
-static const struct enum_val ws_modes[] = {
-	{"overlay", PDK_WS_OVERLAY, NULL}, {"rw", PDK_WS_RW, NULL},     {"ro", PDK_WS_RO, NULL},
-	{"tmpfs", PDK_WS_TMPFS, NULL},     {"none", PDK_WS_NONE, NULL},
-};
-static const struct enum_val net_modes[] = {
-	{"none", PDK_NET_NONE, NULL},
-	{"host", PDK_NET_HOST, NULL},
-	{"allowlist", PDK_NET_ALLOWLIST, NULL},
-};
-static const struct enum_spec ws_mode_spec = {ws_modes, PDK_ARRAY_SIZE(ws_modes)};
-static const struct enum_spec net_mode_spec = {net_modes, PDK_ARRAY_SIZE(net_modes)};
-
-/* The words a value may be (the refused ones are left out). */
-static char *enum_words(const struct enum_spec *es)
+/* The words a value may be. */
+static char *enum_words(const struct pdk__policy_enum *e)
 {
 	char *s = NULL;
 
-	for (size_t i = 0; i < es->n; i++) {
-		if (es->vals[i].refusal == NULL)
-			s = pdk__policy_words_add(s, es->vals[i].name);
-	}
+	for (size_t i = 0; i < e->n; i++)
+		s = pdk__policy_words_add(s, e->words[i].name);
 	return s;
 }
 
 static void parse_enum(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
 		       const char *path, const struct pdk__policy_field *f)
 {
-	const struct enum_spec *es = f->arg;
-	_cleanup_free_ char *words = enum_words(es);
+	const struct pdk__policy_enum *e = f->arg;
+	_cleanup_free_ char *words = enum_words(e);
 	_cleanup_free_ char *what = pdk_xasprintf("one of %s", words);
 	const char *s = pdk__policy_want_string(w, n, path, what);
+	int v;
 
 	if (s == NULL)
 		return;
-	for (size_t i = 0; i < es->n; i++) {
-		if (strcmp(s, es->vals[i].name) != 0)
-			continue;
-		if (es->vals[i].refusal != NULL) {
-			pdk__policy_bad(w, n, path, "%s", es->vals[i].refusal);
-			return;
-		}
-		memcpy(PDK__POLICY_MEMBER(f, int, w->pol), &es->vals[i].value, sizeof(int));
-		return;
-	}
-	pdk__policy_expected(w, n, path, what);
+	if (pdk__policy_enum_value(e, s, &v))
+		memcpy(PDK__POLICY_MEMBER(f, int, w->pol), &v, sizeof(int));
+	else
+		pdk__policy_expected(w, n, path, what);
 }
 
 static void emit_enum(struct pdk__policy_emitter *e, const struct pdk_policy *p,
 		      const struct pdk__policy_field *f)
 {
-	const struct enum_spec *es = f->arg;
+	const char *name;
 	int v;
 
 	memcpy(&v, PDK__POLICY_CMEMBER(f, int, p), sizeof(v));
-	for (size_t i = 0; i < es->n; i++) {
-		if (es->vals[i].value == v && es->vals[i].refusal == NULL) {
-			pdk__policy_emit_str(e, f->key);
-			pdk__policy_emit_str(e, es->vals[i].name);
-			return;
-		}
+	name = pdk__policy_enum_name(f->arg, v);
+	if (name == NULL) {
+		e->failed = true;
+		e->problem = "a mode has no name";
+		return;
 	}
-	e->failed = true;
-	e->problem = "a mode has no name";
+	pdk__policy_emit_str(e, f->key);
+	pdk__policy_emit_str(e, name);
 }
 
 /* ---- best_effort ---- */
@@ -605,7 +570,7 @@ static void emit_env(struct pdk__policy_emitter *e, const struct pdk_policy *p,
 
 static const struct pdk__policy_field workspace_fields[] = {
 	{"path", parse_ws_path, emit_string, OFF(workspace.path), NULL},
-	{"mode", parse_enum, emit_enum, OFF(workspace.mode), &ws_mode_spec},
+	{"mode", parse_enum, emit_enum, OFF(workspace.mode), &pdk__policy_ws_modes},
 };
 static const struct pdk__policy_table workspace_table = TABLE(workspace_fields);
 
@@ -624,7 +589,7 @@ static const struct pdk__policy_field fs_fields[] = {
 static const struct pdk__policy_table fs_table = TABLE(fs_fields);
 
 static const struct pdk__policy_field net_fields[] = {
-	{"mode", parse_enum, emit_enum, OFF(network.mode), &net_mode_spec},
+	{"mode", parse_enum, emit_enum, OFF(network.mode), &pdk__policy_net_modes},
 	{"allow", pdk__policy_parse_list, pdk__policy_emit_list, OFF(network.allow),
 	 &pdk__policy_allow_entries},
 	{"credentials", pdk__policy_parse_credentials, pdk__policy_emit_credentials,

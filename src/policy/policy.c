@@ -1,14 +1,16 @@
 /*
- * policy.c - struct pdk_policy itself: copies, freeing, the names of its
+ * policy.c - struct pdk_policy itself: copies, freeing, the words of its
  * modes. Reading a profile into one is policy-load.c (with the tree,
  * schema and report files it uses), writing one back is policy-dump.c;
  * policy-internal.h says how they fit.
  */
 #include "common.h"
 #include "base.h"
+#include "policy-internal.h"
 #include "policy.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static char *str_copy(const char *s)
 {
@@ -64,34 +66,51 @@ void pdk_policy_free(struct pdk_policy *p)
 	free(p);
 }
 
+_Static_assert(sizeof(enum pdk_ws_mode) == sizeof(int), "enum members are stored as int");
+_Static_assert(sizeof(enum pdk_net_mode) == sizeof(int), "enum members are stored as int");
+
+static const struct pdk__policy_word ws_mode_words[] = {
+	{"overlay", PDK_WS_OVERLAY}, {"rw", PDK_WS_RW},     {"ro", PDK_WS_RO},
+	{"tmpfs", PDK_WS_TMPFS},     {"none", PDK_WS_NONE},
+};
+static const struct pdk__policy_word net_mode_words[] = {
+	{"none", PDK_NET_NONE},
+	{"host", PDK_NET_HOST},
+	{"allowlist", PDK_NET_ALLOWLIST},
+};
+const struct pdk__policy_enum pdk__policy_ws_modes = {ws_mode_words, PDK_ARRAY_SIZE(ws_mode_words)};
+const struct pdk__policy_enum pdk__policy_net_modes = {net_mode_words,
+						       PDK_ARRAY_SIZE(net_mode_words)};
+
+const char *pdk__policy_enum_name(const struct pdk__policy_enum *e, int value)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (e->words[i].value == value)
+			return e->words[i].name;
+	return NULL;
+}
+
+bool pdk__policy_enum_value(const struct pdk__policy_enum *e, const char *name, int *value)
+{
+	for (size_t i = 0; i < e->n; i++) {
+		if (strcmp(e->words[i].name, name) == 0) {
+			*value = e->words[i].value;
+			return true;
+		}
+	}
+	return false;
+}
+
 const char *pdk_policy_ws_mode_name(enum pdk_ws_mode m)
 {
-	switch (m) {
-	case PDK_WS_RW:
-		return "rw";
-	case PDK_WS_RO:
-		return "ro";
-	case PDK_WS_NONE:
-		return "none";
-	case PDK_WS_OVERLAY:
-		return "overlay";
-	case PDK_WS_TMPFS:
-		return "tmpfs";
-	default:
-		return "unknown";
-	}
+	const char *name = pdk__policy_enum_name(&pdk__policy_ws_modes, (int)m);
+
+	return name != NULL ? name : "unknown";
 }
 
 const char *pdk_policy_net_mode_name(enum pdk_net_mode m)
 {
-	switch (m) {
-	case PDK_NET_NONE:
-		return "none";
-	case PDK_NET_HOST:
-		return "host";
-	case PDK_NET_ALLOWLIST:
-		return "allowlist";
-	default:
-		return "unknown";
-	}
+	const char *name = pdk__policy_enum_name(&pdk__policy_net_modes, (int)m);
+
+	return name != NULL ? name : "unknown";
 }

@@ -194,24 +194,23 @@ static int setup_socket(struct pdk_supervisor *s, struct pdk_error **err)
 	return 0;
 }
 
+static int setup_spec(struct pdk_supervisor *s, struct pdk_error **err)
+{
+	return pdk__sv_spec_parse(s->spec_json, &s->spec, err);
+}
+
+/* The steps after the spec is read, in their order. */
+static int (*const setup_steps[])(struct pdk_supervisor *s, struct pdk_error **err) = {
+	setup_spec,  setup_signals,         setup_dirs,   setup_session,
+	setup_spool, pdk__sv_start_sandbox, setup_socket,
+};
+
 static int setup(struct pdk_supervisor *s, int spec_fd, struct pdk_error **err)
 {
 	int rc = pdk__sv_spec_load(spec_fd, &s->spec_json, err);
 
-	if (rc == 0)
-		rc = pdk__sv_spec_parse(s->spec_json, &s->spec, err);
-	if (rc == 0)
-		rc = setup_signals(s, err);
-	if (rc == 0)
-		rc = setup_dirs(s, err);
-	if (rc == 0)
-		rc = setup_session(s, err);
-	if (rc == 0)
-		rc = setup_spool(s, err);
-	if (rc == 0)
-		rc = pdk__sv_start_sandbox(s, err);
-	if (rc == 0)
-		rc = setup_socket(s, err);
+	for (size_t i = 0; rc == 0 && i < PDK_ARRAY_SIZE(setup_steps); i++)
+		rc = setup_steps[i](s, err);
 	return rc;
 }
 

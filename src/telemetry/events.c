@@ -142,6 +142,16 @@ void pdk_events_format_ts(uint64_t ts_ns, char *buf, size_t len)
 		       (unsigned long long)((ts_ns % 1000000000ULL) / 1000ULL));
 }
 
+json_t *pdk_events_ts_json(uint64_t ts_ns)
+{
+	char buf[40];
+
+	if (ts_ns == 0)
+		return json_null();
+	pdk_events_format_ts(ts_ns, buf, sizeof(buf));
+	return json_string(buf);
+}
+
 static json_t *str_or_null(const char *s)
 {
 	return s ? json_string(s) : json_null();

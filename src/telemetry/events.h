@@ -81,6 +81,9 @@ PDK_MUST_CHECK int pdk_events_close(struct pdk_events *ev, struct pdk_error **er
 /* Format CLOCK_REALTIME ns as RFC 3339 UTC with microseconds into buf (>= 32 bytes). */
 void pdk_events_format_ts(uint64_t ts_ns, char *buf, size_t len);
 
+/* The same text as a JSON string (new reference); JSON null for 0, no time. */
+json_t *pdk_events_ts_json(uint64_t ts_ns);
+
 /* Free the hub and its sinks (without close: call pdk_events_close() first to flush). */
 void pdk_events_free(struct pdk_events *ev);
 

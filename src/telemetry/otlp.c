@@ -17,51 +17,17 @@
 
 /* ---- strings ---- */
 
-/* Length of the valid UTF-8 sequence at p (n bytes left), or 0 (RFC 3629). */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-	size_t len = p[0] < 0x80             ? 1
-		     : (p[0] & 0xe0) == 0xc0 ? 2
-		     : (p[0] & 0xf0) == 0xe0 ? 3
-		     : (p[0] & 0xf8) == 0xf0 ? 4
-					     : 0;
-
-	if (len == 0 || len > n || (len == 2 && p[0] < 0xc2) || (p[0] > 0xf4))
-		return 0;
-	for (size_t i = 1; i < len; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	if ((len == 3 && p[0] == 0xe0 && p[1] < 0xa0) ||
-	    (len == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
-	    (len == 4 && p[0] == 0xf0 && p[1] < 0x90) || (len == 4 && p[0] == 0xf4 && p[1] >= 0x90))
-		return 0;
-	return len;
-}
-
 /* A string value: as it is when it is UTF-8, else with U+FFFD for each invalid byte. */
 static json_t *utf8_string(const char *s, size_t n)
 {
 	json_t *v = json_stringn(s, n);
 	_cleanup_free_ char *out = NULL;
-	size_t o = 0;
+	size_t len;
 
 	if (v != NULL)
 		return v;
-	out = pdk_xmalloc(3 * n + 1);
-	for (size_t i = 0; i < n;) {
-		size_t l = utf8_seq((const unsigned char *)s + i, n - i);
-
-		if (l == 0) {
-			memcpy(out + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-			continue;
-		}
-		memcpy(out + o, s + i, l);
-		o += l;
-		i += l;
-	}
-	return json_stringn(out, o);
+	out = pdk_utf8_clean(s, n, false, &len, NULL);
+	return json_stringn(out, len);
 }
 
 json_t *pdk_otlp_sanitize(const json_t *v)

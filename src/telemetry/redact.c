@@ -219,26 +219,6 @@ static size_t secret_assignment(const char *s, size_t len, size_t i)
 	return n;
 }
 
-/* Length of the valid UTF-8 sequence at s (1 for ASCII), 0 if it is not valid. */
-static size_t utf8_len(const unsigned char *p, size_t len)
-{
-	size_t n = p[0] < 0x80             ? 1
-		   : (p[0] & 0xe0) == 0xc0 ? 2
-		   : (p[0] & 0xf0) == 0xe0 ? 3
-		   : (p[0] & 0xf8) == 0xf0 ? 4
-					   : 0;
-
-	if (n == 0 || n > len || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4))
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] >= 0xa0) ||
-	    (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] >= 0x90))
-		return 0;
-	return n;
-}
-
 /* One step at s[i]: appends to `o` and returns how many input bytes it took. */
 static size_t redact_step(const struct pdk_redact *r, const char *s, size_t len, size_t i,
 			  struct pdk_buf *o, bool *changed)
@@ -267,7 +247,7 @@ static size_t redact_step(const struct pdk_redact *r, const char *s, size_t len,
 		*changed = true;
 		return n + 1;
 	}
-	n = utf8_len((const unsigned char *)s + i, len - i);
+	n = pdk_utf8_len((const unsigned char *)s + i, len - i);
 	if (n == 0 || c == 0) {
 		char hex[8];
 

@@ -80,36 +80,9 @@ void pdk_ws_free(struct pdk_ws *ws)
 	free(ws);
 }
 
-/* Is `s` valid UTF-8? (JSON strings must be.) */
-static bool valid_utf8(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		size_t n = *p < 0x80             ? 0
-			   : (*p & 0xe0) == 0xc0 ? 1
-			   : (*p & 0xf0) == 0xe0 ? 2
-			   : (*p & 0xf8) == 0xf0 ? 3
-						 : 4;
-
-		if (n == 4 || (n == 1 && *p < 0xc2) || (n == 3 && *p > 0xf4))
-			return false;
-		for (size_t i = 1; i <= n; i++)
-			if ((p[i] & 0xc0) != 0x80)
-				return false;
-		if ((n == 2 && p[0] == 0xe0 && p[1] < 0xa0) ||
-		    (n == 2 && p[0] == 0xed && p[1] >= 0xa0) ||
-		    (n == 3 && p[0] == 0xf0 && p[1] < 0x90) ||
-		    (n == 3 && p[0] == 0xf4 && p[1] >= 0x90))
-			return false;
-		p += n + 1;
-	}
-	return true;
-}
-
 void pdk_ws_json_set_path(json_t *o, const char *key, const char *path)
 {
-	if (valid_utf8(path)) {
+	if (pdk_utf8_valid(path, strlen(path))) {
 		pdk_json_set(o, key, json_string(path));
 	} else {
 		_cleanup_free_ char *k = pdk_xasprintf("%s_hex", key);
@@ -1262,7 +1235,7 @@ int pdk_ws_emit_changes(struct pdk_events *ev, const struct pdk_ws_diff *d, cons
 void pdk_ws_print_path(FILE *out, const char *path)
 {
 	const unsigned char *p = (const unsigned char *)path;
-	bool plain = valid_utf8(path);
+	bool plain = pdk_utf8_valid(path, strlen(path));
 
 	for (size_t i = 0; plain && p[i]; i++)
 		if (p[i] < 0x20 || p[i] == 0x7f || p[i] == '"' || p[i] == '\\')

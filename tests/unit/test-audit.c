@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -133,6 +134,25 @@ static void expect_break(struct pdk_audit *a, enum pdk_audit_break why, uint64_t
 		     pdk_audit_break_name(v.reason), v.detail, pdk_audit_break_name(why));
 	cr_assert_eq(v.broken_seq, seq, "seq: got %llu, want %llu (%s)",
 		     (unsigned long long)v.broken_seq, (unsigned long long)seq, v.detail);
+}
+
+/*
+ * A store of `n` records, tampered with by each SQL statement that follows
+ * `seq` (up to a NULL) in turn: verify must find the break `why` at `seq`.
+ */
+static void expect_tampered(size_t n, enum pdk_audit_break why, uint64_t seq, ...)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, n);
+	const char *stmt;
+	va_list ap;
+
+	va_start(ap, seq);
+	while ((stmt = va_arg(ap, const char *)) != NULL)
+		sql(state, stmt);
+	va_end(ap);
+	expect_break(a, why, seq);
+	pdk_audit_free(a);
 }
 
 static void sha256_hex(const char *p, size_t n, char out[65])
@@ -313,15 +333,13 @@ Test(audit, empty_store_is_intact)
 	pdk_audit_free(a);
 }
 
+/* A forger's edit of one field of record 17. */
+static const char edit_17[] = "UPDATE events SET line = CAST(replace(CAST(line AS TEXT), "
+			      "'k-0123456789', 'k-9999999999') AS BLOB) WHERE seq = 17";
+
 Test(audit, edited_field_is_altered)
 {
-	_cleanup_free_ char *state = tmp_state();
-	struct pdk_audit *a = store_with(state, 50);
-
-	sql(state, "UPDATE events SET line = CAST(replace(CAST(line AS TEXT), 'k-0123456789', "
-		   "'k-9999999999') AS BLOB) WHERE seq = 17");
-	expect_break(a, PDK_AUDIT_ALTERED, 17);
-	pdk_audit_free(a);
+	expect_tampered(50, PDK_AUDIT_ALTERED, 17, edit_17, NULL);
 }
 
 Test(audit, edited_field_with_its_hash_recomputed_is_altered)
@@ -330,8 +348,7 @@ Test(audit, edited_field_with_its_hash_recomputed_is_altered)
 	struct pdk_audit *a = store_with(state, 50);
 
 	/* The forger also rewrites the row's hash column: the next record's link still breaks. */
-	sql(state, "UPDATE events SET line = CAST(replace(CAST(line AS TEXT), 'k-0123456789', "
-		   "'k-9999999999') AS BLOB) WHERE seq = 17");
+	sql(state, edit_17);
 	sqlite3 *db = NULL;
 	_cleanup_free_ char *path = pdk_xasprintf("%s/%s", state, PDK_AUDIT_DB);
 	sqlite3_stmt *st = NULL;
@@ -360,66 +377,40 @@ Test(audit, edited_field_with_its_hash_recomputed_is_altered)
 
 Test(audit, deleted_row_is_missing)
 {
-	_cleanup_free_ char *state = tmp_state();
-	struct pdk_audit *a = store_with(state, 50);
-
-	sql(state, "DELETE FROM events WHERE seq = 23");
-	expect_break(a, PDK_AUDIT_MISSING, 23);
-	pdk_audit_free(a);
+	expect_tampered(50, PDK_AUDIT_MISSING, 23, "DELETE FROM events WHERE seq = 23", NULL);
 }
 
 Test(audit, deleted_first_row_is_missing)
 {
-	_cleanup_free_ char *state = tmp_state();
-	struct pdk_audit *a = store_with(state, 10);
-
-	sql(state, "DELETE FROM events WHERE seq = 1");
-	expect_break(a, PDK_AUDIT_MISSING, 1);
-	pdk_audit_free(a);
+	expect_tampered(10, PDK_AUDIT_MISSING, 1, "DELETE FROM events WHERE seq = 1", NULL);
 }
 
 Test(audit, swapped_rows_are_reordered)
 {
-	_cleanup_free_ char *state = tmp_state();
-	struct pdk_audit *a = store_with(state, 50);
-
 	/* Swap every column of two rows but their seq: row 30 now holds record 31. */
-	sql(state, "UPDATE events SET seq = -1 WHERE seq = 30");
-	sql(state, "UPDATE events SET seq = 30 WHERE seq = 31");
-	sql(state, "UPDATE events SET seq = 31 WHERE seq = -1");
-	expect_break(a, PDK_AUDIT_REORDERED, 30);
-	pdk_audit_free(a);
+	expect_tampered(50, PDK_AUDIT_REORDERED, 30, "UPDATE events SET seq = -1 WHERE seq = 30",
+			"UPDATE events SET seq = 30 WHERE seq = 31",
+			"UPDATE events SET seq = 31 WHERE seq = -1", NULL);
 }
 
 Test(audit, truncated_tail_is_truncated)
 {
-	_cleanup_free_ char *state = tmp_state();
-	struct pdk_audit *a = store_with(state, 1500);
-
-	sql(state, "DELETE FROM events WHERE seq > 1200");
-	expect_break(a, PDK_AUDIT_TRUNCATED, 1201);
-	pdk_audit_free(a);
+	expect_tampered(1500, PDK_AUDIT_TRUNCATED, 1201, "DELETE FROM events WHERE seq > 1200",
+			NULL);
 }
 
 Test(audit, checkpoint_beyond_the_chain_is_truncated)
 {
-	_cleanup_free_ char *state = tmp_state();
-	struct pdk_audit *a = store_with(state, 20);
-
-	sql(state, "UPDATE checkpoints SET seq = 25 WHERE seq = 20");
-	expect_break(a, PDK_AUDIT_TRUNCATED, 21);
-	pdk_audit_free(a);
+	expect_tampered(20, PDK_AUDIT_TRUNCATED, 21,
+			"UPDATE checkpoints SET seq = 25 WHERE seq = 20", NULL);
 }
 
 Test(audit, corrupted_signature_is_bad_signature)
 {
-	_cleanup_free_ char *state = tmp_state();
-	struct pdk_audit *a = store_with(state, 2100);
-
-	sql(state, "UPDATE checkpoints SET sig = CAST(substr(sig, 1, 10) || "
-		   "CAST(x'00' AS BLOB) || substr(sig, 12) AS BLOB) WHERE seq = 2000");
-	expect_break(a, PDK_AUDIT_BAD_SIGNATURE, 2000);
-	pdk_audit_free(a);
+	expect_tampered(2100, PDK_AUDIT_BAD_SIGNATURE, 2000,
+			"UPDATE checkpoints SET sig = CAST(substr(sig, 1, 10) || "
+			"CAST(x'00' AS BLOB) || substr(sig, 12) AS BLOB) WHERE seq = 2000",
+			NULL);
 }
 
 Test(audit, replaced_key_is_bad_signature)

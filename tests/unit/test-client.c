@@ -103,21 +103,28 @@ static void *serve(void *arg)
 	return NULL;
 }
 
+/* A server of `answers` listening on a new socket of `family` bound to `addr`; not serving yet. */
+static void start_listening(struct server *s, const struct answer *answers, size_t n, int family,
+			    struct sockaddr *addr, socklen_t len)
+{
+	s->answers = answers;
+	s->n_answers = n;
+	signal(SIGPIPE, SIG_IGN); /* the client may hang up first */
+	s->lfd = socket(family, SOCK_STREAM, 0);
+	cr_assert(s->lfd >= 0);
+	cr_assert(bind(s->lfd, addr, len) == 0);
+	cr_assert(listen(s->lfd, 8) == 0);
+}
+
 static void start_unix(struct server *s, const struct answer *answers, size_t n)
 {
 	struct sockaddr_un un = {.sun_family = AF_UNIX};
 
 	memset(s, 0, sizeof(*s));
-	signal(SIGPIPE, SIG_IGN); /* the client may hang up first */
-	s->answers = answers;
-	s->n_answers = n;
 	snprintf(s->path, sizeof(s->path), "/tmp/pdk-client-test-%d.sock", getpid());
 	unlink(s->path);
 	memcpy(un.sun_path, s->path, strlen(s->path) + 1);
-	s->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-	cr_assert(s->lfd >= 0);
-	cr_assert(bind(s->lfd, (struct sockaddr *)&un, sizeof(un)) == 0);
-	cr_assert(listen(s->lfd, 8) == 0);
+	start_listening(s, answers, n, AF_UNIX, (struct sockaddr *)&un, sizeof(un));
 	cr_assert(pthread_create(&s->thread, NULL, serve, s) == 0);
 }
 
@@ -127,14 +134,8 @@ static void start_tcp(struct server *s, const struct answer *answers, size_t n)
 	socklen_t len = sizeof(in);
 
 	memset(s, 0, sizeof(*s));
-	signal(SIGPIPE, SIG_IGN); /* the client may hang up first */
-	s->answers = answers;
-	s->n_answers = n;
 	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	s->lfd = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert(s->lfd >= 0);
-	cr_assert(bind(s->lfd, (struct sockaddr *)&in, sizeof(in)) == 0);
-	cr_assert(listen(s->lfd, 8) == 0);
+	start_listening(s, answers, n, AF_INET, (struct sockaddr *)&in, sizeof(in));
 	cr_assert(getsockname(s->lfd, (struct sockaddr *)&in, &len) == 0);
 	s->port = ntohs(in.sin_port);
 	cr_assert(pthread_create(&s->thread, NULL, serve, s) == 0);
@@ -148,14 +149,37 @@ static void stop(struct server *s)
 		unlink(s->path);
 }
 
-static struct pdk_client *client_for(struct server *s)
+/* A server of `answers` on a unix socket, and a client of it. */
+static struct pdk_client *client_of(struct server *s, const struct answer *answers, size_t n)
 {
-	struct pdk_client_opts o = {.socket = s->path};
+	struct pdk_client_opts o = {0};
 	struct pdk_error *err = NULL;
-	struct pdk_client *c = pdk_client_new(&o, &err);
+	struct pdk_client *c;
 
+	start_unix(s, answers, n);
+	o.socket = s->path;
+	c = pdk_client_new(&o, &err);
 	cr_assert_not_null(c, "%s", err ? err->msg : "");
 	return c;
+}
+
+/* The client gone, and the server's thread done with its answers. */
+static void finish(struct pdk_client *c, struct server *s)
+{
+	pdk_client_free(c);
+	stop(s);
+}
+
+/* A JSON call that must succeed: its answer (the caller's; NULL when `out` is not wanted). */
+static json_t *call_ok(struct pdk_client *c, const char *method, const char *path, bool want_out,
+		       int *status)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	json_t *out = NULL;
+
+	cr_assert_eq(pdk_client_json(c, method, path, NULL, want_out ? &out : NULL, status, &err),
+		     0, "%s", err ? err->msg : "");
+	return out;
 }
 
 Test(client, json_get_over_unix_socket)
@@ -166,19 +190,15 @@ Test(client, json_get_over_unix_socket)
 	};
 	struct server s;
 	struct pdk_client *c;
-	_cleanup_error_ struct pdk_error *err = NULL;
 	json_t *out = NULL;
 	int status = 0;
 
-	start_unix(&s, a, 1);
-	c = client_for(&s);
-	cr_assert_eq(pdk_client_json(c, "GET", "/v1/health", NULL, &out, &status, &err), 0, "%s",
-		     err ? err->msg : "");
+	c = client_of(&s, a, 1);
+	out = call_ok(c, "GET", "/v1/health", true, &status);
 	cr_assert_eq(status, 200);
 	cr_assert_str_eq(json_string_value(json_object_get(out, "status")), "ok");
 	cr_assert_eq(json_integer_value(json_object_get(out, "sandboxes")), 3);
-	pdk_client_free(c);
-	stop(&s);
+	finish(c, &s);
 	cr_assert(strncmp(s.requests[0], "GET /v1/health HTTP/1.1\r\n", 25) == 0, "%s",
 		  s.requests[0]);
 	cr_assert_not_null(strstr(s.requests[0], "\r\nHost: localhost\r\n"));
@@ -203,8 +223,7 @@ Test(client, daemon_error_names_code_message_and_field)
 	json_t *body = json_pack("{s:[]}", "argv");
 	int r;
 
-	start_unix(&s, a, 3);
-	c = client_for(&s);
+	c = client_of(&s, a, 3);
 	r = pdk_client_json(c, "POST", "/v1/sandboxes/x/exec", body, NULL, NULL, &err);
 	cr_assert_eq(r, -EINVAL);
 	cr_assert_str_eq(err->msg, "bad_request: argv must not be empty (field argv[0])");
@@ -217,8 +236,7 @@ Test(client, daemon_error_names_code_message_and_field)
 	cr_assert_eq(r, -EIO);
 	cr_assert_str_eq(err->msg, "HTTP 502 from the daemon: upstream ko");
 	pdk_error_free(&err);
-	pdk_client_free(c);
-	stop(&s);
+	finish(c, &s);
 	cr_assert_eq(s.accepts, 1, "the three calls shared one kept connection");
 	cr_assert_not_null(strstr(s.requests[0], "Content-Type: application/json\r\n"));
 	cr_assert_not_null(strstr(s.requests[0], "\r\n\r\n{\"argv\":[]}"), "%s", s.requests[0]);
@@ -233,17 +251,13 @@ Test(client, chunked_body_in_pieces)
 	};
 	struct server s;
 	struct pdk_client *c;
-	_cleanup_error_ struct pdk_error *err = NULL;
 	json_t *out = NULL;
 
-	start_unix(&s, a, 1);
-	c = client_for(&s);
-	cr_assert_eq(pdk_client_json(c, "GET", "/v1/sandboxes", NULL, &out, NULL, &err), 0, "%s",
-		     err ? err->msg : "");
+	c = client_of(&s, a, 1);
+	out = call_ok(c, "GET", "/v1/sandboxes", true, NULL);
 	cr_assert(json_is_array(json_object_get(out, "sandboxes")));
 	json_decref(out);
-	pdk_client_free(c);
-	stop(&s);
+	finish(c, &s);
 }
 
 struct seen {
@@ -282,8 +296,7 @@ Test(client, sse_stream_over_chunked)
 				   .ud = &seen,
 				   .accept = "text/event-stream"};
 
-	start_unix(&s, a, 1);
-	c = client_for(&s);
+	c = client_of(&s, a, 1);
 	cr_assert_eq(pdk_client_request(c, &q, &resp, &err), 0, "%s", err ? err->msg : "");
 	cr_assert_eq(resp.status, 200);
 	cr_assert_null(resp.body, "a streamed body is not collected");
@@ -295,8 +308,7 @@ Test(client, sse_stream_over_chunked)
 	cr_assert_str_eq(seen.text, "[start|7|{\"pid\":1}][message|7|a][message|7|b]", "%s",
 			 seen.text);
 	pdk_client_resp_release(&resp);
-	pdk_client_free(c);
-	stop(&s);
+	finish(c, &s);
 	cr_assert_not_null(strstr(s.requests[0], "Accept: text/event-stream\r\n"));
 }
 
@@ -315,14 +327,12 @@ Test(client, sse_callback_stops_the_request)
 	struct pdk_client_req q = {
 		.method = "GET", .path = "/v1/events", .on_sse = on_event, .ud = &seen};
 
-	start_unix(&s, a, 1);
-	c = client_for(&s);
+	c = client_of(&s, a, 1);
 	cr_assert_lt(pdk_client_request(c, &q, &resp, &err), 0);
 	cr_assert_eq(err->status, ECANCELED);
 	cr_assert_eq(seen.n, 1);
 	pdk_error_free(&err);
-	pdk_client_free(c);
-	stop(&s);
+	finish(c, &s);
 }
 
 Test(client, sse_wanted_but_json_answered)
@@ -338,13 +348,11 @@ Test(client, sse_wanted_but_json_answered)
 	struct pdk_client_req q = {
 		.method = "GET", .path = "/v1/events", .on_sse = on_event, .ud = &seen};
 
-	start_unix(&s, a, 1);
-	c = client_for(&s);
+	c = client_of(&s, a, 1);
 	cr_assert_lt(pdk_client_request(c, &q, &resp, &err), 0);
 	cr_assert_eq(err->status, EPROTO, "%s", err->msg);
 	pdk_error_free(&err);
-	pdk_client_free(c);
-	stop(&s);
+	finish(c, &s);
 }
 
 static int on_data(void *ud, const char *data, size_t len)
@@ -376,15 +384,13 @@ Test(client, raw_body_streamed_and_close_delimited)
 				   .on_data = on_data,
 				   .ud = &seen};
 
-	start_unix(&s, a, 1);
-	c = client_for(&s);
+	c = client_of(&s, a, 1);
 	cr_assert_eq(pdk_client_request(c, &q, &resp, &err), 0, "%s", err ? err->msg : "");
 	cr_assert_str_eq(seen.text, "hello world");
 	cr_assert_geq(seen.n, 2, "the body came in pieces");
 	cr_assert_str_eq(resp.content_type, "application/octet-stream");
 	pdk_client_resp_release(&resp);
-	pdk_client_free(c);
-	stop(&s);
+	finish(c, &s);
 }
 
 Test(client, kept_connection_closed_by_daemon_is_replaced)
@@ -399,16 +405,13 @@ Test(client, kept_connection_closed_by_daemon_is_replaced)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	json_t *out = NULL;
 
-	start_unix(&s, a, 2);
-	c = client_for(&s);
+	c = client_of(&s, a, 2);
 	cr_assert_eq(pdk_client_json(c, "GET", "/v1/health", NULL, NULL, NULL, &err), 0);
 	usleep(20000); /* let the close arrive */
-	cr_assert_eq(pdk_client_json(c, "GET", "/v1/health", NULL, &out, NULL, &err), 0, "%s",
-		     err ? err->msg : "");
+	out = call_ok(c, "GET", "/v1/health", true, NULL);
 	cr_assert_eq(json_integer_value(json_object_get(out, "n")), 2222);
 	json_decref(out);
-	pdk_client_free(c);
-	stop(&s);
+	finish(c, &s);
 	cr_assert_eq(s.accepts, 2);
 }
 
@@ -420,16 +423,14 @@ static int expect_failure(const struct answer *a, size_t n, int want_status, con
 	json_t *out = NULL;
 	int r;
 
-	start_unix(&s, a, n);
-	c = client_for(&s);
+	c = client_of(&s, a, n);
 	r = pdk_client_json(c, "GET", "/v1/health", NULL, &out, NULL, &err);
 	cr_assert_lt(r, 0, "a malformed answer was accepted");
 	cr_assert_null(out);
 	cr_assert_eq(err->status, want_status, "%s", err->msg);
 	cr_assert_not_null(strstr(err->msg, want_msg), "%s", err->msg);
 	pdk_error_free(&err);
-	pdk_client_free(c);
-	stop(&s);
+	finish(c, &s);
 	return 0;
 }
 
@@ -498,19 +499,15 @@ Test(client, interim_100_continue_skipped)
 		  "HTTP/1.1 201 Created\r\nContent-Length: 10\r\n\r\n", "{\"id\":\"a\"}"}}};
 	struct server s;
 	struct pdk_client *c;
-	_cleanup_error_ struct pdk_error *err = NULL;
 	json_t *out = NULL;
 	int status = 0;
 
-	start_unix(&s, a, 1);
-	c = client_for(&s);
-	cr_assert_eq(pdk_client_json(c, "POST", "/v1/sandboxes", NULL, &out, &status, &err), 0,
-		     "%s", err ? err->msg : "");
+	c = client_of(&s, a, 1);
+	out = call_ok(c, "POST", "/v1/sandboxes", true, &status);
 	cr_assert_eq(status, 201);
 	cr_assert_str_eq(json_string_value(json_object_get(out, "id")), "a");
 	json_decref(out);
-	pdk_client_free(c);
-	stop(&s);
+	finish(c, &s);
 	cr_assert_not_null(strstr(s.requests[0], "Content-Length: 0\r\n"),
 			   "a POST says its length");
 }
@@ -530,10 +527,8 @@ Test(client, tcp_with_bearer_token_and_prefix)
 	c = pdk_client_new(&o, &err);
 	cr_assert_not_null(c);
 	cr_assert_str_eq(pdk_client_endpoint(c), url);
-	cr_assert_eq(pdk_client_json(c, "GET", "/v1/pools", NULL, NULL, NULL, &err), 0, "%s",
-		     err ? err->msg : "");
-	pdk_client_free(c);
-	stop(&s);
+	call_ok(c, "GET", "/v1/pools", false, NULL);
+	finish(c, &s);
 	cr_assert(strncmp(s.requests[0], "GET /api/v1/pools HTTP/1.1\r\n", 28) == 0, "%s",
 		  s.requests[0]);
 	cr_assert_not_null(strstr(s.requests[0], "Authorization: Bearer pdk_sb_abc.def\r\n"));

@@ -122,14 +122,14 @@ Test(control, an_ended_record_reads_back_as_it_was_written)
 	pdk__figures_add(&v.remaining, "commands", 8);
 	v.end_reason = pdk_xstrdup("ttl");
 	v.ended_ns = 1764068400000001000ULL;
-	first = pdk__view_record(&v);
+	first = pdk_ctl_view_json(&v);
 	text = json_dumps(first, JSON_COMPACT);
 	cr_assert_eq(pdk__view_from_record(text, &back), 0);
 	cr_assert_eq(back.created_ns, v.created_ns);
 	cr_assert_eq(back.ended_ns, v.ended_ns);
 	cr_assert_eq(back.expires_ns, 0);
 	cr_assert_str_eq(back.end_reason, "ttl");
-	second = pdk__view_record(&back);
+	second = pdk_ctl_view_json(&back);
 	cr_assert(json_equal(first, second), "the same record twice");
 	cr_assert_str_eq(json_string_value(json_object_get(first, "created_at")),
 			 "2025-11-25T10:00:00.123456Z");

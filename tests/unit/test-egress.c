@@ -8,6 +8,7 @@
 #include "egress-internal.h"
 #include "policy.h"
 #include "util.h"
+#include "test-helpers.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -668,10 +669,9 @@ Test(egress, policy_fields)
 					  "limits: {egress_bytes: 10M, egress_requests: 100, "
 					  "egress_connections: 4}\n",
 					  &r);
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
+	struct pdk_test_text t;
 	_cleanup_error_ struct pdk_error *err = NULL;
+	char *out;
 
 	cr_assert_not_null(p);
 	cr_assert_eq(p->network.mode, PDK_NET_ALLOWLIST);
@@ -683,8 +683,8 @@ Test(egress, policy_fields)
 	cr_assert_eq(p->limits.egress_bytes, 10 << 20);
 	cr_assert_eq(p->limits.egress_requests, 100);
 	cr_assert_eq(p->limits.egress_connections, 4);
-	cr_assert_eq(pdk_policy_dump(p, f, &err), 0);
-	fclose(f);
+	cr_assert_eq(pdk_policy_dump(p, pdk_test_text_open(&t), &err), 0);
+	out = pdk_test_text_take(&t);
 	cr_assert_not_null(strstr(out, "mode: allowlist"), "%s", out);
 	cr_assert_not_null(strstr(out, "egress_bytes: 10M"), "%s", out);
 	cr_assert_not_null(strstr(out, "'*.github.com:443'"), "%s", out);
@@ -818,18 +818,17 @@ Test(egress, policy_credentials)
 		"network:\n  mode: allowlist\n  credentials:\n"
 		"    - {host: API.Test, header: 'Authorization: Bearer ${secret:tok}'}\n",
 		&r);
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
+	struct pdk_test_text t;
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_policy *back;
+	char *out;
 
 	cr_assert_not_null(p);
 	cr_assert_str_eq(p->network.credentials[0], "api.test");
 	cr_assert_str_eq(p->network.credentials[1], "Authorization: Bearer ${secret:tok}");
 	cr_assert_null(p->network.credentials[2]);
-	cr_assert_eq(pdk_policy_dump(p, f, &err), 0);
-	fclose(f);
+	cr_assert_eq(pdk_policy_dump(p, pdk_test_text_open(&t), &err), 0);
+	out = pdk_test_text_take(&t);
 	back = parse_yaml(out, NULL);
 	cr_assert_not_null(back, "%s", out);
 	cr_assert_str_eq(back->network.credentials[1], "Authorization: Bearer ${secret:tok}");

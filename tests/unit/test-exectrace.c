@@ -6,6 +6,7 @@
  */
 #include "common.h"
 #include "exectrace.h"
+#include "fdpass.h"
 #include "seccomp.h"
 #include "util.h"
 
@@ -262,47 +263,15 @@ static void capture(void *data, const char *kind, uint64_t ts, json_t *attrs)
 	c->ev[c->n++] = attrs;
 }
 
-static void send_fd(int sock, int fd)
-{
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	char tag = 'N';
-	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *c;
-
-	memset(u.buf, 0, sizeof(u.buf));
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	if (sendmsg(sock, &mh, 0) < 0)
-		_exit(100);
-}
-
+/* The listener's descriptor, from the child that made it. */
 static int recv_fd(int sock)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
 	char tag;
-	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
 	int fd = -1;
+	size_t nfds = 1;
 
-	cr_assert_eq(recvmsg(sock, &mh, MSG_CMSG_CLOEXEC), 1);
-	cr_assert_not_null(CMSG_FIRSTHDR(&mh));
-	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
+	cr_assert_eq(pdk_fdpass_recv(sock, &tag, 1, &fd, &nfds, 0), 1);
+	cr_assert_eq(nfds, 1);
 	return fd;
 }
 
@@ -324,7 +293,8 @@ static pid_t traced_child(char *const argv[], int *listener)
 		fd = pdk_seccomp_apply_notify_child(NULL);
 		if (fd < 0)
 			_exit(102);
-		send_fd(sv[1], fd);
+		if (pdk_fdpass_send(sv[1], "N", 1, &fd, 1) < 0)
+			_exit(100);
 		(void)close(fd);
 		execve(argv[0], argv, envp);
 		_exit(errno == ENOENT ? 42 : 103);
@@ -342,6 +312,32 @@ static void wait_readable(int fd)
 	cr_assert_eq(poll(&p, 1, 5000), 1, "no notification within 5 s");
 }
 
+/*
+ * A tracer recording into `c` for a child that execs `argv` (its pid in
+ * *pid), once the child's exec waits for an answer.
+ */
+static struct pdk_exectrace *trace_exec(char *const argv[], struct captured *c, pid_t *pid)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_exectrace *t;
+	int listener;
+
+	*pid = traced_child(argv, &listener);
+	t = pdk_exectrace_new(listener, capture, c, &err);
+	cr_assert_not_null(t, "%s", err ? err->msg : "");
+	pdk_exectrace_start_recording(t, -1);
+	wait_readable(pdk_exectrace_fd(t));
+	return t;
+}
+
+/* The tracer and the events it recorded, freed. */
+static void trace_free(struct pdk_exectrace *t, struct captured *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		json_decref(c->ev[i]);
+	pdk_exectrace_free(t);
+}
+
 Test(exectrace, an_exec_is_answered_recorded_and_its_exit_reported)
 {
 	char *const argv[] = {"/bin/sh", "-c", "exit 3", NULL};
@@ -349,15 +345,11 @@ Test(exectrace, an_exec_is_answered_recorded_and_its_exit_reported)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	char cwd[PATH_MAX];
 	struct pollfd pfd[4];
-	struct pdk_exectrace *t;
-	int listener, status;
-	pid_t pid = traced_child(argv, &listener);
+	pid_t pid;
+	struct pdk_exectrace *t = trace_exec(argv, &c, &pid);
+	int status;
 	size_t n;
 
-	t = pdk_exectrace_new(listener, capture, &c, &err);
-	cr_assert_not_null(t);
-	pdk_exectrace_start_recording(t, -1);
-	wait_readable(pdk_exectrace_fd(t));
 	cr_assert_eq(pdk_exectrace_handle(t, &err), 0);
 	cr_assert_eq(c.n, 1);
 	cr_assert_str_eq(c.kind[0], "process.exec");
@@ -385,9 +377,7 @@ Test(exectrace, an_exec_is_answered_recorded_and_its_exit_reported)
 	cr_assert_eq(pdk_exectrace_pollfds(t, pfd, PDK_ARRAY_SIZE(pfd)), 0);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 3);
-	for (size_t i = 0; i < c.n; i++)
-		json_decref(c.ev[i]);
-	pdk_exectrace_free(t);
+	trace_free(t, &c);
 }
 
 /* A failed exec is recorded as asked, and the process goes on (observe mode). */
@@ -396,13 +386,10 @@ Test(exectrace, a_failed_exec_is_recorded_and_fails_as_usual)
 	char *const argv[] = {"/nonexistent/paddock-test", "arg", NULL};
 	struct captured c = {0};
 	_cleanup_error_ struct pdk_error *err = NULL;
-	int listener, status;
-	pid_t pid = traced_child(argv, &listener);
-	struct pdk_exectrace *t = pdk_exectrace_new(listener, capture, &c, &err);
+	pid_t pid;
+	struct pdk_exectrace *t = trace_exec(argv, &c, &pid);
+	int status;
 
-	cr_assert_not_null(t);
-	pdk_exectrace_start_recording(t, -1);
-	wait_readable(pdk_exectrace_fd(t));
 	cr_assert_eq(pdk_exectrace_handle(t, &err), 0);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 42, "the exec must fail with ENOENT");
@@ -414,9 +401,7 @@ Test(exectrace, a_failed_exec_is_recorded_and_fails_as_usual)
 	cr_assert_eq(c.n, 2);
 	cr_assert_eq(json_integer_value(json_object_get(c.ev[1], "exit_code")), 42);
 	cr_assert_str_eq(json_string_value(json_object_get(c.ev[1], "status_source")), "pidfd");
-	for (size_t i = 0; i < c.n; i++)
-		json_decref(c.ev[i]);
-	pdk_exectrace_free(t);
+	trace_free(t, &c);
 }
 
 /* A process killed while it waits: no event, no error, nothing left pending. */
@@ -425,18 +410,15 @@ Test(exectrace, a_process_that_died_waiting_is_not_recorded)
 	char *const argv[] = {"/bin/true", NULL};
 	struct captured c = {0};
 	_cleanup_error_ struct pdk_error *err = NULL;
-	int listener, status;
-	pid_t pid = traced_child(argv, &listener);
-	struct pdk_exectrace *t = pdk_exectrace_new(listener, capture, &c, &err);
+	pid_t pid;
+	struct pdk_exectrace *t = trace_exec(argv, &c, &pid);
+	int status;
 
-	cr_assert_not_null(t);
-	pdk_exectrace_start_recording(t, -1);
-	wait_readable(pdk_exectrace_fd(t));
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFSIGNALED(status));
 	cr_assert_eq(pdk_exectrace_handle(t, &err), 0);
 	cr_assert_eq(c.n, 0);
 	cr_assert_eq(pdk_exectrace_count(t), 0);
-	pdk_exectrace_free(t);
+	trace_free(t, &c);
 }

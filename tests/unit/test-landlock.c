@@ -9,6 +9,7 @@
 #include "common.h"
 #include "landlock.h"
 #include "util.h"
+#include "test-helpers.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -70,16 +71,6 @@ static void make_base(void)
 	(void)snprintf(base, sizeof(base), "/tmp/paddock-ll-XXXXXX");
 	cr_assert_not_null(mkdtemp(base));
 	remove_at_exit(base);
-}
-
-static const char *in_base(const char *name)
-{
-	static char buf[4][128];
-	static int k;
-	char *b = buf[k++ % 4];
-
-	(void)snprintf(b, sizeof(buf[0]), "%s/%s", base, name);
-	return b;
 }
 
 static void copy_file(const char *from, const char *to)
@@ -189,10 +180,10 @@ Test(landlock, filesystem_view)
 
 	need_abi(1);
 	make_base();
-	cr_assert_eq(mkdir(in_base("rw"), 0700), 0);
+	cr_assert_eq(mkdir(pdk_test_path(base, "rw"), 0700), 0);
 	ll = prepare();
 	pdk_landlock_add_path(ll, "/usr", PDK_LANDLOCK_RO);
-	pdk_landlock_add_path(ll, in_base("rw"), PDK_LANDLOCK_RW);
+	pdk_landlock_add_path(ll, pdk_test_path(base, "rw"), PDK_LANDLOCK_RW);
 	pdk_landlock_add_path(ll, "/nonexistent-paddock-test", PDK_LANDLOCK_RO); /* skipped */
 	restrict_self(ll);
 
@@ -205,18 +196,19 @@ Test(landlock, filesystem_view)
 	assert_errno(open("/etc/hostname", O_RDONLY | O_CLOEXEC), EACCES);
 	assert_errno(open("/etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), EACCES);
 
-	fd = open(in_base("rw/f"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = open(pdk_test_path(base, "rw/f"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	cr_assert_geq(fd, 0, "create in the rw dir: %s", strerror(errno));
 	cr_assert_eq(pdk_write_all(fd, "data", 4), 0);
 	(void)close(fd);
-	cr_assert_eq(mkdir(in_base("rw/d"), 0700), 0);
-	cr_assert_eq(rename(in_base("rw/f"), in_base("rw/d/g")), 0);
-	cr_assert_eq(unlink(in_base("rw/d/g")), 0);
+	cr_assert_eq(mkdir(pdk_test_path(base, "rw/d"), 0700), 0);
+	cr_assert_eq(rename(pdk_test_path(base, "rw/f"), pdk_test_path(base, "rw/d/g")), 0);
+	cr_assert_eq(unlink(pdk_test_path(base, "rw/d/g")), 0);
 
 	/* Opening for write without O_TRUNC would change nothing even if it were allowed. */
 	assert_errno(open("/usr/bin/true", O_WRONLY | O_CLOEXEC), EACCES);
-	assert_errno(mkdir(in_base("outside-dir"), 0700), EACCES);
-	assert_errno(open(in_base("outside"), O_WRONLY | O_CREAT | O_CLOEXEC, 0600), EACCES);
+	assert_errno(mkdir(pdk_test_path(base, "outside-dir"), 0700), EACCES);
+	assert_errno(open(pdk_test_path(base, "outside"), O_WRONLY | O_CREAT | O_CLOEXEC, 0600),
+		     EACCES);
 }
 
 Test(landlock, file_and_device_rules)
@@ -389,9 +381,9 @@ Test(landlock, exec_fd_rule)
 
 	need_abi(1);
 	make_base();
-	copy_file("/usr/bin/true", in_base("init"));
-	copy_file("/usr/bin/true", in_base("other"));
-	fd = open(in_base("init"), O_PATH | O_CLOEXEC);
+	copy_file("/usr/bin/true", pdk_test_path(base, "init"));
+	copy_file("/usr/bin/true", pdk_test_path(base, "other"));
+	fd = open(pdk_test_path(base, "init"), O_PATH | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
 	ll = prepare();
 	pdk_landlock_add_path(ll, "/usr", PDK_LANDLOCK_RO); /* the dynamic loader and libc */
@@ -399,7 +391,7 @@ Test(landlock, exec_fd_rule)
 	restrict_self(ll);
 
 	cr_assert_eq(run(NULL, fd), 0, "execveat of the allowed fd");
-	cr_assert_eq(run(in_base("other"), -1), -EACCES, "a binary next to it");
+	cr_assert_eq(run(pdk_test_path(base, "other"), -1), -EACCES, "a binary next to it");
 	/* The rule is on the file itself, so its own path works too. */
-	cr_assert_eq(run(in_base("init"), -1), 0, "the same file by path");
+	cr_assert_eq(run(pdk_test_path(base, "init"), -1), 0, "the same file by path");
 }

@@ -2,6 +2,7 @@
 #include "mount.h"
 #include "policy.h"
 #include "util.h"
+#include "test-helpers.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -14,17 +15,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Render the plan as text (one operation a line) for assertions. */
-static char *plan_text(const struct pdk_mount_plan *plan)
+/* The plan of `s`, which must be made, as text (one operation a line) for assertions. */
+static char *plan_text(const struct pdk_mount_spec *s)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_mount_plan *plan = pdk_mount_plan_new(s, NULL, &err);
+	struct pdk_test_text t;
 
-	cr_assert_not_null(f);
-	pdk_mount_plan_print(plan, f);
-	fclose(f);
-	return buf;
+	cr_assert_not_null(plan, "%s", err ? err->msg : "");
+	pdk_mount_plan_print(plan, pdk_test_text_open(&t));
+	pdk_mount_plan_free(plan);
+	return pdk_test_text_take(&t);
 }
 
 static struct pdk_policy *policy(void)
@@ -72,16 +73,12 @@ Test(mount, tmpfs_before_workspace_under_it)
 {
 	struct pdk_policy *p = policy();
 	char dir[] = "/tmp/pdk-mount-XXXXXX";
-	struct pdk_error *err = NULL;
 	struct pdk_mount_spec s;
-	struct pdk_mount_plan *plan;
 	char *text;
 
 	cr_assert_not_null(mkdtemp(dir));
 	s = spec_for(p, dir);
-	plan = pdk_mount_plan_new(&s, NULL, &err);
-	cr_assert_not_null(plan, "%s", err ? err->msg : "");
-	text = plan_text(plan);
+	text = plan_text(&s);
 	cr_assert_geq(line_of(text, "tmpfs", "/tmp "), 0, "%s", text);
 	cr_assert_gt(line_of(text, "bind", dir), line_of(text, "tmpfs", "/tmp "),
 		     "the workspace under /tmp must be mounted after the /tmp tmpfs:\n%s", text);
@@ -90,7 +87,6 @@ Test(mount, tmpfs_before_workspace_under_it)
 	cr_assert_gt(line_of(text, "ro-remount", "/proc/sys"), line_of(text, "proc", "/proc"), "%s",
 		     text);
 	free(text);
-	pdk_mount_plan_free(plan);
 	pdk_policy_free(p);
 	rmdir(dir);
 }
@@ -115,43 +111,33 @@ static int last_line_of(const char *text, const char *kind)
 Test(mount, masks_come_last)
 {
 	struct pdk_policy *p = policy();
-	struct pdk_error *err = NULL;
 	struct pdk_mount_spec s = spec_for(p, NULL);
-	struct pdk_mount_plan *plan;
 	char *text;
 	int first_mask;
 
 	s.ws_mode = PDK_WS_NONE;
-	plan = pdk_mount_plan_new(&s, NULL, &err);
-	cr_assert_not_null(plan);
-	text = plan_text(plan);
+	text = plan_text(&s);
 	first_mask = line_of(text, "mask", "/");
 	cr_assert_geq(first_mask, 0, "the default profile hides /etc/ssl/private:\n%s", text);
 	cr_assert_gt(first_mask, last_line_of(text, "bind"), "%s", text);
 	free(text);
-	pdk_mount_plan_free(plan);
 	pdk_policy_free(p);
 }
 
 Test(mount, symlinked_system_dirs_are_replicated_as_symlinks)
 {
 	struct pdk_policy *p = policy();
-	struct pdk_error *err = NULL;
 	struct pdk_mount_spec s = spec_for(p, NULL);
-	struct pdk_mount_plan *plan;
 	struct stat st;
 	char *text;
 
 	if (lstat("/bin", &st) < 0 || !S_ISLNK(st.st_mode))
 		cr_skip_test("/bin is not a symlink on this system (no merged /usr)");
 	s.ws_mode = PDK_WS_NONE;
-	plan = pdk_mount_plan_new(&s, NULL, &err);
-	cr_assert_not_null(plan);
-	text = plan_text(plan);
+	text = plan_text(&s);
 	cr_assert_geq(line_of(text, "symlink", "/bin"), 0, "%s", text);
 	cr_assert_eq(line_of(text, "bind", "/bin "), -1, "%s", text);
 	free(text);
-	pdk_mount_plan_free(plan);
 	pdk_policy_free(p);
 }
 
@@ -191,21 +177,16 @@ Test(mount, extra_binds_must_be_absolute_and_exist)
 Test(mount, identity_files_are_generated)
 {
 	struct pdk_policy *p = policy();
-	struct pdk_error *err = NULL;
 	struct pdk_mount_spec s = spec_for(p, NULL);
-	struct pdk_mount_plan *plan;
 	char *text;
 
 	s.ws_mode = PDK_WS_NONE;
-	plan = pdk_mount_plan_new(&s, NULL, &err);
-	cr_assert_not_null(plan);
-	text = plan_text(plan);
+	text = plan_text(&s);
 	cr_assert_geq(line_of(text, "file", "/etc/passwd"), 0, "%s", text);
 	cr_assert_geq(line_of(text, "file", "/etc/group"), 0, "%s", text);
 	cr_assert_geq(line_of(text, "file", "/etc/hostname"), 0, "%s", text);
 	cr_assert_eq(line_of(text, "bind", "/etc/shadow"), -1, "%s", text);
 	free(text);
-	pdk_mount_plan_free(plan);
 	pdk_policy_free(p);
 }
 
@@ -216,13 +197,10 @@ Test(mount, file_binds_land_read_only_on_top_of_their_directory)
 	char *files[] = {"/run/scratch/ca-bundle.crt", "/etc/ssl/certs/ca-certificates.crt", NULL};
 	char *relative[] = {"scratch/ca-bundle.crt", "/etc/ssl/certs/x.crt", NULL};
 	struct pdk_mount_spec s = spec_for(p, NULL);
-	struct pdk_mount_plan *plan;
 	char *text;
 
 	s.ro_files = files;
-	plan = pdk_mount_plan_new(&s, NULL, &err);
-	cr_assert_not_null(plan, "%s", err ? err->msg : "");
-	text = plan_text(plan);
+	text = plan_text(&s);
 	cr_assert_not_null(strstr(text, "bind       /etc/ssl/certs/ca-certificates.crt <- "
 					"/run/scratch/ca-bundle.crt\n"),
 			   "%s", text);
@@ -230,7 +208,6 @@ Test(mount, file_binds_land_read_only_on_top_of_their_directory)
 	cr_assert_gt(line_of(text, "bind", "/etc/ssl/certs/ca-certificates.crt"),
 		     line_of(text, "bind", "/etc/ssl"), "%s", text);
 	free(text);
-	pdk_mount_plan_free(plan);
 	s.ro_files = relative;
 	cr_assert_null(pdk_mount_plan_new(&s, NULL, &err));
 	cr_assert_not_null(strstr(err->msg, "not absolute"), "%s", err->msg);
@@ -306,18 +283,24 @@ static bool same_file(int fd, const char *root, const char *rel)
 
 #define BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
+/* The file pdk__mount_file_target_at() opens for `path` is root/rel. */
+static void expect_target(int rfd, const char *root, const char *path, const char *rel)
+{
+	int fd = pdk__mount_file_target_at(rfd, path);
+
+	cr_assert_geq(fd, 0, "%s", strerror(-fd));
+	cr_assert(same_file(fd, root, rel), "%s: not %s in the root", path, rel);
+	(void)close(fd);
+}
+
 Test(mount, file_target_absolute_link_resolves_inside_the_root)
 {
 	_cleanup_free_ char *root = NULL;
 	int rfd = fake_root(&root);
-	int fd;
 
 	put_file(root, "etc/pki/tls/certs/ca-bundle.crt", "inside");
 	put_link(root, "etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt");
-	fd = pdk__mount_file_target_at(rfd, BUNDLE);
-	cr_assert_geq(fd, 0, "%s", strerror(-fd));
-	cr_assert(same_file(fd, root, "etc/pki/tls/certs/ca-bundle.crt"));
-	(void)close(fd);
+	expect_target(rfd, root, BUNDLE, "etc/pki/tls/certs/ca-bundle.crt");
 	(void)close(rfd);
 	rm_root(root);
 }
@@ -356,15 +339,11 @@ Test(mount, file_target_relative_chain_loop_and_directory)
 {
 	_cleanup_free_ char *root = NULL;
 	int rfd = fake_root(&root);
-	int fd;
 
 	put_file(root, "etc/ssl/real/bundle.pem", "x");
 	put_link(root, "etc/ssl/certs/a", "b");
 	put_link(root, "etc/ssl/certs/b", "../real/bundle.pem");
-	fd = pdk__mount_file_target_at(rfd, "/etc/ssl/certs/a");
-	cr_assert_geq(fd, 0, "%s", strerror(-fd));
-	cr_assert(same_file(fd, root, "etc/ssl/real/bundle.pem"));
-	(void)close(fd);
+	expect_target(rfd, root, "/etc/ssl/certs/a", "etc/ssl/real/bundle.pem");
 	put_link(root, "etc/ssl/certs/loop1", "loop2");
 	put_link(root, "etc/ssl/certs/loop2", "loop1");
 	cr_assert_eq(pdk__mount_file_target_at(rfd, "etc/ssl/certs/loop1"), -ELOOP);

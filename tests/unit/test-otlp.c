@@ -657,18 +657,26 @@ Test(otlp_export, queue_is_bounded_and_drops_are_counted)
 	close(fd);
 }
 
+/* An exporter to a collector answering `statuses`, with a run's events queued. */
+static struct pdk_otlp *export_run(struct server *s, const int *statuses, size_t n)
+{
+	_cleanup_json_ json_t *events = run_events();
+	struct pdk_otlp *o;
+
+	server_start(s, statuses, n);
+	o = exporter_for(s->port, 64, 10);
+	for (size_t i = 0; i < json_array_size(events); i++)
+		cr_assert(pdk_otlp_enqueue(o, json_array_get(events, i)));
+	return o;
+}
+
 Test(otlp_export, retries_503_then_exports)
 {
 	static const int statuses[] = {503, 200};
 	struct server s = {0};
-	struct pdk_otlp *o;
-	_cleanup_json_ json_t *events = run_events();
+	struct pdk_otlp *o = export_run(&s, statuses, 2);
 	struct pdk_otlp_stats st;
 
-	server_start(&s, statuses, 2);
-	o = exporter_for(s.port, 64, 10);
-	for (size_t i = 0; i < json_array_size(events); i++)
-		cr_assert(pdk_otlp_enqueue(o, json_array_get(events, i)));
 	cr_assert(pdk_otlp_close(o, 3000, &st), "flushed before the deadline");
 	cr_assert_eq(st.exported, 8);
 	cr_assert_eq(st.failed, 0);
@@ -683,14 +691,9 @@ Test(otlp_export, no_retry_on_400)
 {
 	static const int statuses[] = {400};
 	struct server s = {0};
-	struct pdk_otlp *o;
-	_cleanup_json_ json_t *events = run_events();
+	struct pdk_otlp *o = export_run(&s, statuses, 1);
 	struct pdk_otlp_stats st;
 
-	server_start(&s, statuses, 1);
-	o = exporter_for(s.port, 64, 10);
-	for (size_t i = 0; i < json_array_size(events); i++)
-		cr_assert(pdk_otlp_enqueue(o, json_array_get(events, i)));
 	cr_assert(pdk_otlp_close(o, 3000, &st));
 	cr_assert_eq(st.exported, 0);
 	cr_assert_eq(st.failed, 8);

@@ -7,6 +7,7 @@
 #include "paths.h"
 #include "policy-internal.h"
 #include "util.h"
+#include "test-helpers.h"
 
 #include <criterion/criterion.h>
 #include <ftw.h>
@@ -33,14 +34,10 @@ static struct pdk_policy *parse(const char *yaml, struct pdk_policy_report *r)
 
 static char *report_text(const struct pdk_policy_report *r)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct pdk_test_text t;
 
-	cr_assert_not_null(f);
-	pdk_policy_report_print(r, f);
-	cr_assert_eq(fclose(f), 0);
-	return buf;
+	pdk_policy_report_print(r, pdk_test_text_open(&t));
+	return pdk_test_text_take(&t);
 }
 
 /* The one diagnostic for `field`; fails unless there is exactly one. */
@@ -178,14 +175,11 @@ static void assert_policy_eq(const struct pdk_policy *a, const struct pdk_policy
 static char *dump(const struct pdk_policy *p)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct pdk_test_text t;
 
-	cr_assert_not_null(f);
-	cr_assert_eq(pdk_policy_dump(p, f, &err), 0, "dump: %s", err ? err->msg : "?");
-	cr_assert_eq(fclose(f), 0);
-	return buf;
+	cr_assert_eq(pdk_policy_dump(p, pdk_test_text_open(&t), &err), 0, "dump: %s",
+		     err ? err->msg : "?");
+	return pdk_test_text_take(&t);
 }
 
 /* dump -> parse gives the same policy, and dumping that gives the same text. */

@@ -45,6 +45,15 @@ static char *parse_fails(enum pdk_override_limit which, const char *text, const 
 	return message(err);
 }
 
+/* Parsing `text` as limit `which` named `name` fails, with a message that holds `want`. */
+static void expect_parse_error(enum pdk_override_limit which, const char *text, const char *name,
+			       const char *want)
+{
+	_cleanup_free_ char *msg = parse_fails(which, text, name);
+
+	cr_assert(strstr(msg, want) != NULL, "%s", msg);
+}
+
 /* Apply and expect failure; returns the message (caller frees). */
 static char *apply_fails(const struct pdk_overrides *ov)
 {
@@ -97,19 +106,15 @@ Test(runspec, bad_values_are_named_as_the_caller_knows_them)
 {
 	struct pdk_overrides ov = {0};
 	struct pdk_error *err = NULL;
-	_cleanup_free_ char *ma = parse_fails(PDK_OVERRIDE_MEMORY, "lots", "--memory");
-	_cleanup_free_ char *mb = parse_fails(PDK_OVERRIDE_MEMORY, "lots", "limits.memory");
-	_cleanup_free_ char *mc = parse_fails(PDK_OVERRIDE_WALL, "0", "limits.wall");
-	_cleanup_free_ char *md = parse_fails(PDK_OVERRIDE_CPUS, "-1", "--cpus");
 	_cleanup_free_ char *me = NULL;
 
+	expect_parse_error(PDK_OVERRIDE_MEMORY, "lots", "--memory", "invalid --memory 'lots'");
+	expect_parse_error(PDK_OVERRIDE_MEMORY, "lots", "limits.memory",
+			   "invalid limits.memory 'lots'");
+	expect_parse_error(PDK_OVERRIDE_WALL, "0", "limits.wall", "invalid limits.wall '0'");
+	expect_parse_error(PDK_OVERRIDE_CPUS, "-1", "--cpus", "invalid --cpus '-1'");
 	cr_assert_lt(pdk_overrides_parse_ws_mode(&ov, "sideways", "workspace.mode", &err), 0);
 	me = message(err);
-
-	cr_assert(strstr(ma, "invalid --memory 'lots'") != NULL, "%s", ma);
-	cr_assert(strstr(mb, "invalid limits.memory 'lots'") != NULL, "%s", mb);
-	cr_assert(strstr(mc, "invalid limits.wall '0'") != NULL, "%s", mc);
-	cr_assert(strstr(md, "invalid --cpus '-1'") != NULL, "%s", md);
 	cr_assert(strstr(me, "overlay, rw, ro, tmpfs or none") != NULL, "%s", me);
 }
 
@@ -246,16 +251,14 @@ Test(runspec, flag_text_out_of_range_quotes_the_text)
 	struct pdk_overrides ov = {0};
 	struct pdk_error *err = NULL;
 	_cleanup_free_ char *a = parse_fails(PDK_OVERRIDE_MEMORY, "512K", "--memory");
-	_cleanup_free_ char *b = parse_fails(PDK_OVERRIDE_PIDS, "4194305", "--pids");
-	_cleanup_free_ char *c = parse_fails(PDK_OVERRIDE_CPUS, "0.0001", "--cpus");
-	_cleanup_free_ char *d = parse_fails(PDK_OVERRIDE_DISK, "1K", "--disk");
 	_cleanup_free_ char *e = NULL;
 
 	cr_assert_str_eq(a, "invalid --memory '512K': expected a size of at least 1M, such as 512M "
 			    "or 2G");
-	cr_assert(strstr(b, "invalid --pids '4194305': expected a whole number") != NULL, "%s", b);
-	cr_assert(strstr(c, "invalid --cpus '0.0001'") != NULL, "%s", c);
-	cr_assert(strstr(d, "invalid --disk '1K'") != NULL, "%s", d);
+	expect_parse_error(PDK_OVERRIDE_PIDS, "4194305", "--pids",
+			   "invalid --pids '4194305': expected a whole number");
+	expect_parse_error(PDK_OVERRIDE_CPUS, "0.0001", "--cpus", "invalid --cpus '0.0001'");
+	expect_parse_error(PDK_OVERRIDE_DISK, "1K", "--disk", "invalid --disk '1K'");
 	cr_assert_lt(pdk_overrides_parse_net_mode(&ov, "open", "overrides.network.mode", &err), 0);
 	e = message(err);
 	cr_assert_str_eq(e, "invalid overrides.network.mode 'open': expected none, allowlist or "

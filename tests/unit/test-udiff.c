@@ -6,6 +6,7 @@
 #include "common.h"
 #include "udiff.h"
 #include "util.h"
+#include "test-helpers.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -14,25 +15,10 @@
 
 static char *run_udiff(const char *a, const char *b, unsigned ctx, int *rc)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct pdk_test_text t;
 
-	cr_assert_not_null(f);
-	*rc = pdk_udiff(f, "a/f", a, strlen(a), "b/f", b, strlen(b), ctx);
-	fclose(f);
-	return buf;
-}
-
-/* dir/name in a static buffer (no allocation to free around asserts). */
-static const char *in_dir(const char *dir, const char *name)
-{
-	static char buf[2][128];
-	static unsigned i;
-	char *b = buf[i++ % 2];
-
-	snprintf(b, sizeof(buf[0]), "%s/%s", dir, name);
-	return b;
+	*rc = pdk_udiff(pdk_test_text_open(&t), "a/f", a, strlen(a), "b/f", b, strlen(b), ctx);
+	return pdk_test_text_take(&t);
 }
 
 static void write_file(const char *path, const char *s)
@@ -52,11 +38,11 @@ static char *gnu_diff(const char *a, const char *b)
 	struct pdk_error *err = NULL;
 
 	cr_assert_not_null(mkdtemp(dir));
-	write_file(in_dir(dir, "a"), a);
-	write_file(in_dir(dir, "b"), b);
+	write_file(pdk_test_path(dir, "a"), a);
+	write_file(pdk_test_path(dir, "b"), b);
 	snprintf(cmd, sizeof(cmd), "cd %s && diff -u --label a/f --label b/f a b > out", dir);
 	cr_assert_neq(system(cmd), -1);
-	cr_assert_eq(pdk_read_file_at(AT_FDCWD, in_dir(dir, "out"), 1 << 24, &out, &err), 0);
+	cr_assert_eq(pdk_read_file_at(AT_FDCWD, pdk_test_path(dir, "out"), 1 << 24, &out, &err), 0);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 	return out;
@@ -144,12 +130,13 @@ Test(udiff, random_pairs_apply_with_patch, .timeout = 120)
 		char cmd[512];
 		char *patched = NULL;
 
-		write_file(in_dir(dir, "f"), a);
-		write_file(in_dir(dir, "p"), p);
+		write_file(pdk_test_path(dir, "f"), a);
+		write_file(pdk_test_path(dir, "p"), p);
 		snprintf(cmd, sizeof(cmd), "cd %s && patch -s -p1 -i p f >/dev/null 2>&1", dir);
 		if (rc == 1)
 			cr_assert_eq(system(cmd), 0, "patch failed (round %d):\n%s", round, p);
-		cr_assert_eq(pdk_read_file_at(AT_FDCWD, in_dir(dir, "f"), 1 << 20, &patched, &err),
+		cr_assert_eq(pdk_read_file_at(AT_FDCWD, pdk_test_path(dir, "f"), 1 << 20, &patched,
+					      &err),
 			     0);
 		cr_assert_str_eq(patched, b, "round %d:\na:\n%s\nb:\n%s\npatch:\n%s", round, a, b,
 				 p);

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "util.h"
 #include "workspace.h"
+#include "test-helpers.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -22,17 +23,6 @@ struct fx {
 	char *state;
 	struct pdk_ws *set;
 };
-
-/* dir/rel in one of a few rotating static buffers (no allocation to free in asserts). */
-static const char *P(const char *dir, const char *rel)
-{
-	static char bufs[4][512];
-	static unsigned i;
-	char *b = bufs[i++ % 4];
-
-	(void)snprintf(b, sizeof(bufs[0]), "%s/%s", dir, rel);
-	return b;
-}
 
 static void put(const char *dir, const char *rel, const char *content)
 {
@@ -90,7 +80,7 @@ static void setup_fx(struct fx *f)
 	put(f->ws, "op/old1", "1\n");
 	put(f->ws, "op/kept", "k\n");
 	put(f->ws, "f2d", "file\n");
-	cr_assert_eq(symlink("same", P(f->ws, "ln")), 0);
+	cr_assert_eq(symlink("same", pdk_test_path(f->ws, "ln")), 0);
 	cr_assert_eq(pdk_ws_create(f->state, f->ws, NULL, 0, &f->set, &err), 0, "%s",
 		     err ? err->msg : "");
 }
@@ -130,7 +120,7 @@ Test(workspace, diff_reads_overlay_format)
 	up = pdk_ws_upper_path(f.set);
 	put(up, "mod", "new content\n");
 	put(up, "chm", "x\n");
-	cr_assert_eq(chmod(P(up, "chm"), 0700), 0);
+	cr_assert_eq(chmod(pdk_test_path(up, "chm"), 0700), 0);
 	put(up, "touched", "t\n"); /* copied up, nothing changed */
 	put(up, "same", "same\n");
 	whiteout(up, "gone");
@@ -187,10 +177,10 @@ Test(workspace, symlinks_and_renames)
 
 	setup_fx(&f);
 	up = pdk_ws_upper_path(f.set);
-	cr_assert_eq(symlink("mod", P(up, "ln")), 0); /* retargeted */
+	cr_assert_eq(symlink("mod", pdk_test_path(up, "ln")), 0); /* retargeted */
 	whiteout(up, "gone");
 	put(up, "renamed", "bye\n"); /* gone's content */
-	cr_assert_eq(symlink("/etc/passwd", P(up, "evil")), 0);
+	cr_assert_eq(symlink("/etc/passwd", pdk_test_path(up, "evil")), 0);
 	cr_assert_eq(pdk_ws_diff(f.set, 0, PDK_WS_CURRENT, &d, &err), 0);
 	c = find(&d, "ln");
 	cr_assert_not_null(c);
@@ -211,17 +201,15 @@ static char *view_summary(struct pdk_ws *set, unsigned to)
 {
 	struct pdk_error *err = NULL;
 	struct pdk_ws_diff d;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
+	struct pdk_test_text t;
+	FILE *out = pdk_test_text_open(&t);
 
 	cr_assert_eq(pdk_ws_diff(set, 0, to, &d, &err), 0, "%s", err ? err->msg : "");
 	for (size_t i = 0; i < d.n; i++)
 		fprintf(out, "%s %s %o %llu\n", d.v[i].path, pdk_ws_kind_name(d.v[i].kind),
 			(unsigned)d.v[i].mode, (unsigned long long)d.v[i].size);
-	fclose(out);
 	pdk_ws_diff_release(&d);
-	return buf;
+	return pdk_test_text_take(&t);
 }
 
 Test(workspace, snapshots_stack_and_roll_back)
@@ -301,26 +289,26 @@ Test(workspace, copied_snapshot_leaves_the_upper_layer)
 	mkd(up, "op");
 	opaque(up, "op");
 	put(up, "op/fresh", "f\n");
-	cr_assert_eq(chmod(P(up, "new"), 0), 0);
+	cr_assert_eq(chmod(pdk_test_path(up, "new"), 0), 0);
 	memset(note, 'x', sizeof(note));
-	cr_assert_eq(setxattr(P(up, "mod"), "user.note", note, sizeof(note), 0), 0, "%s",
-		     strerror(errno));
-	cr_assert_eq(chmod(P(up, "op"), 02750), 0);
-	cr_assert_eq(stat(P(up, "mod"), &st), 0);
+	cr_assert_eq(setxattr(pdk_test_path(up, "mod"), "user.note", note, sizeof(note), 0), 0,
+		     "%s", strerror(errno));
+	cr_assert_eq(chmod(pdk_test_path(up, "op"), 02750), 0);
+	cr_assert_eq(stat(pdk_test_path(up, "mod"), &st), 0);
 	s1 = view_summary(f.set, PDK_WS_CURRENT);
 	cr_assert_eq(pdk_ws_snapshot_copy(f.set, &err), 1, "%s", err ? err->msg : "");
 	layer = pdk_xasprintf("%s/layers/1", pdk_ws_dir(f.set));
-	cr_assert_eq(stat(P(layer, "mod"), &st2), 0);
+	cr_assert_eq(stat(pdk_test_path(layer, "mod"), &st2), 0);
 	cr_assert(st2.st_mtim.tv_sec == st.st_mtim.tv_sec &&
 			  st2.st_mtim.tv_nsec == st.st_mtim.tv_nsec,
 		  "the copy keeps the modification time");
-	cr_assert_eq(getxattr(P(layer, "mod"), "user.note", got, sizeof(got)),
+	cr_assert_eq(getxattr(pdk_test_path(layer, "mod"), "user.note", got, sizeof(got)),
 		     (ssize_t)sizeof(note), "the copy keeps a user attribute of %zu bytes",
 		     sizeof(note));
-	cr_assert_eq(stat(P(layer, "op"), &st2), 0);
+	cr_assert_eq(stat(pdk_test_path(layer, "op"), &st2), 0);
 	cr_assert_eq(st2.st_mode & 07777, 02750, "the copy keeps a directory's set-gid mode");
 	free(layer);
-	cr_assert_eq(stat(P(up, "new"), &st), 0, "the upper layer stays where it is");
+	cr_assert_eq(stat(pdk_test_path(up, "new"), &st), 0, "the upper layer stays where it is");
 	cr_assert_eq(st.st_mode & 07777, 0, "and as the agent left it");
 	v = view_summary(f.set, 1);
 	cr_assert_str_eq(v, s1, "snapshot 1 is the view at the copy");
@@ -339,8 +327,8 @@ Test(workspace, copied_snapshot_leaves_the_upper_layer)
 	 * Changes after the copy, as the mounted overlay makes them: a file made
 	 * since the host directory is unlinked outright (no lower layer has it).
 	 */
-	cr_assert_eq(unlink(P(up, "op/fresh")), 0);
-	cr_assert_eq(unlink(P(up, "new")), 0);
+	cr_assert_eq(unlink(pdk_test_path(up, "op/fresh")), 0);
+	cr_assert_eq(unlink(pdk_test_path(up, "new")), 0);
 	put(up, "later", "l\n");
 	cr_assert_eq(pdk_ws_diff(f.set, 1, PDK_WS_CURRENT, &d, &err), 0, "%s", err ? err->msg : "");
 	cr_assert_eq(kind_of(&d, "new"), PDK_WS_DELETED,
@@ -419,14 +407,18 @@ Test(workspace, open_by_prefix_lock_list_remove)
 	cr_assert_eq(pdk_ws_remove(again, &err), 0);
 	pdk_ws_free(again);
 	/* An interrupted removal is finished by the next listing. */
-	cr_assert_eq(mkdir(P(f.state, "ws/01a20000-0000-7000-8000-000000000000.removing"), 0700),
-		     0);
+	cr_assert_eq(
+		mkdir(pdk_test_path(f.state, "ws/01a20000-0000-7000-8000-000000000000.removing"),
+		      0700),
+		0);
 	put(f.state, "ws/01a20000-0000-7000-8000-000000000000.removing/meta.json", "{}");
 	cr_assert_eq(pdk_ws_list(f.state, &ids, &err), 0);
 	cr_assert_eq(pdk_strv_len(ids), 1);
 	pdk_strv_free(ids);
-	cr_assert_eq(access(P(f.state, "ws/01a20000-0000-7000-8000-000000000000.removing"), F_OK),
-		     -1);
+	cr_assert_eq(
+		access(pdk_test_path(f.state, "ws/01a20000-0000-7000-8000-000000000000.removing"),
+		       F_OK),
+		-1);
 	cr_assert_eq(pdk_ws_open(f.state, pdk_ws_id(f.set), &again, &err), 0, "no sandbox id: %s",
 		     err ? err->msg : "");
 	cr_assert_null(pdk_ws_sandbox(again));
@@ -468,7 +460,7 @@ Test(workspace, import_keeps_whiteouts_opaque_and_holes)
 	mkd(src, "op");
 	opaque(src, "op");
 	put(src, "op/new", "n\n");
-	cr_assert_eq(symlink("x", P(src, "sl")), 0);
+	cr_assert_eq(symlink("x", pdk_test_path(src, "sl")), 0);
 	sparse = pdk_xasprintf("%s/sparse", src);
 	fd = open(sparse, O_WRONLY | O_CREAT, 0600);
 	cr_assert_eq(pwrite(fd, "end", 3, (off_t)1 << 30), 3);
@@ -495,17 +487,15 @@ Test(workspace, json_and_printing_of_hostile_names)
 	struct pdk_ws_change c = {
 		.path = "bad\377name\n", .kind = PDK_WS_ADDED, .mode = S_IFREG | 0644};
 	json_t *j = pdk_ws_change_json(&c);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out;
+	struct pdk_test_text t;
+	char *buf;
 
 	cr_assert(json_is_null(json_object_get(j, "path")));
 	cr_assert_str_eq(json_string_value(json_object_get(j, "path_hex")), "626164ff6e616d650a");
 	json_decref(j);
-	out = open_memstream(&buf, &len);
-	pdk_ws_print_path(out, c.path);
-	pdk_ws_print_path(out, " plain/é");
-	fclose(out);
+	pdk_ws_print_path(pdk_test_text_open(&t), c.path);
+	pdk_ws_print_path(t.f, " plain/é");
+	buf = pdk_test_text_take(&t);
 	cr_assert_str_eq(buf, "\"bad\\xffname\\n\" plain/é");
 	free(buf);
 }

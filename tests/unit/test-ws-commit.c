@@ -6,6 +6,7 @@
 #include "common.h"
 #include "util.h"
 #include "workspace.h"
+#include "test-helpers.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -27,19 +28,9 @@ struct fx {
 	int layer_fd;
 };
 
-static const char *P(const char *dir, const char *rel)
-{
-	static char bufs[4][256];
-	static unsigned i;
-	char *b = bufs[i++ % 4];
-
-	snprintf(b, sizeof(bufs[0]), "%s/%s", dir, rel);
-	return b;
-}
-
 static void put(const char *dir, const char *rel, const char *content)
 {
-	FILE *f = fopen(P(dir, rel), "w");
+	FILE *f = fopen(pdk_test_path(dir, rel), "w");
 
 	cr_assert_not_null(f, "%s/%s: %s", dir, rel, strerror(errno));
 	fputs(content, f);
@@ -71,7 +62,7 @@ static void setup_fx(struct fx *f)
 	cr_assert_eq(mkdir(f->outside, 0755), 0);
 	put(f->outside, "secret", "secret\n");
 	put(f->dir, "keep", "keep\n");
-	cr_assert_eq(mkdir(P(f->dir, "d"), 0755), 0);
+	cr_assert_eq(mkdir(pdk_test_path(f->dir, "d"), 0755), 0);
 	put(f->dir, "d/old", "old\n");
 	f->root_fd = open(f->dir, O_RDONLY | O_DIRECTORY);
 	f->layer_fd = open(f->layer, O_RDONLY | O_DIRECTORY);
@@ -148,13 +139,10 @@ static void listing(const char *dir, const char *rel, FILE *out)
 
 static char *tree(const char *dir)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
+	struct pdk_test_text t;
 
-	listing(dir, "", out);
-	fclose(out);
-	return buf;
+	listing(dir, "", pdk_test_text_open(&t));
+	return pdk_test_text_take(&t);
 }
 
 static void assert_tree(const char *dir, const char *want, const char *what)
@@ -211,18 +199,19 @@ static void refused_kinds(void)
 
 	setup_fx(&f);
 	before = tree(f.dir);
-	cr_assert_eq(mkfifo(P(f.layer, "fifo"), 0644), 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", P(f.layer, "sock"));
+	cr_assert_eq(mkfifo(pdk_test_path(f.layer, "fifo"), 0644), 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", pdk_test_path(f.layer, "sock"));
 	cr_assert_eq(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	close(s);
 	put(f.layer, "fine", "fine\n");
-	cr_assert_eq(symlink("../outside/secret", P(f.layer, "up")), 0);
+	cr_assert_eq(symlink("../outside/secret", pdk_test_path(f.layer, "up")), 0);
 	v[n++] = change(&f, "fifo", PDK_WS_ADDED, 0);
 	v[n++] = change(&f, "fine", PDK_WS_ADDED, 0);
 	v[n++] = change(&f, "sock", PDK_WS_ADDED, 0);
 	v[n++] = change(&f, "up", PDK_WS_ADDED, 0);
 	if (geteuid() == 0) {
-		cr_assert_eq(mknod(P(f.layer, "null"), S_IFCHR | 0666, makedev(1, 3)), 0);
+		cr_assert_eq(mknod(pdk_test_path(f.layer, "null"), S_IFCHR | 0666, makedev(1, 3)),
+			     0);
 		v[n++] = change(&f, "null", PDK_WS_ADDED, 0);
 	}
 	cr_assert_lt(commit(&f, v, n, 0, &rep, &err), 0);
@@ -258,7 +247,7 @@ static void inconsistent_list(void)
 	outside_before = tree(f.outside);
 	/* "d" replaced by a symlink to the outside, then a file "in" it: a list overlayfs cannot
 	 * make, that a naive commit would write through. */
-	cr_assert_eq(symlink(f.outside, P(f.layer, "d")), 0);
+	cr_assert_eq(symlink(f.outside, pdk_test_path(f.layer, "d")), 0);
 	put(f.layer, "x", "pwned\n");
 	v[0] = change(&f, "d", PDK_WS_REPLACED, S_IFDIR | 0755);
 	v[1] = change(&f, "x", PDK_WS_ADDED, 0);
@@ -290,16 +279,16 @@ static void host_race(void)
 	setup_fx(&f);
 	outside_before = tree(f.outside);
 	put(f.layer, "new", "n\n");
-	cr_assert_eq(mkdir(P(f.layer, "d"), 0755), 0);
+	cr_assert_eq(mkdir(pdk_test_path(f.layer, "d"), 0755), 0);
 	put(f.layer, "d/x", "x\n");
 	v[0] = change(&f, "d/x", PDK_WS_ADDED, 0);
 	v[1] = change(&f, "new", PDK_WS_ADDED, 0);
 	/* Between diff and commit, the host's d becomes a symlink to the outside. */
-	cr_assert_eq(pdk_rm_rf_at(AT_FDCWD, P(f.dir, "d")), 0);
-	cr_assert_eq(symlink(f.outside, P(f.dir, "d")), 0);
+	cr_assert_eq(pdk_rm_rf_at(AT_FDCWD, pdk_test_path(f.dir, "d")), 0);
+	cr_assert_eq(symlink(f.outside, pdk_test_path(f.dir, "d")), 0);
 	cr_assert_lt(commit(&f, v, 2, 0, &rep, &err), 0);
 	assert_tree(f.outside, outside_before, "nothing written through the link");
-	cr_assert_eq(access(P(f.dir, "new"), F_OK), -1, "nothing else applied either");
+	cr_assert_eq(access(pdk_test_path(f.dir, "new"), F_OK), -1, "nothing else applied either");
 	cr_assert_eq(rep.applied, 0);
 	pdk_error_free(&err);
 	pdk_ws_commit_report_release(&rep);
@@ -323,10 +312,10 @@ static void all_or_nothing(void)
 	int n;
 
 	setup_fx(&f);
-	cr_assert_eq(chmod(P(f.dir, "keep"), 0600), 0);
+	cr_assert_eq(chmod(pdk_test_path(f.dir, "keep"), 0600), 0);
 	put(f.layer, "keep", "changed\n");
-	cr_assert_eq(chmod(P(f.layer, "keep"), 0644), 0);
-	cr_assert_eq(mkdir(P(f.layer, "newdir"), 0750), 0);
+	cr_assert_eq(chmod(pdk_test_path(f.layer, "keep"), 0644), 0);
+	cr_assert_eq(mkdir(pdk_test_path(f.layer, "newdir"), 0750), 0);
 	put(f.layer, "newdir/f", "f\n");
 	put(f.layer, "zlate", "z\n");
 	v[0] = change(&f, "d", PDK_WS_DELETED, S_IFDIR | 0755);
@@ -349,11 +338,11 @@ static void all_or_nothing(void)
 	pdk_error_free(&err);
 	pdk_ws_commit_report_release(&rep);
 	/* Without the conflict the same list goes through. */
-	cr_assert_eq(unlink(P(f.dir, "zlate")), 0);
+	cr_assert_eq(unlink(pdk_test_path(f.dir, "zlate")), 0);
 	cr_assert_eq(commit(&f, v, 6, 0, &rep, &err), 0, "%s", err ? err->msg : "");
 	cr_assert_eq(rep.applied, 6);
-	cr_assert_eq(access(P(f.dir, "d"), F_OK), -1);
-	assert_content(P(f.dir, "keep"), "changed\n");
+	cr_assert_eq(access(pdk_test_path(f.dir, "d"), F_OK), -1);
+	assert_content(pdk_test_path(f.dir, "keep"), "changed\n");
 	pdk_ws_commit_report_release(&rep);
 	free(before);
 	teardown_fx(&f);
