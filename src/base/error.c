@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+PDK_PRINTF(4, 0)
 static int set_v(struct pdk_error **err, int status, bool with_str, const char *fmt, va_list ap)
 {
 	char *msg = NULL;

@@ -37,6 +37,7 @@ static const struct pdk_command commands[] = {
 	{"help", cmd_help, "show this help"},
 };
 
+PDK_PRINTF(2, 0)
 static void vmsg(const char *kind, const char *fmt, va_list ap)
 {
 	fputs("paddock: ", stderr);
