@@ -21,6 +21,7 @@
 #include "seccomp.h"
 
 #include <seccomp.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -33,6 +34,12 @@
 #include <sys/syscall.h>
 #include <linux/netlink.h>
 #include <unistd.h>
+
+/*
+ * The bit the kernel tests for O_TMPFILE (libc's O_TMPFILE adds
+ * O_DIRECTORY, which alone creates nothing).
+ */
+#define PDK_O_TMPFILE_BIT 020000000
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -130,6 +137,7 @@ static const struct {
 	int nr;
 } nr_fallback[] = {
 	{"open_tree_attr", 467},
+	{"fchmodat2", 452},
 };
 
 /*
@@ -172,6 +180,16 @@ static const struct arg_rule arg_rules[] = {
 	/* SECURITY: TIOCSTI pushes input into the terminal, TIOCLINUX can read the console. */
 	{"ioctl", 1, {ARG32(1, TIOCSTI)}},
 	{"ioctl", 1, {ARG32(1, TIOCLINUX)}},
+	/*
+	 * SECURITY: a sandbox may be handed the caller's terminal, which it must
+	 * leave working: no line discipline change (N_NULL discards all I/O
+	 * after run exits), no exclusive mode (the caller's own opens of the
+	 * tty fail with EBUSY), no console redirection and no hangup.
+	 */
+	{"ioctl", 1, {ARG32(1, TIOCSETD)}},
+	{"ioctl", 1, {ARG32(1, TIOCEXCL)}},
+	{"ioctl", 1, {ARG32(1, TIOCCONS)}},
+	{"ioctl", 1, {ARG32(1, TIOCVHANGUP)}},
 	/* SECURITY: raw IP sockets forge packets; SOCK_PACKET on AF_INET is AF_PACKET. */
 	{"socket", 2, {ARG32(0, AF_INET), ARG_MASK(1, 0xf, SOCK_RAW)}},
 	{"socket", 2, {ARG32(0, AF_INET6), ARG_MASK(1, 0xf, SOCK_RAW)}},
@@ -190,6 +208,25 @@ static const struct arg_rule arg_rules[] = {
 	 1,
 	 {ARG_MASK(1, SECCOMP_FILTER_FLAG_NEW_LISTENER, SECCOMP_FILTER_FLAG_NEW_LISTENER)}},
 };
+
+/*
+ * Syscalls that give a file its mode bits: the index of the mode argument,
+ * and for open and openat the index of the flags argument, whose mode
+ * counts only with O_CREAT or O_TMPFILE (-1: the mode always counts).
+ */
+static const struct {
+	const char *syscall;
+	unsigned mode_arg;
+	int flags_arg;
+} mode_setters[] = {
+	{"chmod", 1, -1},     {"fchmod", 1, -1}, {"fchmodat", 2, -1},
+	{"fchmodat2", 2, -1}, {"creat", 1, -1},  {"mknod", 1, -1},
+	{"mknodat", 2, -1},   {"open", 2, 1},    {"openat", 3, 2},
+};
+
+/* The set-id mode bits, and the open flags that make the kernel read the mode. */
+static const uint64_t setid_bits[] = {S_ISUID, S_ISGID};
+static const uint64_t creating_flags[] = {O_CREAT, PDK_O_TMPFILE_BIT};
 
 static int resolve(const char *name)
 {
@@ -266,6 +303,58 @@ static int add_namespace_rules(scmp_filter_ctx ctx, struct pdk_error **err)
 	 * ENOSYS makes glibc fall back to the register-based call above.
 	 */
 	return add_rule(ctx, "clone3", SCMP_ACT_ERRNO(ENOSYS), 0, NULL, err);
+}
+
+/*
+ * The rules of one mode-setting syscall: EPERM when the mode has a set-id
+ * bit (and, for open and openat, the flags create a file), one rule per
+ * bit and flag since libseccomp 2.5 compares each argument once a rule.
+ * umode_t is 16 bits: a masked test of the bit ignores the upper half.
+ */
+static int add_setid_rule(scmp_filter_ctx ctx, unsigned i, struct pdk_error **err)
+{
+	int rc = 0;
+
+	for (size_t b = 0; rc == 0 && b < PDK_ARRAY_SIZE(setid_bits); b++) {
+		struct scmp_arg_cmp c[2] = {
+			ARG_MASK(mode_setters[i].mode_arg, setid_bits[b], setid_bits[b]),
+		};
+
+		if (mode_setters[i].flags_arg < 0) {
+			rc = add_rule(ctx, mode_setters[i].syscall, SCMP_ACT_ERRNO(EPERM), 1, c,
+				      err);
+			continue;
+		}
+		for (size_t f = 0; rc == 0 && f < PDK_ARRAY_SIZE(creating_flags); f++) {
+			c[1] = (struct scmp_arg_cmp)ARG_MASK((unsigned)mode_setters[i].flags_arg,
+							     creating_flags[f], creating_flags[f]);
+			rc = add_rule(ctx, mode_setters[i].syscall, SCMP_ACT_ERRNO(EPERM), 2, c,
+				      err);
+		}
+	}
+	return rc;
+}
+
+/*
+ * SECURITY: no set-user-ID or set-group-ID file from inside a sandbox.
+ * The sandbox's uids are host uids (root is host root), so a set-id file
+ * left in a host-writable mount (an rw workspace, an --rw bind, an
+ * overlay's upper directory) is a set-id program on the host. Inside the
+ * sandbox the bits do nothing (no_new_privs), so denying them takes
+ * nothing away there. openat2 takes its mode in a struct the filter cannot
+ * read: ENOSYS makes callers fall back to openat, as for clone3. File
+ * capabilities (security.capability) need CAP_SETFCAP, which no sandbox
+ * process has. docs/seccomp.md has the reasoning.
+ */
+static int add_setid_rules(scmp_filter_ctx ctx, struct pdk_error **err)
+{
+	for (unsigned i = 0; i < PDK_ARRAY_SIZE(mode_setters); i++) {
+		int rc = add_setid_rule(ctx, i, err);
+
+		if (rc < 0)
+			return rc;
+	}
+	return add_rule(ctx, "openat2", SCMP_ACT_ERRNO(ENOSYS), 0, NULL, err);
 }
 
 static bool family_allowed(uint64_t af)
@@ -350,6 +439,8 @@ static int add_all_rules(scmp_filter_ctx ctx, unsigned flags, struct pdk_error *
 		rc = add_arg_rules(ctx, err);
 	if (rc == 0)
 		rc = add_personality_rules(ctx, err);
+	if (rc == 0)
+		rc = add_setid_rules(ctx, err);
 	return rc;
 }
 

@@ -36,6 +36,7 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <termios.h>
@@ -483,6 +484,156 @@ static int print_capeff(void)
 	return -1;
 }
 
+/*
+ * Set-id bits from inside (issue 16, finding 3): each probe makes a file in
+ * the directory ARG (an rw workspace or an --rw bind) and tries to give it
+ * a set-id mode. The host side checks that no set-id file appeared.
+ */
+static int setid_path(char *buf, size_t n, const char *name)
+{
+	if (arg == NULL || snprintf(buf, n, "%s/%s", arg, name) >= (int)n)
+		return EINVAL;
+	(void)unlink(buf);
+	return 0;
+}
+static int make_exec(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+static int chmod_probe(const char *name, mode_t mode)
+{
+	char p[512];
+	int e = setid_path(p, sizeof(p), name);
+
+	if (e == 0)
+		e = make_exec(p);
+	return e ? e : ret(chmod(p, mode));
+}
+static int p_chmod_suid(void)
+{
+	return chmod_probe("chmod-suid", 04755);
+}
+static int p_chmod_sgid(void)
+{
+	return chmod_probe("chmod-sgid", 02755);
+}
+static int p_fchmodat2_suid(void)
+{
+	char p[512];
+	int e = setid_path(p, sizeof(p), "fchmodat2-suid");
+
+	if (e == 0)
+		e = make_exec(p);
+	return e ? e : ret(syscall(452 /* fchmodat2 */, AT_FDCWD, p, 04755, 0));
+}
+static int p_open_suid(void)
+{
+	char p[512];
+	int e = setid_path(p, sizeof(p), "open-suid");
+
+	return e ? e : ret(open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 04755));
+}
+static int p_tmpfile_suid(void)
+{
+	return arg ? ret(open(arg, O_TMPFILE | O_WRONLY | O_CLOEXEC, 04755)) : EINVAL;
+}
+static int p_mknod_suid(void)
+{
+	char p[512];
+	int e = setid_path(p, sizeof(p), "mknod-suid");
+
+	return e ? e : ret(mknod(p, S_IFREG | 06755, 0));
+}
+static int p_openat2_suid(void)
+{
+	struct {
+		uint64_t flags, mode, resolve;
+	} how = {O_WRONLY | O_CREAT, 04755, 0};
+	char p[512];
+	int e = setid_path(p, sizeof(p), "openat2-suid");
+
+	return e ? e : ret(syscall(SYS_openat2, AT_FDCWD, p, &how, sizeof(how)));
+}
+static int p_setcap_file(void)
+{
+	/* VFS_CAP_REVISION_2 | effective, permitted = CAP_SETUID (7). */
+	uint32_t cap[5] = {0x02000001, 1u << 7, 0, 0, 0};
+	char p[512];
+	int e = setid_path(p, sizeof(p), "setcap-file");
+
+	if (e == 0)
+		e = make_exec(p);
+	return e ? e : ret(setxattr(p, "security.capability", cap, sizeof(cap), 0));
+}
+
+/* The caller's terminal (issue 16, finding 6): fd 0 is the terminal run was given. */
+static int p_tiocsetd(void)
+{
+	int ldisc = 27; /* N_NULL: the terminal would discard all I/O */
+
+	return ret(ioctl(0, TIOCSETD, &ldisc));
+}
+static int p_tiocexcl(void)
+{
+	return ret(ioctl(0, TIOCEXCL));
+}
+
+/*
+ * /proc/PID/mem of a sibling (issue 16, finding 8): a child keeps a secret
+ * in memory, and this process reads it through procfs. docs/seccomp.md
+ * says which of these the sandbox allows and why.
+ */
+static volatile char mem_secret[16];
+
+static int read_child_mem(int dumpable)
+{
+	int sync[2], fd, e = 0;
+	char buf[sizeof(mem_secret)], path[64];
+	pid_t pid;
+
+	if (pipe(sync) < 0)
+		return errno;
+	pid = fork();
+	if (pid == 0) {
+		(void)prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+		memcpy((char *)mem_secret, "sibling-secret", 15);
+		(void)!write(sync[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	if (pid < 0 || read(sync[0], buf, 1) != 1)
+		return EAGAIN;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, buf, sizeof(buf), (off_t)(uintptr_t)mem_secret) != sizeof(buf))
+		e = errno;
+	else if (memcmp(buf, "sibling-secret", 15) != 0)
+		e = EIO;
+	if (fd >= 0)
+		close(fd);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return e;
+}
+static int p_sibling_mem(void)
+{
+	int e = read_child_mem(1);
+
+	if (e != 0)
+		return e;
+	printf("sibling-mem: readable\n");
+	return -1;
+}
+static int p_sibling_mem_nodump(void)
+{
+	return read_child_mem(0);
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -551,6 +702,18 @@ static const struct {
 	{"daemon", p_daemon},
 	{"euid", print_euid},
 	{"capeff", print_capeff},
+	{"chmod-suid", p_chmod_suid},
+	{"chmod-sgid", p_chmod_sgid},
+	{"fchmodat2-suid", p_fchmodat2_suid},
+	{"open-suid", p_open_suid},
+	{"tmpfile-suid", p_tmpfile_suid},
+	{"mknod-suid", p_mknod_suid},
+	{"openat2-suid", p_openat2_suid},
+	{"setcap-file", p_setcap_file},
+	{"tiocsetd", p_tiocsetd},
+	{"tiocexcl", p_tiocexcl},
+	{"sibling-mem", p_sibling_mem},
+	{"sibling-mem-nodump", p_sibling_mem_nodump},
 };
 
 int main(int argc, char **argv)

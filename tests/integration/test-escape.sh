@@ -177,4 +177,128 @@ for who in root user; do
 	host_checks "$who"
 	setuid_checks "$who"
 done
+
+# ---- issue 16: set-id files, the caller's terminal, a sibling's memory (docs/seccomp.md) ----
+. "$(dirname "$0")/lib-serve.sh"
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; undelegate_cgroup; rm -rf "$T"' EXIT
+
+# name:errno of each attempt to make a set-id file in the host directory given as ARG.
+SETID_ATTEMPTS='chmod-suid:EPERM chmod-sgid:EPERM fchmodat2-suid:EPERM open-suid:EPERM
+tmpfile-suid:EPERM mknod-suid:EPERM openat2-suid:ENOSYS setcap-file:EPERM'
+# The same attack as a user would type it, with each command's status.
+SETID_SHELL='cd "$1" && cp /bin/sh sh-copy
+chmod 4755 sh-copy; echo "chmod 4755: $?"
+chmod g+s sh-copy; echo "chmod g+s: $?"
+install -m 4755 /bin/sh sh-install; echo "install -m 4755: $?"
+python3 -c "import os; os.open(\"py-suid\", os.O_CREAT | os.O_WRONLY, 0o4755)" 2>/dev/null; echo "open(O_CREAT, 04755): $?"'
+SETID_SHELL_WANT='chmod 4755: 1
+chmod g+s: 1
+install -m 4755: 1
+open(O_CREAT, 04755): 1'
+
+# is_blocked DESC NAME PATTERN RC OUT: the attempt's own status and line say it was refused.
+is_blocked() {
+	if [ "$4" = 1 ] && printf '%s' "$5" | grep -qE "^$2: blocked \(($3)\)$"; then
+		ok 0 "$1: $5"
+	else
+		ok 1 "$1: $2 must be refused with $3"
+		printf '#   exit %s, output: %s\n' "$4" "$5"
+	fi
+}
+
+# no_setid_on_host DESC DIR: seen from the host, nothing in DIR has a set-id bit.
+no_setid_on_host() {
+	local found
+	found=$(find "$2" -perm /6000 -printf '%m %u %p\n')
+	is "$found" "" "$1: from the host, no set-id file in $2"
+}
+
+# setid_run WHO WAY: every attempt through `paddock run`, the directory being an rw workspace
+# (WAY=workspace), an --rw bind (WAY=rw-bind) or an overlay workspace, whose upper directory
+# is on the host too (WAY=overlay).
+setid_run() {
+	local who=$1 way=$2 d a out rc
+	local -a opts
+	d=$(mkws)
+	case $way in
+	workspace) opts=(-w "$d" --workspace-mode rw) ;;
+	rw-bind) opts=(-w "$(mkws)" --rw "$d") ;;
+	overlay) opts=(-w "$d" --workspace-mode overlay) ;;
+	esac
+	for a in $SETID_ATTEMPTS; do
+		out=$(prun "$who" "${opts[@]}" --ro "$PROBE" -- "$PROBE" "${a%%:*}" "$d" 2>/dev/null); rc=$?
+		is_blocked "$who: run, $way" "${a%%:*}" "${a#*:}" "$rc" "$out"
+	done
+	out=$(prun "$who" "${opts[@]}" -- sh -c "$SETID_SHELL" sh "$d" 2>"$T/setid-err")
+	is "$out" "$SETID_SHELL_WANT" "$who: run, $way: cp + chmod 4755, chmod g+s, install -m 4755, open(O_CREAT, 04755) all fail"
+	is "$(grep -c 'Operation not permitted' "$T/setid-err")" 3 "$who: run, $way: chmod, chmod and install say EPERM"
+	if [ "$way" = overlay ]; then
+		no_setid_on_host "$who: run, $way (the change sets)" "$T/state-$who"
+	else
+		is "$(stat -c %a "$d/sh-copy")" 755 "$who: run, $way: the copy itself was made, without the bits"
+	fi
+	no_setid_on_host "$who: run, $way" "$d"
+}
+
+# setid_serve WHO: the same through a daemon sandbox with an rw workspace.
+setid_serve() {
+	local who=$1 d id a out
+	d=$(mkws)
+	cp "$PROBE" "$d/escape-probe" && chmod 0755 "$d/escape-probe"
+	serve_start "$who"
+	ok $? "$who: serve: the daemon starts (set-id checks)"
+	api "$who" POST /v1/sandboxes "{\"workspace\":{\"path\":\"$d\",\"mode\":\"rw\"}}"
+	id=$(jq_get "$BODY" id)
+	is "$CODE" 201 "$who: serve: a sandbox with the rw workspace $d"
+	for a in $SETID_ATTEMPTS; do
+		api "$who" POST "/v1/sandboxes/$id/exec" \
+			"{\"argv\":[\"$d/escape-probe\",\"${a%%:*}\",\"$d\"]}"
+		is_blocked "$who: serve, workspace" "${a%%:*}" "${a#*:}" "$(jq_get "$BODY" exit_code)" \
+			"$(jq_get "$BODY" stdout.text | tr -d '\n')"
+	done
+	api "$who" POST "/v1/sandboxes/$id/exec" \
+		"$(jq -cn --arg s "$SETID_SHELL" --arg d "$d" '{argv: ["sh", "-c", $s, "sh", $d]}')"
+	is "$(jq_get "$BODY" stdout.text)" "$SETID_SHELL_WANT" "$who: serve, workspace: cp + chmod 4755, chmod g+s, install -m 4755, open(O_CREAT, 04755) all fail"
+	no_setid_on_host "$who: serve, workspace" "$d"
+	api "$who" DELETE "/v1/sandboxes/$id"
+	serve_stop "$who"
+}
+
+# tty_checks WHO: run is handed a terminal (a pty, as a user's); the attempt to change its line
+# discipline or make it exclusive is refused, and after run the terminal still works.
+tty_checks() {
+	local who=$1 name out rc
+	for name in tiocsetd tiocexcl; do
+		out=$(cd "$T/home" && python3 "$TESTS_DIR/integration/tty-check.py" "${PRUN[@]}" run \
+			--ro "$PROBE" -- "$PROBE" "$name" 2>&1); rc=$?
+		printf '%s' "$out" | grep -qx "$name: blocked (EPERM)"
+		ok $? "$who: $name on the caller's terminal is refused ($(printf '%s' "$out" | grep "^$name:"))"
+		is "$rc $(printf '%s' "$out" | grep '^terminal:')" \
+			"0 terminal: ldisc=0 excl=0 input=ok output=ok" "$who: after $name, the caller's terminal still works"
+	done
+}
+
+# mem_checks WHO: the rule of docs/seccomp.md: a sibling of the same workload is readable through
+# /proc/PID/mem, a process that made itself non-dumpable (as paddock-init does) is not.
+mem_checks() {
+	local who=$1 out rc
+	out=$(probe "$who" sibling-mem); rc=$?
+	is "$rc $out" "2 sibling-mem: readable" "$who: a sibling's /proc/PID/mem is readable (same workload; docs/seccomp.md)"
+	check_blocked "$who" sibling-mem-nodump EACCES
+	check_blocked "$who" proc1-mem EACCES
+}
+
+# Control: on the host the terminal attack works and tty-check.py sees the terminal wrecked.
+out=$(python3 "$TESTS_DIR/integration/tty-check.py" "$PROBE" tiocsetd 2>&1)
+is "$? $(printf '%s' "$out" | grep '^terminal:')" "1 terminal: ldisc=27 excl=0 input=lost output=lost" \
+	"control: on the host, TIOCSETD N_NULL wrecks the terminal and the check sees it"
+for who in root user; do
+	prun_cmd "$who"
+	setid_run "$who" workspace
+	setid_run "$who" rw-bind
+	setid_run "$who" overlay
+	tty_checks "$who"
+	mem_checks "$who"
+	have_supervisor && setid_serve "$who"
+done
 done_testing
