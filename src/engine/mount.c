@@ -13,6 +13,13 @@
 
 #define NEWROOT "/newroot"
 #define OLDROOT "/oldroot"
+/*
+ * Where the overlay's layers are bound in the scratch root before the
+ * overlay is made of them: overlayfs shows the paths it was given in
+ * /proc/self/mountinfo, and the sandbox must not learn the state
+ * directory or the change set's id from them.
+ */
+#define LAYERS "/layers"
 
 enum op_kind {
 	OP_BIND,    /* src -> dst, then attrs applied recursively */
@@ -35,10 +42,14 @@ struct op {
 	char *dst;     /* "/newroot/..." */
 	char *data;
 	/* OP_OVERLAY */
-	char **lowers;  /* "/oldroot/..." topmost first */
-	char *lowerdir; /* the same as one "lowerdir=" value, for kernels before 6.8 */
-	char *tmpfs;    /* options of the tmpfs holding upper and work, or NULL */
-	mode_t mode;    /* of the upper root on that tmpfs */
+	char **lowers;   /* "/oldroot/..." topmost first */
+	char **lower_as; /* the neutral name each is bound at: LAYERS "/N" */
+	char *lowerdir;  /* lower_as as one "lowerdir=" value, for kernels before 6.8 */
+	char *set_dir;   /* "/oldroot/..." the directory of upper and work */
+	char *upper_as;  /* LAYERS "/set/NAME" */
+	char *work_as;   /* LAYERS "/set/NAME" */
+	char *tmpfs;     /* options of the tmpfs holding upper and work, or NULL */
+	mode_t mode;     /* of the upper root on that tmpfs */
 };
 
 struct pdk_mount_plan {
@@ -265,6 +276,34 @@ static char *join_lowerdir(char *const *v)
 	return s;
 }
 
+/* Where the sandbox sees the workspace: its own path unless the spec names another. */
+static const char *ws_view(const struct pdk_mount_spec *s)
+{
+	return s->ws_view != NULL ? s->ws_view : s->workspace;
+}
+
+/*
+ * The overlay's upper and work directories are bound at neutral names
+ * through the one directory that holds both (overlayfs wants them on the
+ * same mount): the change set's directory.
+ */
+static int set_names(struct op *o, const struct pdk_mount_spec *s, struct pdk_error **err)
+{
+	const char *u = strrchr(s->ws_upper, '/');
+	const char *w = strrchr(s->ws_work, '/');
+
+	if (u == NULL || w == NULL || u == s->ws_upper || u - s->ws_upper != w - s->ws_work ||
+	    strncmp(s->ws_upper, s->ws_work, (size_t)(u - s->ws_upper)) != 0)
+		return pdk_error_setx(err, EINVAL,
+				      "workspace: the upper layer '%s' and the work directory '%s' "
+				      "are not in one directory",
+				      s->ws_upper, s->ws_work);
+	o->set_dir = pdk_xasprintf(OLDROOT "%.*s", (int)(u - s->ws_upper), s->ws_upper);
+	o->upper_as = pdk_xasprintf(LAYERS "/set%s", u);
+	o->work_as = pdk_xasprintf(LAYERS "/set%s", w);
+	return 0;
+}
+
 static int add_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 		       const struct pdk_mount_spec *s, struct pdk_error **err)
 {
@@ -276,17 +315,36 @@ static int add_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 		return pdk_error_setx(err, EINVAL, "workspace: overlay mode without a change set");
 	if (stat(s->workspace, &st) < 0)
 		return pdk_error_set(err, errno, "workspace: cannot read '%s'", s->workspace);
-	o = add_op(p, OP_OVERLAY, s->workspace);
-	for (size_t i = 0; s->ws_lowers[i] != NULL; i++)
+	o = add_op(p, OP_OVERLAY, ws_view(s));
+	for (size_t i = 0; s->ws_lowers[i] != NULL; i++) {
 		pdk_strv_push_take(&o->lowers, pdk_xasprintf(OLDROOT "%s", s->ws_lowers[i]));
-	o->lowerdir = join_lowerdir(o->lowers);
+		pdk_strv_push_take(&o->lower_as, pdk_xasprintf(LAYERS "/%zu", i));
+	}
+	o->lowerdir = join_lowerdir(o->lower_as);
 	o->src = pdk_xasprintf(OLDROOT "%s", s->ws_upper);
 	o->data = pdk_xasprintf(OLDROOT "%s", s->ws_work);
+	if (set_names(o, s, err) < 0)
+		return -1;
 	o->mode = st.st_mode & 07777;
 	if (s->ws_disk > 0)
 		o->tmpfs = pdk_xasprintf("mode=0700,size=%llu", (unsigned long long)s->ws_disk);
 	if (ll != NULL)
-		pdk_landlock_add_path(ll, s->workspace, PDK_LANDLOCK_RW);
+		pdk_landlock_add_path(ll, ws_view(s), PDK_LANDLOCK_RW);
+	return 0;
+}
+
+/* An rw or ro workspace bound at its view path (a directory; no symlink is replicated). */
+static int add_ws_bind(struct pdk_mount_plan *p, struct pdk_landlock *ll,
+		       const struct pdk_mount_spec *s)
+{
+	bool rw = s->ws_mode == PDK_WS_RW;
+	struct op *o = add_op(p, OP_BIND, s->ws_view);
+
+	o->src = pdk_xasprintf(OLDROOT "%s", s->workspace);
+	/* SECURITY: nothing bound from the host may carry setuid bits or device access. */
+	o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY);
+	if (ll != NULL && rw)
+		pdk_landlock_add_path(ll, s->ws_view, PDK_LANDLOCK_RW);
 	return 0;
 }
 
@@ -303,17 +361,19 @@ static int add_workspace(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 	case PDK_WS_OVERLAY:
 		return add_overlay(p, ll, s, err);
 	case PDK_WS_TMPFS:
-		o = add_op(p, OP_TMPFS, s->workspace);
+		o = add_op(p, OP_TMPFS, ws_view(s));
 		o->data = s->ws_disk ? pdk_xasprintf("mode=0755,size=%llu",
 						     (unsigned long long)s->ws_disk)
 				     : pdk_xstrdup("mode=0755");
 		o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 		if (ll != NULL)
-			pdk_landlock_add_path(ll, s->workspace, PDK_LANDLOCK_RW);
+			pdk_landlock_add_path(ll, ws_view(s), PDK_LANDLOCK_RW);
 		return 0;
 	case PDK_WS_RW:
 	case PDK_WS_RO:
 	default:
+		if (s->ws_view != NULL)
+			return add_ws_bind(p, ll, s);
 		if (add_host_bind(p, ll, s->workspace, s->ws_mode == PDK_WS_RW, false, err) < 0)
 			return pdk_error_wrap(err, "workspace");
 		return 0;
@@ -411,8 +471,11 @@ void pdk_mount_plan_print(const struct pdk_mount_plan *plan, FILE *out)
 		const struct op *o = &plan->ops[i];
 
 		if (o->kind == OP_OVERLAY) {
-			fprintf(out, "%-10s %s <- %s upper=%s%s\n", op_names[o->kind],
-				o->dst + strlen(NEWROOT), o->lowerdir, o->tmpfs ? "tmpfs," : "",
+			fprintf(out, "%-10s %s <-", op_names[o->kind], o->dst + strlen(NEWROOT));
+			for (size_t j = 0; o->lowers[j] != NULL; j++)
+				fprintf(out, "%s%s", j > 0 ? ":" : " ",
+					o->lowers[j] + strlen(OLDROOT));
+			fprintf(out, " upper=%s%s\n", o->tmpfs ? "tmpfs," : "",
 				o->tmpfs ? o->tmpfs : o->src + strlen(OLDROOT));
 			continue;
 		}
@@ -432,7 +495,11 @@ void pdk_mount_plan_free(struct pdk_mount_plan *plan)
 		free(plan->ops[i].dst);
 		free(plan->ops[i].data);
 		pdk_strv_free(plan->ops[i].lowers);
+		pdk_strv_free(plan->ops[i].lower_as);
 		free(plan->ops[i].lowerdir);
+		free(plan->ops[i].set_dir);
+		free(plan->ops[i].upper_as);
+		free(plan->ops[i].work_as);
 		free(plan->ops[i].tmpfs);
 	}
 	free(plan->ops);
@@ -758,44 +825,99 @@ static int fail_fs(int fs, struct pdk_child_error *ce, const char *what, const c
  * userxattr: inside a user namespace overlayfs keeps whiteouts and opaque
  * marks in user.overlay.* xattrs.
  */
+/*
+ * Bind `src` at the neutral name `as` in the scratch root (recursively: a
+ * directory with mounts below it cannot be bound alone in a user namespace).
+ */
+static int bind_layer(const char *src, const char *as, struct pdk_child_error *ce)
+{
+	if (mkdir(as, 0700) < 0 && errno != EEXIST)
+		return fail(ce, "cannot create", as, NULL);
+	if (mount(src, as, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return fail(ce, "cannot bind the workspace layer", src, as);
+	return 0;
+}
+
+/*
+ * SECURITY: the layers under neutral names, so that the overlay's options in
+ * /proc/self/mountinfo (which show the paths it was given) name no host path:
+ * not the state directory, not the change set, not the workspace's own.
+ * Upper and work of a disk-limited workspace are on /wsupper already.
+ */
+static int bind_layers(const struct op *o, struct pdk_child_error *ce)
+{
+	int rc = 0;
+
+	if (mkdir(LAYERS, 0700) < 0)
+		return fail(ce, "cannot create", LAYERS, NULL);
+	for (size_t i = 0; rc == 0 && o->lowers[i] != NULL; i++)
+		rc = bind_layer(o->lowers[i], o->lower_as[i], ce);
+	if (rc == 0 && o->tmpfs == NULL)
+		rc = bind_layer(o->set_dir, LAYERS "/set", ce);
+	return rc;
+}
+
+/* The upper and work directories on a tmpfs of the disk limit's size; *upper_fd opened. */
+static int make_disk_upper(const struct op *o, int *upper_fd, struct pdk_child_error *ce)
+{
+	if (mkdir("/wsupper", 0700) < 0 ||
+	    mount("tmpfs", "/wsupper", "tmpfs", MS_NOSUID | MS_NODEV, o->tmpfs) < 0)
+		return fail(ce, "cannot mount the workspace's disk-limited tmpfs on", "/wsupper",
+			    NULL);
+	if (mkdir("/wsupper/upper", 0700) < 0 || chmod("/wsupper/upper", o->mode) < 0 ||
+	    mkdir("/wsupper/work", 0700) < 0)
+		return fail(ce, "cannot prepare", "/wsupper", NULL);
+	*upper_fd = open("/wsupper/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*upper_fd < 0)
+		return fail(ce, "cannot open", "/wsupper/upper", NULL);
+	return 0;
+}
+
+/* The overlay's lower layers: one "lowerdir+" each, else (before 6.8) one "lowerdir". */
+static int set_lowers(int fs, const struct op *o, struct pdk_child_error *ce)
+{
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", o->lower_as[0], 0) == 0) {
+		for (size_t i = 1; o->lower_as[i] != NULL; i++)
+			if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", o->lower_as[i], 0) < 0)
+				return fail_fs(fs, ce, "overlay: bad lower layer", o->lowers[i]);
+		return 0;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", o->lowerdir, 0) < 0)
+		return fail_fs(fs, ce, "overlay: bad lower layers", o->lowers[0]);
+	return 0;
+}
+
+/*
+ * The workspace overlay, built with the new mount API so that every layer
+ * is one parameter ("lowerdir+", Linux 6.8) and no option string limits
+ * the number of snapshots; older kernels get the escaped "lowerdir" list.
+ * userxattr: inside a user namespace overlayfs keeps whiteouts and opaque
+ * marks in user.overlay.* xattrs.
+ */
 static int apply_overlay(const struct op *o, int *upper_fd, struct pdk_child_error *ce)
 {
-	const char *upper = o->src, *work = o->data;
+	const char *upper = o->upper_as, *work = o->work_as;
 	int fs = -1, mnt = -1, rc = -1;
 
 	if (o->tmpfs != NULL) {
-		if (mkdir("/wsupper", 0700) < 0 ||
-		    mount("tmpfs", "/wsupper", "tmpfs", MS_NOSUID | MS_NODEV, o->tmpfs) < 0)
-			return fail(ce, "cannot mount the workspace's disk-limited tmpfs on",
-				    "/wsupper", NULL);
-		if (mkdir("/wsupper/upper", 0700) < 0 || chmod("/wsupper/upper", o->mode) < 0 ||
-		    mkdir("/wsupper/work", 0700) < 0)
-			return fail(ce, "cannot prepare", "/wsupper", NULL);
-		*upper_fd = open("/wsupper/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (*upper_fd < 0)
-			return fail(ce, "cannot open", "/wsupper/upper", NULL);
+		if (make_disk_upper(o, upper_fd, ce) < 0)
+			return -1;
 		upper = "/wsupper/upper";
 		work = "/wsupper/work";
 	}
+	if (bind_layers(o, ce) < 0)
+		return -1;
 	fs = fsopen("overlay", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return fail(ce, "cannot create an overlay for", o->dst, NULL);
-	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", o->lowers[0], 0) == 0) {
-		for (size_t i = 1; o->lowers[i] != NULL; i++)
-			if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", o->lowers[i], 0) < 0) {
-				rc = fail_fs(fs, ce, "overlay: bad lower layer", o->lowers[i]);
-				goto out;
-			}
-	} else if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", o->lowerdir, 0) < 0) {
-		rc = fail_fs(fs, ce, "overlay: bad lower layers", o->lowerdir);
+	if (set_lowers(fs, o, ce) < 0)
 		goto out;
-	}
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0) {
-		rc = fail_fs(fs, ce, "overlay: bad upper layer", upper);
+		rc = fail_fs(fs, ce, "overlay: bad upper layer", o->tmpfs ? upper : o->src);
 		goto out;
 	}
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0) {
-		rc = fail_fs(fs, ce, "overlay: bad work directory", work);
+		rc = fail_fs(fs, ce, "overlay: bad work directory", o->tmpfs ? work : o->data);
 		goto out;
 	}
 	if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||

@@ -29,6 +29,7 @@
 struct pdk_mount_spec {
 	const struct pdk_policy *policy; /* borrowed */
 	const char *workspace;           /* absolute host path, or NULL for none */
+	const char *ws_view;             /* where the sandbox sees it; NULL: at `workspace` */
 	enum pdk_ws_mode ws_mode;
 	/* PDK_WS_OVERLAY: the layers (workspace.h), host paths. */
 	char *const *ws_lowers; /* topmost first, the workspace last */

@@ -203,6 +203,7 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 	struct pdk_mount_spec spec = {
 		.policy = p,
 		.workspace = cfg->workspace,
+		.ws_view = cfg->ws_view,
 		.ws_mode = cfg->ws_mode,
 		.ws_disk = p->limits.disk,
 		.extra_ro = cfg->extra_ro,
@@ -557,7 +558,9 @@ static json_t *create_attrs(struct pdk_sandbox *sb)
 static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
 {
 	struct pdk_sandbox *sb = pdk_xcalloc(1, sizeof(*sb));
-	const char *ws = cfg->ws_mode != PDK_WS_NONE ? cfg->workspace : NULL;
+	const char *ws = cfg->ws_mode == PDK_WS_NONE ? NULL
+			 : cfg->ws_view != NULL      ? cfg->ws_view
+						     : cfg->workspace;
 
 	sb->t_create_ns = pdk_now_mono_ns();
 	if (cfg->id != NULL && strlen(cfg->id) == 36)

@@ -36,6 +36,7 @@ struct pdk_sandbox_config {
 	bool service;
 	const char *cwd;       /* inside; NULL = the workspace, else "/" */
 	const char *workspace; /* absolute host path; NULL = none */
+	const char *ws_view;   /* where the sandbox sees it (absolute); NULL = at its host path */
 	enum pdk_ws_mode ws_mode;
 	struct pdk_ws *ws; /* PDK_WS_OVERLAY: the change set that receives the changes (borrowed) */
 	char *const *extra_ro; /* more read-only binds (may be NULL) */

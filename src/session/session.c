@@ -263,6 +263,7 @@ int pdk_session_start(struct pdk_session *s, struct pdk_error **err)
 		.service = o->argv == NULL,
 		.cwd = o->cwd,
 		.workspace = s->workspace,
+		.ws_view = s->private_ws != NULL ? PDK_SESSION_PRIVATE_VIEW : NULL,
 		.ws_mode = s->policy->workspace.mode,
 		.ws = s->ws,
 		.extra_ro = o->extra_ro,
@@ -416,6 +417,12 @@ char *const *pdk_session_env(const struct pdk_session *s)
 const char *pdk_session_workspace(const struct pdk_session *s)
 {
 	return s->workspace;
+}
+
+const char *pdk_session_workspace_view(const struct pdk_session *s)
+{
+	return s->private_ws != NULL && s->workspace != NULL ? PDK_SESSION_PRIVATE_VIEW
+							     : s->workspace;
 }
 
 bool pdk_session_private_workspace(const struct pdk_session *s)

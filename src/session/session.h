@@ -52,7 +52,9 @@ struct pdk_session_opts {
 	 * No workspace given (overrides.workspace NULL, mode not none): a
 	 * private, empty one at STATE/sandboxes/ID/workspace, in overlay mode
 	 * unless overrides.ws_mode says otherwise, removed by
-	 * pdk_session_finish(). Service mode's default.
+	 * pdk_session_finish(). Service mode's default. The sandbox sees it
+	 * at PDK_SESSION_PRIVATE_VIEW, never at its host path (which names the
+	 * state directory and the sandbox's id).
 	 */
 	bool private_workspace;
 	const struct pdk_log *log; /* what is no error: downgrades, cleanup failures */
@@ -163,6 +165,9 @@ PDK_MUST_CHECK int pdk_session_finish(struct pdk_session *s, struct pdk_session_
 /* Release what res owns. */
 void pdk_session_result_release(struct pdk_session_result *res);
 
+/* The path at which a sandbox sees its private workspace. */
+#define PDK_SESSION_PRIVATE_VIEW "/workspace"
+
 /*
  * Free the session. One still running is stopped and its sinks closed
  * (failures logged); its change set is left as it is. NULL-safe.
@@ -174,6 +179,8 @@ const char *pdk_session_id(const struct pdk_session *s);
 const struct pdk_policy *pdk_session_policy(const struct pdk_session *s); /* overrides applied */
 char *const *pdk_session_env(const struct pdk_session *s);      /* the sandbox's environment */
 const char *pdk_session_workspace(const struct pdk_session *s); /* host path; NULL: none */
+/* Where the sandbox sees the workspace: PDK_SESSION_PRIVATE_VIEW or its host path; NULL: none. */
+const char *pdk_session_workspace_view(const struct pdk_session *s);
 bool pdk_session_private_workspace(const struct pdk_session *s);
 struct pdk_ws *pdk_session_ws(const struct pdk_session *s);         /* the change set; NULL: none */
 struct pdk_events *pdk_session_events(const struct pdk_session *s); /* NULL: no sink */

@@ -166,11 +166,11 @@ static bool exec_refused(struct pdk_supervisor *s, json_int_t req, json_t *argv,
 	return true;
 }
 
-/* The request's cwd, else the workspace (seen at its host path), else "/". */
+/* The request's cwd, else the workspace (where the sandbox sees it), else "/". */
 static const char *exec_cwd(struct pdk_supervisor *s, json_t *msg)
 {
 	const char *cwd = json_string_value(json_object_get(msg, "cwd"));
-	const char *ws = pdk_session_workspace(s->session);
+	const char *ws = pdk_session_workspace_view(s->session);
 
 	if (cwd != NULL)
 		return cwd;

@@ -305,7 +305,9 @@ void pdk__sv_op_ws(struct pdk_supervisor *s, json_int_t req, json_t *msg, const 
 		rc = restart_around(s, step, msg, reply, &err) < 0 ? -1 : 1;
 	if (rc < 0) {
 		json_decref(reply);
-		return pdk__sv_reply_error(s, req, "internal", NULL, err);
+		/* A commit that refused entries (EPERM) is the caller's to fix, not ours. */
+		return pdk__sv_reply_error(s, req, err->status == EPERM ? "forbidden" : "internal",
+					   NULL, err);
 	}
 	pdk__sv_send(s, reply, NULL, 0);
 }

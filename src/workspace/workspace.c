@@ -1300,17 +1300,22 @@ static int copy_xattrs(int src, int dst)
 }
 
 /*
- * Owner, mode and times of `st` on `fd`, in that order (a change of owner
- * clears the set-id bits). The owner only where we may give it: rootless,
- * every file of the layer is ours anyway.
+ * Owner, mode and times of `st` on `fd`, in that order. The owner only
+ * where we may give it: rootless, every file of the layer is ours anyway.
+ * SECURITY: never the set-id bits of a file. What a sandbox wrote is copied
+ * onto the host here (a disk-limited upper layer, a snapshot of a running
+ * one); as root it would be a set-id program of the sandbox's choosing on
+ * the host. A directory keeps its set-gid bit (group inheritance, no
+ * privilege), as the overlay shows it.
  */
 static int copy_attrs(int fd, const struct stat *st)
 {
 	const struct timespec t[2] = {st->st_atim, st->st_mtim};
+	mode_t keep = S_ISDIR(st->st_mode) ? 07777 : 01777;
 
 	if (fchown(fd, st->st_uid, st->st_gid) < 0 && errno != EPERM)
 		return -errno;
-	if (fchmod(fd, st->st_mode & 07777) < 0)
+	if (fchmod(fd, st->st_mode & keep) < 0)
 		return -errno;
 	return futimens(fd, t) < 0 ? -errno : 0;
 }
@@ -1404,6 +1409,9 @@ static int copy_entry(int src, int dst, const char *name, const char *path, stru
 	case S_IFCHR:
 	case S_IFBLK:
 	case S_IFIFO:
+		/* SECURITY: a device node other than a whiteout is never made on the host. */
+		if (!S_ISFIFO(st.st_mode) && !is_whiteout(&st))
+			return pdk_error_setx(err, EPERM, "'%s' is a device node: refused", path);
 		/*
 		 * Whiteouts (0:0) and FIFOs. Without CAP_MKNOD (rootless) a
 		 * whiteout is linked instead: the overlay never changes one in

@@ -211,11 +211,12 @@ void pdk_ws_commit_report_release(struct pdk_ws_commit_report *r);
  * Apply `diff` (from pdk_ws_diff(ws, 0, PDK_WS_CURRENT)) to the workspace
  * directory. All or nothing: every entry is checked first (device nodes,
  * FIFOs, sockets and, without the flag, symlinks leading outside are
- * refused and listed in the report); then new content is staged next to
- * its target, swapped in, and on any failure every step taken is undone.
- * Never writes outside the workspace: every path is resolved beneath an
- * fd of the workspace root with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS.
- * setuid/setgid bits are stripped. Returns 0, or negative + *err (and the
+ * refused and listed in the report; a symlink is judged by where it leads
+ * in the directory as it will be after the commit, through the links the
+ * directory holds and those of the diff, chains and ".." included); then new content is staged next
+ * to its target, swapped in, and on any failure every step taken is undone. Never writes outside
+ * the workspace: every path is resolved beneath an fd of the workspace root with RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS. setuid/setgid bits are stripped. Returns 0, or negative + *err (and the
  * report lists refusals when that is why).
  */
 PDK_MUST_CHECK int pdk_ws_commit(struct pdk_ws *ws, const struct pdk_ws_diff *diff, unsigned flags,

@@ -4,8 +4,9 @@
  *
  * Three passes over the diff:
  *   1. check: refuse what must never land (device nodes, FIFOs, sockets,
- *      symlinks leading out of the directory, malformed paths); if anything
- *      is refused, nothing is applied;
+ *      symlinks leading out of the directory as it will be after the
+ *      commit (ws-links.c), malformed paths); if anything is refused,
+ *      nothing is applied;
  *   2. apply, journaling each step: new entries are created with O_EXCL
  *      (never over anything that appeared meanwhile); modified ones are
  *      written under a hidden name next to their target and swapped in with
@@ -21,6 +22,7 @@
 #include "common.h"
 #include "base.h"
 #include "workspace.h"
+#include "workspace-internal.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -60,6 +62,8 @@ struct commit {
 	int cached_fd;
 	struct pdk_ws_commit_report *rep;
 	struct pdk_error **err;
+	const struct pdk_ws_diff *diff;
+	struct pdk__ws_view *view; /* the directory after the commit, for the links' check */
 };
 
 static long openat2_beneath(int dirfd, const char *path, int flags)
@@ -141,50 +145,6 @@ static bool valid_path(const char *p)
 	return true;
 }
 
-/*
- * Does a symlink at `path` with `target` stay inside the root? Absolute
- * targets must lie under root_path without any "..". Relative ones may
- * climb only with leading ".." (through the link's own directories, which
- * are real ones) and not above the root; a ".." after a name could climb
- * out of wherever a symlinked name leads, so it counts as outside.
- */
-static bool link_inside(const char *root_path, const char *path, const char *target)
-{
-	size_t depth = 0;
-	bool named = false;
-	const char *s;
-
-	if (target[0] == '\0')
-		return false;
-	if (target[0] == '/') {
-		size_t n = strlen(root_path);
-
-		if (strncmp(target, root_path, n) != 0 || (target[n] != '/' && target[n] != '\0'))
-			return false;
-		s = target + n;
-	} else {
-		for (const char *p = path; *p != '\0'; p++)
-			depth += *p == '/';
-		s = target;
-	}
-	while (*s != '\0') {
-		size_t n;
-
-		while (*s == '/')
-			s++;
-		n = strcspn(s, "/");
-		if (n == 2 && s[0] == '.' && s[1] == '.') {
-			if (named || target[0] == '/' || depth == 0)
-				return false;
-			depth--;
-		} else if (n > 0 && !(n == 1 && s[0] == '.')) {
-			named = true;
-		}
-		s += n;
-	}
-	return true;
-}
-
 static void refuse(struct commit *c, const char *path, char *reason)
 {
 	struct pdk_ws_commit_report *r = c->rep;
@@ -193,6 +153,29 @@ static void refuse(struct commit *c, const char *path, char *reason)
 	r->refused[r->n_refused].path = pdk_xstrdup(path);
 	r->refused[r->n_refused].reason = reason;
 	r->n_refused++;
+}
+
+/*
+ * SECURITY: a symlink is judged by where it leads in the directory as it
+ * will be after the commit (ws-links.c), not by its text: through links
+ * the directory holds already, links of the same change set, chains and
+ * "..". Its text alone calls "via -> hostlink/passwd" inside when the
+ * directory has "hostlink -> /etc".
+ */
+static void check_link(struct commit *c, const struct pdk_ws_change *ch)
+{
+	char *why;
+
+	if (c->view == NULL)
+		c->view = pdk__ws_view_new(c->root, c->root_path, c->diff);
+	why = pdk__ws_link_outside(c->view, ch->path, ch->link);
+	if (why == NULL)
+		return;
+	refuse(c, ch->path,
+	       pdk_xasprintf("a symlink leading outside the workspace (to '%s', %s; "
+			     "--allow-outside-symlinks accepts it)",
+			     ch->link, why));
+	free(why);
 }
 
 static void check(struct commit *c, const struct pdk_ws_change *ch)
@@ -215,12 +198,8 @@ static void check(struct commit *c, const struct pdk_ws_change *ch)
 		refuse(c, ch->path, pdk_xstrdup("an unknown type of file"));
 	else if (t == S_IFLNK && ch->link == NULL)
 		refuse(c, ch->path, pdk_xstrdup("a symlink whose target could not be read"));
-	else if (t == S_IFLNK && !(c->flags & PDK_WS_COMMIT_ALLOW_OUTSIDE_LINKS) &&
-		 !link_inside(c->root_path, ch->path, ch->link))
-		refuse(c, ch->path,
-		       pdk_xasprintf("a symlink leading outside the workspace (to '%s'; "
-				     "--allow-outside-symlinks accepts it)",
-				     ch->link));
+	else if (t == S_IFLNK && !(c->flags & PDK_WS_COMMIT_ALLOW_OUTSIDE_LINKS))
+		check_link(c, ch);
 }
 
 static struct step *journal(struct commit *c, enum step_kind kind, const char *dir,
@@ -535,6 +514,7 @@ int pdk_ws_commit_at(int root_fd, const char *root_path, const struct pdk_ws_dif
 		.cached_fd = -1,
 		.rep = report,
 		.err = err,
+		.diff = diff,
 	};
 	const char *gone = NULL; /* the last directory moved away whole */
 	int rc = 0;
@@ -542,6 +522,7 @@ int pdk_ws_commit_at(int root_fd, const char *root_path, const struct pdk_ws_dif
 	memset(report, 0, sizeof(*report));
 	for (size_t i = 0; i < diff->n; i++)
 		check(&c, &diff->v[i]);
+	pdk__ws_view_free(steal_ptr(&c.view));
 	if (report->n_refused > 0) {
 		report->stripped = 0;
 		return pdk_error_setx(err, EPERM, "%zu entr%s refused", report->n_refused,

@@ -268,6 +268,89 @@ open("n", "w").write("n\n")
 	pws "$who" discard "$id" >/dev/null
 }
 
+# Finding: a symlink judged by its text. "via -> hostlink/passwd" is inside by its text, but
+# the directory holds "hostlink -> /etc": the commit must refuse it (and chains through it,
+# and links made by the same change set), name where each leads, and change nothing.
+check_links_after_commit() {
+	local who=$1 ws id before
+	ws=$(mkws_for "$who")
+	fixture "$who" "$ws"
+	as "$who" "$ws" 'ln -s /etc hostlink; ln -s hostlink hostchain'
+	before=$(as "$who" "$ws" "$LISTING")
+	prun "$who" -w "$ws" -- sh -c 'ln -s hostlink/passwd via; ln -s hostchain/shadow chain;
+		ln -s hostlink mid; ln -s mid/group viamid; ln -s src/lib/../../hostlink/hosts dotdot;
+		ln -s src/../a.txt fine' 2>/dev/null
+	id=$(last_set "$who")
+	pws "$who" commit "$id" >/dev/null 2>"$T/err"
+	is $? 1 "$who: commit of a link through a host symlink to /etc is refused (exit 1)"
+	grep -q "refused: via: .*leads to '/etc/passwd' through 'hostlink' -> '/etc'" "$T/err"
+	ok $? "$who: the refusal names the link and where it leads" || sed 's/^/#   /' "$T/err"
+	for p in chain mid viamid dotdot; do
+		grep -q "refused: $p: a symlink leading outside" "$T/err" || { ok 1 "$who: refusal names $p"; continue 2; }
+	done
+	ok 0 "$who: chains, links of the same change set and '..' through them are refused too"
+	grep -q "refused: fine:" "$T/err"; is $? 1 "$who: a link that stays inside is not refused"
+	is "$(as "$who" "$ws" "$LISTING")" "$before" "$who: the host directory is unchanged"
+	# The same link after the change set makes hostlink a directory: inside, committed.
+	prun "$who" --change-set "$id" -- sh -c 'rm via chain mid viamid dotdot hostlink;
+		mkdir hostlink; echo p > hostlink/passwd; ln -s hostlink/passwd via' 2>/dev/null
+	pws "$who" commit "$id" >/dev/null 2>"$T/err"
+	is $? 0 "$who: judged in the directory as it will be: a link into what becomes a directory commits"
+	is "$(cat "$ws/via")" p "$who: ... and leads there"
+}
+
+# Finding: set-id files committed to the host. A set-id file, a set-gid directory and a
+# device node planted in the change set's upper layer directly (as root, on the host side).
+check_setid_planted() {
+	local who=$1 ws id up own
+	ws=$(mkws_for "$who")
+	prun "$who" -w "$ws" -- sh -c 'echo x > x' 2>/dev/null
+	id=$(last_set "$who")
+	up="$T/state-$who/ws/$id/upper"
+	own=$([ "$who" = root ] && echo 0:0 || echo $UNPRIV_UID:$UNPRIV_UID)
+	# (chown first: a change of owner clears the set-id bits.)
+	cp /bin/sh "$up/suidsh" && cp /bin/sh "$up/sgidsh" && mkdir "$up/sgiddir" &&
+		chown "$own" "$up/suidsh" "$up/sgidsh" "$up/sgiddir" && chmod 4755 "$up/suidsh" &&
+		chmod 2755 "$up/sgidsh" && chmod 2775 "$up/sgiddir" && mknod "$up/null" c 1 3
+	ok $? "$who: set-id files, a set-gid directory and a device node planted in the upper layer"
+	pws "$who" commit "$id" >"$T/out" 2>"$T/err"
+	is $? 1 "$who: a planted device node: the commit is refused"
+	grep -q "refused: null: a device node" "$T/err"; ok $? "$who: ... naming it"
+	[ ! -e "$ws/suidsh" ] && [ ! -e "$ws/x" ]; ok $? "$who: ... and nothing was applied"
+	rm "$up/null"
+	pws "$who" commit "$id" >"$T/out" 2>"$T/err"
+	is $? 0 "$who: without it the commit goes through"
+	is "$(stat -c %a "$ws/suidsh" "$ws/sgidsh" "$ws/sgiddir" | tr '\n' ' ')" "755 755 775 " \
+		"$who: no set-id bit reached the host"
+	grep -q "stripped from 3" "$T/out"; ok $? "$who: the stripping is reported"
+	is "$(find "$ws" -perm /6000 | wc -l)" 0 "$who: no entry of the workspace is set-id"
+}
+
+# Finding: host paths in /proc/self/mountinfo. The overlay's layers are bound at neutral names
+# before it is made: its options name neither the state directory nor the change set. The
+# workspace itself is seen at its own path by decision (docs/workspace.md).
+check_mountinfo() {
+	local who=$1 ws out id disk
+	ws=$(mkws_for "$who")
+	for disk in "" "--disk 4M"; do
+		out=$(prun "$who" -w "$ws" $disk -- sh -c 'echo x >> x; cat /proc/self/mountinfo' 2>/dev/null)
+		id=$(last_set "$who")
+		[ -n "$id" ] && echo "$out" | grep -q ' - overlay '; ok $? "$who${disk:+ $disk}: a change set and its overlay"
+		echo "$out" | grep -qF -e "$T/state-$who" -e "$id" -e "${id:0:13}"
+		is $? 1 "$who${disk:+ $disk}: mountinfo names neither the state directory nor the change set"
+		echo "$out" | grep ' - overlay ' | grep -qF -e "/oldroot" -e "lowerdir+=$ws" -e "lowerdir=$ws"
+		is $? 1 "$who${disk:+ $disk}: the overlay's layers have neutral names"
+		is "$(echo "$out" | grep -cF "$ws")" 1 "$who${disk:+ $disk}: the workspace's path appears once: its mount point"
+		pws "$who" discard "$id" >/dev/null
+	done
+}
+
+for who in root user; do
+	check_links_after_commit "$who"
+	check_setid_planted "$who"
+	check_mountinfo "$who"
+done
+
 for who in root user; do
 	check_boundaries "$who"
 	check_overlay_diff_commit "$who"

@@ -482,6 +482,48 @@ Test(workspace, import_keeps_whiteouts_opaque_and_holes)
 	teardown_fx(&f);
 }
 
+/*
+ * What a sandbox wrote, copied onto the host (an imported disk-limited
+ * upper layer, a copied snapshot), never holds a set-id file nor a device
+ * node other than a whiteout.
+ */
+Test(workspace, copies_make_no_set_id_file_and_no_device)
+{
+	struct fx f;
+	struct pdk_error *err = NULL;
+	char src[] = "/tmp/pdk-ws-src-XXXXXX";
+	_cleanup_free_ char *layer = NULL;
+	struct stat st;
+
+	setup_fx(&f);
+	cr_assert_not_null(mkdtemp(src));
+	put(src, "suid", "#!/bin/sh\n");
+	put(src, "sgid", "#!/bin/sh\n");
+	cr_assert_eq(chmod(pdk_test_path(src, "suid"), 04755), 0);
+	cr_assert_eq(chmod(pdk_test_path(src, "sgid"), 02755), 0);
+	cr_assert_eq(pdk_ws_import_upper(f.set, open(src, O_RDONLY | O_DIRECTORY), &err), 0, "%s",
+		     err ? err->msg : "");
+	cr_assert_eq(stat(pdk_test_path(pdk_ws_upper_path(f.set), "suid"), &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0755, "import: setuid stripped");
+	cr_assert_eq(stat(pdk_test_path(pdk_ws_upper_path(f.set), "sgid"), &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0755, "import: setgid stripped");
+	cr_assert_eq(chmod(pdk_test_path(pdk_ws_upper_path(f.set), "suid"), 04755), 0);
+	cr_assert_eq(pdk_ws_snapshot_copy(f.set, &err), 1, "%s", err ? err->msg : "");
+	layer = pdk_xasprintf("%s/layers/1", pdk_ws_dir(f.set));
+	cr_assert_eq(stat(pdk_test_path(layer, "suid"), &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0755, "snapshot copy: setuid stripped");
+	if (geteuid() == 0) {
+		cr_assert_eq(mknod(pdk_test_path(pdk_ws_upper_path(f.set), "null"), S_IFCHR | 0666,
+				   makedev(1, 3)),
+			     0);
+		cr_assert_lt(pdk_ws_snapshot_copy(f.set, &err), 0, "a device node is refused");
+		cr_assert_not_null(strstr(err->msg, "device node"), "%s", err->msg);
+		pdk_error_free(&err);
+	}
+	(void)!pdk_rm_rf_at(AT_FDCWD, src);
+	teardown_fx(&f);
+}
+
 Test(workspace, json_and_printing_of_hostile_names)
 {
 	struct pdk_ws_change c = {

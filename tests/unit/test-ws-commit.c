@@ -405,6 +405,129 @@ Test(ws_commit, symlink_targets_inside_or_not)
 	links_judged();
 }
 
+/* A symlink change `path` -> `target` (kind ADDED), or a directory when `target` is NULL. */
+static struct pdk_ws_change link_change(const char *path, const char *target)
+{
+	struct pdk_ws_change c = {.path = (char *)path,
+				  .kind = PDK_WS_ADDED,
+				  .mode = target != NULL ? S_IFLNK | 0777 : S_IFDIR | 0755,
+				  .link = (char *)target,
+				  .src_fd = -1};
+
+	return c;
+}
+
+/* Refusals of a dry run of `v`, as "path;path;" (and the reasons in `why`). */
+static char *refused_of(struct fx *f, struct pdk_ws_change *v, size_t n, char *why, size_t size)
+{
+	struct pdk_error *err = NULL;
+	struct pdk_ws_commit_report rep = {0};
+	char *paths = pdk_xasprintf("%s", "");
+
+	why[0] = '\0';
+	(void)!commit(f, v, n, PDK_WS_COMMIT_DRY_RUN, &rep, &err);
+	for (size_t i = 0; i < rep.n_refused; i++) {
+		char *p = pdk_xasprintf("%s%s;", paths, rep.refused[i].path);
+
+		free(paths);
+		paths = p;
+		snprintf(why + strlen(why), size - strlen(why), "%s\n", rep.refused[i].reason);
+	}
+	pdk_ws_commit_report_release(&rep);
+	pdk_error_free(&err);
+	return paths;
+}
+
+/*
+ * Links judged where they lead once committed: through links the directory
+ * already holds ("hostlink" -> the outside), links of the same change set,
+ * chains, "..", and entries the change set deletes or replaces.
+ */
+static void links_resolved(void)
+{
+	struct fx f;
+	char out_secret[160], why[4096];
+	char *got;
+
+	setup_fx(&f);
+	snprintf(out_secret, sizeof(out_secret), "%s/secret", f.outside);
+	cr_assert_eq(symlink(f.outside, pdk_test_path(f.dir, "hostlink")), 0);
+	cr_assert_eq(symlink("../outside", pdk_test_path(f.dir, "relout")), 0);
+	cr_assert_eq(symlink("d", pdk_test_path(f.dir, "indir")), 0);
+	cr_assert_eq(symlink("indir", pdk_test_path(f.dir, "chain")), 0);
+	{
+		struct pdk_ws_change v[] = {link_change("via", "hostlink/secret")};
+
+		got = refused_of(&f, v, 1, why, sizeof(why));
+		cr_assert_str_eq(got, "via;", "a new link through a host link to the outside");
+		cr_assert_not_null(strstr(why, out_secret), "%s", why);
+		cr_assert_not_null(strstr(why, "through 'hostlink' -> '"), "%s", why);
+		free(got);
+	}
+	{
+		struct pdk_ws_change v[] = {link_change("a", "relout/secret"),
+					    link_change("b", "chain/../relout"),
+					    link_change("c", "d/../../outside/secret"),
+					    link_change("e", "indir/../hostlink")};
+
+		got = refused_of(&f, v, 4, why, sizeof(why));
+		cr_assert_str_eq(got, "a;b;c;e;", "through host links, chains and '..': %s", why);
+		free(got);
+	}
+	{
+		struct pdk_ws_change v[] = {
+			link_change("a", "indir/old"), link_change("b", "chain/../keep"),
+			link_change("c", "d/../keep"), link_change("e", "./chain/old")};
+
+		got = refused_of(&f, v, 4, why, sizeof(why));
+		cr_assert_str_eq(got, "", "links that stay inside are accepted: %s", why);
+		free(got);
+	}
+	{ /* A chain made by the change set itself, ending at a host link to the outside. */
+		struct pdk_ws_change v[] = {link_change("mid", "hostlink"),
+					    link_change("via", "mid/secret")};
+
+		got = refused_of(&f, v, 2, why, sizeof(why));
+		cr_assert_str_eq(got, "mid;via;", "%s", why);
+		free(got);
+	}
+	{ /* The change set makes "hostlink" a directory: "via" then stays inside. */
+		struct pdk_ws_change v[] = {link_change("hostlink", NULL),
+					    link_change("via", "hostlink/secret")};
+
+		v[0].kind = PDK_WS_REPLACED;
+		v[0].old_mode = S_IFLNK | 0777;
+		got = refused_of(&f, v, 2, why, sizeof(why));
+		cr_assert_str_eq(got, "", "the directory as it will be: %s", why);
+		free(got);
+	}
+	{ /* The change set deletes "indir": a link through it cannot be judged, nor climb. */
+		struct pdk_ws_change v[] = {link_change("indir", NULL),
+					    link_change("via", "indir/../../x")};
+
+		v[0].kind = PDK_WS_DELETED;
+		v[0].mode = 0;
+		v[0].old_mode = S_IFLNK | 0777;
+		got = refused_of(&f, v, 2, why, sizeof(why));
+		cr_assert_str_eq(got, "via;", "%s", why);
+		free(got);
+	}
+	{ /* A loop. */
+		struct pdk_ws_change v[] = {link_change("l1", "l2"), link_change("l2", "l1/x")};
+
+		got = refused_of(&f, v, 2, why, sizeof(why));
+		cr_assert_str_eq(got, "l1;l2;", "%s", why);
+		cr_assert_not_null(strstr(why, "more than 40 symlinks"), "%s", why);
+		free(got);
+	}
+	teardown_fx(&f);
+}
+
+Test(ws_commit, symlinks_judged_where_they_lead_after_the_commit)
+{
+	BOTH_IDS(links_resolved(););
+}
+
 static void bad_paths(void)
 {
 	static const char *const paths[] = {"../escape", "/abs", "a/../../b", "a//b",

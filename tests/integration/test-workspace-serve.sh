@@ -1,0 +1,88 @@
+#!/bin/bash
+# Workspaces of daemon sandboxes (paddock serve), as root and as nobody: the commit through the
+# API judges symlinks where they lead and strips set-id bits of files planted in the upper
+# layer; a sandbox's mountinfo and working directory name no path of the daemon's state.
+. "$(dirname "$0")/lib-run.sh"
+. "$(dirname "$0")/lib-serve.sh"
+
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
+
+# A workspace owned by the daemon's identity.
+mkws_for() {
+	local d
+	d=$(mktemp -d "$T/ws-XXXXXX")
+	[ "$1" = user ] && chown "$UNPRIV_UID:$UNPRIV_UID" "$d"
+	echo "$d"
+}
+
+sh_in() { # sh_in WHO ID SCRIPT: exec in the sandbox; $BODY has the answer
+	api "$1" POST "/v1/sandboxes/$2/exec" "$(jq -cn --arg c "$3" '{argv:["sh","-c",$c]}')"
+}
+
+commit_tests() {
+	local who=$1 ws id before up own
+	ws=$(mkws_for "$who")
+	echo base >"$ws/a.txt"
+	ln -s /etc "$ws/hostlink"
+	[ "$who" = user ] && chown -h "$UNPRIV_UID:$UNPRIV_UID" "$ws/a.txt" "$ws/hostlink"
+	before=$(cd "$ws" && find . -printf '%p %y %m %s %l\n' | LC_ALL=C sort)
+	api "$who" POST /v1/sandboxes "$(jq -cn --arg p "$ws" '{workspace:{path:$p,mode:"overlay"}}')"
+	id=$(jq_get "$BODY" id)
+	is "$CODE" 201 "$who: a sandbox on an overlay workspace" || { sed 's/^/# /' <<<"$BODY"; return 1; }
+	sh_in "$who" "$id" 'ln -s hostlink/passwd via && ln -s hostlink mid && ln -s mid/group viamid'
+	is "$(jq_get "$BODY" exit_code)" 0 "$who: the sandbox makes links through the host's hostlink -> /etc"
+	api "$who" POST "/v1/sandboxes/$id/commit" '{}'
+	[ "${CODE:0:1}" = 4 ]; ok $? "$who: POST commit is refused ($CODE)"
+	printf '%s' "$BODY" | grep -q "via.*leads to '/etc/passwd' through 'hostlink' -> '/etc'"
+	ok $? "$who: the error names the link and where it leads" || sed 's/^/#   /' <<<"$BODY"
+	is "$(cd "$ws" && find . -printf '%p %y %m %s %l\n' | LC_ALL=C sort)" "$before" "$who: the host directory is unchanged"
+	# A set-id file and a set-gid directory planted in the upper layer, on the host side.
+	sh_in "$who" "$id" 'rm via mid viamid; echo x > x'
+	up=$(ls -d "$T/serve-$who"/state/ws/*/upper | head -n 1)
+	own=$([ "$who" = root ] && echo 0:0 || echo $UNPRIV_UID:$UNPRIV_UID)
+	cp /bin/sh "$up/suidsh" && mkdir "$up/sgiddir" && chown "$own" "$up/suidsh" "$up/sgiddir" &&
+		chmod 4755 "$up/suidsh" && chmod 2775 "$up/sgiddir"
+	ok $? "$who: a set-id file and a set-gid directory planted in the daemon's change set"
+	api "$who" POST "/v1/sandboxes/$id/commit" '{}'
+	is "$CODE" 200 "$who: POST commit" || sed 's/^/#   /' <<<"$BODY"
+	is "$(stat -c %a "$ws/suidsh" "$ws/sgiddir" | tr '\n' ' ')" "755 775 " "$who: no set-id bit reached the host"
+	is "$(cat "$ws/x")" x "$who: the rest was committed"
+	api "$who" DELETE "/v1/sandboxes/$id"
+}
+
+mountinfo_tests() {
+	local who=$1 ws id out
+	api "$who" POST /v1/sandboxes '{}'
+	id=$(jq_get "$BODY" id)
+	is "$CODE" 201 "$who: a sandbox with a private workspace" || return 1
+	sh_in "$who" "$id" 'pwd; cat /proc/self/mountinfo'
+	out=$(jq_get "$BODY" stdout.text)
+	is "$(echo "$out" | head -n 1)" /workspace "$who: its workspace is seen at /workspace"
+	echo "$out" | grep -q ' /workspace .* - overlay .*lowerdir+\{0,1\}=/layers/0'
+	ok $? "$who: an overlay with neutral layer names" || sed 's/^/#   /' <<<"$out"
+	echo "$out" | grep -qF -e "$T/serve-$who" -e "$id" -e "/oldroot"
+	is $? 1 "$who: mountinfo names neither the daemon's state directory nor the sandbox's id"
+	api "$who" DELETE "/v1/sandboxes/$id"
+	ws=$(mkws_for "$who")
+	api "$who" POST /v1/sandboxes "$(jq -cn --arg p "$ws" '{workspace:{path:$p,mode:"overlay"}}')"
+	id=$(jq_get "$BODY" id)
+	sh_in "$who" "$id" 'echo x > x; cat /proc/self/mountinfo'
+	out=$(jq_get "$BODY" stdout.text)
+	echo "$out" | grep -qF -e "$T/serve-$who" -e "/oldroot"
+	is $? 1 "$who: with a workspace of the client's: no path of the daemon's state either"
+	is "$(echo "$out" | grep -cF "$ws")" 1 "$who: the client's workspace appears once, as its mount point"
+	api "$who" DELETE "/v1/sandboxes/$id"
+}
+
+if ! have_supervisor; then
+	echo "1..0 # SKIP paddock supervise is not built"
+	exit 0
+fi
+for who in root user; do
+	serve_start "$who"
+	ok $? "$who: the daemon starts"
+	commit_tests "$who"
+	mountinfo_tests "$who"
+	serve_stop "$who"
+done
+done_testing
