@@ -91,12 +91,14 @@ static bool sub_match(const struct pdk_ctl_sub *s, const struct pdk_audit_row *r
 	return true;
 }
 
+/*
+ * The row's fields and record are the hashed line's (audit.h): the kind a
+ * subscriber is sent as the SSE event and the sandbox it was matched on are
+ * never the table's columns.
+ */
 static void sub_row(struct pdk_ctl_sub *s, const struct pdk_audit_row *row)
 {
-	_cleanup_json_ json_t *j = json_loadb(row->line, row->line_len, 0, NULL);
-
-	if (j != NULL)
-		s->cb(s->ctx, row->seq, row->kind, j);
+	s->cb(s->ctx, row->seq, row->kind, row->record);
 }
 
 struct fan {
