@@ -105,7 +105,7 @@ static int bench_verify(struct pdk_audit *a)
 	uint64_t c0 = cpu_ns();
 	uint64_t ns, cns;
 
-	if (pdk_audit_verify_chain(a, &v, &err) < 0)
+	if (pdk_audit_verify_chain(a, NULL, &v, &err) < 0)
 		return fail("verify", err);
 	cns = cpu_ns() - c0;
 	ns = pdk_now_mono_ns() - t0;

@@ -9,11 +9,17 @@
  * keys after "attrs" (prev_hash, sandbox, sandbox_seq, seq, session, ts,
  * workflow) hold scalars, and a string value cannot contain `h":` (its
  * quotes are escaped). That keeps verification at hashing speed.
+ *
+ * The table's other columns (ts, sandbox, session, workflow, actor, kind)
+ * are copies kept for the schema; nothing reads them any more, and verify
+ * reports one that disagrees with its record's line, so an edit made to
+ * mislead a tool that still reads them is found.
  */
 #include "common.h"
 #include "audit-internal.h"
 #include "base.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,7 +41,31 @@ struct verifier {
 	size_t next_cp;
 	EVP_PKEY *pub; /* NULL when the public key file could not be read */
 	char pub_error[160];
+	const struct pdk_audit_anchor *anchor; /* NULL: none given */
 };
+
+/*
+ * The scan: each row's seq, line and hash, and the name of its first query
+ * column that does not hold what the line holds (NULL when all do; "line"
+ * when the line is not JSON at all). SQLite's JSON parser does the
+ * comparison: a line is parsed once per row (the extractions share a
+ * cache), which keeps verify near hashing speed; jansson parses only the
+ * row that disagrees, for the message. `IS NOT` compares storage classes
+ * too: a BLOB or NULL where the line has a string disagrees.
+ */
+static const char scan_sql[] = "SELECT seq, line, hash, CASE WHEN NOT json_valid(j) THEN 'line'"
+			       " WHEN ts IS NOT (j ->> '$.ts') THEN 'ts'"
+			       " WHEN sandbox IS NOT (j ->> '$.sandbox') THEN 'sandbox'"
+			       " WHEN session IS NOT (j ->> '$.session') THEN 'session'"
+			       " WHEN workflow IS NOT (j ->> '$.workflow') THEN 'workflow'"
+			       " WHEN actor IS NOT (j ->> '$.actor') THEN 'actor'"
+			       " WHEN kind IS NOT (j ->> '$.kind') THEN 'kind' END,"
+			       " ts, sandbox, session, workflow, actor, kind"
+			       " FROM (SELECT *, CAST(line AS TEXT) AS j FROM events) ORDER BY seq";
+#define COL_DIFFERS 3
+/* The query columns, in the scan's order from its fifth column on. */
+static const char *const columns[] = {"ts", "sandbox", "session", "workflow", "actor", "kind"};
+#define FIRST_COLUMN 4
 
 const char *pdk_audit_break_name(enum pdk_audit_break b)
 {
@@ -52,6 +82,8 @@ const char *pdk_audit_break_name(enum pdk_audit_break b)
 		return "truncated";
 	case PDK_AUDIT_BAD_SIGNATURE:
 		return "bad signature";
+	case PDK_AUDIT_COLUMN:
+		return "column";
 	default:
 		return "unknown";
 	}
@@ -89,6 +121,42 @@ static int hexval(char c)
 	if (c >= 'a' && c <= 'f')
 		return c - 'a' + 10;
 	return -1;
+}
+
+/* 64 hex digits (either case) into 32 bytes. */
+static bool unhex32(const char *p, unsigned char out[32])
+{
+	for (size_t i = 0; i < 32; i++) {
+		int hi = hexval((char)tolower((unsigned char)p[2 * i]));
+		int lo = hi < 0 ? -1 : hexval((char)tolower((unsigned char)p[2 * i + 1]));
+
+		if (lo < 0)
+			return false;
+		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return true;
+}
+
+int pdk_audit_parse_anchor(const char *text, struct pdk_audit_anchor *out, struct pdk_error **err)
+{
+	static const unsigned char zero[32];
+	const char *colon = strchr(text, ':');
+	char num[24] = "";
+
+	if (colon != NULL && (size_t)(colon - text) < sizeof(num))
+		memcpy(num, text, (size_t)(colon - text));
+	if (num[0] == '\0' || pdk_parse_u64(num, UINT64_MAX / 2, &out->seq) < 0 ||
+	    strlen(colon + 1) != 64 || !unhex32(colon + 1, out->hash))
+		return pdk_error_setx(
+			err, EINVAL,
+			"'%s' is not a head: expected SEQ:HASH, a sequence number and "
+			"64 hex digits (as 'paddock audit head' prints it)",
+			text);
+	if (out->seq == 0 && memcmp(out->hash, zero, 32) != 0)
+		return pdk_error_setx(
+			err, EINVAL,
+			"'%s' is not a head: the empty store's head (0) has the zero hash", text);
+	return 0;
 }
 
 /* The record's own seq and prev_hash (raw). False when the line is not canonical. */
@@ -197,6 +265,73 @@ static uint64_t record_with_hash(struct verifier *v, const unsigned char hash[32
 	return (uint64_t)sqlite3_column_int64(st, 0);
 }
 
+/* A printable copy of a value for a message: quoted, cut at 40 bytes; NULL is null. */
+static void quoted(char out[48], const char *s, size_t n)
+{
+	size_t k = 0;
+
+	if (s == NULL) {
+		(void)snprintf(out, 48, "null");
+		return;
+	}
+	out[k++] = '\'';
+	for (size_t i = 0; i < n && i < 40; i++)
+		out[k++] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	if (n > 40)
+		k += (size_t)snprintf(out + k, 48 - k, "...");
+	out[k++] = '\'';
+	out[k] = '\0';
+}
+
+/*
+ * SECURITY: the query columns of row `seq` must hold what its line holds,
+ * so that an edit of a column is found even though no view reads the
+ * columns any more.
+ */
+static int check_columns(struct verifier *v, sqlite3_stmt *st, uint64_t seq, const char *line,
+			 size_t n)
+{
+	const char *differs = (const char *)sqlite3_column_text(st, COL_DIFFERS);
+	_cleanup_json_ json_t *rec = NULL;
+	char h[48], w[48];
+	size_t i = 0;
+
+	if (differs == NULL)
+		return 0;
+	rec = json_loadb(line, n, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(rec))
+		return broken(v, PDK_AUDIT_ALTERED, seq, "record %" PRIu64 " is not a JSON object",
+			      seq);
+	while (i + 1 < PDK_ARRAY_SIZE(columns) && strcmp(columns[i], differs) != 0)
+		i++;
+	if (sqlite3_column_type(st, FIRST_COLUMN + (int)i) == SQLITE_NULL)
+		quoted(h, NULL, 0);
+	else
+		quoted(h, (const char *)sqlite3_column_text(st, FIRST_COLUMN + (int)i),
+		       (size_t)sqlite3_column_bytes(st, FIRST_COLUMN + (int)i));
+	quoted(w, json_string_value(json_object_get(rec, columns[i])),
+	       json_string_length(json_object_get(rec, columns[i])));
+	return broken(v, PDK_AUDIT_COLUMN, seq,
+		      "the '%s' column of record %" PRIu64
+		      " is %s but the record says %s (the column was edited)",
+		      columns[i], seq, h, w);
+}
+
+/* The anchored head, at its seq: the record must hash to what was anchored. */
+static int check_anchor(struct verifier *v, uint64_t seq, const unsigned char h[32])
+{
+	char have[PDK_AUDIT_HASH_HEX], want[PDK_AUDIT_HASH_HEX];
+
+	if (v->anchor == NULL || v->anchor->seq != seq || memcmp(v->anchor->hash, h, 32) == 0)
+		return 0;
+	pdk__audit_hex(h, 32, have);
+	pdk__audit_hex(v->anchor->hash, 32, want);
+	return broken(v, PDK_AUDIT_ALTERED, seq,
+		      "record %" PRIu64 " hashes to %.16s..., the anchored head to %.16s... "
+		      "(the chain up to it was rewritten)",
+		      seq, have, want);
+}
+
 /* One record: `prev` is the hash of the record before it, updated to this one's. */
 static int check_record(struct verifier *v, uint64_t seq, const char *line, size_t n,
 			const void *stored, size_t stored_len, unsigned char prev[32],
@@ -233,6 +368,8 @@ static int check_record(struct verifier *v, uint64_t seq, const char *line, size
 			      " chained it (its hash differs from that record's prev_hash)",
 			      seq - 1, seq);
 	}
+	if (check_anchor(v, seq, h) != 0)
+		return 1;
 	memcpy(prev, h, 32);
 	while (v->next_cp < v->n_cp && v->cp[v->next_cp].seq <= seq) {
 		const struct checkpoint *c = &v->cp[v->next_cp++];
@@ -245,13 +382,12 @@ static int check_record(struct verifier *v, uint64_t seq, const char *line, size
 
 static int scan(struct verifier *v, struct pdk_error **err)
 {
-	static const char sql[] = "SELECT seq, line, hash FROM events ORDER BY seq";
 	_cleanup_db_stmt_ sqlite3_stmt *st = NULL;
 	unsigned char prev[32] = {0};
 	uint64_t expect = 1;
 	int rc;
 
-	if (pdk_db_prepare(&v->a->db, sql, &st, err) < 0)
+	if (pdk_db_prepare(&v->a->db, scan_sql, &st, err) < 0)
 		return -EIO;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		uint64_t seq = (uint64_t)sqlite3_column_int64(st, 0);
@@ -266,6 +402,8 @@ static int scan(struct verifier *v, struct pdk_error **err)
 				      "record %" PRIu64 " is missing (the next one is %" PRIu64 ")",
 				      expect, seq);
 		r = check_record(v, seq, line ? line : "", n, h, hn, prev, err);
+		if (r == 0)
+			r = check_columns(v, st, seq, line ? line : "", n);
 		if (r != 0)
 			return r;
 		v->res->records++;
@@ -278,6 +416,11 @@ static int scan(struct verifier *v, struct pdk_error **err)
 			      "the chain ends at %" PRIu64
 			      " but a checkpoint was signed at %" PRIu64,
 			      expect - 1, v->cp[v->n_cp - 1].seq);
+	if (v->anchor != NULL && v->anchor->seq >= expect)
+		return broken(v, PDK_AUDIT_TRUNCATED, expect,
+			      "the chain ends at %" PRIu64
+			      " but the anchored head is record %" PRIu64 " (the tail was cut)",
+			      expect - 1, v->anchor->seq);
 	return 0;
 }
 
@@ -303,10 +446,10 @@ static void read_head_hash(struct verifier *v)
 		pdk__audit_hex(sqlite3_column_blob(st, 1), 32, v->res->head_hash);
 }
 
-int pdk_audit_verify_chain(struct pdk_audit *a, struct pdk_audit_verify *res,
-			   struct pdk_error **err)
+int pdk_audit_verify_chain(struct pdk_audit *a, const struct pdk_audit_anchor *anchor,
+			   struct pdk_audit_verify *res, struct pdk_error **err)
 {
-	struct verifier v = {.a = a, .res = res};
+	struct verifier v = {.a = a, .res = res, .anchor = anchor};
 	_cleanup_error_ struct pdk_error *rerr = NULL;
 	int rc;
 

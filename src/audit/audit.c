@@ -18,7 +18,6 @@ static const char *const schema[] = {
 	" actor TEXT NOT NULL, kind TEXT NOT NULL,"
 	" line BLOB NOT NULL,"
 	" hash BLOB NOT NULL)",
-	"CREATE INDEX IF NOT EXISTS events_by_sandbox ON events(sandbox)",
 	"CREATE TABLE IF NOT EXISTS checkpoints ("
 	" seq INTEGER PRIMARY KEY NOT NULL,"
 	" hash BLOB NOT NULL, key_id TEXT NOT NULL, sig BLOB NOT NULL, ts TEXT NOT NULL)",
@@ -50,11 +49,15 @@ static const char *const stmt_sql[ST_N] = {
 	/*
 	 * pdk_audit_query's, for every filter: a NULL parameter matches all.
 	 * The inner query takes the last N (by seq, descending); the outer one
-	 * puts them back in order.
+	 * puts them back in order. SECURITY: the sandbox and the kind are
+	 * matched in the line (the hashed record), never in the columns of
+	 * the same name: a column edited in the database would otherwise hide
+	 * a record from its sandbox's views or move it into another's.
 	 */
-	[ST_QUERY] = "SELECT * FROM (SELECT seq, ts, sandbox, session, workflow, actor, kind, line"
-		     " FROM events WHERE seq > ?1 AND (?2 IS NULL OR sandbox = ?2)"
-		     " AND (?3 IS NULL OR kind = ?3) ORDER BY seq DESC LIMIT ?4) ORDER BY seq",
+	[ST_QUERY] = "SELECT * FROM (SELECT seq, line FROM events WHERE seq > ?1"
+		     " AND (?2 IS NULL OR CAST(line AS TEXT) ->> '$.sandbox' = ?2)"
+		     " AND (?3 IS NULL OR CAST(line AS TEXT) ->> '$.kind' = ?3)"
+		     " ORDER BY seq DESC LIMIT ?4) ORDER BY seq",
 };
 
 /*
@@ -385,6 +388,64 @@ static const char *col_text(sqlite3_stmt *st, int i)
 	return (const char *)sqlite3_column_text(st, i);
 }
 
+/* The string member `key` of the record, or NULL (absent, null, not a string). */
+static const char *rec_str(const json_t *rec, const char *key)
+{
+	return json_string_value(json_object_get(rec, key));
+}
+
+/*
+ * Fill *row from its line, parsed (row->record, which the caller
+ * releases): every field shown or filtered comes from the hashed bytes.
+ * False when the line is not a record of row `seq`.
+ */
+static bool row_from_line(struct pdk_audit_row *row, uint64_t seq, const void *line, size_t n)
+{
+	json_t *rec = json_loadb(line, n, JSON_REJECT_DUPLICATES, NULL);
+	json_t *own = json_object_get(rec, "seq");
+
+	*row = (struct pdk_audit_row){.seq = seq, .record = rec, .line = line, .line_len = n};
+	if (!json_is_integer(own) || (uint64_t)json_integer_value(own) != seq)
+		return false;
+	row->ts = rec_str(rec, "ts");
+	row->sandbox = rec_str(rec, "sandbox");
+	row->session = rec_str(rec, "session");
+	row->workflow = rec_str(rec, "workflow");
+	row->actor = rec_str(rec, "actor");
+	row->kind = rec_str(rec, "kind");
+	return row->ts != NULL && row->sandbox != NULL && row->actor != NULL && row->kind != NULL;
+}
+
+/* Whether the record matches the filter (SQLite matched the line already: this re-checks). */
+static bool row_matches(const struct pdk_audit_row *row, const struct pdk_audit_filter *f)
+{
+	return (f->sandbox == NULL || strcmp(f->sandbox, row->sandbox) == 0) &&
+	       (f->kind == NULL || strcmp(f->kind, row->kind) == 0);
+}
+
+/* One row of the query: parsed, re-checked, handed to the callback. */
+static int query_row(struct pdk_audit *a, sqlite3_stmt *st, const struct pdk_audit_filter *f,
+		     pdk_audit_row_cb cb, void *data, struct pdk_error **err)
+{
+	struct pdk_audit_row row;
+	uint64_t seq = (uint64_t)sqlite3_column_int64(st, 0);
+	bool ok = row_from_line(&row, seq, sqlite3_column_blob(st, 1),
+				(size_t)sqlite3_column_bytes(st, 1));
+	int r = 0;
+
+	/* SECURITY: a line that is not its row's record is never shown as one (fail closed). */
+	if (!ok)
+		r = pdk_error_setx(err, EBADMSG,
+				   "audit store '%s': record %" PRIu64
+				   " is not a well-formed record (the store was tampered with: "
+				   "run 'paddock audit verify')",
+				   a->db.path, seq);
+	else if (row_matches(&row, f))
+		r = cb(data, &row);
+	json_decref(row.record);
+	return r;
+}
+
 static int query_rows(struct pdk_audit *a, sqlite3_stmt *st, const struct pdk_audit_filter *f,
 		      pdk_audit_row_cb cb, void *data, struct pdk_error **err)
 {
@@ -395,18 +456,7 @@ static int query_rows(struct pdk_audit *a, sqlite3_stmt *st, const struct pdk_au
 	(void)sqlite3_bind_text(st, 3, f->kind, -1, SQLITE_STATIC);
 	(void)sqlite3_bind_int64(st, 4, f->last ? (sqlite3_int64)f->last : -1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct pdk_audit_row row = {
-			.seq = (uint64_t)sqlite3_column_int64(st, 0),
-			.ts = col_text(st, 1),
-			.sandbox = col_text(st, 2),
-			.session = col_text(st, 3),
-			.workflow = col_text(st, 4),
-			.actor = col_text(st, 5),
-			.kind = col_text(st, 6),
-			.line = sqlite3_column_blob(st, 7),
-			.line_len = (size_t)sqlite3_column_bytes(st, 7),
-		};
-		int r = cb(data, &row);
+		int r = query_row(a, st, f, cb, data, err);
 
 		if (r != 0)
 			return r;
@@ -434,9 +484,13 @@ int pdk_audit_query(struct pdk_audit *a, const struct pdk_audit_filter *f, pdk_a
 int pdk_audit_sandboxes(struct pdk_audit *a, pdk_audit_sandbox_cb cb, void *data,
 			struct pdk_error **err)
 {
+	/* SECURITY: from the lines (the hashed records), never the columns of the same names. */
 	static const char sql[] =
 		"SELECT sandbox, MIN(ts), MAX(ts), MAX(session), MAX(workflow), COUNT(*), MIN(seq)"
-		" FROM events GROUP BY sandbox ORDER BY MIN(seq)";
+		" FROM (SELECT seq, j ->> '$.sandbox' AS sandbox, j ->> '$.ts' AS ts,"
+		" j ->> '$.session' AS session, j ->> '$.workflow' AS workflow"
+		" FROM (SELECT seq, CAST(line AS TEXT) AS j FROM events))"
+		" GROUP BY sandbox ORDER BY MIN(seq)";
 	_cleanup_db_stmt_ sqlite3_stmt *st = NULL;
 	int rc;
 
@@ -464,9 +518,13 @@ int pdk_audit_sandboxes(struct pdk_audit *a, pdk_audit_sandbox_cb cb, void *data
 int pdk_audit_resolve_sandbox(struct pdk_audit *a, const char *prefix, char **out,
 			      struct pdk_error **err)
 {
-	/* A prefix match with LIKE would treat '%' and '_' as wildcards: compare substr instead. */
-	static const char sql[] = "SELECT DISTINCT sandbox FROM events"
-				  " WHERE substr(sandbox, 1, length(?1)) = ?1 LIMIT 3";
+	/*
+	 * A prefix match with LIKE would treat '%' and '_' as wildcards: compare substr instead.
+	 * SECURITY: the ids are the lines' (the hashed records), never the sandbox column.
+	 */
+	static const char sql[] =
+		"SELECT DISTINCT sandbox FROM (SELECT CAST(line AS TEXT) ->> '$.sandbox' AS sandbox"
+		" FROM events) WHERE substr(sandbox, 1, length(?1)) = ?1 LIMIT 3";
 	_cleanup_db_stmt_ sqlite3_stmt *st = NULL;
 	_cleanup_strv_ char **found = NULL;
 	int rc;

@@ -96,12 +96,31 @@ enum pdk_audit_break {
 	PDK_AUDIT_ALTERED,       /* a record's bytes no longer hash to what was chained/signed */
 	PDK_AUDIT_MISSING,       /* a sequence number is absent */
 	PDK_AUDIT_REORDERED,     /* a record links to, or sits at, another record's place */
-	PDK_AUDIT_TRUNCATED,     /* the chain ends before a signed checkpoint */
+	PDK_AUDIT_TRUNCATED,     /* the chain ends before a signed checkpoint or the anchor */
 	PDK_AUDIT_BAD_SIGNATURE, /* a checkpoint's signature or key does not match */
+	PDK_AUDIT_COLUMN,        /* a query column of the table disagrees with its record */
 };
 
-/* "ok", "altered", "missing", "reordered", "truncated", "bad signature". */
+/* "ok", "altered", "missing", "reordered", "truncated", "bad signature", "column". */
 const char *pdk_audit_break_name(enum pdk_audit_break b);
+
+/*
+ * A head recorded outside the machine (`paddock audit head` prints it as
+ * SEQ:HASH): record `seq` must still be there and hash to `hash`. The
+ * chain may have grown since; every record up to `seq` is then the one
+ * that was anchored. seq 0 with a zero hash is the empty store's head.
+ */
+struct pdk_audit_anchor {
+	uint64_t seq;
+	unsigned char hash[32];
+};
+
+/*
+ * Parse "SEQ:HASH" (a decimal sequence number, a colon, 64 hex digits of
+ * either case) into *out. -EINVAL with an error that quotes the text.
+ */
+PDK_MUST_CHECK int pdk_audit_parse_anchor(const char *text, struct pdk_audit_anchor *out,
+					  struct pdk_error **err);
 
 struct pdk_audit_verify {
 	enum pdk_audit_break reason;
@@ -118,14 +137,26 @@ struct pdk_audit_verify {
 /*
  * Recompute the whole chain and check every checkpoint's signature with
  * the public key file beside the store, in one read transaction (writers
- * may go on). Returns 0 when the check could be made, whatever it found
- * (res->reason), and < 0 only when it could not (I/O, a store that is not
- * paddock's).
+ * may go on); check that every query column of the table (ts, sandbox,
+ * session, workflow, actor, kind) holds what its record's line holds
+ * (PDK_AUDIT_COLUMN names the first that does not); and, when `anchor` is
+ * not NULL, that the chain still holds the anchored head (a hash that
+ * differs is PDK_AUDIT_ALTERED, a chain that ends before it
+ * PDK_AUDIT_TRUNCATED). Returns 0 when the check could be made, whatever
+ * it found (res->reason), and < 0 only when it could not (I/O, a store
+ * that is not paddock's).
  */
-PDK_MUST_CHECK int pdk_audit_verify_chain(struct pdk_audit *a, struct pdk_audit_verify *res,
-					  struct pdk_error **err);
+PDK_MUST_CHECK int pdk_audit_verify_chain(struct pdk_audit *a,
+					  const struct pdk_audit_anchor *anchor,
+					  struct pdk_audit_verify *res, struct pdk_error **err);
 
-/* One stored record, borrowed for the duration of a callback. */
+/*
+ * One stored record, borrowed for the duration of a callback. Every field
+ * is read from the record's canonical line (the hashed bytes that verify
+ * checks), parsed: the table's query columns are never shown, nor trusted
+ * by a filter (SECURITY: a column edited in the database cannot rename,
+ * re-date, hide or move a record).
+ */
 struct pdk_audit_row {
 	uint64_t seq;
 	const char *ts;
@@ -134,6 +165,7 @@ struct pdk_audit_row {
 	const char *workflow; /* may be NULL */
 	const char *actor;
 	const char *kind;
+	json_t *record;   /* the parsed line (incref it to keep it) */
 	const char *line; /* the canonical line, not NUL-terminated */
 	size_t line_len;
 };
@@ -148,11 +180,17 @@ struct pdk_audit_filter {
 /* Return non-zero from the callback to stop early (that value is returned). */
 typedef int (*pdk_audit_row_cb)(void *data, const struct pdk_audit_row *row);
 
-/* Matching records in sequence order. */
+/*
+ * Matching records in sequence order. The filter is applied to each
+ * record's line, not to the table's columns. A line that is not a record
+ * (not a JSON object with string ts, sandbox, actor and kind, or whose own
+ * seq is not its row's) ends the query with -EBADMSG naming its seq: the
+ * store was tampered with, and `paddock audit verify` says how.
+ */
 PDK_MUST_CHECK int pdk_audit_query(struct pdk_audit *a, const struct pdk_audit_filter *f,
 				   pdk_audit_row_cb cb, void *data, struct pdk_error **err);
 
-/* One sandbox as `audit ls` shows it. Borrowed for the callback. */
+/* One sandbox as `audit ls` shows it (read from the lines). Borrowed for the callback. */
 struct pdk_audit_sandbox {
 	const char *sandbox;
 	const char *first_ts;
@@ -169,7 +207,8 @@ PDK_MUST_CHECK int pdk_audit_sandboxes(struct pdk_audit *a, pdk_audit_sandbox_cb
 				       struct pdk_error **err);
 
 /*
- * The full sandbox id that `prefix` names (caller frees *out). -ENOENT
+ * The full sandbox id that `prefix` names, among the sandboxes of the
+ * records' lines (caller frees *out). -ENOENT
  * when none does, -EEXIST when several do (the error names them).
  */
 PDK_MUST_CHECK int pdk_audit_resolve_sandbox(struct pdk_audit *a, const char *prefix, char **out,

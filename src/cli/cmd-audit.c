@@ -1,6 +1,8 @@
 /*
- * cmd-audit.c - `paddock audit ls|show|tail|verify|export`: read and check
- * the audit store (audit.h) of the state directory.
+ * cmd-audit.c - `paddock audit ls|show|tail|verify|head|export`: read and
+ * check the audit store (audit.h) of the state directory. What is shown
+ * comes from the records' lines (audit.h's queries), never from the
+ * table's columns.
  */
 #include "common.h"
 #include "audit.h"
@@ -28,6 +30,7 @@ enum {
 	O_SANDBOX = 1 << 4,
 	O_FORMAT = 1 << 5,
 	O_SINCE = 1 << 6,
+	O_EXPECT = 1 << 7,
 };
 
 struct audit_opts {
@@ -39,6 +42,7 @@ struct audit_opts {
 	const char *sandbox;
 	const char *format;
 	uint64_t since;
+	const char *expect_head;
 	char **args;
 	const char *state; /* the state directory the store was opened in */
 };
@@ -51,15 +55,11 @@ struct subcommand {
 };
 
 static const struct option long_opts[] = {
-	{"json", no_argument, NULL, 'j'},
-	{"follow", no_argument, NULL, 'f'},
-	{"lines", required_argument, NULL, 'n'},
-	{"kind", required_argument, NULL, 'k'},
-	{"sandbox", required_argument, NULL, 's'},
-	{"format", required_argument, NULL, 'F'},
-	{"since", required_argument, NULL, 'S'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+	{"json", no_argument, NULL, 'j'},          {"follow", no_argument, NULL, 'f'},
+	{"lines", required_argument, NULL, 'n'},   {"kind", required_argument, NULL, 'k'},
+	{"sandbox", required_argument, NULL, 's'}, {"format", required_argument, NULL, 'F'},
+	{"since", required_argument, NULL, 'S'},   {"expect-head", required_argument, NULL, 'E'},
+	{"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 };
 
 static void usage(FILE *out)
@@ -67,7 +67,8 @@ static void usage(FILE *out)
 	fputs("usage: paddock audit ls [--json]\n"
 	      "       paddock audit show ID [--json]\n"
 	      "       paddock audit tail [-f] [-n N] [--kind K] [--sandbox ID] [--json]\n"
-	      "       paddock audit verify [--json]\n"
+	      "       paddock audit verify [--expect-head SEQ:HASH] [--json]\n"
+	      "       paddock audit head [--json]\n"
 	      "       paddock audit export [--format jsonl|otlp] [--sandbox ID] [--since SEQ]\n"
 	      "\n"
 	      "The audit store holds every event of every sandbox (paddock run, paddock ws),\n"
@@ -81,7 +82,11 @@ static void usage(FILE *out)
 	      "  verify  recompute the hash chain and check every checkpoint signature;\n"
 	      "          prints the head (seq and hash) to anchor elsewhere, or the first\n"
 	      "          broken sequence number and why: altered, missing, reordered,\n"
-	      "          truncated, bad signature\n"
+	      "          truncated, bad signature, column (a query column of the table\n"
+	      "          differs from its record); --expect-head SEQ:HASH: and the chain\n"
+	      "          still holds that head (altered if it differs, truncated if cut)\n"
+	      "  head    verify, then print the head as SEQ:HASH, to record somewhere\n"
+	      "          the machine cannot change and check later with --expect-head\n"
 	      "  export  the stored canonical lines, one per line (--since SEQ: after SEQ);\n"
 	      "          --format otlp: OTLP/HTTP JSON request bodies instead, one per line\n"
 	      "          (resourceLogs, then resourceSpans), ready to POST to a collector\n"
@@ -119,14 +124,11 @@ static void print_attrs(const json_t *attrs)
 /* One event on one line: time, seq, (sandbox), kind, attributes. */
 static void print_event(const struct pdk_audit_row *r, bool with_sandbox)
 {
-	_cleanup_json_ json_t *j = json_loadb(r->line, r->line_len, 0, NULL);
-
 	printf("%s  %6" PRIu64 "  ", r->ts, r->seq);
 	if (with_sandbox)
 		printf("%.13s  ", r->sandbox);
 	printf("%-16s", r->kind);
-	if (j != NULL)
-		print_attrs(json_object_get(j, "attrs"));
+	print_attrs(json_object_get(r->record, "attrs"));
 	fputc('\n', stdout);
 }
 
@@ -185,9 +187,7 @@ static int show_row(void *data, const struct pdk_audit_row *r)
 	json_t *arr = data;
 
 	if (arr != NULL) {
-		json_t *j = json_loadb(r->line, r->line_len, 0, NULL);
-
-		json_array_append_new(arr, j ? j : json_null());
+		json_array_append(arr, r->record);
 		return 0;
 	}
 	print_event(r, false);
@@ -329,9 +329,14 @@ static void verify_json(const struct pdk_audit_verify *v)
 static int cmd_verify(struct pdk_audit *a, struct audit_opts *o)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_audit_anchor anchor;
 	struct pdk_audit_verify v;
 
-	if (pdk_audit_verify_chain(a, &v, &err) < 0) {
+	if (o->expect_head != NULL && pdk_audit_parse_anchor(o->expect_head, &anchor, &err) < 0) {
+		pdk_cli_error("audit verify: --expect-head: %s", err->msg);
+		return 2;
+	}
+	if (pdk_audit_verify_chain(a, o->expect_head ? &anchor : NULL, &v, &err) < 0) {
 		pdk_cli_error("audit verify: %s", err->msg);
 		return 1;
 	}
@@ -349,6 +354,41 @@ static int cmd_verify(struct pdk_audit *a, struct audit_opts *o)
 		printf("head: %" PRIu64 " %s\n", v.head_seq, v.head_hash[0] ? v.head_hash : "-");
 	}
 	return v.reason == PDK_AUDIT_INTACT ? 0 : 1;
+}
+
+/* ---- head ---- */
+
+/*
+ * The head to anchor, printed only once the chain up to it verifies: a
+ * head recorded from a store already tampered with would vouch for the
+ * tampering.
+ */
+static int cmd_head(struct pdk_audit *a, struct audit_opts *o)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_json_ json_t *j = NULL;
+	struct pdk_audit_verify v;
+
+	if (pdk_audit_verify_chain(a, NULL, &v, &err) < 0) {
+		pdk_cli_error("audit head: %s", err->msg);
+		return 1;
+	}
+	if (v.reason != PDK_AUDIT_INTACT) {
+		pdk_cli_error("audit head: the store is broken at %" PRIu64
+			      ": %s: %s (nothing to anchor; see 'paddock audit verify')",
+			      v.broken_seq, pdk_audit_break_name(v.reason), v.detail);
+		return 1;
+	}
+	if (v.head_seq == 0)
+		(void)snprintf(v.head_hash, sizeof(v.head_hash), "%064d", 0);
+	if (!o->json) {
+		printf("%" PRIu64 ":%s\n", v.head_seq, v.head_hash);
+		return 0;
+	}
+	j = json_pack("{s:I, s:s, s:s}", "head_seq", (json_int_t)v.head_seq, "head_hash",
+		      v.head_hash, "key_id", v.key_id);
+	pdk_cli_print_json(j);
+	return 0;
 }
 
 /* ---- export ---- */
@@ -377,7 +417,6 @@ static int export_jsonl(struct pdk_audit *a, const struct pdk_audit_filter *f,
 struct otlp_export {
 	json_t *batch;   /* events not yet encoded */
 	json_t *pending; /* span starts carried between batches */
-	int rc;
 };
 
 /* Print and release one request body (NULL: nothing to print). */
@@ -402,16 +441,9 @@ static void otlp_flush(struct otlp_export *x)
 static int otlp_row(void *data, const struct pdk_audit_row *r)
 {
 	struct otlp_export *x = data;
-	json_error_t jerr;
-	json_t *e = json_loadb(r->line, r->line_len, 0, &jerr);
 
-	if (e == NULL) {
-		pdk_cli_error("audit export: record %" PRIu64 " is not JSON: %s", r->seq,
-			      jerr.text);
-		x->rc = -EINVAL;
-		return 1;
-	}
-	json_array_append_new(x->batch, e);
+	/* The batch takes a reference: the record has no other holder once the row is done. */
+	json_array_append(x->batch, r->record);
 	if (json_array_size(x->batch) >= OTLP_BATCH)
 		otlp_flush(x);
 	return 0;
@@ -423,12 +455,10 @@ static int export_otlp(struct pdk_audit *a, const struct pdk_audit_filter *f,
 	struct otlp_export x = {.batch = json_array(), .pending = json_array()};
 	int rc = pdk_audit_query(a, f, otlp_row, &x, err);
 
-	if (rc >= 0 && x.rc == 0)
+	if (rc >= 0)
 		otlp_flush(&x);
 	json_decref(x.batch);
 	json_decref(x.pending);
-	if (rc >= 0 && x.rc < 0)
-		return pdk_error_setx(err, -x.rc, "a stored record could not be read");
 	return rc;
 }
 
@@ -465,7 +495,8 @@ static const struct subcommand subcommands[] = {
 	{"ls", cmd_ls, O_JSON, 0},
 	{"show", cmd_show, O_JSON, 1},
 	{"tail", cmd_tail, O_FOLLOW | O_LAST | O_KIND | O_SANDBOX | O_JSON, 0},
-	{"verify", cmd_verify, O_JSON, 0},
+	{"verify", cmd_verify, O_EXPECT | O_JSON, 0},
+	{"head", cmd_head, O_JSON, 0},
 	{"export", cmd_export, O_FORMAT | O_SANDBOX | O_SINCE, 0},
 };
 
@@ -495,6 +526,7 @@ static const struct audit_flag {
 	{'s', O_SANDBOX, TEXT, offsetof(struct audit_opts, sandbox), "--sandbox"},
 	{'F', O_FORMAT, TEXT, offsetof(struct audit_opts, format), "--format"},
 	{'S', O_SINCE, NUMBER, offsetof(struct audit_opts, since), "--since"},
+	{'E', O_EXPECT, TEXT, offsetof(struct audit_opts, expect_head), "--expect-head"},
 };
 
 /* Option `c` into *o: 0, or -1 after a usage error was printed. */

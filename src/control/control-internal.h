@@ -210,6 +210,13 @@ void pdk__sb_ingest_soon(struct pdk_ctl_sb *sb);
 /* ---- events.c ---- */
 /* Hand audit records after c->fanout_seq to the subscribers. */
 void pdk__ctl_fanout(struct pdk_ctl *c);
+/*
+ * pdk_ctl_event() of a sandbox's last event (sandbox.destroy,
+ * sandbox.create_failed), with a checkpoint signed at it in the same
+ * transaction, as `paddock run` signs one when its sandbox ends.
+ */
+void pdk__ctl_event_final(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+			  json_t *attrs);
 void pdk__subs_free_all(struct pdk_ctl *c);
 
 /* ---- capture.c: one output stream of a command, answered at its end ---- */

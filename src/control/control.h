@@ -558,7 +558,12 @@ struct pdk_ctl_sub_filter {
 	uint64_t since; /* replay the records after this audit sequence; UINT64_MAX: none */
 };
 
-/* One audit record: its sequence, kind and the event (borrowed). */
+/*
+ * One audit record: its sequence, kind and the event, all read from the
+ * record's hashed line (audit.h), never from the store's query columns. The
+ * event is borrowed and shared by every subscriber: incref it to keep it,
+ * never change it.
+ */
 typedef void (*pdk_ctl_record_cb)(void *ctx, uint64_t seq, const char *kind, json_t *event);
 
 /*

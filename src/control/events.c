@@ -26,8 +26,12 @@ struct pdk_ctl_sub {
 
 /* ---- the control plane's own events ---- */
 
-void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
-		   json_t *attrs)
+/*
+ * The event, appended; with `checkpoint`, a checkpoint is signed at it in
+ * the same transaction.
+ */
+static void record_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+			 json_t *attrs, bool checkpoint)
 {
 	_cleanup_json_ json_t *e = json_object();
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -48,12 +52,30 @@ void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const
 	pdk_json_set(e, "actor", json_string("paddock-serve"));
 	pdk_json_set(e, "kind", json_string(kind));
 	pdk_json_set(e, "attrs", attrs);
-	if (pdk_audit_append(c->audit, &e, 1, false, &err) < 0) {
+	if (pdk_audit_append(c->audit, &e, 1, checkpoint, &err) < 0) {
 		/* An error, always reported: the audit trail is the record of what was done. */
 		pdk__ctl_log(c, PDK_LOG_ERROR, "audit: %s", err->msg);
 		return;
 	}
 	pdk__ctl_fanout(c);
+}
+
+void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+		   json_t *attrs)
+{
+	record_event(c, sandbox, labels, kind, attrs, false);
+}
+
+void pdk__ctl_event_final(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+			  json_t *attrs)
+{
+	/*
+	 * SECURITY: a sandbox's history ends signed, as a run's does: its last
+	 * event and a checkpoint over it (and every record before it) are one
+	 * transaction, so its records are never an unsigned tail that could be
+	 * cut without a trace.
+	 */
+	record_event(c, sandbox, labels, kind, attrs, true);
 }
 
 /* ---- subscribers ---- */
@@ -69,12 +91,14 @@ static bool sub_match(const struct pdk_ctl_sub *s, const struct pdk_audit_row *r
 	return true;
 }
 
+/*
+ * The row's fields and record are the hashed line's (audit.h): the kind a
+ * subscriber is sent as the SSE event and the sandbox it was matched on are
+ * never the table's columns.
+ */
 static void sub_row(struct pdk_ctl_sub *s, const struct pdk_audit_row *row)
 {
-	_cleanup_json_ json_t *j = json_loadb(row->line, row->line_len, 0, NULL);
-
-	if (j != NULL)
-		s->cb(s->ctx, row->seq, row->kind, j);
+	s->cb(s->ctx, row->seq, row->kind, row->record);
 }
 
 struct fan {

@@ -53,8 +53,6 @@ static void create_failed(struct pdk_ctl_sb *sb, const char *msg)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	_cleanup_free_ char *dir = pdk__sb_dir(sb);
 
-	pdk_ctl_event(sb->c, sb->row.id, sb->labels, "sandbox.create_failed",
-		      json_pack("{s:s}", "error", msg));
 	(void)pdk_error_setx(&err, EIO, "sandbox could not be created: %s", msg);
 	pdk__sb_answer_waiters(sb, err);
 	pdk_error_free(&err);
@@ -62,6 +60,9 @@ static void create_failed(struct pdk_ctl_sb *sb, const char *msg)
 	if (sb->pidfd >= 0)
 		(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
 	pdk__sb_ingest(sb);
+	/* The sandbox's last event, after what its spool held: the checkpoint covers them all. */
+	pdk__ctl_event_final(sb->c, sb->row.id, sb->labels, "sandbox.create_failed",
+			     json_pack("{s:s}", "error", msg));
 	(void)!pdk_audit_spool_forget(sb->c->audit, sb->row.id, NULL);
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
 	(void)!pdk_store_sandbox_delete(sb->c->store, sb->row.id, &err);

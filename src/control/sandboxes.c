@@ -420,10 +420,10 @@ void pdk__sb_forget(struct pdk_ctl_sb *sb, const char *final_state)
 	pdk__exec_abort_all(sb);
 	pdk__sb_ingest(sb);
 	(void)!pdk_audit_spool_forget(c->audit, sb->row.id, NULL); /* the spool is removed below */
-	pdk_ctl_event(c, sb->row.id, sb->labels, "sandbox.destroy",
-		      json_pack("{s:s, s:s}", "reason",
-				sb->end_reason ? sb->end_reason : "destroyed", "state",
-				final_state));
+	pdk__ctl_event_final(c, sb->row.id, sb->labels, "sandbox.destroy",
+			     json_pack("{s:s, s:s}", "reason",
+				       sb->end_reason ? sb->end_reason : "destroyed", "state",
+				       final_state));
 	if (strcmp(final_state, "lost") == 0) {
 		/* A lost sandbox stays listed (state lost) until it is deleted. */
 		pdk__sb_set_state(sb, "lost");

@@ -2,11 +2,18 @@
 # The audit store: `paddock run` and `paddock ws` fill it; `paddock audit
 # ls/show/tail/verify/export` read it; tampering with the database is caught
 # with the right reason; concurrent runs keep one chain; secrets never reach
-# the database file. Each case runs as root and as nobody (rootless).
+# the database file; the views show the hashed records, never the table's
+# query columns, whatever a forger writes there, through `paddock audit` and
+# the daemon's /v1/events; an anchored head catches a tail cut with its
+# checkpoint; a daemon sandbox's end is signed. Each case runs as root and as
+# nobody (rootless).
 set -u
 . "$TESTS_DIR/integration/lib-run.sh"
+. "$TESTS_DIR/integration/lib-serve.sh"
 
-for tool in sqlite3 openssl python3; do
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
+
+for tool in sqlite3 openssl python3 jq curl; do
 	if ! command -v $tool >/dev/null; then
 		echo "1..0 # SKIP $tool is not installed (make setup installs it)"
 		[ "${PDK_MUST_WORK:-0}" = 1 ] && exit 1
@@ -251,6 +258,184 @@ check_tampering() {
 	tamper "$who" "replaced key" "4: bad signature" ""
 }
 
+# The forger's edit of every query column of one record: moved into another sandbox, renamed,
+# re-dated, relabelled. ROW is its seq, TO the other sandbox.
+forge_columns_sql() {
+	echo "UPDATE events SET sandbox = '$2', kind = 'process.nothing',
+		ts = '2001-01-01T00:00:00.000000Z', session = 'forged-session',
+		workflow = 'forged-workflow', actor = 'forged-actor' WHERE seq = $1"
+}
+FORGED='process.nothing|2001-01-01|forged-session|forged-workflow|forged-actor'
+
+# The attack on the views of `paddock audit`: record ROW (sandbox A's process.exec) forged into
+# sandbox B. Every view still shows it as its hashed line says, under A and never under B; verify
+# exits 1 naming the record and the column.
+check_forged_columns() {
+	local who=$1 copy a b row out
+	copy=$(mktemp -d "$T/forge-XXXXXX")
+	cp -a "$(state_of "$who")/." "$copy/"
+	a=$(sqlite3 "$copy/audit.db" "SELECT sandbox FROM events WHERE seq = 1")
+	b=$(sqlite3 "$copy/audit.db" "SELECT sandbox FROM events WHERE sandbox != '$a' LIMIT 1")
+	row=$(sqlite3 "$copy/audit.db" "SELECT seq FROM events WHERE sandbox = '$a' AND kind = 'process.exec'")
+	sqlite3 "$copy/audit.db" "$(forge_columns_sql "$row" "$b")"
+	[ "$who" = user ] && chown -R "$UNPRIV_UID:$UNPRIV_UID" "$copy"
+	out=$(AUDIT_STATE=$copy paudit "$who" ls; AUDIT_STATE=$copy paudit "$who" ls --json)
+	! echo "$out" | grep -qE "$FORGED" &&
+		[ "$(echo "$out" | awk -v a="$a" '$1 == a { print $4 }')" = 4 ]
+	ok $? "$who: forged columns: audit ls shows none of the forged values, and sandbox A's 4 events"
+	out=$(AUDIT_STATE=$copy paudit "$who" show "$a")
+	echo "$out" | awk -v r="$row" '$2 == r { print $3 }' | grep -qx process.exec &&
+		! echo "$out" | grep -qE "$FORGED"
+	ok $? "$who: forged columns: audit show A still shows record $row as A's process.exec, re-dated by nothing"
+	is "$(AUDIT_STATE=$copy paudit "$who" show "$b" | awk -v r="$row" '$2 == r' | wc -l)" 0 		"$who: forged columns: audit show B does not get A's record"
+	is "$(AUDIT_STATE=$copy paudit "$who" show "$a" --json | jq -r ".[] | select(.seq == $row) | .kind + \" \" + .sandbox")" \
+		"process.exec $a" "$who: forged columns: audit show --json gives the record as hashed"
+	out=$(AUDIT_STATE=$copy paudit "$who" tail -n 1000; AUDIT_STATE=$copy paudit "$who" tail -n 1000 --json)
+	! echo "$out" | grep -qE "$FORGED"
+	ok $? "$who: forged columns: audit tail shows none of the forged values"
+	is "$(AUDIT_STATE=$copy paudit "$who" tail --kind process.nothing | wc -l)" 0 \
+		"$who: forged columns: audit tail --kind of the forged kind finds nothing"
+	is "$(AUDIT_STATE=$copy paudit "$who" tail -n 1000 --sandbox "$b" | awk -v r="$row" '$2 == r' | wc -l)" 0 \
+		"$who: forged columns: audit tail --sandbox B does not get A's record"
+	is "$(AUDIT_STATE=$copy paudit "$who" tail -n 1000 --sandbox "$a" --kind process.exec | awk '{ print $2 }')" \
+		"$row" "$who: forged columns: audit tail --sandbox A --kind process.exec still finds it"
+	is "$(AUDIT_STATE=$copy paudit "$who" export --sandbox "$b" | jq -r "select(.seq == $row) | .seq")" "" \
+		"$who: forged columns: audit export --sandbox B does not get A's record"
+	is "$(AUDIT_STATE=$copy paudit "$who" export --sandbox "$a" | jq -r "select(.seq == $row) | .kind")" \
+		"process.exec" "$who: forged columns: audit export --sandbox A does"
+	! AUDIT_STATE=$copy paudit "$who" export --format otlp | grep -qE "$FORGED"
+	ok $? "$who: forged columns: audit export --format otlp shows none of the forged values"
+	out=$(AUDIT_STATE=$copy paudit "$who" verify)
+	is "$?" 1 "$who: forged columns: audit verify exits 1"
+	echo "$out" | grep -q "^broken at $row: column: the 'ts' column of record $row is '2001-01-01T00:00:00.000000Z'" ||
+		{ echo "$out" | sed 's/^/#   /'; false; }
+	ok $? "$who: forged columns: audit verify names the record and the column"
+	rm -rf "$copy"
+}
+
+# One column edited at a time: verify names each (record 2 is the first run's process.exec).
+check_column_verify() {
+	local who=$1 col
+	for col in ts sandbox session workflow actor kind; do
+		tamper "$who" "edited $col column" "2: column: the '$col' column of record 2 is 'x'" \
+			"UPDATE events SET $col = 'x' WHERE seq = 2"
+	done
+	tamper "$who" "emptied session column" "2: column: the 'session' column of record 2 is ''" \
+		"UPDATE events SET session = '' WHERE seq = 2"
+}
+
+# The tail of the chain cut together with its checkpoints: verify cannot see it, verify
+# --expect-head with the head `audit head` printed before does.
+check_anchor() {
+	local who=$1 copy head out n
+	head=$(paudit "$who" head)
+	is "$?" 0 "$who: audit head exits 0"
+	echo "$head" | grep -qE '^[0-9]+:[0-9a-f]{64}$'
+	ok $? "$who: audit head prints SEQ:HASH ($head)"
+	n=${head%%:*}
+	is "$(paudit "$who" verify | awk '/^head:/ { print $2 ":" $3 }')" "$head" \
+		"$who: the head is the one verify prints"
+	paudit "$who" verify --expect-head "$head" >/dev/null
+	is "$?" 0 "$who: verify --expect-head of the current head exits 0"
+	prun "$who" --workspace-mode none -- true
+	paudit "$who" verify --expect-head "$head" >/dev/null
+	is "$?" 0 "$who: ... and still after the chain grew"
+	copy=$(mktemp -d "$T/cut-XXXXXX")
+	cp -a "$(state_of "$who")/." "$copy/"
+	sqlite3 "$copy/audit.db" "DELETE FROM events WHERE seq > $((n - 4)); DELETE FROM checkpoints WHERE seq > $((n - 4))"
+	[ "$who" = user ] && chown -R "$UNPRIV_UID:$UNPRIV_UID" "$copy"
+	AUDIT_STATE=$copy paudit "$who" verify >/dev/null
+	is "$?" 0 "$who: a tail cut with its checkpoints passes a plain verify (the documented gap)"
+	out=$(AUDIT_STATE=$copy paudit "$who" verify --expect-head "$head")
+	is "$?" 1 "$who: verify --expect-head exits 1 on the cut store"
+	echo "$out" | grep -q "^broken at $((n - 3)): truncated: the chain ends at $((n - 4)) but the anchored head is record $n"
+	ok $? "$who: ... reported as truncated at $((n - 3)) ($(echo "$out" | head -1))"
+	out=$(AUDIT_STATE=$copy paudit "$who" verify --expect-head "$((n - 4)):$(printf '%064d' 0)")
+	is "$?" 1 "$who: verify --expect-head with another hash at the head exits 1"
+	echo "$out" | grep -q "^broken at $((n - 4)): altered"
+	ok $? "$who: ... reported as altered at $((n - 4))"
+	paudit "$who" verify --expect-head "12:nothex" >/dev/null 2>&1
+	is "$?" 2 "$who: a malformed --expect-head is a usage error (2)"
+	sqlite3 "$copy/audit.db" "UPDATE events SET kind = 'x' WHERE seq = 2"
+	out=$(AUDIT_STATE=$copy paudit "$who" head 2>&1)
+	is "$?:$(echo "$out" | grep -c 'broken at 2: column')" "1:1" "$who: audit head of a broken store exits 1, printing no head"
+	rm -rf "$copy"
+}
+
+# The attack on the daemon's /v1/events: sandbox A's exec forged into sandbox B while the
+# daemon runs. B's token must not receive it; A's token and the admin still see it as hashed;
+# no forged value is streamed; verify names the column. Then A's end leaves a signed checkpoint
+# over all of A's records.
+check_serve_forged() {
+	local who=$1 port st a b tokb toka row n ev
+	port=$(free_port)
+	st="$T/serve-$who/state"
+	serve_start "$who" --listen "127.0.0.1:$port" || { ok 1 "$who: the daemon starts"; return; }
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sa"}}'
+	a=$(jq_get "$BODY" id)
+	toka=$(jq_get "$BODY" token)
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sb"}}'
+	b=$(jq_get "$BODY" id)
+	tokb=$(jq_get "$BODY" token)
+	[ -n "$a" ] && [ -n "$b" ]
+	ok $? "$who: serve: two sandboxes, A and B" || { echo "# $BODY"; sed 's/^/# /' "$T/serve-$who.log"; }
+	api "$who" POST "/v1/sandboxes/$a/exec" '{"argv":["echo","exec-of-a"]}'
+	for n in $(seq 1 100); do
+		row=$(as "$who" sqlite3 "$st/audit.db" "SELECT seq FROM events WHERE sandbox = '$a'
+			AND kind = 'process.exec' AND CAST(line AS TEXT) LIKE '%exec-of-a%'" 2>/dev/null)
+		[ -n "$row" ] && break
+		sleep 0.1
+	done
+	[ -n "$row" ]
+	ok $? "$who: serve: A's exec is stored (record $row)"
+	as "$who" sqlite3 -cmd '.timeout 10000' "$st/audit.db" "$(forge_columns_sql "$row" "$b")"
+	ev=$(curl -s -N --max-time 2 -H "Authorization: Bearer $tokb" \
+		"http://127.0.0.1:$port/v1/events?since=0&sandbox=$b")
+	echo "$ev" | grep -q "^event: sandbox.create" && ! echo "$ev" | grep -qE "exec-of-a|^id: $row\$|$FORGED"
+	ok $? "$who: serve: B's token does not receive A's forged exec over /v1/events"
+	ev=$(curl -s -N --max-time 2 -H "Authorization: Bearer $toka" \
+		"http://127.0.0.1:$port/v1/events?since=0&sandbox=$a&kind=process.exec")
+	is "$(echo "$ev" | grep -A1 "^id: $row\$" | sed -n 's/^event: //p')" "process.exec" \
+		"$who: serve: A's token still receives it, with its own kind as the event field"
+	echo "$ev" | grep -q exec-of-a && ! echo "$ev" | grep -qE "$FORGED"
+	ok $? "$who: serve: ... as hashed, none of the forged values"
+	ev=$(as "$who" curl -s -N --max-time 2 --unix-socket "$(sock_of "$who")" \
+		"http://paddock/v1/events?since=0")
+	echo "$ev" | grep -q exec-of-a && ! echo "$ev" | grep -qE "$FORGED"
+	ok $? "$who: serve: the admin's stream shows none of the forged values"
+	ev=$(as "$who" curl -s -N --max-time 2 --unix-socket "$(sock_of "$who")" \
+		"http://paddock/v1/events?since=0&kind=process.nothing")
+	is "$(echo "$ev" | grep -c '^event:')" 0 "$who: serve: kind= of the forged kind finds nothing"
+	as "$who" "$T/bin/paddock" audit verify >"$T/sv-$who" 2>&1
+	is "$?" 1 "$who: serve: audit verify of the daemon's store exits 1"
+	grep -q "^broken at $row: column: the 'ts' column of record $row" "$T/sv-$who"
+	ok $? "$who: serve: ... naming the record and the column ($(head -1 "$T/sv-$who"))"
+	as "$who" sqlite3 -cmd '.timeout 10000' "$st/audit.db" "UPDATE events SET
+		ts = CAST(line AS TEXT) ->> '\$.ts', sandbox = CAST(line AS TEXT) ->> '\$.sandbox',
+		session = CAST(line AS TEXT) ->> '\$.session', workflow = CAST(line AS TEXT) ->> '\$.workflow',
+		actor = CAST(line AS TEXT) ->> '\$.actor', kind = CAST(line AS TEXT) ->> '\$.kind' WHERE seq = $row"
+	as "$who" "$T/bin/paddock" audit verify >/dev/null 2>&1
+	is "$?" 0 "$who: serve: with the columns put back, verify exits 0"
+	# A's end: its last record is signed at once, while the daemon goes on.
+	api "$who" DELETE "/v1/sandboxes/$a"
+	is "$CODE" 200 "$who: serve: DELETE sandbox A"
+	n=$(as "$who" sqlite3 -cmd '.timeout 10000' "$st/audit.db" "SELECT MAX(seq) FROM events
+		WHERE CAST(line AS TEXT) ->> '\$.sandbox' = '$a'")
+	is "$(as "$who" sqlite3 -cmd '.timeout 10000' "$st/audit.db" "SELECT
+		(SELECT CAST(line AS TEXT) ->> '\$.kind' FROM events WHERE seq = $n) || ' ' ||
+		(SELECT COUNT(*) FROM checkpoints WHERE seq = $n)")" "sandbox.destroy 1" \
+		"$who: serve: A's last record ($n, sandbox.destroy) has a checkpoint of its own"
+	as "$who" "$T/bin/paddock" audit verify >"$T/sv-$who" 2>&1
+	grep -qE "^ok: .* \(last signed at ([0-9]+)\)" "$T/sv-$who" &&
+		[ "$(sed -n 's/^ok: .*last signed at \([0-9]*\)).*/\1/p' "$T/sv-$who")" -ge "$n" ]
+	ok $? "$who: serve: verify: the checkpoint covering A's records verifies ($(head -1 "$T/sv-$who"))"
+	check_last_checkpoint_with_openssl "$st"
+	ok $? "$who: serve: ... and with 'openssl pkeyutl'"
+	api "$who" DELETE "/v1/sandboxes/$b"
+	serve_stop "$who"
+	is "$SERVE_RC" 0 "$who: serve: clean stop"
+}
+
 # Fail closed: a store that cannot be written stops the sandbox before its command goes on.
 check_fail_closed() {
 	local who=$1 bad out rc
@@ -292,7 +477,17 @@ for who in root user; do
 	check_ws_events "$who"
 	check_concurrent "$who"
 	check_tampering "$who"
+	check_column_verify "$who"
+	check_forged_columns "$who"
+	check_anchor "$who"
 	check_fail_closed "$who"
 done
+if have_supervisor; then
+	check_serve_forged root
+	check_serve_forged user
+else
+	echo "# serve checks skipped: this build has no 'paddock supervise'"
+	[ "${PDK_MUST_WORK:-0}" = 1 ] && ok 1 "the supervisor is built (PDK_MUST_WORK=1)"
+fi
 check_usage
 done_testing

@@ -122,7 +122,8 @@ static struct pdk_audit_verify verify(struct pdk_audit *a)
 	struct pdk_error *err = NULL;
 	struct pdk_audit_verify v;
 
-	cr_assert_eq(pdk_audit_verify_chain(a, &v, &err), 0, "verify: %s", err ? err->msg : "");
+	cr_assert_eq(pdk_audit_verify_chain(a, NULL, &v, &err), 0, "verify: %s",
+		     err ? err->msg : "");
 	return v;
 }
 
@@ -441,6 +442,223 @@ Test(audit, missing_public_key_is_bad_signature)
 	cr_assert_eq(unlink(pub), 0);
 	expect_break(a, PDK_AUDIT_BAD_SIGNATURE, 30);
 	pdk_audit_free(a);
+}
+
+/* ---- the query columns: never read, and checked by verify ---- */
+
+/* Every column edit verify must name: the statement, and the column it names. */
+static const struct {
+	const char *sql, *column;
+} column_edits[] = {
+	{"UPDATE events SET ts = '2001-01-01T00:00:00.000000Z' WHERE seq = 12", "'ts' column"},
+	{"UPDATE events SET sandbox = 'sb-other' WHERE seq = 12", "'sandbox' column"},
+	{"UPDATE events SET session = 'forged' WHERE seq = 12", "'session' column"},
+	{"UPDATE events SET workflow = NULL WHERE seq = 12", "'workflow' column"},
+	{"UPDATE events SET actor = 'someone' WHERE seq = 12", "'actor' column"},
+	{"UPDATE events SET kind = 'process.nothing' WHERE seq = 12", "'kind' column"},
+	{"UPDATE events SET sandbox = CAST(sandbox AS BLOB) WHERE seq = 12", "'sandbox' column"},
+};
+
+Test(audit, edited_column_is_reported_naming_seq_and_column)
+{
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(column_edits); i++) {
+		_cleanup_free_ char *state = tmp_state();
+		struct pdk_audit *a = store_with(state, 30);
+		struct pdk_audit_verify v;
+
+		sql(state, column_edits[i].sql);
+		v = verify(a);
+		cr_assert_eq(v.reason, PDK_AUDIT_COLUMN, "%s: got '%s' (%s)", column_edits[i].sql,
+			     pdk_audit_break_name(v.reason), v.detail);
+		cr_assert_eq(v.broken_seq, 12, "%s: %s", column_edits[i].sql, v.detail);
+		cr_assert_not_null(strstr(v.detail, column_edits[i].column), "%s", v.detail);
+		cr_assert_not_null(strstr(v.detail, "record 12"), "%s", v.detail);
+		pdk_audit_free(a);
+		(void)!pdk_rm_rf_at(AT_FDCWD, state);
+		free(made[0]);
+		made[0] = NULL;
+	}
+}
+
+struct seen {
+	uint64_t n, seq12;
+	char kind[64], ts[64], sandbox[64];
+};
+
+static int seen_row(void *data, const struct pdk_audit_row *r)
+{
+	struct seen *s = data;
+
+	s->n++;
+	if (r->seq != 12)
+		return 0;
+	s->seq12++;
+	(void)snprintf(s->kind, sizeof(s->kind), "%s", r->kind);
+	(void)snprintf(s->ts, sizeof(s->ts), "%s", r->ts);
+	(void)snprintf(s->sandbox, sizeof(s->sandbox), "%s", r->sandbox);
+	return 0;
+}
+
+static struct seen query_seen(struct pdk_audit *a, struct pdk_audit_filter f)
+{
+	struct pdk_error *err = NULL;
+	struct seen s = {0};
+
+	cr_assert_eq(pdk_audit_query(a, &f, seen_row, &s, &err), 0, "%s", err ? err->msg : "");
+	return s;
+}
+
+static int count_sandbox(void *data, const struct pdk_audit_sandbox *sb)
+{
+	if (strcmp(sb->sandbox, "sb-1") == 0)
+		*(uint64_t *)data = sb->events;
+	else
+		*(uint64_t *)data += 1000; /* a sandbox that is no record's */
+	return 0;
+}
+
+/*
+ * A forger edits every query column of record 12 to move it into another
+ * sandbox, rename and re-date it: the queries still show it as its line
+ * says, under its own sandbox, and never under the forged one.
+ */
+Test(audit, queries_read_the_line_not_the_columns)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 30);
+	struct pdk_error *err = NULL;
+	_cleanup_free_ char *id = NULL;
+	uint64_t events = 0;
+	struct seen s;
+
+	sql(state, "UPDATE events SET sandbox = 'sb-other', kind = 'forged.kind',"
+		   " ts = '2001-01-01T00:00:00.000000Z', session = 'x', workflow = 'y',"
+		   " actor = 'z' WHERE seq = 12");
+	s = query_seen(a, (struct pdk_audit_filter){.sandbox = "sb-1"});
+	cr_assert_eq(s.n, 30, "the record stays in its sandbox's view");
+	cr_assert_str_eq(s.kind, "process.exec");
+	cr_assert_str_eq(s.sandbox, "sb-1");
+	cr_assert_neq(strncmp(s.ts, "2001", 4), 0, "%s", s.ts);
+	cr_assert_eq(query_seen(a, (struct pdk_audit_filter){.sandbox = "sb-other"}).n, 0,
+		     "the forged sandbox gets nothing");
+	cr_assert_eq(query_seen(a, (struct pdk_audit_filter){.kind = "forged.kind"}).n, 0);
+	cr_assert_eq(query_seen(a, (struct pdk_audit_filter){.kind = "process.exec"}).seq12, 1);
+	cr_assert_eq(query_seen(a, (struct pdk_audit_filter){.sandbox = "sb-1", .last = 19}).seq12,
+		     1, "the last 19 of sb-1 hold record 12");
+	cr_assert_eq(pdk_audit_sandboxes(a, count_sandbox, &events, &err), 0);
+	cr_assert_eq(events, 30, "ls: one sandbox, 30 events (%llu)", (unsigned long long)events);
+	cr_assert_lt(pdk_audit_resolve_sandbox(a, "sb-o", &id, &err), 0, "no sandbox sb-other");
+	cr_assert_eq(err->status, ENOENT);
+	pdk_error_free(&err);
+	pdk_audit_free(a);
+}
+
+/* A line that is not its row's record ends a query with an error, never a forged row. */
+Test(audit, query_refuses_a_line_that_is_not_a_record)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 20);
+	struct pdk_error *err = NULL;
+	struct seen s = {0};
+
+	sql(state, "UPDATE events SET line = CAST('{\"seq\":7}' AS BLOB) WHERE seq = 7");
+	cr_assert_eq(pdk_audit_query(a, &(struct pdk_audit_filter){0}, seen_row, &s, &err),
+		     -EBADMSG);
+	cr_assert_not_null(strstr(err->msg, "record 7"), "%s", err->msg);
+	cr_assert_eq(s.n, 6, "the rows before it were shown, none after");
+	pdk_error_free(&err);
+	pdk_audit_free(a);
+}
+
+/* ---- the anchored head ---- */
+
+static struct pdk_audit_anchor anchor_of(struct pdk_audit *a)
+{
+	struct pdk_audit_verify v = verify(a);
+	_cleanup_free_ char *text =
+		pdk_xasprintf("%llu:%s", (unsigned long long)v.head_seq, v.head_hash);
+	struct pdk_error *err = NULL;
+	struct pdk_audit_anchor an;
+
+	cr_assert_eq(pdk_audit_parse_anchor(text, &an, &err), 0, "%s", err ? err->msg : "");
+	return an;
+}
+
+static struct pdk_audit_verify verify_anchored(struct pdk_audit *a,
+					       const struct pdk_audit_anchor *an)
+{
+	struct pdk_error *err = NULL;
+	struct pdk_audit_verify v;
+
+	cr_assert_eq(pdk_audit_verify_chain(a, an, &v, &err), 0, "%s", err ? err->msg : "");
+	return v;
+}
+
+Test(audit, anchored_head_catches_a_tail_cut_with_its_checkpoint)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 1500);
+	struct pdk_audit_anchor an = anchor_of(a);
+	struct pdk_audit_verify v;
+
+	cr_assert_eq(an.seq, 1500);
+	cr_assert_eq(verify_anchored(a, &an).reason, PDK_AUDIT_INTACT);
+	fill(a, "sb-2", 10, 10);
+	cr_assert_eq(verify_anchored(a, &an).reason, PDK_AUDIT_INTACT, "the chain grew: fine");
+	/* The cut a checkpoint alone does not catch: the records and the checkpoints after 1200. */
+	sql(state, "DELETE FROM events WHERE seq > 1200; DELETE FROM checkpoints WHERE seq > 1200");
+	cr_assert_eq(verify(a).reason, PDK_AUDIT_INTACT, "without the anchor, the cut is unseen");
+	v = verify_anchored(a, &an);
+	cr_assert_eq(v.reason, PDK_AUDIT_TRUNCATED, "%s", v.detail);
+	cr_assert_eq(v.broken_seq, 1201, "%s", v.detail);
+	cr_assert_not_null(strstr(v.detail, "anchored head is record 1500"), "%s", v.detail);
+	pdk_audit_free(a);
+}
+
+Test(audit, anchored_head_catches_a_rewritten_chain)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 40);
+	struct pdk_audit_anchor an = anchor_of(a);
+	struct pdk_audit_verify v;
+
+	an.hash[0] ^= 1; /* the chain at 40 is no longer the anchored one */
+	v = verify_anchored(a, &an);
+	cr_assert_eq(v.reason, PDK_AUDIT_ALTERED, "%s", v.detail);
+	cr_assert_eq(v.broken_seq, 40);
+	pdk_audit_free(a);
+}
+
+Test(audit, anchor_text_is_checked)
+{
+	static const char *const bad[] = {
+		"",
+		"12",
+		"12:",
+		":"
+		"0000000000000000000000000000000000000000000000000000000000000000",
+		"x:0000000000000000000000000000000000000000000000000000000000000000",
+		"1:000000000000000000000000000000000000000000000000000000000000000",
+		"1:00000000000000000000000000000000000000000000000000000000000000000",
+		"1:000000000000000000000000000000000000000000000000000000000000000g",
+		"0:0000000000000000000000000000000000000000000000000000000000000001",
+	};
+	struct pdk_audit_anchor an;
+	struct pdk_error *err = NULL;
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(bad); i++) {
+		cr_assert_eq(pdk_audit_parse_anchor(bad[i], &an, &err), -EINVAL, "'%s'", bad[i]);
+		cr_assert_not_null(strstr(err->msg, "SEQ:HASH") ? err->msg
+								: strstr(err->msg, "zero"),
+				   "%s", err->msg);
+		pdk_error_free(&err);
+	}
+	cr_assert_eq(pdk_audit_parse_anchor(
+			     "7:00000000000000000000000000000000000000000000000000000000000000AB",
+			     &an, &err),
+		     0);
+	cr_assert_eq(an.seq, 7);
+	cr_assert_eq(an.hash[31], 0xab);
 }
 
 /* Several processes append at once: one chain, every event. */
