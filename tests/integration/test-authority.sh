@@ -9,6 +9,8 @@
 #     supervisor closes the connection: a peer in another user or pid namespace is no admin;
 #   - a workspace or bind inside those directories is refused, naming the path.
 set -u
+# Its own /tmp and /run (lib-run.sh): the fallback runtime directories are this suite's.
+OWN_NAMESPACES=1
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
 : "${ESCAPE_PROBE:?ESCAPE_PROBE must name the escape-probe binary}"
@@ -198,6 +200,46 @@ refusal_checks() {
 	ok $? "$who: serve: a create whose workspace is RUNDIR is refused, naming both ($CODE $(jq_get "$BODY" error.message))"
 }
 
+# The report's own case: no runtime directory set, so the fallback one (/run/paddock for
+# root, /tmp/paddock-UID for others) holds the daemon's socket, and the sandbox's workspace
+# is its parent (`cd /tmp && paddock run --workspace-mode ro`).
+# The state directory lies outside the workspace (an overlay keeps its changes there).
+fb() {
+	local who=$1
+	shift
+	if [ "$who" = root ]; then
+		env -u PADDOCK_RUNTIME_DIR -u XDG_RUNTIME_DIR PADDOCK_INIT="$T/bin/paddock-init" \
+			PADDOCK_STATE_DIR="$(auth_dir "$who")/fbstate" "$@"
+	else
+		setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all \
+			env -u PADDOCK_RUNTIME_DIR -u XDG_RUNTIME_DIR HOME="$T/home" \
+			PADDOCK_INIT="$T/bin/paddock-init" PADDOCK_STATE_DIR=/run/fbstate-user "$@"
+	fi
+}
+in_dir() {
+	local d=$1
+	shift
+	(cd "$d" && "$@")
+}
+fallback_checks() {
+	local who=$1 parent=/tmp rundir="/tmp/paddock-$UNPRIV_UID" spid mode i probe
+	probe="$(view_of "$who")/escape-probe"
+	[ "$who" = root ] && { parent=/run; rundir=/run/paddock; }
+	[ "$who" = user ] && mkdir -p /run/fbstate-user && chown $UNPRIV_UID:$UNPRIV_UID /run/fbstate-user
+	(fb "$who" "$T/bin/paddock" serve -q >"$T/fb-$who.log" 2>&1) &
+	spid=$!
+	for i in $(seq 200); do [ -S "$rundir/paddock.sock" ] && break; sleep 0.05; done
+	[ -S "$rundir/paddock.sock" ]; ok $? "$who: a daemon with the fallback runtime directory $rundir"
+	for mode in ro rw overlay; do
+		attempt "$who: cd $parent && paddock run --workspace-mode $mode: the daemon's socket is hidden" \
+			ENOENT in_dir "$parent" fb "$who" \
+			"$T/bin/paddock" run --workspace-mode "$mode" --ro "$probe" -- "$probe" \
+			daemon-create "$rundir/paddock.sock"
+	done
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+}
+
 for who in root user; do
 	start_daemon "$who"
 	ok $? "$who: the daemon starts with its socket in VIEW" || continue
@@ -218,5 +260,6 @@ for who in root user; do
 	api "$who" DELETE "/v1/sandboxes/$id"
 	serve_stop "$who"
 	umount "$(auth_dir "$who")/alias"
+	fallback_checks "$who"
 done
 done_testing
