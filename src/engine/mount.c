@@ -23,8 +23,7 @@ enum op_kind {
 	OP_FILE,    /* dst (in the root tmpfs) gets `data` as content */
 	OP_ROBIND,  /* dst bound onto itself, read-only (used inside /proc) */
 	OP_MASK,    /* dst hidden: an empty read-only tmpfs (dir) or /dev/null (file) */
-	OP_PRIVATE, /* dst (a runtime or state directory) hidden: OP_MASK, reached without symlinks
-		     */
+	OP_PRIVATE, /* dst, a state or runtime directory: hidden, reached without symlinks */
 	OP_OVERLAY, /* the workspace overlay on dst: `lowers`, src = upper, data = work */
 };
 
