@@ -1,8 +1,8 @@
 /*
  * auth.c - who is asking, and whether they may: the unix socket's peer
- * (SO_PEERCRED), admin and sandbox bearer tokens (checked by the control
- * layer), and a sandbox token's scope (its sandbox and operations). Every
- * refusal is recorded as an auth.failure event.
+ * (SO_PEERCRED and the peer's namespaces), admin and sandbox bearer tokens
+ * (checked by the control layer), and a sandbox token's scope (its sandbox
+ * and operations). Every refusal is recorded as an auth.failure event.
  */
 #include "common.h"
 #include "api-internal.h"
@@ -12,18 +12,42 @@
 #include <string.h>
 #include <sys/socket.h>
 
-static bool peer_is_owner(struct pdk_api *a, struct evhttp_request *req)
+/*
+ * Whether the unix socket's peer is the daemon's owner: NULL when it is, else why not
+ * (a new string, for the auth.failure event and the 401 answer).
+ */
+static char *peer_not_owner(struct pdk_api *a, struct evhttp_request *req)
 {
 	struct evhttp_connection *c = evhttp_request_get_connection(req);
 	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+	_cleanup_error_ struct pdk_error *err = NULL;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
+	int fd = bev ? bufferevent_getfd(bev) : -1;
+	int rc;
 
-	if (bev == NULL ||
-	    getsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return false;
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return pdk_xstrdup("a bearer token is needed");
 	/* SECURITY: the socket is 0600, and the peer is checked again: the daemon's uid or root. */
-	return cred.uid == a->uid || cred.uid == 0;
+	if (cred.uid != a->uid && cred.uid != 0)
+		return pdk_xstrdup("a bearer token is needed");
+	/*
+	 * SECURITY: a sandboxed process has the uid of the sandbox's owner (mapped 1:1), so
+	 * the uid makes no admin unless the peer also lives in the daemon's own user and pid
+	 * namespaces, which no sandbox does (base/peer.h says how that is read without a race
+	 * on the pid). A peer that cannot be placed is treated as a sandbox.
+	 */
+	rc = pdk_peer_in_our_namespaces(fd, &err);
+	if (rc < 0)
+		return pdk_xasprintf("a bearer token is needed: the socket's peer cannot be placed "
+				     "in the daemon's namespaces (%s)",
+				     err->msg);
+	if (rc == 0)
+		return pdk_xstrdup(
+			"a bearer token is needed: the socket's peer is in another user "
+			"or pid namespace than the daemon (a sandbox), and its uid makes "
+			"no admin");
+	return NULL;
 }
 
 void pdk__api_auth_failed(struct pdk_route *r, int code, const char *why)
@@ -45,11 +69,14 @@ int pdk__api_authenticate(struct pdk_route *r, bool unix_peer)
 
 	memset(&r->auth, 0, sizeof(r->auth));
 	if (h == NULL) {
-		if (unix_peer && peer_is_owner(r->a, r->req)) {
+		_cleanup_free_ char *why = unix_peer ? peer_not_owner(r->a, r->req)
+						     : pdk_xstrdup("a bearer token is needed");
+
+		if (why == NULL) {
 			r->auth.admin = true;
 			return 0;
 		}
-		pdk__api_auth_failed(r, 401, "a bearer token is needed");
+		pdk__api_auth_failed(r, 401, why);
 		return -1;
 	}
 	if (strncmp(h, "Bearer ", 7) != 0 || strlen(h + 7) > PDK_TOKEN_MAX_LEN) {

@@ -15,6 +15,7 @@
  *   fdpass.h    one message with file descriptors (SCM_RIGHTS)
  *   log.h       where a library object's messages go
  *   paths.h     the state, runtime and profile directories, decided once
+ *   peer.h      whether a unix socket's peer lives in our namespaces
  *   proc.h      the one clone() of the library
  *   settings.h  what a front end read from its environment, typed
  *
@@ -31,6 +32,7 @@
 #include "json.h"
 #include "log.h"
 #include "paths.h"
+#include "peer.h"
 #include "proc.h"
 #include "settings.h"
 #include "util.h"

@@ -6,7 +6,9 @@
 #include "util.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,4 +81,36 @@ int pdk_paths_private_dir(const char *path, struct pdk_error **err)
 	if ((st.st_mode & 077) != 0 && fchmod(fd, st.st_mode & 07700) < 0)
 		return pdk_error_set(err, errno, "chmod '%s'", path);
 	return 0;
+}
+
+char *pdk_paths_canonical(const char *path)
+{
+	char buf[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *parent = NULL, *canon = NULL;
+
+	if (realpath(path, buf) != NULL)
+		return pdk_xstrdup(buf);
+	if (slash == NULL || slash == path)
+		return pdk_xstrdup(path[0] == '\0' ? "/" : path);
+	parent = pdk_xasprintf("%.*s", (int)(slash - path), path);
+	canon = pdk_paths_canonical(parent);
+	if (strcmp(slash + 1, "") == 0 || strcmp(slash + 1, ".") == 0)
+		return steal_ptr(&canon);
+	if (strcmp(slash + 1, "..") == 0) {
+		char *up = strrchr(canon, '/');
+
+		up[up == canon ? 1 : 0] = '\0';
+		return steal_ptr(&canon);
+	}
+	return pdk_xasprintf("%s%s", strcmp(canon, "/") == 0 ? "" : canon, slash);
+}
+
+bool pdk_paths_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return true;
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }

@@ -56,4 +56,15 @@ struct pdk_error;
  */
 PDK_MUST_CHECK int pdk_paths_private_dir(const char *path, struct pdk_error **err);
 
+/*
+ * `path` (absolute) as the kernel resolves it: realpath() of it, or, when
+ * it does not exist (yet), realpath() of its longest existing parent with
+ * the rest appended. A new string. Two names of one directory through
+ * symlinks give the same answer; two bind mounts of it do not.
+ */
+char *pdk_paths_canonical(const char *path);
+
+/* Whether `path` is `dir` or lies under it (both canonical, pdk_paths_canonical()). */
+bool pdk_paths_within(const char *path, const char *dir);
+
 #endif

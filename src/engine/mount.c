@@ -30,6 +30,7 @@ enum op_kind {
 	OP_FILE,    /* dst (in the root tmpfs) gets `data` as content */
 	OP_ROBIND,  /* dst bound onto itself, read-only (used inside /proc) */
 	OP_MASK,    /* dst hidden: an empty read-only tmpfs (dir) or /dev/null (file) */
+	OP_PRIVATE, /* dst, a state or runtime directory: hidden, reached without symlinks */
 	OP_OVERLAY, /* the workspace overlay on dst: `lowers`, src = upper, data = work */
 };
 
@@ -63,6 +64,7 @@ static const char *const op_names[] = {
 	[OP_BIND] = "bind",         [OP_TMPFS] = "tmpfs",     [OP_PROC] = "proc",
 	[OP_DEVPTS] = "devpts",     [OP_SYMLINK] = "symlink", [OP_FILE] = "file",
 	[OP_ROBIND] = "ro-remount", [OP_MASK] = "mask",       [OP_OVERLAY] = "overlay",
+	[OP_PRIVATE] = "private",
 };
 
 static struct op *add_op(struct pdk_mount_plan *p, enum op_kind kind, const char *dst)
@@ -394,6 +396,52 @@ static void add_hidden(struct pdk_mount_plan *p, char *const *hidden)
 	}
 }
 
+/*
+ * SECURITY: the runtime and state directories (the daemon's and the supervisors'
+ * sockets, tokens, keys, the audit store) are hidden wherever a bind or the workspace
+ * brings them into the view: `cd /tmp && paddock run --workspace-mode ro` with the
+ * runtime directory /tmp/paddock-UID, a workspace in $HOME with the state directory
+ * under it. The host path of each bind (its source; the workspace for the overlay,
+ * bound at its own path) is compared canonically: a private directory at or under it
+ * is masked at the same place under the bind's path inside.
+ */
+static void add_private_masks_of(struct pdk_mount_plan *p, const char *host, const char *view,
+				 char *const *private_dirs)
+{
+	_cleanup_free_ char *canon = pdk_paths_canonical(host);
+
+	for (size_t i = 0; private_dirs[i] != NULL; i++) {
+		const char *dir = private_dirs[i];
+		_cleanup_free_ char *inside = NULL;
+
+		if (!pdk_paths_within(dir, canon))
+			continue;
+		inside = pdk_xasprintf("%s%s", strcmp(view, "/") == 0 ? "" : view,
+				       dir + (strcmp(canon, "/") == 0 ? 0 : strlen(canon)));
+		add_op(p, OP_PRIVATE, inside[0] != '\0' ? inside : "/");
+	}
+}
+
+static void add_private_masks(struct pdk_mount_plan *p, char *const *private_dirs)
+{
+	size_t n = p->n;
+
+	for (size_t i = 0; private_dirs != NULL && i < n; i++) {
+		_cleanup_free_ char *host = NULL, *view = NULL;
+		const struct op *o = &p->ops[i];
+
+		if (o->kind == OP_BIND && o->is_dir)
+			host = pdk_xstrdup(o->src + strlen(OLDROOT));
+		else if (o->kind == OP_OVERLAY)
+			host = pdk_xstrdup(o->dst + strlen(NEWROOT));
+		else
+			continue;
+		view = pdk_xstrdup(o->dst + strlen(NEWROOT));
+		/* add_op() may move p->ops: `o` is not used past this line. */
+		add_private_masks_of(p, host, view[0] != '\0' ? view : "/", private_dirs);
+	}
+}
+
 static size_t depth(const struct op *o)
 {
 	size_t d = 0;
@@ -401,7 +449,7 @@ static size_t depth(const struct op *o)
 	for (const char *s = o->dst + strlen(NEWROOT); *s != '\0'; s++)
 		d += *s == '/';
 	/* Masks go after everything: they hide what the binds brought in. */
-	return o->kind == OP_MASK ? d + 4096 : d;
+	return o->kind == OP_MASK || o->kind == OP_PRIVATE ? d + 4096 : d;
 }
 
 /*
@@ -450,6 +498,7 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct
 		rc = add_workspace(p, ll, s, err);
 	}
 	if (rc == 0) {
+		add_private_masks(p, s->private_dirs);
 		add_hidden(p, pol->hidden);
 		sort_by_depth(p);
 	}
@@ -792,6 +841,47 @@ static int apply_mask(const struct op *o)
 	return mount(NEWROOT "/dev/null", o->dst, NULL, MS_BIND, NULL);
 }
 
+/*
+ * A runtime or state directory hidden: an empty read-only tmpfs attached to the
+ * directory, reached from /newroot without following a symlink. SECURITY: a bind is
+ * live, and an rw one is writable by other sandboxes: a symlink planted on the way
+ * since the plan was made cannot move the mask elsewhere and leave the directory in
+ * sight; the sandbox then fails to start.
+ */
+static int apply_private(const struct op *o, struct pdk_child_error *ce)
+{
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	int dfd = (int)syscall(SYS_openat2, AT_FDCWD, o->dst, &how, sizeof(how));
+	int fs = -1, mnt = -1, rc = -1;
+
+	if (dfd < 0)
+		return fail(ce, "cannot hide the private directory", o->dst, NULL);
+	fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0555", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", "2", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		rc = fail(ce, "cannot make the tmpfs that hides", o->dst, NULL);
+		goto out;
+	}
+	mnt = fsmount(fs, FSMOUNT_CLOEXEC,
+		      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	if (mnt < 0 ||
+	    move_mount(mnt, "", dfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+		rc = fail(ce, "cannot hide the private directory", o->dst, NULL);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (mnt >= 0)
+		(void)close(mnt);
+	if (fs >= 0)
+		(void)close(fs);
+	(void)close(dfd);
+	return rc;
+}
+
 /* fail(), with the filesystem context's own log (the kernel's reason) appended. */
 static int fail_fs(int fs, struct pdk_child_error *ce, const char *what, const char *a)
 {
@@ -948,7 +1038,8 @@ static int apply_op(const struct op *o, int *upper_fd, struct pdk_child_error *c
 
 	if (o->kind == OP_BIND && !o->is_dir && is_symlink(o->dst))
 		return bind_file_via_link(o, ce);
-	if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK) {
+	if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK &&
+	    o->kind != OP_PRIVATE) {
 		rc = make_path(o->dst, o->is_dir);
 		if (rc < 0) {
 			errno = -rc;
@@ -1001,6 +1092,8 @@ static int apply_op(const struct op *o, int *upper_fd, struct pdk_child_error *c
 		return 0;
 	case OP_OVERLAY:
 		return apply_overlay(o, upper_fd, ce);
+	case OP_PRIVATE:
+		return apply_private(o, ce);
 	default:
 		errno = EINVAL;
 		return fail(ce, "unknown mount operation for", o->dst, NULL);

@@ -39,7 +39,15 @@ struct pdk_mount_spec {
 	char *const *extra_ro; /* more host paths bound read-only (may be NULL) */
 	char *const *extra_rw; /* more host paths bound read-write (may be NULL) */
 	char *const *ro_files; /* pairs: host file, path inside it is bound over read-only */
-	uid_t uid;             /* the user inside (== the caller's uid) */
+	/*
+	 * Host directories no sandbox may see (the state and runtime directories,
+	 * canonical: pdk_paths_canonical()). Each one that lies in a bind or the
+	 * workspace is hidden there by an empty read-only tmpfs, mounted through a
+	 * path with no symlink; one that is not there to hide fails the plan's
+	 * replay. Binds inside them are the caller's to refuse (session/).
+	 */
+	char *const *private_dirs;
+	uid_t uid; /* the user inside (== the caller's uid) */
 	gid_t gid;
 	const char *user_name; /* for the generated /etc/passwd */
 	const char *hostname;

@@ -209,6 +209,7 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		.extra_ro = cfg->extra_ro,
 		.extra_rw = cfg->extra_rw,
 		.ro_files = sb->ro_files,
+		.private_dirs = cfg->private_dirs,
 		.uid = sb->uid,
 		.gid = sb->gid,
 		.user_name = name,

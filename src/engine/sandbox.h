@@ -49,6 +49,7 @@ struct pdk_sandbox_config {
 	 */
 	const struct pdk_settings *settings;
 	const char *runtime_dir;   /* the runtime directory (base/paths.h): scratch files */
+	char *const *private_dirs; /* hidden wherever the view holds them (mount.h); may be NULL */
 	struct pdk_events *events; /* borrowed; may be NULL */
 	const struct pdk_cgroup_opts *cgroup_opts; /* may be NULL */
 	const struct pdk_log *log; /* downgrades and other notices (borrowed); may be NULL */

@@ -1,7 +1,7 @@
 /*
- * session-internal.h - the session's state, shared by session.c (the steps)
- * and session-env.c (the sandbox's environment and the secrets no event may
- * show).
+ * session-internal.h - the session's state, shared by session.c (the steps),
+ * session-env.c (the sandbox's environment and the secrets no event may
+ * show) and session-view.c (the directories no sandbox may see).
  */
 #ifndef PDK_SESSION_INTERNAL_H
 #define PDK_SESSION_INTERNAL_H
@@ -36,5 +36,34 @@ void pdk__session_credential_env(char ***env, const struct pdk_policy *p, const 
  */
 void pdk__session_add_secrets(struct pdk_events *ev, char *const *env, const struct pdk_policy *p,
 			      char *const *host_env);
+
+/* The directories no sandbox of a session may see, and what each is (for messages). */
+struct pdk__session_private {
+	char **dirs;  /* canonical (pdk_paths_canonical()) */
+	char **whats; /* "the runtime directory", one for each of dirs */
+};
+
+/*
+ * The state and runtime directories of the session (`state_dir`,
+ * `runtime_dir`), those of o->settings, and o->daemon_run_dir, into *out
+ * (released with pdk__session_private_release()).
+ */
+void pdk__session_private_dirs(const struct pdk_session_opts *o, const char *state_dir,
+			       const char *runtime_dir, struct pdk__session_private *out);
+
+void pdk__session_private_release(struct pdk__session_private *priv);
+
+/*
+ * SECURITY: refuse a view that would show a private directory from inside: the
+ * workspace `workspace` (NULL: none to check) or a bind of `p` (filesystem.read_only,
+ * read_write), `extra_ro` or `extra_rw` (--ro, --rw) at or under one of priv->dirs
+ * (-EACCES + *err naming the path, the directory and what it holds). A private
+ * directory that lies under one of them but does not exist yet is made
+ * (pdk_paths_private_dir()), so that the engine can hide it (mount.h).
+ */
+PDK_MUST_CHECK int pdk__session_check_view(const struct pdk__session_private *priv,
+					   const char *workspace, const struct pdk_policy *p,
+					   char *const *extra_ro, char *const *extra_rw,
+					   struct pdk_error **err);
 
 #endif

@@ -35,7 +35,8 @@ struct pdk_session {
 	bool ws_created;               /* made by this session, not one the caller named */
 	struct pdk_sandbox_config cfg; /* the engine may keep pointing at it */
 	struct pdk_sandbox *sb;
-	bool started; /* a sandbox was created at some point */
+	bool started;                     /* a sandbox was created at some point */
+	struct pdk__session_private priv; /* what no view may show */
 };
 
 const char *pdk_session_step_name(enum pdk_session_step step)
@@ -181,6 +182,21 @@ static int step_change_set(struct pdk_session *s, struct pdk_error **err)
 
 typedef int (*step_fn)(struct pdk_session *s, struct pdk_error **err);
 
+/*
+ * SECURITY: the view may not show the state or runtime directories (session-view.c):
+ * checked once the workspace is final (a change set names its own).
+ */
+static int step_private(struct pdk_session *s, struct pdk_error **err)
+{
+	enum pdk_ws_mode mode = s->policy->workspace.mode;
+	bool shown = s->private_ws == NULL &&
+		     (mode == PDK_WS_RO || mode == PDK_WS_RW || mode == PDK_WS_OVERLAY);
+
+	pdk__session_private_dirs(&s->o, s->state_dir, s->runtime_dir, &s->priv);
+	return pdk__session_check_view(&s->priv, shown ? s->workspace : NULL, s->policy,
+				       s->o.extra_ro, s->o.extra_rw, err);
+}
+
 static const struct {
 	enum pdk_session_step step;
 	step_fn fn;
@@ -188,6 +204,7 @@ static const struct {
 	{PDK_SESSION_PROFILE, step_profile},     {PDK_SESSION_OVERRIDES, step_overrides},
 	{PDK_SESSION_WORKSPACE, step_workspace}, {PDK_SESSION_ENV, step_env},
 	{PDK_SESSION_EVENTS, step_events},       {PDK_SESSION_CHANGE_SET, step_change_set},
+	{PDK_SESSION_WORKSPACE, step_private},
 };
 
 /* ---- undoing ---- */
@@ -270,6 +287,7 @@ int pdk_session_start(struct pdk_session *s, struct pdk_error **err)
 		.extra_rw = o->extra_rw,
 		.settings = o->settings,
 		.runtime_dir = s->runtime_dir,
+		.private_dirs = s->priv.dirs,
 		.events = s->events,
 		.log = o->log,
 	};
@@ -394,6 +412,7 @@ void pdk_session_free(struct pdk_session *s)
 	pdk_strv_free(s->env);
 	free(s->workspace);
 	free(s->private_ws);
+	pdk__session_private_release(&s->priv);
 	free(s);
 }
 

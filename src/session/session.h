@@ -49,6 +49,13 @@ struct pdk_session_opts {
 	const char *state_dir;               /* change sets, audit store; NULL: settings' */
 	const char *runtime_dir;             /* the sandbox's scratch; NULL: settings' */
 	/*
+	 * A supervisor's session: the daemon's runtime directory (its socket, every
+	 * supervisor's). With the state and runtime directories (the session's and
+	 * the settings'), no sandbox sees it: a workspace or bind inside one is
+	 * refused (step "workspace"), one that holds one has it hidden. NULL: none.
+	 */
+	const char *daemon_run_dir;
+	/*
 	 * No workspace given (overrides.workspace NULL, mode not none): a
 	 * private, empty one at STATE/sandboxes/ID/workspace, in overlay mode
 	 * unless overrides.ws_mode says otherwise, removed by

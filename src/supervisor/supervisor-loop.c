@@ -246,10 +246,24 @@ static void on_conn(struct pdk_supervisor *s)
 
 static void on_accept(struct pdk_supervisor *s)
 {
+	_cleanup_error_ struct pdk_error *err = NULL;
 	int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	int rc;
 
 	if (fd < 0)
 		return;
+	/*
+	 * SECURITY: the socket is 0600, but a sandboxed process has our uid: only a peer in
+	 * our own user and pid namespaces (the daemon, which started us) may drive the
+	 * sandbox, never a process of any sandbox that reached the path (base/peer.h).
+	 */
+	rc = pdk_peer_in_our_namespaces(fd, &err);
+	if (rc <= 0) {
+		pdk_log(s->log, PDK_LOG_WARN, "a connection to ctl.sock refused: %s",
+			rc < 0 ? err->msg : "its peer is in another user or pid namespace");
+		(void)close(fd);
+		return;
+	}
 	/* One connection at a time: a new one replaces the old. */
 	if (s->conn_fd >= 0)
 		(void)close(s->conn_fd);

@@ -122,6 +122,8 @@ static int setup_session(struct pdk_supervisor *s, struct pdk_error **err)
 	o.settings = s->settings;
 	o.state_dir = s->state_dir;
 	o.runtime_dir = s->run_dir;
+	/* SECURITY: RUNDIR holds the daemon's socket and every supervisor's: never in a view. */
+	o.daemon_run_dir = s->spec.run_dir ? s->spec.run_dir : s->settings->paths.runtime_dir;
 	o.private_workspace = true;
 	o.log = s->log;
 	o.actor = "paddock-supervise";

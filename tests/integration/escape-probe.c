@@ -429,6 +429,60 @@ static int p_abstract_unix(void)
 	return ret(connect(fd, (struct sockaddr *)&a,
 			   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))));
 }
+/*
+ * The daemon's authority (docs/daemon.md): ARG is the path of `paddock serve`'s unix socket
+ * as the sandbox sees it. Without a token, ask for a sandbox with the host's network and
+ * the host's root read-write: the refusal is the connect()'s errno (the socket is hidden),
+ * or EACCES when the daemon answers 401 or 403; any other answer is the daemon obeying.
+ */
+static int p_daemon_create(void)
+{
+	static const char body[] = "{\"overrides\":{\"network\":{\"mode\":\"host\"}},"
+				   "\"workspace\":{\"path\":\"/\",\"mode\":\"rw\"}}";
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	char req[512], ans[64] = "";
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int n, code = 0;
+
+	if (fd < 0 || arg == NULL || strlen(arg) >= sizeof(a.sun_path))
+		return fd < 0 ? errno : EINVAL;
+	memcpy(a.sun_path, arg, strlen(arg));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return errno;
+	n = snprintf(req, sizeof(req),
+		     "POST /v1/sandboxes HTTP/1.1\r\nHost: paddock\r\nConnection: close\r\n"
+		     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+		     strlen(body), body);
+	if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n || read(fd, ans, sizeof(ans) - 1) <= 0)
+		return ECONNRESET;
+	if (sscanf(ans, "HTTP/1.%*d %d", &code) != 1)
+		return EPROTO;
+	if (code == 401 || code == 403)
+		return EACCES;
+	fprintf(stderr, "daemon-create: the daemon answered %d\n", code);
+	return 0;
+}
+/*
+ * A supervisor's control socket (ARG: RUNDIR/sb/ID/ctl.sock as the sandbox sees it), where
+ * the daemon drives a sandbox: a status request. The refusal is the connect()'s errno, or
+ * ECONNRESET when the supervisor closes the connection without an answer.
+ */
+static int p_supervisor_ctl(void)
+{
+	static const char req[] = "{\"id\":1,\"op\":\"status\"}";
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	char ans[256];
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || arg == NULL || strlen(arg) >= sizeof(a.sun_path))
+		return fd < 0 ? errno : EINVAL;
+	memcpy(a.sun_path, arg, strlen(arg));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return errno;
+	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) < 0 || read(fd, ans, sizeof(ans)) <= 0)
+		return ECONNRESET;
+	return 0;
+}
 static int p_exec_shm(void)
 {
 	/* /dev/shm is noexec: a copied binary must not run from there. */
@@ -700,6 +754,8 @@ static const struct {
 	{"abstract-unix", p_abstract_unix},
 	{"exec-shm", p_exec_shm},
 	{"daemon", p_daemon},
+	{"daemon-create", p_daemon_create},
+	{"supervisor-ctl", p_supervisor_ctl},
 	{"euid", print_euid},
 	{"capeff", print_capeff},
 	{"chmod-suid", p_chmod_suid},

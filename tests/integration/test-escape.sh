@@ -168,6 +168,36 @@ controls() {
 	[ -s "$T/tcp-control.log" ]; ok $? "control: the listener logged that connection"
 }
 
+# The daemon's authority (docs/daemon.md; the whole run/serve x ro/rw/overlay matrix is
+# test-authority.sh): a `paddock serve` of the same user, with the same runtime directory.
+# probe_blocked WHO NAME PATTERN ARG [paddock options...]: check_blocked with options.
+probe_blocked() {
+	local who=$1 name=$2 pat=$3 parg=$4 out rc
+	shift 4
+	out=$(probe "$who" "$name" "$parg" "$@"); rc=$?
+	if [ "$rc" = 1 ] && printf '%s' "$out" | grep -qE "^$name: blocked \(($pat)\)$"; then
+		ok 0 "$who: $name $*: $out"
+	else
+		ok 1 "$who: $name $* must be refused with $pat"
+		printf '#   exit %s, output: %s\n' "$rc" "$out"
+	fi
+}
+authority_checks() {
+	local who=$1 spid alias="$T/alias-$who" dstate="$T/dstate-$who" i
+	mkdir -p "$alias" "$dstate"
+	[ "$who" = user ] && chown $UNPRIV_UID:$UNPRIV_UID "$dstate"
+	PRUN_ENV=(PADDOCK_STATE_DIR="$dstate")
+	(prun_cmd "$who"; exec "${PRUN[@]}" serve -q) >"$T/serve-$who.log" 2>&1 &
+	spid=$!
+	PRUN_ENV=()
+	for i in $(seq 200); do [ -S "$T/run-$who/paddock.sock" ] && break; sleep 0.05; done
+	mount --bind "$T/run-$who" "$alias"
+	probe_blocked "$who" daemon-create ENOENT "$T/run-$who/paddock.sock" --ro "$T"
+	probe_blocked "$who" daemon-create "EPERM|EACCES" "$alias/paddock.sock" --ro "$alias"
+	kill "$spid"; wait "$spid" 2>/dev/null
+	umount "$alias"
+}
+
 controls
 for who in root user; do
 	prun_cmd "$who"
@@ -176,6 +206,7 @@ for who in root user; do
 	done <<< "$ATTEMPTS"
 	host_checks "$who"
 	setuid_checks "$who"
+	authority_checks "$who"
 done
 
 # ---- issue 16: set-id files, the caller's terminal, a sibling's memory (docs/seccomp.md) ----

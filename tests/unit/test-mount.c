@@ -124,6 +124,42 @@ Test(mount, masks_come_last)
 	pdk_policy_free(p);
 }
 
+/*
+ * A private directory (the runtime directory) under the workspace, named through a symlink
+ * to the workspace's parent: hidden at its place under the workspace, after the bind; one
+ * outside every bind adds nothing.
+ */
+Test(mount, private_dirs_in_a_bind_are_hidden_after_it)
+{
+	struct pdk_policy *p = policy();
+	char dir[] = "/tmp/pdk-mount-XXXXXX";
+	_cleanup_free_ char *ws = NULL, *run = NULL, *link = NULL, *named = NULL, *want = NULL;
+	char *priv[] = {NULL, "/nowhere/paddock", NULL};
+	struct pdk_mount_spec s;
+	char *text;
+
+	cr_assert_not_null(mkdtemp(dir));
+	ws = pdk_xasprintf("%s/ws", dir);
+	run = pdk_xasprintf("%s/ws/run", dir);
+	link = pdk_xasprintf("%s/link", dir);
+	named = pdk_xasprintf("%s/link/ws/run", dir);
+	cr_assert_eq(pdk_mkdir_p(run, NULL), 0);
+	cr_assert_eq(symlink(dir, link), 0);
+	priv[0] = pdk_paths_canonical(named);
+	s = spec_for(p, ws);
+	s.ws_mode = PDK_WS_RO;
+	s.private_dirs = priv;
+	text = plan_text(&s);
+	want = pdk_xasprintf("private    %s\n", run);
+	cr_assert(strstr(text, want) != NULL, "%s", text);
+	cr_assert_gt(line_of(text, "private", run), line_of(text, "bind", ws), "%s", text);
+	cr_assert_eq(line_of(text, "private", "/nowhere"), -1, "%s", text);
+	free(text);
+	free(priv[0]);
+	pdk_policy_free(p);
+	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
+}
+
 Test(mount, symlinked_system_dirs_are_replicated_as_symlinks)
 {
 	struct pdk_policy *p = policy();

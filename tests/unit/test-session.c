@@ -154,6 +154,7 @@ Test(session, ids_are_uuid_text)
 struct fixture {
 	char dir[64];
 	char *state;
+	char *run;
 	char *ws;
 	struct pdk_settings st;
 };
@@ -166,14 +167,17 @@ static void fixture_init(struct fixture *f)
 	f->ws = pdk_xasprintf("%s/ws", f->dir);
 	cr_assert_eq(mkdir(f->ws, 0700), 0);
 	f->st = (struct pdk_settings){0};
+	/* The runtime directory beside the workspace: no view may hold what is inside it. */
+	f->run = pdk_xasprintf("%s/run", f->dir);
 	f->st.paths.state_dir = f->state;
-	f->st.paths.runtime_dir = f->dir;
+	f->st.paths.runtime_dir = f->run;
 }
 
 static void fixture_release(struct fixture *f)
 {
 	(void)!pdk_rm_rf_at(AT_FDCWD, f->dir);
 	free(f->state);
+	free(f->run);
 	free(f->ws);
 }
 
@@ -347,5 +351,58 @@ Test(session, a_failed_open_leaves_no_change_set)
 	cr_assert_neq(access(priv, F_OK), 0, "the private workspace went with the failure");
 	sets = pdk_xasprintf("%s/ws", f.state);
 	cr_assert(access(sets, F_OK) != 0 || rmdir(sets) == 0, "no change set is left");
+	fixture_release(&f);
+}
+
+/* The state and runtime directories: a workspace or bind inside one is refused, named. */
+Test(session, a_view_inside_the_state_or_runtime_directory_is_refused)
+{
+	struct fixture f;
+	struct pdk_session_opts o;
+	_cleanup_free_ char *inside = NULL, *link = NULL, *msg = NULL, *want = NULL;
+	char *ro[] = {NULL, NULL};
+
+	fixture_init(&f);
+	inside = pdk_xasprintf("%s/sb", f.run);
+	cr_assert_eq(pdk_mkdir_p(inside, NULL), 0);
+	o = opts_in(&f);
+	o.overrides.workspace = inside;
+	o.overrides.ws_mode = (struct pdk_override_ws_mode){true, PDK_WS_RO, NULL};
+	msg = open_fails(&o, PDK_SESSION_WORKSPACE);
+	want = pdk_xasprintf("workspace '%s' lies inside the runtime directory '%s'", inside,
+			     f.run);
+	cr_assert(strstr(msg, want) != NULL, "%s", msg);
+	free(msg);
+	free(want);
+	/* Another name through a symlink is the same directory. */
+	link = pdk_xasprintf("%s/link", f.dir);
+	cr_assert_eq(symlink(f.state, link), 0);
+	ro[0] = link;
+	o = opts_in(&f);
+	o.extra_ro = ro;
+	msg = open_fails(&o, PDK_SESSION_WORKSPACE);
+	want = pdk_xasprintf("--ro '%s' lies inside the state directory '%s'", link, f.state);
+	cr_assert(strstr(msg, want) != NULL, "%s", msg);
+	fixture_release(&f);
+}
+
+/* A workspace that holds the runtime directory is allowed; a missing one is made to be hidden. */
+Test(session, a_workspace_holding_the_runtime_directory_is_allowed)
+{
+	struct fixture f;
+	struct pdk_session_opts o;
+	struct pdk_error *err = NULL;
+	struct pdk_session *s;
+	struct stat st;
+
+	fixture_init(&f);
+	o = opts_in(&f);
+	o.overrides.workspace = f.dir;
+	o.overrides.ws_mode = (struct pdk_override_ws_mode){true, PDK_WS_RO, NULL};
+	s = pdk_session_open(&o, NULL, &err);
+	cr_assert_not_null(s, "%s", err ? err->msg : "");
+	cr_assert_eq(stat(f.run, &st), 0, "made, so that the engine can hide it");
+	cr_assert_eq(st.st_mode & 0777, 0700);
+	pdk_session_free(s);
 	fixture_release(&f);
 }

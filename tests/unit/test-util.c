@@ -1,10 +1,13 @@
 #include "common.h"
 #include "error.h"
+#include "paths.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 Test(util, parse_size_units)
 {
@@ -159,4 +162,39 @@ Test(util, env_get_and_set)
 	cr_assert_str_eq(env[0], "K=two");
 	cr_assert_str_eq(env[1], "KEY=x");
 	pdk_strv_free(env);
+}
+
+/* The canonical path of a directory, existing or not, and "within". */
+Test(util, paths_canonical_and_within)
+{
+	char dir[] = "/tmp/pdk-paths-XXXXXX";
+	_cleanup_free_ char *real = NULL, *link = NULL, *via = NULL, *missing = NULL, *want = NULL,
+			    *up = NULL;
+
+	cr_assert_not_null(mkdtemp(dir));
+	real = pdk_xasprintf("%s/real", dir);
+	link = pdk_xasprintf("%s/link", dir);
+	cr_assert_eq(mkdir(real, 0700), 0);
+	cr_assert_eq(symlink("real", link), 0);
+	via = pdk_paths_canonical(link);
+	want = pdk_paths_canonical(real);
+	cr_assert_str_eq(via, want);
+	free(via);
+	via = pdk_xasprintf("%s/link/not/yet", dir);
+	missing = pdk_paths_canonical(via);
+	free(via);
+	via = pdk_xasprintf("%s/not/yet", want);
+	cr_assert_str_eq(missing, via, "a missing tail is appended to its parent's real path");
+	up = pdk_xasprintf("%s/link/gone/..", dir);
+	free(via);
+	via = pdk_paths_canonical(up);
+	cr_assert_str_eq(via, want);
+	cr_assert(pdk_paths_within(missing, want));
+	cr_assert(pdk_paths_within(want, want));
+	cr_assert(pdk_paths_within(want, "/"));
+	cr_assert(!pdk_paths_within(want, missing));
+	cr_assert(!pdk_paths_within("/tmp/paddock-10", "/tmp/paddock-1"), "a prefix is no parent");
+	unlink(link);
+	rmdir(real);
+	rmdir(dir);
 }

@@ -1,0 +1,156 @@
+/*
+ * session-view.c - the directories no sandbox may see (session-internal.h).
+ *
+ * The runtime directory holds the daemon's socket and every supervisor's
+ * control socket; the state directory holds the token key, the admin token
+ * hashes, the audit store and its signing key, and the change sets. A
+ * process in a sandbox has the uid of the user who made it, so a view that
+ * holds them would hand it what the daemon guards. Two rules keep them out
+ * of every view (docs/policy.md, "What a sandbox never sees"):
+ *   - a workspace or bind at or under one of them is refused here, with the
+ *     path, the directory and what it holds;
+ *   - a workspace or bind that holds one of them (a workspace of /tmp or
+ *     $HOME) is allowed, and the engine hides the directory inside it
+ *     (engine/mount.h, private_dirs).
+ */
+#include "common.h"
+#include "base.h"
+#include "policy.h"
+#include "session-internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char what_runtime[] = "the runtime directory";
+static const char what_state[] = "the state directory";
+static const char what_daemon[] = "the daemon's runtime directory";
+
+/* Entry `i` out of the lists (the order of the others is kept). */
+static void drop_dir(struct pdk__session_private *out, size_t i)
+{
+	free(out->dirs[i]);
+	free(out->whats[i]);
+	for (; out->dirs[i] != NULL; i++) {
+		out->dirs[i] = out->dirs[i + 1];
+		out->whats[i] = out->whats[i + 1];
+	}
+}
+
+/*
+ * One directory more, unless one listed holds it; those it holds go. Only the
+ * outermost of nested directories is listed: a supervisor's run directory lies in the
+ * daemon's, and a mask inside a mask would have nothing to hide.
+ */
+static void add_dir(struct pdk__session_private *out, const char *dir, const char *what)
+{
+	_cleanup_free_ char *canon = NULL;
+
+	if (dir == NULL || dir[0] != '/')
+		return;
+	canon = pdk_paths_canonical(dir);
+	for (size_t i = 0; out->dirs != NULL && out->dirs[i] != NULL; i++)
+		if (pdk_paths_within(canon, out->dirs[i]))
+			return;
+	for (size_t i = 0; out->dirs != NULL && out->dirs[i] != NULL;) {
+		if (pdk_paths_within(out->dirs[i], canon))
+			drop_dir(out, i);
+		else
+			i++;
+	}
+	pdk_strv_push_take(&out->dirs, steal_ptr(&canon));
+	pdk_strv_push(&out->whats, what);
+}
+
+void pdk__session_private_dirs(const struct pdk_session_opts *o, const char *state_dir,
+			       const char *runtime_dir, struct pdk__session_private *out)
+{
+	const struct pdk_paths *paths = &o->settings->paths;
+
+	*out = (struct pdk__session_private){0};
+	add_dir(out, o->daemon_run_dir, what_daemon);
+	add_dir(out, runtime_dir, what_runtime);
+	add_dir(out, paths->runtime_dir, what_runtime);
+	add_dir(out, state_dir, what_state);
+	add_dir(out, paths->state_dir, what_state);
+}
+
+void pdk__session_private_release(struct pdk__session_private *priv)
+{
+	pdk_strv_free(priv->dirs);
+	pdk_strv_free(priv->whats);
+	*priv = (struct pdk__session_private){0};
+}
+
+static const char *holds(const char *what)
+{
+	if (strcmp(what, what_state) == 0)
+		return "the token key, the audit store and its key, the change sets";
+	return "the daemon's socket and the supervisors' control sockets";
+}
+
+/* `path` (named `name` in the message) at or under a private directory: -EACCES. */
+static int refuse_inside(const struct pdk__session_private *priv, const char *name,
+			 const char *path, struct pdk_error **err)
+{
+	_cleanup_free_ char *canon = pdk_paths_canonical(path);
+
+	for (size_t i = 0; priv->dirs != NULL && priv->dirs[i] != NULL; i++) {
+		if (!pdk_paths_within(canon, priv->dirs[i]))
+			continue;
+		return pdk_error_setx(err, EACCES,
+				      "%s '%s' lies inside %s '%s' (%s), which no sandbox may see: "
+				      "choose a path outside it",
+				      name, path, priv->whats[i], priv->dirs[i],
+				      holds(priv->whats[i]));
+	}
+	return 0;
+}
+
+/* A private directory under `path` that is not there yet is made, for the engine to hide. */
+static int make_hidden(const struct pdk__session_private *priv, const char *path,
+		       struct pdk_error **err)
+{
+	_cleanup_free_ char *canon = pdk_paths_canonical(path);
+	struct stat st;
+
+	for (size_t i = 0; priv->dirs != NULL && priv->dirs[i] != NULL; i++) {
+		if (!pdk_paths_within(priv->dirs[i], canon) || stat(priv->dirs[i], &st) == 0)
+			continue;
+		if (pdk_paths_private_dir(priv->dirs[i], err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int check_one(const struct pdk__session_private *priv, const char *name, const char *path,
+		     struct pdk_error **err)
+{
+	if (refuse_inside(priv, name, path, err) < 0)
+		return -1;
+	return make_hidden(priv, path, err);
+}
+
+static int check_list(const struct pdk__session_private *priv, const char *name, char *const *paths,
+		      struct pdk_error **err)
+{
+	for (size_t i = 0; paths != NULL && paths[i] != NULL; i++)
+		if (check_one(priv, name, paths[i], err) < 0)
+			return -1;
+	return 0;
+}
+
+int pdk__session_check_view(const struct pdk__session_private *priv, const char *workspace,
+			    const struct pdk_policy *p, char *const *extra_ro,
+			    char *const *extra_rw, struct pdk_error **err)
+{
+	if (workspace != NULL && check_one(priv, "workspace", workspace, err) < 0)
+		return -1;
+	if (check_list(priv, "filesystem.read_only entry", p->read_only, err) < 0 ||
+	    check_list(priv, "filesystem.read_write entry", p->read_write, err) < 0 ||
+	    check_list(priv, "--ro", extra_ro, err) < 0 ||
+	    check_list(priv, "--rw", extra_rw, err) < 0)
+		return -1;
+	return 0;
+}

@@ -1,0 +1,265 @@
+#!/bin/bash
+# The daemon's authority from inside a sandbox (docs/daemon.md, "Authentication and tokens";
+# docs/policy.md, "What a sandbox never sees"). As root and as nobody, from `paddock run` and
+# from `paddock serve` sandboxes, with ro, rw and overlay workspaces, a process inside tries
+# to reach the daemon and its supervisors and must fail, by its own exit status and output:
+#   - the runtime and state directories are hidden in a view that holds them (ENOENT);
+#   - where the view shows a socket anyway (the daemon's --socket in the workspace, a bind
+#     mount of the runtime directory under another name), the daemon answers 401 and the
+#     supervisor closes the connection: a peer in another user or pid namespace is no admin;
+#   - a workspace or bind inside those directories is refused, naming the path.
+set -u
+# Its own /tmp and /run (lib-run.sh): the fallback runtime directories are this suite's.
+OWN_NAMESPACES=1
+. "$(dirname "$0")/lib-run.sh"
+. "$(dirname "$0")/lib-serve.sh"
+: "${ESCAPE_PROBE:?ESCAPE_PROBE must name the escape-probe binary}"
+
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_auth; sleep 0.2; umount_aliases; rm -rf "$T"' EXIT
+
+# This suite's layout, per identity, under A=$T/auth-WHO: the daemon's runtime directory lies
+# in VIEW, the directory the sandboxes get as their workspace, its socket (--socket) in VIEW
+# itself, its state directory in A, and A/alias is the runtime directory bound under another
+# name (beside VIEW: an overlay's lower directory may hold no mount).
+auth_dir() { echo "$T/auth-$1"; }
+view_of() { echo "$T/auth-$1/view"; }
+sock_of() { echo "$T/auth-$1/view/d.sock"; }
+
+umount_aliases() {
+	local who
+	for who in root user; do
+		mountpoint -q "$(auth_dir "$who")/alias" 2>/dev/null && umount "$(auth_dir "$who")/alias"
+	done
+	return 0
+}
+# Supervisors of this suite's daemons (their environment names this suite's directories).
+reap_auth() {
+	local p
+	for p in $(pgrep -f 'paddock supervise --id '); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^PADDOCK_RUNTIME_DIR=$T/" &&
+			kill -9 "$p" 2>/dev/null
+	done
+	return 0
+}
+
+# attempt DESC PATTERN CMD...: CMD prints the probe's line; it must exit 1 with "blocked (PATTERN)".
+attempt() {
+	local desc=$1 pat=$2 out rc
+	shift 2
+	out=$("$@" 2>/dev/null); rc=$?
+	if [ "$rc" = 1 ] && printf '%s' "$out" | grep -qE "^[a-z-]+: blocked \(($pat)\)$"; then
+		ok 0 "$desc: $out"
+	else
+		ok 1 "$desc must be refused with $pat"
+		printf '#   exit %s, output: %s\n' "$rc" "$out"
+	fi
+}
+
+# in_run WHO MODE CMD...: CMD in a `paddock run` sandbox of WHO whose workspace is VIEW, with
+# the daemon's own state and runtime directories (the same user's environment).
+in_run() {
+	local who=$1 mode=$2
+	shift 2
+	(cd "$(view_of "$who")" &&
+		as "$who" "$T/bin/paddock" run --workspace-mode "$mode" "${RUN_OPTS[@]}" -- "$@")
+}
+RUN_OPTS=()
+
+# in_serve WHO ID CMD...: CMD through the daemon's exec in sandbox ID; prints its stdout and
+# exits with its exit code.
+in_serve() {
+	local who=$1 id=$2 argv
+	shift 2
+	argv=$(printf '%s\n' "$@" | jq -R . | jq -s -c .)
+	api "$who" POST "/v1/sandboxes/$id/exec" "{\"argv\":$argv}"
+	[ "$CODE" = 200 ] || { echo "# exec: $CODE $BODY"; return 125; }
+	jq_get "$BODY" stdout.text | tr -d '\n'
+	return "$(jq_get "$BODY" exit_code)"
+}
+
+start_daemon() {
+	local who=$1 a view
+	a=$(auth_dir "$who")
+	view=$(view_of "$who")
+	mkdir -p "$view" "$a/alias" "$a/state"
+	cp "$ESCAPE_PROBE" "$view/escape-probe"
+	chmod 0755 "$view/escape-probe"
+	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$a"
+	SERVE_ENV=(PADDOCK_STATE_DIR="$a/state" PADDOCK_RUNTIME_DIR="$view/run")
+	serve_start "$who" --socket "$(sock_of "$who")" || return 1
+	# The runtime directory under another name: a view that holds ALIAS shows the sockets.
+	mount --bind "$view/run" "$a/alias"
+}
+
+# Through `paddock run`: the hidden directories, the refused daemon, the refused supervisor.
+run_checks() {
+	local who=$1 id=$2 view mode pat
+	view=$(view_of "$who")
+	for mode in ro rw overlay; do
+		attempt "$who: run $mode: the daemon's runtime directory is hidden in the workspace" \
+			ENOENT in_run "$who" "$mode" "$view/escape-probe" supervisor-ctl \
+			"$view/run/sb/$id/ctl.sock"
+		# An overlay does not carry a host socket: its connect() is refused by the kernel.
+		pat="EPERM|EACCES"
+		[ "$mode" = overlay ] && pat="ECONNREFUSED"
+		attempt "$who: run $mode: the daemon's socket in the workspace refuses a sandboxed peer" \
+			"$pat" in_run "$who" "$mode" "$view/escape-probe" daemon-create "$view/d.sock"
+	done
+	# A bind mount of the runtime directory under another name is out of reach of any path
+	# check: the supervisors refuse the peer itself.
+	RUN_OPTS=(--ro "$(auth_dir "$who")/alias")
+	for mode in ro rw overlay; do
+		attempt "$who: run $mode --ro ALIAS: a supervisor refuses a sandboxed peer on its ctl.sock" \
+			"ECONNRESET|EACCES" in_run "$who" "$mode" "$view/escape-probe" supervisor-ctl \
+			"$(auth_dir "$who")/alias/sb/$id/ctl.sock"
+	done
+	RUN_OPTS=()
+}
+
+# Through the daemon: the same attempts from its sandboxes' own exec.
+serve_checks() {
+	local who=$1 id=$2 a view mode sid pat out
+	a=$(auth_dir "$who")
+	view=$(view_of "$who")
+	for mode in ro rw overlay; do
+		api "$who" POST /v1/sandboxes "{\"workspace\":{\"path\":\"$view\",\"mode\":\"$mode\"}}"
+		sid=$(jq_get "$BODY" id)
+		is "$CODE $([ -n "$sid" ] && echo id)" "201 id" "$who: serve: a $mode sandbox on VIEW is created" ||
+			{ echo "# $BODY"; continue; }
+		attempt "$who: serve $mode: the daemon's runtime directory is hidden in the workspace" \
+			ENOENT in_serve "$who" "$sid" "$view/escape-probe" supervisor-ctl \
+			"$view/run/sb/$sid/ctl.sock"
+		pat="EPERM|EACCES"
+		[ "$mode" = overlay ] && pat="ECONNREFUSED"
+		attempt "$who: serve $mode: the daemon's socket in the workspace refuses a sandboxed peer" \
+			"$pat" in_serve "$who" "$sid" "$view/escape-probe" daemon-create "$view/d.sock"
+		api "$who" DELETE "/v1/sandboxes/$sid"
+	done
+	# A workspace that holds the runtime directory under another name (A/alias) and the
+	# state directory: the supervisors refuse the peer, the state directory is hidden.
+	for mode in ro rw; do
+		api "$who" POST /v1/sandboxes "{\"workspace\":{\"path\":\"$a\",\"mode\":\"$mode\"}}"
+		sid=$(jq_get "$BODY" id)
+		is "$CODE $([ -n "$sid" ] && echo id)" "201 id" "$who: serve: a $mode sandbox on A is created" ||
+			{ echo "# $BODY"; continue; }
+		attempt "$who: serve $mode: a supervisor refuses a sandboxed peer on ctl.sock" \
+			"ECONNRESET|EACCES" in_serve "$who" "$sid" "$view/escape-probe" \
+			supervisor-ctl "$a/alias/sb/$id/ctl.sock"
+		attempt "$who: serve $mode: its own supervisor refuses it too" \
+			"ECONNRESET|EACCES" in_serve "$who" "$sid" "$view/escape-probe" \
+			supervisor-ctl "$a/alias/sb/$sid/ctl.sock"
+		out=$(in_serve "$who" "$sid" sh -c 'ls -A "$0"; cat "$0/daemon.key" >/dev/null 2>&1; echo "key=$?"' "$a/state")
+		is "$?:$out" "0:key=1" "$who: serve $mode: the state directory is empty inside (no daemon.key)"
+		api "$who" DELETE "/v1/sandboxes/$sid"
+	done
+	# The daemon saw those attempts, and said why it refused them.
+	as "$who" curl -s -N --max-time 2 --unix-socket "$(sock_of "$who")" \
+		"http://paddock/v1/events?since=0&kind=auth.failure" >"$T/auth-events-$who"
+	grep -q '"reason":"a bearer token is needed: the socket.s peer is in another user or pid namespace' \
+		"$T/auth-events-$who"
+	ok $? "$who: the daemon recorded auth.failure: a peer in another user or pid namespace"
+	# The daemon and the supervisor still serve their own user outside.
+	api "$who" GET "/v1/sandboxes/$id"
+	is "$CODE $(jq_get "$BODY" state)" "200 running" \
+		"$who: the daemon's user outside is still an admin, the supervisor still answers"
+}
+
+# The state directory: its keys and stores are out of sight in a view that holds it.
+state_checks() {
+	local who=$1 a out rc mode
+	a=$(auth_dir "$who")
+	for mode in ro rw; do
+		out=$(cd "$a" && as "$who" "$T/bin/paddock" run --workspace-mode "$mode" -- \
+			sh -c 'ls -A state; cat state/daemon.key >/dev/null 2>&1; echo "key=$?"' 2>/dev/null)
+		rc=$?
+		is "$rc:$out" "0:key=1" "$who: run $mode: the state directory is empty inside (no daemon.key, no audit.db)"
+	done
+}
+
+# A workspace or bind inside those directories is refused, naming it and the directory.
+refusal_checks() {
+	local who=$1 id=$2 a view out rc
+	a=$(auth_dir "$who")
+	view=$(view_of "$who")
+	out=$(cd "$view" && as "$who" "$T/bin/paddock" run --workspace-mode ro --ro "$view/run/sb" -- true 2>&1)
+	rc=$?
+	printf '%s' "$out" | grep -q "\-\-ro '$view/run/sb' lies inside the runtime directory '$view/run'"
+	is "$rc:$?" "122:0" "$who: run --ro RUNDIR/sb is refused, naming both ($out)"
+	out=$(cd "$view" && as "$who" "$T/bin/paddock" run -w "$a/state" --workspace-mode rw -- true 2>&1)
+	rc=$?
+	printf '%s' "$out" | grep -q "workspace '$a/state' lies inside the state directory '$a/state'"
+	is "$rc:$?" "122:0" "$who: run -w STATE is refused, naming it ($out)"
+	printf 'extends: default\nfilesystem:\n  read_write: [%s]\n' "$view/run/sb/$id" >"$a/p.yaml"
+	chmod 0644 "$a/p.yaml"
+	out=$(cd "$view" && as "$who" "$T/bin/paddock" run --profile "$a/p.yaml" --workspace-mode none -- true 2>&1)
+	rc=$?
+	printf '%s' "$out" | grep -q "filesystem.read_write entry '$view/run/sb/$id' lies inside"
+	is "$rc:$?" "122:0" "$who: a profile's read_write entry inside RUNDIR is refused ($out)"
+	api "$who" POST /v1/sandboxes "{\"workspace\":{\"path\":\"$view/run\",\"mode\":\"ro\"}}"
+	printf '%s' "$BODY" | grep -q "workspace '$view/run' lies inside the daemon's runtime directory '$view/run'"
+	ok $? "$who: serve: a create whose workspace is RUNDIR is refused, naming both ($CODE $(jq_get "$BODY" error.message))"
+}
+
+# The report's own case: no runtime directory set, so the fallback one (/run/paddock for
+# root, /tmp/paddock-UID for others) holds the daemon's socket, and the sandbox's workspace
+# is its parent (`cd /tmp && paddock run --workspace-mode ro`).
+# The state directory lies outside the workspace (an overlay keeps its changes there).
+fb() {
+	local who=$1
+	shift
+	if [ "$who" = root ]; then
+		env -u PADDOCK_RUNTIME_DIR -u XDG_RUNTIME_DIR PADDOCK_INIT="$T/bin/paddock-init" \
+			PADDOCK_STATE_DIR="$(auth_dir "$who")/fbstate" "$@"
+	else
+		setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all \
+			env -u PADDOCK_RUNTIME_DIR -u XDG_RUNTIME_DIR HOME="$T/home" \
+			PADDOCK_INIT="$T/bin/paddock-init" PADDOCK_STATE_DIR=/run/fbstate-user "$@"
+	fi
+}
+in_dir() {
+	local d=$1
+	shift
+	(cd "$d" && "$@")
+}
+fallback_checks() {
+	local who=$1 parent=/tmp rundir="/tmp/paddock-$UNPRIV_UID" spid mode i probe
+	probe="$(view_of "$who")/escape-probe"
+	[ "$who" = root ] && { parent=/run; rundir=/run/paddock; }
+	[ "$who" = user ] && mkdir -p /run/fbstate-user && chown $UNPRIV_UID:$UNPRIV_UID /run/fbstate-user
+	(fb "$who" "$T/bin/paddock" serve -q >"$T/fb-$who.log" 2>&1) &
+	spid=$!
+	for i in $(seq 200); do [ -S "$rundir/paddock.sock" ] && break; sleep 0.05; done
+	[ -S "$rundir/paddock.sock" ]; ok $? "$who: a daemon with the fallback runtime directory $rundir"
+	for mode in ro rw overlay; do
+		attempt "$who: cd $parent && paddock run --workspace-mode $mode: the daemon's socket is hidden" \
+			ENOENT in_dir "$parent" fb "$who" \
+			"$T/bin/paddock" run --workspace-mode "$mode" --ro "$probe" -- "$probe" \
+			daemon-create "$rundir/paddock.sock"
+	done
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+}
+
+for who in root user; do
+	start_daemon "$who"
+	ok $? "$who: the daemon starts with its socket in VIEW" || continue
+	api "$who" GET /v1/sandboxes
+	is "$CODE" 200 "$who: the daemon's user outside the sandboxes is an admin on the socket"
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"authority"}}'
+	id=$(jq_get "$BODY" id)
+	is "$CODE $([ -n "$id" ] && echo id)" "201 id" "$who: a sandbox to aim at is created"
+	run_checks "$who" "$id"
+	serve_checks "$who" "$id"
+	state_checks "$who"
+	refusal_checks "$who" "$id"
+	# Control, last (a connection to ctl.sock replaces the daemon's): outside any sandbox,
+	# the same probe on the same socket is answered.
+	out=$(as "$who" "$(view_of "$who")/escape-probe" supervisor-ctl \
+		"$(auth_dir "$who")/alias/sb/$id/ctl.sock" 2>&1)
+	is "$?:$out" "0:supervisor-ctl: ESCAPED" "$who: control: outside, the supervisor answers the probe"
+	api "$who" DELETE "/v1/sandboxes/$id"
+	serve_stop "$who"
+	umount "$(auth_dir "$who")/alias"
+	fallback_checks "$who"
+done
+done_testing
