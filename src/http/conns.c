@@ -116,22 +116,37 @@ static void update_listener(struct pdk_http_guards *gs)
 		(void)evconnlistener_disable(gs->listener);
 }
 
+/*
+ * The guards of every listener, to find a listener's from its error
+ * callback: libevent passes that callback the listener's argument, which
+ * evhttp_bind_listener made the evhttp, not the guards. A mutable
+ * file-scope variable, against the rule, because libevent leaves no other
+ * way; it changes only on the loop's thread (install and stop).
+ */
+static struct pdk_http_guards *all_guards;
+
 static void accept_failed(struct evconnlistener *l, void *arg)
 {
-	struct pdk_http_guards *gs = arg;
+	struct pdk_http_guards *gs = all_guards;
 	int e = EVUTIL_SOCKET_ERROR();
 
-	(void)l;
+	(void)arg;
+	while (gs != NULL && gs->listener != l)
+		gs = gs->next_guards;
 	/*
 	 * SECURITY: libevent retries a failed accept at once, and forever, when
 	 * no descriptor is left (the connection stays in the kernel's queue):
 	 * the listener pauses instead, and the connection waits its turn there.
 	 */
+	if (gs == NULL) {
+		(void)evconnlistener_disable(l);
+		return;
+	}
 	gs->paused = true;
 	update_listener(gs);
 	(void)event_add(gs->resume, &(struct timeval){0, PDK_HTTP_ACCEPT_PAUSE_MS * 1000});
-	pdk_log(gs->lim.log, PDK_LOG_WARN, "%s: accept: %s; not accepting for %d ms", gs->lim.name,
-		strerror(e), PDK_HTTP_ACCEPT_PAUSE_MS);
+	gs->tally.pauses++;
+	gs->tally.pause_errno = e;
 }
 
 static void accept_resume(evutil_socket_t fd, short what, void *arg)
@@ -155,6 +170,7 @@ static void answer_raw(struct pdk__conn *c, int status, const char *reason, cons
 	_cleanup_free_ char *text = body ? pdk_json_dump_line(body) : NULL;
 	_cleanup_free_ char *all = NULL;
 	int fd = bufferevent_getfd(c->sock);
+	char sink[16 * 1024];
 
 	if (text == NULL)
 		pdk_oom();
@@ -164,6 +180,17 @@ static void answer_raw(struct pdk__conn *c, int status, const char *reason, cons
 	all = pdk_xasprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
 			    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
 			    status, reason, strlen(text), text);
+	/*
+	 * What the client sent and nobody read is dropped first: a socket closed
+	 * with unread input sends a reset, which can destroy the answer.
+	 */
+	for (size_t got = 0; got < sizeof(sink) * 4;) {
+		ssize_t r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
 	/* One small write into an idle socket's buffer: a short write only clips the answer. */
 	(void)send(fd, all, strlen(all), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
@@ -202,18 +229,65 @@ static const char *flag(const char *name, char *buf, size_t size)
 	return buf;
 }
 
+/* ---- what the log says: a summary every TALLY_EVERY_MS at most ---- */
+
+#define TALLY_EVERY_MS 5000
+
+/* One refusal more of a kind, and the address it came from. */
+static void gs_note(struct pdk_http_guards *gs, unsigned *count, const struct pdk__peer *p)
+{
+	(*count)++;
+	gs->tally.last = *p;
+}
+
+/*
+ * SECURITY: what a flood makes the daemon say is a few lines per interval,
+ * whatever its size: counts, not a line per connection.
+ */
+static void tally_report(struct pdk_http_guards *gs, uint64_t now)
+{
+	struct pdk__tally *t = &gs->tally;
+	char who[INET6_ADDRSTRLEN + 16];
+
+	if (now - t->since_ms < TALLY_EVERY_MS ||
+	    t->per_peer + t->full + t->room + t->timeout + t->pauses == 0)
+		return;
+	peer_name(&t->last, who, sizeof(who));
+	if (t->per_peer + t->full + t->room + t->timeout > 0)
+		pdk_log(gs->lim.log, PDK_LOG_WARN,
+			"%s: in %llu s: %u connections refused (too many from one address, at most "
+			"%u), %u refused and %u closed to make room (at most %u at once), %u closed "
+			"without a complete request head in %llu ms; the last from %s",
+			gs->lim.name, (unsigned long long)(now - t->since_ms) / 1000, t->per_peer,
+			gs->lim.max_per_peer, t->full, t->room, gs->lim.max_conns, t->timeout,
+			(unsigned long long)gs->lim.head_timeout_ms, who);
+	if (t->pauses > 0)
+		pdk_log(gs->lim.log, PDK_LOG_WARN,
+			"%s: in %llu s: accept paused %u times for %d ms (no descriptor left: %s)",
+			gs->lim.name, (unsigned long long)(now - t->since_ms) / 1000, t->pauses,
+			PDK_HTTP_ACCEPT_PAUSE_MS, strerror(t->pause_errno));
+	*t = (struct pdk__tally){.since_ms = now};
+}
+
 /* ---- admission ---- */
 
-/* The oldest connection other than `not` that has not sent a complete request head yet. */
+/*
+ * The connection to close to make room: the oldest one other than `not`
+ * that has not sent a complete request head yet, from an address with more
+ * than one connection. A client alone on its address is never closed for
+ * another's: a flood from a few addresses cannot push out a new client.
+ */
 static struct pdk__conn *oldest_idle(struct pdk_http_guards *gs, const struct pdk__conn * not )
 {
-	struct pdk__conn *found = NULL;
+	struct pdk__conn *c = gs->conns;
 
-	for (struct pdk__conn *c = gs->conns; c != NULL; c = c->next)
+	while (c != NULL && c->next != NULL)
+		c = c->next;
+	for (; c != NULL; c = c->prev)
 		if (c != not &&c->admitted && !c->dropped && c->wait_since_ms != 0 &&
-		    pdk__guard_heads(c->g) == 0)
-			found = c; /* newest first: the last one seen is the oldest */
-	return found;
+		    pdk__guard_heads(c->g) == 0 && peer_count(gs, &c->peer) > 1)
+			return c;
+	return NULL;
 }
 
 static void refuse_peer(struct pdk__conn *c)
@@ -225,7 +299,7 @@ static void refuse_peer(struct pdk__conn *c)
 	peer_name(&c->peer, who, sizeof(who));
 	msg = pdk_xasprintf("too many connections from %s: at most %u at once%s", who,
 			    lim->max_per_peer, flag(lim->max_per_peer_flag, fb, sizeof(fb)));
-	pdk_log(lim->log, PDK_LOG_WARN, "%s: refused a connection: %s", lim->name, msg);
+	gs_note(c->owner, &c->owner->tally.per_peer, &c->peer);
 	drop(c, 503, msg);
 }
 
@@ -235,21 +309,18 @@ static void make_room(struct pdk__conn *c)
 	struct pdk_http_guards *gs = c->owner;
 	const struct pdk_http_limits *lim = &gs->lim;
 	struct pdk__conn *victim = oldest_idle(gs, c);
-	char who[INET6_ADDRSTRLEN + 16], fb[64];
+	char fb[64];
 	_cleanup_free_ char *msg = NULL;
 
 	if (victim != NULL) {
-		peer_name(&victim->peer, who, sizeof(who));
-		pdk_log(lim->log, PDK_LOG_WARN,
-			"%s: at %u connections: closed the oldest one without a request (from %s)",
-			lim->name, lim->max_conns, who);
+		gs_note(gs, &gs->tally.room, &victim->peer);
 		drop(victim, 408,
 		     "no complete request head arrived, and the daemon is at its connection limit");
 		return;
 	}
 	msg = pdk_xasprintf("too many connections: at most %u at once%s", lim->max_conns,
 			    flag(lim->max_conns_flag, fb, sizeof(fb)));
-	pdk_log(lim->log, PDK_LOG_WARN, "%s: refused a connection: %s", lim->name, msg);
+	gs_note(gs, &gs->tally.full, &c->peer);
 	drop(c, 503, msg);
 }
 
@@ -302,13 +373,14 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
 	struct pdk_http_guards *gs = arg;
 	const struct pdk_http_limits *lim = &gs->lim;
 	uint64_t now = now_ms();
-	char who[INET6_ADDRSTRLEN + 16];
 	_cleanup_free_ char *msg = NULL;
 
 	(void)fd;
 	(void)what;
+	tally_report(gs, now);
 	for (struct pdk__conn *c = gs->conns; c != NULL; c = c->next) {
-		if (c->wait_since_ms == 0 || now - c->wait_since_ms < lim->head_timeout_ms)
+		if (c->wait_since_ms == 0 || lim->head_timeout_ms == 0 ||
+		    now - c->wait_since_ms < lim->head_timeout_ms)
 			continue;
 		if (msg == NULL)
 			msg = pdk_xasprintf("no complete request head within %llu ms%s%s%s",
@@ -316,9 +388,7 @@ static void sweep(evutil_socket_t fd, short what, void *arg)
 					    lim->head_timeout_flag ? " (" : "",
 					    lim->head_timeout_flag ? lim->head_timeout_flag : "",
 					    lim->head_timeout_flag ? ")" : "");
-		peer_name(&c->peer, who, sizeof(who));
-		pdk_log(lim->log, PDK_LOG_INFO, "%s: closed a connection from %s: %s", lim->name,
-			who, msg);
+		gs_note(gs, &gs->tally.timeout, &c->peer);
 		drop(c, 408, msg);
 	}
 }
@@ -442,6 +512,7 @@ struct pdk_http_guards *pdk_http_guards_new(struct event_base *base,
 	struct pdk_http_guards *gs = pdk_xcalloc(1, sizeof(*gs));
 
 	gs->lim = *lim;
+	gs->tally.since_ms = now_ms();
 	if (gs->lim.name == NULL)
 		gs->lim.name = "http";
 	gs->base = base;
@@ -450,7 +521,7 @@ struct pdk_http_guards *pdk_http_guards_new(struct event_base *base,
 	gs->sweep = event_new(base, -1, EV_PERSIST, sweep, gs);
 	if (gs->admit == NULL || gs->resume == NULL || gs->sweep == NULL)
 		pdk_oom();
-	if (lim->head_timeout_ms > 0 && event_add(gs->sweep, &(struct timeval){1, 0}) < 0)
+	if (event_add(gs->sweep, &(struct timeval){1, 0}) < 0)
 		pdk_oom();
 	return gs;
 }
@@ -459,6 +530,8 @@ void pdk_http_guard_install(struct pdk_http_guards *gs, struct evhttp *h, struct
 {
 	gs->listener = l;
 	gs->accepting = true;
+	gs->next_guards = all_guards;
+	all_guards = gs;
 	evconnlistener_set_error_cb(l, accept_failed);
 	pdk__guard_bevcb(gs, h);
 	update_listener(gs);
@@ -470,6 +543,11 @@ void pdk_http_guards_stop(struct pdk_http_guards *gs)
 
 	if (gs == NULL)
 		return;
+	for (struct pdk_http_guards **p = &all_guards; *p != NULL; p = &(*p)->next_guards)
+		if (*p == gs) {
+			*p = gs->next_guards;
+			break;
+		}
 	gs->listener = NULL;
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(evs); i++) {
 		if (*evs[i] != NULL)

@@ -46,6 +46,14 @@ struct pdk__drain {
 	unsigned wakes;
 };
 
+/* What the budget refused since its last log line (conns.c, tally_report). */
+struct pdk__tally {
+	uint64_t since_ms;
+	unsigned per_peer, full, room, timeout, pauses;
+	int pause_errno;
+	struct pdk__peer last;
+};
+
 struct pdk_http_guards {
 	struct pdk_http_limits lim;
 	struct event_base *base;
@@ -60,6 +68,8 @@ struct pdk_http_guards {
 	struct event *resume; /* ends an accept pause */
 	bool paused;          /* an accept failed: not accepting until `resume` */
 	bool accepting;       /* the listener is enabled */
+	struct pdk__tally tally;
+	struct pdk_http_guards *next_guards; /* every listener's guards (conns.c all_guards) */
 };
 
 /* Make `h` create each connection's bufferevent through the guard (guard-conn.c). */

@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
 """Slow-header connections against the daemon's TCP port, for test-serve-flood.sh.
 
-  flood-client.py HOST PORT N SOURCES READY_FILE STOP_FILE
+  flood-client.py flood HOST PORT N SOURCES READY_FILE STOP_FILE
+  flood-client.py burst HOST PORT N SOURCE_IP
 
+burst: opens N connections from SOURCE_IP at once, each sending the start of a request
+head and nothing more, and waits (at most 60 s) until the daemon closed them all; prints
+ANSWERS (as below) and OPEN n, the connections still open at the end.
+
+flood:
 Opens N connections to HOST:PORT, spread over the source addresses 127.0.0.2 ..
 127.0.0.(SOURCES+1), each sending the start of a request head and then one header line
 every 2 seconds, never the blank line that ends the head. A connection the daemon closes
@@ -20,8 +26,10 @@ import socket
 import sys
 import time
 
-HOST, PORT, N, SOURCES = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-READY, STOP = sys.argv[5], sys.argv[6]
+MODE, HOST, PORT, N = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+SOURCES = int(sys.argv[5]) if MODE == "flood" else 1
+SOURCE_IP = sys.argv[5] if MODE == "burst" else None
+READY, STOP = (sys.argv[6], sys.argv[7]) if MODE == "flood" else (None, None)
 sel = selectors.DefaultSelector()
 conns = {}  # sock -> [opened_at, last_line_at, received bytes]
 stats = {"opened": 0, "closed": 0, "answers": {}, "longest": 0.0}
@@ -30,7 +38,7 @@ stats = {"opened": 0, "closed": 0, "answers": {}, "longest": 0.0}
 def open_one(i):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.%d" % (2 + i % SOURCES), 0))
+    s.bind((SOURCE_IP or "127.0.0.%d" % (2 + i % SOURCES), 0))
     s.setblocking(False)
     try:
         s.connect((HOST, PORT))
@@ -87,7 +95,23 @@ def trickle():
                 closed(s)
 
 
-def main():
+def show():
+    print("ANSWERS", " ".join("%s:%d" % kv for kv in sorted(stats["answers"].items())))
+
+
+def burst():
+    for i in range(N):
+        open_one(i)
+    deadline = time.monotonic() + 60
+    while conns and time.monotonic() < deadline:
+        for key, mask in sel.select(0.2):
+            if key.fileobj in conns:
+                step(key.fileobj, mask)
+    show()
+    print("OPEN", len(conns))
+
+
+def flood():
     for i in range(N):
         open_one(i)
         for key, mask in sel.select(0):
@@ -107,8 +131,11 @@ def main():
         stats["longest"] = max(stats["longest"], now - c[0])
     print("OPENED", stats["opened"])
     print("CLOSED", stats["closed"])
-    print("ANSWERS", " ".join("%s:%d" % kv for kv in sorted(stats["answers"].items())))
+    show()
     print("LONGEST", int(stats["longest"]))
 
 
-main()
+if MODE == "burst":
+    burst()
+else:
+    flood()
