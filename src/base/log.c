@@ -3,6 +3,7 @@
  */
 #include "common.h"
 #include "log.h"
+#include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,4 +36,76 @@ const char *pdk_log_level_name(enum pdk_log_level level)
 	default:
 		return "message";
 	}
+}
+
+/* ---- the rate-limited sink ---- */
+
+/* Adds what the time since the last call earned, up to the burst. */
+static void refill(struct pdk_log_limit *l)
+{
+	uint64_t now = pdk_now_mono_ns();
+	uint64_t cap = l->burst * 1000;
+	uint64_t earned = (now - l->last_ns) / 1000000 * l->per_s; /* ms * lines/s = milli-lines */
+
+	if (earned == 0)
+		return;
+	l->last_ns = now;
+	l->tokens_milli = cap - l->tokens_milli < earned ? cap : l->tokens_milli + earned;
+}
+
+/* Takes one line's token: false when the rate is spent. */
+static bool take(struct pdk_log_limit *l)
+{
+	refill(l);
+	if (l->tokens_milli < 1000)
+		return false;
+	l->tokens_milli -= 1000;
+	return true;
+}
+
+static void report(struct pdk_log_limit *l)
+{
+	uint64_t n = l->suppressed;
+
+	l->suppressed = 0;
+	pdk_log(l->inner, PDK_LOG_WARN,
+		"%llu log lines suppressed (more than %llu at once or %llu a second)",
+		(unsigned long long)n, (unsigned long long)l->burst, (unsigned long long)l->per_s);
+}
+
+static void limited(void *data, enum pdk_log_level level, const char *msg)
+{
+	struct pdk_log_limit *l = data;
+
+	if (!take(l)) {
+		l->suppressed++;
+		return;
+	}
+	/* The count goes first, at the price of the line's own token: it says what is missing. */
+	if (l->suppressed > 0) {
+		report(l);
+		if (!take(l)) {
+			l->suppressed++;
+			return;
+		}
+	}
+	if (l->inner != NULL && l->inner->fn != NULL)
+		l->inner->fn(l->inner->data, level, msg);
+}
+
+void pdk_log_limit_init(struct pdk_log_limit *l, const struct pdk_log *inner, unsigned burst,
+			unsigned per_s)
+{
+	*l = (struct pdk_log_limit){.log = {.fn = limited, .data = l},
+				    .inner = inner,
+				    .burst = burst,
+				    .per_s = per_s,
+				    .tokens_milli = (uint64_t)burst * 1000,
+				    .last_ns = pdk_now_mono_ns()};
+}
+
+void pdk_log_limit_flush(struct pdk_log_limit *l)
+{
+	if (l->suppressed > 0 && take(l))
+		report(l);
 }

@@ -32,6 +32,28 @@ struct pdk_log {
 void pdk_log(const struct pdk_log *log, enum pdk_log_level level, const char *fmt, ...)
 	PDK_PRINTF(3, 4);
 
+/*
+ * A rate-limited sink in front of another (caller storage; nothing to
+ * release). Hand `log` to whoever writes: at most `burst` lines pass at
+ * once, then `per_s` a second. A line over the rate is dropped and
+ * counted, and before the next line that passes, "N log lines suppressed"
+ * says how many were lost. So a peer that makes a daemon log once per
+ * connection cannot fill the disk its log goes to.
+ */
+struct pdk_log_limit {
+	struct pdk_log log;          /* the sink to hand out (points at this limiter) */
+	const struct pdk_log *inner; /* where lines that pass go (borrowed) */
+	uint64_t burst, per_s;
+	uint64_t tokens_milli; /* lines that may pass now, in thousandths */
+	uint64_t last_ns;      /* when tokens were last added (monotonic) */
+	uint64_t suppressed;   /* lines dropped since the last report */
+};
+
+void pdk_log_limit_init(struct pdk_log_limit *l, const struct pdk_log *inner, unsigned burst,
+			unsigned per_s);
+/* Report lines suppressed so far, when the rate allows a line now (a timer calls it). */
+void pdk_log_limit_flush(struct pdk_log_limit *l);
+
 /* "error", "warning", "info". */
 const char *pdk_log_level_name(enum pdk_log_level level);
 

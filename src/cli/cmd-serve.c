@@ -39,6 +39,14 @@ static void usage(FILE *out)
 	      "                      claims one at once; the pool refills in the background.\n"
 	      "  --max-body BYTES    the largest request body (files, archives; default 64M).\n"
 	      "                      JSON bodies are limited to 1 MiB.\n"
+	      "  --max-conns N       TCP connections at once (default 1024, lowered to half of\n"
+	      "                      the descriptor limit, ulimit -n). One more closes the oldest\n"
+	      "                      connection that has sent no complete request, else gets 503.\n"
+	      "  --max-conns-per-peer N  TCP connections at once from one address (default 64);\n"
+	      "                      one more gets 503 and is closed.\n"
+	      "  --header-timeout DURATION  how long a request's line and headers may take, from\n"
+	      "                      the connection's start or the previous answer's end\n"
+	      "                      (default 10s; TCP and the unix socket); then 408, closed.\n"
 	      "  --state-dir DIR     the state directory (default $PADDOCK_STATE_DIR, else\n"
 	      "                      $XDG_STATE_HOME/paddock, ~/.local/state/paddock, or\n"
 	      "                      /var/lib/paddock for root). It holds daemon.db, daemon.key,\n"
@@ -156,7 +164,10 @@ enum {
 	OPT_MAX_BODY,
 	OPT_STATE_DIR,
 	OPT_KILL,
-	OPT_RETENTION
+	OPT_RETENTION,
+	OPT_MAX_CONNS,
+	OPT_MAX_PER_PEER,
+	OPT_HEADER_TIMEOUT
 };
 
 /*
@@ -184,6 +195,9 @@ static const struct option long_opts[] = {
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"kill-on-exit", no_argument, NULL, OPT_KILL},
 	{"retention", required_argument, NULL, OPT_RETENTION},
+	{"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+	{"max-conns-per-peer", required_argument, NULL, OPT_MAX_PER_PEER},
+	{"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
@@ -208,6 +222,32 @@ static int parse_retention(const char *arg, uint64_t *out_s)
 		return -1;
 	}
 	*out_s = ms / 1000;
+	return 0;
+}
+
+/* A count flag of 1..max. */
+static int parse_count(const char *name, const char *arg, uint64_t max, unsigned *out)
+{
+	uint64_t n;
+
+	if (pdk_parse_u64(arg, max, &n) < 0 || n == 0) {
+		pdk_cli_error("%s wants a number from 1 to %llu, not '%s'", name,
+			      (unsigned long long)max, arg);
+		return -1;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
+static int parse_header_timeout(const char *arg, uint64_t *out_ms)
+{
+	if (pdk_parse_duration(arg, out_ms) < 0 || *out_ms < 100 || *out_ms > 3600 * 1000) {
+		pdk_cli_error(
+			"--header-timeout wants a duration from 100ms to 1h (10s, 500ms), not "
+			"'%s'",
+			arg);
+		return -1;
+	}
 	return 0;
 }
 
@@ -238,6 +278,12 @@ static int serve_opt(int c, struct serve_args *a)
 		return 0;
 	case OPT_RETENTION:
 		return parse_retention(optarg, &a->o.retention_s);
+	case OPT_MAX_CONNS:
+		return parse_count("--max-conns", optarg, 1000000, &a->o.max_conns);
+	case OPT_MAX_PER_PEER:
+		return parse_count("--max-conns-per-peer", optarg, 1000000, &a->o.max_per_peer);
+	case OPT_HEADER_TIMEOUT:
+		return parse_header_timeout(optarg, &a->o.head_timeout_ms);
 	case 'q':
 		a->quiet = true;
 		return 0;

@@ -23,16 +23,31 @@ struct pdk_daemon_opts {
 	const char *run_dir;     /* the runtime directory (base/paths.h) */
 	char **pools;            /* "PROFILE=N" strings, may be NULL */
 	uint64_t max_body;       /* 0: 64 MiB */
-	uint64_t retention_s;    /* how long ended sandboxes stay visible */
+	/*
+	 * The TCP listener's connection budget (docs/daemon.md, "Connections"):
+	 * connections at once (0: PDK_DAEMON_MAX_CONNS, lowered to fit the
+	 * descriptor limit), from one address (0: PDK_DAEMON_MAX_PER_PEER), and
+	 * how long a request head may take (0: PDK_DAEMON_HEAD_TIMEOUT_MS).
+	 */
+	unsigned max_conns, max_per_peer;
+	uint64_t head_timeout_ms;
+	uint64_t retention_s; /* how long ended sandboxes stay visible */
 	bool kill_on_exit;
 	char *const *envp;         /* the environment supervisors are started with */
 	const struct pdk_log *log; /* where the daemon's messages go (NULL: nowhere) */
 };
 
+#define PDK_DAEMON_MAX_CONNS       1024
+#define PDK_DAEMON_MAX_PER_PEER    64
+#define PDK_DAEMON_HEAD_TIMEOUT_MS 10000
+/* The unix socket's own budget: local admins are served while TCP is full. */
+#define PDK_DAEMON_UNIX_CONNS 256
+
 /*
  * Run the daemon until SIGTERM/SIGINT. 0 after a clean shutdown, or
  * negative + *err when it could not start (another daemon holds the state
- * directory, the socket cannot be bound, a bad --pool or --listen).
+ * directory, the socket cannot be bound, a bad --pool or --listen, a
+ * --max-conns the descriptor limit cannot hold).
  */
 PDK_MUST_CHECK int pdk_daemon_serve(const struct pdk_daemon_opts *opts, struct pdk_error **err);
 

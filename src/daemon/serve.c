@@ -13,6 +13,7 @@
 #include <event2/listener.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -21,18 +22,24 @@
 
 #define DEFAULT_MAX_BODY (64ULL << 20)
 #define SHUTDOWN_WAIT_S  10
+/* Log lines at once, and a second after that (base/log.h, the rate-limited sink). */
+#define LOG_BURST 100
+#define LOG_PER_S 5
 
 /* The daemon's process-wide state: what it runs, and what it listens with. */
 struct pdk_daemon {
 	struct event_base *base;
 	struct pdk_ctl *ctl;
 	struct pdk_api *api;
-	struct pdk_http_guards *guards;
+	struct pdk_http_guards *guards_unix, *guards_tcp;
 	struct evhttp *http_unix, *http_tcp;
 	struct event *sig_term, *sig_int, *sig_chld, *tick;
-	const struct pdk_log *log;
+	/* SECURITY: every line the daemon writes goes through the rate limit (base/log.h). */
+	struct pdk_log_limit log_limit;
+	const struct pdk_log *log; /* &log_limit.log */
 	char *socket_path;
 	uint64_t max_body;
+	struct pdk_http_limits lim_unix, lim_tcp;
 	bool kill_on_exit;
 	bool stopping; /* shutdown: no tick work */
 };
@@ -41,7 +48,7 @@ struct pdk_daemon {
 
 static void on_request(struct pdk_daemon *d, struct evhttp_request *req, bool unix_peer)
 {
-	if (pdk_http_guard_answer(d->guards, req))
+	if (pdk_http_guard_answer(unix_peer ? d->guards_unix : d->guards_tcp, req))
 		return; /* a request the guard refused: answered before authentication */
 	pdk_api_handle(d->api, req, unix_peer);
 }
@@ -63,11 +70,11 @@ static struct evhttp *http_new(struct pdk_daemon *d, void (*cb)(struct evhttp_re
 	if (h == NULL)
 		pdk_oom();
 	/*
-	 * The guard (http/) refuses oversized and malformed requests with the
-	 * JSON error before evhttp sees them; evhttp's own limits stay as a
-	 * second line, never reached by what the guard passes on.
+	 * The guard (http/, installed with the listener) refuses oversized and
+	 * malformed requests with the JSON error before evhttp sees them;
+	 * evhttp's own limits stay as a second line, never reached by what the
+	 * guard passes on.
 	 */
-	pdk_http_guard_install(d->guards, h);
 	evhttp_set_max_body_size(h, (ev_ssize_t)d->max_body);
 	evhttp_set_max_headers_size(h, PDK_HTTP_HEADERS_MAX);
 	evhttp_set_allowed_methods(h, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
@@ -76,7 +83,9 @@ static struct evhttp *http_new(struct pdk_daemon *d, void (*cb)(struct evhttp_re
 	return h;
 }
 
-static int bind_fd(struct pdk_daemon *d, struct evhttp *h, int fd, struct pdk_error **err)
+/* Serve `h` on the listening socket `fd` (taken), through the guards `gs` (their own budget). */
+static int bind_fd(struct pdk_daemon *d, struct evhttp *h, struct pdk_http_guards *gs, int fd,
+		   struct pdk_error **err)
 {
 	struct evconnlistener *l;
 
@@ -94,6 +103,7 @@ static int bind_fd(struct pdk_daemon *d, struct evhttp *h, int fd, struct pdk_er
 		evconnlistener_free(l);
 		return pdk_error_setx(err, EIO, "cannot serve HTTP on the socket");
 	}
+	pdk_http_guard_install(gs, h, l);
 	return 0;
 }
 
@@ -123,7 +133,8 @@ static int listen_unix(struct pdk_daemon *d, struct pdk_error **err)
 		return rc;
 	}
 	d->http_unix = http_new(d, on_unix_request);
-	if (bind_fd(d, d->http_unix, fd, err) < 0)
+	d->guards_unix = pdk_http_guards_new(d->base, &d->lim_unix);
+	if (bind_fd(d, d->http_unix, d->guards_unix, fd, err) < 0)
 		return -EIO;
 	/*
 	 * Bound and listening under a temporary name, then renamed: a client that
@@ -177,7 +188,8 @@ static int listen_tcp(struct pdk_daemon *d, const char *spec, struct pdk_error *
 		return pdk_error_set(err, e, "bind %s", spec);
 	}
 	d->http_tcp = http_new(d, on_tcp_request);
-	return bind_fd(d, d->http_tcp, fd, err);
+	d->guards_tcp = pdk_http_guards_new(d->base, &d->lim_tcp);
+	return bind_fd(d, d->http_tcp, d->guards_tcp, fd, err);
 }
 
 /* ---- signals and the tick ---- */
@@ -208,6 +220,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	pdk_log_limit_flush(&d->log_limit);
 	if (d->stopping)
 		return;
 	pdk_ctl_tick(d->ctl);
@@ -250,24 +263,116 @@ static int open_ctl(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struc
 				  .run_dir = o->run_dir,
 				  .retention_s = o->retention_s,
 				  .envp = o->envp,
-				  .log = o->log};
+				  .log = d->log};
 
 	if (pdk_ctl_new(&co, &d->ctl, err) < 0 || start_pools(d, o->pools, err) < 0)
 		return -EIO;
 	d->api = pdk_api_new(&(struct pdk_api_opts){
 		.ctl = d->ctl, .base = d->base, .max_body = d->max_body, .uid = geteuid()});
-	d->guards = pdk_http_guards_new(d->max_body);
 	return 0;
+}
+
+/* ---- the connection budget ---- */
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * SECURITY: a listener holds at most its cap + PDK_HTTP_CONN_SLACK
+ * descriptors. The TCP listener gets at most half of RLIMIT_NOFILE and the
+ * unix socket an eighth, so that a flood of TCP connections leaves the
+ * unix socket (local admins), the supervisors' sockets and the stores
+ * descriptors of their own.
+ */
+static int plan_tcp(struct pdk_daemon *d, const struct pdk_daemon_opts *o, uint64_t nofile,
+		    struct pdk_error **err)
+{
+	uint64_t room = nofile / 2 > PDK_HTTP_CONN_SLACK ? nofile / 2 - PDK_HTTP_CONN_SLACK : 0;
+	uint64_t want = o->max_conns ? o->max_conns : PDK_DAEMON_MAX_CONNS;
+
+	if (o->max_conns > room)
+		return pdk_error_setx(
+			err, EMFILE,
+			"--max-conns %u needs more descriptors than half of the "
+			"descriptor limit (RLIMIT_NOFILE %llu) allows: at most %llu; lower "
+			"it, or raise the limit (ulimit -n, systemd LimitNOFILE=)",
+			o->max_conns, (unsigned long long)nofile, (unsigned long long)room);
+	if (room < 8)
+		return pdk_error_setx(
+			err, EMFILE,
+			"the descriptor limit (RLIMIT_NOFILE %llu) is too small to serve "
+			"--listen: raise it (ulimit -n) to at least %d",
+			(unsigned long long)nofile, 2 * (PDK_HTTP_CONN_SLACK + 8));
+	if (want > room)
+		pdk_log(d->log, PDK_LOG_INFO,
+			"at most %llu TCP connections at once (half of RLIMIT_NOFILE %llu; "
+			"--max-conns, ulimit -n)",
+			(unsigned long long)room, (unsigned long long)nofile);
+	d->lim_tcp = (struct pdk_http_limits){
+		.max_body = d->max_body,
+		.max_conns = (unsigned)min_u64(want, room),
+		.max_per_peer = o->max_per_peer ? o->max_per_peer : PDK_DAEMON_MAX_PER_PEER,
+		.head_timeout_ms =
+			o->head_timeout_ms ? o->head_timeout_ms : PDK_DAEMON_HEAD_TIMEOUT_MS,
+		.max_conns_flag = "--max-conns",
+		.max_per_peer_flag = "--max-conns-per-peer",
+		.head_timeout_flag = "--header-timeout",
+		.name = o->listen,
+		.log = d->log};
+	return 0;
+}
+
+static int plan_budget(struct pdk_daemon *d, const struct pdk_daemon_opts *o,
+		       struct pdk_error **err)
+{
+	struct rlimit rl;
+	uint64_t nofile;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return pdk_error_set(err, errno, "getrlimit RLIMIT_NOFILE");
+	nofile = rl.rlim_cur == RLIM_INFINITY ? (1ULL << 20) : (uint64_t)rl.rlim_cur;
+	d->lim_unix = (struct pdk_http_limits){
+		.max_body = d->max_body,
+		.max_conns =
+			(unsigned)(nofile / 8 < 4 ? 4 : min_u64(PDK_DAEMON_UNIX_CONNS, nofile / 8)),
+		.head_timeout_ms =
+			o->head_timeout_ms ? o->head_timeout_ms : PDK_DAEMON_HEAD_TIMEOUT_MS,
+		.head_timeout_flag = "--header-timeout",
+		.name = d->socket_path,
+		.log = d->log};
+	return o->listen != NULL ? plan_tcp(d, o, nofile, err) : 0;
+}
+
+/*
+ * libevent's own messages come through one process-wide callback that takes
+ * no argument: the sink it writes to is kept here while a daemon runs. A
+ * mutable file-scope variable, against the rule, because libevent leaves no
+ * other way; it is set before the loop runs and cleared after it ends.
+ */
+static const struct pdk_log *libevent_sink;
+
+static void libevent_log(int severity, const char *msg)
+{
+	/* SECURITY: through the daemon's rate limit, like every other line. */
+	pdk_log(libevent_sink,
+		severity >= EVENT_LOG_ERR    ? PDK_LOG_ERROR
+		: severity >= EVENT_LOG_WARN ? PDK_LOG_WARN
+					     : PDK_LOG_INFO,
+		"libevent: %s", msg);
 }
 
 static int start(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struct pdk_error **err)
 {
+	libevent_sink = d->log;
+	event_set_log_callback(libevent_log);
 	d->base = event_base_new();
 	if (d->base == NULL)
 		return pdk_error_setx(err, EIO, "cannot create the event loop");
 	d->socket_path = o->socket_path ? pdk_xstrdup(o->socket_path)
 					: pdk_xasprintf("%s/paddock.sock", o->run_dir);
-	if (open_ctl(d, o, err) < 0)
+	if (plan_budget(d, o, err) < 0 || open_ctl(d, o, err) < 0)
 		return -EIO;
 	if (listen_unix(d, err) < 0 || (o->listen != NULL && listen_tcp(d, o->listen, err) < 0))
 		return -EIO;
@@ -313,6 +418,9 @@ static void stop(struct pdk_daemon *d)
 	}
 	if (d->api != NULL)
 		pdk_api_close(d->api);
+	/* Before the listeners and the loop: the guards' timers and lingering sockets go first. */
+	pdk_http_guards_stop(d->guards_unix);
+	pdk_http_guards_stop(d->guards_tcp);
 	/* Supervisors keep running: only our ends of their sockets close. */
 	pdk_ctl_free(d->ctl);
 	free_listeners(d);
@@ -320,18 +428,21 @@ static void stop(struct pdk_daemon *d)
 	/* A connection's filter may be finalised only with the loop: the guards outlive it. */
 	if (d->base != NULL)
 		event_base_free(d->base);
-	if (d->guards != NULL)
-		pdk_http_guards_free(d->guards);
+	pdk_http_guards_free(d->guards_unix);
+	pdk_http_guards_free(d->guards_tcp);
 	free(d->socket_path);
+	libevent_sink = NULL;
 }
 
 int pdk_daemon_serve(const struct pdk_daemon_opts *o, struct pdk_error **err)
 {
-	struct pdk_daemon d = {.log = o->log,
-			       .max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY,
+	struct pdk_daemon d = {.max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY,
 			       .kill_on_exit = o->kill_on_exit};
-	int rc = start(&d, o, err);
+	int rc;
 
+	pdk_log_limit_init(&d.log_limit, o->log, LOG_BURST, LOG_PER_S);
+	d.log = &d.log_limit.log;
+	rc = start(&d, o, err);
 	if (rc == 0) {
 		pdk_log(d.log, PDK_LOG_INFO, "listening on %s%s%s (state %s)", d.socket_path,
 			o->listen ? " and tcp " : "", o->listen ? o->listen : "", o->state_dir);

@@ -14,41 +14,13 @@
  */
 #include "common.h"
 #include "base.h"
-#include "guard.h"
-#include "http.h"
+#include "http-internal.h"
 
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
-
-/* After a refusal: how long, and how many wakes, the rest of the client's bytes are discarded. */
-#define LINGER_WAIT_S    1
-#define LINGER_WAKES_MAX 32
-#define LINGER_READ_MAX  (1u << 20) /* bytes discarded per wake */
-
-/*
- * The live connections of the listeners a set of guards is installed on, so
- * that the request handler finds its own (pdk_http_guard_answer).
- */
-struct pdk_http_guards {
-	struct guard_conn *conns;
-	uint64_t max_body;
-};
-
-/* One connection's guard and the state of its two directions. */
-struct guard_conn {
-	struct pdk_guard *g;
-	struct pdk_http_guards *owner;
-	struct guard_conn *prev, *next; /* the owner's live connections */
-	struct bufferevent *bev, *sock; /* the filter evhttp owns; the socket's (borrowed) */
-	struct evbuffer_cb_entry *sock_cb;
-	size_t moved;       /* bytes of bev's output already copied to sock's */
-	bool dropping;      /* sock_written is draining bev's output */
-	uint64_t delivered; /* requests evhttp handed to the daemon */
-};
 
 static void add(struct evbuffer *b, const void *data, size_t len)
 {
@@ -62,9 +34,18 @@ static enum bufferevent_filter_result filter_in(struct evbuffer *src, struct evb
 						ev_ssize_t limit, enum bufferevent_flush_mode mode,
 						void *ctx)
 {
+	struct pdk__conn *c = ctx;
+
 	(void)limit;
 	(void)mode;
-	(void)pdk__guard_feed_buffer(((struct guard_conn *)ctx)->g, src, dst);
+	/* SECURITY: a connection the budget closed passes nothing on. */
+	if (c->dropped) {
+		if (evbuffer_drain(src, evbuffer_get_length(src)) < 0)
+			pdk_oom();
+		return BEV_OK;
+	}
+	(void)pdk__guard_feed_buffer(c->g, src, dst);
+	pdk__conns_watch(c);
 	return BEV_OK;
 }
 
@@ -92,7 +73,7 @@ static enum bufferevent_filter_result filter_out(struct evbuffer *src, struct ev
 
 static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
-	struct guard_conn *g = arg;
+	struct pdk__conn *g = arg;
 	size_t len = evbuffer_get_length(buf);
 	struct evbuffer_ptr pos;
 	struct evbuffer_iovec v[16];
@@ -120,7 +101,7 @@ static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 
 static void sock_written(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
-	struct guard_conn *g = arg;
+	struct pdk__conn *g = arg;
 	struct evbuffer *out = bufferevent_get_output(g->bev);
 	size_t n = info->n_deleted < g->moved ? info->n_deleted : g->moved;
 
@@ -138,17 +119,12 @@ static void sock_written(struct evbuffer *buf, const struct evbuffer_cb_info *in
 
 static void filter_free(void *ctx)
 {
-	struct guard_conn *g = ctx;
+	struct pdk__conn *g = ctx;
 
 	/* The socket's bufferevent outlives the filter by a moment: its callback goes first. */
 	if (g->sock_cb != NULL)
 		evbuffer_remove_cb_entry(bufferevent_get_output(g->sock), g->sock_cb);
-	if (g->prev != NULL)
-		g->prev->next = g->next;
-	else
-		g->owner->conns = g->next;
-	if (g->next != NULL)
-		g->next->prev = g->prev;
+	pdk__conns_remove(g->owner, g);
 	pdk__guard_free(g->g);
 	free(g);
 }
@@ -157,121 +133,77 @@ static struct bufferevent *guard_bev(struct event_base *base, void *arg)
 {
 	struct pdk_http_guards *gs = arg;
 	struct bufferevent *sock = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-	struct guard_conn *g;
+	struct pdk__conn *g;
 
 	if (sock == NULL)
 		pdk_oom();
 	g = pdk_xcalloc(1, sizeof(*g));
-	g->g = pdk__guard_new(gs->max_body, PDK_HTTP_HEADERS_MAX);
-	g->owner = gs;
+	g->g = pdk__guard_new(gs->lim.max_body, PDK_HTTP_HEADERS_MAX);
 	g->sock = sock;
 	g->bev = bufferevent_filter_new(sock, filter_in, filter_out, BEV_OPT_CLOSE_ON_FREE,
 					filter_free, g);
 	if (g->bev == NULL)
 		pdk_oom();
 	g->sock_cb = evbuffer_add_cb(bufferevent_get_output(sock), sock_written, g);
-	g->next = gs->conns;
-	if (gs->conns != NULL)
-		gs->conns->prev = g;
-	gs->conns = g;
 	if (g->sock_cb == NULL ||
 	    evbuffer_add_cb(bufferevent_get_output(g->bev), out_added, g) == NULL)
 		pdk_oom();
+	pdk__conns_add(gs, g);
 	return g->bev;
 }
 
-struct pdk_http_guards *pdk_http_guards_new(uint64_t max_body)
-{
-	struct pdk_http_guards *gs = pdk_xcalloc(1, sizeof(*gs));
-
-	gs->max_body = max_body;
-	return gs;
-}
-
-void pdk_http_guards_free(struct pdk_http_guards *gs)
-{
-	/* Every connection's filter was finalised (with its evhttp, or with the loop) before this.
-	 */
-	free(gs);
-}
-
-void pdk_http_guard_install(struct pdk_http_guards *gs, struct evhttp *h)
+void pdk__guard_bevcb(struct pdk_http_guards *gs, struct evhttp *h)
 {
 	evhttp_set_bevcb(h, guard_bev, gs);
 }
 
-/* ---- answering a stand-in ---- */
+/* ---- answering a stand-in; the end of every other answer ---- */
 
-/*
- * After the answer is written, the client may still be sending the refused
- * body. Closing a socket with unread input makes the kernel send a reset,
- * which can destroy the answer before the client reads it; so the write side
- * is shut down (the client sees the end of the answer) and what still comes
- * is read and dropped, for at most LINGER_WAKES_MAX waits of LINGER_WAIT_S,
- * into one static buffer: nothing is kept.
- */
-struct drain {
-	struct event_base *base;
-	unsigned wakes;
-};
-
-static void drain_cb(evutil_socket_t fd, short what, void *arg)
-{
-	static char sink[64 * 1024];
-	struct drain *l = arg;
-	size_t got = 0;
-	ssize_t r = 1;
-
-	while ((what & EV_READ) && got < LINGER_READ_MAX &&
-	       (r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
-		got += (size_t)r;
-	if ((what & EV_TIMEOUT) || r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR) ||
-	    ++l->wakes >= LINGER_WAKES_MAX ||
-	    event_base_once(l->base, fd, EV_READ, drain_cb, l,
-			    &(struct timeval){LINGER_WAIT_S, 0}) < 0) {
-		(void)close(fd);
-		free(l);
-	}
-}
-
+/* A refusal's answer is written: the rest of what the client sends is read and dropped. */
 static void answered(struct evhttp_request *req, void *arg)
 {
+	struct pdk_http_guards *gs = arg;
 	struct evhttp_connection *con = evhttp_request_get_connection(req);
 	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
+	const struct pdk__conn *c = pdk__conns_find(gs, bev);
 	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-	struct drain *l;
 	int dup_fd;
 
-	(void)arg;
-	if (fd < 0 || (dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+	if (fd < 0 || c == NULL || (dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
 		return;
-	(void)shutdown(dup_fd, SHUT_WR);
-	l = pdk_xcalloc(1, sizeof(*l));
-	l->base = evhttp_connection_get_base(con);
-	if (event_base_once(l->base, dup_fd, EV_READ, drain_cb, l,
-			    &(struct timeval){LINGER_WAIT_S, 0}) < 0) {
-		(void)close(dup_fd);
-		free(l);
-	}
+	pdk__conns_drain(gs, dup_fd, &c->peer);
+}
+
+/* Any other answer is written: the connection may wait for its next request head. */
+static void request_done(struct evhttp_request *req, void *arg)
+{
+	struct evhttp_connection *con = evhttp_request_get_connection(req);
+	struct pdk__conn *c =
+		pdk__conns_find(arg, con ? evhttp_connection_get_bufferevent(con) : NULL);
+
+	if (c == NULL)
+		return;
+	c->completed++;
+	pdk__conns_watch(c);
 }
 
 bool pdk_http_guard_answer(struct pdk_http_guards *gs, struct evhttp_request *req)
 {
 	struct evhttp_connection *con = evhttp_request_get_connection(req);
-	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
-	struct guard_conn *c = gs->conns;
+	struct pdk__conn *c =
+		pdk__conns_find(gs, con ? evhttp_connection_get_bufferevent(con) : NULL);
 	const struct pdk_guard *g;
 
-	while (c != NULL && c->bev != bev)
-		c = c->next;
-	if (c == NULL || bev == NULL)
+	if (c == NULL)
 		return false;
 	/* evhttp hands the connection's requests over one by one, in order. */
 	g = c->g;
-	if (++c->delivered != pdk__guard_refused_seq(g))
+	if (++c->delivered != pdk__guard_refused_seq(g)) {
+		evhttp_request_set_on_complete_cb(req, request_done, gs);
 		return false;
+	}
 	pdk_http_header(req, "Connection", "close");
-	evhttp_request_set_on_complete_cb(req, answered, NULL);
+	evhttp_request_set_on_complete_cb(req, answered, gs);
 	pdk_http_error(req, pdk__guard_status(g), pdk__guard_code(g),
 		       pdk__guard_field(g)[0] ? pdk__guard_field(g) : NULL, "%s",
 		       pdk__guard_message(g));

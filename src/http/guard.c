@@ -14,6 +14,10 @@
 #include <string.h>
 #include <strings.h>
 
+#define NO_UPGRADES                                                                           \
+	"protocol upgrades (Upgrade: h2c, websocket) are not served: send HTTP/1.1 requests " \
+	"without an Upgrade header"
+
 enum phase { PHASE_IDLE, PHASE_HEAD, PHASE_BODY_LENGTH, PHASE_BODY_CHUNKED };
 
 struct pdk_guard {
@@ -34,10 +38,10 @@ struct pdk_guard {
 	size_t name_len, value_len;
 	bool name_long, value_long, in_value, any_header;
 	/* What the current request's headers said. */
-	unsigned n_te, n_expect;
+	unsigned n_te, n_expect, n_upgrade;
 	bool te_chunked, expect_continue;
-	/* Requests begun by the parser (1, 2, ...); the refused one's number. */
-	uint64_t begun, refused_seq;
+	/* Requests begun by the parser (1, 2, ...); heads passed on; the refused one's number. */
+	uint64_t begun, heads, refused_seq;
 	/* The refusal. */
 	enum pdk_guard_verdict verdict;
 	int status;
@@ -133,7 +137,7 @@ static int on_message_begin(http_parser *p)
 	g->body_len = 0;
 	g->name_len = g->value_len = 0;
 	g->name_long = g->value_long = g->in_value = g->any_header = false;
-	g->n_te = g->n_expect = 0;
+	g->n_te = g->n_expect = g->n_upgrade = 0;
 	g->te_chunked = g->expect_continue = false;
 	g->begun++;
 	if (evbuffer_drain(g->url, evbuffer_get_length(g->url)) < 0 ||
@@ -184,6 +188,8 @@ static void header_done(struct pdk_guard *g)
 		g->te_chunked = value_is(g, "chunked");
 	} else if (name_is(g, "expect") && g->n_expect++ == 0) {
 		g->expect_continue = value_is(g, "100-continue");
+	} else if (name_is(g, "upgrade")) {
+		g->n_upgrade++;
 	}
 	g->name_len = g->value_len = 0;
 	g->name_long = g->value_long = g->in_value = false;
@@ -256,9 +262,13 @@ static int check_head(struct pdk_guard *g)
 	if (p->http_major != 1)
 		return refuse(g, PDK_GUARD_BAD_REQUEST, "version", "HTTP/%u.%u is not served",
 			      p->http_major, p->http_minor);
-	if (p->upgrade)
-		return refuse(g, PDK_GUARD_BAD_REQUEST, "Upgrade",
-			      "protocol upgrades are not served");
+	/*
+	 * SECURITY: an Upgrade header is refused whether or not Connection names
+	 * it (libhttp-parser sets p->upgrade only when both do): evhttp passes
+	 * the header on, and a proxy in front of the daemon may act on it.
+	 */
+	if (p->upgrade || g->n_upgrade > 0)
+		return refuse(g, PDK_GUARD_BAD_REQUEST, "Upgrade", "%s", NO_UPGRADES);
 	if (g->n_te > 1 || (g->n_te == 1 && !g->te_chunked))
 		return refuse(g, PDK_GUARD_BAD_REQUEST, "Transfer-Encoding",
 			      "the only transfer coding served is one 'chunked'");
@@ -295,6 +305,7 @@ static int on_headers_complete(http_parser *p)
 	    evbuffer_add_buffer(g->out, g->hdrs) < 0)
 		pdk_oom();
 	add_str(g->out, "\r\n");
+	g->heads++;
 	g->phase = (p->flags & F_CHUNKED) ? PHASE_BODY_CHUNKED : PHASE_BODY_LENGTH;
 	return 0;
 }
@@ -433,8 +444,7 @@ enum pdk_guard_verdict pdk__guard_feed(struct pdk_guard *g, const char *data, si
 		(void)refuse(g, PDK_GUARD_BAD_REQUEST, errno_field(e), "malformed request: %s",
 			     http_errno_description(e));
 	else if (g->verdict == PDK_GUARD_PASS && (n != len || g->parser.upgrade))
-		(void)refuse(g, PDK_GUARD_BAD_REQUEST, "Upgrade",
-			     "protocol upgrades are not served");
+		(void)refuse(g, PDK_GUARD_BAD_REQUEST, "Upgrade", "%s", NO_UPGRADES);
 	if (g->verdict != PDK_GUARD_PASS)
 		stand_in(g, out);
 	return g->verdict;
@@ -485,4 +495,19 @@ const char *pdk__guard_message(const struct pdk_guard *g)
 uint64_t pdk__guard_refused_seq(const struct pdk_guard *g)
 {
 	return g->verdict == PDK_GUARD_PASS ? 0 : g->refused_seq;
+}
+
+uint64_t pdk__guard_heads(const struct pdk_guard *g)
+{
+	return g->heads;
+}
+
+bool pdk__guard_in_head(const struct pdk_guard *g)
+{
+	return g->verdict == PDK_GUARD_PASS && g->phase == PHASE_HEAD;
+}
+
+bool pdk__guard_between(const struct pdk_guard *g)
+{
+	return g->verdict == PDK_GUARD_PASS && g->phase == PHASE_IDLE;
 }

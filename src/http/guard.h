@@ -67,5 +67,11 @@ const char *pdk__guard_field(const struct pdk_guard *g);
 const char *pdk__guard_message(const struct pdk_guard *g);
 /* Which request of the connection was refused (1 for the first); 0 while none was. */
 uint64_t pdk__guard_refused_seq(const struct pdk_guard *g);
+/* How many request heads were passed on to evhttp. */
+uint64_t pdk__guard_heads(const struct pdk_guard *g);
+/* True while a request's head is being read (begun, not complete), nothing refused. */
+bool pdk__guard_in_head(const struct pdk_guard *g);
+/* True between requests (none begun since the last one's end), nothing refused. */
+bool pdk__guard_between(const struct pdk_guard *g);
 
 #endif

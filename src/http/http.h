@@ -19,6 +19,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 
 /* The largest request line + headers (the guard's limit, and evhttp's own behind it). */
 #define PDK_HTTP_HEADERS_MAX (64 * 1024)
@@ -99,31 +100,72 @@ void pdk_http_stream_comment(struct pdk_http_stream *s, const char *text);
 /* End the answer (or just forget it when the client is gone). on_close is not called. */
 void pdk_http_stream_end(struct pdk_http_stream *s);
 
-/* ---- the request guard (guard-conn.c; the framer is guard.c) ---- */
+/* ---- the request guard and the connection budget (guard-conn.c, conns.c; guard.c) ---- */
 
 /*
- * The guarded connections of a set of listeners. The guard sits between
- * each connection's socket and evhttp and refuses oversized and malformed
- * requests with the JSON error before evhttp sees them.
+ * The guarded connections of one listener. The guard sits between each
+ * connection's socket and evhttp and refuses oversized and malformed
+ * requests with the JSON error before evhttp sees them. It also keeps the
+ * listener's connection budget (docs/daemon.md, "Connections"):
+ *
+ * - at most `max_per_peer` connections from one address: one more is
+ *   answered 503 and closed at once;
+ * - at most `max_conns` at once: one more makes room by closing the oldest
+ *   connection that has not sent a complete request head yet, and is
+ *   answered 503 and closed when there is none;
+ * - a connection the listener waits on for a request head (from its
+ *   accept, or from the end of the previous answer) is answered 408 and
+ *   closed when the head is not complete `head_timeout_ms` later;
+ * - the listener never holds more than max_conns + PDK_HTTP_CONN_SLACK
+ *   descriptors (connections being closed, refused ones lingering): past
+ *   that it stops accepting until one is freed; and an accept that fails
+ *   (no descriptor left: EMFILE, ENFILE, ENOBUFS) pauses it for
+ *   PDK_HTTP_ACCEPT_PAUSE_MS instead of retrying at once.
+ *
+ * Refusals and pauses are written to `log` (give it a rate-limited sink).
  */
 struct pdk_http_guards;
 
+/* Descriptors a listener may hold beyond max_conns: connections being closed. */
+#define PDK_HTTP_CONN_SLACK      32
+#define PDK_HTTP_ACCEPT_PAUSE_MS 100
+
+struct pdk_http_limits {
+	uint64_t max_body;        /* the largest request body */
+	unsigned max_conns;       /* connections at once; 0: no cap */
+	unsigned max_per_peer;    /* connections at once from one address; 0: no cap */
+	uint64_t head_timeout_ms; /* see above; 0: no deadline */
+	/* What a refusal's message names as the setting to change (NULL: none). */
+	const char *max_conns_flag, *max_per_peer_flag, *head_timeout_flag;
+	const char *name;          /* the listener, in log lines ("tcp 127.0.0.1:8080") */
+	const struct pdk_log *log; /* borrowed; must outlive the guards */
+};
+
 /*
- * Guards for bodies of at most `max_body` bytes (caller frees). They must
+ * Guards with limits `lim` (copied; its strings and log borrowed). They must
  * outlive every evhttp using them and the event loop itself: libevent may
- * finalise a connection's filter as late as event_base_free().
+ * finalise a connection's filter as late as event_base_free(). Free with
+ * pdk_http_guards_stop() before the evhttp and the loop are freed, then
+ * pdk_http_guards_free() after.
  */
-struct pdk_http_guards *pdk_http_guards_new(uint64_t max_body);
+struct pdk_http_guards *pdk_http_guards_new(struct event_base *base,
+					    const struct pdk_http_limits *lim);
+/* Stop timers, close lingering refused connections, forget the listener. */
+void pdk_http_guards_stop(struct pdk_http_guards *gs);
 void pdk_http_guards_free(struct pdk_http_guards *gs);
 
-/* Put a guard in front of every connection `h` accepts. */
-void pdk_http_guard_install(struct pdk_http_guards *gs, struct evhttp *h);
+/*
+ * Put a guard in front of every connection `h` accepts on `l` (the listener
+ * bound to `h`; borrowed: the guards pause and resume it, and set its error
+ * callback).
+ */
+void pdk_http_guard_install(struct pdk_http_guards *gs, struct evhttp *h, struct evconnlistener *l);
 
 /*
  * In the request handler, first, for every request: when `req` is a guard's
  * stand-in for a refused request, answer it with the JSON error, close the
  * connection once the answer is written, and return true. False for every
- * other request.
+ * other request (whose end the guard then watches for its deadline).
  */
 bool pdk_http_guard_answer(struct pdk_http_guards *gs, struct evhttp_request *req);
 

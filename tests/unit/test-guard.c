@@ -216,6 +216,11 @@ Test(guard, evhttp_disagreements_are_refused)
 		"bad_request", "Expect");
 	refused("GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n", 400, "bad_request",
 		"Upgrade");
+	/* An Upgrade without Connection: upgrade is refused too (libhttp-parser ignores it). */
+	refused("GET / HTTP/1.1\r\nUpgrade: h2c\r\n\r\n", 400, "bad_request", "Upgrade");
+	refused("GET / HTTP/1.1\r\nUpgrade: h2c\r\nConnection: close\r\n\r\n", 400, "bad_request",
+		"Upgrade");
+	refused("GET / HTTP/1.1\r\nuPgRaDe: websocket\r\n\r\n", 400, "bad_request", "Upgrade");
 }
 
 Test(guard, methods_outside_the_api_are_405)

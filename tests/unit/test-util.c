@@ -1,10 +1,12 @@
 #include "common.h"
 #include "error.h"
+#include "log.h"
 #include "paths.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -197,4 +199,49 @@ Test(util, paths_canonical_and_within)
 	unlink(link);
 	rmdir(real);
 	rmdir(dir);
+}
+
+/* ---- the rate-limited log sink (log.h) ---- */
+
+struct lines {
+	unsigned n, suppressed_reports;
+	char last[256];
+};
+
+static void count_line(void *data, enum pdk_log_level level, const char *msg)
+{
+	struct lines *l = data;
+
+	(void)level;
+	l->n++;
+	if (strstr(msg, "log lines suppressed") != NULL)
+		l->suppressed_reports++;
+	(void)snprintf(l->last, sizeof(l->last), "%s", msg);
+}
+
+Test(util, log_limit_passes_a_burst_then_counts_what_it_drops)
+{
+	struct lines seen = {0};
+	struct pdk_log inner = {.fn = count_line, .data = &seen};
+	struct pdk_log_limit lim;
+
+	uint64_t t0 = pdk_now_mono_ns(), secs;
+
+	pdk_log_limit_init(&lim, &inner, 5, 1);
+	for (int i = 0; i < 10000; i++)
+		pdk_log(&lim.log, PDK_LOG_WARN, "line %d", i);
+	/* 5 at once, then at most one more a second (two lines: a count and a line). */
+	secs = (pdk_now_mono_ns() - t0) / 1000000000 + 1;
+	cr_assert_leq(seen.n, 5 + secs, "%u lines passed in %llu s", seen.n,
+		      (unsigned long long)secs);
+	cr_assert_geq(seen.n, 5);
+	cr_assert_geq(lim.suppressed, 1);
+	/* After a second, the count is reported before anything else. */
+	(void)usleep(1100 * 1000);
+	pdk_log_limit_flush(&lim);
+	cr_assert_eq(seen.suppressed_reports >= 1, true);
+	cr_assert(strstr(seen.last, "log lines suppressed (more than 5 at once or 1 a second)") !=
+			  NULL,
+		  "last line: %s", seen.last);
+	cr_assert_eq(lim.suppressed, 0);
 }
