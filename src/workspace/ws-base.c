@@ -188,7 +188,7 @@ int pdk_ws_conflicts_at(int root_fd, const struct pdk_ws_diff *diff, const struc
 			const json_t *record, struct pdk_ws_commit_report *report,
 			struct pdk_error **err)
 {
-	const char *gone = NULL; /* a directory the host no longer has */
+	const char *gone = NULL; /* the last directory listed as a conflict */
 
 	for (size_t i = 0; i < diff->n; i++) {
 		const struct pdk_ws_change *ch = &diff->v[i];
@@ -220,8 +220,11 @@ int pdk_ws_conflicts_at(int root_fd, const struct pdk_ws_diff *diff, const struc
 			return pdk_error_set(err, -rc, "cannot look up '%s' in the workspace",
 					     ch->path);
 		why = judge(ch, &st, base);
-		if (why != NULL)
-			add_conflict(report, ch->path, why);
+		if (why == NULL)
+			continue;
+		add_conflict(report, ch->path, why);
+		/* A directory in conflict is one: its entries are not listed again. */
+		gone = S_ISDIR(ch->old_mode) ? ch->path : gone;
 	}
 	return 0;
 }
