@@ -392,11 +392,35 @@ assert sorted(c) == ["a.txt", "d", "gone.txt", "new"], c'
 	is $? 0 "$who: a kept change set commits again over its own first commit" || sed 's/^/#   /' "$T/err"
 }
 
+# The user's case: `paddock run` from $HOME (a fake one holding dotfiles) is refused with a
+# message that says how to choose a directory; --allow-home is the explicit override.
+check_home() {
+	local who=$1 home PRUN
+	home=$(mkws_for "$who")
+	as "$who" "$home" 'echo "//registry/:_authToken=secret" > .npmrc; mkdir proj; echo x > proj/f'
+	PRUN_ENV=(HOME="$home")
+	prun_cmd "$who"
+	(cd "$home" && "${PRUN[@]}" run -- cat .npmrc) >"$T/out" 2>"$T/err"
+	is $? 122 "$who: run from \$HOME is refused (exit 122)"
+	is "$(cat "$T/out")" "" "$who: the command did not run (the dotfile was not read)"
+	grep -q "holds your home directory" "$T/err"; ok $? "$who: the refusal says the workspace is the home" || sed 's/^/#   /' "$T/err"
+	grep -q -- "--workspace DIR" "$T/err" && grep -q -- "--allow-home" "$T/err"
+	ok $? "$who: it says how to choose a directory, and the override"
+	(cd "$T/home" && "${PRUN[@]}" run -w "$home" -- true) 2>/dev/null
+	is $? 122 "$who: --workspace \$HOME is refused too"
+	(cd "$home/proj" && "${PRUN[@]}" run --discard -- cat f) >"$T/out" 2>/dev/null
+	is "$?:$(cat "$T/out")" "0:x" "$who: from a project inside the home it runs"
+	(cd "$home" && "${PRUN[@]}" run --allow-home --discard -- cat .npmrc) >"$T/out" 2>"$T/err"
+	is "$?:$(cat "$T/out")" "0://registry/:_authToken=secret" "$who: --allow-home runs there anyway" || sed 's/^/#   /' "$T/err"
+	PRUN_ENV=()
+}
+
 for who in root user; do
 	check_links_after_commit "$who"
 	check_setid_planted "$who"
 	check_mountinfo "$who"
 	check_conflicts "$who"
+	check_home "$who"
 done
 
 for who in root user; do
