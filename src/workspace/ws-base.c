@@ -87,7 +87,7 @@ static void add_conflict(struct pdk_ws_commit_report *r, const char *path, char 
 
 /*
  * lstat of `path` beneath `root` without following any symlink: 0, or
- * -errno (-ENOENT also when a parent is missing or is not a directory).
+ * -errno (-ENOENT also when a parent is missing, not a directory, or a symlink).
  */
 static int lookup(int root, const char *path, struct stat *st)
 {
@@ -103,8 +103,12 @@ static int lookup(int root, const char *path, struct stat *st)
 	if (slash != NULL)
 		dir[slash - path] = '\0';
 	r = syscall(SYS_openat2, root, slash ? dir : ".", &how, sizeof(how));
+	/*
+	 * A parent that is a symlink (ELOOP: the change set replaces it, or the
+	 * host did, which its own entry shows) holds no entry at `path`.
+	 */
 	if (r < 0)
-		return errno == ENOTDIR ? -ENOENT : -errno;
+		return errno == ENOTDIR || errno == ELOOP ? -ENOENT : -errno;
 	fd = (int)r;
 	if (fstatat(fd, slash ? slash + 1 : path, st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOTDIR ? -ENOENT : -errno;
