@@ -41,6 +41,12 @@ struct pdk_route {
 /* ---- errors.c ---- */
 /* 400 bad_request from a body validator's refusal. */
 void pdk__api_bad_request(struct evhttp_request *req, const struct pdk_req_error *e);
+/*
+ * The status and error body of `err`, plus the lists of `details` (the
+ * supervisor's error object, borrowed): "conflicts" and "refused".
+ */
+void pdk__api_error_details(struct evhttp_request *req, const struct pdk_error *err,
+			    const json_t *details);
 
 /* ---- auth.c ---- */
 /* 0 and r->auth filled, or -1 after answering 401. */

@@ -38,6 +38,25 @@ void pdk_api_error(struct evhttp_request *req, const struct pdk_error *err)
 	pdk_http_error(req, http, code, err->field, "%s", err->msg);
 }
 
+void pdk__api_error_details(struct evhttp_request *req, const struct pdk_error *err,
+			    const json_t *details)
+{
+	static const char *const lists[] = {"conflicts", "refused"};
+	const char *code;
+	int http = pdk_api_http_status(err->status, &code);
+	json_t *e = json_pack("{s:s, s:s}", "code", code, "message", err->msg);
+
+	if (err->field != NULL && err->field[0] != '\0')
+		pdk_json_set(e, "field", json_string(err->field));
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(lists); i++) {
+		json_t *v = json_object_get(details, lists[i]);
+
+		if (json_is_array(v))
+			pdk_json_set(e, lists[i], json_deep_copy(v));
+	}
+	pdk_http_json(req, http, json_pack("{s:o}", "error", e));
+}
+
 void pdk__api_bad_request(struct evhttp_request *req, const struct pdk_req_error *e)
 {
 	pdk_http_error(req, 400, "bad_request", e->field, "%s", e->msg);

@@ -965,6 +965,22 @@ int pdk_req_parse_ws(const char *body, size_t len, const char *key, bool require
 	return 0;
 }
 
+int pdk_req_parse_commit(const char *body, size_t len, struct pdk_req_commit *out,
+			 struct pdk_req_error *e)
+{
+	const struct field fields[] = {
+		{"restart", chk_bool, offsetof(struct pdk_req_commit, restart)},
+		{"force", chk_bool, offsetof(struct pdk_req_commit, force)},
+		{"dry_run", chk_bool, offsetof(struct pdk_req_commit, dry_run)},
+	};
+	_cleanup_json_ json_t *j = load(body, len, e);
+
+	memset(out, 0, sizeof(*out));
+	if (j == NULL || check_object(j, "", fields, PDK_ARRAY_SIZE(fields), out, e) < 0)
+		return -1;
+	return 0;
+}
+
 int pdk_req_parse_name(const char *body, size_t len, const char *key, bool required, char **out,
 		       struct pdk_req_error *e)
 {

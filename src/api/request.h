@@ -93,6 +93,14 @@ int pdk_req_parse_pool(const char *body, size_t len, uint64_t *size, struct pdk_
 /* {"<key>":"name"}: snapshot {"name"}, rollback {"snapshot"}; a name is [A-Za-z0-9_.-]{1,64}. */
 int pdk_req_parse_name(const char *body, size_t len, const char *key, bool required, char **out,
 		       struct pdk_req_error *e);
+/* The body of commit: {"restart":bool, "force":bool, "dry_run":bool}, all optional. */
+struct pdk_req_commit {
+	bool restart;
+	bool force;
+	bool dry_run;
+};
+int pdk_req_parse_commit(const char *body, size_t len, struct pdk_req_commit *out,
+			 struct pdk_req_error *e);
 /*
  * The body of snapshot, rollback and commit: {"<key>":"name", "restart":bool}
  * (key NULL: commit, "restart" only). Either out pointer may be NULL.

@@ -72,7 +72,9 @@ static void doc_answer(void *ctx, json_t *doc, const struct pdk_error *err)
 {
 	struct evhttp_request *req = ctx;
 
-	if (err != NULL)
+	if (err != NULL && doc != NULL)
+		pdk__api_error_details(req, err, doc);
+	else if (err != NULL)
 		pdk_api_error(req, err);
 	else
 		pdk_http_json(req, 200, json_incref(doc));
@@ -88,7 +90,7 @@ static void view_answer(void *ctx, const struct pdk_ctl_view *v, const struct pd
 		pdk_http_json(req, 200, pdk_ctl_view_json(v));
 }
 
-/* snapshot {"name"}, rollback {"snapshot"}, commit {}: each with "restart". */
+/* snapshot {"name"}, rollback {"snapshot"}: each with "restart". */
 static int route_ws(struct pdk_route *r, struct pdk_ctl_sb *sb, const char *what,
 		    struct pdk_error **err)
 {
@@ -105,9 +107,23 @@ static int route_ws(struct pdk_route *r, struct pdk_ctl_sb *sb, const char *what
 		return 0;
 	if (what[0] == 's')
 		return pdk_ctl_snapshot(sb, name, restart, doc_answer, r->req, err);
-	if (what[0] == 'r')
-		return pdk_ctl_rollback(sb, name, restart, doc_answer, r->req, err);
-	return pdk_ctl_commit(sb, restart, doc_answer, r->req, err);
+	return pdk_ctl_rollback(sb, name, restart, doc_answer, r->req, err);
+}
+
+/* commit {"restart", "force", "dry_run"}: 409 with the conflicts when the host changed. */
+static int route_commit(struct pdk_route *r, struct pdk_ctl_sb *sb, struct pdk_error **err)
+{
+	struct pdk_req_commit c;
+	struct pdk_req_error e = {0};
+
+	if (pdk__route_json_body(r) < 0 ||
+	    !pdk__route_valid(r, pdk_req_parse_commit(r->body, r->body_len, &c, &e), &e))
+		return 0;
+	return pdk_ctl_commit(sb,
+			      (c.restart ? PDK_CTL_COMMIT_RESTART : 0) |
+				      (c.force ? PDK_CTL_COMMIT_FORCE : 0) |
+				      (c.dry_run ? PDK_CTL_COMMIT_DRY_RUN : 0),
+			      doc_answer, r->req, err);
 }
 
 static const char *path_param(struct pdk_route *r)
@@ -131,9 +147,10 @@ static int route_control(struct pdk_route *r, struct pdk_ctl_sb *sb, const char 
 		return pdk_ctl_pause(sb, view_answer, r->req, err);
 	if (strcmp(what, "resume") == 0)
 		return pdk_ctl_resume(sb, view_answer, r->req, err);
-	if (strcmp(what, "snapshot") == 0 || strcmp(what, "rollback") == 0 ||
-	    strcmp(what, "commit") == 0)
+	if (strcmp(what, "snapshot") == 0 || strcmp(what, "rollback") == 0)
 		return route_ws(r, sb, what, err);
+	if (strcmp(what, "commit") == 0)
+		return route_commit(r, sb, err);
 	if (strcmp(what, "diff") == 0)
 		return pdk_ctl_diff(sb, doc_answer, r->req, err);
 	if ((path = path_param(r)) == NULL)

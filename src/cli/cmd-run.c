@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/signalfd.h>
 
 struct pdk_run_opts {
@@ -36,6 +37,7 @@ struct pdk_run_opts {
 	bool discard;
 	bool no_exec_trace;
 	bool no_audit;
+	bool allow_home;
 	const char *audit_full;
 	char **argv; /* borrowed from main's argv */
 };
@@ -56,6 +58,7 @@ enum {
 	OPT_AUDIT_FULL,
 	OPT_OTLP,
 	OPT_ALLOW,
+	OPT_ALLOW_HOME,
 };
 
 static const struct option long_opts[] = {
@@ -74,6 +77,7 @@ static const struct option long_opts[] = {
 	{"otlp", required_argument, NULL, OPT_OTLP},
 	{"stats", no_argument, NULL, OPT_STATS},
 	{"discard", no_argument, NULL, OPT_DISCARD},
+	{"allow-home", no_argument, NULL, OPT_ALLOW_HOME},
 	{"disk", required_argument, NULL, OPT_DISK},
 	{"change-set", required_argument, NULL, OPT_CHANGE_SET},
 	{"no-exec-trace", no_argument, NULL, OPT_NO_EXEC_TRACE},
@@ -103,6 +107,8 @@ static void usage(FILE *out)
 	      "                           are real; ro; tmpfs: empty; none\n"
 	      "                           (default: the profile's; 'default' has overlay)\n"
 	      "      --discard            overlay: drop the changes when CMD ends\n"
+	      "      --allow-home         let the workspace be your home directory (refused\n"
+	      "                           without it: every dotfile would be in the sandbox)\n"
 	      "      --disk SIZE          limit on what the workspace may add: 100M, 2G\n"
 	      "      --change-set ID      overlay on top of change set ID (its workspace,\n"
 	      "                           its changes so far, its disk limit) and add to\n"
@@ -178,6 +184,7 @@ static const struct {
 	{OPT_NO_AUDIT, FLAG_ON, OPT(no_audit)},
 	{OPT_AUDIT_FULL, FLAG_TEXT, OPT(audit_full)},
 	{OPT_ALLOW, FLAG_LIST, OPT(allow)},
+	{OPT_ALLOW_HOME, FLAG_ON, OPT(allow_home)},
 };
 
 static void opts_release(struct pdk_run_opts *o)
@@ -364,6 +371,59 @@ static int parse_event_opts(struct run_ctx *c)
 	return 0;
 }
 
+/* Is `dir` `path` itself or a directory above it, other than / (both canonical)? */
+static bool holds(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+
+	return strcmp(dir, "/") != 0 && strncmp(path, dir, n) == 0 &&
+	       (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * Whether the workspace would be the caller's home directory (or a
+ * directory above it, such as /home or /): `paddock run` from $HOME
+ * would put every dotfile (.npmrc, .gitconfig, .ssh, agent configs) in the
+ * sandbox, without a word (and, for a user whose state directory is under
+ * the home, fail with a message about the state directory). Only for the modes that show the
+ * directory: a change set names its own, and tmpfs and none show nothing of it.
+ */
+static bool workspace_is_home(const struct run_ctx *c, char **where)
+{
+	const char *home = pdk_env_get(c->settings.envp, "HOME");
+	const char *mode = c->o.ws_mode;
+	char ws[PATH_MAX], h[PATH_MAX];
+
+	if (c->o.allow_home || c->o.change_set != NULL || home == NULL || home[0] == '\0' ||
+	    (mode != NULL && (strcmp(mode, "tmpfs") == 0 || strcmp(mode, "none") == 0)))
+		return false;
+	if (realpath(c->o.workspace != NULL ? c->o.workspace : ".", ws) == NULL ||
+	    realpath(home, h) == NULL)
+		return false;
+	/* The home itself, or a directory holding it (/home; not /, whose view is the system's). */
+	if (!holds(ws, h))
+		return false;
+	*where = pdk_xstrdup(ws);
+	return true;
+}
+
+/* Refuse a workspace that is the home directory (122), saying how to choose one. */
+static int check_home(const struct run_ctx *c)
+{
+	_cleanup_free_ char *ws = NULL;
+
+	if (!workspace_is_home(c, &ws))
+		return 0;
+	pdk_cli_error("run: the workspace would be '%s', which holds your home directory: the "
+		      "sandbox would see every dotfile in it (.npmrc, .gitconfig, .ssh, agent "
+		      "configs)",
+		      ws);
+	fprintf(stderr,
+		"paddock: cd into a project directory, or choose one with --workspace DIR "
+		"(--workspace-mode tmpfs for none at all); --allow-home runs there anyway\n");
+	return PDK_EXIT_POLICY;
+}
+
 /* A failed open, said as `paddock run` always said it; the exit status. */
 static int open_failed(const struct pdk_session_failure *why, const struct pdk_error *err)
 {
@@ -512,6 +572,8 @@ int pdk_cmd_run(int argc, char **argv)
 	pdk_otlp_config_init(&c.otlp);
 	if (parse_overrides(&c) < 0 || parse_event_opts(&c) < 0)
 		rc = PDK_EXIT_POLICY;
+	if (rc == 0)
+		rc = check_home(&c);
 	if (rc == 0)
 		rc = open_session(&c);
 	if (rc == 0) {

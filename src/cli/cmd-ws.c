@@ -25,6 +25,7 @@ struct ws_opts {
 	bool dry_run;
 	bool all;
 	bool allow_outside;
+	bool force;
 	const char *events;
 	const char *from;
 	const char *to;
@@ -40,6 +41,7 @@ enum {
 	OPT_EVENTS,
 	OPT_FROM,
 	OPT_TO,
+	OPT_FORCE,
 };
 
 static const struct option long_opts[] = {
@@ -52,6 +54,7 @@ static const struct option long_opts[] = {
 	{"events", required_argument, NULL, OPT_EVENTS},
 	{"from", required_argument, NULL, OPT_FROM},
 	{"to", required_argument, NULL, OPT_TO},
+	{"force", no_argument, NULL, OPT_FORCE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -61,7 +64,7 @@ static void usage(FILE *out)
 	fputs("usage: paddock ws ls [--json]\n"
 	      "       paddock ws diff ID [--patch] [--json] [--from N] [--to N]\n"
 	      "       paddock ws commit ID [--dry-run] [--keep] [--allow-outside-symlinks]\n"
-	      "                            [--events FILE] [--json]\n"
+	      "                            [--force] [--events FILE] [--json]\n"
 	      "       paddock ws discard ID... | --all [--events FILE]\n"
 	      "       paddock ws snapshot ID\n"
 	      "       paddock ws rollback ID [N]\n"
@@ -79,7 +82,10 @@ static void usage(FILE *out)
 	      "  commit    apply the changes to the directory, all or nothing, and remove\n"
 	      "            the change set (--keep keeps it). Device nodes, FIFOs, sockets\n"
 	      "            and symlinks leading out of the directory are refused and\n"
-	      "            listed; setuid/setgid bits are stripped\n"
+	      "            listed; setuid/setgid bits are stripped. A path changed on the\n"
+	      "            host since the run began (edited, deleted, or one that\n"
+	      "            appeared) is a conflict: nothing is applied and each is\n"
+	      "            listed; --force overwrites them\n"
 	      "  discard   remove change sets without applying them\n"
 	      "  snapshot  freeze the changes so far as a snapshot (prints its number)\n"
 	      "  rollback  drop every change made after snapshot N (default 0: all)\n"
@@ -346,6 +352,33 @@ static struct pdk_events *open_events(const struct ws_opts *o, const struct pdk_
 	return ev;
 }
 
+/* One line on stderr per refused or conflicting entry: its path and why. */
+static void print_problems(const char *what, const struct pdk_ws_refusal *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fprintf(stderr, "paddock: ws commit: %s: ", what);
+		pdk_ws_print_path(stderr, v[i].path);
+		fprintf(stderr, ": %s\n", v[i].reason);
+	}
+}
+
+/* --json: {"conflicts": [{"path", "reason"}]} on stdout, for a caller to act on. */
+static void print_conflicts_json(const struct pdk_ws_commit_report *rep)
+{
+	_cleanup_json_ json_t *j = json_object();
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < rep->n_conflicts; i++) {
+		json_t *c = json_object();
+
+		pdk_ws_json_set_path(c, "path", rep->conflicts[i].path);
+		pdk_json_set(c, "reason", json_string(rep->conflicts[i].reason));
+		json_array_append_new(a, c);
+	}
+	pdk_json_set(j, "conflicts", a);
+	print_json(j);
+}
+
 static int cmd_commit(const struct ws_opts *o, char **args)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -353,7 +386,8 @@ static int cmd_commit(const struct ws_opts *o, char **args)
 	struct pdk_events *ev = NULL;
 	struct pdk_ws_diff d = {0};
 	unsigned flags = (o->dry_run ? PDK_WS_COMMIT_DRY_RUN : 0) |
-			 (o->allow_outside ? PDK_WS_COMMIT_ALLOW_OUTSIDE_LINKS : 0);
+			 (o->allow_outside ? PDK_WS_COMMIT_ALLOW_OUTSIDE_LINKS : 0) |
+			 (o->force ? PDK_WS_COMMIT_FORCE : 0);
 	struct pdk_ws *ws = NULL;
 	int rc = 1;
 
@@ -368,11 +402,10 @@ static int cmd_commit(const struct ws_opts *o, char **args)
 		goto out;
 	}
 	if (pdk_ws_commit(ws, &d, flags, &rep, &err) < 0) {
-		for (size_t i = 0; i < rep.n_refused; i++) {
-			fputs("paddock: ws commit: refused: ", stderr);
-			pdk_ws_print_path(stderr, rep.refused[i].path);
-			fprintf(stderr, ": %s\n", rep.refused[i].reason);
-		}
+		print_problems("refused", rep.refused, rep.n_refused);
+		print_problems("conflict", rep.conflicts, rep.n_conflicts);
+		if (o->json && rep.n_conflicts > 0)
+			print_conflicts_json(&rep);
 		pdk_cli_error("ws commit: %s; '%s' is unchanged", err->msg, pdk_ws_workspace(ws));
 		goto out;
 	}
@@ -605,6 +638,9 @@ int pdk_cmd_ws(int argc, char **argv)
 			break;
 		case OPT_ALL:
 			o.all = true;
+			break;
+		case OPT_FORCE:
+			o.force = true;
 			break;
 		case OPT_ALLOW_OUTSIDE:
 			o.allow_outside = true;

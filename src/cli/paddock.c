@@ -30,6 +30,7 @@ static const struct pdk_command commands[] = {
 	{"snapshot", pdk_cmd_sandbox, "record a sandbox's workspace under a name"},
 	{"rollback", pdk_cmd_sandbox, "put a sandbox's workspace back to a snapshot"},
 	{"diff", pdk_cmd_sandbox, "list what a sandbox changed in its workspace"},
+	{"commit", pdk_cmd_commit, "apply a sandbox's workspace changes to the host directory"},
 	{"kill", pdk_cmd_sandbox, "destroy sandboxes: by id, session, workflow, agent or label"},
 	{"events", pdk_cmd_events, "print the daemon's audit events (--follow: live)"},
 	{"version", pdk_cmd_version, "print the version"},

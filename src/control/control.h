@@ -408,6 +408,10 @@ PDK_MUST_CHECK int pdk_ctl_exec_resize(struct pdk_ctl_sb *sb, uint64_t exec_id, 
  * signal {"ok"} (docs/internals/daemon.md, "Control protocol").
  */
 typedef void (*pdk_ctl_doc_cb)(void *ctx, json_t *doc, const struct pdk_error *err);
+/*
+ * With an error, `doc` is NULL or the supervisor's error object (borrowed)
+ * when it carries details beyond its message (a commit's "conflicts").
+ */
 /* The sandbox after a pause or resume. */
 typedef void (*pdk_ctl_view_cb)(void *ctx, const struct pdk_ctl_view *v,
 				const struct pdk_error *err);
@@ -426,8 +430,21 @@ PDK_MUST_CHECK int pdk_ctl_snapshot(struct pdk_ctl_sb *sb, const char *name, boo
 				    pdk_ctl_doc_cb cb, void *ctx, struct pdk_error **err);
 PDK_MUST_CHECK int pdk_ctl_rollback(struct pdk_ctl_sb *sb, const char *snapshot, bool restart,
 				    pdk_ctl_doc_cb cb, void *ctx, struct pdk_error **err);
-PDK_MUST_CHECK int pdk_ctl_commit(struct pdk_ctl_sb *sb, bool restart, pdk_ctl_doc_cb cb, void *ctx,
-				  struct pdk_error **err);
+/*
+ * Commit the sandbox's change set to its workspace. PDK_CTL_COMMIT_FORCE
+ * overwrites what changed on the host since the sandbox started;
+ * PDK_CTL_COMMIT_DRY_RUN checks only (no restart). Paths changed on the
+ * host are refused as a conflict (EALREADY) whose document lists them:
+ * {"code","message","conflicts":[{"path","reason"}]}; refused entries
+ * (EPERM) likewise under "refused".
+ */
+enum pdk_ctl_commit_flags {
+	PDK_CTL_COMMIT_RESTART = 1 << 0,
+	PDK_CTL_COMMIT_FORCE = 1 << 1,
+	PDK_CTL_COMMIT_DRY_RUN = 1 << 2,
+};
+PDK_MUST_CHECK int pdk_ctl_commit(struct pdk_ctl_sb *sb, unsigned flags, pdk_ctl_doc_cb cb,
+				  void *ctx, struct pdk_error **err);
 PDK_MUST_CHECK int pdk_ctl_diff(struct pdk_ctl_sb *sb, pdk_ctl_doc_cb cb, void *ctx,
 				struct pdk_error **err);
 PDK_MUST_CHECK int pdk_ctl_stat(struct pdk_ctl_sb *sb, const char *path, pdk_ctl_doc_cb cb,

@@ -24,11 +24,17 @@ static void forwarded(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfd
 
 	pdk__close_fds(fds, nfds);
 	if (pdk__svc_failed(reply)) {
+		json_t *e = json_object_get(reply, "error");
+
 		(void)pdk_ctl_svc_error(reply, &err);
 		if (f->view_cb != NULL)
 			f->view_cb(f->ctx, NULL, err);
 		else
-			f->doc_cb(f->ctx, NULL, err);
+			f->doc_cb(f->ctx,
+				  json_object_get(e, "conflicts") || json_object_get(e, "refused")
+					  ? e
+					  : NULL,
+				  err);
 	} else if (f->view_cb != NULL) {
 		const char *state = json_string_value(json_object_get(reply, "state"));
 		struct pdk_ctl_view v;
@@ -122,11 +128,15 @@ int pdk_ctl_rollback(struct pdk_ctl_sb *sb, const char *snapshot, bool restart, 
 				cb, ctx, err);
 }
 
-int pdk_ctl_commit(struct pdk_ctl_sb *sb, bool restart, pdk_ctl_doc_cb cb, void *ctx,
+int pdk_ctl_commit(struct pdk_ctl_sb *sb, unsigned flags, pdk_ctl_doc_cb cb, void *ctx,
 		   struct pdk_error **err)
 {
-	return pdk__ctl_forward(sb, json_pack("{s:s, s:b}", "op", "commit", "restart", restart), cb,
-				ctx, err);
+	return pdk__ctl_forward(sb,
+				json_pack("{s:s, s:b, s:b, s:b}", "op", "commit", "restart",
+					  (flags & PDK_CTL_COMMIT_RESTART) != 0, "force",
+					  (flags & PDK_CTL_COMMIT_FORCE) != 0, "dry_run",
+					  (flags & PDK_CTL_COMMIT_DRY_RUN) != 0),
+				cb, ctx, err);
 }
 
 int pdk_ctl_diff(struct pdk_ctl_sb *sb, pdk_ctl_doc_cb cb, void *ctx, struct pdk_error **err)

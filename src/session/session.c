@@ -369,6 +369,8 @@ static int finish_change_set(struct pdk_session *s, struct pdk_session_result *r
 							 : PDK_SESSION_WS_REMOVED;
 	} else if (rc == 0) {
 		res->ws = PDK_SESSION_WS_KEPT;
+		/* What the host had at each changed path now: a later commit compares. */
+		rc = pdk_ws_record_base(s->ws, &d, err);
 	}
 	pdk_ws_diff_release(&d);
 	return rc;

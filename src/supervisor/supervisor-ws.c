@@ -147,11 +147,11 @@ static int step_commit(struct pdk_supervisor *s, json_t *msg, json_t *reply, str
 	struct pdk_ws *ws = pdk_session_ws(s->session);
 	struct pdk_ws_commit_report rep = {0};
 	struct pdk_ws_diff d = {0};
+	unsigned flags = json_is_true(json_object_get(msg, "force")) ? PDK_WS_COMMIT_FORCE : 0;
 	int rc = pdk_ws_diff(ws, 0, PDK_WS_CURRENT, &d, err);
 
-	(void)msg;
 	if (rc == 0)
-		rc = pdk_ws_commit(ws, &d, 0, &rep, err);
+		rc = pdk_ws_commit(ws, &d, flags, &rep, err);
 	if (rc == 0) {
 		_cleanup_error_ struct pdk_error *e = NULL;
 
@@ -166,9 +166,73 @@ static int step_commit(struct pdk_supervisor *s, json_t *msg, json_t *reply, str
 	}
 	for (size_t i = 0; rc < 0 && i < rep.n_refused; i++)
 		pdk_error_wrap(err, "'%s' refused: %s", rep.refused[i].path, rep.refused[i].reason);
+	for (size_t i = 0; rc < 0 && i < rep.n_conflicts; i++)
+		pdk_error_wrap(err, "'%s': %s", rep.conflicts[i].path, rep.conflicts[i].reason);
 	pdk_ws_commit_report_release(&rep);
 	pdk_ws_diff_release(&d);
 	return rc;
+}
+
+static json_t *problems_json(const struct pdk_ws_refusal *v, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *c = json_object();
+
+		pdk_ws_json_set_path(c, "path", v[i].path);
+		pdk_json_set(c, "reason", json_string(v[i].reason));
+		json_array_append_new(a, c);
+	}
+	return a;
+}
+
+/* A commit refused: "conflict" (the host changed) or "forbidden" (entries), each listed. */
+static void reply_commit_refused(struct pdk_supervisor *s, json_int_t req,
+				 const struct pdk_ws_commit_report *rep,
+				 const struct pdk_error *err)
+{
+	const char *code = err->status == EEXIST  ? "conflict"
+			   : err->status == EPERM ? "forbidden"
+						  : "internal";
+	json_t *e = json_pack("{s:s, s:s}", "code", code, "message", err->msg);
+
+	if (rep->n_conflicts > 0)
+		pdk_json_set(e, "conflicts", problems_json(rep->conflicts, rep->n_conflicts));
+	if (rep->n_refused > 0)
+		pdk_json_set(e, "refused", problems_json(rep->refused, rep->n_refused));
+	pdk__sv_send(s, json_pack("{s:I, s:o}", "req", req, "error", e), NULL, 0);
+}
+
+/*
+ * A commit is checked with the sandbox as it is before its init is
+ * restarted, so that a commit that would be refused (entries that must not
+ * land, paths changed on the host) ends no process; a dry run ends there.
+ * true when answered, false to go on with the commit.
+ */
+static bool commit_checked(struct pdk_supervisor *s, json_int_t req, json_t *msg)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_ws *ws = pdk_session_ws(s->session);
+	struct pdk_ws_commit_report rep = {0};
+	struct pdk_ws_diff d = {0};
+	bool dry = json_is_true(json_object_get(msg, "dry_run"));
+	unsigned flags = PDK_WS_COMMIT_DRY_RUN |
+			 (json_is_true(json_object_get(msg, "force")) ? PDK_WS_COMMIT_FORCE : 0);
+	int rc = pdk_ws_diff(ws, 0, PDK_WS_CURRENT, &d, &err);
+
+	if (rc == 0)
+		rc = pdk_ws_commit(ws, &d, flags, &rep, &err);
+	if (rc < 0)
+		reply_commit_refused(s, req, &rep, err);
+	else if (dry)
+		pdk__sv_send(s,
+			     json_pack("{s:I, s:I, s:b}", "req", req, "would_commit",
+				       (json_int_t)d.n, "dry_run", 1),
+			     NULL, 0);
+	pdk_ws_commit_report_release(&rep);
+	pdk_ws_diff_release(&d);
+	return rc < 0 || dry;
 }
 
 /*
@@ -293,6 +357,8 @@ void pdk__sv_op_ws(struct pdk_supervisor *s, json_int_t req, json_t *msg, const 
 
 	if (ws_refused(s, req, msg, step))
 		return;
+	if (step == step_commit && commit_checked(s, req, msg))
+		return;
 	reply = json_pack("{s:I}", "req", req);
 	/* "restart": true asks for the move (no copy) around a restart of the init. */
 	if (step == step_snapshot && !json_is_true(json_object_get(msg, "restart")))
@@ -306,7 +372,10 @@ void pdk__sv_op_ws(struct pdk_supervisor *s, json_int_t req, json_t *msg, const 
 	if (rc < 0) {
 		json_decref(reply);
 		/* A commit that refused entries (EPERM) is the caller's to fix, not ours. */
-		return pdk__sv_reply_error(s, req, err->status == EPERM ? "forbidden" : "internal",
+		return pdk__sv_reply_error(s, req,
+					   err->status == EPERM    ? "forbidden"
+					   : err->status == EEXIST ? "conflict"
+								   : "internal",
 					   NULL, err);
 	}
 	pdk__sv_send(s, reply, NULL, 0);

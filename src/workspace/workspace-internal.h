@@ -37,4 +37,22 @@ void pdk__ws_view_free(struct pdk__ws_view *v);
  */
 char *pdk__ws_link_outside(struct pdk__ws_view *v, const char *path, const char *target);
 
+/*
+ * The change set's base instant (ws-base.c): reset makes the base now (a
+ * new change set, a commit, a rollback to 0); get reads it, or for a
+ * change set older than the base file, a second before `created_ns`.
+ */
+PDK_MUST_CHECK int pdk__ws_base_reset(const char *set_dir, struct pdk_error **err);
+PDK_MUST_CHECK int pdk__ws_base_get(const char *set_dir, uint64_t created_ns, struct timespec *base,
+				    struct pdk_error **err);
+
+/*
+ * The record of the host's entries at the end of each run (ws-base.c):
+ * record adds, for every path of `diff` it does not hold yet, whether the
+ * host had it; read gives the record (caller owns; NULL when none).
+ */
+PDK_MUST_CHECK int pdk__ws_record(const char *set_dir, const struct pdk_ws_diff *diff,
+				  struct pdk_error **err);
+PDK_MUST_CHECK int pdk__ws_record_read(const char *set_dir, json_t **out, struct pdk_error **err);
+
 #endif

@@ -5,6 +5,7 @@
 #include "common.h"
 #include "base.h"
 #include "workspace.h"
+#include "workspace-internal.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -337,6 +338,9 @@ int pdk_ws_create(const char *state_dir, const char *workspace, const char *sand
 	rc = make_layer_dir(ws->upper, st.st_mode, err);
 	if (rc == 0)
 		rc = write_meta(ws, err);
+	/* The base: the directory as it is now, before any sandbox sees it. */
+	if (rc == 0)
+		rc = pdk__ws_base_reset(ws->dir, err);
 	if (rc == 0)
 		rc = pdk_ws_lock(ws, err);
 	if (rc < 0)
@@ -591,6 +595,9 @@ int pdk_ws_rollback(struct pdk_ws *ws, unsigned snap, struct pdk_error **err)
 	rc = pdk_rm_rf_at(AT_FDCWD, trash);
 	if (rc < 0)
 		return pdk_error_set(err, -rc, "cannot remove '%s'", trash);
+	/* Back to the directory as it is now: later changes are made against it. */
+	if (snap == 0 && pdk__ws_base_reset(ws->dir, err) < 0)
+		return -1;
 	return reset_work(ws, err);
 }
 
@@ -1538,12 +1545,42 @@ int pdk_ws_import_upper(struct pdk_ws *ws, int src_fd, struct pdk_error **err)
 
 /* ---- commit ---- */
 
+int pdk_ws_record_base(struct pdk_ws *ws, const struct pdk_ws_diff *diff, struct pdk_error **err)
+{
+	return pdk__ws_record(ws->dir, diff, err);
+}
+
+/*
+ * The conflicts with what changed on the host since the base; EEXIST when
+ * there are any (listed in the report).
+ */
+static int check_conflicts(struct pdk_ws *ws, int fd, const struct pdk_ws_diff *diff,
+			   struct pdk_ws_commit_report *report, struct pdk_error **err)
+{
+	_cleanup_json_ json_t *record = NULL;
+	struct timespec base;
+
+	if (pdk__ws_base_get(ws->dir, ws->created_ns, &base, err) < 0 ||
+	    pdk__ws_record_read(ws->dir, &record, err) < 0 ||
+	    pdk_ws_conflicts_at(fd, diff, &base, record, report, err) < 0)
+		return -1;
+	if (report->n_conflicts == 0)
+		return 0;
+	return pdk_error_setx(err, EEXIST,
+			      "%zu path(s) changed on the host since the run began: the commit "
+			      "would overwrite them; look, then commit with --force to overwrite",
+			      report->n_conflicts);
+}
+
 int pdk_ws_commit(struct pdk_ws *ws, const struct pdk_ws_diff *diff, unsigned flags,
 		  struct pdk_ws_commit_report *report, struct pdk_error **err)
 {
 	_cleanup_close_ int fd = open(ws->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct pdk_ws_commit_report found = {0};
 	struct stat st;
+	int rc;
 
+	memset(report, 0, sizeof(*report));
 	if (fd < 0)
 		return pdk_error_set(err, errno, "cannot open the workspace '%s'", ws->workspace);
 	if (fstat(fd, &st) < 0)
@@ -1554,5 +1591,14 @@ int pdk_ws_commit(struct pdk_ws *ws, const struct pdk_ws_diff *diff, unsigned fl
 				      "the workspace '%s' is not the directory change set %s was "
 				      "made on (it was replaced since)",
 				      ws->workspace, ws->id);
-	return pdk_ws_commit_at(fd, ws->workspace, diff, flags, report, err);
+	if (!(flags & PDK_WS_COMMIT_FORCE) && check_conflicts(ws, fd, diff, &found, err) < 0) {
+		*report = found;
+		return -1;
+	}
+	pdk_ws_commit_report_release(&found);
+	rc = pdk_ws_commit_at(fd, ws->workspace, diff, flags, report, err);
+	/* The directory holds the changes now: it is the base of whatever comes next. */
+	if (rc == 0 && !(flags & PDK_WS_COMMIT_DRY_RUN) && pdk__ws_base_reset(ws->dir, err) < 0)
+		return -1;
+	return rc;
 }

@@ -190,6 +190,7 @@ PDK_MUST_CHECK int pdk_ws_list(const char *state_dir, char ***ids, struct pdk_er
 enum pdk_ws_commit_flags {
 	PDK_WS_COMMIT_ALLOW_OUTSIDE_LINKS = 1 << 0, /* accept symlinks leading out of DIR */
 	PDK_WS_COMMIT_DRY_RUN = 1 << 1,             /* check only */
+	PDK_WS_COMMIT_FORCE = 1 << 2, /* apply over what changed on the host since the base */
 };
 
 /* Why an entry was refused (the commit applies nothing when any is). */
@@ -203,6 +204,9 @@ struct pdk_ws_commit_report {
 	size_t stripped; /* setuid/setgid bits removed */
 	struct pdk_ws_refusal *refused;
 	size_t n_refused;
+	/* Entries changed on the host since the change set's base (pdk_ws_conflicts_at()). */
+	struct pdk_ws_refusal *conflicts;
+	size_t n_conflicts;
 };
 
 void pdk_ws_commit_report_release(struct pdk_ws_commit_report *r);
@@ -218,9 +222,39 @@ void pdk_ws_commit_report_release(struct pdk_ws_commit_report *r);
  * the workspace: every path is resolved beneath an fd of the workspace root with RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS. setuid/setgid bits are stripped. Returns 0, or negative + *err (and the
  * report lists refusals when that is why).
+ *
+ * Unless PDK_WS_COMMIT_FORCE, nothing changed on the host since the change
+ * set's base is overwritten: the conflicts (pdk_ws_conflicts_at()) are
+ * checked first and, when there are any, listed in the report and the
+ * commit fails with EEXIST, applying nothing (a dry run too). A commit that
+ * is applied makes the directory the change set's new base (--keep).
  */
 PDK_MUST_CHECK int pdk_ws_commit(struct pdk_ws *ws, const struct pdk_ws_diff *diff, unsigned flags,
 				 struct pdk_ws_commit_report *report, struct pdk_error **err);
+
+/*
+ * The conflicts of `diff` with the directory at `root_fd` (an O_DIRECTORY
+ * fd of the workspace): every entry the diff would write or remove that was
+ * changed on the host at or after `base` (an instant of the file clock, as
+ * st_ctim), deleted or replaced there, and every entry it would add where
+ * one appeared, appended to report->conflicts with what changed (ws-base.c
+ * has the rule). `record` (borrowed, may be NULL) is what the host had at
+ * the end of the runs (pdk_ws_record_base()). Nothing is followed or
+ * written. Returns 0 (with or without conflicts), or negative + *err when
+ * an entry cannot be looked up.
+ */
+PDK_MUST_CHECK int pdk_ws_conflicts_at(int root_fd, const struct pdk_ws_diff *diff,
+				       const struct timespec *base, const json_t *record,
+				       struct pdk_ws_commit_report *report, struct pdk_error **err);
+
+/*
+ * At the end of a run: record, for each path of `diff` (0 to current) not
+ * recorded yet, whether the host directory had it, so that a commit sees an
+ * entry the host lost or gained since (STATE/ws/ID/base.json; no system
+ * call per path). Cleared when the base is taken again.
+ */
+PDK_MUST_CHECK int pdk_ws_record_base(struct pdk_ws *ws, const struct pdk_ws_diff *diff,
+				      struct pdk_error **err);
 
 /*
  * The same on an explicit workspace root: `root_fd` is an O_DIRECTORY fd

@@ -567,5 +567,10 @@ void pdk_ws_commit_report_release(struct pdk_ws_commit_report *r)
 		free(r->refused[i].reason);
 	}
 	free(r->refused);
+	for (size_t i = 0; i < r->n_conflicts; i++) {
+		free(r->conflicts[i].path);
+		free(r->conflicts[i].reason);
+	}
+	free(r->conflicts);
 	memset(r, 0, sizeof(*r));
 }

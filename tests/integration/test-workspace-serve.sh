@@ -74,6 +74,40 @@ mountinfo_tests() {
 	api "$who" DELETE "/v1/sandboxes/$id"
 }
 
+# The user's case through the daemon: the host file is edited after the sandbox wrote it;
+# POST commit answers 409 with each path, the host is unchanged; force commits; `paddock commit`
+# says the same, and a sandbox whose paths the host did not touch commits.
+conflict_tests() {
+	local who=$1 ws id own
+	ws=$(mkws_for "$who")
+	echo base >"$ws/a.txt"
+	echo keep >"$ws/b.txt"
+	[ "$who" = user ] && chown "$UNPRIV_UID:$UNPRIV_UID" "$ws/a.txt" "$ws/b.txt"
+	api "$who" POST /v1/sandboxes "$(jq -cn --arg p "$ws" '{workspace:{path:$p,mode:"overlay"}}')"
+	id=$(jq_get "$BODY" id)
+	sh_in "$who" "$id" 'echo agent >> a.txt; echo agent >> b.txt'
+	echo human >>"$ws/a.txt"
+	api "$who" POST "/v1/sandboxes/$id/commit" '{}'
+	is "$CODE" 409 "$who: POST commit over a host edit is 409" || sed 's/^/#   /' <<<"$BODY"
+	is "$(jq -c '[.error.code, [.error.conflicts[].path]]' <<<"$BODY")" '["conflict",["a.txt"]]' \
+		"$who: the 409 lists the edited path, and only it"
+	is "$(cat "$ws/a.txt" "$ws/b.txt" | tr '\n' ' ')" "base human keep " "$who: the host is unchanged"
+	as "$who" "$T/bin/paddock" commit --socket "$(sock_of "$who")" "$id" >"$T/out" 2>"$T/err"
+	is $? 1 "$who: paddock commit is refused (exit 1)"
+	grep -q "^paddock: commit: conflict: a.txt: modified on the host" "$T/err"
+	ok $? "$who: paddock commit names the path and what changed" || sed 's/^/#   /' "$T/err"
+	as "$who" "$T/bin/paddock" commit --socket "$(sock_of "$who")" --dry-run --force "$id" >"$T/out" 2>"$T/err"
+	is "$?:$(cat "$T/out")" "0:2 change(s) would be committed" "$who: commit --dry-run --force says what it would do"
+	is "$(cat "$ws/a.txt" "$ws/b.txt" | tr '\n' ' ')" "base human keep " "$who: the dry run changed nothing"
+	as "$who" "$T/bin/paddock" commit --socket "$(sock_of "$who")" --force "$id" >"$T/out" 2>"$T/err"
+	is "$?:$(cat "$T/out")" "0:committed 2 change(s)" "$who: paddock commit --force commits" || sed 's/^/#   /' "$T/err"
+	is "$(cat "$ws/a.txt" "$ws/b.txt" | tr '\n' ' ')" "base agent keep agent " "$who: the host has what the sandbox wrote"
+	sh_in "$who" "$id" 'echo again >> b.txt'
+	as "$who" "$T/bin/paddock" commit --socket "$(sock_of "$who")" "$id" >"$T/out" 2>"$T/err"
+	is $? 0 "$who: after a commit, a change the host did not touch commits" || sed 's/^/#   /' "$T/err"
+	api "$who" DELETE "/v1/sandboxes/$id"
+}
+
 if ! have_supervisor; then
 	echo "1..0 # SKIP paddock supervise is not built"
 	exit 0
@@ -83,6 +117,7 @@ for who in root user; do
 	ok $? "$who: the daemon starts"
 	commit_tests "$who"
 	mountinfo_tests "$who"
+	conflict_tests "$who"
 	serve_stop "$who"
 done
 done_testing

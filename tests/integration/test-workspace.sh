@@ -345,10 +345,82 @@ check_mountinfo() {
 	done
 }
 
+# The user's case: the host file is edited (and others deleted, created) after the run, before
+# the commit. The commit must not overwrite a human's edit silently: refused with each path,
+# the host unchanged; --force commits; a change set nobody touched meanwhile still commits.
+check_conflicts() {
+	local who=$1 ws id before out
+	ws=$(mkws_for "$who")
+	as "$who" "$ws" 'echo base > a.txt; echo base > gone.txt; echo keep > b.txt; echo c > c.txt; mkdir d; echo e > d/e'
+	prun "$who" -w "$ws" -- sh -c 'echo agent >> a.txt; echo agent >> gone.txt; echo n > new;
+		rm b.txt; chmod 600 c.txt; rm -r d' 2>/dev/null
+	id=$(last_set "$who")
+	[ -n "$id" ]; ok $? "$who: conflicts: the run kept a change set"
+	as "$who" "$ws" 'echo human >> a.txt; rm gone.txt; echo human > new; echo f > d/f'
+	before=$(as "$who" "$ws" "$LISTING")
+	pws "$who" commit "$id" >"$T/out" 2>"$T/err"
+	is $? 1 "$who: commit over a host edit made after the run is refused (exit 1)"
+	grep -q "^paddock: ws commit: conflict: a.txt: modified on the host since the run began" "$T/err"
+	ok $? "$who: the edited file is listed as modified on the host" || sed 's/^/#   /' "$T/err"
+	grep -q "conflict: gone.txt: deleted on the host" "$T/err"; ok $? "$who: a file the host deleted is listed"
+	grep -q "conflict: new: appeared on the host" "$T/err"; ok $? "$who: a file that appeared on the host is listed"
+	grep -q "conflict: d: entries added or removed on the host" "$T/err"
+	ok $? "$who: a directory the change set deletes, with a new host file in it, is listed"
+	grep -qE "conflict: (b|c)\.txt" "$T/err"; is $? 1 "$who: paths the host did not touch are no conflict"
+	grep -q -- "--force" "$T/err"; ok $? "$who: the refusal says how to overwrite (--force)"
+	is "$(as "$who" "$ws" "$LISTING")" "$before" "$who: the refused commit left the host directory unchanged"
+	[ -d "$T/state-$who/ws/$id" ]; ok $? "$who: and kept the change set"
+	pws "$who" commit --json "$id" 2>/dev/null | python3 -c '
+import json, sys
+c = {x["path"]: x["reason"] for x in json.load(sys.stdin)["conflicts"]}
+assert sorted(c) == ["a.txt", "d", "gone.txt", "new"], c'
+	ok $? "$who: commit --json lists the conflicts"
+	pws "$who" commit --dry-run "$id" >/dev/null 2>&1; is $? 1 "$who: a dry run reports the conflicts too"
+	pws "$who" commit --force "$id" >"$T/out" 2>"$T/err"
+	is $? 0 "$who: commit --force overwrites them" || sed 's/^/#   /' "$T/err"
+	is "$(as "$who" "$ws" 'cat a.txt gone.txt new; [ -e d ] || [ -e b.txt ]; echo $?')" "$(printf 'base\nagent\nbase\nagent\nn\n1')" \
+		"$who: after --force the host has what the sandbox wrote"
+	# Untouched meanwhile: the same kind of change set commits as before.
+	prun "$who" -w "$ws" -- sh -c 'echo again >> a.txt; rm new' 2>/dev/null
+	id=$(last_set "$who")
+	pws "$who" commit "$id" >/dev/null 2>"$T/err"
+	is $? 0 "$who: a change set whose paths the host kept as they were commits" || sed 's/^/#   /' "$T/err"
+	# ws commit --keep makes the directory the new base: a second commit is no conflict.
+	prun "$who" -w "$ws" -- sh -c 'echo more >> a.txt' 2>/dev/null
+	id=$(last_set "$who")
+	pws "$who" commit --keep "$id" >/dev/null 2>&1 && pws "$who" commit "$id" >/dev/null 2>"$T/err"
+	is $? 0 "$who: a kept change set commits again over its own first commit" || sed 's/^/#   /' "$T/err"
+}
+
+# The user's case: `paddock run` from $HOME (a fake one holding dotfiles) is refused with a
+# message that says how to choose a directory; --allow-home is the explicit override.
+check_home() {
+	local who=$1 home PRUN
+	home=$(mkws_for "$who")
+	as "$who" "$home" 'echo "//registry/:_authToken=secret" > .npmrc; mkdir proj; echo x > proj/f'
+	PRUN_ENV=(HOME="$home")
+	prun_cmd "$who"
+	(cd "$home" && "${PRUN[@]}" run -- cat .npmrc) >"$T/out" 2>"$T/err"
+	is $? 122 "$who: run from \$HOME is refused (exit 122)"
+	is "$(cat "$T/out")" "" "$who: the command did not run (the dotfile was not read)"
+	grep -q "holds your home directory" "$T/err"; ok $? "$who: the refusal says the workspace is the home" || sed 's/^/#   /' "$T/err"
+	grep -q -- "--workspace DIR" "$T/err" && grep -q -- "--allow-home" "$T/err"
+	ok $? "$who: it says how to choose a directory, and the override"
+	(cd "$T/home" && "${PRUN[@]}" run -w "$home" -- true) 2>/dev/null
+	is $? 122 "$who: --workspace \$HOME is refused too"
+	(cd "$home/proj" && "${PRUN[@]}" run --discard -- cat f) >"$T/out" 2>/dev/null
+	is "$?:$(cat "$T/out")" "0:x" "$who: from a project inside the home it runs"
+	(cd "$home" && "${PRUN[@]}" run --allow-home --discard -- cat .npmrc) >"$T/out" 2>"$T/err"
+	is "$?:$(cat "$T/out")" "0://registry/:_authToken=secret" "$who: --allow-home runs there anyway" || sed 's/^/#   /' "$T/err"
+	PRUN_ENV=()
+}
+
 for who in root user; do
 	check_links_after_commit "$who"
 	check_setid_planted "$who"
 	check_mountinfo "$who"
+	check_conflicts "$who"
+	check_home "$who"
 done
 
 for who in root user; do
