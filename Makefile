@@ -96,7 +96,8 @@ check-prefix:
 	@case '$(PREFIX)' in /*) ;; *) echo "PREFIX must be an absolute path, not '$(PREFIX)'"; exit 1;; esac
 
 # The build's prefix made PREFIX (meson's "prefix" option), else reconfigured to it: the
-# compiled-in helper directory must be where the helpers go.
+# compiled-in helper directory must be where the helpers go. A build directory the caller
+# may not write (another user's) is installed as it is, unbuilt.
 install: check-prefix setup $(BUILD)/build.ninja
 	@have=$$($(MESON) introspect $(BUILD) --buildoptions | python3 -c \
 		'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))'); \
@@ -104,7 +105,9 @@ install: check-prefix setup $(BUILD)/build.ninja
 		echo "reconfiguring $(BUILD) for PREFIX=$(PREFIX) (was $$have)"; \
 		$(MESON) configure $(BUILD) -Dprefix='$(PREFIX)' >/dev/null || exit 1; \
 	fi
-	@ninja -C $(BUILD) paddock paddock-otlp paddock-init >/dev/null || ninja -C $(BUILD)
+	@if [ -w $(BUILD) ]; then \
+		ninja -C $(BUILD) paddock paddock-otlp paddock-init >/dev/null || ninja -C $(BUILD); \
+	else echo "$(BUILD) is not ours to write: installing it as it was built"; fi
 	install -d '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(HELPERDIR)' '$(DESTDIR)$(MAN1DIR)' \
 		'$(DESTDIR)$(DOCDIR)'
 	install -m 0755 $(BUILD)/paddock '$(DESTDIR)$(BINDIR)/paddock'
