@@ -5,6 +5,10 @@
 #   make test         set up, build, run every suite (unit, fuzz, integration, ASan+UBSan)
 #   make fuzz         run every libFuzzer target for 60 s (FUZZ_JOBS=N at once)
 #   make bench        set up the benches' own tools too, then run the benches
+#   make install      build, then install under PREFIX (default /usr/local; DESTDIR=
+#                     stages it): bin/paddock, libexec/paddock/paddock-init and
+#                     paddock-otlp, share/man/man1/paddock*.1, share/doc/paddock
+#   make uninstall    remove what make install put there (same PREFIX and DESTDIR)
 #
 # Set-up installs the Debian packages below when run as root, and otherwise
 # prints the exact apt-get line to run.
@@ -24,8 +28,17 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON ?= meson
 ARGS ?=
+# Where `make install` puts paddock. The build compiles PREFIX/libexec/paddock in as the place of
+# its helpers (base/paths.h), so install reconfigures the build when PREFIX changed.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR = $(PREFIX)/bin
+HELPERDIR = $(PREFIX)/libexec/paddock
+MAN1DIR = $(PREFIX)/share/man/man1
+DOCDIR = $(PREFIX)/share/doc/paddock
 
-.PHONY: all setup bench-setup build run test test-fast fuzz bench format format-check clean
+.PHONY: all setup bench-setup build run test test-fast fuzz bench format format-check clean \
+	install uninstall check-prefix
 
 all: build
 
@@ -61,7 +74,7 @@ bench-setup: setup
 	fi
 
 $(BUILD)/build.ninja:
-	$(MESON) setup $(BUILD) >/dev/null
+	$(MESON) setup --prefix='$(PREFIX)' $(BUILD) >/dev/null
 
 build: setup $(BUILD)/build.ninja
 	@ninja -C $(BUILD) >/dev/null || ninja -C $(BUILD)
@@ -78,6 +91,38 @@ endif
 # build (clang, with the fuzz targets) is made by tests/run-all.sh beside the first suites.
 test: build
 	@sh tests/run-all.sh $(BUILD) $(ASAN_BUILD)
+
+check-prefix:
+	@case '$(PREFIX)' in /*) ;; *) echo "PREFIX must be an absolute path, not '$(PREFIX)'"; exit 1;; esac
+
+# The build's prefix made PREFIX (meson's "prefix" option), else reconfigured to it: the
+# compiled-in helper directory must be where the helpers go. A build directory the caller
+# may not write (another user's) is installed as it is, unbuilt.
+install: check-prefix setup $(BUILD)/build.ninja
+	@have=$$($(MESON) introspect $(BUILD) --buildoptions | python3 -c \
+		'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))'); \
+	if [ "$$have" != '$(PREFIX)' ]; then \
+		echo "reconfiguring $(BUILD) for PREFIX=$(PREFIX) (was $$have)"; \
+		$(MESON) configure $(BUILD) -Dprefix='$(PREFIX)' >/dev/null || exit 1; \
+	fi
+	@if [ -w $(BUILD) ]; then \
+		ninja -C $(BUILD) paddock paddock-otlp paddock-init >/dev/null || ninja -C $(BUILD); \
+	else echo "$(BUILD) is not ours to write: installing it as it was built"; fi
+	install -d '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(HELPERDIR)' '$(DESTDIR)$(MAN1DIR)' \
+		'$(DESTDIR)$(DOCDIR)'
+	install -m 0755 $(BUILD)/paddock '$(DESTDIR)$(BINDIR)/paddock'
+	install -m 0755 $(BUILD)/paddock-init $(BUILD)/paddock-otlp '$(DESTDIR)$(HELPERDIR)/'
+	python3 src/tools/man.py --docdir '$(DOCDIR)' --out '$(DESTDIR)$(MAN1DIR)' $(BUILD)/paddock
+	install -m 0644 docs/*.md docs/api.yaml '$(DESTDIR)$(DOCDIR)/'
+
+# Only what install put there: the directories PREFIX shares with others (bin, share/man)
+# stay.
+uninstall: check-prefix
+	rm -f '$(DESTDIR)$(BINDIR)/paddock' '$(DESTDIR)$(HELPERDIR)/paddock-init' \
+		'$(DESTDIR)$(HELPERDIR)/paddock-otlp' '$(DESTDIR)$(MAN1DIR)/paddock.1' \
+		'$(DESTDIR)$(MAN1DIR)'/paddock-*.1
+	rm -rf '$(DESTDIR)$(DOCDIR)'
+	if [ -d '$(DESTDIR)$(HELPERDIR)' ]; then rmdir '$(DESTDIR)$(HELPERDIR)'; fi
 
 test-fast: build
 	meson test -C $(BUILD) --suite unit --suite fuzz

@@ -31,6 +31,8 @@ const char *pdk_log_level_name(enum pdk_log_level level)
 		return "error";
 	case PDK_LOG_WARN:
 		return "warning";
+	case PDK_LOG_NOTICE:
+		return "notice";
 	case PDK_LOG_INFO:
 		return "info";
 	default:

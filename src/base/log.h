@@ -13,9 +13,16 @@
 
 #include "common.h"
 
+/*
+ * A notice is a control the policy marked best-effort that this machine
+ * could not apply (no delegated cgroup, no Landlock): the policy allows it,
+ * and sandbox.create's attrs record it, so a front end may let its user
+ * silence it (`paddock run --quiet`), which it never does for a warning.
+ */
 enum pdk_log_level {
 	PDK_LOG_ERROR = 0, /* something failed and was not returned to anyone */
 	PDK_LOG_WARN,      /* a protection weaker than asked, a peer that went away */
+	PDK_LOG_NOTICE,    /* a best-effort control not applied, as the policy allows */
 	PDK_LOG_INFO,      /* progress a user may want to see */
 };
 
@@ -54,7 +61,7 @@ void pdk_log_limit_init(struct pdk_log_limit *l, const struct pdk_log *inner, un
 /* Report lines suppressed so far, when the rate allows a line now (a timer calls it). */
 void pdk_log_limit_flush(struct pdk_log_limit *l);
 
-/* "error", "warning", "info". */
+/* "error", "warning", "notice", "info". */
 const char *pdk_log_level_name(enum pdk_log_level level);
 
 #endif

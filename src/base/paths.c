@@ -12,6 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The build sets it to PREFIX/LIBEXECDIR/paddock (src/base/meson.build). */
+#ifndef PDK_LIBEXECDIR
+#define PDK_LIBEXECDIR "/usr/local/libexec/paddock"
+#endif
+
 static bool absolute(const char *s)
 {
 	return s != NULL && s[0] == '/';
@@ -113,4 +118,46 @@ bool pdk_paths_within(const char *path, const char *dir)
 	if (strcmp(dir, "/") == 0)
 		return true;
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The directory of the running executable (a new string), or NULL. */
+static char *self_dir(void)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (slash == NULL)
+		return NULL;
+	*slash = '\0';
+	return pdk_xstrdup(self);
+}
+
+/* `path` (taken) when it is an executable regular file, else NULL (and it is freed). */
+static char *if_executable(char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0)
+		return path;
+	free(path);
+	return NULL;
+}
+
+char *pdk_paths_helper(const char *name)
+{
+	_cleanup_free_ char *dir = self_dir();
+	char *p = NULL;
+
+	if (dir != NULL)
+		p = if_executable(pdk_xasprintf("%s/%s", dir, name));
+	if (p == NULL && dir != NULL)
+		p = if_executable(pdk_xasprintf("%s/../libexec/paddock/%s", dir, name));
+	if (p == NULL)
+		p = pdk_xasprintf("%s/%s", PDK_LIBEXECDIR, name);
+	return p;
 }

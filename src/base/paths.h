@@ -67,4 +67,18 @@ char *pdk_paths_canonical(const char *path);
 /* Whether `path` is `dir` or lies under it (both canonical, pdk_paths_canonical()). */
 bool pdk_paths_within(const char *path, const char *dir);
 
+/*
+ * Where paddock's helper binary `name` (paddock-init, paddock-otlp) is when
+ * the front end was given no path for it (PADDOCK_INIT, PADDOCK_OTLP). The
+ * first of these that is an executable file:
+ *   1. DIR/NAME, DIR the running executable's directory (a build tree);
+ *   2. DIR/../libexec/paddock/NAME (an installed tree, wherever it was put);
+ *   3. PDK_LIBEXECDIR/NAME, compiled in: PREFIX/libexec/paddock of the
+ *      build's prefix (`make install PREFIX=...`), for a paddock copied away
+ *      from its tree.
+ * When none is, the third, so that an error names where it was looked for.
+ * A new string, never NULL.
+ */
+char *pdk_paths_helper(const char *name);
+
 #endif

@@ -18,7 +18,7 @@
 struct pdk_settings {
 	/* PADDOCK_STATE_DIR, PADDOCK_RUNTIME_DIR, XDG_*, HOME (paths.h). */
 	struct pdk_paths paths;
-	/* PADDOCK_INIT: the paddock-init binary (NULL: the one next to paddock). */
+	/* PADDOCK_INIT: the paddock-init binary (NULL: pdk_paths_helper()'s). */
 	const char *init_path;
 	/* PADDOCK_CGROUP_PARENT: the delegated cgroup sandboxes are made under. */
 	const char *cgroup_parent;
@@ -27,7 +27,7 @@ struct pdk_settings {
 	/* PADDOCK_RESOLV_CONF, PADDOCK_HOSTS: the egress proxy's resolver files. */
 	const char *resolv_conf;
 	const char *hosts;
-	/* PADDOCK_OTLP: the paddock-otlp helper binary (NULL: next to paddock). */
+	/* PADDOCK_OTLP: the paddock-otlp helper binary (NULL: pdk_paths_helper()'s). */
 	const char *otlp_helper;
 	/*
 	 * The whole environment (borrowed), for what is looked up by a name only

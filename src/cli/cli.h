@@ -79,4 +79,13 @@ void pdk_cli_print_json(const json_t *j);
 void pdk_cli_error(const char *fmt, ...) PDK_PRINTF(1, 2);
 void pdk_cli_warn(const char *fmt, ...) PDK_PRINTF(1, 2);
 
+/*
+ * A verb's --quiet (false by default): pdk_cli_note() and pdk_cli_log's
+ * notices and progress lines are then not printed. Errors and warnings (a
+ * failure, a protection weaker than asked) always are.
+ */
+extern bool pdk_cli_quiet;
+/* "paddock: " + a note that is no failure (what became of the changes), unless quiet. */
+void pdk_cli_note(const char *fmt, ...) PDK_PRINTF(1, 2);
+
 #endif

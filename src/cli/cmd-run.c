@@ -38,6 +38,7 @@ struct pdk_run_opts {
 	bool no_exec_trace;
 	bool no_audit;
 	bool allow_home;
+	bool quiet;
 	const char *audit_full;
 	char **argv; /* borrowed from main's argv */
 };
@@ -84,6 +85,7 @@ static const struct option long_opts[] = {
 	{"no-audit", no_argument, NULL, OPT_NO_AUDIT},
 	{"audit-queue-full", required_argument, NULL, OPT_AUDIT_FULL},
 	{"allow", required_argument, NULL, OPT_ALLOW},
+	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -136,6 +138,9 @@ static void usage(FILE *out)
 	      "                           ports 80 and 443); implies network mode\n"
 	      "                           allowlist. See docs/egress.md\n"
 	      "      --stats              print wall time, CPU time and peak memory at the end\n"
+	      "  -q, --quiet              print only errors and warnings: no notice of a\n"
+	      "                           best-effort limit left out (no delegated cgroup,\n"
+	      "                           docs/rootless.md), no change-set summary\n"
 	      "  -h, --help               show this help\n"
 	      "\n"
 	      "exit status: CMD's own, 128+N if it died of signal N; or 122 bad option or\n"
@@ -185,6 +190,7 @@ static const struct {
 	{OPT_AUDIT_FULL, FLAG_TEXT, OPT(audit_full)},
 	{OPT_ALLOW, FLAG_LIST, OPT(allow)},
 	{OPT_ALLOW_HOME, FLAG_ON, OPT(allow_home)},
+	{'q', FLAG_ON, OPT(quiet)},
 };
 
 static void opts_release(struct pdk_run_opts *o)
@@ -220,7 +226,7 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:w:e:C:t:m:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:w:e:C:t:m:qh", long_opts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			return 1;
@@ -489,16 +495,15 @@ static void report_change_set(const struct pdk_session_result *end)
 	const char *id = end->change_set;
 
 	if (end->ws == PDK_SESSION_WS_DISCARDED)
-		fprintf(stderr, "paddock: workspace: %zu change(s) discarded\n", end->changes);
+		pdk_cli_note("workspace: %zu change(s) discarded", end->changes);
 	if (end->ws != PDK_SESSION_WS_KEPT || end->changes == 0)
 		return;
-	fprintf(stderr,
-		"paddock: workspace: %zu added, %zu modified, %zu deleted%s -> change set "
-		"%.13s\n"
-		"paddock: review with 'paddock ws diff %.13s'; apply with 'paddock ws commit "
-		"%.13s'; drop with 'paddock ws discard %.13s'\n",
-		end->added, end->modified, end->deleted, end->mode_changes ? ", mode changes" : "",
-		id, id, id, id);
+	pdk_cli_note("workspace: %zu added, %zu modified, %zu deleted%s -> change set %.13s",
+		     end->added, end->modified, end->deleted,
+		     end->mode_changes ? ", mode changes" : "", id);
+	pdk_cli_note("review with 'paddock ws diff %.13s'; apply with 'paddock ws commit %.13s'; "
+		     "drop with 'paddock ws discard %.13s'",
+		     id, id, id);
 }
 
 /*
@@ -561,6 +566,7 @@ int pdk_cmd_run(int argc, char **argv)
 		opts_release(&c.o);
 		return rc > 0 ? 0 : PDK_EXIT_POLICY;
 	}
+	pdk_cli_quiet = c.o.quiet;
 	/*
 	 * A reader of --events (a pipe, a FIFO) that goes away is a failed
 	 * write to handle (the sandbox is stopped, docs/audit.md), not a signal

@@ -65,6 +65,24 @@ void pdk_cli_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+bool pdk_cli_quiet;
+
+void pdk_cli_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (pdk_cli_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * A notice (a best-effort control left out) says how to hide it: it comes
+ * at every run on a machine without the means, and the user may have
+ * accepted that (docs/rootless.md).
+ */
 static void cli_log(void *data, enum pdk_log_level level, const char *msg)
 {
 	(void)data;
@@ -72,7 +90,9 @@ static void cli_log(void *data, enum pdk_log_level level, const char *msg)
 		pdk_cli_error("%s", msg);
 	else if (level == PDK_LOG_WARN)
 		pdk_cli_warn("%s", msg);
-	else
+	else if (level == PDK_LOG_NOTICE && !pdk_cli_quiet)
+		fprintf(stderr, "paddock: warning: %s (--quiet hides this)\n", msg);
+	else if (!pdk_cli_quiet)
 		fprintf(stderr, "paddock: %s\n", msg);
 }
 

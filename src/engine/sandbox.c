@@ -80,7 +80,7 @@ static int plan_exec_trace(struct pdk_sandbox *sb, struct pdk_error **err)
 			err, ENOSYS,
 			"exec tracing: the kernel has no seccomp user notification (turn tracing off with --no-exec-trace or 'audit: {exec_trace: false}', or list exec_trace under best_effort)");
 	sb->downgraded |= PDK_BE_EXEC_TRACE;
-	pdk_log(sb->cfg->log, PDK_LOG_WARN,
+	pdk_log(sb->cfg->log, PDK_LOG_NOTICE,
 		"exec tracing not applied (best effort): the kernel has no seccomp user "
 		"notification");
 	return 0;
@@ -96,23 +96,8 @@ static int open_init(struct pdk_sandbox *sb, struct pdk_error **err)
 				   : (sb->cfg->settings ? sb->cfg->settings->init_path : NULL);
 	_cleanup_free_ char *guess = NULL;
 
-	if (path == NULL) {
-		char self[PATH_MAX];
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		char *slash;
-
-		if (n < 0)
-			return pdk_error_set(err, errno, "cannot read '/proc/self/exe'");
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		*slash = '\0';
-		guess = pdk_xasprintf("%s/paddock-init", self);
-		if (access(guess, X_OK) < 0) {
-			free(guess);
-			guess = pdk_xasprintf("%s/../libexec/paddock/paddock-init", self);
-		}
-		path = guess;
-	}
+	if (path == NULL)
+		path = guess = pdk_paths_helper("paddock-init");
 	sb->init_fd = TEMP_FAILURE_RETRY(open(path, O_PATH | O_CLOEXEC));
 	if (sb->init_fd < 0)
 		return pdk_error_set(
@@ -142,6 +127,42 @@ static unsigned ctrls_to_be(unsigned ctrls)
 	       ((ctrls & PDK_CGROUP_CPU) ? PDK_BE_CPU : 0);
 }
 
+/*
+ * One notice for every cgroup limit left out (best effort), naming the fix: a
+ * rootless run without a delegated cgroup is the usual cause, and two lines
+ * that only said "not applied" left the user with nothing to do about them.
+ */
+static void report_cgroup_downgrade(const struct pdk_sandbox *sb, unsigned down)
+{
+	static const struct {
+		unsigned ctrl;
+		const char *name;
+	} names[] = {
+		{PDK_CGROUP_MEMORY, "memory"},
+		{PDK_CGROUP_PIDS, "pids"},
+		{PDK_CGROUP_CPU, "cpu"},
+	};
+	const char *which[PDK_ARRAY_SIZE(names)];
+	size_t n = 0;
+	char list[64];
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(names); i++)
+		if (down & names[i].ctrl)
+			which[n++] = names[i].name;
+	if (n == 1)
+		(void)snprintf(list, sizeof(list), "%s limit", which[0]);
+	else if (n == 2)
+		(void)snprintf(list, sizeof(list), "%s and %s limits", which[0], which[1]);
+	else
+		(void)snprintf(list, sizeof(list), "%s, %s and %s limits", which[0], which[1],
+			       which[2]);
+	pdk_log(sb->cfg->log, PDK_LOG_NOTICE,
+		"%s not applied (best effort): no usable cgroup; to apply %s, give paddock a "
+		"delegated cgroup with PADDOCK_CGROUP_PARENT (docs/rootless.md: one command with "
+		"systemd-run --user -p Delegate=yes on cgroup v2, a mkdir and chown by root on v1)",
+		list, n == 1 ? "it" : "them");
+}
+
 static int make_cgroup(struct pdk_sandbox *sb, struct pdk_error **err)
 {
 	const struct pdk_policy *p = sb->cfg->policy;
@@ -165,15 +186,8 @@ static int make_cgroup(struct pdk_sandbox *sb, struct pdk_error **err)
 	if (sb->cgroup == NULL)
 		return pdk_error_wrap(err, "cgroup");
 	sb->downgraded |= ctrls_to_be(down);
-	if (down & PDK_CGROUP_MEMORY)
-		pdk_log(sb->cfg->log, PDK_LOG_WARN,
-			"memory limit not applied (best effort): no usable memory cgroup");
-	if (down & PDK_CGROUP_PIDS)
-		pdk_log(sb->cfg->log, PDK_LOG_WARN,
-			"pids limit not applied (best effort): no usable pids cgroup");
-	if (down & PDK_CGROUP_CPU)
-		pdk_log(sb->cfg->log, PDK_LOG_WARN,
-			"cpu limit not applied (best effort): no usable cpu cgroup");
+	if (down != 0)
+		report_cgroup_downgrade(sb, down);
 	return 0;
 }
 
@@ -231,7 +245,7 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		return pdk_error_wrap(err, "landlock");
 	if (pdk_landlock_get_abi(sb->landlock) == 0) {
 		sb->downgraded |= PDK_BE_LANDLOCK;
-		pdk_log(cfg->log, PDK_LOG_WARN,
+		pdk_log(cfg->log, PDK_LOG_NOTICE,
 			"landlock not applied (best effort): the kernel has no Landlock");
 	}
 	pdk_landlock_add_exec_fd(sb->landlock, sb->init_fd);

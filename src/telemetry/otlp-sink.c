@@ -66,24 +66,9 @@ static int helper_child(void *arg)
 
 static char *helper_path(const char *helper)
 {
-	char self[PATH_MAX];
-	ssize_t n;
-	char *slash, *p;
-
 	if (helper != NULL && *helper != '\0')
 		return pdk_xstrdup(helper);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0)
-		return pdk_xstrdup("paddock-otlp");
-	self[n] = '\0';
-	slash = strrchr(self, '/');
-	if (slash != NULL)
-		*slash = '\0';
-	p = pdk_xasprintf("%s/paddock-otlp", self);
-	if (access(p, X_OK) == 0)
-		return p;
-	free(p);
-	return pdk_xasprintf("%s/../libexec/paddock/paddock-otlp", self);
+	return pdk_paths_helper("paddock-otlp");
 }
 
 /* Send what remains of a partly sent line. 0 when all is out, -EAGAIN, or -errno. */

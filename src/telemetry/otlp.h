@@ -141,15 +141,13 @@ int64_t pdk_otlp_retry_after_ms(const char *value, uint64_t now_real_ns);
 uint64_t pdk_otlp_backoff_ms(unsigned attempt);
 
 /*
- * Add the OTLP sink to `ev`: start the helper `helper` (NULL: paddock-otlp
- * next to this executable, else; a front end takes it from PADDOCK_OTLP)
- * ../libexec/paddock/paddock-otlp) and hand it `cfg` (copied; headers go
- * over a socket, never argv or the environment). Each event is written to
- * the helper without blocking; when the helper's socket is full the event
- * is dropped and counted. The sink's close flushes within
- * cfg->deadline_ms and fails with a message saying how many events were
- * not exported (dropped, or not delivered) and why. Returns 0 or
- * negative + *err when the helper cannot be started (nothing added).
+ * Add the OTLP sink to `ev`: start the helper `helper` (a front end takes
+ * it from PADDOCK_OTLP; NULL: where pdk_paths_helper() finds paddock-otlp)
+ * and hand it `cfg` (copied; headers go over a socket, never argv or the environment). Each event
+ * is written to the helper without blocking; when the helper's socket is full the event is dropped
+ * and counted. The sink's close flushes within cfg->deadline_ms and fails with a message saying how
+ * many events were not exported (dropped, or not delivered) and why. Returns 0 or negative + *err
+ * when the helper cannot be started (nothing added).
  */
 PDK_MUST_CHECK int pdk_otlp_add_sink(struct pdk_events *ev, const struct pdk_otlp_config *cfg,
 				     const char *helper, struct pdk_error **err);

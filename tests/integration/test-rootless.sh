@@ -22,9 +22,29 @@ prun user --profile strict -- true 2>/dev/null; is $? 125 "the strict profile (l
 ev="$T/home/down.jsonl"
 prun user --events "$ev" -- true 2>"$T/err"; rc=$?
 is "$rc" 0 "the default profile runs rootless without delegation"
-grep -q "memory limit not applied (best effort)" "$T/err"; ok $? "the memory downgrade is printed"
+grep -q "memory and pids limits not applied (best effort)" "$T/err"; ok $? "the memory and pids downgrades are printed"
+is "$(wc -l <"$T/err")" 1 "the downgrades are one line ($(head -c 200 "$T/err"))"
+for fix in PADDOCK_CGROUP_PARENT "systemd-run --user -p Delegate=yes" docs/rootless.md "--quiet hides this"; do
+	grep -q -- "$fix" "$T/err"; ok $? "the notice names the fix: $fix"
+done
 down=$(python3 -c 'import json,sys; print(",".join(json.loads(open(sys.argv[1]).readline())["attrs"]["downgraded"]))' "$ev")
 is "$down" "memory,pids" "sandbox.create records the downgrades"
+
+# --quiet (the README's rootless example): nothing but the command's own output, as nobody
+# and as root; the run's notes go too (the change set stays, for 'paddock ws ls'); errors stay.
+for who in user root; do
+	for q in --quiet -q; do
+		out=$(prun $who $q -- echo hi 2>"$T/err"); rc=$?
+		is "$rc:$out:$(cat "$T/err")" "0:hi:" "$who: a default run with $q prints nothing on stderr"
+	done
+done
+ws=$(mkws)
+out=$(cd "$ws" && PRUN_ENV=() && prun_cmd user && "${PRUN[@]}" run --quiet -- sh -c 'echo x > f' 2>&1)
+is "$out" "" "a quiet run that changes the workspace prints nothing"
+pws user ls 2>/dev/null | grep -q .; ok $? "its change set is kept (paddock ws ls lists it)"
+prun user --quiet --memory 64M -- true 2>"$T/err"; rc=$?
+is "$rc" 125 "--quiet does not change the exit status of a refused --memory"
+grep -q "PADDOCK_CGROUP_PARENT" "$T/err"; ok $? "--quiet keeps the error and its fix ($(head -c 120 "$T/err"))"
 
 # With a delegated cgroup the same limits apply rootless.
 delegate_cgroup
