@@ -34,6 +34,7 @@ int pdk_ctl_svc_error(const json_t *reply, struct pdk_error **err)
 	} map[] = {
 		{"not_found", ENOENT},  {"bad_request", EINVAL}, {"exec_failed", ENOEXEC},
 		{"conflict", EALREADY}, {"busy", EBUSY},         {"limit", EDQUOT},
+		{"forbidden", EACCES},
 	};
 	json_t *e = json_object_get(reply, "error");
 	const char *code = json_string_value(json_object_get(e, "code"));
