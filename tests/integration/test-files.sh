@@ -6,6 +6,9 @@
 # answer. The targets: another user's 0600 file and 0700 directory in an rw workspace, a
 # root-owned file there, a file the sandbox made unreadable in its own /tmp, /proc/1/autogroup.
 # Files made through the API belong to the sandbox's user and never carry set-id bits.
+# Archives: PUT makes the missing directory, clears set-id bits, refuses device nodes and
+# bytes that are no tar; GET streams (the daemon's VmHWM stays bounded over 16 parallel
+# 48 MiB downloads) and a sandbox has at most 4 transfers at once (then 429 + Retry-After).
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
 
@@ -128,9 +131,131 @@ files_tests() {
 	put "$who" "$W/suid" data '&mode=6755'
 	is "$CODE $(stat -c '%a' "$W/suid")" "201 755" "$who: PUT with mode=6755 -> 201, made 0755: no set-id bit"
 
+	archive_tests "$who" "$W"
+	transfer_tests "$who"
+
 	api "$who" DELETE "/v1/sandboxes/$ID"
 	serve_stop "$who"
 	is "$SERVE_RC" "0" "$who: clean stop"
+}
+
+# tarball OUT KIND: a tar with a set-uid and a set-gid member (KIND setid), or a device node.
+tarball() {
+	python3 - "$1" "$2" <<'PY'
+import io, sys, tarfile
+out, kind = sys.argv[1], sys.argv[2]
+with tarfile.open(out, "w", format=tarfile.GNU_FORMAT) as t:
+    def add(name, mode, data=b"#!/bin/sh\necho hi\n", type_=tarfile.REGTYPE):
+        i = tarfile.TarInfo(name)
+        i.mode, i.type, i.uid, i.gid = mode, type_, 0, 0
+        i.size = len(data) if type_ == tarfile.REGTYPE else 0
+        t.addfile(i, io.BytesIO(data) if type_ == tarfile.REGTYPE else None)
+    if kind == "setid":
+        add("sgid-dir", 0o2755, type_=tarfile.DIRTYPE)
+        add("sgid-dir/suid", 0o4755)
+        add("sgid", 0o2711)
+    else:
+        i = tarfile.TarInfo("null")
+        i.type, i.mode, i.devmajor, i.devminor = tarfile.CHRTYPE, 0o666, 1, 3
+        t.addfile(i)
+PY
+	chmod 0644 "$1"
+}
+
+# put_tar WHO DIR FILE: PUT .../archive?path=DIR with FILE; sets $CODE and $BODY.
+put_tar() {
+	local out
+	out=$(mktemp "$T/api-XXXXXX")
+	chmod 0666 "$out"
+	CODE=$(as "$1" curl -s -o "$out" -w '%{http_code}' --unix-socket "$(sock_of "$1")" -X PUT \
+		--data-binary @"$3" "http://paddock/v1/sandboxes/$ID/archive?path=$2")
+	BODY=$(cat "$out")
+	rm -f "$out"
+}
+
+# Archive uploads: the directory is made when missing; no set-id bit, no device node.
+archive_tests() {
+	local who=$1 W=$2
+	tarball "$T/setid.tar" setid
+	tarball "$T/dev.tar" dev
+	put_tar "$who" "$W/up/new/dir" "$T/setid.tar"
+	is "$CODE" "200" "$who: PUT archive into a directory that does not exist -> 200 (it is made)"
+	is "$(stat -c '%a %u' "$W/up/new/dir/sgid-dir" "$W/up/new/dir/sgid-dir/suid" "$W/up/new/dir/sgid" 2>&1 | tr '\n' ' ')" \
+		"755 $(id -u "$([ "$who" = root ] && echo root || echo nobody)") 755 $(id -u "$([ "$who" = root ] && echo root || echo nobody)") 711 $(id -u "$([ "$who" = root ] && echo root || echo nobody)") " \
+		"$who: a tar with set-uid and set-gid members unpacks with both bits cleared, as the sandbox's user"
+	put_tar "$who" "$W/up/dev" "$T/dev.tar"
+	is "$CODE $(jq_get "$BODY" error.field) $(jq_get "$BODY" error.message | grep -c 'device node')" \
+		"403 body 1" "$who: PUT archive holding a device node -> 403 naming the device node"
+	is "$(test -e "$W/up/dev" && echo made || echo absent)" "absent" "$who: ... and nothing is unpacked"
+	printf 'not a tar at all, and longer than a tar header block is: %0600d' 0 >"$T/junk.tar"
+	chmod 0644 "$T/junk.tar"
+	put_tar "$who" "$W/up/junk" "$T/junk.tar"
+	is "$CODE $(jq_get "$BODY" error.field)" "400 body" "$who: PUT archive of bytes that are no tar -> 400 naming the body"
+}
+
+# writable FILE: an empty FILE the unprivileged daemon's clients may write too.
+writable() {
+	: >"$1"
+	chmod 0666 "$1"
+}
+
+vmhwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$(serve_pid "$1")/status"; }
+
+# Archive downloads stream (the daemon's memory stays bounded) and a sandbox has at most 4.
+transfer_tests() {
+	local who=$1 i before after codes n200 n429 pids=""
+	is "$(inside "$who" "mkdir -p /tmp/big && head -c 50331648 /dev/urandom > /tmp/big/blob")" "0" \
+		"$who: a 48 MiB file in the sandbox"
+	# Four downloads that read slowly hold the sandbox's four transfers.
+	for i in 1 2 3 4; do
+		writable "$T/slow$i.h"
+		(as_exec "$who" curl -s --limit-rate 16k -D "$T/slow$i.h" -o /dev/null --unix-socket \
+			"$(sock_of "$who")" "http://paddock/v1/sandboxes/$ID/archive?path=/tmp/big") &
+		eval "SLOW$i=\$!"
+	done
+	for i in 1 2 3 4; do
+		for _ in $(seq 1 3000); do
+			grep -q '^HTTP/1.1 200' "$T/slow$i.h" && break
+			sleep 0.1
+		done
+	done
+	is "$(cat "$T"/slow?.h | grep -c '^HTTP/1.1 200')" "4" \
+		"$who: four slow downloads of the 48 MiB directory are answered 200 (streaming)"
+	writable "$T/fifth.h"
+	writable "$T/fifth.body"
+	as "$who" curl -s -D "$T/fifth.h" -o "$T/fifth.body" --unix-socket "$(sock_of "$who")" \
+		"http://paddock/v1/sandboxes/$ID/archive?path=/tmp/big"
+	is "$(head -1 "$T/fifth.h" | cut -d' ' -f2) $(grep -ci '^Retry-After: 1' "$T/fifth.h") $(jq -r .error.code "$T/fifth.body")" \
+		"429 1 limit" "$who: a fifth concurrent download -> 429 limit with Retry-After"
+	put_tar "$who" /tmp/up5 "$T/setid.tar"
+	is "$CODE" "429" "$who: ... and so is an upload meanwhile"
+	for i in 1 2 3 4; do kill "$(eval echo "\$SLOW$i")" 2>/dev/null; wait "$(eval echo "\$SLOW$i")" 2>/dev/null; done
+	# 16 at once, read at full speed: the daemon's high-water mark stays far below 16 archives.
+	before=$(vmhwm_kb "$who")
+	for i in $(seq 1 16); do
+		writable "$T/dl$i.tar"
+		(as_exec "$who" curl -s -o "$T/dl$i.tar" -w '%{http_code}\n' --unix-socket "$(sock_of "$who")" \
+			"http://paddock/v1/sandboxes/$ID/archive?path=/tmp/big" >"$T/dl$i.code") &
+		pids="$pids $!"
+	done
+	for i in $pids; do wait "$i"; done
+	after=$(vmhwm_kb "$who")
+	codes=$(cat "$T"/dl*.code | sort | uniq -c | tr -s ' \n' ' ')
+	n200=$(cat "$T"/dl*.code | grep -c '^200$')
+	n429=$(cat "$T"/dl*.code | grep -c '^429$')
+	is "$((n200 + n429)) $([ "$n200" -ge 1 ] && echo some-200)" "16 some-200" \
+		"$who: 16 parallel downloads -> each 200 or 429 ($codes)"
+	for i in $(seq 1 16); do
+		[ "$(cat "$T/dl$i.code")" = 200 ] || continue
+		is "$(tar -tvf "$T/dl$i.tar" ./blob | awk '{print $3}')" "50331648" "$who: a 200 download is the whole archive"
+		break
+	done
+	ok $([ $((after - before)) -lt 65536 ] && echo 0 || echo 1) \
+		"$who: the daemon's VmHWM grew by less than 64 MiB over 16 parallel 48 MiB downloads ($before kB -> $after kB)"
+	rm -f "$T"/dl*.tar
+	api "$who" GET "/v1/sandboxes/$ID/archive?path=/tmp/none"
+	is "$CODE $(jq_get "$BODY" error.code)" "400 bad_request" \
+		"$who: an archive of a missing directory -> 400 (an error before any byte is an answer)"
 }
 
 files_tests root 4242
