@@ -220,12 +220,14 @@ int pdk_ctl_archive_put(struct pdk_ctl_sb *sb, const char *dir, char *data, size
 {
 	_cleanup_free_ char *body = data;
 	struct archive_put *p;
+	int rc;
 
 	if (pdk__transfer_check(sb, err) < 0)
 		return -EAGAIN;
 	/* SECURITY: no set-id bit and no device node reaches tar (docs/internals/daemon.md). */
-	if (pdk__tar_sanitize(body, len, err) < 0)
-		return -1;
+	rc = pdk__tar_sanitize(body, len, err);
+	if (rc < 0)
+		return rc;
 	p = pdk_xcalloc(1, sizeof(*p));
 	p->dir = pdk_xstrdup(dir);
 	p->data = steal_ptr(&body);

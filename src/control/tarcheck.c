@@ -183,14 +183,16 @@ int pdk__tar_sanitize(char *buf, size_t len, struct pdk_error **err)
 	while (len - off >= BLOCK) {
 		unsigned char *h = data + off;
 		uint64_t size, chk;
+		int rc;
 
 		if (all_zero(h))
 			return 0; /* the end of the archive: tar reads no further */
 		if (field_num(h + F_CHK, F_CHK_LEN, &chk) < 0 || chk != checksum(h) ||
 		    field_num(h + F_SIZE, F_SIZE_LEN, &size) < 0)
 			return unreadable(off, err);
-		if (check_member(h, err) < 0)
-			return -1;
+		rc = check_member(h, err);
+		if (rc < 0)
+			return rc;
 		off += BLOCK;
 		if (skip_sparse_ext(data, len, h, &off) < 0)
 			return unreadable(off, err);
