@@ -486,7 +486,7 @@ PDK_MUST_CHECK int pdk_ctl_file_delete(struct pdk_ctl_sb *sb, const char *path, 
 				       pdk_ctl_file_cb cb, void *ctx, struct pdk_error **err);
 /*
  * A tar archive of directory `dir`, made by tar run inside the sandbox, of at
- * most `max` bytes (less when the output budget is spent), streamed: `cb`
+ * most `max` bytes (none when the output budget is spent), streamed: `cb`
  * gets it a chunk at a time, and the next chunk only once the caller called
  * pdk_ctl_archive_more() (it has sent the last one on), so the daemon holds
  * one chunk per transfer whatever the archive's size. *out gets the

@@ -48,8 +48,7 @@ struct pdk_ctl_exec {
 	size_t in_len, in_off;
 	uint64_t raw_max;
 	bool started, finished, raw_too_big;
-	bool raw_wait; /* EXEC_RAW: a chunk was handed over, stdout waits for pdk_ctl_archive_more()
-			*/
+	bool raw_wait; /* EXEC_RAW: stdout waits for pdk_ctl_archive_more() */
 	bool closed;   /* the streaming caller's client is gone */
 	/* pty: out.fd is the terminal's master, in_fd a second descriptor of it. */
 	bool pty;
@@ -345,6 +344,9 @@ static void output_readable(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	handle_output(x, c, buf, (size_t)n);
+	/* An archive past its cap had its stdout closed: its end may be all that is left. */
+	if (x->mode == EXEC_RAW && c->eof)
+		maybe_finish(x);
 }
 
 /* ---- input ---- */

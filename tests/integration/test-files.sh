@@ -8,7 +8,8 @@
 # Files made through the API belong to the sandbox's user and never carry set-id bits.
 # Archives: PUT makes the missing directory, clears set-id bits, refuses device nodes and
 # bytes that are no tar; GET streams (the daemon's VmHWM stays bounded over 16 parallel
-# 48 MiB downloads) and a sandbox has at most 4 transfers at once (then 429 + Retry-After).
+# 12 MiB downloads; one past --max-body is cut, not answered short) and a sandbox has at most
+# 4 transfers at once (then 429 + Retry-After).
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
 
@@ -62,8 +63,8 @@ make_ws() {
 files_tests() {
 	local who=$1 other=$2 W code box
 	W=$(make_ws "$who" "$other")
-	serve_start "$who"
-	ok $? "$who: the daemon starts"
+	serve_start "$who" --max-body 16M
+	ok $? "$who: the daemon starts (--max-body 16M)"
 	api "$who" POST /v1/sandboxes "{\"workspace\":{\"path\":\"$W\",\"mode\":\"rw\"}}"
 	ID=$(jq_get "$BODY" id)
 	is "$CODE" "201" "$who: a sandbox with an rw workspace holding other users' files"
@@ -204,8 +205,8 @@ vmhwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$(serve_pid "$1")/status"; }
 # Archive downloads stream (the daemon's memory stays bounded) and a sandbox has at most 4.
 transfer_tests() {
 	local who=$1 i before after codes n200 n429 pids=""
-	is "$(inside "$who" "mkdir -p /tmp/big && head -c 50331648 /dev/urandom > /tmp/big/blob")" "0" \
-		"$who: a 48 MiB file in the sandbox"
+	is "$(inside "$who" "mkdir -p /tmp/big && head -c 12582912 /dev/urandom > /tmp/big/blob")" "0" \
+		"$who: a 12 MiB file in the sandbox"
 	# Four downloads that read slowly hold the sandbox's four transfers.
 	for i in 1 2 3 4; do
 		writable "$T/slow$i.h"
@@ -220,7 +221,7 @@ transfer_tests() {
 		done
 	done
 	is "$(cat "$T"/slow?.h | grep -c '^HTTP/1.1 200')" "4" \
-		"$who: four slow downloads of the 48 MiB directory are answered 200 (streaming)"
+		"$who: four slow downloads of the 12 MiB directory are answered 200 (streaming)"
 	writable "$T/fifth.h"
 	writable "$T/fifth.body"
 	as "$who" curl -s -D "$T/fifth.h" -o "$T/fifth.body" --unix-socket "$(sock_of "$who")" \
@@ -230,7 +231,8 @@ transfer_tests() {
 	put_tar "$who" /tmp/up5 "$T/setid.tar"
 	is "$CODE" "429" "$who: ... and so is an upload meanwhile"
 	for i in 1 2 3 4; do kill "$(eval echo "\$SLOW$i")" 2>/dev/null; wait "$(eval echo "\$SLOW$i")" 2>/dev/null; done
-	# 16 at once, read at full speed: the daemon's high-water mark stays far below 16 archives.
+	# 16 at once, read at full speed: the daemon's high-water mark stays below what even the
+	# four transfers allowed at once would take if each were buffered twice (96 MiB).
 	before=$(vmhwm_kb "$who")
 	for i in $(seq 1 16); do
 		writable "$T/dl$i.tar"
@@ -247,12 +249,22 @@ transfer_tests() {
 		"$who: 16 parallel downloads -> each 200 or 429 ($codes)"
 	for i in $(seq 1 16); do
 		[ "$(cat "$T/dl$i.code")" = 200 ] || continue
-		is "$(tar -tvf "$T/dl$i.tar" ./blob | awk '{print $3}')" "50331648" "$who: a 200 download is the whole archive"
+		is "$(tar -tvf "$T/dl$i.tar" ./blob | awk '{print $3}')" "12582912" "$who: a 200 download is the whole archive"
 		break
 	done
 	ok $([ $((after - before)) -lt 65536 ] && echo 0 || echo 1) \
-		"$who: the daemon's VmHWM grew by less than 64 MiB over 16 parallel 48 MiB downloads ($before kB -> $after kB)"
+		"$who: the daemon's VmHWM grew by less than 64 MiB over 16 parallel 12 MiB downloads ($before kB -> $after kB)"
 	rm -f "$T"/dl*.tar
+	# Past --max-body (16M here) once bytes went out: the answer is cut, never a short "whole" one.
+	local rc code
+	inside "$who" "mkdir /tmp/b20 && head -c 20971520 /dev/urandom > /tmp/b20/blob" >/dev/null
+	writable "$T/cut.tar"
+	code=$(as "$who" curl -s -o "$T/cut.tar" -w '%{http_code}' --unix-socket "$(sock_of "$who")" \
+		"http://paddock/v1/sandboxes/$ID/archive?path=/tmp/b20")
+	rc=$?
+	is "$code $([ "$rc" != 0 ] && echo incomplete) $([ "$(stat -c %s "$T/cut.tar")" -le 16777216 ] && echo short)" \
+		"200 incomplete short" \
+		"$who: a 20 MiB archive past --max-body 16M -> 200, then cut: curl reports the transfer incomplete (exit $rc)"
 	api "$who" GET "/v1/sandboxes/$ID/archive?path=/tmp/none"
 	is "$CODE $(jq_get "$BODY" error.code)" "400 bad_request" \
 		"$who: an archive of a missing directory -> 400 (an error before any byte is an answer)"
