@@ -18,7 +18,7 @@ int pdk_api_http_status(int status, const char **code)
 		{ENOEXEC, 400, "bad_request"}, {E2BIG, 413, "too_large"},
 		{EACCES, 403, "forbidden"},    {EPERM, 403, "forbidden"},
 		{EBUSY, 409, "busy"},          {ENOTCONN, 503, "unavailable"},
-		{EDQUOT, 429, "limit"},
+		{EDQUOT, 429, "limit"},        {EAGAIN, 429, "limit"},
 	};
 
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(map); i++)
@@ -35,6 +35,9 @@ void pdk_api_error(struct evhttp_request *req, const struct pdk_error *err)
 	const char *code;
 	int http = pdk_api_http_status(err->status, &code);
 
+	/* A limit on what runs at once (a sandbox's transfers): it may be retried soon. */
+	if (err->status == EAGAIN)
+		pdk_http_header(req, "Retry-After", "1");
 	pdk_http_error(req, http, code, err->field, "%s", err->msg);
 }
 

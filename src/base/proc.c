@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SPAWN_SHARE_VM 0 /* ASan cannot follow instrumented code onto a foreign stack */
@@ -39,4 +40,13 @@ pid_t pdk_proc_clone(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
 			err, e,
 			"cannot create the sandbox's namespaces; unprivileged user namespaces may be disabled: check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces and, on Ubuntu, kernel.apparmor_restrict_unprivileged_userns");
 	return pdk_error_set(err, e, "clone into new namespaces");
+}
+
+pid_t pdk_proc_fork(struct pdk_error **err)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return pdk_error_set(err, errno, "cannot fork");
+	return pid;
 }

@@ -24,4 +24,14 @@
 PDK_MUST_CHECK pid_t pdk_proc_clone(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
 				    struct pdk_error **err);
 
+/*
+ * fork(): a child with a copy of the caller's memory, for work that must
+ * run with other credentials than the caller's and may allocate (the
+ * supervisor's file helper). glibc's fork() leaves malloc usable in the
+ * child of a threaded process; nothing else of another thread's state may
+ * be relied on there. The child ends in _exit(). Returns the pid in the
+ * parent, 0 in the child, or negative + *err.
+ */
+PDK_MUST_CHECK pid_t pdk_proc_fork(struct pdk_error **err);
+
 #endif

@@ -82,6 +82,7 @@ struct pdk_ctl_sb {
 	json_t *warm_exec;       /* that exec's id, once started */
 	struct event *ingest_ev; /* a spool ingest held back while an exec runs (ingest.c) */
 	bool dirty;              /* row changed in memory, saved by the next ingest pass */
+	unsigned transfers;      /* archive transfers running (exec.c: TRANSFERS_MAX) */
 };
 
 /* ---- ctl.c ---- */
@@ -256,11 +257,26 @@ void pdk__exec_exited(struct pdk_ctl_sb *sb, json_t *ev);
 void pdk__exec_abort_all(struct pdk_ctl_sb *sb);
 /*
  * tar inside the sandbox for the archive operations: `create` makes an
- * archive of `dir` (at most `max` bytes), else extracts `body` (taken) into it.
+ * archive of `dir` (at most `max` bytes), handed to `cb` a chunk at a time
+ * (pdk_ctl_archive_get()), else extracts `body` (taken) into it. *out (may
+ * be NULL) gets the transfer. -EAGAIN (body freed) when the sandbox has
+ * its most transfers running already (pdk__transfer_check()).
  */
 PDK_MUST_CHECK int pdk__exec_tar(struct pdk_ctl_sb *sb, const char *dir, bool create, char *body,
 				 size_t body_len, uint64_t max, pdk_ctl_archive_cb cb, void *ctx,
-				 struct pdk_error **err);
+				 struct pdk_ctl_exec **out, struct pdk_error **err);
+/* 0 when `sb` may start another archive transfer, else -EAGAIN + *err (a retry later may). */
+PDK_MUST_CHECK int pdk__transfer_check(struct pdk_ctl_sb *sb, struct pdk_error **err);
+
+/* ---- tarcheck.c ---- */
+/*
+ * Make the tar archive `buf` (`len` bytes, changed in place) safe to unpack
+ * for a sandbox: the set-user-ID and set-group-ID bits of every member's
+ * mode cleared (its checksum recomputed). 0, or negative + *err (field
+ * "body"): -EPERM for a device node, -EINVAL for bytes the walk cannot read
+ * as ustar, GNU or pax (compressed ones too).
+ */
+PDK_MUST_CHECK int pdk__tar_sanitize(char *buf, size_t len, struct pdk_error **err);
 
 /* ---- ops.c ---- */
 /* Record the op (sandbox.control) and send it; the answer goes to `cb` as a document. */

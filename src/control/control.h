@@ -474,7 +474,11 @@ typedef void (*pdk_ctl_read_cb)(void *ctx, int fd, uint64_t size, const struct p
 /* A write's or delete's end: the path and the bytes written. */
 typedef void (*pdk_ctl_file_cb)(void *ctx, const char *path, uint64_t bytes,
 				const struct pdk_error *err);
-/* An archive's bytes (borrowed), or the end of an extraction (data NULL). */
+/*
+ * An archive's bytes as they come (borrowed; data != NULL, len > 0, err
+ * NULL), or its end (data NULL; err NULL when whole). Each transfer ends
+ * exactly once.
+ */
 typedef void (*pdk_ctl_archive_cb)(void *ctx, const char *data, size_t len,
 				   const struct pdk_error *err);
 
@@ -499,16 +503,32 @@ PDK_MUST_CHECK int pdk_ctl_file_delete(struct pdk_ctl_sb *sb, const char *path, 
 				       pdk_ctl_file_cb cb, void *ctx, struct pdk_error **err);
 /*
  * A tar archive of directory `dir`, made by tar run inside the sandbox, of at
- * most `max` bytes (less when the output budget is spent). The callback's
- * errors: -E2BIG (field path) when larger, -EINVAL (field path) "tar
- * failed: ..." with tar's complaint.
+ * most `max` bytes (none when the output budget is spent), streamed: `cb`
+ * gets it a chunk at a time, and the next chunk only once the caller called
+ * pdk_ctl_archive_more() (it has sent the last one on), so the daemon holds
+ * one chunk per transfer whatever the archive's size. *out gets the
+ * transfer, for pdk_ctl_archive_more() and pdk_ctl_exec_close() (the
+ * caller's client is gone: tar loses its stdout; the end still comes),
+ * until the end. The end's errors: -E2BIG (field path) when larger,
+ * -EINVAL (field path) "tar failed: ..." with tar's complaint; either may
+ * come after bytes. Returns -EAGAIN (nothing started) when the sandbox
+ * has its most archive transfers (4, both ways) running.
  */
 PDK_MUST_CHECK int pdk_ctl_archive_get(struct pdk_ctl_sb *sb, const char *dir, uint64_t max,
-				       pdk_ctl_archive_cb cb, void *ctx, struct pdk_error **err);
+				       pdk_ctl_archive_cb cb, void *ctx, struct pdk_ctl_exec **out,
+				       struct pdk_error **err);
+/* The last chunk of transfer `x` was sent on: the next may come. */
+void pdk_ctl_archive_more(struct pdk_ctl_exec *x);
 /*
- * Extract the tar archive `data` (taken) into `dir` with tar run inside the
- * sandbox: a hostile archive meets the sandbox's confinement, never the
- * daemon's. Errors as pdk_ctl_archive_get().
+ * Extract the tar archive `data` (`len` bytes, taken) into `dir` with tar
+ * run inside the sandbox: a hostile archive meets the sandbox's
+ * confinement, never the daemon's. `dir` and its missing parents are made
+ * first, as the sandbox's user. Before tar sees it, the archive is checked
+ * (pdk__tar_sanitize()): set-user-ID and set-group-ID bits are cleared
+ * from every member, and an archive with a device node (-EPERM, field
+ * body) or that is no readable tar (-EINVAL, field body) is refused.
+ * Returns -EAGAIN (data freed) as pdk_ctl_archive_get() does; the end's
+ * other errors as there.
  */
 PDK_MUST_CHECK int pdk_ctl_archive_put(struct pdk_ctl_sb *sb, const char *dir, char *data,
 				       size_t len, pdk_ctl_archive_cb cb, void *ctx,

@@ -19,11 +19,16 @@
 #define DRAIN_GRACE_MS  200 /* after the exit, how long a lingering pipe writer is waited for */
 #define STDIN_QUEUE_MAX (4u << 20) /* bytes from pdk_ctl_exec_stdin() not yet written */
 #define TAR_STDERR_CAP  8192
+/*
+ * Archive transfers (tar in the sandbox, either way) a sandbox may have at
+ * once: each holds a tar process, and an upload its body, until it ends.
+ */
+#define TRANSFERS_MAX 4
 
 enum exec_mode {
 	EXEC_SYNC,   /* captured, answered at the end */
 	EXEC_STREAM, /* handed over as it comes */
-	EXEC_RAW,    /* stdout is the result (archive download) */
+	EXEC_RAW,    /* stdout is the result, handed over a chunk at a time (archive download) */
 	EXEC_STATUS, /* success, or stderr as the error (archive upload) */
 };
 
@@ -43,7 +48,8 @@ struct pdk_ctl_exec {
 	size_t in_len, in_off;
 	uint64_t raw_max;
 	bool started, finished, raw_too_big;
-	bool closed; /* the streaming caller's client is gone */
+	bool raw_wait; /* EXEC_RAW: stdout waits for pdk_ctl_archive_more() */
+	bool closed;   /* the streaming caller's client is gone */
 	/* pty: out.fd is the terminal's master, in_fd a second descriptor of it. */
 	bool pty;
 	bool stdin_open;      /* pdk_ctl_exec_stdin() may write (in_fd stays open) */
@@ -76,6 +82,8 @@ static void detach_calls(struct pdk_ctl_exec *x)
 
 static void exec_free(struct pdk_ctl_exec *x)
 {
+	if (x->mode == EXEC_RAW || x->mode == EXEC_STATUS)
+		x->sb->transfers--;
 	detach_calls(x);
 	pdk__capture_release(&x->out);
 	pdk__capture_release(&x->err);
@@ -156,12 +164,7 @@ static void finish_archive(struct pdk_ctl_exec *x)
 
 		(void)pdk_error_set_field(&err, EINVAL, "path", "tar failed: %s", t);
 	}
-	if (err != NULL)
-		x->archive_cb(x->ctx, NULL, 0, err);
-	else if (x->mode == EXEC_RAW)
-		x->archive_cb(x->ctx, x->out.head, x->out.head_len, NULL);
-	else
-		x->archive_cb(x->ctx, NULL, 0, NULL);
+	x->archive_cb(x->ctx, NULL, 0, err);
 }
 
 static void fail_unstarted(struct pdk_ctl_exec *x, const struct pdk_error *err)
@@ -228,6 +231,9 @@ void pdk__exec_exited(struct pdk_ctl_sb *sb, json_t *ev)
 			exec_finish(x);
 			return;
 		}
+		/* An archive's stdout is read to its end, however slowly its client takes it. */
+		if (x->mode == EXEC_RAW)
+			return;
 		/* A background process may hold the pipes: the answer does not wait for it long. */
 		x->grace = evtimer_new(sb->c->base, grace_over, x);
 		if (x->grace == NULL || evtimer_add(x->grace, &tv) < 0)
@@ -244,6 +250,33 @@ void pdk__exec_abort_all(struct pdk_ctl_sb *sb)
 
 /* ---- output ---- */
 
+static void output_eof(struct pdk_capture *c);
+
+/*
+ * An archive's bytes go to the caller as they come, one chunk at a time:
+ * stdout is not read again until the caller has sent them on
+ * (pdk_ctl_archive_more()), so a slow client slows tar down instead of
+ * filling the daemon's memory. Past raw_max, stdout is closed (tar ends on
+ * EPIPE) and the end is an error.
+ */
+static void raw_output(struct pdk_ctl_exec *x, const char *buf, size_t n)
+{
+	struct pdk_capture *c = &x->out;
+
+	c->total += n;
+	if (c->total > x->raw_max) {
+		x->raw_too_big = true;
+		output_eof(c);
+		return;
+	}
+	if (x->closed)
+		return;
+	x->raw_wait = true;
+	if (c->ev != NULL)
+		(void)event_del(c->ev);
+	x->archive_cb(x->ctx, buf, n, NULL);
+}
+
 /* Bytes of one stream: to the streaming caller, the raw result, or the capture. */
 static void handle_output(struct pdk_ctl_exec *x, struct pdk_capture *c, const char *buf, size_t n)
 {
@@ -254,13 +287,7 @@ static void handle_output(struct pdk_ctl_exec *x, struct pdk_capture *c, const c
 		return;
 	}
 	if (x->mode == EXEC_RAW && c == &x->out) {
-		c->total += n;
-		if (c->head_len + n > c->head_max) {
-			x->raw_too_big = true;
-			return;
-		}
-		memcpy(c->head + c->head_len, buf, n);
-		c->head_len += n;
+		raw_output(x, buf, n);
 		return;
 	}
 	pdk__capture_add(x->sb, x->exec_id, c, buf, n);
@@ -279,7 +306,7 @@ static void replay_early(struct pdk_ctl_exec *x, struct pdk_capture *c)
 		handle_output(x, c, (const char *)evbuffer_pullup(c->early, (ssize_t)n), n);
 	if (c->early != NULL) {
 		evbuffer_free(c->early);
-		if (c->ev != NULL && event_add(c->ev, NULL) < 0)
+		if (c->ev != NULL && !(x->raw_wait && c == &x->out) && event_add(c->ev, NULL) < 0)
 			pdk_oom();
 	}
 	c->early = NULL;
@@ -317,6 +344,9 @@ static void output_readable(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	handle_output(x, c, buf, (size_t)n);
+	/* An archive past its cap had its stdout closed: its end may be all that is left. */
+	if (x->mode == EXEC_RAW && c->eof)
+		maybe_finish(x);
 }
 
 /* ---- input ---- */
@@ -363,9 +393,22 @@ void pdk_ctl_exec_close(struct pdk_ctl_exec *x)
 {
 	x->closed = true;
 	input_close(x);
-	/* A pty session loses its terminal: the command gets SIGHUP. */
+	/* A pty session loses its terminal (SIGHUP); tar making an archive, its stdout (EPIPE). */
 	if (x->pty && x->out.fd >= 0)
 		output_eof(&x->out);
+	if (x->mode == EXEC_RAW && x->out.fd >= 0) {
+		output_eof(&x->out);
+		maybe_finish(x); /* x may be gone now */
+	}
+}
+
+void pdk_ctl_archive_more(struct pdk_ctl_exec *x)
+{
+	if (!x->raw_wait)
+		return;
+	x->raw_wait = false;
+	if (x->out.ev != NULL && x->out.early == NULL && event_add(x->out.ev, NULL) < 0)
+		pdk_oom();
 }
 
 /* ---- starting ---- */
@@ -668,8 +711,19 @@ int pdk_ctl_exec_resize(struct pdk_ctl_sb *sb, uint64_t exec_id, uint64_t cols, 
 
 /* ---- tar for the archive operations ---- */
 
+int pdk__transfer_check(struct pdk_ctl_sb *sb, struct pdk_error **err)
+{
+	if (sb->transfers < TRANSFERS_MAX)
+		return 0;
+	return pdk_error_setx(err, EAGAIN,
+			      "%u archive transfers of this sandbox are running, the most it may "
+			      "have at once: retry when one has ended",
+			      TRANSFERS_MAX);
+}
+
 int pdk__exec_tar(struct pdk_ctl_sb *sb, const char *dir, bool create, char *body, size_t body_len,
-		  uint64_t max, pdk_ctl_archive_cb cb, void *ctx, struct pdk_error **err)
+		  uint64_t max, pdk_ctl_archive_cb cb, void *ctx, struct pdk_ctl_exec **out,
+		  struct pdk_error **err)
 {
 	char *argv[] = {(char *)"tar",
 			create ? (char *)"-c" : (char *)"-x",
@@ -679,16 +733,22 @@ int pdk__exec_tar(struct pdk_ctl_sb *sb, const char *dir, bool create, char *bod
 			(char *)dir,
 			create ? (char *)"." : NULL,
 			NULL};
-	struct pdk_ctl_exec *x = exec_new(sb, create ? EXEC_RAW : EXEC_STATUS, TAR_STDERR_CAP, ctx);
+	struct pdk_ctl_exec *x;
+	int rc;
 
+	/* SECURITY: a sandbox's transfers are capped (each holds a tar, an upload its body). */
+	if (pdk__transfer_check(sb, err) < 0) {
+		free(body);
+		return -EAGAIN;
+	}
+	x = exec_new(sb, create ? EXEC_RAW : EXEC_STATUS, TAR_STDERR_CAP, ctx);
+	sb->transfers++;
 	x->archive_cb = cb;
 	x->raw_max = max;
-	if (create) { /* EXEC_RAW keeps the whole archive, up to max */
-		x->out.head_max = max;
-		free(x->out.head);
-		x->out.head = pdk_xmalloc(max + 1);
-	}
 	x->in_data = body;
 	x->in_len = body_len;
-	return exec_launch(x, exec_op(argv, NULL, "/", 0), err);
+	rc = exec_launch(x, exec_op(argv, NULL, "/", 0), err);
+	if (out != NULL)
+		*out = rc < 0 ? NULL : x;
+	return rc;
 }

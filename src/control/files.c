@@ -177,14 +177,68 @@ int pdk_ctl_file_delete(struct pdk_ctl_sb *sb, const char *path, bool recursive,
 }
 
 int pdk_ctl_archive_get(struct pdk_ctl_sb *sb, const char *dir, uint64_t max, pdk_ctl_archive_cb cb,
-			void *ctx, struct pdk_error **err)
+			void *ctx, struct pdk_ctl_exec **out, struct pdk_error **err)
 {
 	return pdk__exec_tar(sb, dir, true, NULL, 0, min_u64(max, pdk__sb_budget_left(sb)), cb, ctx,
-			     err);
+			     out, err);
+}
+
+/* An upload waiting for its directory. */
+struct archive_put {
+	char *dir;
+	char *data;
+	size_t len;
+	pdk_ctl_archive_cb cb;
+	void *ctx;
+};
+
+static void archive_put_free(struct archive_put *p)
+{
+	free(p->dir);
+	free(p->data);
+	free(p);
+}
+
+static void put_dir_made(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct archive_put *p = ctx;
+
+	pdk__close_fds(fds, nfds);
+	if (pdk__svc_failed(reply)) {
+		(void)pdk_ctl_svc_error(reply, &err);
+		p->cb(p->ctx, NULL, 0, err);
+	} else if (pdk__exec_tar(sb, p->dir, false, steal_ptr(&p->data), p->len, UINT64_MAX, p->cb,
+				 p->ctx, NULL, &err) < 0) {
+		p->cb(p->ctx, NULL, 0, err);
+	}
+	archive_put_free(p);
 }
 
 int pdk_ctl_archive_put(struct pdk_ctl_sb *sb, const char *dir, char *data, size_t len,
 			pdk_ctl_archive_cb cb, void *ctx, struct pdk_error **err)
 {
-	return pdk__exec_tar(sb, dir, false, data, len, UINT64_MAX, cb, ctx, err);
+	_cleanup_free_ char *body = data;
+	struct archive_put *p;
+	int rc;
+
+	if (pdk__transfer_check(sb, err) < 0)
+		return -EAGAIN;
+	/* SECURITY: no set-id bit and no device node reaches tar (docs/internals/daemon.md). */
+	rc = pdk__tar_sanitize(body, len, err);
+	if (rc < 0)
+		return rc;
+	p = pdk_xcalloc(1, sizeof(*p));
+	p->dir = pdk_xstrdup(dir);
+	p->data = steal_ptr(&body);
+	p->len = len;
+	p->cb = cb;
+	p->ctx = ctx;
+	/* The directory is made as any file of the API is: by the sandbox's user, confined. */
+	if (pdk__sb_call(sb, json_pack("{s:s, s:s, s:b}", "op", "mkdir", "path", dir, "parents", 1),
+			 NULL, 0, put_dir_made, p) < 0) {
+		archive_put_free(p);
+		return pdk_error_setx(err, ENOTCONN, "cannot reach the sandbox's supervisor");
+	}
+	return 0;
 }

@@ -242,11 +242,14 @@ static int apply_port_rule(const struct pdk_landlock *ll, int ruleset)
  * In the child, after pivot_root: only stack memory and the prepared
  * array are used, so this is safe after a fork of a threaded process.
  */
-int pdk_landlock_apply_child(const struct pdk_landlock *ll, struct pdk_child_error *ce)
+int pdk_landlock_apply_keep_child(const struct pdk_landlock *ll, int *keep,
+				  struct pdk_child_error *ce)
 {
 	_cleanup_close_ int ruleset = -1;
 	struct ll_ruleset_attr attr;
+	int rc;
 
+	*keep = -1;
 	if (ll == NULL)
 		return pdk_child_error_set(ce, EINVAL, "no Landlock ruleset");
 	if (ll->abi == 0)
@@ -256,13 +259,31 @@ int pdk_landlock_apply_child(const struct pdk_landlock *ll, struct pdk_child_err
 	if (ruleset < 0)
 		return pdk_child_error_set(ce, errno, "landlock_create_ruleset");
 	for (size_t i = 0; i < ll->n; i++) {
-		int rc = apply_rule(ruleset, &ll->rules[i], ce);
-
+		rc = apply_rule(ruleset, &ll->rules[i], ce);
 		if (rc < 0)
 			return rc;
 	}
 	if (apply_port_rule(ll, ruleset) < 0)
 		return pdk_child_error_set(ce, errno, "landlock_add_rule (TCP port)");
+	rc = pdk_landlock_restrict_fd_child(ruleset, ce);
+	if (rc < 0)
+		return rc;
+	*keep = steal_fd(&ruleset);
+	return 0;
+}
+
+int pdk_landlock_apply_child(const struct pdk_landlock *ll, struct pdk_child_error *ce)
+{
+	int keep = -1;
+	int rc = pdk_landlock_apply_keep_child(ll, &keep, ce);
+
+	if (keep >= 0)
+		(void)close(keep);
+	return rc;
+}
+
+int pdk_landlock_restrict_fd_child(int ruleset, struct pdk_child_error *ce)
+{
 	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
 		return pdk_child_error_set(ce, errno, "landlock_restrict_self");
 	return 0;

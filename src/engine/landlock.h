@@ -52,6 +52,23 @@ PDK_MUST_CHECK int pdk_landlock_apply_child(const struct pdk_landlock *ll,
 					    struct pdk_child_error *ce);
 
 /*
+ * pdk_landlock_apply_child(), keeping the ruleset: *ruleset gets its fd
+ * (the caller owns it; -1 when the ruleset is disabled), which
+ * pdk_landlock_restrict_fd_child() enforces on another process, the same
+ * rules on the same inodes. 0, or -errno and *ce (then *ruleset is -1).
+ */
+PDK_MUST_CHECK int pdk_landlock_apply_keep_child(const struct pdk_landlock *ll, int *ruleset,
+						 struct pdk_child_error *ce);
+
+/*
+ * Enforce the ruleset open on `ruleset` (from pdk_landlock_apply_keep_child())
+ * on the calling thread: landlock_restrict_self(). The caller must have
+ * set no_new_privs or hold CAP_SYS_ADMIN in its user namespace. No
+ * allocation. 0, or -errno and *ce.
+ */
+PDK_MUST_CHECK int pdk_landlock_restrict_fd_child(int ruleset, struct pdk_child_error *ce);
+
+/*
  * Leave TCP bind and connect alone (for network.mode host, where the
  * sandbox shares the host's network on purpose).
  */

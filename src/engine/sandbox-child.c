@@ -133,14 +133,25 @@ static void setup_filesystem(struct pdk_sandbox *sb, struct pdk_child_error *ce)
 /* Step 5: rlimits, Landlock, capabilities, no_new_privs, seccomp. */
 static void setup_confinement(struct pdk_sandbox *sb, struct pdk_child_error *ce)
 {
+	int ruleset = -1;
 	int rc;
 
 	rc = pdk_limits_apply_child(&sb->cfg->policy->limits, ce);
 	if (rc < 0)
 		child_fail(sb, ce, rc);
-	rc = pdk_landlock_apply_child(sb->landlock, ce);
+	rc = pdk_landlock_apply_keep_child(sb->landlock, &ruleset, ce);
 	if (rc < 0)
 		child_fail(sb, ce, pdk_child_error_wrap(ce, "landlock"));
+	/*
+	 * SECURITY: a service-mode sandbox's supervisor does the file API's
+	 * operations in a helper that enforces this very ruleset on itself
+	 * (pdk_sandbox_enter_child()), so it is kept; no process of the
+	 * sandbox holds it.
+	 */
+	if (ruleset >= 0 && sb->cfg->service)
+		send_fd(sb, PDK__CHILD_LANDLOCK_FD, ruleset, "the Landlock ruleset", ce);
+	else if (ruleset >= 0)
+		(void)close(ruleset);
 	rc = pdk_caps_drop_all_child(ce);
 	if (rc < 0)
 		child_fail(sb, ce, rc);

@@ -18,9 +18,10 @@
 #include <poll.h>
 
 /* One-byte messages on the sync socket, each carrying an fd (SCM_RIGHTS). */
-#define PDK__CHILD_UPPER_FD  'U' /* the disk-limited workspace's upper layer */
-#define PDK__CHILD_NOTIFY_FD 'N' /* the exec-tracing seccomp listener */
-#define PDK__CHILD_EGRESS_FD 'E' /* the egress proxy's listening socket (allowlist mode) */
+#define PDK__CHILD_UPPER_FD    'U' /* the disk-limited workspace's upper layer */
+#define PDK__CHILD_NOTIFY_FD   'N' /* the exec-tracing seccomp listener */
+#define PDK__CHILD_EGRESS_FD   'E' /* the egress proxy's listening socket (allowlist mode) */
+#define PDK__CHILD_LANDLOCK_FD 'L' /* service mode: the sandbox's Landlock ruleset */
 
 struct pdk_sandbox {
 	char id[37];
@@ -42,6 +43,7 @@ struct pdk_sandbox {
 	int pidfd;
 	int upper_fd;              /* tmpfs upper layer of a disk-limited workspace, or -1 */
 	int egress_fd;             /* allowlist mode: the listening socket from the child, or -1 */
+	int landlock_fd;           /* service mode: the Landlock ruleset from the child, or -1 */
 	struct pdk_egress *egress; /* allowlist mode: the running proxy */
 	struct pdk_net_rule *egress_rules; /* parsed network.allow */
 	size_t n_egress_rules;

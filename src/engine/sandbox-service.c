@@ -7,10 +7,13 @@
  */
 #include "common.h"
 #include "base.h"
+#include "caps.h"
 #include "init.h"
 #include "sandbox-internal.h"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -275,4 +278,58 @@ struct pdk_events *pdk_sandbox_events(const struct pdk_sandbox *sb)
 bool pdk_sandbox_traced(const struct pdk_sandbox *sb)
 {
 	return sb->tracer != NULL;
+}
+
+/*
+ * Step 1 of pdk_sandbox_enter_child(): into the sandbox's user namespace,
+ * with its root as ours. The root is entered before the namespace: the
+ * link /proc/PID/root is followed with the caller's credentials.
+ */
+static int enter_userns_root(const struct pdk_sandbox *sb, struct pdk_child_error *ce)
+{
+	char path[64];
+	_cleanup_close_ int ns = -1;
+
+	(void)snprintf(path, sizeof(path), "/proc/%d/root", (int)sb->pid);
+	if (chdir(path) < 0)
+		return pdk_child_error_set(ce, errno, "cannot enter '%s'", path);
+	(void)snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
+	ns = TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC));
+	if (ns < 0)
+		return pdk_child_error_set(ce, errno, "cannot open '%s'", path);
+	/*
+	 * SECURITY: from here on no capability of ours reaches past the
+	 * sandbox's user namespace: not over host files, and not as the owner
+	 * of that namespace either (an owner in the parent namespace holds
+	 * every capability in it, whatever its own sets say).
+	 */
+	if (setns(ns, CLONE_NEWUSER) < 0)
+		return pdk_child_error_set(ce, errno, "cannot enter the sandbox's user namespace");
+	if (chroot(".") < 0 || chdir("/") < 0)
+		return pdk_child_error_set(ce, errno, "cannot enter the sandbox's root");
+	/* The sandbox maps its user 1:1: its ids read the same inside as on the host. */
+	if (geteuid() != sb->uid || getegid() != sb->gid)
+		return pdk_child_error_set(ce, EPERM, "not the sandbox's user after entering it");
+	return 0;
+}
+
+int pdk_sandbox_enter_child(const struct pdk_sandbox *sb, struct pdk_child_error *ce)
+{
+	int rc;
+
+	if (!sb->cfg->service || sb->pid <= 0)
+		return pdk_child_error_set(ce, EINVAL, "not a running service-mode sandbox");
+	/* SECURITY: a Landlock the sandbox has, the helper has too, or it does nothing. */
+	if (pdk_landlock_get_abi(sb->landlock) > 0 && sb->landlock_fd < 0)
+		return pdk_child_error_set(ce, EPROTO, "the sandbox's Landlock ruleset is missing");
+	rc = enter_userns_root(sb, ce);
+	if (rc == 0)
+		rc = pdk_caps_no_new_privs_child(ce);
+	if (rc == 0 && sb->landlock_fd >= 0)
+		rc = pdk_landlock_restrict_fd_child(sb->landlock_fd, ce);
+	if (rc == 0)
+		rc = pdk_caps_drop_all_child(ce);
+	if (rc == 0)
+		rc = pdk_seccomp_apply_child(sb->seccomp, ce);
+	return rc;
 }

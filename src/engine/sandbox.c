@@ -328,8 +328,11 @@ static int take_child_fd(struct pdk_sandbox *sb, char tag, int fd, struct pdk_er
 {
 	if (fd < 0)
 		return pdk_error_setx(err, EPROTO, "the sandbox child sent no fd");
-	if (tag == PDK__CHILD_UPPER_FD || tag == PDK__CHILD_EGRESS_FD) {
-		int *slot = tag == PDK__CHILD_UPPER_FD ? &sb->upper_fd : &sb->egress_fd;
+	if (tag == PDK__CHILD_UPPER_FD || tag == PDK__CHILD_EGRESS_FD ||
+	    tag == PDK__CHILD_LANDLOCK_FD) {
+		int *slot = tag == PDK__CHILD_UPPER_FD    ? &sb->upper_fd
+			    : tag == PDK__CHILD_EGRESS_FD ? &sb->egress_fd
+							  : &sb->landlock_fd;
 
 		close_fd(slot);
 		*slot = fd;
@@ -359,7 +362,8 @@ static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 			break;
 		if (((char *)&ce)[0] != PDK__CHILD_UPPER_FD &&
 		    ((char *)&ce)[0] != PDK__CHILD_NOTIFY_FD &&
-		    ((char *)&ce)[0] != PDK__CHILD_EGRESS_FD)
+		    ((char *)&ce)[0] != PDK__CHILD_EGRESS_FD &&
+		    ((char *)&ce)[0] != PDK__CHILD_LANDLOCK_FD)
 			break;
 		if (take_child_fd(sb, ((char *)&ce)[0], fd, err) < 0)
 			return -1;
@@ -585,7 +589,7 @@ static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
 	sb->cfg = cfg;
 	sb->uid = geteuid();
 	sb->gid = getegid();
-	sb->init_fd = sb->pidfd = sb->upper_fd = sb->egress_fd = -1;
+	sb->init_fd = sb->pidfd = sb->upper_fd = sb->egress_fd = sb->landlock_fd = -1;
 	sb->sync[0] = sb->sync[1] = sb->ctl[0] = sb->ctl[1] = -1;
 	sb->cmd_pid = -1;
 	sb->cwd = pdk_xstrdup(cfg->cwd ? cfg->cwd : ws ? ws : "/");
@@ -978,6 +982,7 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 	close_fd(&sb->pidfd);
 	close_fd(&sb->upper_fd);
 	close_fd(&sb->egress_fd);
+	close_fd(&sb->landlock_fd);
 	pdk_strv_free(sb->ws_lowers);
 	free(sb->cwd);
 	free(sb);

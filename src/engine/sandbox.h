@@ -16,6 +16,7 @@
 #include "common.h"
 #include "base.h"
 #include "cgroup.h"
+#include "child.h"
 #include "policy.h"
 #include "telemetry.h"
 #include "workspace.h"
@@ -209,6 +210,20 @@ void pdk_sandbox_usage(struct pdk_sandbox *sb, struct pdk_sandbox_usage *u);
  * RESOLVE_NO_MAGICLINKS. Caller owns it. Negative + *err.
  */
 PDK_MUST_CHECK int pdk_sandbox_root_fd(struct pdk_sandbox *sb, struct pdk_error **err);
+
+/*
+ * In a process forked from the caller (never the caller itself: it cannot
+ * be undone), take on the confinement of the sandbox's processes, for file
+ * operations done on its behalf (the supervisor's file API): its user
+ * namespace (so no capability reaches past it), its root as ours, its user
+ * and groups (the ones the caller has: the sandbox inherited them), the
+ * very Landlock ruleset its init enforces, no capabilities, no_new_privs
+ * and its seccomp filter. Service mode only. The pid namespace stays the
+ * caller's: /proc inside the root is still the sandbox's, and Landlock
+ * keeps the helper from ptracing into the sandbox. 0, or -errno and *ce.
+ */
+PDK_MUST_CHECK int pdk_sandbox_enter_child(const struct pdk_sandbox *sb,
+					   struct pdk_child_error *ce);
 
 /* The host uid and gid of the sandbox's user (what files made for it are owned by). */
 void pdk_sandbox_owner(const struct pdk_sandbox *sb, uid_t *uid, gid_t *gid);

@@ -81,7 +81,9 @@ struct pdk_http_stream {
 	bool dead;
 	void (*on_close)(void *arg); /* may be NULL */
 	void *on_close_arg;
-	struct event *peer_ev; /* the client's socket, when watched (pdk_http_stream_watch) */
+	struct event *peer_ev;   /* the client's socket, when watched (pdk_http_stream_watch) */
+	void (*sent)(void *arg); /* pdk_http_stream_bytes(): the last chunk left */
+	void *sent_arg;
 };
 
 /* Answer `req` 200 text/event-stream and keep it open. */
@@ -99,6 +101,26 @@ void pdk_http_stream_send(struct pdk_http_stream *s, const char *id, const char 
 void pdk_http_stream_comment(struct pdk_http_stream *s, const char *text);
 /* End the answer (or just forget it when the client is gone). on_close is not called. */
 void pdk_http_stream_end(struct pdk_http_stream *s);
+
+/*
+ * The same streams for raw bytes: answer `req` 200 with `content_type`, its
+ * body sent in chunks (chunked transfer coding; HTTP/1.0: up to the close).
+ */
+void pdk_http_stream_start_raw(struct pdk_http_stream *s, struct evhttp_request *req,
+			       const char *content_type);
+/*
+ * One chunk of `len` bytes of `data` (copied). `sent(arg)` runs once the
+ * chunk has left for the client's socket (flow control: send the next one
+ * then), unless the stream ends or dies first. Dropped on a dead stream.
+ */
+void pdk_http_stream_bytes(struct pdk_http_stream *s, const void *data, size_t len,
+			   void (*sent)(void *arg), void *arg);
+/*
+ * The answer cannot be completed: the connection is cut without the body's
+ * last chunk, so the client sees an incomplete answer, never a short body
+ * that looks whole. on_close is not called.
+ */
+void pdk_http_stream_abort(struct pdk_http_stream *s);
 
 /* ---- the request guard and the connection budget (guard-conn.c, conns.c; guard.c) ---- */
 

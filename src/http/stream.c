@@ -135,3 +135,56 @@ void pdk_http_stream_end(struct pdk_http_stream *s)
 	s->req = NULL;
 	s->dead = true;
 }
+
+void pdk_http_stream_start_raw(struct pdk_http_stream *s, struct evhttp_request *req,
+			       const char *content_type)
+{
+	s->req = req;
+	s->dead = false;
+	pdk_http_header(req, "Content-Type", content_type);
+	evhttp_send_reply_start(req, 200, "OK");
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), stream_closed, s);
+}
+
+static void chunk_written(struct evhttp_connection *evcon, void *arg)
+{
+	struct pdk_http_stream *s = arg;
+
+	(void)evcon;
+	if (s->sent != NULL && !s->dead)
+		s->sent(s->sent_arg);
+}
+
+void pdk_http_stream_bytes(struct pdk_http_stream *s, const void *data, size_t len,
+			   void (*sent)(void *arg), void *arg)
+{
+	struct evbuffer *buf;
+
+	if (s->dead || s->req == NULL)
+		return;
+	buf = pdk_http_buf_new();
+	pdk_http_buf_add(buf, data, len);
+	s->sent = sent;
+	s->sent_arg = arg;
+	/*
+	 * evhttp calls chunk_written once its output buffer is empty; the guard
+	 * keeps the bytes there until the socket took them (guard-conn.c).
+	 */
+	evhttp_send_reply_chunk_with_cb(s->req, buf, chunk_written, s);
+	evbuffer_free(buf);
+}
+
+void pdk_http_stream_abort(struct pdk_http_stream *s)
+{
+	struct evhttp_connection *c = s->req ? evhttp_request_get_connection(s->req) : NULL;
+	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+
+	/*
+	 * Shut down first: the last chunk evhttp then writes fails, and evhttp
+	 * frees the connection as for any client that went away.
+	 */
+	if (fd >= 0)
+		(void)shutdown(fd, SHUT_RDWR);
+	pdk_http_stream_end(s);
+}

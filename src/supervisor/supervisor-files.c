@@ -2,28 +2,38 @@
  * supervisor-files.c - open/stat/list/delete/mkdir in a running sandbox,
  * for the daemon's file API.
  *
- * SECURITY: every path is resolved by openat2() from an O_PATH fd of the
- * sandbox's root (/proc/<init>/root) with RESOLVE_IN_ROOT, so "..", and
- * symlinks (absolute ones too), stay inside the sandbox's view; with
- * RESOLVE_NO_MAGICLINKS a /proc/<pid>/root or /proc/self/fd/N link planted
- * in the sandbox cannot lead out either. The final component of
- * stat/delete/mkdir is acted on with *at() calls relative to its parent,
- * never followed. The supervisor is not confined by the sandbox's Landlock
- * rules: it writes as the sandbox's user where the sandbox's mounts allow
- * (a read-only bind stays read-only), and files it creates are owned by
- * the sandbox's user.
+ * SECURITY: each operation runs in a helper process that took on the
+ * sandbox's confinement first (run_in_helper(), pdk_sandbox_enter_child()):
+ * the sandbox's user namespace, user and groups, the Landlock ruleset its
+ * init enforces, no capabilities, its seccomp filter. So the API gets the
+ * answer a process of the sandbox would get, never one only the
+ * supervisor's credentials (root's, or the owner's of the sandbox's user
+ * namespace) would. Within that, every path is resolved by openat2() from
+ * an O_PATH fd of the sandbox's root (/proc/<init>/root) with
+ * RESOLVE_IN_ROOT, so "..", and symlinks (absolute ones too), stay inside
+ * the sandbox's view; with RESOLVE_NO_MAGICLINKS a /proc/<pid>/root or
+ * /proc/self/fd/N link planted in the sandbox cannot lead out either. The
+ * final component of stat/delete/mkdir is acted on with *at() calls
+ * relative to its parent, never followed. What the helper makes is owned
+ * by the sandbox's user because it is that user; a mode never carries the
+ * set-id bits.
  */
 #include "common.h"
 #include "base.h"
 #include "supervisor-internal.h"
+#include "svc-proto.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define LIST_MAX 10000
@@ -163,9 +173,6 @@ static int mkdir_one(struct pdk_supervisor *s, const char *path, mode_t mode, bo
 	if (mkdirat(pfd, base, mode) < 0)
 		return -errno;
 	*made = true;
-	/* Ours is the sandbox user's host id: make sure, whatever our fsuid was. */
-	if (fchownat(pfd, base, s->uid, s->gid, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
 	return 0;
 }
 
@@ -198,7 +205,8 @@ static void op_open(struct pdk_supervisor *s, json_int_t req, json_t *msg, const
 {
 	const char *f = json_string_value(json_object_get(msg, "flags"));
 	json_t *m = json_object_get(msg, "mode");
-	mode_t mode = json_is_integer(m) ? (mode_t)(json_integer_value(m) & 07777) : 0644;
+	/* SECURITY: a file made through the API is never set-user-ID or set-group-ID. */
+	mode_t mode = json_is_integer(m) ? (mode_t)(json_integer_value(m) & 0777) : 0644;
 	_cleanup_error_ struct pdk_error *err = NULL;
 	_cleanup_close_ int fd = -1;
 	bool created = false;
@@ -241,8 +249,7 @@ static void op_open(struct pdk_supervisor *s, json_int_t req, json_t *msg, const
 			    "not a regular file:", path);
 		return;
 	}
-	if ((created && fchown(fd, s->uid, s->gid) < 0) ||
-	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0 ||
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0 ||
 	    (!created && (flags & O_TRUNC) && ftruncate(fd, 0) < 0)) {
 		reply_errno(s, req, errno, "cannot prepare", path);
 		return;
@@ -374,31 +381,115 @@ static void op_mkdir(struct pdk_supervisor *s, json_int_t req, json_t *msg, cons
 		reply_ok(s, req);
 }
 
+typedef void (*file_op_fn)(struct pdk_supervisor *s, json_int_t req, json_t *msg, const char *path);
+
+static void do_stat(struct pdk_supervisor *s, json_int_t req, json_t *msg, const char *path)
+{
+	(void)msg;
+	op_stat(s, req, path);
+}
+
+static void do_list(struct pdk_supervisor *s, json_int_t req, json_t *msg, const char *path)
+{
+	(void)msg;
+	op_list(s, req, path);
+}
+
+/*
+ * The helper's side: confined as the sandbox's processes are, it does the
+ * one operation and answers on `sock` instead of the daemon's connection.
+ */
+static _Noreturn void helper_main(struct pdk_supervisor *s, int sock, file_op_fn fn, json_int_t req,
+				  json_t *msg, const char *path)
+{
+	struct pdk_child_error ce = {0};
+
+	/* A helper never outlives the supervisor, and never writes to the daemon itself. */
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (s->conn_fd >= 0)
+		(void)close(s->conn_fd);
+	if (s->listen_fd >= 0)
+		(void)close(s->listen_fd);
+	s->conn_fd = sock;
+	s->listen_fd = -1;
+	if (pdk_sandbox_enter_child(pdk__sv_sandbox(s), &ce) < 0) {
+		struct pdk_error e = {.status = ce.err, .msg = ce.msg};
+
+		pdk__sv_reply_error(s, req, "internal", NULL, &e);
+		_exit(1);
+	}
+	fn(s, req, msg, path);
+	_exit(0);
+}
+
+static void reap_helper(pid_t pid)
+{
+	int st;
+
+	/* The helper has answered or died: this does not wait long. */
+	(void)TEMP_FAILURE_RETRY(waitpid(pid, &st, 0));
+}
+
+/*
+ * SECURITY: every file operation runs in a helper process that took on the
+ * sandbox's confinement (pdk_sandbox_enter_child(): its user namespace,
+ * user, Landlock ruleset, no capabilities, its seccomp filter), so what the
+ * API reads, writes, makes or deletes is what a process of the sandbox may:
+ * never a file only the supervisor's credentials reach. Its answer (and the
+ * descriptor of an open) comes back on a socket pair and goes on to the
+ * daemon as it is.
+ */
+static void run_in_helper(struct pdk_supervisor *s, file_op_fn fn, json_int_t req, json_t *msg,
+			  const char *path)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	int fds[PDK_SVC_MAX_FDS];
+	size_t nfds = PDK_SVC_MAX_FDS;
+	json_t *reply = NULL;
+	int sp[2], rc;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return reply_errno(s, req, errno, "cannot start the file operation on", path);
+	pid = pdk_proc_fork(&err);
+	if (pid == 0)
+		helper_main(s, sp[1], fn, req, msg, path);
+	(void)close(sp[1]);
+	if (pid < 0) {
+		(void)close(sp[0]);
+		return pdk__sv_reply_error(s, req, "internal", NULL, err);
+	}
+	rc = pdk_svc_recv(sp[0], &reply, fds, &nfds, &err);
+	(void)close(sp[0]);
+	reap_helper(pid);
+	if (rc != 1)
+		return pdk__sv_reply_errorx(s, req, "internal", "path",
+					    "the file operation ended without an answer");
+	pdk__sv_send(s, reply, fds, nfds);
+	for (size_t i = 0; i < nfds; i++)
+		(void)close(fds[i]);
+}
+
 bool pdk__sv_file_op(struct pdk_supervisor *s, const char *op, json_int_t req, json_t *msg)
 {
-	static const char *const ops[] = {"open", "stat", "list", "delete", "mkdir"};
+	static const struct {
+		const char *name;
+		file_op_fn fn;
+	} ops[] = {
+		{"open", op_open},     {"stat", do_stat},   {"list", do_list},
+		{"delete", op_delete}, {"mkdir", op_mkdir},
+	};
 	const char *path;
-	size_t i;
 
-	for (i = 0; i < PDK_ARRAY_SIZE(ops); i++)
-		if (strcmp(op, ops[i]) == 0)
-			break;
-	if (i == PDK_ARRAY_SIZE(ops))
-		return false;
-	path = get_path(s, req, msg);
-	if (path == NULL)
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(ops); i++) {
+		if (strcmp(op, ops[i].name) != 0)
+			continue;
+		path = get_path(s, req, msg);
+		if (path != NULL)
+			run_in_helper(s, ops[i].fn, req, msg, path);
 		return true;
-	if (i == 0)
-		op_open(s, req, msg, path);
-	else if (i == 1)
-		op_stat(s, req, path);
-	else if (i == 2)
-		op_list(s, req, path);
-	else if (i == 3)
-		op_delete(s, req, msg, path);
-	else
-		op_mkdir(s, req, msg, path);
-	return true;
+	}
+	return false;
 }
 
 /* ---- carrying the tmpfs directories across an init restart ---- */
