@@ -30,8 +30,9 @@ struct pdk_sandbox {
 	struct pdk_landlock *landlock;
 	struct pdk_mount_plan *plan;
 	struct pdk_seccomp *seccomp;
-	char **init_argv; /* paddock-init CTL -- CMD... */
-	char *cwd;        /* inside */
+	struct pdk_seccomp *seccomp_files; /* service mode: the file helper's (openat2 allowed) */
+	char **init_argv;                  /* paddock-init CTL -- CMD... */
+	char *cwd;                         /* inside */
 	uint64_t ns_flags;
 	uid_t uid;
 	gid_t gid;

@@ -330,6 +330,6 @@ int pdk_sandbox_enter_child(const struct pdk_sandbox *sb, struct pdk_child_error
 	if (rc == 0)
 		rc = pdk_caps_drop_all_child(ce);
 	if (rc == 0)
-		rc = pdk_seccomp_apply_child(sb->seccomp, ce);
+		rc = pdk_seccomp_apply_child(sb->seccomp_files, ce);
 	return rc;
 }

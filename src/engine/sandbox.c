@@ -259,6 +259,14 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 	sb->seccomp = pdk_seccomp_prepare(p->allow_ptrace ? PDK_SECCOMP_ALLOW_PTRACE : 0, err);
 	if (sb->seccomp == NULL)
 		return pdk_error_wrap(err, "seccomp");
+	/* Prepared now: the helper that takes it on is forked from a threaded process. */
+	if (sb->cfg->service) {
+		sb->seccomp_files = pdk_seccomp_prepare(
+			(p->allow_ptrace ? PDK_SECCOMP_ALLOW_PTRACE : 0) | PDK_SECCOMP_FILE_HELPER,
+			err);
+		if (sb->seccomp_files == NULL)
+			return pdk_error_wrap(err, "seccomp");
+	}
 	return plan_exec_trace(sb, err);
 }
 
@@ -972,6 +980,7 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 	pdk_landlock_free(sb->landlock);
 	pdk_mount_plan_free(sb->plan);
 	pdk_seccomp_free(sb->seccomp);
+	pdk_seccomp_free(sb->seccomp_files);
 	pdk_exectrace_free(sb->tracer);
 	pdk_strv_free(sb->init_argv);
 	close_fd(&sb->init_fd);

@@ -346,7 +346,7 @@ static int add_setid_rule(scmp_filter_ctx ctx, unsigned i, struct pdk_error **er
  * capabilities (security.capability) need CAP_SETFCAP, which no sandbox
  * process has. docs/seccomp.md has the reasoning.
  */
-static int add_setid_rules(scmp_filter_ctx ctx, struct pdk_error **err)
+static int add_setid_rules(scmp_filter_ctx ctx, unsigned flags, struct pdk_error **err)
 {
 	for (unsigned i = 0; i < PDK_ARRAY_SIZE(mode_setters); i++) {
 		int rc = add_setid_rule(ctx, i, err);
@@ -354,6 +354,8 @@ static int add_setid_rules(scmp_filter_ctx ctx, struct pdk_error **err)
 		if (rc < 0)
 			return rc;
 	}
+	if (flags & PDK_SECCOMP_FILE_HELPER)
+		return 0;
 	return add_rule(ctx, "openat2", SCMP_ACT_ERRNO(ENOSYS), 0, NULL, err);
 }
 
@@ -440,7 +442,7 @@ static int add_all_rules(scmp_filter_ctx ctx, unsigned flags, struct pdk_error *
 	if (rc == 0)
 		rc = add_personality_rules(ctx, err);
 	if (rc == 0)
-		rc = add_setid_rules(ctx, err);
+		rc = add_setid_rules(ctx, flags, err);
 	return rc;
 }
 
@@ -477,7 +479,8 @@ static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *prog, struct pdk_e
 
 int pdk__seccomp_compile(unsigned flags, struct sock_fprog *out, struct pdk_error **err)
 {
-	const unsigned known = PDK_SECCOMP_ALLOW_PTRACE | PDK_SECCOMP_ALLOW_NET_HOST;
+	const unsigned known =
+		PDK_SECCOMP_ALLOW_PTRACE | PDK_SECCOMP_ALLOW_NET_HOST | PDK_SECCOMP_FILE_HELPER;
 	_cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
 
 	if (flags & ~known)

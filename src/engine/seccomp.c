@@ -23,7 +23,9 @@
 
 struct pdk_seccomp *pdk_seccomp_prepare(unsigned flags, struct pdk_error **err)
 {
-	const unsigned known = PDK_SECCOMP_ALLOW_PTRACE | PDK_SECCOMP_ALLOW_NET_HOST;
+	const unsigned known =
+		PDK_SECCOMP_ALLOW_PTRACE | PDK_SECCOMP_ALLOW_NET_HOST | PDK_SECCOMP_FILE_HELPER;
+	const unsigned built = PDK_SECCOMP_ALLOW_PTRACE | PDK_SECCOMP_FILE_HELPER;
 	struct pdk_seccomp *s;
 
 	if (flags & ~known) {
@@ -33,7 +35,7 @@ struct pdk_seccomp *pdk_seccomp_prepare(unsigned flags, struct pdk_error **err)
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(pdk__seccomp_builtin); i++) {
 		const struct pdk__seccomp_builtin *b = &pdk__seccomp_builtin[i];
 
-		if (b->flags != (flags & PDK_SECCOMP_ALLOW_PTRACE))
+		if (b->flags != (flags & built))
 			continue;
 		s = pdk_xcalloc(1, sizeof(*s));
 		s->prog.len = (unsigned short)b->len;

@@ -18,6 +18,13 @@
 enum pdk_seccomp_flags {
 	PDK_SECCOMP_ALLOW_PTRACE = 1 << 0, /* ptrace/process_vm_* allowed (pid ns confines them) */
 	PDK_SECCOMP_ALLOW_NET_HOST = 1 << 1, /* reserved: host network mode */
+	/*
+	 * The supervisor's file helper (pdk_sandbox_enter_child()): openat2 is
+	 * allowed, since the helper resolves every path with RESOLVE_IN_ROOT and
+	 * its own code never asks for a set-id mode; everything else is the
+	 * sandbox's filter.
+	 */
+	PDK_SECCOMP_FILE_HELPER = 1 << 2,
 };
 
 struct pdk_seccomp;

@@ -12,7 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const unsigned variants[] = {0, PDK_SECCOMP_ALLOW_PTRACE};
+static const unsigned variants[] = {
+	0,
+	PDK_SECCOMP_ALLOW_PTRACE,
+	PDK_SECCOMP_FILE_HELPER,
+	PDK_SECCOMP_ALLOW_PTRACE | PDK_SECCOMP_FILE_HELPER,
+};
 
 static void write_array(FILE *out, char *name, struct sock_fprog *prog);
 

@@ -192,6 +192,27 @@ Test(seccomp, program_is_small_and_flags_are_checked)
 	cr_assert_eq(pdk_seccomp_apply_child(NULL, NULL), -EINVAL);
 }
 
+/*
+ * The file helper's program differs from the sandbox's in openat2 only: the
+ * sandbox gets ENOSYS (its mode cannot be read), the helper, which resolves
+ * with RESOLVE_IN_ROOT, gets it; a set-id chmod is refused to both.
+ */
+Test(seccomp, file_helper_program_differs_in_openat2_only)
+{
+	struct pdk_seccomp *sb = pdk_seccomp_prepare(0, NULL);
+	struct pdk_seccomp *fh = pdk_seccomp_prepare(PDK_SECCOMP_FILE_HELPER, NULL);
+	const uint64_t chmod_suid[] = {0, 04755};
+
+	cr_assert_not_null(sb);
+	cr_assert_not_null(fh);
+	cr_assert_eq(eval(sb, AUDIT_ARCH_X86_64, SYS_openat2, NULL), SECCOMP_RET_ERRNO | ENOSYS);
+	cr_assert_eq(eval(fh, AUDIT_ARCH_X86_64, SYS_openat2, NULL), SECCOMP_RET_ALLOW);
+	cr_assert_eq(eval(sb, AUDIT_ARCH_X86_64, SYS_chmod, chmod_suid), RET_EPERM);
+	cr_assert_eq(eval(fh, AUDIT_ARCH_X86_64, SYS_chmod, chmod_suid), RET_EPERM);
+	pdk_seccomp_free(sb);
+	pdk_seccomp_free(fh);
+}
+
 Test(seccomp, foreign_architectures_kill_in_the_program)
 {
 	struct pdk_seccomp *s = pdk_seccomp_prepare(0, NULL);
@@ -739,7 +760,8 @@ Test(seccomp, ptrace_family_allowed_with_flag)
  */
 Test(seccomp, builtin_programs_match_the_rules)
 {
-	const unsigned variants[] = {0, PDK_SECCOMP_ALLOW_PTRACE};
+	const unsigned variants[] = {0, PDK_SECCOMP_ALLOW_PTRACE, PDK_SECCOMP_FILE_HELPER,
+				     PDK_SECCOMP_ALLOW_PTRACE | PDK_SECCOMP_FILE_HELPER};
 
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(variants); i++) {
 		struct pdk_error *err = NULL;
