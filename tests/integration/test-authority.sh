@@ -211,8 +211,10 @@ fb() {
 		env -u PADDOCK_RUNTIME_DIR -u XDG_RUNTIME_DIR PADDOCK_INIT="$T/bin/paddock-init" \
 			PADDOCK_STATE_DIR="$(auth_dir "$who")/fbstate" "$@"
 	else
+		# nobody's own home (/nonexistent): a HOME under /tmp would make /tmp a workspace
+		# that holds the home, which run refuses (--allow-home) before this check is reached.
 		setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all \
-			env -u PADDOCK_RUNTIME_DIR -u XDG_RUNTIME_DIR HOME="$T/home" \
+			env -u PADDOCK_RUNTIME_DIR -u XDG_RUNTIME_DIR HOME=/nonexistent \
 			PADDOCK_INIT="$T/bin/paddock-init" PADDOCK_STATE_DIR=/run/fbstate-user "$@"
 	fi
 }
