@@ -78,4 +78,16 @@ void pdk_cli_print_json(const json_t *j);
 void pdk_cli_error(const char *fmt, ...) PDK_PRINTF(1, 2);
 void pdk_cli_warn(const char *fmt, ...) PDK_PRINTF(1, 2);
 
+/*
+ * The summary of denied destinations (cli-net.c), on stderr: one line a
+ * destination, "paddock: network denied: DEST (WHY[, N times]); to allow it:
+ * HOW --allow ALLOW". pdk_cli_net_denials() prints a sandbox's whole log
+ * (policy/netdeny.h) for `paddock run`.
+ */
+struct pdk_net_denials;
+void pdk_cli_net_denied(const char *dest, const char *why, uint64_t count, const char *allow,
+			const char *how);
+void pdk_cli_net_denied_more(uint64_t more);
+void pdk_cli_net_denials(struct pdk_net_denials *d);
+
 #endif
