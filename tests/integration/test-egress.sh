@@ -57,7 +57,7 @@ check_allow_deny() {
 	out=$(qrun "$who" --events "$ev" --allow "127.0.0.1:$P" -- \
 		curl -sS -m 10 -w ' %{http_code}' http://denied.test/)
 	rc=$?
-	is "$rc:$out" "$(printf '0:paddock egress: no network.allow rule allows denied.test port 80\n 403')" \
+	is "$rc:$out" "$(printf "0:paddock egress: no network.allow rule allows denied.test port 80 (network.mode allowlist); to allow it, run with --allow denied.test or add 'denied.test' to the profile's network.allow\n 403")" \
 		"$who: a host not listed gets 403 naming the reason"
 	out=$(qrun "$who" --allow "127.0.0.1:$P" -- curl -sS -m 10 -p https://denied.test/)
 	rc=$?
