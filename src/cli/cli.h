@@ -88,4 +88,16 @@ extern bool pdk_cli_quiet;
 /* "paddock: " + a note that is no failure (what became of the changes), unless quiet. */
 void pdk_cli_note(const char *fmt, ...) PDK_PRINTF(1, 2);
 
+/*
+ * The summary of denied destinations (cli-net.c), on stderr: one line a
+ * destination, "paddock: network denied: DEST (WHY[, N times]); to allow it:
+ * HOW --allow ALLOW". pdk_cli_net_denials() prints a sandbox's whole log
+ * (policy/netdeny.h) for `paddock run`.
+ */
+struct pdk_net_denials;
+void pdk_cli_net_denied(const char *dest, const char *why, uint64_t count, const char *allow,
+			const char *how);
+void pdk_cli_net_denied_more(uint64_t more);
+void pdk_cli_net_denials(struct pdk_net_denials *d);
+
 #endif

@@ -549,6 +549,7 @@ static int run_sandbox(struct run_ctx *c)
 	rc = pdk_sandbox_wait(pdk_session_sandbox(c->session), c->sigfd, &res, &err);
 	if (rc < 0)
 		pdk_cli_error("%s", err->msg);
+	pdk_cli_net_denials(pdk_sandbox_denials(pdk_session_sandbox(c->session)));
 	if (finish(c, true, &end) < 0)
 		rc = -1;
 	if (rc == 0)

@@ -130,7 +130,7 @@ static bool allowed(struct pdk__egress_conn *c)
 {
 	const struct pdk_egress_config *cfg = &c->e->cfg;
 	struct pdk__egress_head *h = &c->head;
-	_cleanup_free_ char *why = NULL;
+	_cleanup_free_ char *why = NULL, *hint = NULL;
 
 	if (h->host_is_ip)
 		c->rule = pdk_net_match_addr(cfg->rules, cfg->n_rules, (struct sockaddr *)&h->ip,
@@ -139,9 +139,13 @@ static bool allowed(struct pdk__egress_conn *c)
 		c->rule = pdk_net_match_host(cfg->rules, cfg->n_rules, h->host, h->port);
 	if (c->rule != NULL)
 		return true;
-	why = pdk_xasprintf("no network.allow rule allows %s%s%s port %u",
+	hint = pdk_net_allow_hint(h->host, h->port);
+	why = pdk_xasprintf("no network.allow rule allows %s%s%s port %u (network.mode "
+			    "allowlist); to allow it, run with --allow %s or add '%s' to the "
+			    "profile's network.allow",
 			    h->ip.ss_family == AF_INET6 ? "[" : "", h->host,
-			    h->ip.ss_family == AF_INET6 ? "]" : "", h->port);
+			    h->ip.ss_family == AF_INET6 ? "]" : "", h->port, hint, hint);
+	pdk_net_denials_add(cfg->denials, h->host, h->port, "no network.allow entry");
 	pdk__egress_answer(c, false, 403, why);
 	return false;
 }

@@ -120,6 +120,22 @@ static const char *judge_addr(const struct pdk__egress_conn *c, const struct soc
 	return cls == PDK_NET_ADDR_PUBLIC ? NULL : pdk_net_addr_class_name(cls);
 }
 
+/*
+ * A name that resolves to a refused address: the reason names the address
+ * and its class, and the refusal is recorded with the entry that would
+ * allow it (the address itself, with the port). New string.
+ */
+static char *refused_addr(struct pdk__egress_conn *c, const char *addr, const char *cls)
+{
+	_cleanup_free_ char *hint = pdk_net_allow_hint(addr, c->head.port);
+	_cleanup_free_ char *why = pdk_xasprintf("resolves to %s, a %s address", addr, cls);
+
+	pdk_net_denials_add(c->e->cfg.denials, c->head.host, c->head.port, why);
+	return pdk_xasprintf("'%s' resolves to %s, a %s address (list the address itself to "
+			     "allow it: --allow %s)",
+			     c->head.host, addr, cls, hint);
+}
+
 static void resolved(int result, struct evutil_addrinfo *res, void *arg)
 {
 	struct pdk__egress_conn *c = arg;
@@ -146,9 +162,7 @@ static void resolved(int result, struct evutil_addrinfo *res, void *arg)
 			char a[INET6_ADDRSTRLEN];
 
 			addr_text(ai->ai_addr, a, sizeof(a));
-			why = pdk_xasprintf("'%s' resolves to %s, a %s address (list the address "
-					    "itself to allow it)",
-					    c->head.host, a, bad);
+			why = refused_addr(c, a, bad);
 		}
 	}
 	if (c->n_cand > 0)

@@ -178,17 +178,38 @@ void pdk__egress_finish(struct pdk__egress_conn *c)
 	bufferevent_enable(c->client, EV_WRITE);
 }
 
+/*
+ * The reason as a status line's reason phrase (RFC 9112: tabs, spaces and
+ * visible characters): what a client shows when it shows no body. Python's
+ * "Tunnel connection failed: 403 ..." and pip print the phrase of a refused
+ * CONNECT, never its body. Anything else becomes '?'; cut to fit `phrase`.
+ */
+static const char *phrase_text(const char *reason, char *phrase, size_t cap)
+{
+	size_t i = 0;
+
+	for (; reason[i] != '\0' && i < cap - 1; i++) {
+		unsigned char ch = (unsigned char)reason[i];
+
+		phrase[i] = ch == '\t' || (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+	}
+	phrase[i] = '\0';
+	return phrase;
+}
+
 void pdk__egress_answer(struct pdk__egress_conn *c, bool allow, int status, const char *reason)
 {
 	_cleanup_free_ char *body = pdk_xasprintf("paddock egress: %s\n", reason);
 	_cleanup_free_ char *msg = NULL;
+	char phrase[401];
 
 	/* An answer refuses or ends the request: recorded or not, it goes out. */
 	(void)pdk__egress_emit_connect(c, allow, status, reason);
-	msg = pdk_xasprintf("HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+	msg = pdk_xasprintf("HTTP/1.1 %d %s%s%s\r\nContent-Type: text/plain; charset=utf-8\r\n"
 			    "Content-Length: %zu\r\nConnection: close\r\n%s\r\n%s",
-			    status, status_text(status), strlen(body),
-			    status == 503 ? "Retry-After: 1\r\n" : "", body);
+			    status, status_text(status), status == 403 ? " by paddock: " : "",
+			    status == 403 ? phrase_text(reason, phrase, sizeof(phrase)) : "",
+			    strlen(body), status == 503 ? "Retry-After: 1\r\n" : "", body);
 	pdk__egress_buf_add(bufferevent_get_output(c->client), msg, strlen(msg));
 	pdk__egress_finish(c);
 }

@@ -83,6 +83,12 @@ struct pdk_egress_config {
 	 * and the requests inside get the credentials.
 	 */
 	struct pdk_egress_ca *ca;
+	/*
+	 * Where each destination the proxy refuses (403) is recorded with the
+	 * --allow value that would allow it (policy/netdeny.h; borrowed, may
+	 * be NULL): the front end's summary at the end of a run or an exec.
+	 */
+	struct pdk_net_denials *denials;
 };
 
 struct pdk_egress;

@@ -5,8 +5,9 @@
  * inside the sandbox, after pivot_root) get which access. apply_child()
  * runs in the child after pivot_root: it creates the ruleset, opens each
  * path with O_PATH, adds the rules, and restricts the thread. TCP bind
- * and connect are denied (ABI >= 4); abstract unix sockets and signals
- * are scoped to the sandbox (ABI >= 6).
+ * and connect are denied (ABI >= 4) unless pdk_landlock_allow_tcp() leaves
+ * them to the network namespace; abstract unix sockets and signals are
+ * scoped to the sandbox (ABI >= 6).
  */
 #ifndef PDK_LANDLOCK_H
 #define PDK_LANDLOCK_H
@@ -69,15 +70,19 @@ PDK_MUST_CHECK int pdk_landlock_apply_keep_child(const struct pdk_landlock *ll, 
 PDK_MUST_CHECK int pdk_landlock_restrict_fd_child(int ruleset, struct pdk_child_error *ce);
 
 /*
- * Leave TCP bind and connect alone (for network.mode host, where the
- * sandbox shares the host's network on purpose).
+ * Leave TCP bind and connect alone: for a sandbox in a network namespace
+ * of its own (modes none and allowlist: only lo, no route, so the
+ * namespace confines TCP and the sandbox may serve on its own loopback),
+ * and for network.mode host, where it shares the host's network on
+ * purpose. Without this call every TCP bind and connect is denied (ABI >= 4).
  */
 void pdk_landlock_allow_tcp(struct pdk_landlock *ll);
 
 /*
- * Allow TCP connect to `port` only (network.mode allowlist: the egress
- * proxy's port on the sandbox's loopback); bind stays denied. With ABI < 4
- * Landlock cannot filter TCP and the network namespace alone holds the line.
+ * Allow TCP connect to `port` only; bind stays denied. With ABI < 4
+ * Landlock cannot filter TCP. The engine does not use it since the
+ * network namespace confines TCP (see pdk_landlock_allow_tcp()); it is
+ * kept for a sandbox that would share a namespace with others.
  */
 void pdk_landlock_allow_tcp_connect_port(struct pdk_landlock *ll, uint16_t port);
 

@@ -1,5 +1,6 @@
 #include "common.h"
 #include "base.h"
+#include "dns.h"
 #include "mount.h"
 
 #include <fcntl.h>
@@ -163,7 +164,11 @@ static int add_etc(struct pdk_mount_plan *p, const struct pdk_mount_spec *s, str
 
 	for (size_t i = 0; etc != NULL && etc[i] != NULL; i++) {
 		_cleanup_free_ char *host = pdk_xasprintf("/etc/%s", etc[i]);
-		int rc = add_host_bind(p, NULL, host, false, true, err);
+		int rc;
+
+		if (s->own_net && strcmp(etc[i], "resolv.conf") == 0)
+			continue; /* the host's name servers are out of reach: ours is below */
+		rc = add_host_bind(p, NULL, host, false, true, err);
 
 		if (rc < 0)
 			return rc;
@@ -180,6 +185,8 @@ static int add_etc(struct pdk_mount_plan *p, const struct pdk_mount_spec *s, str
 	add_file(p, "/etc/hosts",
 		 pdk_xasprintf("127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n",
 			       s->hostname));
+	if (s->own_net)
+		add_file(p, "/etc/resolv.conf", pdk_xstrdup(PDK_DNS_RESOLV_CONF));
 	return 0;
 }
 

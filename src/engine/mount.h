@@ -51,6 +51,11 @@ struct pdk_mount_spec {
 	gid_t gid;
 	const char *user_name; /* for the generated /etc/passwd */
 	const char *hostname;
+	/*
+	 * The sandbox has a network namespace of its own: /etc/resolv.conf
+	 * names its name server (dns.h) instead of any host file.
+	 */
+	bool own_net;
 };
 
 struct pdk_mount_plan;

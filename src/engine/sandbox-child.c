@@ -11,6 +11,7 @@
 #include "common.h"
 #include "base.h"
 #include "caps.h"
+#include "dns.h"
 #include "limits.h"
 #include "ns.h"
 #include "sandbox-internal.h"
@@ -113,6 +114,31 @@ static void setup_egress(struct pdk_sandbox *sb, struct pdk_child_error *ce)
 	send_fd(sb, PDK__CHILD_EGRESS_FD, fd, "the egress listening socket", ce);
 }
 
+/*
+ * Step 4 (own network namespace): the name server's socket on
+ * 127.0.0.1:53, handed to the supervisor, which answers every question at
+ * once (dns.h). Binding port 53 takes the capabilities the child still
+ * has in its user namespace, which owns the network namespace.
+ */
+static void setup_dns(struct pdk_sandbox *sb, struct pdk_child_error *ce)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(PDK_DNS_PORT),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd;
+
+	if (!(sb->ns_flags & CLONE_NEWNET))
+		return;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		child_fail(sb, ce, pdk_child_error_set(ce, errno, "name server: socket"));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		child_fail(sb, ce,
+			   pdk_child_error_set(ce, errno, "name server: cannot bind 127.0.0.1:%d",
+					       PDK_DNS_PORT));
+	send_fd(sb, PDK__CHILD_DNS_FD, fd, "the name server's socket", ce);
+}
+
 static void setup_filesystem(struct pdk_sandbox *sb, struct pdk_child_error *ce)
 {
 	int upper_fd = -1;
@@ -194,6 +220,7 @@ int pdk__sandbox_child(void *arg)
 	setup_namespaces(sb, &ce);
 	setup_filesystem(sb, &ce);
 	setup_egress(sb, &ce);
+	setup_dns(sb, &ce);
 	setup_confinement(sb, &ce);
 	/*
 	 * SECURITY: no fd the caller of paddock leaked to us may reach the

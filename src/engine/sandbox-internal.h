@@ -22,6 +22,7 @@
 #define PDK__CHILD_NOTIFY_FD   'N' /* the exec-tracing seccomp listener */
 #define PDK__CHILD_EGRESS_FD   'E' /* the egress proxy's listening socket (allowlist mode) */
 #define PDK__CHILD_LANDLOCK_FD 'L' /* service mode: the sandbox's Landlock ruleset */
+#define PDK__CHILD_DNS_FD      'D' /* the name server's UDP socket (own network namespace) */
 
 struct pdk_sandbox {
 	char id[37];
@@ -49,6 +50,8 @@ struct pdk_sandbox {
 	struct pdk_net_rule *egress_rules; /* parsed network.allow */
 	size_t n_egress_rules;
 	struct pdk_egress_ca *egress_ca; /* HTTPS credential injection: the sandbox's CA, or NULL */
+	int dns_fd;                      /* own network namespace: 127.0.0.1:53 (dns.h), or -1 */
+	struct pdk_net_denials *denials; /* what the proxy and the name server refused */
 	char *run_dir;                   /* per-run scratch directory (the trust bundle), or NULL */
 	char **ro_files;                 /* pairs host file, path inside, bound read-only */
 	char **ws_lowers;
@@ -74,7 +77,7 @@ struct pdk_sandbox {
 };
 
 /* Slots of the supervisor's poll set before the exec tracer's. */
-enum { PFD_INIT, PFD_CTL, PFD_SIG, PFD_TRACE, PFD_EGRESS, PFD_FIXED };
+enum { PFD_INIT, PFD_CTL, PFD_SIG, PFD_TRACE, PFD_EGRESS, PFD_DNS, PFD_FIXED };
 
 /*
  * How late a traced exit may be collected when the kernel keeps exit
@@ -90,6 +93,12 @@ enum { PFD_INIT, PFD_CTL, PFD_SIG, PFD_TRACE, PFD_EGRESS, PFD_FIXED };
  * event that cannot be recorded (fail closed).
  */
 void pdk__sandbox_on_egress(struct pdk_sandbox *sb);
+
+/*
+ * The name server's socket (PFD_DNS) is readable: answer each waiting
+ * question with NXDOMAIN and record the names asked for (dns.h).
+ */
+void pdk__sandbox_on_dns(struct pdk_sandbox *sb);
 
 /* Collect the init's exit status once its pidfd is readable (or to wait for it). */
 void pdk__sandbox_reap_init(struct pdk_sandbox *sb);

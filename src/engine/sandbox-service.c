@@ -140,6 +140,7 @@ size_t pdk_sandbox_pollfds(struct pdk_sandbox *sb, struct pollfd *pfd, size_t ma
 	pfd[PFD_TRACE] = (struct pollfd){.fd = sb->tracer ? pdk_exectrace_fd(sb->tracer) : -1,
 					 .events = POLLIN};
 	pfd[PFD_EGRESS] = (struct pollfd){.fd = pdk_egress_fd(sb->egress), .events = POLLIN};
+	pfd[PFD_DNS] = (struct pollfd){.fd = sb->dns_fd, .events = POLLIN};
 	if (sb->tracer != NULL && !lazy)
 		nt = pdk_exectrace_pollfds(sb->tracer, pfd + PFD_FIXED, max - PFD_FIXED);
 	return PFD_FIXED + nt;
@@ -163,6 +164,8 @@ int pdk_sandbox_dispatch(struct pdk_sandbox *sb, struct pollfd *pfd, size_t n,
 		pdk__sandbox_on_trace(sb, pfd, n - PFD_FIXED, pdk_exectrace_lazy_exits(sb->tracer));
 	if (pfd[PFD_EGRESS].revents)
 		pdk__sandbox_on_egress(sb);
+	if (pfd[PFD_DNS].revents)
+		pdk__sandbox_on_dns(sb);
 	if (pfd[PFD_INIT].revents) {
 		pdk__sandbox_reap_init(sb);
 		/* Every process of the sandbox is dead now: report the exits still watched. */

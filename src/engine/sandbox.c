@@ -4,6 +4,7 @@
  */
 #include "common.h"
 #include "base.h"
+#include "dns.h"
 #include "init.h"
 #include "ns.h"
 #include "sandbox-internal.h"
@@ -52,6 +53,49 @@ void pdk__sandbox_on_egress(struct pdk_sandbox *sb)
 
 	if (pdk_egress_failed(sb->egress, &err) < 0)
 		events_failed(sb, err);
+}
+
+/*
+ * Why a name the sandbox looked up has no address, for the summary. In
+ * allowlist mode a name the rules allow is not recorded: its program
+ * bypassed the proxy, and --allow would not help it.
+ */
+static const char *dns_refusal(struct pdk_sandbox *sb, const char *name)
+{
+	if (sb->cfg->policy->network.mode != PDK_NET_ALLOWLIST)
+		return "name lookup, network.mode none";
+	if (pdk_net_match_host(sb->egress_rules, sb->n_egress_rules, name, 443) != NULL ||
+	    pdk_net_match_host(sb->egress_rules, sb->n_egress_rules, name, 80) != NULL)
+		return NULL;
+	return "name lookup, no network.allow entry";
+}
+
+void pdk__sandbox_on_dns(struct pdk_sandbox *sb)
+{
+	uint8_t q[PDK_DNS_MAX], a[PDK_DNS_MAX];
+	char name[PDK_DNS_NAME_MAX];
+
+	/* A bounded batch: a sandbox that floods its name server does not starve the loop. */
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage from;
+		socklen_t len = sizeof(from);
+		ssize_t n = recvfrom(sb->dns_fd, q, sizeof(q), MSG_DONTWAIT | MSG_TRUNC,
+				     (struct sockaddr *)&from, &len);
+		ssize_t m;
+		const char *why;
+
+		if (n < 0)
+			return; /* EAGAIN: all answered; another error: the next wake-up tries again
+				 */
+		m = pdk_dns_answer(q, (size_t)n, a, name);
+		if (m < 0)
+			continue;
+		(void)sendto(sb->dns_fd, a, (size_t)m, MSG_DONTWAIT, (struct sockaddr *)&from,
+			     len); /* a lost answer is the resolver's to retry */
+		why = name[0] ? dns_refusal(sb, name) : NULL;
+		if (why != NULL)
+			pdk_net_denials_add(sb->denials, name, 0, why);
+	}
 }
 
 /* pdk_exectrace_emit_cb */
@@ -228,6 +272,7 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		.gid = sb->gid,
 		.user_name = name,
 		.hostname = p->hostname ? p->hostname : "paddock",
+		.own_net = (sb->ns_flags & CLONE_NEWNET) != 0,
 	};
 
 	if (cfg->ws_mode == PDK_WS_OVERLAY && cfg->workspace != NULL) {
@@ -249,10 +294,19 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 			"landlock not applied (best effort): the kernel has no Landlock");
 	}
 	pdk_landlock_add_exec_fd(sb->landlock, sb->init_fd);
-	if (p->network.mode == PDK_NET_HOST)
+	/*
+	 * SECURITY: TCP is confined by the network namespace, not by Landlock.
+	 * In modes none and allowlist the sandbox has a namespace of its own
+	 * with only lo and no route, so nothing it binds or connects to is
+	 * outside it, and the egress proxy's socket (allowlist) is the one
+	 * door. Landlock's network rules name ports, never addresses: handling
+	 * TCP could not tell the sandbox's loopback from the host's, it could
+	 * only deny the sandbox the servers it starts itself. In mode host the
+	 * sandbox shares the host's network on purpose. A sandbox without a
+	 * namespace of its own in any other mode keeps TCP denied.
+	 */
+	if ((sb->ns_flags & CLONE_NEWNET) || p->network.mode == PDK_NET_HOST)
 		pdk_landlock_allow_tcp(sb->landlock);
-	if (p->network.mode == PDK_NET_ALLOWLIST)
-		pdk_landlock_allow_tcp_connect_port(sb->landlock, PDK_EGRESS_PORT);
 	sb->plan = pdk_mount_plan_new(&spec, sb->landlock, err);
 	if (sb->plan == NULL)
 		return pdk_error_wrap(err, "filesystem view");
@@ -337,10 +391,11 @@ static int take_child_fd(struct pdk_sandbox *sb, char tag, int fd, struct pdk_er
 	if (fd < 0)
 		return pdk_error_setx(err, EPROTO, "the sandbox child sent no fd");
 	if (tag == PDK__CHILD_UPPER_FD || tag == PDK__CHILD_EGRESS_FD ||
-	    tag == PDK__CHILD_LANDLOCK_FD) {
-		int *slot = tag == PDK__CHILD_UPPER_FD    ? &sb->upper_fd
-			    : tag == PDK__CHILD_EGRESS_FD ? &sb->egress_fd
-							  : &sb->landlock_fd;
+	    tag == PDK__CHILD_LANDLOCK_FD || tag == PDK__CHILD_DNS_FD) {
+		int *slot = tag == PDK__CHILD_UPPER_FD      ? &sb->upper_fd
+			    : tag == PDK__CHILD_EGRESS_FD   ? &sb->egress_fd
+			    : tag == PDK__CHILD_LANDLOCK_FD ? &sb->landlock_fd
+							    : &sb->dns_fd;
 
 		close_fd(slot);
 		*slot = fd;
@@ -368,10 +423,9 @@ static int await_child(struct pdk_sandbox *sb, struct pdk_error **err)
 		n = recv_child(sb, &ce, &fd);
 		if (n != 1)
 			break;
-		if (((char *)&ce)[0] != PDK__CHILD_UPPER_FD &&
-		    ((char *)&ce)[0] != PDK__CHILD_NOTIFY_FD &&
-		    ((char *)&ce)[0] != PDK__CHILD_EGRESS_FD &&
-		    ((char *)&ce)[0] != PDK__CHILD_LANDLOCK_FD)
+		if (strchr((char[]){PDK__CHILD_UPPER_FD, PDK__CHILD_NOTIFY_FD, PDK__CHILD_EGRESS_FD,
+				    PDK__CHILD_LANDLOCK_FD, PDK__CHILD_DNS_FD, '\0'},
+			   ((char *)&ce)[0]) == NULL)
 			break;
 		if (take_child_fd(sb, ((char *)&ce)[0], fd, err) < 0)
 			return -1;
@@ -516,6 +570,7 @@ static int start_egress(struct pdk_sandbox *sb, struct pdk_error **err)
 		.credentials = p->network.credentials,
 		.sandbox_id = sb->id,
 		.ca = sb->egress_ca,
+		.denials = sb->denials,
 	};
 	size_t n = pdk_strv_len(p->network.allow);
 
@@ -597,7 +652,8 @@ static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
 	sb->cfg = cfg;
 	sb->uid = geteuid();
 	sb->gid = getegid();
-	sb->init_fd = sb->pidfd = sb->upper_fd = sb->egress_fd = sb->landlock_fd = -1;
+	sb->init_fd = sb->pidfd = sb->upper_fd = sb->egress_fd = sb->landlock_fd = sb->dns_fd = -1;
+	sb->denials = pdk_net_denials_new();
 	sb->sync[0] = sb->sync[1] = sb->ctl[0] = sb->ctl[1] = -1;
 	sb->cmd_pid = -1;
 	sb->cwd = pdk_xstrdup(cfg->cwd ? cfg->cwd : ws ? ws : "/");
@@ -825,6 +881,7 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 	pfd[PFD_TRACE] = (struct pollfd){.fd = sb->tracer ? pdk_exectrace_fd(sb->tracer) : -1,
 					 .events = POLLIN};
 	pfd[PFD_EGRESS] = (struct pollfd){.fd = pdk_egress_fd(sb->egress), .events = POLLIN};
+	pfd[PFD_DNS] = (struct pollfd){.fd = sb->dns_fd, .events = POLLIN};
 	while (!sb->reaped) {
 		size_t nt = sb->tracer && !lazy ? pdk_exectrace_pollfds(sb->tracer, pfd + PFD_FIXED,
 									PDK_EXECTRACE_MAX_TRACKED)
@@ -848,6 +905,8 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 			forward_signals(sb, sigfd);
 		if (pfd[PFD_EGRESS].revents)
 			pdk__sandbox_on_egress(sb);
+		if (pfd[PFD_DNS].revents)
+			pdk__sandbox_on_dns(sb);
 		if (pfd[PFD_CTL].revents & (POLLHUP | POLLERR))
 			pfd[PFD_CTL].fd = -1; /* init closed its end; keep waiting for its exit */
 		if (pfd[PFD_INIT].revents)
@@ -992,10 +1051,17 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 	close_fd(&sb->upper_fd);
 	close_fd(&sb->egress_fd);
 	close_fd(&sb->landlock_fd);
+	close_fd(&sb->dns_fd);
+	pdk_net_denials_free(sb->denials);
 	pdk_strv_free(sb->ws_lowers);
 	free(sb->cwd);
 	free(sb);
 	return rc;
+}
+
+struct pdk_net_denials *pdk_sandbox_denials(struct pdk_sandbox *sb)
+{
+	return sb != NULL ? sb->denials : NULL;
 }
 
 int pdk_sandbox_take_upper_fd(struct pdk_sandbox *sb)

@@ -225,6 +225,15 @@ PDK_MUST_CHECK int pdk_sandbox_root_fd(struct pdk_sandbox *sb, struct pdk_error 
 PDK_MUST_CHECK int pdk_sandbox_enter_child(const struct pdk_sandbox *sb,
 					   struct pdk_child_error *ce);
 
+/*
+ * The destinations refused to the sandbox (by its egress proxy, or by its
+ * name server: a name looked up), each with the --allow value that would
+ * allow it, for a front end's summary (policy/netdeny.h). The log is the
+ * sandbox's: NULL before create. pdk_net_denials_seq() at an exec's start
+ * and pdk_net_denials_since() at its end give what was refused meanwhile.
+ */
+struct pdk_net_denials *pdk_sandbox_denials(struct pdk_sandbox *sb);
+
 /* The host uid and gid of the sandbox's user (what files made for it are owned by). */
 void pdk_sandbox_owner(const struct pdk_sandbox *sb, uid_t *uid, gid_t *gid);
 

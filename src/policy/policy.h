@@ -20,6 +20,7 @@
 #include "common.h"
 #include "base.h"
 #include "netrule.h"
+#include "netdeny.h"
 
 #include <stdio.h>
 

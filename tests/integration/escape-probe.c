@@ -42,7 +42,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-static const char *arg; /* the probe's optional argument */
+static const char *arg;  /* the probe's optional argument */
+static const char *arg2; /* a second one (a port) */
 
 /* Each probe returns 0 when the attack worked, else the errno that stopped it. */
 static int ret(long r)
@@ -394,6 +395,93 @@ static int p_tcp_bind(void)
 	if (fd < 0)
 		return errno;
 	return ret(bind(fd, (struct sockaddr *)&a, sizeof(a)));
+}
+/* A connect to ADDR (IPv4 or IPv6 text) and PORT: the sandbox's namespace has no route to it. */
+static int connect_to(int type, const char *addr, int port)
+{
+	struct sockaddr_storage ss = {0};
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len = sizeof(*a4);
+	int fd;
+
+	if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(port);
+	} else if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(port);
+		len = sizeof(*a6);
+	} else {
+		return EINVAL;
+	}
+	fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	return ret(connect(fd, (struct sockaddr *)&ss, len));
+}
+/* Routes out: TCP and UDP to an outside IPv4 or IPv6 address, or to ARG ARG2 (ADDR PORT). */
+static int route_arg(int type, const char *addr, int port)
+{
+	return connect_to(type, arg ? arg : addr, arg2 ? atoi(arg2) : port);
+}
+static int p_tcp_out(void)
+{
+	return route_arg(SOCK_STREAM, "198.51.100.1", 80);
+}
+static int p_udp_out(void)
+{
+	return route_arg(SOCK_DGRAM, "198.51.100.1", 53);
+}
+static int p_tcp6_out(void)
+{
+	return route_arg(SOCK_STREAM, "2001:db8::1", 80);
+}
+/*
+ * The sandbox's own loopback: a server on 127.0.0.1:ARG and on ::1:ARG (the
+ * port a host listener has too) that its own client reaches. Prints
+ * "loopback-own: ok" and exits 2 (not an escape: its own namespace).
+ */
+static int own_server(int fam, int port)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t len = fam == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	int s = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0), c, a;
+	char b = 0;
+
+	if (fam == AF_INET) {
+		((struct sockaddr_in *)&ss)->sin_family = AF_INET;
+		((struct sockaddr_in *)&ss)->sin_port = htons(port);
+		((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	} else {
+		((struct sockaddr_in6 *)&ss)->sin6_family = AF_INET6;
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
+		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
+	}
+	if (s < 0 || bind(s, (struct sockaddr *)&ss, len) < 0 || listen(s, 1) < 0)
+		return errno;
+	c = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c < 0 || connect(c, (struct sockaddr *)&ss, len) < 0)
+		return errno;
+	a = accept(s, NULL, NULL);
+	if (a < 0 || write(c, "x", 1) != 1 || read(a, &b, 1) != 1 || b != 'x')
+		return errno ? errno : EIO;
+	close(a);
+	close(c);
+	close(s);
+	return 0;
+}
+static int p_loopback_own(void)
+{
+	int port = arg ? atoi(arg) : 18080;
+	int e = own_server(AF_INET, port);
+
+	if (e == 0)
+		e = own_server(AF_INET6, port);
+	if (e != 0)
+		return e;
+	printf("loopback-own: ok\n");
+	return -1;
 }
 static int p_udp_send(void)
 {
@@ -750,6 +838,10 @@ static const struct {
 	{"tcp-connect", p_tcp_connect},
 	{"tcp-bind", p_tcp_bind},
 	{"udp-send", p_udp_send},
+	{"tcp-out", p_tcp_out},
+	{"udp-out", p_udp_out},
+	{"tcp6-out", p_tcp6_out},
+	{"loopback-own", p_loopback_own},
 	{"ipv6-connect", p_ipv6_connect},
 	{"abstract-unix", p_abstract_unix},
 	{"exec-shm", p_exec_shm},
@@ -779,6 +871,7 @@ int main(int argc, char **argv)
 		return 3;
 	}
 	arg = argc > 2 ? argv[2] : NULL;
+	arg2 = argc > 3 ? argv[3] : NULL;
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(probes); i++) {
 		int e;
 

@@ -62,8 +62,10 @@ mknod:EPERM
 tioclinux:EPERM
 packet-socket:EPERM
 raw-socket:EPERM
-tcp-bind:EACCES
-ipv6-connect:EACCES|ENETUNREACH|EADDRNOTAVAIL
+ipv6-connect:ECONNREFUSED
+tcp-out:ENETUNREACH
+udp-out:ENETUNREACH
+tcp6-out:ENETUNREACH
 exec-shm:EACCES
 '
 
@@ -108,9 +110,20 @@ host_checks() {
 	port=$(free_port)
 	local lpid
 	listen tcp "$port" "$T/tcp-$who.log"; lpid=$LPID
-	check_blocked "$who" tcp-connect "EACCES|ECONNREFUSED|ENETUNREACH" "$port"
+	check_blocked "$who" tcp-connect "ECONNREFUSED" "$port"
+	# The sandbox serves on the same port of its own loopback (IPv4 and IPv6) and reaches
+	# its own server, in modes none and allowlist; the host's listener still sees nothing.
+	out=$(probe "$who" loopback-own "$port"); rc=$?
+	is "$rc $out" "2 loopback-own: ok" "$who: the sandbox serves and connects on its own 127.0.0.1:$port and [::1]:$port"
+	out=$(probe "$who" loopback-own "$port" --allow example.com); rc=$?
+	is "$rc $out" "2 loopback-own: ok" "$who: the same in network.mode allowlist"
+	probe_blocked "$who" tcp-connect "ECONNREFUSED" "$port" --allow example.com
 	kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null
 	[ ! -s "$T/tcp-$who.log" ]; ok $? "$who: the host TCP listener saw no connection"
+
+	# No route out: the host's own address (a listener on every address) and outside
+	# addresses, in modes none and allowlist; the listener sees nothing.
+	host_routes "$who"
 
 	listen udp "$port" "$T/udp-$who.log"; lpid=$LPID
 	probe "$who" udp-send "$port" >/dev/null
@@ -134,6 +147,27 @@ host_checks() {
 	probe "$who" daemon "$mark" >/dev/null
 	sleep 0.2
 	pgrep -f "^sleep $mark\$" >/dev/null; is $? 1 "$who: a double-forked daemon does not outlive run"
+}
+
+# host_routes WHO: a listener on 0.0.0.0 and on [::] of the host; the sandbox tries the host's
+# own non-loopback addresses and outside ones, in modes none and allowlist.
+host_routes() {
+	local who=$1 port lpid addr mode
+	local -a opts
+	port=$(free_port)
+	listen tcp-any "$port" "$T/tcp-any-$who.log"; lpid=$LPID
+	for mode in none allowlist; do
+		opts=()
+		[ "$mode" = allowlist ] && opts=(--allow example.com)
+		for addr in $(hostname -I 2>/dev/null); do
+			probe_blocked "$who" tcp-out ENETUNREACH "$addr $port" "${opts[@]}"
+		done
+		probe_blocked "$who" tcp-out ENETUNREACH "198.51.100.1 443" "${opts[@]}"
+		probe_blocked "$who" udp-out ENETUNREACH "198.51.100.1 53" "${opts[@]}"
+		probe_blocked "$who" tcp6-out ENETUNREACH "2001:db8::1 443" "${opts[@]}"
+	done
+	kill "$lpid" 2>/dev/null; wait "$lpid" 2>/dev/null
+	[ ! -s "$T/tcp-any-$who.log" ]; ok $? "$who: the host listener on every address saw no connection"
 }
 
 setuid_checks() {

@@ -71,8 +71,9 @@ for who in root user; do
 	out=$(prun "$who" -- ls /proc/self/fd 3</dev/null 4</dev/null 2>/dev/null | tr '\n' ' ')
 	is "$out" "0 1 2 3 " "$who: the command inherits only stdio, not the caller's fds 3 and 4"
 done
-# The supervisor's own fds while a sandbox runs: signalfd, pidfd, the control socket and the
-# exec-tracing listener, and the audit store's connection;
+# The supervisor's own fds while a sandbox runs: signalfd, pidfd, the control socket, the
+# exec-tracing listener and the name server's socket (docs/egress.md), and the audit store's
+# connection;
 # nothing from setup (cgroup.procs, the init binary, the sync socket) stays open. Fds the
 # caller passed down are not paddock's and are not counted.
 prun root -- sleep 2 2>/dev/null &
@@ -81,7 +82,7 @@ sup=$(pgrep -n -x paddock)
 fds=$(ls -l "/proc/$sup/fd" 2>/dev/null)
 wait
 own=$(printf '%s\n' "$fds" | grep -cE 'anon_inode|socket:')
-is "$own" 4 "root: the supervisor holds 4 fds of its own while a sandbox runs (signalfd, pidfd, control, exec-tracing listener)"
+is "$own" 5 "root: the supervisor holds 5 fds of its own while a sandbox runs (signalfd, pidfd, control, exec-tracing listener, name server)"
 files=$(printf '%s\n' "$fds" | grep -oE '[^/ ]+/audit\.db(-wal|-shm)?$' | sort | tr '\n' ' ')
 is "$files" "state-root/audit.db state-root/audit.db-shm state-root/audit.db-wal " \
 	"root: and the audit store's three files (the writer thread's connection)"
