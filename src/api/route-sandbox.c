@@ -300,6 +300,10 @@ void pdk__route_sandbox_sub(struct pdk_route *r, const char *id)
 		exec_session_route(r, id);
 		return;
 	}
+	if (strcmp(what, "ports") == 0) {
+		pdk__route_ports(r, id);
+		return;
+	}
 	if (route == NULL || r->nsegs != 3) {
 		pdk_http_error(r->req, 404, "not_found", NULL, "no such route");
 		return;

@@ -31,6 +31,8 @@ static const struct pdk_command commands[] = {
 	{"rollback", pdk_cmd_sandbox, "put a sandbox's workspace back to a snapshot"},
 	{"diff", pdk_cmd_sandbox, "list what a sandbox changed in its workspace"},
 	{"commit", pdk_cmd_commit, "apply a sandbox's workspace changes to the host directory"},
+	{"port", pdk_cmd_port,
+	 "forward a sandbox's port to the host's loopback (or list, --close)"},
 	{"kill", pdk_cmd_sandbox, "destroy sandboxes: by id, session, workflow, agent or label"},
 	{"events", pdk_cmd_events, "print the daemon's audit events (--follow: live)"},
 	{"version", pdk_cmd_version, "print the version"},

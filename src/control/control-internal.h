@@ -83,6 +83,7 @@ struct pdk_ctl_sb {
 	struct event *ingest_ev; /* a spool ingest held back while an exec runs (ingest.c) */
 	bool dirty;              /* row changed in memory, saved by the next ingest pass */
 	unsigned transfers;      /* archive transfers running (exec.c: TRANSFERS_MAX) */
+	struct pdk__port *ports; /* forwarded ports (ports.c) */
 };
 
 /* ---- ctl.c ---- */
@@ -118,6 +119,13 @@ void pdk__sb_forget(struct pdk_ctl_sb *sb, const char *final_state);
 /* Every create waiting on `sb`: its view and token, or the error. */
 void pdk__sb_answer_waiters(struct pdk_ctl_sb *sb, const struct pdk_error *e);
 void pdk__sb_add_waiter(struct pdk_ctl_sb *sb, pdk_ctl_created_cb cb, void *ctx, bool again);
+
+/* ---- ports.c ---- */
+/*
+ * Close every forwarded port of `sb`: listeners gone, connections cut. With
+ * a `reason`, each close is recorded (sandbox.port.close by "daemon").
+ */
+void pdk__sb_ports_close(struct pdk_ctl_sb *sb, const char *reason);
 
 /* ---- launch.c: starting a supervisor ---- */
 /*

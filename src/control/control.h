@@ -534,6 +534,41 @@ PDK_MUST_CHECK int pdk_ctl_archive_put(struct pdk_ctl_sb *sb, const char *dir, c
 				       size_t len, pdk_ctl_archive_cb cb, void *ctx,
 				       struct pdk_error **err);
 
+/* ---- ports forwarded into a sandbox (ports.c) ---- */
+
+#define PDK_CTL_PORTS_MAX      16 /* forwarded ports per sandbox */
+#define PDK_CTL_PORT_CONNS_MAX 64 /* connections relayed per port at once */
+
+/* A forwarded port: the sandbox's, the host loopback's, the connections relayed now. */
+struct pdk_ctl_port {
+	uint16_t port;
+	uint16_t host_port;
+	unsigned connections;
+};
+
+/*
+ * Forward 127.0.0.1:host_port on the host (0: a port the kernel picks) to
+ * the sandbox's own 127.0.0.1:port. Each connection accepted there is
+ * joined to one the supervisor's helper makes inside the sandbox's network
+ * namespace, as the sandbox's user and under its Landlock rules; a
+ * connection nothing answers in the sandbox is closed. A port already
+ * forwarded is answered as it is. Recorded as sandbox.port.open with
+ * `by` (who asked). Errors: -EINVAL (field port) for port 0, -EDQUOT past
+ * PDK_CTL_PORTS_MAX, -EALREADY (field host_port) when host_port is taken.
+ */
+PDK_MUST_CHECK int pdk_ctl_port_open(struct pdk_ctl_sb *sb, uint16_t port, uint16_t host_port,
+				     const char *by, struct pdk_ctl_port *out,
+				     struct pdk_error **err);
+/*
+ * Stop forwarding `port`: the listener is closed and its connections are
+ * cut. Recorded as sandbox.port.close with `by`. -ENOENT (field port)
+ * when it is not forwarded. Every port closes so when the sandbox ends.
+ */
+PDK_MUST_CHECK int pdk_ctl_port_close(struct pdk_ctl_sb *sb, uint16_t port, const char *by,
+				      struct pdk_error **err);
+/* The forwarded ports (at most `room` of them into out[]), newest first; how many. */
+size_t pdk_ctl_ports(struct pdk_ctl_sb *sb, struct pdk_ctl_port *out, size_t room);
+
 /* ---- tokens and authentication (tokens.c) ---- */
 
 /* Who a credential is. */

@@ -81,6 +81,7 @@ static void answer_shutdown(struct pdk_ctl_sb *sb)
 void pdk__sb_free(struct pdk_ctl_sb *sb)
 {
 	pdk__sb_fail_calls(sb);
+	pdk__sb_ports_close(sb, NULL);
 	free_event(&sb->ctl_ev);
 	free_event(&sb->ready_ev);
 	free_event(&sb->ingest_ev);
@@ -418,6 +419,8 @@ void pdk__sb_forget(struct pdk_ctl_sb *sb, const char *final_state)
 	_cleanup_free_ char *dir = pdk__sb_dir(sb);
 
 	pdk__exec_abort_all(sb);
+	/* Its listeners go and its forwarded connections are cut: the sandbox has ended. */
+	pdk__sb_ports_close(sb, "the sandbox ended");
 	pdk__sb_ingest(sb);
 	(void)!pdk_audit_spool_forget(c->audit, sb->row.id, NULL); /* the spool is removed below */
 	pdk__ctl_event_final(c, sb->row.id, sb->labels, "sandbox.destroy",

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /*
@@ -288,6 +289,41 @@ bool pdk_sandbox_traced(const struct pdk_sandbox *sb)
  * with its root as ours. The root is entered before the namespace: the
  * link /proc/PID/root is followed with the caller's credentials.
  */
+/*
+ * The sandbox's network namespace, opened through the host's /proc, or -1
+ * (with 0 returned) when it is ours (network.mode host). 0 or -errno + *ce.
+ */
+static int open_netns(const struct pdk_sandbox *sb, int *fd, struct pdk_child_error *ce)
+{
+	char path[64];
+	struct stat theirs, ours;
+
+	*fd = -1;
+	(void)snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)sb->pid);
+	if (stat(path, &theirs) < 0 || stat("/proc/self/ns/net", &ours) < 0)
+		return pdk_child_error_set(ce, errno, "cannot look at '%s'", path);
+	if (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino)
+		return 0;
+	*fd = TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC));
+	if (*fd < 0)
+		return pdk_child_error_set(ce, errno, "cannot open '%s'", path);
+	return 0;
+}
+
+/*
+ * Step 1b of pdk_sandbox_enter_net_child(): into the sandbox's network
+ * namespace (`fd`; -1: it is already ours). Its owner is the sandbox's
+ * user namespace, where we now hold every capability until they are
+ * dropped.
+ */
+static int enter_netns(int fd, struct pdk_child_error *ce)
+{
+	if (fd >= 0 && setns(fd, CLONE_NEWNET) < 0)
+		return pdk_child_error_set(ce, errno,
+					   "cannot enter the sandbox's network namespace");
+	return 0;
+}
+
 static int enter_userns_root(const struct pdk_sandbox *sb, struct pdk_child_error *ce)
 {
 	char path[64];
@@ -316,8 +352,9 @@ static int enter_userns_root(const struct pdk_sandbox *sb, struct pdk_child_erro
 	return 0;
 }
 
-int pdk_sandbox_enter_child(const struct pdk_sandbox *sb, struct pdk_child_error *ce)
+static int enter_child(const struct pdk_sandbox *sb, bool net, struct pdk_child_error *ce)
 {
+	_cleanup_close_ int netfd = -1;
 	int rc;
 
 	if (!sb->cfg->service || sb->pid <= 0)
@@ -325,7 +362,11 @@ int pdk_sandbox_enter_child(const struct pdk_sandbox *sb, struct pdk_child_error
 	/* SECURITY: a Landlock the sandbox has, the helper has too, or it does nothing. */
 	if (pdk_landlock_get_abi(sb->landlock) > 0 && sb->landlock_fd < 0)
 		return pdk_child_error_set(ce, EPROTO, "the sandbox's Landlock ruleset is missing");
-	rc = enter_userns_root(sb, ce);
+	rc = net ? open_netns(sb, &netfd, ce) : 0;
+	if (rc == 0)
+		rc = enter_userns_root(sb, ce);
+	if (rc == 0)
+		rc = enter_netns(netfd, ce);
 	if (rc == 0)
 		rc = pdk_caps_no_new_privs_child(ce);
 	if (rc == 0 && sb->landlock_fd >= 0)
@@ -335,4 +376,14 @@ int pdk_sandbox_enter_child(const struct pdk_sandbox *sb, struct pdk_child_error
 	if (rc == 0)
 		rc = pdk_seccomp_apply_child(sb->seccomp_files, ce);
 	return rc;
+}
+
+int pdk_sandbox_enter_child(const struct pdk_sandbox *sb, struct pdk_child_error *ce)
+{
+	return enter_child(sb, false, ce);
+}
+
+int pdk_sandbox_enter_net_child(const struct pdk_sandbox *sb, struct pdk_child_error *ce)
+{
+	return enter_child(sb, true, ce);
 }

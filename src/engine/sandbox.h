@@ -224,6 +224,15 @@ PDK_MUST_CHECK int pdk_sandbox_root_fd(struct pdk_sandbox *sb, struct pdk_error 
  */
 PDK_MUST_CHECK int pdk_sandbox_enter_child(const struct pdk_sandbox *sb,
 					   struct pdk_child_error *ce);
+/*
+ * pdk_sandbox_enter_child(), and into the sandbox's network namespace too
+ * (between its user namespace and the dropping of capabilities; nothing
+ * to enter in network.mode host, which shares ours): a socket this child
+ * connects to 127.0.0.1 reaches the sandbox's loopback, under the
+ * sandbox's Landlock network rules. 0, or -errno and *ce.
+ */
+PDK_MUST_CHECK int pdk_sandbox_enter_net_child(const struct pdk_sandbox *sb,
+					       struct pdk_child_error *ce);
 
 /*
  * The destinations refused to the sandbox (by its egress proxy, or by its

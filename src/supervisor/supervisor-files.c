@@ -26,6 +26,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <linux/openat2.h>
 #include <signal.h>
 #include <string.h>
@@ -400,9 +401,10 @@ static void do_list(struct pdk_supervisor *s, json_int_t req, json_t *msg, const
  * one operation and answers on `sock` instead of the daemon's connection.
  */
 static _Noreturn void helper_main(struct pdk_supervisor *s, int sock, file_op_fn fn, json_int_t req,
-				  json_t *msg, const char *path)
+				  json_t *msg, const char *path, bool net)
 {
 	struct pdk_child_error ce = {0};
+	int rc;
 
 	/* A helper never outlives the supervisor, and never writes to the daemon itself. */
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -412,7 +414,9 @@ static _Noreturn void helper_main(struct pdk_supervisor *s, int sock, file_op_fn
 		(void)close(s->listen_fd);
 	s->conn_fd = sock;
 	s->listen_fd = -1;
-	if (pdk_sandbox_enter_child(pdk__sv_sandbox(s), &ce) < 0) {
+	rc = net ? pdk_sandbox_enter_net_child(pdk__sv_sandbox(s), &ce)
+		 : pdk_sandbox_enter_child(pdk__sv_sandbox(s), &ce);
+	if (rc < 0) {
 		struct pdk_error e = {.status = ce.err, .msg = ce.msg};
 
 		pdk__sv_reply_error(s, req, "internal", NULL, &e);
@@ -440,7 +444,7 @@ static void reap_helper(pid_t pid)
  * daemon as it is.
  */
 static void run_in_helper(struct pdk_supervisor *s, file_op_fn fn, json_int_t req, json_t *msg,
-			  const char *path)
+			  const char *path, bool net)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	int fds[PDK_SVC_MAX_FDS];
@@ -450,10 +454,11 @@ static void run_in_helper(struct pdk_supervisor *s, file_op_fn fn, json_int_t re
 	pid_t pid;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-		return reply_errno(s, req, errno, "cannot start the file operation on", path);
+		return pdk__sv_reply_errorx(s, req, "internal", NULL,
+					    "cannot start the helper: out of descriptors");
 	pid = pdk_proc_fork(&err);
 	if (pid == 0)
-		helper_main(s, sp[1], fn, req, msg, path);
+		helper_main(s, sp[1], fn, req, msg, path, net);
 	(void)close(sp[1]);
 	if (pid < 0) {
 		(void)close(sp[0]);
@@ -463,11 +468,48 @@ static void run_in_helper(struct pdk_supervisor *s, file_op_fn fn, json_int_t re
 	(void)close(sp[0]);
 	reap_helper(pid);
 	if (rc != 1)
-		return pdk__sv_reply_errorx(s, req, "internal", "path",
-					    "the file operation ended without an answer");
+		return pdk__sv_reply_errorx(s, req, "internal", net ? "port" : "path",
+					    "the helper ended without an answer");
 	pdk__sv_send(s, reply, fds, nfds);
 	for (size_t i = 0; i < nfds; i++)
 		(void)close(fds[i]);
+}
+
+/*
+ * The helper's side of a connect: a TCP connection to 127.0.0.1:port made
+ * in the sandbox's network namespace, as the sandbox's user, under its
+ * Landlock network rules; the descriptor goes back with the answer.
+ */
+static void op_connect(struct pdk_supervisor *s, json_int_t req, json_t *msg, const char *path)
+{
+	uint16_t port = (uint16_t)json_integer_value(json_object_get(msg, "port"));
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	(void)path;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || TEMP_FAILURE_RETRY(connect(fd, (struct sockaddr *)&sa, sizeof(sa))) < 0) {
+		int e = errno;
+
+		(void)pdk_error_set(&err, e, "cannot connect to 127.0.0.1:%u in the sandbox",
+				    (unsigned)port);
+		pdk__sv_reply_error(s, req, e == ECONNREFUSED ? "not_found" : errno_code(e), "port",
+				    err);
+		return;
+	}
+	pdk__sv_send(s, json_pack("{s:I, s:b}", "req", req, "ok", 1), &fd, 1);
+}
+
+/* {"op":"connect","port":N}: 1 to 65535, else bad_request. */
+static void connect_op(struct pdk_supervisor *s, json_int_t req, json_t *msg)
+{
+	json_t *p = json_object_get(msg, "port");
+
+	if (!json_is_integer(p) || json_integer_value(p) < 1 || json_integer_value(p) > 65535)
+		return pdk__sv_reply_errorx(s, req, "bad_request", "port",
+					    "'port' must be a number from 1 to 65535");
+	run_in_helper(s, op_connect, req, msg, NULL, true);
 }
 
 bool pdk__sv_file_op(struct pdk_supervisor *s, const char *op, json_int_t req, json_t *msg)
@@ -481,12 +523,16 @@ bool pdk__sv_file_op(struct pdk_supervisor *s, const char *op, json_int_t req, j
 	};
 	const char *path;
 
+	if (strcmp(op, "connect") == 0) {
+		connect_op(s, req, msg);
+		return true;
+	}
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(ops); i++) {
 		if (strcmp(op, ops[i].name) != 0)
 			continue;
 		path = get_path(s, req, msg);
 		if (path != NULL)
-			run_in_helper(s, ops[i].fn, req, msg, path);
+			run_in_helper(s, ops[i].fn, req, msg, path, false);
 		return true;
 	}
 	return false;

@@ -163,7 +163,9 @@ int pdk__sv_open_in(struct pdk_supervisor *s, const char *path, int flags, mode_
 
 /*
  * File operations, confined to the sandbox's root: `op` is one of open,
- * stat, list, delete, mkdir. Returns true when it handled the op (and
+ * stat, list, delete, mkdir; and connect {"port":N}, a TCP connection to
+ * the sandbox's own 127.0.0.1:N made by a helper in its network namespace
+ * (its descriptor comes with the answer). Returns true when it handled the op (and
  * replied).
  */
 bool pdk__sv_file_op(struct pdk_supervisor *s, const char *op, json_int_t req, json_t *msg);
