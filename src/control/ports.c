@@ -263,7 +263,7 @@ int pdk_ctl_port_open(struct pdk_ctl_sb *sb, uint16_t port, uint16_t host_port, 
 		      struct pdk_ctl_port *out, struct pdk_error **err)
 {
 	struct pdk__port *p = port_find(sb, port);
-	uint16_t got;
+	uint16_t got = 0;
 	int fd;
 
 	if (port == 0)

@@ -186,7 +186,7 @@ static void report_cgroup_downgrade(const struct pdk_sandbox *sb, unsigned down)
 		{PDK_CGROUP_PIDS, "pids"},
 		{PDK_CGROUP_CPU, "cpu"},
 	};
-	const char *which[PDK_ARRAY_SIZE(names)];
+	const char *which[PDK_ARRAY_SIZE(names)] = {0};
 	size_t n = 0;
 	char list[64];
 
