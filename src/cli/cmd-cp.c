@@ -46,7 +46,7 @@ static const char help[] =
 	"output budget.\n"
 	"\n"
 	"options:\n" PDK_CLI_CONN_HELP "\n"
-	"exit status: 0; 1 a local file or tar failed; 2 bad option or argument;\n"
+	"exit status: 0; 1 a local file or tar failed; 122 bad option or argument;\n"
 	"125 the daemon could not be reached or refused (its error is printed).\n";
 
 /* What one upload may weigh: the daemon's default --max-body. */

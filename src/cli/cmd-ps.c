@@ -25,7 +25,7 @@ static const char help[] =
 	"      --state STATE  starting, running, paused, ended or lost\n"
 	"      --json         print the daemon's answer, {\"sandboxes\": [...]}\n"
 	"  -q, --quiet        print only the ids, one a line\n" PDK_CLI_CONN_HELP "\n"
-	"exit status: 0; 2 bad option; 125 the daemon could not be reached or refused.\n";
+	"exit status: 0; 122 bad option; 125 the daemon could not be reached or refused.\n";
 
 enum { OPT_SESSION = PDK_CLI_OPT_FIRST_FREE, OPT_WORKFLOW, OPT_AGENT, OPT_LABEL, OPT_STATE };
 

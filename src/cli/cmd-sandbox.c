@@ -94,7 +94,7 @@ static void usage_of(const struct verb *v, FILE *out)
 		      "                     (the init restarts); without it, refused while any run\n",
 		      out);
 	fputs("      --json         print the daemon's answer as JSON\n" PDK_CLI_CONN_HELP, out);
-	fputs("\nexit status: 0; 2 bad option or argument; 125 the daemon could not be\n"
+	fputs("\nexit status: 0; 122 bad option or argument; 125 the daemon could not be\n"
 	      "reached or refused (its error code, message and field are printed).\n",
 	      out);
 }
