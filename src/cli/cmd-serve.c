@@ -330,8 +330,9 @@ static int check_pool(const char *entry, const char *profile_dir)
 
 	if (eq == NULL || (*eq = '\0', !pdk_ctl_name_ok(profile)) ||
 	    pdk_parse_u64(eq + 1, PDK_CTL_POOL_MAX, &n) < 0) {
-		pdk_cli_error("serve: --pool wants PROFILE=N (a profile name, N up to %d), not '%s'",
-			      PDK_CTL_POOL_MAX, entry);
+		pdk_cli_error(
+			"serve: --pool wants PROFILE=N (a profile name, N up to %d), not '%s'",
+			PDK_CTL_POOL_MAX, entry);
 		return -1;
 	}
 	p = pdk_policy_load(profile, profile_dir, &rep, &err);

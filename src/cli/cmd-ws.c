@@ -665,7 +665,8 @@ int pdk_cmd_ws(int argc, char **argv)
 	args = argv + 1 + optind;
 	raise_nofile();
 	if (strcmp(verb, "ls") == 0)
-		return args[0] ? (pdk_cli_error("ws ls: takes no arguments"), PDK_EXIT_POLICY) : cmd_ls(&o);
+		return args[0] ? (pdk_cli_error("ws ls: takes no arguments"), PDK_EXIT_POLICY)
+			       : cmd_ls(&o);
 	if (strcmp(verb, "diff") == 0)
 		return cmd_diff(&o, args);
 	if (strcmp(verb, "commit") == 0)
