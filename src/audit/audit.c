@@ -56,7 +56,9 @@ static const char *const stmt_sql[ST_N] = {
 	 */
 	[ST_QUERY] = "SELECT * FROM (SELECT seq, line FROM events WHERE seq > ?1"
 		     " AND (?2 IS NULL OR CAST(line AS TEXT) ->> '$.sandbox' = ?2)"
-		     " AND (?3 IS NULL OR CAST(line AS TEXT) ->> '$.kind' = ?3)"
+		     " AND (?3 IS NULL OR CAST(line AS TEXT) ->> '$.kind' = ?3"
+		     " OR (substr(?3, -1) = '.'"
+		     " AND substr(CAST(line AS TEXT) ->> '$.kind', 1, length(?3)) = ?3))"
 		     " ORDER BY seq DESC LIMIT ?4) ORDER BY seq",
 };
 
@@ -416,11 +418,20 @@ static bool row_from_line(struct pdk_audit_row *row, uint64_t seq, const void *l
 	return row->ts != NULL && row->sandbox != NULL && row->actor != NULL && row->kind != NULL;
 }
 
+bool pdk_audit_kind_match(const char *want, const char *kind)
+{
+	size_t n = strlen(want);
+
+	if (n > 0 && want[n - 1] == '.')
+		return strncmp(want, kind, n) == 0;
+	return strcmp(want, kind) == 0;
+}
+
 /* Whether the record matches the filter (SQLite matched the line already: this re-checks). */
 static bool row_matches(const struct pdk_audit_row *row, const struct pdk_audit_filter *f)
 {
 	return (f->sandbox == NULL || strcmp(f->sandbox, row->sandbox) == 0) &&
-	       (f->kind == NULL || strcmp(f->kind, row->kind) == 0);
+	       (f->kind == NULL || pdk_audit_kind_match(f->kind, row->kind));
 }
 
 /* One row of the query: parsed, re-checked, handed to the callback. */

@@ -172,10 +172,17 @@ struct pdk_audit_row {
 
 struct pdk_audit_filter {
 	const char *sandbox; /* exact id, or NULL */
-	const char *kind;    /* exact kind, or NULL */
+	const char *kind;    /* kind (pdk_audit_kind_match()), or NULL */
 	uint64_t after_seq;  /* only records with seq > after_seq */
 	uint64_t last;       /* only the last N matching (0: all) */
 };
+
+/*
+ * Whether a record of kind `kind` matches the filter `want`: the same kind,
+ * or, when `want` ends in '.' ("sandbox."), every kind it is a prefix of.
+ * The one rule of every --kind filter (audit, events, the API's ?kind=).
+ */
+bool pdk_audit_kind_match(const char *want, const char *kind);
 
 /* Return non-zero from the callback to stop early (that value is returned). */
 typedef int (*pdk_audit_row_cb)(void *data, const struct pdk_audit_row *row);

@@ -16,7 +16,8 @@
 
 /* Exit statuses of these verbs (besides a command's own, for exec and attach). */
 enum pdk_cli_daemon_exit {
-	PDK_CLI_EXIT_USAGE = 2, /* bad options or arguments: nothing was asked of the daemon */
+	/* Bad options or arguments: nothing was asked of the daemon (PDK_EXIT_POLICY of cli.h). */
+	PDK_CLI_EXIT_USAGE = 122,
 	PDK_CLI_EXIT_API = 125, /* the daemon could not be reached or answered with an error */
 };
 

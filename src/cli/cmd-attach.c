@@ -36,7 +36,7 @@ static const char help[] =
 	"options:\n"
 	"  -e, --env K=V      add K to the shell's environment (repeatable)\n"
 	"  -C, --cwd DIR      working directory inside the sandbox\n" PDK_CLI_CONN_HELP "\n"
-	"exit status: the shell's own (128+N for signal N); 2 bad option; 125 the\n"
+	"exit status: the shell's own (128+N for signal N); 122 bad option; 125 the\n"
 	"daemon could not be reached or refused (its error is printed).\n";
 
 static const struct option long_opts[] = {

@@ -91,7 +91,7 @@ static void usage(FILE *out)
 	      "          --format otlp: OTLP/HTTP JSON request bodies instead, one per line\n"
 	      "          (resourceLogs, then resourceSpans), ready to POST to a collector\n"
 	      "\n"
-	      "exit status: 0 done (verify: intact), 1 failed (verify: broken), 2 usage error.\n",
+	      "exit status: 0 done (verify: intact), 1 failed (verify: broken), 122 usage error.\n",
 	      out);
 }
 
@@ -334,7 +334,7 @@ static int cmd_verify(struct pdk_audit *a, struct audit_opts *o)
 
 	if (o->expect_head != NULL && pdk_audit_parse_anchor(o->expect_head, &anchor, &err) < 0) {
 		pdk_cli_error("audit verify: --expect-head: %s", err->msg);
-		return 2;
+		return PDK_EXIT_POLICY;
 	}
 	if (pdk_audit_verify_chain(a, o->expect_head ? &anchor : NULL, &v, &err) < 0) {
 		pdk_cli_error("audit verify: %s", err->msg);
@@ -488,7 +488,7 @@ static int cmd_export(struct pdk_audit *a, struct audit_opts *o)
 		return 0;
 	}
 	pdk_cli_error("audit export: unknown --format '%s' (known: jsonl, otlp)", name);
-	return 2;
+	return PDK_EXIT_POLICY;
 }
 
 static const struct subcommand subcommands[] = {
@@ -551,7 +551,7 @@ static int audit_flag(int c, const char *arg, struct audit_opts *o)
 	return -1;
 }
 
-/* Returns 0, 1 for --help, or 2 on a usage error. */
+/* Returns 0, 1 for --help, or PDK_EXIT_POLICY on a usage error. */
 static int parse_opts(int argc, char **argv, struct audit_opts *o)
 {
 	int c;
@@ -563,7 +563,7 @@ static int parse_opts(int argc, char **argv, struct audit_opts *o)
 			return 1;
 		}
 		if (audit_flag(c, optarg, o) < 0)
-			return 2;
+			return PDK_EXIT_POLICY;
 	}
 	o->args = argv + optind;
 	return 0;
@@ -580,11 +580,11 @@ static int run_subcommand(const struct subcommand *sc, struct audit_opts *o)
 		pdk_cli_error("audit %s: an option given is not one of its own (see 'paddock audit "
 			      "--help')",
 			      sc->name);
-		return 2;
+		return PDK_EXIT_POLICY;
 	}
 	if (pdk_strv_len(o->args) != sc->nargs) {
 		pdk_cli_error("audit %s: expected %u argument(s)", sc->name, sc->nargs);
-		return 2;
+		return PDK_EXIT_POLICY;
 	}
 	o->state = state;
 	if (pdk_audit_open(state, &a, &err) < 0) {
@@ -603,14 +603,14 @@ int pdk_cmd_audit(int argc, char **argv)
 
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+		return argc < 2 ? PDK_EXIT_POLICY : 0;
 	}
 	rc = parse_opts(argc - 1, argv + 1, &o);
 	if (rc != 0)
-		return rc == 1 ? 0 : 2;
+		return rc == 1 ? 0 : PDK_EXIT_POLICY;
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(subcommands); i++)
 		if (strcmp(argv[1], subcommands[i].name) == 0)
 			return run_subcommand(&subcommands[i], &o);
 	pdk_cli_error("audit: unknown command '%s' (see 'paddock audit --help')", argv[1]);
-	return 2;
+	return PDK_EXIT_POLICY;
 }

@@ -41,7 +41,7 @@ static const char help[] =
 	"      --restart      end the processes left running by earlier commands\n"
 	"      --json         print the daemon's answer (or error) as JSON\n" PDK_CLI_CONN_HELP
 	"\nexit status: 0 committed (or would be); 1 refused: conflicts or entries\n"
-	"(listed); 2 bad option or argument; 125 the daemon could not be reached or\n"
+	"(listed); 122 bad option or argument; 125 the daemon could not be reached or\n"
 	"failed.\n";
 
 struct commit_call {

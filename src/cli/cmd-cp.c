@@ -38,6 +38,8 @@ static const char help[] =
 	"  paddock cp ID:/work/out.txt .   the file into ./out.txt\n"
 	"  paddock cp ID:/work/build ./b   the directory into ./b (or ./b/build\n"
 	"                                  when ./b is a directory)\n"
+	"  paddock cp ID:/work/out.txt -   the file to standard output (a directory:\n"
+	"                                  its tar archive)\n"
 	"\n"
 	"A file keeps its permission bits; a directory travels as a tar archive, made\n"
 	"or unpacked inside the sandbox by tar under the sandbox's own confinement,\n"
@@ -46,7 +48,7 @@ static const char help[] =
 	"output budget.\n"
 	"\n"
 	"options:\n" PDK_CLI_CONN_HELP "\n"
-	"exit status: 0; 1 a local file or tar failed; 2 bad option or argument;\n"
+	"exit status: 0; 1 a local file or tar failed; 122 bad option or argument;\n"
 	"125 the daemon could not be reached or refused (its error is printed).\n";
 
 /* What one upload may weigh: the daemon's default --max-body. */
@@ -383,6 +385,24 @@ static int download_dir(struct pdk_client *c, const struct remote *src, const ch
 	return r;
 }
 
+/*
+ * DST "-": the bytes go to standard output, never to a file named "-": a
+ * file's contents, or a directory as the tar archive the daemon sends.
+ */
+static int download_stdout(struct pdk_client *c, const struct remote *src, const char *type)
+{
+	_cleanup_free_ char *path = NULL;
+	struct sink s = {.fd = STDOUT_FILENO};
+
+	if (strcmp(type, "file") != 0 && strcmp(type, "dir") != 0) {
+		pdk_cli_error("'%s' in sandbox %s is a %s: only files and directories are copied",
+			      src->path, src->id, type);
+		return 1;
+	}
+	path = sb_path(src->id, strcmp(type, "dir") == 0 ? "archive" : "files", src->path, NULL);
+	return get_into(c, path, &s);
+}
+
 static int download(struct pdk_client *c, const struct remote *src, const char *dst)
 {
 	_cleanup_free_ char *type = NULL;
@@ -396,6 +416,8 @@ static int download(struct pdk_client *c, const struct remote *src, const char *
 		pdk_cli_error("not_found: no '%s' in sandbox %s", src->path, src->id);
 		return PDK_CLI_EXIT_API;
 	}
+	if (strcmp(dst, "-") == 0)
+		return download_stdout(c, src, type);
 	target = dst_dir ? join_base(dst, src->path) : pdk_xstrdup(dst);
 	if (strcmp(type, "dir") == 0)
 		return download_dir(c, src, target);

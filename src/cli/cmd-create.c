@@ -44,7 +44,7 @@ static const char help[] =
 	"      --json             print the whole sandbox, including its token (a\n"
 	"                         short-lived bearer token for this sandbox only, to\n"
 	"                         hand to an agent; shown only here)\n" PDK_CLI_CONN_HELP "\n"
-	"exit status: 0; 2 bad option; 125 the daemon could not be reached or refused\n"
+	"exit status: 0; 122 bad option; 125 the daemon could not be reached or refused\n"
 	"(its error code, message and field are printed).\n";
 
 enum {

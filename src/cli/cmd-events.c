@@ -28,7 +28,7 @@ static const char help[] =
 	"      --since SEQ    only events after audit sequence number SEQ\n"
 	"  -f, --follow       keep printing new events as they happen\n"
 	"      --json         print each event as one line of JSON\n" PDK_CLI_CONN_HELP "\n"
-	"exit status: 0; 2 bad option; 125 the daemon could not be reached or refused.\n";
+	"exit status: 0; 122 bad option; 125 the daemon could not be reached or refused.\n";
 
 enum { OPT_SANDBOX = PDK_CLI_OPT_FIRST_FREE, OPT_SESSION, OPT_KIND, OPT_SINCE };
 

@@ -40,7 +40,7 @@ static const char help[] =
 	"                        duration, output with byte counts) instead of the\n"
 	"                        output; not with --stream\n" PDK_CLI_CONN_HELP "\n"
 	"exit status: CMD's own; 128+N when it died of signal N; 124 when --timeout\n"
-	"ended it; 2 bad option; 125 the daemon could not be reached or refused\n"
+	"ended it; 122 bad option; 125 the daemon could not be reached or refused\n"
 	"(its error code, message and field are printed).\n";
 
 enum { OPT_STREAM = PDK_CLI_OPT_FIRST_FREE, OPT_OUTPUT_CAP };

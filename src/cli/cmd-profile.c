@@ -87,6 +87,10 @@ int pdk_cmd_profile(int argc, char **argv)
 			printf("%s\n", pdk_policy_builtin_names[i]);
 		return 0;
 	}
+	if (argc >= 2)
+		pdk_cli_error("profile: '%s' is not a subcommand, or takes other arguments (see "
+			      "'paddock profile --help')",
+			      argv[1]);
 	usage(stderr);
 	return PDK_EXIT_POLICY;
 }

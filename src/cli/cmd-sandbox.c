@@ -94,7 +94,7 @@ static void usage_of(const struct verb *v, FILE *out)
 		      "                     (the init restarts); without it, refused while any run\n",
 		      out);
 	fputs("      --json         print the daemon's answer as JSON\n" PDK_CLI_CONN_HELP, out);
-	fputs("\nexit status: 0; 2 bad option or argument; 125 the daemon could not be\n"
+	fputs("\nexit status: 0; 122 bad option or argument; 125 the daemon could not be\n"
 	      "reached or refused (its error code, message and field are printed).\n",
 	      out);
 }
@@ -127,6 +127,32 @@ static void print_answer(const struct verb *v, json_t *out)
 	} else if ((x = json_object_get(out, "snapshot")) != NULL) {
 		puts(json_string_value(x));
 	}
+}
+
+/*
+ * kill ID...: an id the daemon did not kill (unknown, or ended already) is an
+ * error, so that a script that kills what it started learns of a typo.
+ * Returns 0 when each was killed, else PDK_CLI_EXIT_API after naming them.
+ */
+static int check_killed(json_t *ids, json_t *out)
+{
+	json_t *killed = json_object_get(out, "killed"), *id, *x;
+	size_t i, j;
+	int r = 0;
+
+	json_array_foreach(ids, i, id)
+	{
+		bool found = false;
+
+		json_array_foreach(killed, j, x) found = found || json_equal(x, id);
+		if (found)
+			continue;
+		pdk_cli_error("kill: not_found: no running sandbox '%s' (see 'paddock ps --all "
+			      "--state all')",
+			      json_string_value(id));
+		r = PDK_CLI_EXIT_API;
+	}
+	return r;
 }
 
 /* One call: its verb, and the body its options fill. */
@@ -225,6 +251,8 @@ int pdk_cmd_sandbox(int argc, char **argv)
 		out = pdk_cli_call(c, k.v->method, path, body ? k.body : NULL);
 		r = out == NULL ? PDK_CLI_EXIT_API : 0;
 	}
+	if (out != NULL && k.v->selectors)
+		r = check_killed(json_object_get(k.body, "ids"), out);
 	if (out != NULL && k.json)
 		pdk_cli_print_json(out);
 	else if (out != NULL)

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "control.h"
 #include "daemon.h"
+#include "policy.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -37,6 +38,8 @@ static void usage(FILE *out)
 	      "  --pool PROFILE=N    keep N ready sandboxes of PROFILE (repeatable; N <= 64). A\n"
 	      "                      create of that profile without workspace, overrides or env\n"
 	      "                      claims one at once; the pool refills in the background.\n"
+	      "                      PROFILE must load ('paddock profile check PROFILE'): an\n"
+	      "                      unknown or invalid one is refused at start (122).\n"
 	      "  --max-body BYTES    the largest request body (files, archives; default 64M).\n"
 	      "                      JSON bodies are limited to 1 MiB.\n"
 	      "  --max-conns N       TCP connections at once (default 1024, lowered to half of\n"
@@ -310,6 +313,48 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 	return 0;
 }
 
+/*
+ * One --pool entry, checked before the daemon starts: PROFILE=N with N up to
+ * the pool's bound, and a PROFILE that loads as the daemon's sandboxes will
+ * load it. A pool of a profile that cannot load would be persisted and never
+ * fill; refusing it here names the entry and the fix.
+ */
+static int check_pool(const char *entry, const char *profile_dir)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *profile = pdk_xstrdup(entry);
+	struct pdk_policy_report rep = {0};
+	struct pdk_policy *p;
+	char *eq = strchr(profile, '=');
+	uint64_t n;
+
+	if (eq == NULL || (*eq = '\0', !pdk_ctl_name_ok(profile)) ||
+	    pdk_parse_u64(eq + 1, PDK_CTL_POOL_MAX, &n) < 0) {
+		pdk_cli_error(
+			"serve: --pool wants PROFILE=N (a profile name, N up to %d), not '%s'",
+			PDK_CTL_POOL_MAX, entry);
+		return -1;
+	}
+	p = pdk_policy_load(profile, profile_dir, &rep, &err);
+	pdk_policy_report_release(&rep);
+	if (p == NULL) {
+		pdk_cli_error("serve: --pool %s: %s; give a profile that 'paddock profile check' "
+			      "accepts",
+			      entry, err != NULL ? err->msg : "the profile is not valid");
+		return -1;
+	}
+	pdk_policy_free(p);
+	return 0;
+}
+
+static int check_pools(char **pools, const char *profile_dir)
+{
+	for (size_t i = 0; pools != NULL && pools[i] != NULL; i++)
+		if (check_pool(pools[i], profile_dir) < 0)
+			return -1;
+	return 0;
+}
+
 int pdk_cmd_serve(int argc, char **argv)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -337,6 +382,11 @@ int pdk_cmd_serve(int argc, char **argv)
 	a.o.pools = a.pools;
 	a.o.log = &log;
 	pdk_cli_settings(&settings);
+	if (check_pools(a.pools, settings.paths.profile_dir) < 0) {
+		pdk_settings_release(&settings);
+		pdk_strv_free(a.pools);
+		return PDK_EXIT_POLICY;
+	}
 	if (a.o.state_dir == NULL)
 		a.o.state_dir = settings.paths.state_dir;
 	a.o.run_dir = settings.paths.runtime_dir;

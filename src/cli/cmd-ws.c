@@ -93,7 +93,7 @@ static void usage(FILE *out)
 	      "commit and discard record one fs.change event per change in the audit store\n"
 	      "(see 'paddock audit'); --events FILE also appends them to FILE.\n"
 	      "\n"
-	      "exit status: 0 done, 1 the operation failed or was refused, 2 usage error.\n",
+	      "exit status: 0 done, 1 the operation failed or was refused, 122 usage error.\n",
 	      out);
 }
 
@@ -305,7 +305,7 @@ static int cmd_diff(const struct ws_opts *o, char **args)
 	int rc = 1;
 
 	if (!set_args("diff", args, 0, "one change set id"))
-		return 2;
+		return PDK_EXIT_POLICY;
 	if ((ws = open_set(args[0], false)) == NULL)
 		return 1;
 	if (parse_snap(o->from, ws, &from) < 0 || parse_snap(o->to, ws, &to) < 0)
@@ -392,7 +392,7 @@ static int cmd_commit(const struct ws_opts *o, char **args)
 	int rc = 1;
 
 	if (!set_args("commit", args, 0, "one change set id"))
-		return 2;
+		return PDK_EXIT_POLICY;
 	if ((ws = open_set(args[0], true)) == NULL)
 		return 1;
 	if ((ev = open_events(o, ws)) == NULL)
@@ -481,7 +481,7 @@ static int cmd_discard(const struct ws_opts *o, char **args)
 
 	if (o->all == (args[0] != NULL)) {
 		pdk_cli_error("ws discard: expected change set ids or --all");
-		return 2;
+		return PDK_EXIT_POLICY;
 	}
 	if (o->all) {
 		state = pdk_cli_state_dir();
@@ -566,7 +566,7 @@ static int cmd_snapshot(char **args)
 	int n;
 
 	if (!set_args("snapshot", args, 0, "one change set id"))
-		return 2;
+		return PDK_EXIT_POLICY;
 	if ((ws = open_set(args[0], true)) == NULL)
 		return 1;
 	n = pdk_ws_snapshot(ws, &err);
@@ -586,7 +586,7 @@ static int cmd_rollback(char **args)
 	int rc;
 
 	if (!set_args("rollback", args, 1, "a change set id and a snapshot number"))
-		return 2;
+		return PDK_EXIT_POLICY;
 	if ((ws = open_set(args[0], true)) == NULL)
 		return 1;
 	rc = args[1] != NULL ? parse_snap(args[1], ws, &snap) : 0;
@@ -618,7 +618,7 @@ int pdk_cmd_ws(int argc, char **argv)
 
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+		return argc < 2 ? PDK_EXIT_POLICY : 0;
 	}
 	verb = argv[1];
 	optind = 1;
@@ -659,13 +659,14 @@ int pdk_cmd_ws(int argc, char **argv)
 			return 0;
 		default:
 			fputs("Try 'paddock ws --help'.\n", stderr);
-			return 2;
+			return PDK_EXIT_POLICY;
 		}
 	}
 	args = argv + 1 + optind;
 	raise_nofile();
 	if (strcmp(verb, "ls") == 0)
-		return args[0] ? (pdk_cli_error("ws ls: takes no arguments"), 2) : cmd_ls(&o);
+		return args[0] ? (pdk_cli_error("ws ls: takes no arguments"), PDK_EXIT_POLICY)
+			       : cmd_ls(&o);
 	if (strcmp(verb, "diff") == 0)
 		return cmd_diff(&o, args);
 	if (strcmp(verb, "commit") == 0)
@@ -677,5 +678,5 @@ int pdk_cmd_ws(int argc, char **argv)
 	if (strcmp(verb, "rollback") == 0)
 		return cmd_rollback(args);
 	pdk_cli_error("ws: unknown command '%s' (see 'paddock ws --help')", verb);
-	return 2;
+	return PDK_EXIT_POLICY;
 }

@@ -164,6 +164,7 @@ struct pdk_ctl_view {
 	uint64_t expires_ns;     /* the TTL's end; 0: none */
 	uint64_t idle_timeout_s; /* 0: none */
 	bool claimed;            /* claimed from a warm pool */
+	bool pool_member;        /* an unclaimed warm-pool member: the daemon's stock */
 	int supervisor_pid;
 	struct pdk_ctl_figures usage, limits, remaining;
 	char *end_reason;  /* ended: why ("deleted", "ttl", "killed", "wall"...); else NULL */
@@ -199,6 +200,7 @@ struct pdk_ctl_filter {
 /*
  * The sandboxes `f` selects, live ones first (newest first), then the ended
  * ones (oldest end first). *views is the caller's (pdk_ctl_views_free()).
+ * -EINVAL (field "state") for a state filter that names no state.
  */
 PDK_MUST_CHECK int pdk_ctl_list(struct pdk_ctl *c, const struct pdk_ctl_filter *f,
 				struct pdk_ctl_view **views, size_t *n, struct pdk_error **err);

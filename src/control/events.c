@@ -84,7 +84,7 @@ static bool sub_match(const struct pdk_ctl_sub *s, const struct pdk_audit_row *r
 {
 	if (s->sandbox != NULL && strcmp(s->sandbox, row->sandbox) != 0)
 		return false;
-	if (s->kind != NULL && strcmp(s->kind, row->kind) != 0)
+	if (s->kind != NULL && !pdk_audit_kind_match(s->kind, row->kind))
 		return false;
 	if (s->session != NULL && (row->session == NULL || strcmp(s->session, row->session) != 0))
 		return false;

@@ -50,6 +50,7 @@ void pdk__sb_view(const struct pdk_ctl_sb *sb, struct pdk_ctl_view *out)
 	out->expires_ns = sb->row.expires_ns;
 	out->idle_timeout_s = sb->row.idle_timeout_s;
 	out->claimed = sb->row.claimed;
+	out->pool_member = sb->row.pool;
 	out->supervisor_pid = (int)sb->row.supervisor_pid;
 	pdk__budgets(sb->status, sb->limits, sb->row.output_bytes, sb->row.commands, &out->usage,
 		     &out->limits, &out->remaining);
@@ -109,6 +110,7 @@ json_t *pdk_ctl_view_json(const struct pdk_ctl_view *v)
 	pdk_json_set(o, "expires_at", pdk_events_ts_json(v->expires_ns));
 	pdk_json_set(o, "idle_timeout_s", json_integer((json_int_t)v->idle_timeout_s));
 	pdk_json_set(o, "pool", json_boolean(v->claimed));
+	pdk_json_set(o, "pool_member", json_boolean(v->pool_member));
 	pdk_json_set(o, "supervisor_pid", json_integer(v->supervisor_pid));
 	pdk_json_set(o, "usage", figures_json(&v->usage));
 	pdk_json_set(o, "limits", figures_json(&v->limits));
@@ -215,10 +217,29 @@ static int add_ended(void *data, const struct pdk_store_ended *e)
 	return 0;
 }
 
+/* A state filter names a state a sandbox can be in, or "all": another matches nothing, by mistake.
+ */
+static bool state_known(const char *state)
+{
+	static const char *const known[] = {"starting", "running", "paused",
+					    "lost",     "ended",   "all"};
+
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(known); i++)
+		if (strcmp(state, known[i]) == 0)
+			return true;
+	return false;
+}
+
 int pdk_ctl_list(struct pdk_ctl *c, const struct pdk_ctl_filter *f, struct pdk_ctl_view **views,
 		 size_t *n, struct pdk_error **err)
 {
 	struct view_list l = {.f = f};
+
+	if (f->state != NULL && !state_known(f->state))
+		return pdk_error_set_field(err, EINVAL, "state",
+					   "unknown state '%s' (starting, running, paused, lost, "
+					   "ended or all)",
+					   f->state);
 
 	for (struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = sb->next)
 		if (list_match(f, sb))

@@ -355,7 +355,7 @@ check_anchor() {
 	echo "$out" | grep -q "^broken at $((n - 4)): altered"
 	ok $? "$who: ... reported as altered at $((n - 4))"
 	paudit "$who" verify --expect-head "12:nothex" >/dev/null 2>&1
-	is "$?" 2 "$who: a malformed --expect-head is a usage error (2)"
+	is "$?" 122 "$who: a malformed --expect-head is a usage error (122)"
 	sqlite3 "$copy/audit.db" "UPDATE events SET kind = 'x' WHERE seq = 2"
 	out=$(AUDIT_STATE=$copy paudit "$who" head 2>&1)
 	is "$?:$(echo "$out" | grep -c 'broken at 2: column')" "1:1" "$who: audit head of a broken store exits 1, printing no head"
@@ -451,15 +451,15 @@ check_fail_closed() {
 
 check_usage() {
 	paudit root bogus >/dev/null 2>&1
-	is "$?" 2 "audit with an unknown command exits 2"
+	is "$?" 122 "audit with an unknown command exits 122"
 	paudit root show >/dev/null 2>&1
-	is "$?" 2 "audit show without an id exits 2"
+	is "$?" 122 "audit show without an id exits 122"
 	paudit root ls --kind x >/dev/null 2>&1
-	is "$?" 2 "an option of another subcommand exits 2"
+	is "$?" 122 "an option of another subcommand exits 122"
 	paudit root export --format nosuch >/dev/null 2>&1
-	is "$?" 2 "export with an unknown format exits 2"
+	is "$?" 122 "export with an unknown format exits 122"
 	paudit root tail -n x >/dev/null 2>&1
-	is "$?" 2 "tail -n with a non-number exits 2"
+	is "$?" 122 "tail -n with a non-number exits 122"
 	prun root --workspace-mode none --audit-queue-full sometimes -- true 2>/dev/null
 	is "$?" 122 "run --audit-queue-full with an unknown policy exits 122"
 	AUDIT_N=$(records root)

@@ -84,9 +84,9 @@ exec_tests() {
 	ok "$([ "$rc" = 127 ] || [ "$rc" = 125 ] && grep -qi 'no such file\|ENOENT\|not found' "$T/o"; echo $?)" \
 		"$who: exec of a missing command fails and says why (exit $rc)"
 	pc "$who" exec >/dev/null 2>&1
-	is "$?" "2" "$who: exec without an id is a usage error (2)"
+	is "$?" "122" "$who: exec without an id is a usage error (122)"
 	pc "$who" exec "$id" -c 'true' -- true >/dev/null 2>&1
-	is "$?" "2" "$who: exec with both -c and a command is a usage error (2)"
+	is "$?" "122" "$who: exec with both -c and a command is a usage error (122)"
 }
 
 cp_tests() {
@@ -115,7 +115,7 @@ cp_tests() {
 	pc "$who" cp "$id:/tmp/nothing-here" "$dst" >"$T/o" 2>&1
 	is "$?:$(grep -c not_found "$T/o")" "125:1" "$who: cp of a missing remote path exits 125"
 	pc "$who" cp "$src/f.sh" "$dst/x" >/dev/null 2>&1
-	is "$?" "2" "$who: cp with no ID: side is a usage error"
+	is "$?" "122" "$who: cp with no ID: side is a usage error (122)"
 	# A symlink made in the sandbox that points out of it comes back as a symlink, and the
 	# tar on this side never writes through it.
 	printf 'host\n' >"$dst/victim"
@@ -159,7 +159,7 @@ lifecycle_tests() {
 			"snap2:0" "$who: rollback --restart ends it"
 	fi
 	pc "$who" pause >/dev/null 2>&1
-	is "$?" "2" "$who: pause without an id is a usage error"
+	is "$?" "122" "$who: pause without an id is a usage error (122)"
 }
 
 attach_tests() {
@@ -193,7 +193,7 @@ kill_events_tests() {
 		"$who: ... and spares the others"
 	is "$(pc "$who" kill "$c")" "$c" "$who: kill ID"
 	pc "$who" kill >/dev/null 2>&1
-	is "$?" "2" "$who: kill without ids or selectors is a usage error"
+	is "$?" "122" "$who: kill without ids or selectors is a usage error (122)"
 	sleep 0.5
 	kill "$evpid" 2>/dev/null
 	wait "$evpid" 2>/dev/null
