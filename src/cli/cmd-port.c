@@ -38,7 +38,7 @@ static const char help[] =
 	"      --close        stop forwarding PORT and cut its connections\n"
 	"      --host-port N  listen on 127.0.0.1:N (default: a free port)\n"
 	"      --json         print the daemon's answer as JSON\n" PDK_CLI_CONN_HELP
-	"\nexit status: 0 done; 2 bad option or argument; 125 the daemon could not\n"
+	"\nexit status: 0 done; 122 bad option or argument; 125 the daemon could not\n"
 	"be reached or refused (the sandbox is unknown, the port is not forwarded).\n";
 
 struct port_call {

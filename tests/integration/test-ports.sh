@@ -83,7 +83,7 @@ ports_tests() {
 	as "$who" "$T/bin/paddock" port "$A" "$port" --close >/dev/null 2>"$T/port.err"
 	is "$? $(grep -c 'is not open' "$T/port.err")" "125 1" "$who: closing it again -> exit 125, 'is not open'"
 	as "$who" "$T/bin/paddock" port "$A" 0 >/dev/null 2>&1
-	is "$?" 2 "$who: paddock port A 0 -> exit 2 (usage)"
+	is "$?" 122 "$who: paddock port A 0 -> exit 122 (usage, docs/cli-contract.md)"
 
 	# The API, over TCP with A's own token.
 	tcp POST "http://127.0.0.1:$tport/v1/sandboxes/$A/ports" "$TA" "{\"port\":$port}"
