@@ -34,7 +34,7 @@ class UnixConnection(http.client.HTTPConnection):
 
     def connect(self):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(120)
+        self.sock.settimeout(self.timeout)
         self.sock.connect(SOCK)
 
 
