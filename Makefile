@@ -17,7 +17,8 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	libyaml-dev libcriterion-dev clang libclang-rt-14-dev bubblewrap python3 \
 	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch \
 	libsqlite3-dev libssl-dev sqlite3 openssl libcurl4-openssl-dev \
-	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl python3-yaml jq
+	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl python3-yaml jq \
+	python3-jsonschema
 # Only for the benches: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
 # whose SandboxManager will not start without rg and socat. Debian's npm package is
 # installed only when no npm command exists: a nodejs package that bundles npm (a repack of

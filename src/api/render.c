@@ -35,6 +35,15 @@ json_t *pdk__api_exit_json(const struct pdk_ctl_exit *e)
 	return o;
 }
 
+/*
+ * Whether `clean` (pdk_utf8_clean() of p, n) is p itself and holds no NUL,
+ * so a client reading "text"/"data" as a C string gets the exact bytes.
+ */
+static bool text_exact(const char *clean, size_t len, const char *p, size_t n)
+{
+	return n == 0 || (len == n && memcmp(clean, p, n) == 0 && memchr(p, '\0', n) == NULL);
+}
+
 /* Text for JSON: valid UTF-8 (U+FFFD for each other byte). */
 static json_t *json_text(const char *p, size_t n)
 {
@@ -45,27 +54,6 @@ static json_t *json_text(const char *p, size_t n)
 	if (s == NULL) /* jansson refuses NUL only with checks; a NUL is valid UTF-8 here */
 		s = json_string("");
 	return s;
-}
-
-json_t *pdk__api_output_json(const struct pdk_ctl_output *o)
-{
-	struct evbuffer *b = pdk_http_buf_new();
-	json_t *out;
-	size_t n;
-
-	pdk_http_buf_add(b, o->head, o->head_len);
-	if (o->dropped > 0)
-		pdk_http_buf_printf(b, "\n[... %llu bytes dropped; full output in %s ...]\n",
-				    (unsigned long long)o->dropped,
-				    o->file ? o->file : "(not kept)");
-	pdk_http_buf_add(b, o->tail, o->tail_len);
-	n = evbuffer_get_length(b);
-	out = json_pack("{s:o, s:I, s:I, s:b, s:o}", "text",
-			json_text((const char *)evbuffer_pullup(b, (ssize_t)n), n), "bytes",
-			(json_int_t)o->total, "dropped", (json_int_t)o->dropped, "truncated",
-			o->dropped > 0, "file", o->file ? json_string(o->file) : json_null());
-	evbuffer_free(b);
-	return out;
 }
 
 /* Standard base64 with padding (caller frees). */
@@ -89,17 +77,50 @@ static char *b64_std(const unsigned char *p, size_t n)
 	return o;
 }
 
-json_t *pdk__api_chunk_json(const char *buf, size_t n)
+/*
+ * Output is bytes, not text: `key` carries the exact bytes p, n in base64
+ * when the text beside it is not them (bytes that are not UTF-8, or a NUL
+ * at which a client reading C strings would stop).
+ */
+static void add_b64_unless_exact(json_t *o, const char *key, const char *p, size_t n)
 {
 	size_t len;
-	_cleanup_free_ char *clean = pdk_utf8_clean(buf, n, false, &len, NULL);
-	bool exact = len == n && memcmp(clean, buf, n) == 0 && memchr(buf, '\0', n) == NULL;
+	_cleanup_free_ char *clean = pdk_utf8_clean(p, n, false, &len, NULL);
+	_cleanup_free_ char *b = NULL;
+
+	if (text_exact(clean, len, p, n))
+		return;
+	b = b64_std((const unsigned char *)p, n);
+	pdk_json_set(o, key, json_string(b));
+}
+
+json_t *pdk__api_output_json(const struct pdk_ctl_output *o)
+{
+	struct evbuffer *b = pdk_http_buf_new();
+	const char *p;
+	json_t *out;
+	size_t n;
+
+	pdk_http_buf_add(b, o->head, o->head_len);
+	if (o->dropped > 0)
+		pdk_http_buf_printf(b, "\n[... %llu bytes dropped; full output in %s ...]\n",
+				    (unsigned long long)o->dropped,
+				    o->file ? o->file : "(not kept)");
+	pdk_http_buf_add(b, o->tail, o->tail_len);
+	n = evbuffer_get_length(b);
+	p = (const char *)evbuffer_pullup(b, (ssize_t)n);
+	out = json_pack("{s:o, s:I, s:I, s:b, s:o}", "text", json_text(p, n), "bytes",
+			(json_int_t)o->total, "dropped", (json_int_t)o->dropped, "truncated",
+			o->dropped > 0, "file", o->file ? json_string(o->file) : json_null());
+	add_b64_unless_exact(out, "text_b64", p, n);
+	evbuffer_free(b);
+	return out;
+}
+
+json_t *pdk__api_chunk_json(const char *buf, size_t n)
+{
 	json_t *o = json_pack("{s:o}", "data", json_text(buf, n));
 
-	if (!exact) {
-		_cleanup_free_ char *b = b64_std((const unsigned char *)buf, n);
-
-		pdk_json_set(o, "data_b64", json_string(b));
-	}
+	add_b64_unless_exact(o, "data_b64", buf, n);
 	return o;
 }

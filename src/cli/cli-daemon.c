@@ -208,6 +208,21 @@ bool pdk_cli_write(int fd, const void *buf, size_t len)
 	return pdk_write_all(fd, buf, len) == 0;
 }
 
+bool pdk_cli_put_bytes(json_t *o, const char *text_key, const char *b64_key, int fd)
+{
+	json_t *t = json_object_get(o, text_key);
+	const char *b = json_string_value(json_object_get(o, b64_key));
+	_cleanup_free_ unsigned char *raw = NULL;
+	size_t n = 0;
+
+	if (b == NULL)
+		return !json_is_string(t) ||
+		       pdk_cli_write(fd, json_string_value(t), json_string_length(t));
+	if (!pdk_cli_b64_decode(b, strlen(b), &raw, &n))
+		return false;
+	return pdk_cli_write(fd, raw, n);
+}
+
 int pdk_cli_slurp(int fd, size_t max, char **out, size_t *len)
 {
 	size_t cap = 0;

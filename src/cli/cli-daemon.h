@@ -120,6 +120,14 @@ bool pdk_cli_b64_decode(const char *s, size_t len, unsigned char **out, size_t *
 bool pdk_cli_write(int fd, const void *buf, size_t len);
 
 /*
+ * Write the exact bytes of a daemon's output object `o` to fd: the base64
+ * member `b64_key` when present (the bytes were not plain UTF-8 text),
+ * else the string `text_key` with its length (a NUL inside is kept).
+ * Nothing to write is success; false on invalid base64 or a failed write.
+ */
+bool pdk_cli_put_bytes(json_t *o, const char *text_key, const char *b64_key, int fd);
+
+/*
  * Read fd to its end into a new buffer (*out, caller frees; *len bytes).
  * 0, -E2BIG once more than `max` bytes came, or -errno.
  */

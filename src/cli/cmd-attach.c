@@ -138,15 +138,12 @@ out:
 static int on_event(void *ud, const char *event, const char *id, const char *data, size_t len)
 {
 	struct session *s = ud;
-	_cleanup_json_ json_t *j = json_loadb(data, len, 0, NULL);
-	json_t *d;
+	/* Output may hold NUL bytes: "\u0000" is valid JSON. */
+	_cleanup_json_ json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
 
 	(void)id;
 	if (strcmp(event, "stdout") == 0 || strcmp(event, "stderr") == 0) {
-		d = json_object_get(j, "data");
-		if (json_is_string(d))
-			(void)pdk_cli_write(STDOUT_FILENO, json_string_value(d),
-					    json_string_length(d));
+		(void)pdk_cli_put_bytes(j, "data", "data_b64", STDOUT_FILENO);
 	} else if (strcmp(event, "start") == 0) {
 		json_t *e = json_object_get(j, "exec_id");
 

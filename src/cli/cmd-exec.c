@@ -40,7 +40,8 @@ static const char help[] =
 	"                        duration, output with byte counts) instead of the\n"
 	"                        output; not with --stream\n" PDK_CLI_CONN_HELP "\n"
 	"exit status: CMD's own; 128+N when it died of signal N; 124 when --timeout\n"
-	"ended it; 122 bad option; 125 the daemon could not be reached or refused\n"
+	"ended it; 123 when the sandbox's memory limit did (\"memory limit reached\");\n"
+	"122 bad option; 125 the daemon could not be reached or refused\n"
 	"(its error code, message and field are printed).\n";
 
 enum { OPT_STREAM = PDK_CLI_OPT_FIRST_FREE, OPT_OUTPUT_CAP };
@@ -135,6 +136,11 @@ static int status_of(json_t *r)
 
 	if (end != NULL && strcmp(end, "timeout") == 0)
 		return PDK_EXIT_TIMEOUT;
+	if (end != NULL && strcmp(end, "oom") == 0) {
+		/* The words and status of `paddock run` for the same end. */
+		pdk_cli_error("memory limit reached: the command was killed by the OOM killer");
+		return PDK_EXIT_OOM;
+	}
 	if (sig > 0 && sig < 128)
 		return 128 + (int)sig;
 	if (!json_is_integer(json_object_get(r, "exit_code")))
@@ -142,12 +148,15 @@ static int status_of(json_t *r)
 	return (int)(json_integer_value(json_object_get(r, "exit_code")) & 0xff);
 }
 
+/*
+ * Write one Output object's bytes: "text_b64" holds them exactly when
+ * "text" does not (bytes that are not UTF-8, or NUL).
+ */
 static void put_output(json_t *r, const char *name, int fd)
 {
-	json_t *t = json_object_get(json_object_get(r, name), "text");
+	json_t *o = json_object_get(r, name);
 
-	if (json_is_string(t))
-		(void)pdk_cli_write(fd, json_string_value(t), json_string_length(t));
+	(void)pdk_cli_put_bytes(o, "text", "text_b64", fd);
 }
 
 static int exec_sync(struct pdk_client *c, const char *path, struct exec_opts *o)
@@ -174,28 +183,11 @@ struct stream_state {
 	bool bad;
 };
 
-/* stdout/stderr events carry text in "data", or bytes in "data_b64". */
-static int put_event_data(json_t *j, int fd)
-{
-	json_t *d = json_object_get(j, "data");
-	const char *b = json_string_value(json_object_get(j, "data_b64"));
-	unsigned char *raw = NULL;
-	size_t n = 0;
-	bool ok;
-
-	if (json_is_string(d))
-		return pdk_cli_write(fd, json_string_value(d), json_string_length(d)) ? 0 : -1;
-	if (b == NULL || !pdk_cli_b64_decode(b, strlen(b), &raw, &n))
-		return -1;
-	ok = pdk_cli_write(fd, raw, n);
-	free(raw);
-	return ok ? 0 : -1;
-}
-
 static int on_exec_event(void *ud, const char *event, const char *id, const char *data, size_t len)
 {
 	struct stream_state *st = ud;
-	_cleanup_json_ json_t *j = json_loadb(data, len, 0, NULL);
+	/* Output may hold NUL bytes: "\u0000" is valid JSON. */
+	_cleanup_json_ json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
 
 	(void)id;
 	if (j == NULL) {
@@ -203,7 +195,8 @@ static int on_exec_event(void *ud, const char *event, const char *id, const char
 		return 1;
 	}
 	if (strcmp(event, "stdout") == 0 || strcmp(event, "stderr") == 0)
-		return put_event_data(j, event[3] == 'o' ? STDOUT_FILENO : STDERR_FILENO) < 0;
+		return !pdk_cli_put_bytes(j, "data", "data_b64",
+					  event[3] == 'o' ? STDOUT_FILENO : STDERR_FILENO);
 	if (strcmp(event, "exit") == 0) {
 		st->status = status_of(j);
 		st->ended = true;

@@ -421,7 +421,7 @@ int pdk_client_error_from(const struct pdk_client_resp *r, struct pdk_error **er
 	int n;
 
 	if (r->body != NULL && r->body_len > 0)
-		j = json_loadb(r->body, r->body_len, 0, NULL);
+		j = json_loadb(r->body, r->body_len, JSON_ALLOW_NUL, NULL);
 	e = json_object_get(j, "error");
 	code = json_string_value(json_object_get(e, "code"));
 	msg = json_string_value(json_object_get(e, "message"));
@@ -825,7 +825,8 @@ int pdk_client_json(struct pdk_client *c, const char *method, const char *path, 
 		return r;
 	}
 	if (out != NULL && resp.body_len > 0) {
-		j = json_loadb(resp.body, resp.body_len, 0, &je);
+		/* A command's output may hold NUL bytes: "\u0000" is valid JSON. */
+		j = json_loadb(resp.body, resp.body_len, JSON_ALLOW_NUL, &je);
 		if (j == NULL || !json_is_object(j)) {
 			json_decref(j);
 			pdk_client_resp_release(&resp);

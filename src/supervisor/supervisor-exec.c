@@ -177,6 +177,41 @@ static const char *exec_cwd(struct pdk_supervisor *s, json_t *msg)
 	return ws != NULL && pdk__sv_policy(s)->workspace.mode != PDK_WS_NONE ? ws : "/";
 }
 
+/* The sandbox cgroup's OOM kill counter (memory.events or memory.oom_control). */
+static uint64_t oom_kills(struct pdk_supervisor *s)
+{
+	struct pdk_sandbox_usage u;
+
+	pdk_sandbox_usage(pdk__sv_sandbox(s), &u);
+	return u.oom_kills;
+}
+
+/*
+ * Whether the memory limit ended exec `e`, the rule `paddock run` applies
+ * (engine's fill_result()): the OOM killer acted in the sandbox while the
+ * command ran, and the command failed, whether it was the victim itself or
+ * a child whose death it passed on (a shell's 137). A timeout or a signal
+ * request that ended it is said as such.
+ */
+static bool ended_by_oom(struct pdk_supervisor *s, const struct pdk_sv_exec *e, int status)
+{
+	if (e->timed_out || e->killed || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		return false;
+	return oom_kills(s) > e->oom_base;
+}
+
+/* The limit.exceeded event `paddock run` records when the memory limit ends its command. */
+static void emit_memory_limit(struct pdk_supervisor *s, const struct pdk_sv_exec *e)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	json_t *a =
+		json_pack("{s:s, s:I, s:I}", "limit", "memory", "value",
+			  (json_int_t)pdk__sv_policy(s)->limits.memory, "exec", (json_int_t)e->id);
+
+	if (pdk_events_emit(pdk_session_events(s->session), "limit.exceeded", 0, a, &err) < 0)
+		pdk_log(s->log, PDK_LOG_WARN, "%s", err->msg);
+}
+
 /* Keep a started exec until its exit is reported; `av` is taken. */
 static void add_exec(struct pdk_supervisor *s, json_int_t req, json_t *msg, uint64_t id, int master,
 		     char **av)
@@ -197,6 +232,7 @@ static void add_exec(struct pdk_supervisor *s, json_int_t req, json_t *msg, uint
 				  .argv = av};
 	if (json_is_integer(to) && json_integer_value(to) > 0)
 		e->deadline = e->start_ns + (uint64_t)json_integer_value(to) * PDK_SV_NSEC_PER_MS;
+	e->oom_base = oom_kills(s);
 }
 
 void pdk__sv_op_exec(struct pdk_supervisor *s, json_int_t req, json_t *msg, int *fds, size_t nfds)
@@ -288,16 +324,22 @@ static void on_failed(struct pdk_supervisor *s, struct pdk_sv_exec *e,
 static void on_exited(struct pdk_supervisor *s, struct pdk_sv_exec *e,
 		      const struct pdk_sandbox_proc *p)
 {
+	bool oom = ended_by_oom(s, e, p->status);
 	const char *end = e->timed_out             ? "timeout"
 			  : e->killed              ? "killed"
+			  : oom                    ? "oom"
 			  : WIFSIGNALED(p->status) ? "signaled"
 						   : "exited";
-	json_t *m = json_pack(
-		"{s:s, s:I, s:s, s:i, s:i, s:I, s:I, s:I}", "ev", "exit", "exec", (json_int_t)e->id,
-		"end", end, "exit_code", WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1,
-		"signal", WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0, "duration_ns",
-		(json_int_t)(pdk_now_mono_ns() - e->start_ns), "cpu_ns",
-		(json_int_t)(p->cpu_us * 1000), "maxrss_kb", (json_int_t)p->maxrss_kb);
+	json_t *m;
+
+	if (oom)
+		emit_memory_limit(s, e);
+	m = json_pack("{s:s, s:I, s:s, s:i, s:i, s:I, s:I, s:I}", "ev", "exit", "exec",
+		      (json_int_t)e->id, "end", end, "exit_code",
+		      WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1, "signal",
+		      WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0, "duration_ns",
+		      (json_int_t)(pdk_now_mono_ns() - e->start_ns), "cpu_ns",
+		      (json_int_t)(p->cpu_us * 1000), "maxrss_kb", (json_int_t)p->maxrss_kb);
 
 	emit_proc(s, "process.exit",
 		  json_pack("{s:i, s:I, s:s, s:i}", "pid", p->pid, "exec", (json_int_t)e->id, "end",

@@ -25,6 +25,7 @@ struct pdk_sv_exec {
 	pid_t pid;         /* inside the sandbox */
 	uint64_t start_ns; /* CLOCK_MONOTONIC */
 	uint64_t deadline; /* CLOCK_MONOTONIC ns; 0 = none */
+	uint64_t oom_base; /* the sandbox cgroup's OOM kill count when it started */
 	bool timed_out;
 	bool killed;    /* a signal request ended it */
 	bool warm;      /* a pool member's warm-up (the daemon's): not a command of the budget */
