@@ -1,13 +1,15 @@
 /*
  * route-events.c - GET /v1/events: the audit store's records as SSE (`id:`
  * the audit sequence, `event:` the kind, `data:` the event), a replay from
- * `since` first; keepalives for idle streams.
+ * `since` first; keepalives for idle streams. With follow=0 the answer
+ * ends after the replay.
  */
 #include "common.h"
 #include "api-internal.h"
 #include "base.h"
 
 #include <stdio.h>
+#include <string.h>
 
 struct pdk_api_sse {
 	struct pdk_api_sse *next;
@@ -54,6 +56,28 @@ static void reap_dead(struct pdk_api *a)
 	}
 }
 
+/* ?follow=0|1 (default 1) into *follow; false after a 400 answer. */
+static bool parse_follow(struct pdk_route *r, bool *follow)
+{
+	const char *v = pdk__route_query(r, "follow");
+
+	*follow = v == NULL || strcmp(v, "1") == 0;
+	if (v == NULL || *follow || strcmp(v, "0") == 0)
+		return true;
+	pdk_http_error(r->req, 400, "bad_request", "follow", "'follow' must be 0 or 1");
+	return false;
+}
+
+/* follow=0: the replay is written before pdk_ctl_subscribe() returns; then the answer ends. */
+static void replay_only(struct pdk_route *r, const struct pdk_ctl_sub_filter *f)
+{
+	struct pdk_api_sse *e = pdk_xcalloc(1, sizeof(*e));
+
+	pdk_http_stream_start(&e->s, r->req);
+	e->sub = pdk_ctl_subscribe(r->a->ctl, f, record, e);
+	sse_free(e);
+}
+
 void pdk__route_events(struct pdk_route *r)
 {
 	const char *since = pdk__route_query(r, "since"), *sandbox = pdk__route_query(r, "sandbox");
@@ -62,6 +86,7 @@ void pdk__route_events(struct pdk_route *r)
 				       .kind = pdk__route_query(r, "kind"),
 				       .since = UINT64_MAX};
 	struct pdk_api_sse *e;
+	bool follow;
 
 	if (!r->auth.admin &&
 	    (sandbox == NULL || !pdk__api_allowed(r, sandbox, PDK_TOKEN_OP_READ))) {
@@ -74,6 +99,10 @@ void pdk__route_events(struct pdk_route *r)
 			       "'since' must be an audit sequence number");
 		return;
 	}
+	if (!parse_follow(r, &follow))
+		return;
+	if (!follow)
+		return replay_only(r, &f);
 	reap_dead(r->a);
 	e = pdk_xcalloc(1, sizeof(*e));
 	pdk_http_stream_start(&e->s, r->req);
