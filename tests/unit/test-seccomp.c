@@ -201,7 +201,7 @@ Test(seccomp, file_helper_program_differs_in_openat2_only)
 {
 	struct pdk_seccomp *sb = pdk_seccomp_prepare(0, NULL);
 	struct pdk_seccomp *fh = pdk_seccomp_prepare(PDK_SECCOMP_FILE_HELPER, NULL);
-	const uint64_t chmod_suid[] = {0, 04755};
+	const uint64_t chmod_suid[6] = {0, 04755}; /* eval() reads all six arguments */
 
 	cr_assert_not_null(sb);
 	cr_assert_not_null(fh);
