@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 /* The whole patch is carried in a memfd; past this it stops and says it was cut. */
-#define PATCH_TOTAL_MAX (32u << 20)
+#define PATCH_TOTAL_MAX (16u << 20)
 
 /*
  * The unified diff of every change in a memfd passed with the answer (an
@@ -34,16 +34,19 @@
 static int write_patch(const struct pdk_ws_diff *d, json_t *reply, struct pdk_error **err)
 {
 	int fd = memfd_create("paddock-patch", MFD_CLOEXEC);
-	FILE *f = fd >= 0 ? fdopen(dup(fd), "w") : NULL;
+	int wfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+	FILE *f = wfd >= 0 ? fdopen(wfd, "w") : NULL;
 	bool cut = false;
 	long size;
 
 	if (f == NULL) {
 		int e = errno;
 
+		if (wfd >= 0)
+			(void)close(wfd);
 		if (fd >= 0)
 			(void)close(fd);
-		return pdk_error_set(err, e, "patch: memfd");
+		return pdk_error_set(err, e, "patch: a memfd for it");
 	}
 	for (size_t i = 0; i < d->n && !cut; i++) {
 		(void)pdk_ws_write_patch(f, &d->v[i], PDK_WS_PATCH_UTF8);
