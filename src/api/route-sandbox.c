@@ -126,22 +126,35 @@ static int route_commit(struct pdk_route *r, struct pdk_ctl_sb *sb, struct pdk_e
 			      doc_answer, r->req, err);
 }
 
-static const char *path_param(struct pdk_route *r)
+/* ?path=: absolute in the sandbox, or relative to its workspace (caller frees). */
+static char *path_param(struct pdk_route *r, struct pdk_ctl_sb *sb)
 {
-	const char *p = pdk__route_query(r, "path");
+	_cleanup_error_ struct pdk_error *err = NULL;
+	char *p = pdk_ctl_sb_path(sb, pdk__route_query(r, "path"), &err);
 
-	if (p == NULL || p[0] != '/' || strlen(p) > 4096) {
-		pdk_http_error(r->req, 400, "bad_request", "path",
-			       "'path' must be an absolute path in the sandbox");
-		return NULL;
-	}
+	if (p == NULL)
+		pdk_api_error(r->req, err);
 	return p;
+}
+
+/* GET .../diff[?patch=1]: the changes, and with patch=1 their unified diff. */
+static int route_diff(struct pdk_route *r, struct pdk_ctl_sb *sb, struct pdk_error **err)
+{
+	const char *patch = pdk__route_query(r, "patch");
+
+	if (patch != NULL && strcmp(patch, "0") != 0 && strcmp(patch, "1") != 0) {
+		pdk_http_error(r->req, 400, "bad_request", "patch", "'patch' must be 0 or 1");
+		return 0;
+	}
+	if (patch != NULL && strcmp(patch, "1") == 0)
+		return pdk_ctl_diff_patch(sb, doc_answer, r->req, err);
+	return pdk_ctl_diff(sb, doc_answer, r->req, err);
 }
 
 static int route_control(struct pdk_route *r, struct pdk_ctl_sb *sb, const char *what,
 			 struct pdk_error **err)
 {
-	const char *path;
+	_cleanup_free_ char *path = NULL;
 
 	if (strcmp(what, "pause") == 0)
 		return pdk_ctl_pause(sb, view_answer, r->req, err);
@@ -152,8 +165,10 @@ static int route_control(struct pdk_route *r, struct pdk_ctl_sb *sb, const char 
 	if (strcmp(what, "commit") == 0)
 		return route_commit(r, sb, err);
 	if (strcmp(what, "diff") == 0)
-		return pdk_ctl_diff(sb, doc_answer, r->req, err);
-	if ((path = path_param(r)) == NULL)
+		return route_diff(r, sb, err);
+	if (strcmp(what, "snapshots") == 0)
+		return pdk_ctl_snapshots(sb, doc_answer, r->req, err);
+	if ((path = path_param(r, sb)) == NULL)
 		return 0;
 	if (strcmp(what, "stat") == 0)
 		return pdk_ctl_stat(sb, path, doc_answer, r->req, err);
@@ -271,6 +286,7 @@ static const struct sb_route sb_routes[] = {
 	{"rollback", EVHTTP_REQ_POST, PDK_TOKEN_OP_CONTROL, true},
 	{"commit", EVHTTP_REQ_POST, PDK_TOKEN_OP_CONTROL, true},
 	{"diff", EVHTTP_REQ_GET, PDK_TOKEN_OP_READ, true},
+	{"snapshots", EVHTTP_REQ_GET, PDK_TOKEN_OP_READ, true},
 	{"stat", EVHTTP_REQ_GET, PDK_TOKEN_OP_READ, true},
 	{"ls", EVHTTP_REQ_GET, PDK_TOKEN_OP_READ, true},
 	{"files", EVHTTP_REQ_GET, PDK_TOKEN_OP_FILES, true},

@@ -1,6 +1,7 @@
 /*
  * cmd-sandbox.c - the small verbs on one sandbox of the daemon: pause,
- * resume, snapshot, rollback, diff, and the kill switch (`paddock kill`).
+ * resume, snapshot (and `snapshot ls`), rollback, diff, and the kill
+ * switch (`paddock kill`).
  */
 #include "common.h"
 #include "base.h"
@@ -18,6 +19,7 @@ enum {
 	OPT_LABEL,
 	OPT_REASON,
 	OPT_RESTART,
+	OPT_PATCH,
 };
 
 static const struct option long_opts[] = {
@@ -28,6 +30,7 @@ static const struct option long_opts[] = {
 	{"label", required_argument, NULL, OPT_LABEL},
 	{"reason", required_argument, NULL, OPT_REASON},
 	{"restart", no_argument, NULL, OPT_RESTART},
+	{"patch", no_argument, NULL, OPT_PATCH},
 	{NULL, 0, NULL, 0},
 };
 
@@ -55,8 +58,14 @@ static const struct verb verbs[] = {
 	 "then thawed: running commands, background processes and /tmp go on as\n"
 	 "they were. --restart moves the changes aside instead (no copy, whatever\n"
 	 "their size) and restarts the sandbox's init as 'paddock rollback' does,\n"
-	 "ending background processes; so does a sandbox that cannot be frozen.\n",
+	 "ending background processes; so does a sandbox that cannot be frozen.\n"
+	 "A name already kept is refused (409, field name). 'paddock snapshot ls\n"
+	 "ID' lists the snapshots kept.\n",
 	 "POST", "snapshot", "name", false},
+	{"snapshot ls", "ID",
+	 "List the snapshots of sandbox ID's workspace, oldest first: its number\n"
+	 "and its name, one a line. A rollback takes the name.\n",
+	 "GET", "snapshots", NULL, false},
 	{"rollback", "ID NAME",
 	 "Put sandbox ID's workspace back to snapshot NAME (0: as it was at the\n"
 	 "start). Later snapshots are dropped. The sandbox's init is restarted\n"
@@ -66,7 +75,9 @@ static const struct verb verbs[] = {
 	 "POST", "rollback", "snapshot", false},
 	{"diff", "ID",
 	 "List what sandbox ID changed in its workspace, one path a line after\n"
-	 "A (added), M (modified) or D (deleted).\n",
+	 "A (added), M (modified) or D (deleted). --patch adds a unified diff of\n"
+	 "the text files (as 'paddock ws diff --patch'; it applies with patch -p1\n"
+	 "in the workspace).\n",
 	 "GET", "diff", NULL, false},
 	{"kill", "ID... | --session S | --workflow W | --agent A | --label K=V",
 	 "Destroy sandboxes at once: the ones named, or every sandbox whose labels\n"
@@ -93,6 +104,8 @@ static void usage_of(const struct verb *v, FILE *out)
 		fputs("      --restart      end the processes left running by earlier commands\n"
 		      "                     (the init restarts); without it, refused while any run\n",
 		      out);
+	if (strcmp(v->name, "diff") == 0)
+		fputs("      --patch        add the unified diff of the changed text files\n", out);
 	fputs("      --json         print the daemon's answer as JSON\n" PDK_CLI_CONN_HELP, out);
 	fputs("\nexit status: 0; 122 bad option or argument; 125 the daemon could not be\n"
 	      "reached or refused (its error code, message and field are printed).\n",
@@ -113,6 +126,29 @@ static void print_diff(json_t *out)
 	}
 }
 
+/* The patch after the list; a cut patch is said on stderr. */
+static void print_patch(json_t *out)
+{
+	const char *patch = json_string_value(json_object_get(out, "patch"));
+
+	if (patch != NULL)
+		fputs(patch, stdout);
+	if (json_is_true(json_object_get(out, "patch_truncated")))
+		pdk_cli_note("diff: the patch stops after %lld bytes; 'paddock cp' fetches whole "
+			     "files",
+			     (long long)json_integer_value(json_object_get(out, "patch_bytes")));
+}
+
+static void print_snapshots(json_t *out)
+{
+	json_t *x;
+	size_t i;
+
+	json_array_foreach(json_object_get(out, "snapshots"), i, x)
+		printf("%lld %s\n", (long long)json_integer_value(json_object_get(x, "number")),
+		       json_string_value(json_object_get(x, "name")));
+}
+
 static void print_answer(const struct verb *v, json_t *out)
 {
 	json_t *x;
@@ -120,6 +156,9 @@ static void print_answer(const struct verb *v, json_t *out)
 
 	if (strcmp(v->name, "diff") == 0) {
 		print_diff(out);
+		print_patch(out);
+	} else if (strcmp(v->name, "snapshot ls") == 0) {
+		print_snapshots(out);
 	} else if (v->selectors) {
 		json_array_foreach(json_object_get(out, "killed"), i, x) puts(json_string_value(x));
 	} else if ((x = json_object_get(out, "state")) != NULL) {
@@ -161,6 +200,7 @@ struct call {
 	json_t *body;
 	json_t *labels;
 	bool json;
+	bool patch; /* diff --patch */
 };
 
 static void usage(void *ctx)
@@ -182,11 +222,15 @@ static int call_opt(void *ctx, const struct option *o, const char *arg)
 		k->json = true;
 		return 0;
 	}
+	if (o->val == OPT_PATCH && strcmp(k->v->name, "diff") == 0) {
+		k->patch = true;
+		return 0;
+	}
 	if (o->val == OPT_RESTART && k->v->key != NULL) {
 		json_object_set_new(k->body, "restart", json_true());
 		return 0;
 	}
-	if (!k->v->selectors || o->val == OPT_RESTART)
+	if (!k->v->selectors || o->val == OPT_RESTART || o->val == OPT_PATCH)
 		return -1;
 	if (o->val == OPT_LABEL)
 		return pdk_cli_add_kv(k->labels, arg, "--label") ? 0 : PDK_CLI_EXIT_USAGE;
@@ -220,10 +264,18 @@ static int build_call(const struct verb *v, int argc, char **argv, struct call *
 	if ((size_t)(argc - optind) != want)
 		return pdk_cli_usage_error(v->name, "expected %s", v->args);
 	eid = pdk_client_escape(argv[optind]);
-	*path = pdk_xasprintf("/v1/sandboxes/%s/%s", eid, v->route);
+	*path = pdk_xasprintf("/v1/sandboxes/%s/%s%s", eid, v->route, k->patch ? "?patch=1" : "");
 	if (v->key != NULL)
 		json_object_set_new(k->body, v->key, json_string(argv[optind + 1]));
 	return 0;
+}
+
+static const struct verb *find_verb(const char *name)
+{
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(verbs); i++)
+		if (strcmp(name, verbs[i].name) == 0)
+			return &verbs[i];
+	pdk_bug("paddock's command table names a verb cmd-sandbox.c does not have");
 }
 
 int pdk_cmd_sandbox(int argc, char **argv)
@@ -235,12 +287,21 @@ int pdk_cmd_sandbox(int argc, char **argv)
 	json_t *out = NULL;
 	int r;
 
-	for (size_t i = 0; i < PDK_ARRAY_SIZE(verbs) && k.v == NULL; i++)
-		if (strcmp(argv[0], verbs[i].name) == 0)
-			k.v = &verbs[i];
-	if (k.v == NULL)
-		pdk_bug("paddock's command table names a verb cmd-sandbox.c does not have");
+	/* `paddock snapshot ls ID`: a word after the verb, as `paddock ws ls`. */
+	if (strcmp(argv[0], "snapshot") == 0 && argc > 1 && strcmp(argv[1], "ls") == 0) {
+		k.v = find_verb("snapshot ls");
+		argc--;
+		argv++;
+	} else {
+		k.v = find_verb(argv[0]);
+	}
 	r = pdk_cli_parse(&verb, argc, argv, &conn, &k);
+	/* Options before the word: `paddock snapshot --socket S ls ID`. */
+	if (r == 0 && strcmp(k.v->name, "snapshot") == 0 && argc - optind == 2 &&
+	    strcmp(argv[optind], "ls") == 0) {
+		k.v = find_verb("snapshot ls");
+		optind++;
+	}
 	if (r == 0)
 		r = build_call(k.v, argc, argv, &k, &path);
 	if (r == 0 && (c = pdk_cli_connect(&conn)) == NULL)

@@ -16,8 +16,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define PATCH_MAX (8u << 20) /* larger files are reported, not diffed */
-
 struct ws_opts {
 	bool json;
 	bool patch;
@@ -195,57 +193,6 @@ static void print_change(const struct pdk_ws_diff *d, const struct pdk_ws_change
 	fputc('\n', stdout);
 }
 
-/* The whole of a regular file of a layer, up to PATCH_MAX. NULL when larger or unreadable. */
-static char *slurp(int layer_fd, const char *path, size_t *len)
-{
-	_cleanup_close_ int fd = openat(layer_fd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	char *buf;
-	ssize_t n;
-
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size > PATCH_MAX)
-		return NULL;
-	buf = pdk_xmalloc((size_t)st.st_size + 1);
-	n = pdk_read_all(fd, buf, (size_t)st.st_size);
-	if (n < 0) {
-		free(buf);
-		return NULL;
-	}
-	*len = (size_t)n;
-	return buf;
-}
-
-static void print_patch(const struct pdk_ws_change *c)
-{
-	bool old_reg = c->old_mode && S_ISREG(c->old_mode) && c->kind != PDK_WS_ADDED;
-	bool new_reg = c->mode && S_ISREG(c->mode) && c->kind != PDK_WS_DELETED;
-	_cleanup_free_ char *a = NULL;
-	_cleanup_free_ char *b = NULL;
-	_cleanup_free_ char *la = NULL;
-	_cleanup_free_ char *lb = NULL;
-	size_t alen = 0, blen = 0;
-
-	if (c->kind == PDK_WS_MODE || (!old_reg && !new_reg))
-		return;
-	if (old_reg && (a = slurp(c->base_fd, c->path, &alen)) == NULL)
-		goto unreadable;
-	if (new_reg && (b = slurp(c->src_fd, c->path, &blen)) == NULL)
-		goto unreadable;
-	la = old_reg ? pdk_xasprintf("a/%s", c->path) : pdk_xstrdup("/dev/null");
-	lb = new_reg ? pdk_xasprintf("b/%s", c->path) : pdk_xstrdup("/dev/null");
-	if ((a && pdk_udiff_is_binary(a, alen)) || (b && pdk_udiff_is_binary(b, blen))) {
-		printf("Binary files %s and %s differ\n", la, lb);
-		return;
-	}
-	(void)pdk_udiff(stdout, la, a ? a : "", alen, lb, b ? b : "", blen, 3);
-	return;
-unreadable:
-	fputs("Files a/", stdout);
-	pdk_ws_print_path(stdout, c->path);
-	printf(" differ (not shown: larger than %u MiB or unreadable)\n", PATCH_MAX >> 20);
-}
-
 static json_t *diff_json(struct pdk_ws *ws, const struct pdk_ws_diff *d)
 {
 	json_t *o = json_object();
@@ -322,7 +269,7 @@ static int cmd_diff(const struct ws_opts *o, char **args)
 		for (size_t i = 0; i < d.n; i++)
 			print_change(&d, &d.v[i]);
 		for (size_t i = 0; o->patch && i < d.n; i++)
-			print_patch(&d.v[i]);
+			(void)pdk_ws_write_patch(stdout, &d.v[i], 0);
 	}
 	rc = 0;
 out:

@@ -65,6 +65,10 @@ void pdk__sb_status_answer(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_
 		return;
 	json_decref(sb->status);
 	sb->status = json_incref(reply);
+	if (json_is_object(json_object_get(reply, "facts"))) {
+		json_decref(sb->facts);
+		sb->facts = json_incref(json_object_get(reply, "facts"));
+	}
 	if (state != NULL && !sb->destroying &&
 	    (strcmp(state, "running") == 0 || strcmp(state, "paused") == 0) &&
 	    strcmp(state, sb->row.state) != 0)

@@ -61,6 +61,7 @@ struct pdk_ctl_sb {
 	json_t *labels;               /* row.labels parsed */
 	json_t *limits;               /* the spec's overrides.limits, or an empty object */
 	json_t *status;               /* the supervisor's last status answer, or NULL */
+	json_t *facts;                /* its "facts" (workspace, network), or NULL */
 	pid_t init_pid;
 	int ctl_fd, ready_fd, pidfd;
 	struct event *ctl_ev, *ready_ev;

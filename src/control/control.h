@@ -167,6 +167,7 @@ struct pdk_ctl_view {
 	bool pool_member;        /* an unclaimed warm-pool member: the daemon's stock */
 	int supervisor_pid;
 	struct pdk_ctl_figures usage, limits, remaining;
+	json_t *facts;     /* {"workspace", "network"} the supervisor reported, or NULL (owned) */
 	char *end_reason;  /* ended: why ("deleted", "ttl", "killed", "wall"...); else NULL */
 	uint64_t ended_ns; /* ended: when */
 };
@@ -176,7 +177,10 @@ void pdk_ctl_view_release(struct pdk_ctl_view *v);
 /*
  * The Sandbox object of `v` as JSON (new reference): id, state, profile,
  * labels, created_at, expires_at, idle_timeout_s, pool, supervisor_pid,
- * usage, limits, remaining, and for an ended sandbox end_reason and ended_at;
+ * usage, limits, remaining, workspace ({"path": where the sandbox sees it,
+ * "host_path": the caller's own directory or null for a private one,
+ * "mode"}, or null: none), network ({"mode"}; null before the supervisor
+ * reported it), and for an ended sandbox end_reason and ended_at;
  * times as RFC 3339 text with microseconds, null when unset. It is the
  * record the store keeps of an ended sandbox too, so its form is fixed:
  * fields may be added, none renamed.
@@ -449,6 +453,17 @@ PDK_MUST_CHECK int pdk_ctl_commit(struct pdk_ctl_sb *sb, unsigned flags, pdk_ctl
 				  void *ctx, struct pdk_error **err);
 PDK_MUST_CHECK int pdk_ctl_diff(struct pdk_ctl_sb *sb, pdk_ctl_doc_cb cb, void *ctx,
 				struct pdk_error **err);
+/*
+ * The diff with its unified diff: {"changes", "patch", "patch_bytes",
+ * "patch_truncated"}. "patch" is UTF-8 text (content that is not is shown
+ * as binary); it stops after the change that passed 16 MiB
+ * ("patch_truncated": true).
+ */
+PDK_MUST_CHECK int pdk_ctl_diff_patch(struct pdk_ctl_sb *sb, pdk_ctl_doc_cb cb, void *ctx,
+				      struct pdk_error **err);
+/* The snapshots kept, oldest first: {"snapshots": [{"name", "number"}]}. */
+PDK_MUST_CHECK int pdk_ctl_snapshots(struct pdk_ctl_sb *sb, pdk_ctl_doc_cb cb, void *ctx,
+				     struct pdk_error **err);
 PDK_MUST_CHECK int pdk_ctl_stat(struct pdk_ctl_sb *sb, const char *path, pdk_ctl_doc_cb cb,
 				void *ctx, struct pdk_error **err);
 PDK_MUST_CHECK int pdk_ctl_ls(struct pdk_ctl_sb *sb, const char *path, pdk_ctl_doc_cb cb, void *ctx,
@@ -464,6 +479,14 @@ PDK_MUST_CHECK int pdk_ctl_signal(struct pdk_ctl_sb *sb, uint64_t exec_id, int s
  * limit EDQUOT, any other EIO), its message and field. Returns -status.
  */
 int pdk_ctl_svc_error(const json_t *reply, struct pdk_error **err);
+
+/*
+ * A path of a file route in the sandbox: an absolute one as it is, a
+ * relative one joined to where the sandbox sees its workspace (caller
+ * frees). EINVAL (field "path") when it is relative and the sandbox has no
+ * workspace, is empty, or is longer than 4096 bytes.
+ */
+char *pdk_ctl_sb_path(const struct pdk_ctl_sb *sb, const char *path, struct pdk_error **err);
 
 /* ---- files and archives (files.c) ---- */
 

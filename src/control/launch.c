@@ -95,6 +95,8 @@ static void ready_done(struct pdk_ctl_sb *sb)
 		return;
 	}
 	sb->init_pid = (pid_t)json_integer_value(json_object_get(j, "init_pid"));
+	if (json_is_object(json_object_get(j, "facts")))
+		sb->facts = json_incref(json_object_get(j, "facts"));
 	rc = pdk__sb_connect(sb);
 	if (rc < 0) {
 		_cleanup_free_ char *msg =

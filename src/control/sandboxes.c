@@ -92,6 +92,7 @@ void pdk__sb_free(struct pdk_ctl_sb *sb)
 	json_decref(sb->labels);
 	json_decref(sb->limits);
 	json_decref(sb->status);
+	json_decref(sb->facts);
 	json_decref(sb->warm_exec);
 	free(sb->end_reason);
 	pdk_store_sandbox_release(&sb->row);

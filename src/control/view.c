@@ -6,7 +6,7 @@
  * The record of an ended sandbox is JSON in the store's `ended` table:
  * {"id","state":"ended","profile","labels","created_at","expires_at",
  * "idle_timeout_s","pool","supervisor_pid","usage","limits","remaining",
- * "end_reason","ended_at"}, times as RFC 3339 text with microseconds. Rows
+ * "workspace","network","end_reason","ended_at"}, times as RFC 3339 text with microseconds. Rows
  * written by earlier versions have the same form, so the format is fixed:
  * fields may be added, none renamed.
  */
@@ -25,6 +25,7 @@ void pdk_ctl_view_release(struct pdk_ctl_view *v)
 	free(v->state);
 	free(v->profile);
 	json_decref(v->labels);
+	json_decref(v->facts);
 	pdk__figures_release(&v->usage);
 	pdk__figures_release(&v->limits);
 	pdk__figures_release(&v->remaining);
@@ -52,6 +53,7 @@ void pdk__sb_view(const struct pdk_ctl_sb *sb, struct pdk_ctl_view *out)
 	out->claimed = sb->row.claimed;
 	out->pool_member = sb->row.pool;
 	out->supervisor_pid = (int)sb->row.supervisor_pid;
+	out->facts = sb->facts ? json_incref(sb->facts) : NULL;
 	pdk__budgets(sb->status, sb->limits, sb->row.output_bytes, sb->row.commands, &out->usage,
 		     &out->limits, &out->remaining);
 }
@@ -98,6 +100,14 @@ static void figures_from(const json_t *o, struct pdk_ctl_figures *f)
 		pdk__figures_add(f, k, (int64_t)json_integer_value(v));
 }
 
+/* A copy of the supervisor's fact `key`, or null. */
+static json_t *fact(const struct pdk_ctl_view *v, const char *key)
+{
+	json_t *x = json_object_get(v->facts, key);
+
+	return x != NULL ? json_deep_copy(x) : json_null();
+}
+
 json_t *pdk_ctl_view_json(const struct pdk_ctl_view *v)
 {
 	json_t *o = json_object();
@@ -115,6 +125,8 @@ json_t *pdk_ctl_view_json(const struct pdk_ctl_view *v)
 	pdk_json_set(o, "usage", figures_json(&v->usage));
 	pdk_json_set(o, "limits", figures_json(&v->limits));
 	pdk_json_set(o, "remaining", figures_json(&v->remaining));
+	pdk_json_set(o, "workspace", fact(v, "workspace"));
+	pdk_json_set(o, "network", fact(v, "network"));
 	if (v->end_reason != NULL) {
 		pdk_json_set(o, "end_reason", json_string(v->end_reason));
 		pdk_json_set(o, "ended_at", pdk_events_ts_json(v->ended_ns));
@@ -149,6 +161,9 @@ int pdk__view_from_record(const char *text, struct pdk_ctl_view *out)
 	figures_from(json_object_get(o, "usage"), &out->usage);
 	figures_from(json_object_get(o, "limits"), &out->limits);
 	figures_from(json_object_get(o, "remaining"), &out->remaining);
+	/* Records written before these fields existed have neither: null then. */
+	out->facts = json_pack("{s:O?, s:O?}", "workspace", json_object_get(o, "workspace"),
+			       "network", json_object_get(o, "network"));
 	out->end_reason = str_of(o, "end_reason", "ended");
 	out->ended_ns = ts_parse(json_object_get(o, "ended_at"));
 	return 0;

@@ -126,6 +126,14 @@ PDK_MUST_CHECK int pdk__sv_start_sandbox(struct pdk_supervisor *s, struct pdk_er
 struct pdk_sandbox *pdk__sv_sandbox(const struct pdk_supervisor *s);
 const struct pdk_policy *pdk__sv_policy(const struct pdk_supervisor *s);
 
+/*
+ * What the daemon shows of the sandbox beside its figures (ready line and
+ * status answer): {"workspace": {"path", "host_path", "mode"} or null,
+ * "network": {"mode"}}. "path" is where the sandbox sees its workspace;
+ * "host_path" the caller's own directory, null for a private workspace.
+ */
+json_t *pdk__sv_facts(const struct pdk_supervisor *s);
+
 /* ---- supervisor-loop.c ---- */
 
 /* The sandbox's wall time so far, paused time left out. */
@@ -149,7 +157,10 @@ void pdk__sv_drop_exec(struct pdk_supervisor *s, struct pdk_sv_exec *e);
 
 /* ---- supervisor-ws.c ---- */
 
-void pdk__sv_op_diff(struct pdk_supervisor *s, json_int_t req);
+/* {"changes"}; with "patch": true also {"patch"} (or "patch_base64"), see ws_patch. */
+void pdk__sv_op_diff(struct pdk_supervisor *s, json_int_t req, json_t *msg);
+/* {"snapshots": [{"name", "number"}]}, oldest first. */
+void pdk__sv_op_snapshots(struct pdk_supervisor *s, json_int_t req);
 /* `op` is "snapshot", "rollback" or "commit". */
 void pdk__sv_op_ws(struct pdk_supervisor *s, json_int_t req, json_t *msg, const char *op);
 

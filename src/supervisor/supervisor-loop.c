@@ -148,16 +148,17 @@ static void op_status(struct pdk_supervisor *s, json_int_t req)
 
 	for (size_t i = 0; i < s->n_execs; i++)
 		json_array_append_new(execs, json_integer((json_int_t)s->execs[i].id));
-	pdk__sv_send(s,
-		     json_pack("{s:I, s:s, s:s, s:i, s:i, s:I, s:o, s:o, s:o}", "req", req, "state",
-			       s->ended          ? "ended"
-			       : s->paused_since ? "paused"
-						 : "running",
-			       "id", s->id, "init_pid",
-			       (int)pdk_sandbox_init_pid(pdk__sv_sandbox(s)), "supervisor_pid",
-			       (int)getpid(), "created_ns", (json_int_t)s->created_real_ns, "usage",
-			       usage_json(s), "limits", limits_json(s), "execs", execs),
-		     NULL, 0);
+	pdk__sv_send(
+		s,
+		json_pack("{s:I, s:s, s:s, s:i, s:i, s:I, s:o, s:o, s:o, s:o}", "req", req, "state",
+			  s->ended          ? "ended"
+			  : s->paused_since ? "paused"
+					    : "running",
+			  "id", s->id, "init_pid", (int)pdk_sandbox_init_pid(pdk__sv_sandbox(s)),
+			  "supervisor_pid", (int)getpid(), "created_ns",
+			  (json_int_t)s->created_real_ns, "usage", usage_json(s), "limits",
+			  limits_json(s), "execs", execs, "facts", pdk__sv_facts(s)),
+		NULL, 0);
 }
 
 static void op_pause(struct pdk_supervisor *s, json_int_t req, bool pause)
@@ -201,7 +202,9 @@ static void handle(struct pdk_supervisor *s, json_t *msg, int *fds, size_t nfds)
 	else if (strcmp(op, "pause") == 0 || strcmp(op, "resume") == 0)
 		op_pause(s, req, op[0] == 'p');
 	else if (strcmp(op, "diff") == 0)
-		pdk__sv_op_diff(s, req);
+		pdk__sv_op_diff(s, req, msg);
+	else if (strcmp(op, "snapshots") == 0)
+		pdk__sv_op_snapshots(s, req);
 	else if (strcmp(op, "snapshot") == 0 || strcmp(op, "rollback") == 0 ||
 		 strcmp(op, "commit") == 0)
 		pdk__sv_op_ws(s, req, msg, op);

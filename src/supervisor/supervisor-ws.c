@@ -17,35 +17,106 @@
 #include "supervisor-internal.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
-void pdk__sv_op_diff(struct pdk_supervisor *s, json_int_t req)
+/* The whole patch is carried in a memfd; past this it stops and says it was cut. */
+#define PATCH_TOTAL_MAX (16u << 20)
+
+/*
+ * The unified diff of every change in a memfd passed with the answer (an
+ * answer holds at most PDK_SVC_MAX_MSG bytes; a patch is often more), kept
+ * UTF-8 so the daemon can carry it in JSON. Its size goes into `reply`.
+ */
+static int write_patch(const struct pdk_ws_diff *d, json_t *reply, struct pdk_error **err)
+{
+	int fd = memfd_create("paddock-patch", MFD_CLOEXEC);
+	int wfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+	FILE *f = wfd >= 0 ? fdopen(wfd, "w") : NULL;
+	bool cut = false;
+	long size;
+
+	if (f == NULL) {
+		int e = errno;
+
+		if (wfd >= 0)
+			(void)close(wfd);
+		if (fd >= 0)
+			(void)close(fd);
+		return pdk_error_set(err, e, "patch: a memfd for it");
+	}
+	for (size_t i = 0; i < d->n && !cut; i++) {
+		(void)pdk_ws_write_patch(f, &d->v[i], PDK_WS_PATCH_UTF8);
+		cut = ftell(f) > (long)PATCH_TOTAL_MAX && i + 1 < d->n;
+	}
+	size = ftell(f);
+	if (fclose(f) != 0 || size < 0) {
+		(void)close(fd);
+		return pdk_error_set(err, EIO, "patch: write");
+	}
+	pdk_json_set(reply, "patch_bytes", json_integer((json_int_t)size));
+	pdk_json_set(reply, "patch_truncated", json_boolean(cut));
+	return fd;
+}
+
+static json_t *changes_json(const struct pdk_ws_diff *d)
+{
+	json_t *changes = json_array();
+
+	for (size_t i = 0; i < d->n; i++) {
+		json_t *c = json_object();
+
+		pdk_ws_json_set_path(c, "path", d->v[i].path);
+		pdk_json_set(c, "kind",
+			     json_string(d->v[i].kind == PDK_WS_ADDED     ? "added"
+					 : d->v[i].kind == PDK_WS_DELETED ? "deleted"
+									  : "modified"));
+		json_array_append_new(changes, c);
+	}
+	return changes;
+}
+
+void pdk__sv_op_diff(struct pdk_supervisor *s, json_int_t req, json_t *msg)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_ws *ws = pdk_session_ws(s->session);
 	struct pdk_ws_diff d = {0};
-	json_t *changes;
+	json_t *reply;
+	int fd = -1;
 
 	if (ws == NULL)
 		return pdk__sv_reply_errorx(s, req, "conflict", NULL,
 					    "the workspace is not an overlay: no changes are kept");
 	if (pdk_ws_diff(ws, 0, PDK_WS_CURRENT, &d, &err) < 0)
 		return pdk__sv_reply_error(s, req, "internal", NULL, err);
-	changes = json_array();
-	for (size_t i = 0; i < d.n; i++) {
-		json_t *c = json_object();
-
-		pdk_ws_json_set_path(c, "path", d.v[i].path);
-		pdk_json_set(c, "kind",
-			     json_string(d.v[i].kind == PDK_WS_ADDED     ? "added"
-					 : d.v[i].kind == PDK_WS_DELETED ? "deleted"
-									 : "modified"));
-		json_array_append_new(changes, c);
+	reply = json_pack("{s:I, s:o}", "req", req, "changes", changes_json(&d));
+	if (json_is_true(json_object_get(msg, "patch")) &&
+	    (fd = write_patch(&d, reply, &err)) < 0) {
+		json_decref(reply);
+		pdk_ws_diff_release(&d);
+		return pdk__sv_reply_error(s, req, "internal", NULL, err);
 	}
 	pdk_ws_diff_release(&d);
-	pdk__sv_send(s, json_pack("{s:I, s:o}", "req", req, "changes", changes), NULL, 0);
+	pdk__sv_send(s, reply, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+	if (fd >= 0)
+		(void)close(fd);
+}
+
+void pdk__sv_op_snapshots(struct pdk_supervisor *s, json_int_t req)
+{
+	json_t *list = json_array();
+	size_t n = pdk_strv_len(s->snap_names);
+
+	if (pdk_session_ws(s->session) == NULL)
+		return pdk__sv_reply_errorx(s, req, "conflict", NULL,
+					    "the workspace is not an overlay: it has no snapshots");
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(list, json_pack("{s:s, s:I}", "name", s->snap_names[i],
+						      "number", (json_int_t)(i + 1)));
+	pdk__sv_send(s, json_pack("{s:I, s:o}", "req", req, "snapshots", list), NULL, 0);
 }
 
 typedef int (*ws_step_fn)(struct pdk_supervisor *s, json_t *msg, json_t *reply,
@@ -297,6 +368,17 @@ static uint64_t tasks_besides_init(struct pdk_supervisor *s)
 	return n;
 }
 
+/*
+ * Whether a new snapshot's name is one already kept, or "0" (the start):
+ * a rollback names its snapshot, so two of one name would make it ambiguous.
+ */
+static bool name_taken(struct pdk_supervisor *s, const json_t *name)
+{
+	const char *n = json_string_value(name);
+
+	return n != NULL && snap_number(s, n) >= 0;
+}
+
 /* Whether `step` may not run on this sandbox at all; then it was answered. */
 static bool ws_refused(struct pdk_supervisor *s, json_int_t req, json_t *msg, ws_step_fn step)
 {
@@ -310,6 +392,10 @@ static bool ws_refused(struct pdk_supervisor *s, json_int_t req, json_t *msg, ws
 				     "the sandbox has a private workspace: nothing to commit to");
 	else if (step == step_rollback && (snap == NULL || snap_number(s, snap) < 0))
 		pdk__sv_reply_errorx(s, req, "not_found", "snapshot", "no such snapshot");
+	else if (step == step_snapshot && name_taken(s, json_object_get(msg, "name")))
+		pdk__sv_reply_errorx(s, req, "conflict", "name",
+				     "a snapshot of this sandbox already has this name: choose "
+				     "another, or roll back to it");
 	else
 		return false;
 	return true;

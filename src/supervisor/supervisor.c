@@ -68,6 +68,26 @@ const struct pdk_policy *pdk__sv_policy(const struct pdk_supervisor *s)
 	return pdk_session_policy(s->session);
 }
 
+json_t *pdk__sv_facts(const struct pdk_supervisor *s)
+{
+	const struct pdk_policy *p = pdk__sv_policy(s);
+	const char *view = pdk_session_workspace_view(s->session);
+	json_t *ws = view != NULL ? json_object() : json_null();
+
+	/* Paths that are not UTF-8 come as "path_hex" / "host_path_hex" (JSON holds no others). */
+	if (view == NULL)
+		return json_pack("{s:o, s:{s:s}}", "workspace", ws, "network", "mode",
+				 pdk_policy_net_mode_name(p->network.mode));
+	pdk_ws_json_set_path(ws, "path", view);
+	if (pdk_session_private_workspace(s->session) || pdk_session_workspace(s->session) == NULL)
+		pdk_json_set(ws, "host_path", json_null());
+	else
+		pdk_ws_json_set_path(ws, "host_path", pdk_session_workspace(s->session));
+	pdk_json_set(ws, "mode", json_string(pdk_policy_ws_mode_name(p->workspace.mode)));
+	return json_pack("{s:o, s:{s:s}}", "workspace", ws, "network", "mode",
+			 pdk_policy_net_mode_name(p->network.mode));
+}
+
 /* ---- setup ---- */
 
 /* Signals: SIGTERM/SIGINT end the sandbox; SIGPIPE never kills us. */
@@ -226,8 +246,9 @@ static void report_ready(struct pdk_supervisor *s, int ready_fd, const struct pd
 	if (ready_fd < 0)
 		return;
 	if (err == NULL) {
-		m = json_pack("{s:b, s:i, s:i, s:s}", "ok", 1, "pid", (int)getpid(), "init_pid",
-			      (int)pdk_sandbox_init_pid(pdk__sv_sandbox(s)), "id", s->id);
+		m = json_pack("{s:b, s:i, s:i, s:s, s:o}", "ok", 1, "pid", (int)getpid(),
+			      "init_pid", (int)pdk_sandbox_init_pid(pdk__sv_sandbox(s)), "id",
+			      s->id, "facts", pdk__sv_facts(s));
 	} else {
 		const char *colon = strchr(err->msg, ':');
 		_cleanup_free_ char *step = colon ? strndup(err->msg, (size_t)(colon - err->msg))

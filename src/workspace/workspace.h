@@ -146,6 +146,30 @@ PDK_MUST_CHECK int pdk_ws_diff(struct pdk_ws *ws, unsigned from, unsigned to,
 			       struct pdk_ws_diff *out, struct pdk_error **err);
 void pdk_ws_diff_release(struct pdk_ws_diff *d);
 
+/* Files larger than this are named in a patch, not diffed. */
+#define PDK_WS_PATCH_MAX      (8u << 20)
+#define PDK_WS_PATCH_MAX_TEXT "8 MiB"
+
+enum pdk_ws_patch_flags {
+	/*
+	 * The patch stays valid UTF-8 (to be carried in JSON): content that is
+	 * not UTF-8 counts as binary, and a path that is not printable UTF-8 is
+	 * named (escaped) instead of diffed.
+	 */
+	PDK_WS_PATCH_UTF8 = 1 << 0,
+};
+
+/*
+ * Write change `c` (of a pdk_ws_diff(), whose fds are still open) to `out`
+ * as a unified diff with 3 lines of context, labels a/PATH and b/PATH
+ * (/dev/null for an added or deleted file): regular files only, nothing
+ * for directories, symlinks and mode-only changes. Binary content gets a
+ * "Binary files ... differ" line; files over PDK_WS_PATCH_MAX or unreadable
+ * a "Files ... differ (not shown: ...)" line. Returns 0 when nothing was
+ * written, 1 when something was, -errno when writing failed.
+ */
+int pdk_ws_write_patch(FILE *out, const struct pdk_ws_change *c, unsigned flags);
+
 /* Text name of a kind ("added", ...). */
 const char *pdk_ws_kind_name(enum pdk_ws_kind k);
 

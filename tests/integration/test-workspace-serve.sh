@@ -108,6 +108,83 @@ conflict_tests() {
 	api "$who" DELETE "/v1/sandboxes/$id"
 }
 
+# The review loop a user runs with the CLI on a daemon sandbox: create on a directory of theirs,
+# an exec that changes files, diff --patch (applies to a copy of the directory), snapshot,
+# snapshot ls, a second snapshot of the same name (409, field name), commit --dry-run, commit.
+# The sandbox object names its workspace and network mode; file routes take workspace-relative
+# paths.
+review_tests() {
+	local who=$1 ws id copy
+	p() { # p VERB ARGS...: the CLI on this daemon
+		local verb=$1
+		shift
+		as "$who" "$T/bin/paddock" "$verb" --socket "$(sock_of "$who")" "$@"
+	}
+	ws=$(mkws_for "$who")
+	printf 'one\ntwo\nthree\n' >"$ws/notes.txt"
+	printf 'gone\n' >"$ws/old.txt"
+	[ "$who" = user ] && chown "$UNPRIV_UID:$UNPRIV_UID" "$ws/notes.txt" "$ws/old.txt"
+	copy=$(mktemp -d "$T/copy-XXXXXX") && cp -a "$ws/." "$copy/"
+	id=$(p create -w "$ws" 2>"$T/err")
+	is $? 0 "$who: paddock create -w DIR" || { sed 's/^/#   /' "$T/err"; return 1; }
+	api "$who" GET "/v1/sandboxes/$id"
+	is "$(jq -c '[.workspace.path, .workspace.host_path, .workspace.mode, .network.mode]' <<<"$BODY")" \
+		"$(jq -cn --arg w "$ws" '[$w, $w, "overlay", "none"]')" \
+		"$who: the sandbox object names its workspace (inside, on the host) and network mode" ||
+		sed 's/^/#   /' <<<"$BODY"
+	p exec "$id" -- sh -c 'sed -i s/two/TWO/ notes.txt && echo new >added.txt && rm old.txt' >/dev/null 2>"$T/err"
+	is $? 0 "$who: an exec changes files" || sed 's/^/#   /' "$T/err"
+	p diff "$id" --patch >"$T/out" 2>"$T/err"
+	is $? 0 "$who: paddock diff --patch" || sed 's/^/#   /' "$T/err"
+	is "$(grep -c '^[AMD] ' "$T/out")" 3 "$who: diff lists the three changes"
+	grep -q '^+TWO$' "$T/out" && grep -q '^-two$' "$T/out" && grep -q '^+++ b/added.txt$' "$T/out"
+	ok $? "$who: the patch shows the changed lines and the new file" || sed 's/^/#   /' "$T/out"
+	grep -v '^[AMD] ' "$T/out" | (cd "$copy" && patch -s -p1 >/dev/null 2>&1)
+	ok $? "$who: the patch applies with patch -p1 to a copy of the directory"
+	is "$(cat "$copy/notes.txt" "$copy/added.txt" | tr '\n' ' '):$([ -e "$copy/old.txt" ]; echo $?)" \
+		"one TWO three new :1" "$who: the patched copy has what the sandbox has"
+	api "$who" GET "/v1/sandboxes/$id/diff?patch=1"
+	is "$(jq -r '.patch_truncated, (.patch | test("\\+TWO"))' <<<"$BODY" | tr '\n' ' ')" "false true " \
+		"$who: GET diff?patch=1 carries the patch"
+	api "$who" GET "/v1/sandboxes/$id/diff?patch=yes"
+	is "$CODE:$(jq_get "$BODY" error.field)" 400:patch "$who: a bad patch= is 400, field patch"
+	p snapshot "$id" reviewed >"$T/out" 2>"$T/err"
+	is "$?:$(cat "$T/out")" 0:reviewed "$who: paddock snapshot ID reviewed" || sed 's/^/#   /' "$T/err"
+	p snapshot ls "$id" >"$T/out" 2>"$T/err"
+	is "$?:$(cat "$T/out")" "0:1 reviewed" "$who: paddock snapshot ls lists it" || sed 's/^/#   /' "$T/err"
+	api "$who" GET "/v1/sandboxes/$id/snapshots"
+	is "$CODE:$(jq -c .snapshots <<<"$BODY")" '200:[{"name":"reviewed","number":1}]' "$who: GET snapshots"
+	api "$who" POST "/v1/sandboxes/$id/snapshot" '{"name":"reviewed"}'
+	is "$CODE:$(jq -c '[.error.code, .error.field]' <<<"$BODY")" '409:["conflict","name"]' \
+		"$who: a second snapshot named reviewed is 409, field name"
+	p snapshot "$id" reviewed >"$T/out" 2>"$T/err"
+	is $? 125 "$who: paddock snapshot with a name kept fails"
+	grep -q "already has this name" "$T/err"
+	ok $? "$who: and says the name is taken" || sed 's/^/#   /' "$T/err"
+	p snapshot ls "$id" >"$T/out" 2>"$T/err"
+	is "$(cat "$T/out")" "1 reviewed" "$who: still one snapshot"
+	api "$who" GET "/v1/sandboxes/$id/stat?path=notes.txt"
+	is "$CODE:$(jq_get "$BODY" type)" 200:file "$who: stat takes a path relative to the workspace"
+	api "$who" GET "/v1/sandboxes/$id/files?path=added.txt"
+	is "$CODE:$BODY" "200:new" "$who: GET files takes a path relative to the workspace"
+	api "$who" GET "/v1/sandboxes/$id/stat?path=$ws/notes.txt"
+	is "$CODE" 200 "$who: an absolute path stays as it is"
+	p commit --dry-run "$id" >"$T/out" 2>"$T/err"
+	is "$?:$(cat "$T/out")" "0:3 change(s) would be committed" "$who: paddock commit --dry-run" ||
+		sed 's/^/#   /' "$T/err"
+	is "$(cat "$ws/notes.txt" | tr '\n' ' ')" "one two three " "$who: the dry run changed nothing"
+	p commit "$id" >"$T/out" 2>"$T/err"
+	is "$?:$(cat "$T/out")" "0:committed 3 change(s)" "$who: paddock commit" || sed 's/^/#   /' "$T/err"
+	diff -r "$copy" "$ws" >/dev/null
+	ok $? "$who: the directory is what the reviewed patch made"
+	p kill "$id" >/dev/null 2>&1
+	api "$who" POST /v1/sandboxes '{}'
+	id=$(jq_get "$BODY" id)
+	is "$(jq -c '[.workspace.path, .workspace.host_path]' <<<"$BODY")" '["/workspace",null]' \
+		"$who: a private workspace: seen at /workspace, no host path"
+	api "$who" DELETE "/v1/sandboxes/$id"
+}
+
 if ! have_supervisor; then
 	echo "1..0 # SKIP paddock supervise is not built"
 	exit 0
@@ -118,6 +195,7 @@ for who in root user; do
 	commit_tests "$who"
 	mountinfo_tests "$who"
 	conflict_tests "$who"
+	review_tests "$who"
 	serve_stop "$who"
 done
 done_testing
