@@ -46,12 +46,13 @@ reap_auth() {
 attempt() {
 	local desc=$1 pat=$2 out rc
 	shift 2
-	out=$("$@" 2>/dev/null); rc=$?
+	out=$("$@" 2>"$T/attempt.err"); rc=$?
 	if [ "$rc" = 1 ] && printf '%s' "$out" | grep -qE "^[a-z-]+: blocked \(($pat)\)$"; then
 		ok 0 "$desc: $out"
 	else
 		ok 1 "$desc must be refused with $pat"
 		printf '#   exit %s, output: %s\n' "$rc" "$out"
+		sed 's/^/#   stderr: /' "$T/attempt.err" | tail -5
 	fi
 }
 

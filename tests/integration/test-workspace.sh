@@ -114,7 +114,7 @@ check_discard() {
 	ok $? "$who: and its change set commits"
 	pws "$who" diff 0000dead >/dev/null 2>"$T/err"; is $? 1 "$who: unknown change set: exit 1"
 	grep -q "no change set '0000dead'" "$T/err"; ok $? "$who: the unknown id is named"
-	pws "$who" diff >/dev/null 2>&1; is $? 2 "$who: ws diff without an id: exit 2"
+	pws "$who" diff >/dev/null 2>&1; is $? 122 "$who: ws diff without an id: exit 122 (usage)"
 }
 
 check_snapshots() {
