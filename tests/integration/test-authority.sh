@@ -234,6 +234,14 @@ fallback_checks() {
 	for i in $(seq 200); do [ -S "$rundir/paddock.sock" ] && break; sleep 0.05; done
 	[ -S "$rundir/paddock.sock" ]; ok $? "$who: a daemon with the fallback runtime directory $rundir"
 	for mode in ro rw overlay; do
+		# An overlay workspace cannot be made over a directory that holds a mount point
+		# (overlayfs refuses a lower layer with locked submounts: docs/workspace.md); when
+		# this suite's own /tmp holds one (the build kept at its path when the clone is
+		# under /tmp), the overlay case says so instead of failing for that reason.
+		if [ "$mode" = overlay ] && findmnt -rn -o TARGET | grep -q "^$parent/"; then
+			echo "ok $((TAP_N += 1)) - $who: cd $parent && paddock run --workspace-mode overlay # SKIP $parent holds a mount point here ($(findmnt -rn -o TARGET | grep "^$parent/" | head -1)), over which no overlay workspace can be made"
+			continue
+		fi
 		attempt "$who: cd $parent && paddock run --workspace-mode $mode: the daemon's socket is hidden" \
 			ENOENT in_dir "$parent" fb "$who" \
 			"$T/bin/paddock" run --workspace-mode "$mode" --ro "$probe" -- "$probe" \
