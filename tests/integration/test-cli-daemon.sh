@@ -75,6 +75,13 @@ exec_tests() {
 	out=$(pc "$who" exec "$id" --output-cap 64 -- sh -c 'seq 1 5000')
 	is "$(printf '%s\n' "$out" | head -1)|$(printf '%s\n' "$out" | tail -1)|$(printf '%s' "$out" | grep -c 'bytes dropped; full output in')" \
 		"1|5000|1" "$who: exec --output-cap keeps head and tail and says where the rest is"
+	is "$(printf '%s\n' "$out" | sed -n '13,15p' | sed 's/; full output in .*//' | tr '\n' '|')" \
+		"13|[... 4981 lines, 23833 bytes dropped|4995|" \
+		"$who: exec --output-cap cuts on line ends and says how many lines were dropped"
+	out=$(pc "$who" exec "$id" --output-cap 64 -- sh -c 'head -c 300 /dev/zero | tr "\\0" x')
+	is "$(printf '%s\n' "$out" | sed 's/; full output in .*//; s/x\{32\}/X/' | tr '\n' '|')" \
+		"X|[... 1 line, 236 bytes dropped (a line longer than the cap was cut)|X|" \
+		"$who: exec --output-cap cuts a line longer than the cap and says so"
 	out=$(pc "$who" exec --json "$id" -- sh -c 'exit 7')
 	is "$?:$(jq_get "$out" exit_code):$(jq_get "$out" end)" "7:7:exited" "$who: exec --json prints the result"
 	pc "$who" exec 01a20000-0000-7000-8000-000000000000 -- true >"$T/o" 2>&1
