@@ -150,6 +150,7 @@ static void spill_start(struct pdk_ctl_sb *sb, const json_t *exec_id, struct pdk
 	struct spill_ctx *s = pdk_xcalloc(1, sizeof(*s));
 
 	c->file_requested = true;
+	sb->spilled = true;
 	c->pending = pdk__ctl_buf_new();
 	pdk__ctl_buf_add(c->pending, c->head, c->head_len);
 	pdk__ctl_buf_add(c->pending, t, c->tail_len); /* the ring has not wrapped yet */

@@ -75,6 +75,7 @@ struct pdk_ctl_sb {
 	unsigned token_ops;      /* the create token's operations (0: all) */
 	uint64_t token_ttl_s;    /* its lifetime (0: PDK_TOKEN_TTL_MAX) */
 	bool destroying;
+	bool spilled; /* a command's output was spilled into /tmp/.paddock/exec (capture.c) */
 	pdk_ctl_destroyed_cb destroy_cb; /* a destroy waiting for the answer */
 	void *destroy_ctx;
 	bool first_exec_pending; /* claimed from a pool, its first exec not answered yet */
