@@ -32,6 +32,10 @@ json_t *pdk__api_exit_json(const struct pdk_ctl_exit *e)
 	pdk_json_set(o, "signal", e->has_signal ? json_integer(e->signal) : json_null());
 	pdk_json_set(o, "end", json_string(e->end));
 	pdk_json_set(o, "duration_ms", json_integer((json_int_t)e->duration_ms));
+	/* The network refusals during the command, for the caller to tell its user (docs/api.yaml).
+	 */
+	pdk_json_set(o, "denied", e->denied != NULL ? json_deep_copy(e->denied) : json_array());
+	pdk_json_set(o, "denied_more", json_integer((json_int_t)e->denied_more));
 	return o;
 }
 
@@ -94,6 +98,22 @@ static void add_b64_unless_exact(json_t *o, const char *key, const char *p, size
 	pdk_json_set(o, key, json_string(b));
 }
 
+/*
+ * The line standing for what was dropped between head and tail, on a line of
+ * its own: the head ends at a line end unless a line longer than the cap was
+ * cut, which the marker then says.
+ */
+static void add_marker(struct evbuffer *b, const struct pdk_ctl_output *o)
+{
+	if (o->head_len > 0 && o->head[o->head_len - 1] != '\n')
+		pdk_http_buf_add(b, "\n", 1);
+	pdk_http_buf_printf(b, "[... %llu line%s, %llu bytes dropped%s; full output in %s ...]\n",
+			    (unsigned long long)o->dropped_lines, o->dropped_lines == 1 ? "" : "s",
+			    (unsigned long long)o->dropped,
+			    o->line_cut ? " (a line longer than the cap was cut)" : "",
+			    o->file ? o->file : "(not kept)");
+}
+
 json_t *pdk__api_output_json(const struct pdk_ctl_output *o)
 {
 	struct evbuffer *b = pdk_http_buf_new();
@@ -103,15 +123,14 @@ json_t *pdk__api_output_json(const struct pdk_ctl_output *o)
 
 	pdk_http_buf_add(b, o->head, o->head_len);
 	if (o->dropped > 0)
-		pdk_http_buf_printf(b, "\n[... %llu bytes dropped; full output in %s ...]\n",
-				    (unsigned long long)o->dropped,
-				    o->file ? o->file : "(not kept)");
+		add_marker(b, o);
 	pdk_http_buf_add(b, o->tail, o->tail_len);
 	n = evbuffer_get_length(b);
 	p = (const char *)evbuffer_pullup(b, (ssize_t)n);
-	out = json_pack("{s:o, s:I, s:I, s:b, s:o}", "text", json_text(p, n), "bytes",
-			(json_int_t)o->total, "dropped", (json_int_t)o->dropped, "truncated",
-			o->dropped > 0, "file", o->file ? json_string(o->file) : json_null());
+	out = json_pack("{s:o, s:I, s:I, s:I, s:b, s:b, s:o}", "text", json_text(p, n), "bytes",
+			(json_int_t)o->total, "dropped", (json_int_t)o->dropped, "dropped_lines",
+			(json_int_t)o->dropped_lines, "truncated", o->dropped > 0, "line_cut",
+			o->line_cut, "file", o->file ? json_string(o->file) : json_null());
 	add_b64_unless_exact(out, "text_b64", p, n);
 	evbuffer_free(b);
 	return out;

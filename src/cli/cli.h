@@ -100,5 +100,11 @@ void pdk_cli_net_denied(const char *dest, const char *why, uint64_t count, const
 			const char *how);
 void pdk_cli_net_denied_more(uint64_t more);
 void pdk_cli_net_denials(struct pdk_net_denials *d);
+/*
+ * The same summary from an exec result or exit event of the daemon (its
+ * "denied" array and "denied_more"; docs/api.yaml), for `paddock exec`.
+ * Nothing with --quiet.
+ */
+void pdk_cli_net_denied_json(const json_t *r);
 
 #endif

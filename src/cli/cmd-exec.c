@@ -22,10 +22,11 @@ static const char help[] =
 	"directory is the workspace unless --cwd says otherwise.\n"
 	"\n"
 	"By default the call returns when CMD has ended, and its output is kept to\n"
-	"--output-cap bytes per stream (the daemon's default is 16 KiB): the first and\n"
-	"last halves with a line saying how much was dropped and which file inside\n"
-	"the sandbox holds all of it. With --stream, output is printed as it comes,\n"
-	"all of it.\n"
+	"--output-cap bytes per stream (the daemon's default is 16 KiB): the whole\n"
+	"lines of the first and last halves, with a line saying how many lines and\n"
+	"bytes were dropped and which file inside the sandbox holds all of it (a\n"
+	"line longer than half the cap is cut, and that line says so). With\n"
+	"--stream, output is printed as it comes, all of it.\n"
 	"\n"
 	"options:\n"
 	"      --stream          print stdout and stderr as CMD writes them\n"
@@ -38,7 +39,11 @@ static const char help[] =
 	"      --output-cap N    bytes of each stream kept in the answer\n"
 	"      --json            print the daemon's whole answer (exit code, end,\n"
 	"                        duration, output with byte counts) instead of the\n"
-	"                        output; not with --stream\n" PDK_CLI_CONN_HELP "\n"
+	"                        output; not with --stream\n"
+	"  -q, --quiet           do not print the summary of network destinations\n"
+	"                        denied while CMD ran (printed on stderr at its end,\n"
+	"                        each with the --allow that would let it through)\n" PDK_CLI_CONN_HELP
+	"\n"
 	"exit status: CMD's own; 128+N when it died of signal N; 124 when --timeout\n"
 	"ended it; 123 when the sandbox's memory limit did (\"memory limit reached\");\n"
 	"122 bad option; 125 the daemon could not be reached or refused\n"
@@ -58,6 +63,7 @@ static const struct option long_opts[] = {
 	{"shell", required_argument, NULL, 'c'},
 	{"output-cap", required_argument, NULL, OPT_OUTPUT_CAP},
 	{"json", no_argument, NULL, PDK_CLI_OPT_JSON},
+	{"quiet", no_argument, NULL, 'q'},
 	{NULL, 0, NULL, 0},
 };
 
@@ -100,12 +106,15 @@ static int exec_opt(void *ctx, const struct option *opt, const char *arg)
 	case PDK_CLI_OPT_JSON:
 		o->json = true;
 		return 0;
+	case 'q':
+		pdk_cli_quiet = true;
+		return 0;
 	default:
 		return -1;
 	}
 }
 
-static const struct pdk_cli_verb verb = {"t:e:C:ic:", long_opts, help, NULL, exec_opt};
+static const struct pdk_cli_verb verb = {"t:e:C:ic:q", long_opts, help, NULL, exec_opt};
 
 static int read_stdin(json_t *body)
 {
@@ -171,6 +180,7 @@ static int exec_sync(struct pdk_client *c, const char *path, struct exec_opts *o
 	} else {
 		put_output(r, "stdout", STDOUT_FILENO);
 		put_output(r, "stderr", STDERR_FILENO);
+		pdk_cli_net_denied_json(r);
 	}
 	st = status_of(r);
 	json_decref(r);
@@ -198,6 +208,7 @@ static int on_exec_event(void *ud, const char *event, const char *id, const char
 		return !pdk_cli_put_bytes(j, "data", "data_b64",
 					  event[3] == 'o' ? STDOUT_FILENO : STDERR_FILENO);
 	if (strcmp(event, "exit") == 0) {
+		pdk_cli_net_denied_json(j);
 		st->status = status_of(j);
 		st->ended = true;
 	} else if (strcmp(event, "error") == 0) {

@@ -67,6 +67,9 @@ static struct pdk_ctl_sb *adopt_row(struct pdk_ctl *c, const struct pdk_store_sa
 	uint64_t spool = 0;
 
 	sb->row = *row;
+	/* Its commands before the daemon's restart may have left spill files: removed at its end.
+	 */
+	sb->spilled = true;
 	sb->row.id = pdk_xstrdup(row->id);
 	sb->row.state = pdk_xstrdup(row->state);
 	sb->row.profile = pdk_xstrdup(row->profile);

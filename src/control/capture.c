@@ -1,8 +1,8 @@
 /*
  * capture.c - one output stream of a command answered at its end: a head
- * buffer (cap/2) and a tail ring (cap - cap/2); past the cap, the whole
- * output spilled into a file inside the sandbox (/tmp/.paddock/exec/E.NAME),
- * opened through the supervisor.
+ * buffer (cap/2) and a tail ring (cap - cap/2), cut to whole lines in the
+ * answer; past the cap, the whole output spilled into a file inside the sandbox
+ * (/tmp/.paddock/exec/E.NAME), opened through the supervisor.
  */
 #include "common.h"
 #include "base.h"
@@ -46,6 +46,8 @@ void pdk__capture_release(struct pdk_capture *c)
 static void tail_add(struct pdk_capture *c, const char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (c->tail_len == c->tail_max)
+			c->tail_before = c->tail[c->tail_pos];
 		c->tail[c->tail_pos] = p[i];
 		c->tail_pos = (c->tail_pos + 1) % c->tail_max;
 		if (c->tail_len < c->tail_max)
@@ -62,6 +64,15 @@ static char *tail_linear(const struct pdk_capture *c)
 	for (size_t i = 0; i < c->tail_len; i++)
 		o[i] = c->tail[(start + i) % c->tail_max];
 	return o;
+}
+
+static uint64_t count_newlines(const char *p, size_t n)
+{
+	uint64_t k = 0;
+
+	for (const char *e = p + n; (p = memchr(p, '\n', (size_t)(e - p))) != NULL; p++)
+		k++;
+	return k;
 }
 
 /* ---- the spill file ---- */
@@ -139,6 +150,7 @@ static void spill_start(struct pdk_ctl_sb *sb, const json_t *exec_id, struct pdk
 	struct spill_ctx *s = pdk_xcalloc(1, sizeof(*s));
 
 	c->file_requested = true;
+	sb->spilled = true;
 	c->pending = pdk__ctl_buf_new();
 	pdk__ctl_buf_add(c->pending, c->head, c->head_len);
 	pdk__ctl_buf_add(c->pending, t, c->tail_len); /* the ring has not wrapped yet */
@@ -174,6 +186,7 @@ void pdk__capture_add(struct pdk_ctl_sb *sb, const json_t *exec_id, struct pdk_c
 	if (c->total + n > c->head_max + c->tail_max && !c->file_requested)
 		spill_start(sb, exec_id, c);
 	c->total += n;
+	c->lines += count_newlines(p, n);
 	if (c->file_requested)
 		spill_write(c, p, n);
 	if (c->head_len < c->head_max) {
@@ -184,18 +197,60 @@ void pdk__capture_add(struct pdk_ctl_sb *sb, const json_t *exec_id, struct pdk_c
 	tail_add(c, p + h, n - h);
 }
 
+/* The head's length kept past the cap: through its last newline, or all of it (a cut line). */
+static size_t head_keep(const struct pdk_capture *c, bool *cut)
+{
+	const char *nl = c->head_len ? memrchr(c->head, '\n', c->head_len) : NULL;
+
+	if (nl != NULL)
+		return (size_t)(nl - c->head) + 1;
+	*cut = c->head_len > 0;
+	return c->head_len;
+}
+
+/*
+ * Where the kept tail starts past the cap: at its oldest byte when the byte
+ * before it ended a line, else after its first newline. A tail whose only
+ * newline is its last byte, or that has none, is one line longer than the
+ * tail: kept whole, cut at its start.
+ */
+static size_t tail_skip(const struct pdk_capture *c, const char *t, bool *cut)
+{
+	const char *nl = c->tail_len ? memchr(t, '\n', c->tail_len) : NULL;
+
+	if (c->tail_before == '\n' || c->tail_len == 0)
+		return 0;
+	if (nl != NULL && (size_t)(nl - t) + 1 < c->tail_len)
+		return (size_t)(nl - t) + 1;
+	*cut = true;
+	return 0;
+}
+
 void pdk__capture_output(struct pdk_capture *c, struct pdk_ctl_output *out)
 {
-	uint64_t kept = c->head_len + c->tail_len;
+	bool dropping = c->total > (uint64_t)c->head_len + c->tail_len, cut = false;
+	size_t head = c->head_len, skip = 0;
+	uint64_t kept_lines;
+	char last_dropped;
 
 	free(c->tail_linear);
 	c->tail_linear = tail_linear(c);
+	if (dropping) {
+		head = head_keep(c, &cut);
+		skip = tail_skip(c, c->tail_linear, &cut);
+	}
+	kept_lines = count_newlines(c->head, head) +
+		     count_newlines(c->tail_linear + skip, c->tail_len - skip);
+	last_dropped = skip > 0 ? '\n' : c->tail_before;
 	*out = (struct pdk_ctl_output){.head = c->head,
-				       .head_len = c->head_len,
-				       .tail = c->tail_linear,
-				       .tail_len = c->tail_len,
+				       .head_len = head,
+				       .tail = c->tail_linear + skip,
+				       .tail_len = c->tail_len - skip,
 				       .total = c->total,
-				       .dropped = c->total - kept};
+				       .dropped = c->total - head - (c->tail_len - skip),
+				       .line_cut = cut};
+	if (out->dropped > 0)
+		out->dropped_lines = c->lines - kept_lines + (last_dropped != '\n');
 	if (out->dropped > 0 && c->file != NULL && !c->file_failed)
 		out->file = c->file;
 }

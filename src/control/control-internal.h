@@ -76,6 +76,7 @@ struct pdk_ctl_sb {
 	unsigned token_ops;      /* the create token's operations (0: all) */
 	uint64_t token_ttl_s;    /* its lifetime (0: PDK_TOKEN_TTL_MAX) */
 	bool destroying;
+	bool spilled; /* a command's output was spilled into /tmp/.paddock/exec (capture.c) */
 	pdk_ctl_destroyed_cb destroy_cb; /* a destroy waiting for the answer */
 	void *destroy_ctx;
 	bool first_exec_pending; /* claimed from a pool, its first exec not answered yet */
@@ -235,7 +236,9 @@ struct pdk_capture {
 	char *head, *tail;
 	size_t head_max, head_len, tail_max, tail_pos, tail_len;
 	uint64_t total;
-	int fd; /* our end of the command's pipe (or the pty), -1 once closed */
+	uint64_t lines;   /* newlines seen in the whole output */
+	char tail_before; /* the byte just before the tail's oldest, once the ring has wrapped */
+	int fd;           /* our end of the command's pipe (or the pty), -1 once closed */
 	struct event *ev;
 	bool eof;
 	/* The full output inside the sandbox, opened through the supervisor when the cap is passed.
@@ -256,7 +259,12 @@ void pdk__capture_add(struct pdk_ctl_sb *sb, const json_t *exec_id, struct pdk_c
 		      const char *p, size_t n);
 /* Forget `c` in its pending spill-file open (the command ends; the file still gets its bytes). */
 void pdk__capture_detach(struct pdk_ctl_sb *sb, struct pdk_capture *c);
-/* The result of the capture (borrowing from it: valid until it is released). */
+/*
+ * The result of the capture (borrowing from it: valid until it is released).
+ * Past the cap, the head ends at its last newline and the tail starts after
+ * its first, so that only whole lines are dropped; a head or tail holding no
+ * line end is kept as it is (out->line_cut).
+ */
 void pdk__capture_output(struct pdk_capture *c, struct pdk_ctl_output *out);
 
 /* ---- exec.c ---- */

@@ -332,6 +332,13 @@ struct pdk_ctl_exit {
 	int signal;                     /* 0 unless a signal ended it */
 	char end[16];                   /* "exited", "signaled", "timeout", "killed" */
 	uint64_t duration_ms;
+	/*
+	 * The destinations refused while it ran (borrowed, valid for the call):
+	 * an array of {dest, why, allow, count}, NULL when no exit report came;
+	 * denied_more counts refusals of destinations not listed.
+	 */
+	const json_t *denied;
+	uint64_t denied_more;
 };
 
 /*
@@ -344,7 +351,9 @@ struct pdk_ctl_output {
 	const char *head, *tail;
 	size_t head_len, tail_len;
 	uint64_t total;
-	uint64_t dropped;
+	uint64_t dropped;       /* bytes between head and tail */
+	uint64_t dropped_lines; /* lines of which at least one byte was dropped */
+	bool line_cut;          /* a line longer than what was kept of it was cut mid-line */
 	const char *file;
 };
 

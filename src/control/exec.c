@@ -123,6 +123,10 @@ static void exit_of(struct pdk_ctl_exec *x, struct pdk_ctl_exit *e)
 	e->signal = (int)json_integer_value(sig);
 	(void)snprintf(e->end, sizeof(e->end), "%s", end ? end : "killed");
 	e->duration_ms = (pdk_now_mono_ns() - x->start_ns) / 1000000;
+	e->denied = json_is_array(json_object_get(x->exit, "denied"))
+			    ? json_object_get(x->exit, "denied")
+			    : NULL;
+	e->denied_more = (uint64_t)json_integer_value(json_object_get(x->exit, "denied_more"));
 }
 
 /* A pty session's end is recorded: its output went to a terminal, not into an answer. */

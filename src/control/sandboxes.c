@@ -452,6 +452,32 @@ static void destroyed(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfd
 	pdk__close_fds(fds, nfds);
 }
 
+/* Ask the supervisor to end the sandbox, or forget a sandbox that has none. */
+static void ask_destroy(struct pdk_ctl_sb *sb)
+{
+	if (sb->ctl_fd < 0 ||
+	    pdk__sb_call(sb, json_pack("{s:s, s:s}", "op", "destroy", "reason", sb->end_reason),
+			 NULL, 0, destroyed, NULL) < 0) {
+		/* No supervisor to ask (lost, or never answered): forget it now. */
+		if (sb->row.supervisor_pid > 0 && sb->pidfd >= 0)
+			(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+		pdk__sb_forget(sb, "ended");
+	}
+}
+
+static void spill_removed(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)
+{
+	(void)ctx;
+	pdk__close_fds(fds, nfds);
+	/*
+	 * No reply: the connection was lost or the sandbox is being freed, and
+	 * whoever failed the call forgets it. A refused delete is no reason to
+	 * keep the sandbox.
+	 */
+	if (reply != NULL)
+		ask_destroy(sb);
+}
+
 void pdk__sb_destroy(struct pdk_ctl_sb *sb, const char *reason)
 {
 	if (sb->destroying)
@@ -462,14 +488,18 @@ void pdk__sb_destroy(struct pdk_ctl_sb *sb, const char *reason)
 		free(sb->end_reason);
 		sb->end_reason = pdk_xstrdup(reason);
 	}
-	if (sb->ctl_fd < 0 ||
-	    pdk__sb_call(sb, json_pack("{s:s, s:s}", "op", "destroy", "reason", reason), NULL, 0,
-			 destroyed, NULL) < 0) {
-		/* No supervisor to ask (lost, or never answered): forget it now. */
-		if (sb->row.supervisor_pid > 0 && sb->pidfd >= 0)
-			(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
-		pdk__sb_forget(sb, "ended");
-	}
+	/*
+	 * The spill files of its commands' output go first. /tmp is the
+	 * sandbox's own tmpfs unless a workspace is bound there, where they
+	 * would outlive it (and show in its changes).
+	 */
+	if (sb->spilled && sb->ctl_fd >= 0 &&
+	    pdk__sb_call(sb,
+			 json_pack("{s:s, s:s, s:b}", "op", "delete", "path", "/tmp/.paddock/exec",
+				   "recursive", 1),
+			 NULL, 0, spill_removed, NULL) == 0)
+		return;
+	ask_destroy(sb);
 }
 
 int pdk_ctl_destroy(struct pdk_ctl *c, const char *id, const char *reason, pdk_ctl_destroyed_cb cb,

@@ -233,6 +233,7 @@ static void add_exec(struct pdk_supervisor *s, json_int_t req, json_t *msg, uint
 	if (json_is_integer(to) && json_integer_value(to) > 0)
 		e->deadline = e->start_ns + (uint64_t)json_integer_value(to) * PDK_SV_NSEC_PER_MS;
 	e->oom_base = oom_kills(s);
+	e->deny_seq = pdk_net_denials_seq(pdk_sandbox_denials(pdk__sv_sandbox(s)));
 }
 
 void pdk__sv_op_exec(struct pdk_supervisor *s, json_int_t req, json_t *msg, int *fds, size_t nfds)
@@ -321,6 +322,31 @@ static void on_failed(struct pdk_supervisor *s, struct pdk_sv_exec *e,
 	pdk__sv_drop_exec(s, e);
 }
 
+/*
+ * The destinations refused while `e` ran, with the option that would allow
+ * each: {"denied":[{dest, why, allow, count}], "denied_more"} added to `m`,
+ * for the exec's caller to print as `paddock run` does (docs/egress.md).
+ */
+static void add_denials(struct pdk_supervisor *s, const struct pdk_sv_exec *e, json_t *m)
+{
+	struct pdk_net_denial *v = NULL;
+	uint64_t more = 0;
+	size_t n = pdk_net_denials_since(pdk_sandbox_denials(pdk__sv_sandbox(s)), e->deny_seq, &v,
+					 &more);
+	json_t *a = json_array();
+
+	if (a == NULL)
+		pdk_oom();
+	for (size_t i = 0; i < n; i++)
+		if (json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:I}", "dest", v[i].dest,
+						       "why", v[i].why, "allow", v[i].allow,
+						       "count", (json_int_t)v[i].count)) < 0)
+			pdk_oom();
+	pdk_json_set(m, "denied", a);
+	pdk_json_set(m, "denied_more", json_integer((json_int_t)more));
+	pdk_net_denial_list_free(v, n);
+}
+
 static void on_exited(struct pdk_supervisor *s, struct pdk_sv_exec *e,
 		      const struct pdk_sandbox_proc *p)
 {
@@ -340,6 +366,7 @@ static void on_exited(struct pdk_supervisor *s, struct pdk_sv_exec *e,
 		      WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0, "duration_ns",
 		      (json_int_t)(pdk_now_mono_ns() - e->start_ns), "cpu_ns",
 		      (json_int_t)(p->cpu_us * 1000), "maxrss_kb", (json_int_t)p->maxrss_kb);
+	add_denials(s, e, m);
 
 	emit_proc(s, "process.exit",
 		  json_pack("{s:i, s:I, s:s, s:i}", "pid", p->pid, "exec", (json_int_t)e->id, "end",

@@ -26,6 +26,7 @@ struct pdk_sv_exec {
 	uint64_t start_ns; /* CLOCK_MONOTONIC */
 	uint64_t deadline; /* CLOCK_MONOTONIC ns; 0 = none */
 	uint64_t oom_base; /* the sandbox cgroup's OOM kill count when it started */
+	uint64_t deny_seq; /* the sandbox's count of network refusals when it started */
 	bool timed_out;
 	bool killed;    /* a signal request ended it */
 	bool warm;      /* a pool member's warm-up (the daemon's): not a command of the budget */

@@ -127,7 +127,10 @@ sandbox_tests() {
 	f=$(jq_get "$BODY" stdout.file)
 	n=$(jq_get "$BODY" stdout.bytes)
 	is "$(jq_get "$BODY" stdout.truncated) $n $(jq_get "$BODY" stdout.dropped) $(jq_get "$BODY" stdout.text | grep -c "bytes dropped; full output in $f")" \
-		"true 108894 108694 1" "$who: output over the cap keeps head and tail with a marker line"
+		"true 108894 108699 1" "$who: output over the cap keeps head and tail with a marker line"
+	is "$(jq_get "$BODY" stdout.dropped_lines) $(jq_get "$BODY" stdout.line_cut) $(jq_get "$BODY" stdout.text | grep -B1 -A1 '^\[\.\.\. ' | tr '\n' ' ')" \
+		"19948 false 36 [... 19948 lines, 108699 bytes dropped; full output in $f ...] 19985 " \
+		"$who: the cut falls on line ends (head through 36, tail from 19985) and counts the dropped lines"
 	api "$who" GET "/v1/sandboxes/$id/files?path=$f"
 	is "$CODE $(printf '%s\n' "$BODY" | wc -l) $(printf '%s\n' "$BODY" | tail -1)" "200 20000 20000" \
 		"$who: the full output is in $f inside the sandbox"

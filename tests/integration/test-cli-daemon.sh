@@ -75,6 +75,13 @@ exec_tests() {
 	out=$(pc "$who" exec "$id" --output-cap 64 -- sh -c 'seq 1 5000')
 	is "$(printf '%s\n' "$out" | head -1)|$(printf '%s\n' "$out" | tail -1)|$(printf '%s' "$out" | grep -c 'bytes dropped; full output in')" \
 		"1|5000|1" "$who: exec --output-cap keeps head and tail and says where the rest is"
+	is "$(printf '%s\n' "$out" | sed -n '13,15p' | sed 's/; full output in .*//' | tr '\n' '|')" \
+		"13|[... 4981 lines, 23833 bytes dropped|4995|" \
+		"$who: exec --output-cap cuts on line ends and says how many lines were dropped"
+	out=$(pc "$who" exec "$id" --output-cap 64 -- sh -c 'head -c 300 /dev/zero | tr "\\0" x')
+	is "$(printf '%s\n' "$out" | sed 's/; full output in .*//; s/x\{32\}/X/' | tr '\n' '|')" \
+		"X|[... 1 line, 236 bytes dropped (a line longer than the cap was cut)|X|" \
+		"$who: exec --output-cap cuts a line longer than the cap and says so"
 	out=$(pc "$who" exec --json "$id" -- sh -c 'exit 7')
 	is "$?:$(jq_get "$out" exit_code):$(jq_get "$out" end)" "7:7:exited" "$who: exec --json prints the result"
 	pc "$who" exec 01a20000-0000-7000-8000-000000000000 -- true >"$T/o" 2>&1
@@ -223,6 +230,24 @@ tcp_tests() {
 	is "$?:$(grep -c "is the daemon running" "$T/o")" "125:1" "$who: no daemon: 125 and a hint"
 }
 
+# Spill files (the whole output of an exec past --output-cap) go with the sandbox. /tmp is the
+# sandbox's own tmpfs; here /tmp/.paddock leads into a read-write workspace, so that a spill
+# file left behind would be seen on the host: none remains after `paddock kill`.
+spill_tests() {
+	local who=$1 id ws f out
+	ws=$(mkws)
+	chmod a+rwx "$ws"
+	id=$(pc "$who" create --workspace "$ws" --workspace-mode rw)
+	[ -n "$id" ] || { ok 1 "$who: create with a rw workspace for the spill test"; return; }
+	pc "$who" exec "$id" -- sh -c "mkdir -p $ws/spill && ln -s $ws/spill /tmp/.paddock"
+	out=$(pc "$who" exec "$id" --output-cap 64 -- seq 1 1000)
+	f=$(printf '%s\n' "$out" | sed -n 's/.*; full output in \(.*\) \.\.\.\]$/\1/p')
+	is "$(wc -l <"$ws/spill/exec/$(basename "$f")" 2>&1)" "1000" \
+		"$who: the spill file $f holds the whole output (on the host through the link)"
+	is "$(pc "$who" kill "$id")" "$id" "$who: kill the sandbox that spilled"
+	is "$(find "$ws/spill" -mindepth 1 2>&1 | wc -l)" "0" "$who: no spill file remains after kill"
+}
+
 for who in root user; do
 	if [ "$who" = user ]; then
 		# Rootless: a cgroup delegated to nobody (its freezer too), as an administrator would.
@@ -234,6 +259,7 @@ for who in root user; do
 	ok $? "$who: the daemon starts"
 	basic_tests "$who"
 	exec_tests "$who"
+	spill_tests "$who"
 	cp_tests "$who"
 	lifecycle_tests "$who"
 	attach_tests "$who"

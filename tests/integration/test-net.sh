@@ -79,6 +79,33 @@ getent: 2" "$who: serve, $mode: a name lookup fails at once and for good"
 	done
 }
 
+# What the user did through the daemon: `paddock exec ID -- getent hosts pypi.org` in a sandbox
+# in network.mode none, sync and --stream. The lookup fails, and at the exec's end stderr says
+# what was denied and the option that allows it; --quiet hides that; an exec that was denied
+# nothing prints nothing (the list is the exec's own); the API answer carries it as "denied".
+serve_denied() {
+	local who=$1 id s want
+	want="paddock: network denied: pypi.org (name lookup, network.mode none); to allow it: create a sandbox with --allow pypi.org"
+	api "$who" POST /v1/sandboxes '{}'
+	id=$(jq_get "$BODY" id)
+	is "$CODE" 201 "$who: serve: a sandbox in network.mode none for exec's summary" || return 1
+	for s in --output-cap=16384 --stream; do
+		as "$who" "$T/bin/paddock" exec "$s" "$id" -- getent hosts pypi.org >"$T/out" 2>"$T/err"
+		is "$?|$(grep '^paddock: network denied' "$T/err")" "2|$want" \
+			"$who: exec $s: getent fails and the summary names pypi.org and --allow pypi.org" ||
+			sed 's/^/#   /' "$T/err"
+	done
+	as "$who" "$T/bin/paddock" exec --quiet "$id" -- getent hosts pypi.org >"$T/out" 2>"$T/err"
+	is "$?|$(grep -c 'network denied' "$T/err")" "2|0" "$who: exec --quiet: no summary"
+	as "$who" "$T/bin/paddock" exec "$id" -- true >"$T/out" 2>"$T/err"
+	is "$?|$(grep -c 'network denied' "$T/err")" "0|0" \
+		"$who: exec of a command denied nothing: no summary (an earlier exec's denial is not repeated)"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["getent","hosts","pypi.org"]}'
+	is "$(jq_get "$BODY" exit_code) $(jq_get "$BODY" denied.0.dest) $(jq_get "$BODY" denied.0.allow) $(jq_get "$BODY" denied_more)" \
+		"2 pypi.org pypi.org 0" "$who: serve: the exec result lists the denied destination and its --allow"
+	api "$who" DELETE "/v1/sandboxes/$id"
+}
+
 for who in root user; do
 	prun_cmd "$who"
 	run_loopback "$who"
@@ -87,6 +114,7 @@ for who in root user; do
 		serve_start "$who"
 		ok $? "$who: the daemon starts"
 		serve_loopback "$who"
+		serve_denied "$who"
 		serve_stop "$who"
 	fi
 done
