@@ -194,6 +194,10 @@ run_errors() {
 	is "$?:$(grep -c "cannot execute 'no-such-command-x': command not found" "$T/err")" "127:1" \
 		"$who: run of a missing command exits 127: command not found"
 	no_doubled "$who" "run of a missing command" "$T/err"
+	prun "$who" --workspace-mode none -C /nope -- true >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "working directory '/nope'" "$T/err"):$(grep -c "cannot execute" "$T/err")" "125:1:0" \
+		"$who: run -C /nope names the cwd, not the command"
+	no_doubled "$who" "run -C /nope" "$T/err"
 	mkdir -p "$T/state-$who/ws"
 	[ "$who" = user ] && chown $UNPRIV_UID "$T/state-$who/ws"
 	prun "$who" --workspace "$T/state-$who/ws" -- true >/dev/null 2>"$T/err"
