@@ -131,6 +131,27 @@ static int chk_name(json_t *v, const char *path, void *out, struct pdk_req_error
 	return 0;
 }
 
+/*
+ * A profile's name. A path is refused with what to do instead: the daemon
+ * loads the profiles installed in its profile directory, never a file a
+ * caller names.
+ */
+static int chk_profile(json_t *v, const char *path, void *out, struct pdk_req_error *e)
+{
+	const char *s = json_string_value(v);
+	size_t n = s != NULL ? strlen(s) : 0;
+
+	/* What `paddock run --profile` would read as a file (docs/policy.md). */
+	if (s != NULL && (strchr(s, '/') != NULL || (n > 5 && strcmp(s + n - 5, ".yaml") == 0) ||
+			  (n > 4 && strcmp(s + n - 4, ".yml") == 0)))
+		return fail(e, path,
+			    "'%s' takes a profile name, not a path: copy the file to NAME.yaml "
+			    "in the daemon's profile directory (~/.config/paddock/profiles or "
+			    "/etc/paddock/profiles, docs/policy.md) and give NAME",
+			    path);
+	return chk_name(v, path, out, e);
+}
+
 /* "30s"/"10m"/... or a non-negative integer in `unit_ms` units, into milliseconds. */
 static int duration(json_t *v, const char *path, uint64_t unit_ms, uint64_t *ms,
 		    struct pdk_req_error *e)
@@ -560,7 +581,7 @@ static int chk_create_token(json_t *v, const char *path, void *out, struct pdk_r
 		name, fn, offsetof(struct pdk_req_create, member) \
 	}
 static const struct field create_fields[] = {
-	CF("profile", chk_name, profile),
+	CF("profile", chk_profile, profile),
 	CF("overrides", chk_overrides, overrides),
 	CF("workspace", chk_workspace, workspace),
 	CF("env", chk_env_obj, env),

@@ -66,11 +66,23 @@ int pdk_error_wrap(struct pdk_error **err, const char *fmt, ...)
 	if (vasprintf(&ctx, fmt, ap) < 0)
 		pdk_oom();
 	va_end(ap);
+	/* A context the message already starts with is not said twice ("policy: policy: ..."). */
+	if (pdk_error_has_context((*err)->msg, ctx)) {
+		free(ctx);
+		return -(*err)->status;
+	}
 	full = pdk_xasprintf("%s: %s", ctx, (*err)->msg);
 	free(ctx);
 	free((*err)->msg);
 	(*err)->msg = full;
 	return -(*err)->status;
+}
+
+bool pdk_error_has_context(const char *msg, const char *ctx)
+{
+	size_t n = strlen(ctx);
+
+	return n > 0 && strncmp(msg, ctx, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ';
 }
 
 int pdk_error_set_field(struct pdk_error **err, int status, const char *field, const char *fmt, ...)

@@ -31,10 +31,14 @@ int pdk_error_set(struct pdk_error **err, int status, const char *fmt, ...) PDK_
 int pdk_error_setx(struct pdk_error **err, int status, const char *fmt, ...) PDK_PRINTF(3, 4);
 
 /*
- * Prefix the message of *err with context: "context: old message".
+ * Prefix the message of *err with context: "context: old message", unless
+ * the message already starts with "context: " (a context is said once).
  * Returns -(*err)->status, or -EINVAL if *err is NULL.
  */
 int pdk_error_wrap(struct pdk_error **err, const char *fmt, ...) PDK_PRINTF(2, 3);
+
+/* True when `msg` starts with "CTX: " (`ctx` non-empty): wrapping it with `ctx` adds nothing. */
+bool pdk_error_has_context(const char *msg, const char *ctx);
 
 /*
  * Like pdk_error_setx(), naming `field` (copied; may be NULL), the part of a

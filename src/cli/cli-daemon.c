@@ -98,16 +98,25 @@ struct pdk_client *pdk_cli_connect(const struct pdk_cli_conn *conn)
 	return c;
 }
 
+int pdk_cli_exit_of(int status, const char *field)
+{
+	/* A command that did not start exits as a shell's does. */
+	if (field != NULL && strcmp(field, "argv[0]") == 0)
+		return status == ENOENT ? PDK_EXIT_NOTFOUND : PDK_EXIT_NOEXEC;
+	return PDK_CLI_EXIT_API;
+}
+
 int pdk_cli_api_fail(struct pdk_client *c, struct pdk_error **err)
 {
 	int st = (*err)->status;
+	int rc = pdk_cli_exit_of(st, (*err)->field);
 
 	pdk_cli_error("%s", (*err)->msg);
 	if (c != NULL && (st == ENOENT || st == ECONNREFUSED) &&
 	    strstr((*err)->msg, "cannot connect") != NULL)
 		fprintf(stderr, "paddock: is the daemon running? start it with 'paddock serve'\n");
 	pdk_error_free(err);
-	return PDK_CLI_EXIT_API;
+	return rc;
 }
 
 int pdk_cli_request(struct pdk_client *c, const struct pdk_client_req *q, struct pdk_error **err)

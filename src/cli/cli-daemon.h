@@ -81,8 +81,16 @@ int pdk_cli_parse(const struct pdk_cli_verb *v, int argc, char **argv, struct pd
 struct pdk_client *pdk_cli_connect(const struct pdk_cli_conn *conn);
 
 /*
+ * The exit status of a daemon's error of errno-style `status` naming
+ * `field` (may be NULL): a command that did not start ("argv[0]") is 127
+ * when not found, else 126, as a shell says; any other is PDK_CLI_EXIT_API.
+ */
+int pdk_cli_exit_of(int status, const char *field);
+
+/*
  * Print an error from the client ("paddock: MESSAGE", with a hint when the
- * daemon is not running) and return PDK_CLI_EXIT_API. Frees *err.
+ * daemon is not running) and return its exit status (pdk_cli_exit_of():
+ * PDK_CLI_EXIT_API but for a command that did not start). Frees *err.
  */
 int pdk_cli_api_fail(struct pdk_client *c, struct pdk_error **err);
 

@@ -170,11 +170,12 @@ static void put_output(json_t *r, const char *name, int fd)
 
 static int exec_sync(struct pdk_client *c, const char *path, struct exec_opts *o)
 {
-	json_t *r = pdk_cli_call(c, "POST", path, o->body);
+	struct pdk_error *err = NULL;
+	json_t *r = NULL;
 	int st;
 
-	if (r == NULL)
-		return PDK_CLI_EXIT_API;
+	if (pdk_client_json(c, "POST", path, o->body, &r, NULL, &err) < 0)
+		return pdk_cli_api_fail(c, &err);
 	if (o->json) {
 		pdk_cli_print_json(r);
 	} else {
@@ -213,10 +214,11 @@ static int on_exec_event(void *ud, const char *event, const char *id, const char
 		st->ended = true;
 	} else if (strcmp(event, "error") == 0) {
 		json_t *e = json_object_get(j, "error");
+		const char *code = json_string_value(json_object_get(e, "code"));
 
-		pdk_cli_error("%s: %s", json_string_value(json_object_get(e, "code")),
-			      json_string_value(json_object_get(e, "message")));
-		st->status = PDK_CLI_EXIT_API;
+		pdk_cli_error("%s: %s", code, json_string_value(json_object_get(e, "message")));
+		st->status = pdk_cli_exit_of(pdk_client_status_of_code(code),
+					     json_string_value(json_object_get(e, "field")));
 		st->ended = true;
 	}
 	return 0;

@@ -289,6 +289,8 @@ static void report_end(const struct pdk_run_opts *o, const struct pdk_policy *p,
 			      (unsigned long long)p->limits.wall_ms);
 	else if (r->end == PDK_SANDBOX_OOM)
 		pdk_cli_error("memory limit reached: the command was killed by the OOM killer");
+	else if (r->end == PDK_SANDBOX_EXEC_FAILED && r->exec_errno == ENOENT)
+		pdk_cli_error("cannot execute '%s': command not found", o->argv[0]);
 	else if (r->end == PDK_SANDBOX_EXEC_FAILED)
 		pdk_cli_error("cannot execute '%s': %s", o->argv[0], strerror(r->exec_errno));
 	else if (r->oom_kills > 0)
@@ -451,7 +453,11 @@ static int open_failed(const struct pdk_session_failure *why, const struct pdk_e
 	case PDK_SESSION_CHANGE_SET:
 	case PDK_SESSION_SANDBOX:
 	default:
-		pdk_cli_error("%s: %s", pdk_session_step_name(why->step), err->msg);
+		/* The step's name, unless the message already starts with it. */
+		if (pdk_error_has_context(err->msg, pdk_session_step_name(why->step)))
+			pdk_cli_error("%s", err->msg);
+		else
+			pdk_cli_error("%s: %s", pdk_session_step_name(why->step), err->msg);
 		return PDK_EXIT_SETUP;
 	}
 }

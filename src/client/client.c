@@ -432,9 +432,10 @@ int pdk_client_error_from(const struct pdk_client_resp *r, struct pdk_error **er
 				      "HTTP %d from the daemon%s%.*s", r->status, n ? ": " : "", n,
 				      r->body ? r->body : "");
 	}
+	/* The field stays on the error too, for a caller that tells fields apart. */
 	if (field != NULL && field[0] != '\0')
-		return pdk_error_setx(err, pdk_client_status_of_code(code), "%s: %s (field %s)",
-				      code, msg, field);
+		return pdk_error_set_field(err, pdk_client_status_of_code(code), field,
+					   "%s: %s (field %s)", code, msg, field);
 	return pdk_error_setx(err, pdk_client_status_of_code(code), "%s: %s", code, msg);
 }
 

@@ -28,24 +28,13 @@ bool pdk__svc_failed(const json_t *reply)
 
 int pdk_ctl_svc_error(const json_t *reply, struct pdk_error **err)
 {
-	static const struct {
-		const char *code;
-		int status;
-	} map[] = {
-		{"not_found", ENOENT},  {"bad_request", EINVAL}, {"exec_failed", ENOEXEC},
-		{"conflict", EALREADY}, {"busy", EBUSY},         {"limit", EDQUOT},
-		{"forbidden", EPERM},
-	};
 	json_t *e = json_object_get(reply, "error");
 	const char *code = json_string_value(json_object_get(e, "code"));
 	const char *msg = json_string_value(json_object_get(e, "message"));
-	int status = EIO;
+	int status = pdk_svc_status_of(code);
 
 	if (reply == NULL)
 		return pdk_error_setx(err, ENOTCONN, "the sandbox's supervisor is gone");
-	for (size_t i = 0; code != NULL && i < PDK_ARRAY_SIZE(map); i++)
-		if (strcmp(code, map[i].code) == 0)
-			status = map[i].status;
 	return pdk_error_set_field(err, status, json_string_value(json_object_get(e, "field")),
 				   "%s",
 				   msg                             ? msg

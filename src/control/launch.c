@@ -48,12 +48,18 @@ json_t *pdk__ctl_spec(struct pdk_ctl *c, const char *id, const struct pdk_ctl_cr
 
 /* ---- the ready pipe ---- */
 
-static void create_failed(struct pdk_ctl_sb *sb, const char *msg)
+/*
+ * The create failed with `why` (taken: freed here): the waiters get it, its
+ * status and field kept (an unknown profile is the caller's 404, a broken
+ * mechanism the daemon's 500), and the sandbox goes.
+ */
+static void create_failed(struct pdk_ctl_sb *sb, struct pdk_error *why)
 {
-	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_error_ struct pdk_error *err = why;
 	_cleanup_free_ char *dir = pdk__sb_dir(sb);
+	_cleanup_free_ char *msg = pdk_xstrdup(why->msg);
 
-	(void)pdk_error_setx(&err, EIO, "sandbox could not be created: %s", msg);
+	(void)pdk_error_wrap(&err, "sandbox could not be created");
 	pdk__sb_answer_waiters(sb, err);
 	pdk_error_free(&err);
 	/* The supervisor is reaped by the front end's SIGCHLD handler whenever it ends. */
@@ -70,16 +76,22 @@ static void create_failed(struct pdk_ctl_sb *sb, const char *msg)
 	pdk__sb_free(sb);
 }
 
-/* The ready line's failure, as a message (caller frees). */
-static char *ready_error(json_t *j)
+/*
+ * The ready line's failure, as a control error (caller frees): the
+ * supervisor's svc-proto error answer, with its status and field.
+ */
+static struct pdk_error *ready_error(json_t *j)
 {
-	json_t *e = json_object_get(j, "error");
-	const char *m = json_string_value(json_object_get(e, "message"));
-	const char *step = json_string_value(json_object_get(e, "step"));
+	struct pdk_error *err = NULL;
 
 	if (j == NULL)
-		return pdk_xstrdup("the supervisor ended without a ready message");
-	return pdk_xasprintf("%s%s%s", step ? step : "", step ? ": " : "", m ? m : "failed");
+		(void)pdk_error_setx(&err, EIO, "the supervisor ended without a ready message");
+	else if (json_object_get(j, "error") == NULL)
+		(void)pdk_error_setx(&err, EIO,
+				     "the supervisor reported a failure without an error");
+	else
+		(void)pdk_ctl_svc_error(j, &err);
+	return err;
 }
 
 static void ready_done(struct pdk_ctl_sb *sb)
@@ -89,9 +101,7 @@ static void ready_done(struct pdk_ctl_sb *sb)
 
 	pdk__ctl_unwatch(&sb->ready_ev, &sb->ready_fd);
 	if (!json_is_true(json_object_get(j, "ok"))) {
-		_cleanup_free_ char *msg = ready_error(j);
-
-		create_failed(sb, msg);
+		create_failed(sb, ready_error(j));
 		return;
 	}
 	sb->init_pid = (pid_t)json_integer_value(json_object_get(j, "init_pid"));
@@ -99,9 +109,11 @@ static void ready_done(struct pdk_ctl_sb *sb)
 		sb->facts = json_incref(json_object_get(j, "facts"));
 	rc = pdk__sb_connect(sb);
 	if (rc < 0) {
-		_cleanup_free_ char *msg =
-			pdk_xasprintf("cannot connect to the supervisor: %s", strerror(-rc));
-		create_failed(sb, msg);
+		struct pdk_error *err = NULL;
+
+		(void)pdk_error_setx(&err, EIO, "cannot connect to the supervisor: %s",
+				     strerror(-rc));
+		create_failed(sb, err);
 		return;
 	}
 	pdk__sb_set_state(sb, "running");

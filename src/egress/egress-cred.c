@@ -264,10 +264,13 @@ static size_t add_secret(struct pdk_egress *e, const char *name, struct pdk_erro
 	value = pdk_env_get(e->cfg.secrets_env, var);
 	/* SECURITY: fail closed; a value that could end the header line is refused. */
 	if (value == NULL || *value == '\0' || strpbrk(value, "\r\n") != NULL) {
-		(void)pdk_error_setx(err, ENOKEY,
-				     "secret '%s': set %s in paddock's environment (one line, not "
-				     "empty)",
-				     name, var);
+		/* The caller's to fix: it names the field, so the daemon answers 400, not 500. */
+		(void)pdk_error_set_field(
+			err, ENOKEY, "network.credentials",
+			"secret '%s': set %s (one line, not empty) in the environment paddock "
+			"runs in: the shell's for 'paddock run', the daemon's environment for a "
+			"sandbox of 'paddock serve' (restart the daemon with it)",
+			name, var);
 		return SIZE_MAX;
 	}
 	e->secrets = pdk_xrealloc(e->secrets, (e->n_secrets + 1) * sizeof(*e->secrets));

@@ -346,9 +346,11 @@ PDK_NORETURN static void exec_spawn(const struct spawn_req *r, const sigset_t *m
 	for (int i = 0; i < 3; i++)
 		if (install_fd(r->fds[pty ? 0 : i], i) < 0)
 			goto fail;
-	fail->stage = PDK_INIT_STAGE_EXEC;
+	/* A missing working directory is told apart from a missing command. */
+	fail->stage = PDK_INIT_STAGE_CWD;
 	if (chdir(r->cwd) < 0)
 		goto fail;
+	fail->stage = PDK_INIT_STAGE_EXEC;
 	if (r->file == NULL) {
 		errno = ENOENT;
 		goto fail;

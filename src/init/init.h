@@ -70,6 +70,7 @@ enum pdk_init_stage {
 	PDK_INIT_STAGE_FORK = 1,
 	PDK_INIT_STAGE_SETSID = 2,
 	PDK_INIT_STAGE_EXEC = 3,
+	PDK_INIT_STAGE_CWD = 4, /* the working directory of a SPAWN: the caller's to fix */
 };
 
 struct pdk_init_msg {

@@ -90,7 +90,10 @@ static const char *holds(const char *what)
 	return "the daemon's socket and the supervisors' control sockets";
 }
 
-/* `path` (named `name` in the message) at or under a private directory: -EACCES. */
+/*
+ * `path` (named `name` in the message) at or under a private directory:
+ * -EINVAL, the caller's to change (the field "workspace" for the workspace).
+ */
 static int refuse_inside(const struct pdk__session_private *priv, const char *name,
 			 const char *path, struct pdk_error **err)
 {
@@ -99,11 +102,12 @@ static int refuse_inside(const struct pdk__session_private *priv, const char *na
 	for (size_t i = 0; priv->dirs != NULL && priv->dirs[i] != NULL; i++) {
 		if (!pdk_paths_within(canon, priv->dirs[i]))
 			continue;
-		return pdk_error_setx(err, EACCES,
-				      "%s '%s' lies inside %s '%s' (%s), which no sandbox may see: "
-				      "choose a path outside it",
-				      name, path, priv->whats[i], priv->dirs[i],
-				      holds(priv->whats[i]));
+		/* SECURITY: refused whoever asks: no view may show a private directory. */
+		return pdk_error_set_field(
+			err, EINVAL, strcmp(name, "workspace") == 0 ? "workspace" : NULL,
+			"%s '%s' lies inside %s '%s' (%s), which no sandbox may see: choose a "
+			"path outside it",
+			name, path, priv->whats[i], priv->dirs[i], holds(priv->whats[i]));
 	}
 	return 0;
 }

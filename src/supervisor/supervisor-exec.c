@@ -7,6 +7,7 @@
  */
 #include "common.h"
 #include "base.h"
+#include "init.h"
 #include "supervisor-internal.h"
 
 #include <fcntl.h>
@@ -33,6 +34,7 @@ void pdk__sv_drop_exec(struct pdk_supervisor *s, struct pdk_sv_exec *e)
 	if (e->pty_master >= 0)
 		(void)close(e->pty_master);
 	pdk_strv_free(e->argv);
+	free(e->cwd);
 	*e = s->execs[--s->n_execs];
 }
 
@@ -229,7 +231,8 @@ static void add_exec(struct pdk_supervisor *s, json_int_t req, json_t *msg, uint
 				  .start_ns = pdk_now_mono_ns(),
 				  .pty_master = master,
 				  .warm = warm,
-				  .argv = av};
+				  .argv = av,
+				  .cwd = pdk_xstrdup(exec_cwd(s, msg))};
 	if (json_is_integer(to) && json_integer_value(to) > 0)
 		e->deadline = e->start_ns + (uint64_t)json_integer_value(to) * PDK_SV_NSEC_PER_MS;
 	e->oom_base = oom_kills(s);
@@ -305,14 +308,41 @@ static void on_started(struct pdk_supervisor *s, struct pdk_sv_exec *e,
 		  false);
 }
 
+/*
+ * The error answer for a command that did not start, in the words of
+ * `paddock run` ("cannot execute 'X': command not found"):
+ * its working directory missing names "cwd"; its command missing is
+ * "not_found" (the CLI's 127), one it may not run "forbidden" (126), both
+ * naming "argv[0]"; anything else is "exec_failed".
+ */
+static json_t *failed_error(const struct pdk_sv_exec *e, const struct pdk_sandbox_proc *p)
+{
+	const char *name = e->argv != NULL && e->argv[0] != NULL ? e->argv[0] : "";
+	const char *ename = strerrorname_np(p->err) ? strerrorname_np(p->err) : "E?";
+	_cleanup_free_ char *msg = NULL;
+	const char *code = "exec_failed", *field = "argv[0]";
+
+	if (p->stage == PDK_INIT_STAGE_CWD) {
+		msg = pdk_xasprintf("cwd '%s': %s", e->cwd ? e->cwd : "", strerror(p->err));
+		code = p->err == ENOENT ? "not_found" : "bad_request";
+		field = "cwd";
+	} else if (p->stage == PDK_INIT_STAGE_EXEC && p->err == ENOENT) {
+		msg = pdk_xasprintf("cannot execute '%s': command not found", name);
+		code = "not_found";
+	} else if (p->stage == PDK_INIT_STAGE_EXEC && (p->err == EACCES || p->err == EPERM)) {
+		msg = pdk_xasprintf("cannot execute '%s': %s (%s)", name, strerror(p->err), ename);
+		code = "forbidden";
+	} else {
+		msg = pdk_xasprintf("cannot execute '%s': %s (%s)", name, strerror(p->err), ename);
+	}
+	return json_pack("{s:s, s:s, s:s, s:i}", "code", code, "message", msg, "field", field,
+			 "errno", p->err);
+}
+
 static void on_failed(struct pdk_supervisor *s, struct pdk_sv_exec *e,
 		      const struct pdk_sandbox_proc *p)
 {
-	_cleanup_free_ char *msg =
-		pdk_xasprintf("%s: %s", strerrorname_np(p->err) ? strerrorname_np(p->err) : "E?",
-			      strerror(p->err));
-	json_t *err = json_pack("{s:s, s:s, s:s, s:i}", "code", "exec_failed", "message", msg,
-				"field", "argv[0]", "errno", p->err);
+	json_t *err = failed_error(e, p);
 
 	pdk__sv_send(s, json_pack("{s:I, s:o}", "req", e->req, "error", err), NULL, 0);
 	emit_proc(s, "process.exec",

@@ -63,35 +63,13 @@ static const char *type_name(mode_t m)
 	return "other";
 }
 
-static const char *errno_code(int e)
-{
-	switch (e) {
-	case ENOENT:
-		return "not_found";
-	case EEXIST:
-	case ENOTEMPTY:
-		return "conflict";
-	case EACCES:
-	case EPERM:
-	case EROFS:
-		return "forbidden";
-	case EBUSY:
-		return "busy";
-	case ENOSPC:
-	case EDQUOT:
-		return "limit";
-	default:
-		return e == EIO || e == ENOMEM ? "internal" : "bad_request";
-	}
-}
-
 static void reply_errno(struct pdk_supervisor *s, json_int_t req, int e, const char *what,
 			const char *path)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 
 	(void)pdk_error_set(&err, e, "%s '%s'", what, path);
-	pdk__sv_reply_error(s, req, errno_code(e), "path", err);
+	pdk__sv_reply_error(s, req, pdk_svc_code_of(e), "path", err);
 }
 
 /* The request's path: absolute, no NUL, at most PATH_MAX. NULL after replying bad_request. */
@@ -494,8 +472,8 @@ static void op_connect(struct pdk_supervisor *s, json_int_t req, json_t *msg, co
 
 		(void)pdk_error_set(&err, e, "cannot connect to 127.0.0.1:%u in the sandbox",
 				    (unsigned)port);
-		pdk__sv_reply_error(s, req, e == ECONNREFUSED ? "not_found" : errno_code(e), "port",
-				    err);
+		pdk__sv_reply_error(s, req, e == ECONNREFUSED ? "not_found" : pdk_svc_code_of(e),
+				    "port", err);
 		return;
 	}
 	pdk__sv_send(s, json_pack("{s:I, s:b}", "req", req, "ok", 1), &fd, 1);

@@ -32,6 +32,7 @@ struct pdk_sv_exec {
 	bool warm;      /* a pool member's warm-up (the daemon's): not a command of the budget */
 	int pty_master; /* pty: sent with the reply, then closed here; else -1 */
 	char **argv;    /* for the process.exec event without exec tracing */
+	char *cwd;      /* its working directory, for the error when it is missing */
 };
 
 /*
@@ -75,6 +76,7 @@ struct pdk_supervisor {
 	uint64_t commands_limit;
 	uint64_t commands;
 	const char *ended;            /* the reason, once ended */
+	const char *blame;            /* the request field a failed setup judged, or NULL */
 	json_int_t destroy_requested; /* the destroy request's req; -1: SIGTERM */
 	struct pdk_sv_exec *execs;
 	size_t n_execs;

@@ -128,6 +128,29 @@ static int setup_dirs(struct pdk_supervisor *s, struct pdk_error **err)
 }
 
 /*
+ * The part of the create request a failed session step judged, or NULL when
+ * the step is a mechanism's (its failure is the daemon's, not the caller's).
+ */
+static const char *blamed_field(enum pdk_session_step step)
+{
+	switch (step) {
+	case PDK_SESSION_PROFILE:
+		return "profile";
+	case PDK_SESSION_OVERRIDES:
+		return "overrides";
+	case PDK_SESSION_ENV:
+		return "env";
+	case PDK_SESSION_WORKSPACE:
+		return "workspace";
+	case PDK_SESSION_EVENTS:
+	case PDK_SESSION_CHANGE_SET:
+	case PDK_SESSION_SANDBOX:
+	default:
+		return NULL;
+	}
+}
+
+/*
  * The session: the policy with the spec's overrides, the workspace (a
  * private one when the spec names none), the environment, the event spool
  * and the change set, as `paddock run` makes them.
@@ -153,8 +176,10 @@ static int setup_session(struct pdk_supervisor *s, struct pdk_error **err)
 	o.events_file = s->spool;
 	s->session = pdk_session_open(&o, &why, err);
 	pdk_policy_report_release(&why.report);
-	if (s->session == NULL)
+	if (s->session == NULL) {
+		s->blame = blamed_field(why.step);
 		return pdk_error_wrap(err, "%s", pdk_session_step_name(why.step));
+	}
 	p = pdk__sv_policy(s);
 	s->wall_limit_ns = p->limits.wall_ms * PDK_SV_NSEC_PER_MS;
 	s->cpu_limit_ns = s->spec.cpu_time_ms * PDK_SV_NSEC_PER_MS;
@@ -238,6 +263,27 @@ static int setup(struct pdk_supervisor *s, int spec_fd, struct pdk_error **err)
 
 /* ---- readiness ---- */
 
+/*
+ * A failed setup as an svc-proto error answer: the status travels as its
+ * code, with the field to blame, when the failure is the caller's (a step
+ * that judged the request, or an error that names a field of it); any
+ * other failure is the daemon's ("internal"). "step" is the message's
+ * first word, for the sandbox.create_failed event.
+ */
+static json_t *ready_error(const struct pdk_supervisor *s, const struct pdk_error *err)
+{
+	const char *field = err->field != NULL ? err->field : s->blame;
+	const char *colon = strchr(err->msg, ':');
+	json_t *e = json_pack("{s:s, s:s, s:s%}", "message", err->msg, "code",
+			      field != NULL ? pdk_svc_code_of(err->status) : "internal", "step",
+			      colon != NULL ? err->msg : "setup",
+			      colon != NULL ? (size_t)(colon - err->msg) : strlen("setup"));
+
+	if (field != NULL)
+		pdk_json_set(e, "field", json_string(field));
+	return e;
+}
+
 static void report_ready(struct pdk_supervisor *s, int ready_fd, const struct pdk_error *err)
 {
 	_cleanup_free_ char *line = NULL;
@@ -250,12 +296,7 @@ static void report_ready(struct pdk_supervisor *s, int ready_fd, const struct pd
 			      "init_pid", (int)pdk_sandbox_init_pid(pdk__sv_sandbox(s)), "id",
 			      s->id, "facts", pdk__sv_facts(s));
 	} else {
-		const char *colon = strchr(err->msg, ':');
-		_cleanup_free_ char *step = colon ? strndup(err->msg, (size_t)(colon - err->msg))
-						  : pdk_xstrdup("setup");
-
-		m = json_pack("{s:b, s:{s:s, s:s}}", "ok", 0, "error", "message", err->msg, "step",
-			      step ? step : "setup");
+		m = json_pack("{s:b, s:o}", "ok", 0, "error", ready_error(s, err));
 	}
 	line = pdk_json_dump_line(m);
 	json_decref(m);

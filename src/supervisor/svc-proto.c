@@ -82,3 +82,45 @@ int pdk_svc_recv(int sock, json_t **msg, int *fds, size_t *nfds, struct pdk_erro
 		*nfds = got;
 	return 1;
 }
+
+const char *pdk_svc_code_of(int status)
+{
+	switch (status) {
+	case ENOENT:
+		return "not_found";
+	case EEXIST:
+	case ENOTEMPTY:
+		return "conflict";
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return "forbidden";
+	case EBUSY:
+		return "busy";
+	case ENOSPC:
+	case EDQUOT:
+		return "limit";
+	case EIO:
+	case ENOMEM:
+		return "internal";
+	default:
+		return "bad_request";
+	}
+}
+
+int pdk_svc_status_of(const char *code)
+{
+	static const struct {
+		const char *code;
+		int status;
+	} map[] = {
+		{"not_found", ENOENT},  {"bad_request", EINVAL}, {"exec_failed", ENOEXEC},
+		{"conflict", EALREADY}, {"busy", EBUSY},         {"limit", EDQUOT},
+		{"forbidden", EPERM},
+	};
+
+	for (size_t i = 0; code != NULL && i < PDK_ARRAY_SIZE(map); i++)
+		if (strcmp(code, map[i].code) == 0)
+			return map[i].status;
+	return EIO;
+}

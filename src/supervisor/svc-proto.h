@@ -41,4 +41,14 @@ PDK_MUST_CHECK int pdk_svc_send(int sock, const json_t *msg, const int *fds, siz
 PDK_MUST_CHECK int pdk_svc_recv(int sock, json_t **msg, int *fds, size_t *nfds,
 				struct pdk_error **err);
 
+/*
+ * The code an error answer carries for an errno-style `status` ("not_found",
+ * "conflict", "forbidden", "busy", "limit", "bad_request", "internal"), the
+ * one mapping both ends agree on: pdk_svc_status_of() reads it back.
+ */
+const char *pdk_svc_code_of(int status);
+
+/* The errno-style status of an error answer's `code`; EIO for "internal" and the unknown. */
+int pdk_svc_status_of(const char *code);
+
 #endif

@@ -309,12 +309,13 @@ int pdk_ws_create(const char *state_dir, const char *workspace, const char *sand
 		goto fail;
 	}
 	if (path_within(real, workspace)) {
-		rc = pdk_error_setx(
-			err, EINVAL,
-			"the state directory '%s' is inside the workspace '%s': an overlay "
-			"cannot keep its changes there; set PADDOCK_STATE_DIR to a "
-			"directory outside it",
-			real, workspace);
+		/* The caller's choice of workspace: it names the field (a 400, not a 500). */
+		rc = pdk_error_set_field(
+			err, EINVAL, "workspace",
+			"workspace '%s' holds the state directory '%s': an overlay cannot keep "
+			"its changes there; choose a workspace outside it, or set "
+			"PADDOCK_STATE_DIR to a directory outside the workspace",
+			workspace, real);
 		goto fail;
 	}
 	pdk_make_id(ws->id);

@@ -5,6 +5,7 @@ line per check: "ok - DESC" or "not ok - DESC" (the shell numbers them),
 with "# ..." diagnostics.
 usage: supervise-check.py PADDOCK WORKDIR
 """
+import errno
 import json
 import os
 import signal
@@ -90,11 +91,18 @@ check(rep.get("error", {}).get("code") == "bad_request" and
 rep, _ = c.call("status")
 check(rep.get("state") == "running", "and the connection goes on", rep)
 rep, ev, out, _ = c.run(["no-such-command-xyz"])
-check(ev is None and rep.get("error", {}).get("code") == "exec_failed" and
-      "ENOENT" in rep["error"]["message"], "a command that does not exist: exec_failed ENOENT", rep)
+check(ev is None and rep.get("error", {}).get("code") == "not_found" and
+      rep["error"].get("field") == "argv[0]" and rep["error"].get("errno") == errno.ENOENT and
+      "command not found" in rep["error"]["message"],
+      "a command that does not exist: not_found, argv[0], ENOENT, command not found", rep)
 rep, ev, out, _ = c.run(["/etc/passwd"])
-check(ev is None and rep.get("error", {}).get("code") == "exec_failed" and
-      "EACCES" in rep["error"]["message"], "a file that is not executable: exec_failed EACCES", rep)
+check(ev is None and rep.get("error", {}).get("code") == "forbidden" and
+      rep["error"].get("field") == "argv[0]" and "EACCES" in rep["error"]["message"],
+      "a file that is not executable: forbidden, argv[0], EACCES", rep)
+rep, ev, out, _ = c.run(["true"], cwd="/nope")
+check(ev is None and rep.get("error", {}).get("code") == "not_found" and
+      rep["error"].get("field") == "cwd" and "cwd '/nope'" in rep["error"]["message"],
+      "a working directory that does not exist: not_found naming the cwd", rep)
 
 # Pause stops CPU use; resume continues.
 devnull = os.open("/dev/null", os.O_RDWR)

@@ -22,6 +22,7 @@ doubled() {
 
 # no_doubled WHO WHAT FILE: the stderr of an error path has no doubled prefix.
 no_doubled() {
+	sed -n '1,3s/^/#   /p' "$3"
 	if doubled "$3" >/dev/null; then
 		ok 1 "$1: $2: no doubled prefix ($(doubled "$3" | head -1))"
 	else
@@ -113,6 +114,110 @@ daemon_tests() {
 	pc "$who" kill "$id" >/dev/null
 }
 
+# What the caller got wrong through the daemon is a 4xx naming the field, never a 500; the
+# CLI says it once ("paddock: CODE: MESSAGE (field F)") and exits 125.
+create_errors() {
+	local who=$1 out
+	pc "$who" create -p nosuchprofile >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "not_found: .*unknown profile 'nosuchprofile'.*(field profile)" "$T/err")" \
+		"125:1" "$who: create -p nosuchprofile exits 125: not_found naming the profile"
+	no_doubled "$who" "create -p nosuchprofile" "$T/err"
+	api "$who" POST /v1/sandboxes '{"profile": "nosuchprofile"}'
+	is "$CODE:$(jq_get "$BODY" error.field)" "404:profile" \
+		"$who: POST /v1/sandboxes of an unknown profile: 404, field profile"
+	pc "$who" create -p ./my.yaml >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "bad_request: 'profile' takes a profile name, not a path.*profile directory.*(field profile)" "$T/err")" \
+		"125:1" "$who: create -p ./my.yaml: bad_request saying the daemon takes names and where files go"
+	api "$who" POST /v1/sandboxes '{"profile": "/etc/passwd"}'
+	is "$CODE:$(jq_get "$BODY" error.field)" "400:profile" \
+		"$who: POST /v1/sandboxes of a profile path: 400, field profile"
+	api "$who" POST /v1/sandboxes '{"profile": "my.yaml"}'
+	is "$CODE:$(jq_get "$BODY" error.field)" "400:profile" "$who: ... and of a file name ending in .yaml"
+	pc "$who" create -p needs-secret >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "bad_request: .*secret 'errtok'.*PADDOCK_SECRET_ERRTOK.*the daemon's environment.*(field network.credentials)" "$T/err")" \
+		"125:1" "$who: create of a profile whose secret the daemon lacks: bad_request naming it and the daemon's environment"
+	no_doubled "$who" "create of a missing secret" "$T/err"
+	api "$who" POST /v1/sandboxes '{"profile": "needs-secret"}'
+	is "$CODE:$(jq_get "$BODY" error.field)" "400:network.credentials" \
+		"$who: POST /v1/sandboxes of a missing secret: 400, field network.credentials"
+	# Directories that are there, as a user's would be.
+	mkdir -p "$T/serve-$who/state/ws" "$T/serve-$who/run/ws"
+	[ "$who" = user ] && chown $UNPRIV_UID "$T/serve-$who/state/ws" "$T/serve-$who/run/ws"
+	pc "$who" create -w "$T/serve-$who/state/ws" >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "bad_request: .*workspace '.*' holds the state directory.*(field workspace)" "$T/err")" "125:1" \
+		"$who: create -w inside the daemon's state directory: bad_request naming the workspace"
+	no_doubled "$who" "create -w in the state directory" "$T/err"
+	out=$(printf '{"workspace": {"path": "%s"}}' "$T/serve-$who/run/ws")
+	api "$who" POST /v1/sandboxes "$out"
+	is "$CODE:$(jq_get "$BODY" error.field)" "400:workspace" \
+		"$who: POST /v1/sandboxes with a workspace in the runtime directory: 400, field workspace"
+}
+
+# exec of what is not there says so as a shell does: 127 "command not found", and a missing
+# --cwd names the cwd; a write to a read-only path is forbidden (403).
+exec_errors() {
+	local who=$1 id=$2 f
+	pc "$who" exec "$id" -- no-such-command-x >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "cannot execute 'no-such-command-x': command not found" "$T/err")" "127:1" \
+		"$who: exec of a missing command exits 127: command not found"
+	no_doubled "$who" "exec of a missing command" "$T/err"
+	pc "$who" exec --stream "$id" -- no-such-command-x >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "cannot execute 'no-such-command-x': command not found" "$T/err")" "127:1" \
+		"$who: exec --stream of a missing command exits 127: command not found"
+	pc "$who" exec "$id" -- /etc/hostname >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "cannot execute '/etc/hostname': Permission denied" "$T/err")" "126:1" \
+		"$who: exec of a file that is not executable exits 126"
+	pc "$who" exec -C /nope "$id" -- true >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "cwd '/nope': No such file or directory.*(field cwd)" "$T/err"):$(grep -c 'argv' "$T/err")" \
+		"125:1:0" "$who: exec --cwd /nope names the cwd, not argv[0]"
+	no_doubled "$who" "exec --cwd /nope" "$T/err"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv": ["no-such-command-x"]}'
+	is "$CODE:$(jq_get "$BODY" error.field)" "404:argv[0]" \
+		"$who: POST exec of a missing command: 404, field argv[0]"
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv": ["true"], "cwd": "/nope"}'
+	is "$CODE:$(jq_get "$BODY" error.field)" "404:cwd" "$who: POST exec with a missing cwd: 404, field cwd"
+	f=$(mkws)/f
+	echo hi >"$f"
+	chmod 0644 "$f"
+	pc "$who" cp "$f" "$id:/usr/paddock-ro" >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "forbidden: .*(field path)" "$T/err")" "125:1" \
+		"$who: cp to a read-only path exits 125: forbidden naming the path"
+	no_doubled "$who" "cp to a read-only path" "$T/err"
+	api "$who" PUT "/v1/sandboxes/$id/files?path=/usr/paddock-ro" 'hi'
+	is "$CODE" 403 "$who: PUT of a file at a read-only path: 403"
+}
+
+# paddock run says the same: 127 for a missing command, and no doubled prefix on its errors.
+run_errors() {
+	local who=$1
+	prun "$who" --workspace-mode none -- no-such-command-x >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "cannot execute 'no-such-command-x': command not found" "$T/err")" "127:1" \
+		"$who: run of a missing command exits 127: command not found"
+	no_doubled "$who" "run of a missing command" "$T/err"
+	prun "$who" --workspace-mode none -C /nope -- true >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "working directory '/nope'" "$T/err"):$(grep -c "cannot execute" "$T/err")" "125:1:0" \
+		"$who: run -C /nope names the cwd, not the command"
+	no_doubled "$who" "run -C /nope" "$T/err"
+	mkdir -p "$T/state-$who/ws"
+	[ "$who" = user ] && chown $UNPRIV_UID "$T/state-$who/ws"
+	prun "$who" --workspace "$T/state-$who/ws" -- true >/dev/null 2>"$T/err"
+	is "$?:$(grep -c "workspace '.*' holds the state directory" "$T/err")" "125:1" \
+		"$who: run with a workspace inside the state directory exits 125 naming it"
+	no_doubled "$who" "run with a workspace in the state directory" "$T/err"
+}
+
+# The daemon's profile directory: a profile that needs a secret nobody set.
+mkdir -p "$T/cfg/paddock/profiles"
+cat >"$T/cfg/paddock/profiles/needs-secret.yaml" <<'EOF'
+extends: default
+network:
+  mode: allowlist
+  allow: ['127.0.0.1:9']
+  credentials:
+    - {host: '127.0.0.1:9', header: 'Authorization: Bearer ${secret:errtok}'}
+EOF
+chmod -R a+rX "$T/cfg"
+
 if ! have_supervisor; then
 	echo "# skipped the daemon part: this build has no 'paddock supervise'"
 fi
@@ -121,12 +226,18 @@ for who in root user; do
 		delegate_cgroup
 		SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
 	fi
+	SERVE_ENV+=(XDG_CONFIG_HOME="$T/cfg")
 	bad_flags "$who"
+	run_errors "$who"
 	pool_refused "$who"
 	have_supervisor || continue
 	serve_start "$who" --pool default=1 --kill-on-exit
 	ok $? "$who: the daemon starts with --pool default=1"
 	daemon_tests "$who"
+	create_errors "$who"
+	id=$(pc "$who" create --session err-$who)
+	exec_errors "$who" "$id"
+	pc "$who" kill "$id" >/dev/null
 	serve_stop "$who"
 	is "$SERVE_RC" 0 "$who: the daemon stops cleanly"
 	reap_supervisors
