@@ -124,3 +124,10 @@ reap_supervisors() {
 	done
 	return 0
 }
+
+# pc WHO ARGS...: the paddock CLI as WHO, with that identity's daemon environment.
+pc() {
+	local who=$1
+	shift
+	(cd "$T/home" && as "$who" "$T/bin/paddock" "$@")
+}

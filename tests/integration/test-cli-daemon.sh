@@ -8,13 +8,6 @@
 
 trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
 
-# pc WHO ARGS...: the paddock CLI as WHO, with that identity's daemon environment.
-pc() {
-	local who=$1
-	shift
-	(cd "$T/home" && as "$who" "$T/bin/paddock" "$@")
-}
-
 # The daemon answered "not served yet" / "unknown op": say so, and skip that check.
 unsupported() {
 	grep -q 'not served yet\|unknown op' "$1"

@@ -9,12 +9,6 @@
 
 trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
 
-pc() {
-	local who=$1
-	shift
-	(cd "$T/home" && as "$who" "$T/bin/paddock" "$@")
-}
-
 # A doubled prefix is a message that says where it comes from twice.
 doubled() {
 	grep -E '(^|: )([a-z][a-z ]*): \2: ' "$1"

@@ -9,13 +9,6 @@
 
 trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
 
-# pc WHO ARGS...: the paddock CLI as WHO, with that identity's daemon environment.
-pc() {
-	local who=$1
-	shift
-	(cd "$T/home" && as "$who" "$T/bin/paddock" "$@")
-}
-
 if ! have_supervisor; then
 	echo "# skipped: this build has no 'paddock supervise' (the supervisor), so no sandbox can start"
 	[ "${PDK_MUST_WORK:-0}" = 1 ] && ok 1 "the supervisor is built (PDK_MUST_WORK=1)"
