@@ -539,10 +539,13 @@ void pdk_http_guard_install(struct pdk_http_guards *gs, struct evhttp *h, struct
 
 void pdk_http_guards_stop(struct pdk_http_guards *gs)
 {
-	struct event **evs[] = {&gs->admit, &gs->resume, &gs->sweep};
+	struct event **evs[3];
 
-	if (gs == NULL)
+	if (gs == NULL) /* before any member's address is taken: a daemon without TCP has none */
 		return;
+	evs[0] = &gs->admit;
+	evs[1] = &gs->resume;
+	evs[2] = &gs->sweep;
 	for (struct pdk_http_guards **p = &all_guards; *p != NULL; p = &(*p)->next_guards)
 		if (*p == gs) {
 			*p = gs->next_guards;
