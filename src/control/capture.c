@@ -122,11 +122,18 @@ static void spill_opened(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t 
 	free(s);
 	if (c != NULL && wrote) {
 		c->file_fd = fds[0];
-		return;
-	}
-	if (c != NULL)
+		fds[0] = -1;
+	} else if (c != NULL) {
 		c->file_failed = true;
+	}
 	pdk__close_fds(fds, nfds);
+	if (c != NULL && c->spill_ready != NULL)
+		c->spill_ready(c->spill_ready_arg);
+}
+
+bool pdk__capture_spill_pending(const struct pdk_capture *c)
+{
+	return c->file_requested && c->file_fd < 0 && !c->file_failed;
 }
 
 /* The file's name inside the sandbox: the exec id's text (a string id without its quotes). */

@@ -247,8 +247,11 @@ struct pdk_capture {
 	int file_fd;
 	bool file_requested, file_failed;
 	struct evbuffer *pending; /* held while the file is being opened */
-	struct evbuffer *early;   /* read before the start answer */
-	char *tail_linear;        /* the tail in order, for a result */
+	/* Called once the file's open is answered (its bytes are then in it), if set. */
+	void (*spill_ready)(void *arg);
+	void *spill_ready_arg;
+	struct evbuffer *early; /* read before the start answer */
+	char *tail_linear;      /* the tail in order, for a result */
 };
 
 /* Keep the first cap/2 and the last cap - cap/2 bytes. */
@@ -257,6 +260,8 @@ void pdk__capture_release(struct pdk_capture *c);
 /* `n` bytes of command `exec_id` of `sb`: kept, and past the cap, spilled into the file. */
 void pdk__capture_add(struct pdk_ctl_sb *sb, const json_t *exec_id, struct pdk_capture *c,
 		      const char *p, size_t n);
+/* Whether `c`'s spill file is still being opened (its bytes are not all in it yet). */
+bool pdk__capture_spill_pending(const struct pdk_capture *c);
 /* Forget `c` in its pending spill-file open (the command ends; the file still gets its bytes). */
 void pdk__capture_detach(struct pdk_ctl_sb *sb, struct pdk_capture *c);
 /*

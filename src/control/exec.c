@@ -208,10 +208,25 @@ static void exec_finish(struct pdk_ctl_exec *x)
 	exec_free(x);
 }
 
+/*
+ * Both pipes at their end, and no spill file still being opened: the answer
+ * names the file, so a caller that reads it at once finds all its bytes.
+ */
+static bool drained(const struct pdk_ctl_exec *x)
+{
+	return x->out.eof && x->err.eof && !pdk__capture_spill_pending(&x->out) &&
+	       !pdk__capture_spill_pending(&x->err);
+}
+
 static void maybe_finish(struct pdk_ctl_exec *x)
 {
-	if (x->exit != NULL && x->out.eof && x->err.eof)
+	if (x->exit != NULL && drained(x))
 		exec_finish(x);
+}
+
+static void spill_ready(void *arg)
+{
+	maybe_finish(arg);
 }
 
 static void grace_over(evutil_socket_t fd, short what, void *arg)
@@ -231,10 +246,13 @@ void pdk__exec_exited(struct pdk_ctl_sb *sb, json_t *ev)
 		if (x->exec_id == NULL || !json_equal(x->exec_id, id))
 			continue;
 		x->exit = json_incref(ev);
-		if (x->out.eof && x->err.eof) {
+		if (drained(x)) {
 			exec_finish(x);
 			return;
 		}
+		/* The output is all read; the spill file's open finishes it (spill_ready). */
+		if (x->out.eof && x->err.eof)
+			return;
 		/* An archive's stdout is read to its end, however slowly its client takes it. */
 		if (x->mode == EXEC_RAW)
 			return;
@@ -496,6 +514,8 @@ static struct pdk_ctl_exec *exec_new(struct pdk_ctl_sb *sb, enum exec_mode mode,
 	x->start_ns = pdk_now_mono_ns();
 	pdk__capture_init(&x->out, "stdout", cap);
 	pdk__capture_init(&x->err, "stderr", mode == EXEC_SYNC ? cap : TAR_STDERR_CAP);
+	x->out.spill_ready = x->err.spill_ready = spill_ready;
+	x->out.spill_ready_arg = x->err.spill_ready_arg = x;
 	return x;
 }
 
