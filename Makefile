@@ -18,7 +18,7 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch \
 	libsqlite3-dev libssl-dev sqlite3 openssl libcurl4-openssl-dev \
 	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl python3-yaml jq \
-	python3-jsonschema
+	python3-jsonschema man-db
 # Only for the benches: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
 # whose SandboxManager will not start without rg and socat. Debian's npm package is
 # installed only when no npm command exists: a nodejs package that bundles npm (a repack of

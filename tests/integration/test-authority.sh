@@ -15,7 +15,7 @@ OWN_NAMESPACES=1
 . "$(dirname "$0")/lib-serve.sh"
 : "${ESCAPE_PROBE:?ESCAPE_PROBE must name the escape-probe binary}"
 
-trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_auth; sleep 0.2; umount_aliases; rm -rf "$T"' EXIT
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; umount_aliases; rm -rf "$T"' EXIT
 
 # This suite's layout, per identity, under A=$T/auth-WHO: the daemon's runtime directory lies
 # in VIEW, the directory the sandboxes get as their workspace, its socket (--socket) in VIEW
@@ -32,16 +32,6 @@ umount_aliases() {
 	done
 	return 0
 }
-# Supervisors of this suite's daemons (their environment names this suite's directories).
-reap_auth() {
-	local p
-	for p in $(pgrep -f 'paddock supervise --id '); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^PADDOCK_RUNTIME_DIR=$T/" &&
-			kill -9 "$p" 2>/dev/null
-	done
-	return 0
-}
-
 # attempt DESC PATTERN CMD...: CMD prints the probe's line; it must exit 1 with "blocked (PATTERN)".
 attempt() {
 	local desc=$1 pat=$2 out rc
