@@ -2,7 +2,8 @@
 #
 #   make              build ./build/paddock
 #   make run ARGS='…' set up, build, and run `paddock run ARGS` (default: a short demo)
-#   make test         set up, build, run every suite (unit, fuzz, integration, ASan+UBSan)
+#   make test         set up (Debian packages, tests/clients npm ci), build, run every suite
+#                     (unit, fuzz, integration, ASan+UBSan, real clients)
 #   make fuzz         run every libFuzzer target for 60 s (FUZZ_JOBS=N at once)
 #   make bench        set up the benches' own tools too, then run the benches
 #   make install      build, then install under PREFIX (default /usr/local; DESTDIR=
@@ -19,6 +20,11 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	libsqlite3-dev libssl-dev sqlite3 openssl libcurl4-openssl-dev \
 	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl python3-yaml jq \
 	python3-jsonschema man-db
+# The test clients nobody here wrote (tests/clients/package.json, `npm ci`): the MCP SDKs,
+# inspector and conformance suite, E2B's SDKs, playwright-core driving Debian's chromium.
+# The images suites and the code interpreter use the rest.
+TEST_DEB_PACKAGES := nodejs chromium umoci mmdebstrap busybox-static zstd libarchive-dev \
+	libzstd-dev zlib1g-dev python3-ipykernel python3-jupyter-client python3-matplotlib
 # Only for the benches: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
 # whose SandboxManager will not start without rg and socat. Debian's npm package is
 # installed only when no npm command exists: a nodejs package that bundles npm (a repack of
@@ -38,7 +44,7 @@ HELPERDIR = $(PREFIX)/libexec/paddock
 MAN1DIR = $(PREFIX)/share/man/man1
 DOCDIR = $(PREFIX)/share/doc/paddock
 
-.PHONY: all setup bench-setup build run test test-fast fuzz bench format format-check clean \
+.PHONY: all setup test-setup test-clients-setup npm-setup bench-setup build run test test-fast fuzz bench format format-check clean \
 	install uninstall check-prefix
 
 all: build
@@ -62,17 +68,37 @@ endef
 setup:
 	@$(call deb_install,$(DEB_PACKAGES))
 
-bench-setup: setup
-	@$(call deb_install,$(BENCH_DEB_PACKAGES))
+# npm_ci DIR [FLAGS]: `npm ci` in DIR when its lock file is newer than what it installed.
+define npm_ci
+if [ ! -f $(1)/node_modules/.package-lock.json ] || \
+	    [ $(1)/package-lock.json -nt $(1)/node_modules/.package-lock.json ]; then \
+		echo "npm ci in $(1)"; \
+		(cd $(1) && npm ci --no-audit --no-fund --loglevel=error $(2) >/dev/null) || exit 1; \
+	fi
+endef
+
+npm-setup:
 	@if ! command -v npm >/dev/null; then \
 		if [ "$$(id -u)" = 0 ]; then \
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(NPM_PACKAGE) >/dev/null; \
 		else echo "npm is missing; run: sudo apt-get install -y $(NPM_PACKAGE)"; exit 1; fi; \
 	fi
-	@if [ ! -f node_modules/.package-lock.json ] || \
-	    [ package-lock.json -nt node_modules/.package-lock.json ]; then \
-		npm ci --no-audit --no-fund --loglevel=error >/dev/null; \
-	fi
+
+# Install scripts stay off: nothing a test client runs at install time may reach the network.
+test-setup: setup
+	@$(call deb_install,$(TEST_DEB_PACKAGES))
+	@$(MAKE) --no-print-directory npm-setup
+	@$(call npm_ci,tests/clients,--ignore-scripts)
+
+# Claude Code (384 MB) only for make test-clients. Its install script copies the native
+# binary out of the platform package npm already fetched; it does not download.
+test-clients-setup: test-setup
+	@$(call npm_ci,tests/clients/claude)
+
+bench-setup: setup
+	@$(call deb_install,$(BENCH_DEB_PACKAGES))
+	@$(MAKE) --no-print-directory npm-setup
+	@$(call npm_ci,.)
 
 $(BUILD)/build.ninja:
 	$(MESON) setup --prefix='$(PREFIX)' $(BUILD) >/dev/null
@@ -90,7 +116,7 @@ endif
 
 # Every suite; the last line is "N passed, N failed" over all of them. The ASan+UBSan
 # build (clang, with the fuzz targets) is made by tests/run-all.sh beside the first suites.
-test: build
+test: build test-setup
 	@sh tests/run-all.sh $(BUILD) $(ASAN_BUILD)
 
 check-prefix:
