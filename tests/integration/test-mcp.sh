@@ -51,6 +51,7 @@ mcp_tests() {
 	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$ws"
 	tap_of < <(python3 "$HERE/mcp-stdio.py" "$who" "$ws" -- $(as_argv "$who") \
 		"$T/bin/paddock" mcp --workspace "$ws" --max-message 16K)
+	tap_of < <(python3 "$HERE/mcp-audit.py" "$who" -- $(as_argv "$who") "$T/bin/paddock")
 	run="$T/serve-$who/run"
 	is "$(live_supervisors "$run")" 0 "$who: after the client closed stdin, no supervisor runs"
 	is "$(ls -A "$run/mcp" 2>/dev/null)" "" "$who: the server's private directory is gone"
