@@ -187,6 +187,7 @@ static void stop(struct mcp_run *r)
 	/* The client is gone: its commands are killed and its sandboxes destroyed, waited for. */
 	pdk_mcp_stdio_free(r->stdio);
 	pdk_mcp_http_free(r->mcp_http);
+	r->mcp_http = NULL; /* the tick still runs while the sandboxes are destroyed */
 	pdk_http_guards_stop(r->guards);
 	if (r->ctl != NULL)
 		pdk_ctl_shutdown(r->ctl, true, STOP_WAIT_S);
