@@ -147,8 +147,11 @@ static int start(struct mcp_run *r, const struct pdk_daemon_mcp_opts *o, struct 
 {
 	_cleanup_free_ char *identity = NULL;
 	char id[37];
-	struct pdk_ctl_opts co = {
-		.state_dir = o->state_dir, .run_dir = o->run_dir, .envp = o->envp, .log = o->log};
+	struct pdk_ctl_opts co = {.state_dir = o->state_dir,
+				  .run_dir = o->run_dir,
+				  .envp = o->envp,
+				  .log = o->log,
+				  .actor = "paddock-mcp"};
 
 	r->log = o->log;
 	pdk_make_id(id);
