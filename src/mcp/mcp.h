@@ -1,0 +1,149 @@
+/*
+ * mcp.h - the MCP server (docs/mcp.md, docs/internals/mcp.md): a front door
+ * of the control layer that speaks the Model Context Protocol.
+ *
+ * It translates: JSON-RPC messages in (jsonrpc.h), control calls
+ * (control.h) with typed requests, results and errors out, each control
+ * error mapped once (pdk_mcp_tool_error()). It decides nothing about
+ * sandboxes: handles, output caps and TTLs are control/'s.
+ *
+ * A server object (struct pdk_mcp) holds the tools and what every
+ * connection shares; a connection (struct pdk_mcp_conn) is one client: a
+ * stdio peer, or one Streamable HTTP session. A transport hands each
+ * message it framed to pdk_mcp_conn_message() and writes what the server
+ * gives its send callback, one JSON-RPC message at a time.
+ *
+ * Stands on control/ and http/. Every call runs on the loop's thread.
+ */
+#ifndef PDK_MCP_H
+#define PDK_MCP_H
+
+#include "common.h"
+#include "base.h"
+#include "control.h"
+#include "jsonrpc.h"
+
+struct event_base;
+struct pdk_mcp;
+struct pdk_mcp_conn;
+
+/* The protocol revisions spoken (docs/mcp.md, "Eras"): the legacy ones, newest first. */
+#define PDK_MCP_VERSION_LATEST "2025-11-25"
+#define PDK_MCP_VERSION_PREV   "2025-06-18"
+/* The modern, stateless one: a request's _meta names it, no initialize. */
+#define PDK_MCP_VERSION_MODERN "2026-07-28"
+
+struct pdk_mcp_opts {
+	struct pdk_ctl *ctl;       /* borrowed; outlives the server */
+	struct event_base *base;   /* the loop (borrowed) */
+	const struct pdk_log *log; /* borrowed; NULL: dropped */
+	size_t max_message;        /* the largest message (0: PDK_RPC_MESSAGE_MAX) */
+	const char *profile;       /* the profile of sandboxes made without one (NULL: "default") */
+	uint64_t ttl_s;            /* the TTL of sandboxes made without one (0: 1 hour) */
+	const char *workspace;     /* a host directory every sandbox overlays (NULL: private) */
+};
+
+/* A new server (caller frees with pdk_mcp_free() after every connection's end). Never NULL. */
+struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o);
+void pdk_mcp_free(struct pdk_mcp *m);
+
+/*
+ * Hand one message to the client (`msg` borrowed for the call). `related`
+ * is the id of the client's request it answers or belongs to (a progress
+ * notification's call), NULL for none: a transport with a channel per
+ * request (HTTP) sends it there. The transport frames it; a transport that
+ * cannot write any more drops it. `msg` NULL: request `related` was
+ * cancelled and gets no answer; its channel, if it has one, may end.
+ */
+typedef void (*pdk_mcp_send_cb)(void *ctx, const json_t *related, const json_t *msg);
+
+/*
+ * A new connection of a client known as `identity` (copied: the handles it
+ * is given are bound to it) over `transport` ("stdio", "http"), whose
+ * messages go to `send`. The caller ends it with pdk_mcp_conn_close().
+ */
+struct pdk_mcp_conn *pdk_mcp_conn_new(struct pdk_mcp *m, const char *identity,
+				      const char *transport, pdk_mcp_send_cb send, void *ctx);
+
+/*
+ * One message from the client (`len` bytes, not NUL-terminated). Every
+ * answer, now or later, goes to the send callback; a message that is no
+ * JSON-RPC gets the JSON-RPC error the specification names, and the
+ * connection keeps serving.
+ */
+void pdk_mcp_conn_message(struct pdk_mcp_conn *c, const char *data, size_t len);
+
+/*
+ * The client is gone: nothing more is sent, every command it started is
+ * killed, and the sandbox the connection made for calls without a handle is
+ * destroyed. The connection is freed once its last call has ended.
+ */
+void pdk_mcp_conn_close(struct pdk_mcp_conn *c);
+
+/* Calls of the connection still in flight. */
+size_t pdk_mcp_conn_calls(const struct pdk_mcp_conn *c);
+
+/* ---- the stdio transport (stdio.c) ---- */
+
+struct pdk_mcp_stdio;
+
+/*
+ * Serve one client on `in_fd` and `out_fd` (borrowed; made non-blocking):
+ * newline-delimited messages (2025-06-18 basic/transports, "stdio"), each
+ * at most the server's max_message bytes (a longer one gets a parse error
+ * and is skipped to its newline). `on_eof` runs once when the client closes
+ * its end (end of input, or its output pipe gone).
+ */
+struct pdk_mcp_stdio *pdk_mcp_stdio_new(struct pdk_mcp *m, int in_fd, int out_fd,
+					const char *identity, void (*on_eof)(void *arg), void *arg);
+
+/* The connection it serves (borrowed). */
+struct pdk_mcp_conn *pdk_mcp_stdio_conn(struct pdk_mcp_stdio *s);
+
+/*
+ * Close the connection (pdk_mcp_conn_close()), write what is still queued
+ * for the client (blocking, until it is written or the client is gone) and
+ * free the transport. NULL-safe.
+ */
+void pdk_mcp_stdio_free(struct pdk_mcp_stdio *s);
+
+/* ---- the Streamable HTTP transport (http.c) ---- */
+
+struct pdk_mcp_http;
+struct evhttp_request;
+
+struct pdk_mcp_http_opts {
+	/*
+	 * An endpoint whose clients bring no credentials (`paddock mcp --listen`,
+	 * loopback only): the Host header must name a loopback host or one of
+	 * `hosts`. Origin, when sent, is checked against the same names always.
+	 */
+	bool check_host;
+	char *const *hosts; /* more allowed host names (copied; NULL: none) */
+};
+
+/* The endpoint (caller frees with pdk_mcp_http_free(), before the server). Never NULL. */
+struct pdk_mcp_http *pdk_mcp_http_new(struct pdk_mcp *m, const struct pdk_mcp_http_opts *o);
+
+/*
+ * Answer one request to the MCP endpoint, now or later. `principal` is who
+ * the front end authenticated (copied; "loopback" for a listener without
+ * credentials): a 2026-07-28 request's handles are bound to it, a legacy
+ * session's to the session. POST carries one message; DELETE ends a legacy
+ * session; anything else is 405.
+ */
+void pdk_mcp_http_handle(struct pdk_mcp_http *h, struct evhttp_request *req, const char *principal);
+
+/* Once a second or so: legacy sessions idle for an hour end. NULL-safe. */
+void pdk_mcp_http_tick(struct pdk_mcp_http *h);
+
+/* End every session and request in flight (their commands are killed). NULL-safe. */
+void pdk_mcp_http_free(struct pdk_mcp_http *h);
+
+/*
+ * The one mapping from a control error to a tool's result: an `isError`
+ * result whose text names the field and says what to do (new reference).
+ */
+json_t *pdk_mcp_tool_error(const struct pdk_error *err);
+
+#endif

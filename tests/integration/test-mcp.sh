@@ -1,0 +1,126 @@
+#!/bin/bash
+# paddock mcp: the MCP server over stdio, driven with raw JSON-RPC as a client would
+# (mcp-stdio.py), as root and as an unprivileged user (TAP): the handshake and its revisions,
+# tools/list's schemas and annotations, run_command and file_read across calls, run_code,
+# the output cap, argument errors as isError results naming the field, malformed messages,
+# batches, unknown methods and oversized messages answered with their JSON-RPC errors while
+# the server keeps serving, progress, cancellation that kills the command, the file tools,
+# the workspace review, the egress tools, handles bound to their client. When the client
+# closes stdin, the server exits 0 and leaves nothing running: no supervisor, no sandbox,
+# no private directory; the host workspace is unchanged.
+. "$(dirname "$0")/lib-run.sh"
+. "$(dirname "$0")/lib-serve.sh"
+
+if ! have_supervisor; then
+	echo "Bail out! this build has no 'paddock supervise'"
+	exit 1
+fi
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
+HERE=$(cd "$(dirname "$0")" && pwd)
+# The drivers, where the unprivileged user can read them.
+cp "$HERE/mcp_client.py" "$HERE/mcp-http.py" "$T/bin/"
+
+# TAP lines without numbers from a driver, numbered here.
+tap_of() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok 0 "${line#ok - }" ;;
+		"not ok - "*) ok 1 "${line#not ok - }" ;;
+		*) echo "$line" ;;
+		esac
+	done
+}
+
+# Supervisors still running with this identity's runtime directory.
+live_supervisors() {
+	local p n=0
+	for p in $(pgrep -f 'paddock supervise --id '); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^PADDOCK_RUNTIME_DIR=$1" &&
+			n=$((n + 1))
+	done
+	echo "$n"
+}
+
+mcp_tests() {
+	local who=$1 ws run
+	mkdir -p "$T/serve-$who"
+	[ "$who" = user ] && chown $UNPRIV_UID:$UNPRIV_UID "$T/serve-$who"
+	ws=$(mkws)
+	echo "host file" >"$ws/host.txt"
+	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$ws"
+	echo "host secret $RANDOM$RANDOM" >"$T/host-secret"
+	chmod 0644 "$T/host-secret"
+	tap_of < <(python3 "$HERE/mcp-stdio.py" "$who" "$ws" "$T/host-secret" -- \
+		$(as_argv "$who") "$T/bin/paddock" mcp --workspace "$ws" --max-message 16K)
+	tap_of < <(python3 "$HERE/mcp-audit.py" "$who" -- $(as_argv "$who") "$T/bin/paddock")
+	run="$T/serve-$who/run"
+	is "$(live_supervisors "$run")" 0 "$who: after the client closed stdin, no supervisor runs"
+	is "$(ls -A "$run/mcp" 2>/dev/null)" "" "$who: the server's private directory is gone"
+	is "$(ls -A "$ws")" "host.txt" "$who: the host workspace is unchanged (no commit)"
+	as "$who" "$T/bin/paddock" mcp </dev/null >"$T/out" 2>&1
+	is "$? $(cat "$T/out")" "0 " "$who: paddock mcp with nothing on stdin exits 0 at once"
+	printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' >"$T/in"
+	chmod 0644 "$T/in"
+	as "$who" "$T/bin/paddock" mcp <"$T/in" >"$T/out" 2>&1
+	is "$? $(jq -r .result.resultType "$T/out")" "0 complete" \
+		"$who: stdin from a file: its messages answered, then the end"
+}
+
+# as_argv WHO: the argv prefix `as` runs a command with (for a driver that starts it).
+as_argv() {
+	if [ "$1" = root ]; then
+		echo env PADDOCK_INIT="$T/bin/paddock-init" PADDOCK_STATE_DIR="$T/serve-root/state" \
+			PADDOCK_RUNTIME_DIR="$T/serve-root/run" "${SERVE_ENV[@]}"
+	else
+		echo setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all \
+			env HOME="$T/home" PADDOCK_INIT="$T/bin/paddock-init" \
+			PADDOCK_STATE_DIR="$T/serve-user/state" PADDOCK_RUNTIME_DIR="$T/serve-user/run" \
+			"${SERVE_ENV[@]}"
+	fi
+}
+
+# Streamable HTTP: paddock mcp --listen (loopback, no credentials), then paddock serve's /mcp
+# (its admins: the unix socket's owner), each driven in both eras by mcp-http.py.
+http_tests() {
+	local who=$1 port pid i rc
+	port=$(free_port)
+	(as_exec "$who" "$T/bin/paddock" mcp --listen "127.0.0.1:$port" >"$T/mcp-$who.log" 2>&1) &
+	pid=$!
+	for i in $(seq 1 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$port/" && break
+		sleep 0.05
+	done
+	tap_of < <(python3 "$HERE/mcp-http.py" "$who" listen "http://127.0.0.1:$port/mcp")
+	kill -TERM "$pid"
+	wait "$pid"
+	rc=$?
+	is "$rc" 0 "$who: paddock mcp --listen exits 0 at SIGTERM"
+	is "$(live_supervisors "$T/serve-$who/run")" 0 "$who: mcp --listen left no supervisor running"
+	is "$(grep -c 'serving MCP on http://127.0.0.1' "$T/mcp-$who.log")" 1 \
+		"$who: mcp --listen says where it serves"
+	serve_start "$who" || return
+	# A stdio server beside the daemon on the same state directory: both serve.
+	is "$(python3 -c 'import sys
+sys.path.insert(0, sys.argv[1])
+from mcp_client import Stdio, structured
+c = Stdio(sys.argv[2:])
+c.initialize()
+r = c.call("run_command", {"command": "echo beside"})
+print(structured(r).get("stdout", {}).get("text", "").strip(), c.close()[0])' \
+		"$HERE" $(as_argv "$who") "$T/bin/paddock" mcp)" "beside 0" \
+		"$who: paddock mcp over stdio runs beside paddock serve on the same state directory"
+	# The unix socket's owner is the daemon's admin: the driver runs as the daemon's user.
+	tap_of < <(as "$who" python3 "$T/bin/mcp-http.py" "$who" serve "$(sock_of "$who")")
+	serve_stop "$who"
+	is "$SERVE_RC" 0 "$who: paddock serve with /mcp stops cleanly"
+}
+
+mcp_tests root
+http_tests root
+delegate_cgroup
+SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
+mcp_tests user
+http_tests user
+SERVE_ENV=()
+done_testing
