@@ -146,6 +146,13 @@ e2b_tests() {
 	ok $? "$who: the daemon starts on $ADDR"
 	keys "$who"
 	sdk "$who" plane.mjs
+	mkdir -p "$T/upload/a/b" "$T/upload/c"
+	printf 'one\n' >"$T/upload/top.txt"
+	printf 'two\n' >"$T/upload/a/two.txt"
+	head -c 300000 /dev/urandom >"$T/upload/a/b/blob.bin"
+	: >"$T/upload/c/empty"
+	echo host-secret >"$T/secret"
+	sdk "$who" files.mjs UPLOAD_DIR="$T/upload" HOST_SECRET="$T/secret"
 	connect_frames "$who"
 	audit "$who"
 	serve_stop "$who"
