@@ -61,4 +61,27 @@ for (const p of [secret, `/../../../..${secret}`, `../../../../../..${secret}`])
 await f.write('/tmp/w2/in.txt', 'inside');
 await f.rename('/tmp/w2/in.txt', '/tmp/w2/renamed.txt');
 check('rename inside the sandbox', await f.read('/tmp/w2/renamed.txt'), 'inside');
+// watchDir: inotify in the sandbox, events as the SDK sees them.
+async function until(pred) {
+	for (let i = 0; i < 600 && !pred(); i++) await new Promise((r) => setTimeout(r, 50));
+}
+await f.makeDir('/tmp/watch');
+const events = [];
+const h = await f.watchDir('/tmp/watch', (ev) => events.push(`${ev.type}:${ev.name}`), { recursive: true });
+await f.write('/tmp/watch/a.txt', 'x');
+await f.makeDir('/tmp/watch/sub');
+await until(() => events.includes('create:sub'));
+await f.write('/tmp/watch/sub/b.txt', 'y');
+await f.rename('/tmp/watch/a.txt', '/tmp/watch/c.txt');
+await f.remove('/tmp/watch/c.txt');
+await until(() => events.includes('remove:c.txt'));
+await h.stop();
+check('watchDir (recursive): create, write, a new directory, a file in it, rename, remove',
+	['create:a.txt', 'write:a.txt', 'create:sub', 'create:sub/b.txt', 'write:sub/b.txt',
+		'rename:a.txt', 'create:c.txt', 'remove:c.txt'].every((e) => events.includes(e)), true);
+const n = events.length;
+await f.write('/tmp/watch/after-stop.txt', 'z');
+check('no event after stop()', events.length, n);
+[err] = await thrown(() => f.watchDir('/tmp/watch-nope', () => {}));
+check('watchDir of a missing directory: FileNotFoundError', err, 'FileNotFoundError');
 await sbx.kill();

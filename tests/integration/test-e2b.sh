@@ -22,14 +22,15 @@ if [ ! -x "$NODE" ] || [ ! -d "$TESTS_DIR/clients/node_modules/e2b" ]; then
 fi
 trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
 
-# sdk WHO SCRIPT [ENV=V...]: run tests/e2b/SCRIPT against WHO's daemon; each check it prints
+# sdk WHO SCRIPT [ENV=V...]: run tests/e2b/SCRIPT (Node, or python3 for .py) against WHO's daemon; each check it prints
 # becomes one subtest. The program's own failure (an exception) fails a subtest too.
 sdk() {
 	local who=$1 script=$2 out rc line
 	shift 2
 	out="$T/$script.$who.out"
 	env E2B_API_URL="http://$ADDR" E2B_SANDBOX_URL="http://$ADDR" E2B_API_KEY="$KEY" \
-		OTHER_KEY="$KEY2" "$@" "$NODE" "$TESTS_DIR/e2b/$script" >"$out" 2>"$out.err"
+		OTHER_KEY="$KEY2" "$@" $(case $script in *.py) echo python3 ;; *) echo "$NODE" ;; esac) \
+		"$TESTS_DIR/e2b/$script" >"$out" 2>"$out.err"
 	rc=$?
 	while IFS= read -r line; do
 		is "$(jq -r .g <<<"$line")" "$(jq -r .w <<<"$line")" "$who: $script: $(jq -r .d <<<"$line")"
@@ -153,6 +154,7 @@ e2b_tests() {
 	: >"$T/upload/c/empty"
 	echo host-secret >"$T/secret"
 	sdk "$who" files.mjs UPLOAD_DIR="$T/upload" HOST_SECRET="$T/secret"
+	sdk "$who" python_wire.py
 	connect_frames "$who"
 	audit "$who"
 	serve_stop "$who"
