@@ -25,6 +25,12 @@ static const char *query(const struct evkeyvalq *q, const char *k)
 	return evhttp_find_header(q, k);
 }
 
+/* The older envd's ?username=: 'user' or 'root', both the sandbox's one user (envd.c). */
+static bool user_ok(const char *u)
+{
+	return u == NULL || strcmp(u, "user") == 0 || strcmp(u, "root") == 0;
+}
+
 /* ---- gzip ---- */
 
 /*
@@ -304,6 +310,9 @@ void pdk__e2b_files(struct pdk_e2b *e, struct evhttp_request *req, const char *s
 	}
 	if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_POST)
 		pdk__e2b_plane_fail(req, 405, "/files takes GET and POST");
+	else if (!user_ok(query(&q, "username")))
+		pdk__e2b_plane_fail(req, 400,
+				    "username names no user this sandbox has: 'user' or 'root'");
 	else if (pdk_ctl_find(e->ctl, sandbox, PDK_CTL_FIND_LIVE, &sb, &err) < 0)
 		files_error(req, err);
 	else if (m == EVHTTP_REQ_POST)

@@ -98,6 +98,28 @@ connect_frames() {
 	is "$CODE $(jq_get "$BODY" code)" "501 unimplemented" "$who: an unknown method: unimplemented"
 	envd "$who" GET /filesystem.Filesystem/Stat "$SB" "$SB_TOKEN"
 	is "$CODE" 405 "$who: a Connect GET: 405"
+	# A chunked request body is one message.
+	envd "$who" POST /filesystem.Filesystem/Stat "$SB" "$SB_TOKEN" -H 'Content-Type: application/json' \
+		-H 'Transfer-Encoding: chunked' -d '{"path":"/tmp"}'
+	is "$CODE $(jq_get "$BODY" entry.type)" "200 FILE_TYPE_DIRECTORY" "$who: a chunked unary body: Stat answers"
+	# Oversized: a Connect message past 4 MiB; an upload past --max-body (8M here) is refused
+	# by the daemon's request guard before any front door reads it (413, paddock's error body).
+	head -c $((5 << 20)) /dev/zero | tr '\0' ' ' >"$T/big"
+	envd "$who" POST /filesystem.Filesystem/Stat "$SB" "$SB_TOKEN" -H 'Content-Type: application/json' \
+		--data-binary @"$T/big"
+	is "$CODE $(jq_get "$BODY" code)" "429 resource_exhausted" "$who: a 5 MiB Connect message: resource_exhausted"
+	cat "$T/big" "$T/big" >"$T/big2"
+	envd "$who" POST "/files?path=/tmp/big" "$SB" "$SB_TOKEN" -H 'Content-Type: application/octet-stream' \
+		--data-binary @"$T/big2"
+	is "$CODE $(jq_get "$BODY" error.code)" "413 too_large" "$who: a 10 MiB upload past --max-body 8M: 413"
+	envd "$who" POST "/files?path=/tmp/big" "$SB" "$SB_TOKEN" -H 'Content-Type: application/octet-stream' \
+		--data-binary @"$T/big"
+	is "$CODE $(jq -r ".[0].path" <<<"$BODY")" "200 /tmp/big" "$who: a 5 MiB upload within --max-body: written"
+	envd "$who" GET "/files?path=/etc/hostname&username=mallory" "$SB" "$SB_TOKEN"
+	is "$CODE" 400 "$who: ?username= of a user the sandbox has not: 400"
+	envd "$who" POST /filesystem.Filesystem/Stat "$SB" "$SB_TOKEN" -H 'Content-Type: application/json' \
+		-H "Authorization: Basic $(printf 'mallory:' | base64)" -d '{"path":"/tmp"}'
+	is "$CODE $(jq_get "$BODY" code)" "400 invalid_argument" "$who: Authorization naming another user: invalid_argument"
 	# A server stream's body: a short frame, a compressed one, two messages, a length past the cap.
 	local f
 	for f in 'short:\x00\x00\x00' 'compressed:\x01\x00\x00\x00\x02{}' \
@@ -143,7 +165,7 @@ audit() {
 e2b_tests() {
 	local who=$1
 	ADDR=127.0.0.1:$(free_port)
-	serve_start "$who" --listen "$ADDR"
+	serve_start "$who" --listen "$ADDR" --max-body 8M
 	ok $? "$who: the daemon starts on $ADDR"
 	keys "$who"
 	sdk "$who" plane.mjs
