@@ -180,6 +180,7 @@ e2b_tests() {
 	connect_frames "$who"
 	audit "$who"
 	serve_stop "$who"
+	is "$SERVE_RC" 0 "$who: the daemon stops cleanly at SIGTERM (exit 0; no leak under ASan)"
 }
 
 e2b_tests root
