@@ -7,6 +7,7 @@
 #include "base.h"
 #include "control.h"
 #include "daemon.h"
+#include "e2b.h"
 #include "http.h"
 #include "mcp.h"
 
@@ -34,6 +35,7 @@ struct pdk_daemon {
 	struct pdk_api *api;
 	struct pdk_mcp *mcp;           /* the MCP server on /mcp (docs/mcp.md) */
 	struct pdk_mcp_http *mcp_http; /* its Streamable HTTP endpoint */
+	struct pdk_e2b *e2b;           /* E2B's SDKs, on the TCP listener */
 	struct pdk_http_guards *guards_unix, *guards_tcp;
 	struct evhttp *http_unix, *http_tcp;
 	struct event *sig_term, *sig_int, *sig_chld, *tick;
@@ -61,7 +63,14 @@ static void on_request(struct pdk_daemon *d, struct evhttp_request *req, bool un
 			pdk_mcp_http_handle(d->mcp_http, req, "admin");
 		return;
 	}
-	pdk_api_handle(d->api, req, unix_peer);
+	/*
+	 * One TCP listener serves both front doors: E2B's SDKs address envd with
+	 * E2b-Sandbox-Id and its control plane outside /v1/ (e2b.h).
+	 */
+	if (!unix_peer && pdk_e2b_wants(req))
+		pdk_e2b_handle(d->e2b, req);
+	else
+		pdk_api_handle(d->api, req, unix_peer);
 }
 
 static void on_unix_request(struct evhttp_request *req, void *arg)
@@ -184,6 +193,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	pdk_ctl_tick(d->ctl);
 	pdk_api_tick(d->api);
 	pdk_mcp_http_tick(d->mcp_http);
+	pdk_e2b_tick(d->e2b);
 }
 
 static struct event *add_signal(struct pdk_daemon *d, int sig, event_callback_fn fn)
@@ -231,6 +241,8 @@ static int open_ctl(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struc
 	d->mcp = pdk_mcp_new(&(struct pdk_mcp_opts){.ctl = d->ctl, .base = d->base, .log = d->log});
 	/* Every caller of /mcp brings credentials (the API's): Origin is checked, Host not. */
 	d->mcp_http = pdk_mcp_http_new(d->mcp, &(struct pdk_mcp_http_opts){.check_host = false});
+	d->e2b = pdk_e2b_new(&(struct pdk_e2b_opts){
+		.ctl = d->ctl, .base = d->base, .max_body = d->max_body, .log = d->log});
 	return 0;
 }
 
@@ -383,6 +395,8 @@ static void stop(struct pdk_daemon *d)
 	/* MCP sessions end: their commands are killed; their sandboxes' fate is the daemon's. */
 	pdk_mcp_http_free(d->mcp_http);
 	d->mcp_http = NULL;
+	if (d->e2b != NULL)
+		pdk_e2b_close(d->e2b);
 	/* Before the listeners and the loop: the guards' timers and lingering sockets go first. */
 	pdk_http_guards_stop(d->guards_unix);
 	pdk_http_guards_stop(d->guards_tcp);
@@ -391,6 +405,8 @@ static void stop(struct pdk_daemon *d)
 	free_listeners(d);
 	pdk_api_free(d->api);
 	pdk_mcp_free(d->mcp);
+	/* After the control object: its last callbacks (ENOTCONN) finish the E2B calls. */
+	pdk_e2b_free(d->e2b);
 	/* A connection's filter may be finalised only with the loop: the guards outlive it. */
 	if (d->base != NULL)
 		event_base_free(d->base);
