@@ -48,7 +48,7 @@ def layer_commands(build):
         cmds = json.load(f)
     out = {}
     for c in cmds:
-        m = re.search(r"libpdk-([a-z]+)\.a\.p/", c.get("output", "") or c["command"])
+        m = re.search(r"libpdk-([a-z][a-z0-9]*)\.a\.p/", c.get("output", "") or c["command"])
         if not m or m.group(1) in out:
             continue
         argv = shlex.split(c["command"])

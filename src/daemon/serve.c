@@ -7,6 +7,7 @@
 #include "base.h"
 #include "control.h"
 #include "daemon.h"
+#include "e2b.h"
 #include "http.h"
 
 #include <arpa/inet.h>
@@ -31,6 +32,7 @@ struct pdk_daemon {
 	struct event_base *base;
 	struct pdk_ctl *ctl;
 	struct pdk_api *api;
+	struct pdk_e2b *e2b; /* E2B's SDKs, on the TCP listener */
 	struct pdk_http_guards *guards_unix, *guards_tcp;
 	struct evhttp *http_unix, *http_tcp;
 	struct event *sig_term, *sig_int, *sig_chld, *tick;
@@ -50,7 +52,14 @@ static void on_request(struct pdk_daemon *d, struct evhttp_request *req, bool un
 {
 	if (pdk_http_guard_answer(unix_peer ? d->guards_unix : d->guards_tcp, req))
 		return; /* a request the guard refused: answered before authentication */
-	pdk_api_handle(d->api, req, unix_peer);
+	/*
+	 * One TCP listener serves both front doors: E2B's SDKs address envd with
+	 * E2b-Sandbox-Id and its control plane outside /v1/ (e2b.h).
+	 */
+	if (!unix_peer && pdk_e2b_wants(req))
+		pdk_e2b_handle(d->e2b, req);
+	else
+		pdk_api_handle(d->api, req, unix_peer);
 }
 
 static void on_unix_request(struct evhttp_request *req, void *arg)
@@ -225,6 +234,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		return;
 	pdk_ctl_tick(d->ctl);
 	pdk_api_tick(d->api);
+	pdk_e2b_tick(d->e2b);
 }
 
 static struct event *add_signal(struct pdk_daemon *d, int sig, event_callback_fn fn)
@@ -269,6 +279,8 @@ static int open_ctl(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struc
 		return -EIO;
 	d->api = pdk_api_new(&(struct pdk_api_opts){
 		.ctl = d->ctl, .base = d->base, .max_body = d->max_body, .uid = geteuid()});
+	d->e2b = pdk_e2b_new(&(struct pdk_e2b_opts){
+		.ctl = d->ctl, .base = d->base, .max_body = d->max_body, .log = d->log});
 	return 0;
 }
 
@@ -418,6 +430,8 @@ static void stop(struct pdk_daemon *d)
 	}
 	if (d->api != NULL)
 		pdk_api_close(d->api);
+	if (d->e2b != NULL)
+		pdk_e2b_close(d->e2b);
 	/* Before the listeners and the loop: the guards' timers and lingering sockets go first. */
 	pdk_http_guards_stop(d->guards_unix);
 	pdk_http_guards_stop(d->guards_tcp);
@@ -425,6 +439,8 @@ static void stop(struct pdk_daemon *d)
 	pdk_ctl_free(d->ctl);
 	free_listeners(d);
 	pdk_api_free(d->api);
+	/* After the control object: its last callbacks (ENOTCONN) finish the E2B calls. */
+	pdk_e2b_free(d->e2b);
 	/* A connection's filter may be finalised only with the loop: the guards outlive it. */
 	if (d->base != NULL)
 		event_base_free(d->base);

@@ -1,0 +1,135 @@
+/*
+ * e2b-internal.h - what the E2B front door's files share: the object, one
+ * envd request's context, and the Connect call a service method answers.
+ *
+ * How a Connect service is added: docs/internals/e2b.md.
+ */
+#ifndef PDK_E2B_INTERNAL_H
+#define PDK_E2B_INTERNAL_H
+
+#include "common.h"
+#include "base.h"
+#include "control.h"
+#include "e2b.h"
+#include "http.h"
+
+#include <sys/queue.h>
+
+struct pdk__e2b_call;
+
+struct pdk_e2b {
+	struct pdk_ctl *ctl;
+	struct event_base *base;
+	uint64_t max_body;
+	const struct pdk_log *log;
+	bool closing;
+	LIST_HEAD(pdk__e2b_calls, pdk__e2b_call) calls; /* every Connect call not yet finished */
+};
+
+/* Who an envd request is for and from (envd.c). Strings owned by the context. */
+struct pdk__e2b_envd {
+	char *sandbox; /* E2b-Sandbox-Id, checked against the access token */
+	char *user;    /* from Authorization: Basic (NULL: the sandbox's default user) */
+};
+
+void pdk__e2b_envd_release(struct pdk__e2b_envd *v);
+
+/* ---- Connect services (connect.c) ---- */
+
+/* A method's handler: it must finish `call` exactly once (pdk__e2b_reply/fail/end). */
+typedef void (*pdk__e2b_method_fn)(struct pdk__e2b_call *call);
+
+struct pdk__e2b_method {
+	const char *name; /* "Stat" */
+	bool streaming;   /* server-streaming (one request message, a stream of answers) */
+	pdk__e2b_method_fn fn;
+};
+
+struct pdk__e2b_service {
+	const char *name; /* "filesystem.Filesystem" */
+	const struct pdk__e2b_method *methods;
+	size_t n;
+};
+
+/*
+ * One Connect call, from its request to its end. The connect layer owns it:
+ * it is freed once the handler finished it AND its answer is done (sent,
+ * refused by the deadline, or its client gone).
+ *
+ * - `msg` is the request message (borrowed by the handler until the end).
+ * - `on_cancel` (set by the handler, may be NULL) runs once when the client
+ *   goes away, the deadline passes or the daemon shuts down: the handler
+ *   stops its work, and must still finish the call (its answer is dropped).
+ * - `keepalive` (set by a streaming handler, taken) is sent when the stream
+ *   was idle for PDK__E2B_KEEPALIVE_S seconds (envd's KeepAlive event).
+ */
+struct pdk__e2b_call {
+	struct pdk_e2b *e;
+	struct evhttp_request *req; /* NULL once answered (unary) or ended (stream) */
+	const struct pdk__e2b_method *method;
+	struct pdk__e2b_envd who;
+	json_t *msg;
+	void *svc; /* the handler's own state */
+	void (*on_cancel)(struct pdk__e2b_call *call);
+	json_t *keepalive;
+	/* The connect layer's own. */
+	struct pdk_http_stream stream;
+	struct event *deadline;
+	uint64_t idle_s;
+	bool finished, cancelled;
+	bool busy; /* in its handler or its on_cancel: not freed there */
+	LIST_ENTRY(pdk__e2b_call) link;
+};
+
+#define PDK__E2B_KEEPALIVE_S 30
+
+/*
+ * Serve the Connect request `req` for `who` (taken) on `path`
+ * ("/SERVICE/METHOD"): the method is found, the headers and body checked,
+ * the handler called. Errors are answered as Connect errors.
+ */
+void pdk__e2b_connect_serve(struct pdk_e2b *e, struct evhttp_request *req, const char *path,
+			    struct pdk__e2b_envd *who);
+
+/* Refuse a Connect request before its call exists: the error object and its code's status. */
+void pdk__e2b_connect_refuse(struct evhttp_request *req, const struct pdk_error *err);
+
+/* Finish a unary call with its answer (taken). */
+void pdk__e2b_reply(struct pdk__e2b_call *call, json_t *msg);
+/* Finish a call with an error: unary, the Connect error; streaming, the end-stream frame. */
+void pdk__e2b_fail(struct pdk__e2b_call *call, const struct pdk_error *err);
+/* Send one message (taken) on a streaming call; dropped when the client is gone. */
+void pdk__e2b_send(struct pdk__e2b_call *call, json_t *msg);
+/* Finish a streaming call: the end-stream frame, with `err` (NULL: success). */
+void pdk__e2b_end(struct pdk__e2b_call *call, const struct pdk_error *err);
+/* Whether the call's client is still there to answer. */
+bool pdk__e2b_live(const struct pdk__e2b_call *call);
+
+/* Every Connect call's keepalive pass (tick) and shutdown. */
+void pdk__e2b_connect_tick(struct pdk_e2b *e);
+void pdk__e2b_connect_close_all(struct pdk_e2b *e);
+
+/* ---- the services (one file each) ---- */
+extern const struct pdk__e2b_service pdk__e2b_svc_filesystem; /* envd-fs.c */
+
+/* ---- envd (envd.c) ---- */
+
+/* A request that carries E2b-Sandbox-Id. */
+void pdk__e2b_envd(struct pdk_e2b *e, struct evhttp_request *req);
+
+/* ---- the control plane (plane.c) ---- */
+
+/* A request E2B's control plane serves (not under /v1/, no E2b-Sandbox-Id). */
+void pdk__e2b_plane(struct pdk_e2b *e, struct evhttp_request *req);
+
+/*
+ * E2B's error body {"code": HTTP status, "message"} for control error `err`
+ * (the one mapping: ENOENT 404, EINVAL 400, EEXIST/EALREADY/EBUSY 409,
+ * EDQUOT 429, E2BIG 413, EACCES/EPERM 403, ENOTCONN 503, else 500).
+ */
+void pdk__e2b_plane_error(struct evhttp_request *req, const struct pdk_error *err);
+/* E2B's error body with `code` and a message. */
+void pdk__e2b_plane_fail(struct evhttp_request *req, int code, const char *fmt, ...)
+	PDK_PRINTF(3, 4);
+
+#endif

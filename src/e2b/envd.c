@@ -1,0 +1,154 @@
+/*
+ * envd.c - requests for a sandbox's envd (docs/e2b.md, "envd"): the ones
+ * that carry E2b-Sandbox-Id. Who may ask (the envd access token of that
+ * sandbox), which user the request names (Authorization: Basic), and the
+ * dispatch: GET /health, GET/POST /files, and Connect calls.
+ */
+#include "common.h"
+#include "e2b-internal.h"
+
+#include <string.h>
+
+void pdk__e2b_envd_release(struct pdk__e2b_envd *v)
+{
+	free(v->sandbox);
+	free(v->user);
+	*v = (struct pdk__e2b_envd){0};
+}
+
+/*
+ * An envd refusal with HTTP status `code`: /files and /health answer in
+ * envd's error shape {"code": status, "message"}, a Connect call with a
+ * Connect error whose code the status implies.
+ */
+static void refuse(struct evhttp_request *req, int code, const char *why)
+{
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	_cleanup_error_ struct pdk_error *err = NULL;
+	int status = code == 401 ? EKEYREJECTED : code == 502 ? ENOTCONN : EINVAL;
+
+	if (path == NULL || strcmp(path, "/files") == 0 || strcmp(path, "/health") == 0) {
+		pdk__e2b_plane_fail(req, code, "%s", why);
+		return;
+	}
+	(void)pdk_error_setx(&err, status, "%s", why);
+	pdk__e2b_connect_refuse(req, err);
+}
+
+/*
+ * SECURITY: an envd request is served only with the access token the
+ * create or connect answered for that very sandbox (X-Access-Token): a
+ * sandbox token whose sandbox is E2b-Sandbox-Id, or an admin token. A
+ * token of another sandbox is refused as if the sandbox were not there
+ * for it. Each refusal is recorded as auth.failure.
+ */
+static int authenticate(struct pdk_e2b *e, struct evhttp_request *req, const char *sandbox)
+{
+	const char *tok =
+		evhttp_find_header(evhttp_request_get_input_headers(req), "X-Access-Token");
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_ctl_auth auth;
+	const char *why = NULL;
+
+	if (tok == NULL)
+		why = "envd needs the sandbox's envdAccessToken in X-Access-Token";
+	else if (strlen(tok) > PDK_TOKEN_MAX_LEN ||
+		 pdk_ctl_authenticate(e->ctl, tok, &auth, &err) < 0)
+		why = "the X-Access-Token is not a valid envd access token";
+	else if (!auth.admin && strcmp(auth.sb.sb, sandbox) != 0)
+		why = "the X-Access-Token belongs to another sandbox";
+	if (why == NULL)
+		return 0;
+	pdk_ctl_event(
+		e->ctl, "daemon", NULL, "auth.failure",
+		json_pack("{s:s, s:s, s:s}", "reason", why, "front", "e2b", "sandbox", sandbox));
+	refuse(req, 401, why);
+	return -1;
+}
+
+/* The user name of "Basic base64(USER:)", in a new string; NULL when it is not one. */
+static char *basic_user(const char *h)
+{
+	_cleanup_free_ unsigned char *raw = NULL;
+	_cleanup_free_ char *std = NULL;
+	size_t n = 0, len;
+	char *colon;
+
+	if (strncmp(h, "Basic ", 6) != 0 || strlen(h + 6) > 256)
+		return NULL;
+	/* base64 to base64url without padding: the decoder paddock has (token.h). */
+	std = pdk_xstrdup(h + 6);
+	len = strcspn(std, "=");
+	std[len] = '\0';
+	for (char *p = std; *p; p++)
+		*p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
+	if (pdk_token_b64url_decode(std, len, &raw, &n) < 0)
+		return NULL;
+	colon = memchr(raw, ':', n);
+	if (colon == NULL)
+		return NULL;
+	return strndup((char *)raw, (size_t)(colon - (char *)raw));
+}
+
+/*
+ * The user a request names: E2B's "user" (the default) or "root". Both are
+ * the sandbox's one user: paddock never switches identity inside a sandbox
+ * (docs/e2b.md, "Users"), so naming root gains nothing.
+ */
+static int choose_user(struct evhttp_request *req, char **user)
+{
+	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	_cleanup_free_ char *u = NULL;
+
+	*user = NULL;
+	if (h == NULL)
+		return 0;
+	u = basic_user(h);
+	if (u == NULL || (u[0] != '\0' && strcmp(u, "user") != 0 && strcmp(u, "root") != 0)) {
+		refuse(req, 400,
+		       "the Authorization header names no user this sandbox has: 'Basic "
+		       "base64(USER:)' with USER 'user' or 'root'");
+		return -1;
+	}
+	*user = u[0] ? steal_ptr(&u) : NULL;
+	return 0;
+}
+
+static void health(struct evhttp_request *req)
+{
+	evhttp_send_reply(req, 204, "No Content", NULL);
+}
+
+void pdk__e2b_envd(struct pdk_e2b *e, struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const char *sandbox = evhttp_find_header(h, "E2b-Sandbox-Id");
+	const char *port = evhttp_find_header(h, "E2b-Sandbox-Port");
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	struct pdk__e2b_envd who = {0};
+	uint64_t pnum = 0;
+
+	if (!pdk_ctl_name_ok(sandbox) || path == NULL) {
+		refuse(req, 400, "E2b-Sandbox-Id must be a sandbox id");
+		return;
+	}
+	if (port != NULL && (pdk_parse_u64(port, 65535, &pnum) < 0 || pnum != PDK_E2B_ENVD_PORT)) {
+		refuse(req, 502,
+		       "E2b-Sandbox-Port names a port of the sandbox that is not forwarded: "
+		       "forward it first (paddock port)");
+		return;
+	}
+	if (strcmp(path, "/health") == 0) {
+		health(req);
+		return;
+	}
+	if (authenticate(e, req, sandbox) < 0 || choose_user(req, &who.user) < 0)
+		return;
+	who.sandbox = pdk_xstrdup(sandbox);
+	if (strcmp(path, "/files") == 0) {
+		pdk__e2b_envd_release(&who);
+		refuse(req, 501, "GET/POST /files is not served yet");
+		return;
+	}
+	pdk__e2b_connect_serve(e, req, path, &who);
+}
