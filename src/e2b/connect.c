@@ -335,6 +335,7 @@ void pdk__e2b_connect_close_all(struct pdk_e2b *e)
 
 static const struct pdk__e2b_service *const services[] = {
 	&pdk__e2b_svc_filesystem,
+	&pdk__e2b_svc_process,
 };
 
 /* The method "/SERVICE/METHOD" names, or NULL. */

@@ -111,6 +111,7 @@ void pdk__e2b_connect_close_all(struct pdk_e2b *e);
 
 /* ---- the services (one file each) ---- */
 extern const struct pdk__e2b_service pdk__e2b_svc_filesystem; /* envd-fs.c */
+extern const struct pdk__e2b_service pdk__e2b_svc_process;    /* envd-proc.c */
 
 /* ---- envd (envd.c) ---- */
 
