@@ -1,0 +1,76 @@
+#!/bin/bash
+# The E2B front door's commands and code interpreter (docs/e2b.md, "process.Process", "Ports
+# and the code interpreter"), as root and as an unprivileged user (TAP). E2B's own SDKs
+# (`e2b`, `@e2b/code-interpreter`, pinned in tests/clients) drive `paddock serve --listen`
+# with E2B_API_URL = E2B_SANDBOX_URL = the listener, as a user's program does
+# (integration/e2b-proc.mjs): commands.run (exit code, stdout, stderr, CommandExitError), a
+# background command re-attached by pid, stdin and its end, kill, a pty with resize, and
+# runCode keeping state and returning a matplotlib PNG. This script also checks what the SDK
+# cannot see: the audit chain's records of the detached commands and the interpreter's port.
+. "$(dirname "$0")/lib-run.sh"
+. "$(dirname "$0")/lib-serve.sh"
+
+NODE=$TESTS_DIR/clients/node_modules/.bin/node
+if ! have_supervisor; then
+	echo "Bail out! this build has no 'paddock supervise'"
+	exit 1
+fi
+for tool in curl jq python3; do
+	command -v "$tool" >/dev/null || { echo "Bail out! $tool is not installed"; exit 1; }
+done
+if [ ! -x "$NODE" ] || [ ! -d "$TESTS_DIR/clients/node_modules/@e2b/code-interpreter" ]; then
+	echo "Bail out! the pinned test clients are missing: run 'make test-setup'"
+	exit 1
+fi
+if ! /usr/bin/python3 -c 'import ipykernel, jupyter_client, matplotlib' 2>/dev/null; then
+	echo "Bail out! python3-ipykernel, python3-jupyter-client or python3-matplotlib is missing: run 'make test-setup'"
+	exit 1
+fi
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
+
+# sdk WHO: run integration/e2b-proc.mjs against WHO's daemon, as WHO; each check it prints
+# becomes one subtest, and the program's own end one more.
+sdk() {
+	local who=$1 out=$T/e2b-proc.$1.out rc line
+	as "$who" env E2B_API_URL="http://$ADDR" E2B_SANDBOX_URL="http://$ADDR" E2B_API_KEY="$KEY" \
+		HOME="$T/home" "$NODE" "$TESTS_DIR/integration/e2b-proc.mjs" "$TESTS_DIR/clients" \
+		>"$out" 2>"$out.err"
+	rc=$?
+	while IFS= read -r line; do
+		is "$(jq -r .g <<<"$line")" "$(jq -r .w <<<"$line")" "$who: $(jq -r .d <<<"$line")"
+	done <"$out"
+	ok $rc "$who: the SDK program ran to its end"
+	[ $rc = 0 ] || sed 's/^/#   /' "$out.err" | tail -20
+}
+
+# kinds WHO KIND: how many KIND records the audit chain holds.
+kinds() {
+	pc "$1" events --kind "$2" --json 2>/dev/null | grep -c .
+}
+
+proc_tests() {
+	local who=$1 port=$2
+	ADDR=127.0.0.1:$port
+	serve_start "$who" --listen "$ADDR"
+	ok $? "$who: the daemon starts"
+	KEY=$(as "$who" "$T/bin/paddock" serve e2b-key create --name proc 2>/dev/null)
+	is "$(grep -cE '^e2b_[0-9a-f]{40}$' <<<"$KEY")" 1 "$who: an E2B API key is issued"
+
+	sdk "$who"
+
+	# What the SDK cannot see: each detached command and re-attach is in the audit chain.
+	is "$(pc "$who" events --kind exec.request --json | jq -r 'select((.attrs.tag // .tag) == "paddock-code-interpreter") | .kind' | sort -u)" \
+		"exec.request" "$who: the code interpreter's start is recorded with its tag"
+	is "$([ "$(kinds "$who" exec.attach)" -ge 1 ] && echo yes)" yes \
+		"$who: the re-attach by pid is recorded (exec.attach)"
+	is "$(pc "$who" events --kind sandbox.port.open --json | jq -r 'select((.attrs.port // .port) == 49999) | .attrs.by // .by' | sort -u)" \
+		"e2b" "$who: the interpreter's port was forwarded by the E2B front door"
+	serve_stop "$who"
+}
+
+proc_tests root "$(free_port)"
+delegate_cgroup
+SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
+proc_tests user "$(free_port)"
+SERVE_ENV=()
+done_testing
