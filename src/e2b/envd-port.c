@@ -36,6 +36,7 @@ struct relay {
 	struct evbuffer *held; /* a non-200 answer's body */
 	int code;
 	bool streaming;
+	bool gone; /* the client went away before the answer's head */
 };
 
 /* The code interpreter of one sandbox, while it starts or runs. */
@@ -75,6 +76,16 @@ static int relay_head(struct evhttp_request *up, void *arg)
 	const char *ct = evhttp_find_header(evhttp_request_get_input_headers(up), "Content-Type");
 
 	r->code = evhttp_request_get_response_code(up);
+	if (r->down != NULL && evhttp_request_get_connection(r->down) == NULL) {
+		/*
+		 * The client went away while the request waited: evhttp left the
+		 * request to us, and a reply is what frees it. What comes is dropped.
+		 */
+		evhttp_send_reply(r->down, 502, NULL, NULL);
+		r->down = NULL;
+		r->gone = true;
+		return 0;
+	}
 	if (r->code == 200 && r->down != NULL) {
 		r->streaming = true;
 		pdk_http_stream_start_raw(&r->stream, r->down,
@@ -114,6 +125,10 @@ static void relay_done(struct evhttp_request *up, void *arg)
 			pdk_http_stream_abort(&r->stream);
 		else
 			pdk_http_stream_end(&r->stream);
+		relay_free(r);
+		return;
+	}
+	if (r->gone) {
 		relay_free(r);
 		return;
 	}
