@@ -1,6 +1,7 @@
 /*
  * cmd-serve.c - `paddock serve`: the daemon (src/daemon/), and
- * `paddock serve token create|ls|revoke` for its admin tokens.
+ * `paddock serve token create|ls|revoke` for its admin tokens, and
+ * `paddock serve e2b-key create|ls|rm` for the E2B front door's API keys.
  */
 #include "common.h"
 #include "base.h"
@@ -20,6 +21,7 @@ static void usage(FILE *out)
 	      "       paddock serve token create [--name NAME]\n"
 	      "       paddock serve token ls\n"
 	      "       paddock serve token revoke NAME\n"
+	      "       paddock serve e2b-key create [--name NAME] | ls | rm NAME\n"
 	      "\n"
 	      "Run the control plane: a daemon with a REST/JSON API (docs/daemon.md, docs/api.yaml)\n"
 	      "that creates long-lived sandboxes, runs commands in them, moves files, pauses,\n"
@@ -71,6 +73,13 @@ static void usage(FILE *out)
 	      "  ls                  list the admin tokens' names and creation times\n"
 	      "  revoke NAME         remove a token; requests with it fail from then on\n"
 	      "\n"
+	      "e2b-key commands (the same way; docs/e2b.md): the X-API-KEY of E2B's SDKs\n"
+	      "(E2B_API_KEY), served on --listen:\n"
+	      "  create [--name N]   print a new key (e2b_ and 40 hex digits) once; only its\n"
+	      "                      SHA-256 is stored. A key sees only the sandboxes it created.\n"
+	      "  ls                  list the keys' names and creation times\n"
+	      "  rm NAME             remove a key; requests with it fail from then on\n"
+	      "\n"
 	      "exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 when the daemon could not\n"
 	      "start (another daemon holds the state directory, the socket cannot be bound...),\n"
 	      "122 for a bad option.\n",
@@ -121,6 +130,60 @@ static int token_create(struct pdk_store *s, const char *name)
 	printf("%s\n", token);
 	fprintf(stderr, "paddock: admin token '%s' created; it is shown only this once\n", name);
 	return 0;
+}
+
+static int e2b_key_create(struct pdk_store *s, const char *name)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *key = NULL, *auto_name = NULL;
+	char hash[65], id[37];
+
+	if (name == NULL) {
+		pdk_make_id(id);
+		auto_name = pdk_xasprintf("key-%.8s", id + 28);
+		name = auto_name;
+	}
+	if (pdk_token_e2b_key_new(&key, hash, &err) < 0 ||
+	    pdk_store_e2b_key_add(s, name, hash, &err) < 0) {
+		pdk_cli_error("%s", err->msg);
+		return 1;
+	}
+	printf("%s\n", key);
+	fprintf(stderr, "paddock: E2B API key '%s' created; it is shown only this once\n", name);
+	return 0;
+}
+
+static int cmd_e2b_key(int argc, char **argv, const char *state_dir)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_store *s = NULL;
+	const char *name = NULL;
+	bool create = argc >= 2 && strcmp(argv[1], "create") == 0;
+	int rc = 0;
+
+	if (create && argc == 4 && strcmp(argv[2], "--name") == 0)
+		name = argv[3];
+	else if (!((create && argc == 2) || (argc == 2 && strcmp(argv[1], "ls") == 0) ||
+		   (argc == 3 && strcmp(argv[1], "rm") == 0))) {
+		pdk_cli_error("usage: paddock serve e2b-key create [--name N] | ls | rm NAME");
+		return PDK_EXIT_POLICY;
+	}
+	if (name != NULL && !pdk_ctl_name_ok(name)) {
+		pdk_cli_error("--name: a key name is 1-64 of [A-Za-z0-9_.-], not '%s'", name);
+		return PDK_EXIT_POLICY;
+	}
+	if (open_store(state_dir, &s) != 0)
+		return 1;
+	if (create)
+		rc = e2b_key_create(s, name);
+	else if (strcmp(argv[1], "ls") == 0)
+		rc = pdk_store_e2b_key_each(s, print_token, NULL, &err) < 0 ? 1 : 0;
+	else
+		rc = pdk_store_e2b_key_revoke(s, argv[2], &err) < 0 ? 1 : 0;
+	if (err != NULL)
+		pdk_cli_error("%s", err->msg);
+	pdk_store_free(s);
+	return rc;
 }
 
 static int cmd_token(int argc, char **argv, const char *state_dir)
@@ -368,6 +431,8 @@ int pdk_cmd_serve(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "token") == 0)
 			return cmd_token(argc - i, argv + i, state_dir);
+		if (strcmp(argv[i], "e2b-key") == 0)
+			return cmd_e2b_key(argc - i, argv + i, state_dir);
 		if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc)
 			state_dir = argv[++i];
 		else

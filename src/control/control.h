@@ -264,6 +264,15 @@ typedef void (*pdk_ctl_created_cb)(void *ctx, const struct pdk_ctl_created *crea
 PDK_MUST_CHECK int pdk_ctl_create(struct pdk_ctl *c, const struct pdk_ctl_create *r,
 				  pdk_ctl_created_cb cb, void *ctx, struct pdk_error **err);
 
+/*
+ * Change the TTL of live sandbox `sb`: it now ends `ttl_s` seconds from now
+ * (0: never), whatever its TTL was, saved in the store and recorded as
+ * sandbox.ttl with the new expires_at. -EINVAL (field "ttl") past
+ * PDK_CTL_TTL_MAX.
+ */
+#define PDK_CTL_TTL_MAX (366ULL * 24 * 3600)
+PDK_MUST_CHECK int pdk_ctl_set_ttl(struct pdk_ctl_sb *sb, uint64_t ttl_s, struct pdk_error **err);
+
 /* ---- destroy and kill (sandboxes.c, view.c) ---- */
 
 /* The end of a destroy: the sandbox's final state ("ended", or "lost" when its supervisor died). */
@@ -703,6 +712,14 @@ struct pdk_ctl_auth {
  */
 PDK_MUST_CHECK int pdk_ctl_authenticate(struct pdk_ctl *c, const char *token,
 					struct pdk_ctl_auth *out, struct pdk_error **err);
+
+/*
+ * Check an E2B API key (X-API-KEY): its shape ("e2b_" and 40 lowercase hex
+ * digits), then its SHA-256 among the stored keys. *name gets the key's
+ * name (caller frees). -EACCES with the reason when it is neither.
+ */
+PDK_MUST_CHECK int pdk_ctl_e2b_key_check(struct pdk_ctl *c, const char *key, char **name,
+					 struct pdk_error **err);
 
 /*
  * A new token for the sandbox allowing `ops` for `ttl_s` seconds (*token,

@@ -52,6 +52,23 @@ void pdk__sb_set_ttl(struct pdk_ctl_sb *sb, uint64_t ttl_s)
 	sb->row.expires_ns = ttl_s ? pdk_now_real_ns() + ttl_s * 1000000000ULL : 0;
 }
 
+int pdk_ctl_set_ttl(struct pdk_ctl_sb *sb, uint64_t ttl_s, struct pdk_error **err)
+{
+	char ts[40] = "";
+
+	if (ttl_s > PDK_CTL_TTL_MAX)
+		return pdk_error_set_field(err, EINVAL, "ttl", "a TTL is at most %llu seconds",
+					   (unsigned long long)PDK_CTL_TTL_MAX);
+	pdk__sb_set_ttl(sb, ttl_s);
+	pdk__sb_save(sb);
+	if (sb->row.expires_ns != 0)
+		pdk_events_format_ts(sb->row.expires_ns, ts, sizeof(ts));
+	pdk_ctl_event(sb->c, sb->row.id, sb->labels, "sandbox.ttl",
+		      json_pack("{s:I, s:s?}", "ttl_s", (json_int_t)ttl_s, "expires_at",
+				ts[0] ? ts : NULL));
+	return 0;
+}
+
 static void free_event(struct event **ev)
 {
 	if (*ev != NULL)

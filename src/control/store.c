@@ -29,6 +29,10 @@ enum store_stmt {
 	ST_TOKEN_CHECK,
 	ST_TOKEN_EACH,
 	ST_TOKEN_REVOKE,
+	ST_E2B_KEY_ADD,
+	ST_E2B_KEY_CHECK,
+	ST_E2B_KEY_EACH,
+	ST_E2B_KEY_REVOKE,
 	ST_POOL_DELETE,
 	ST_POOL_SET,
 	ST_POOL_EACH,
@@ -54,6 +58,8 @@ static const char *const schema[] = {
 	" commands INTEGER NOT NULL DEFAULT 0, pool INTEGER NOT NULL DEFAULT 0,"
 	" claimed INTEGER NOT NULL DEFAULT 0)",
 	"CREATE TABLE IF NOT EXISTS tokens ("
+	" name TEXT PRIMARY KEY NOT NULL, sha256 TEXT UNIQUE NOT NULL, created_ns INTEGER NOT NULL)",
+	"CREATE TABLE IF NOT EXISTS e2b_keys ("
 	" name TEXT PRIMARY KEY NOT NULL, sha256 TEXT UNIQUE NOT NULL, created_ns INTEGER NOT NULL)",
 	"CREATE TABLE IF NOT EXISTS pools (profile TEXT PRIMARY KEY NOT NULL, size INTEGER NOT NULL)",
 	"CREATE TABLE IF NOT EXISTS ended ("
@@ -83,6 +89,10 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_TOKEN_CHECK] = "SELECT name FROM tokens WHERE sha256 = ?",
 	[ST_TOKEN_EACH] = "SELECT name, created_ns FROM tokens ORDER BY created_ns, name",
 	[ST_TOKEN_REVOKE] = "DELETE FROM tokens WHERE name = ?",
+	[ST_E2B_KEY_ADD] = "INSERT INTO e2b_keys (name, sha256, created_ns) VALUES (?, ?, ?)",
+	[ST_E2B_KEY_CHECK] = "SELECT name FROM e2b_keys WHERE sha256 = ?",
+	[ST_E2B_KEY_EACH] = "SELECT name, created_ns FROM e2b_keys ORDER BY created_ns, name",
+	[ST_E2B_KEY_REVOKE] = "DELETE FROM e2b_keys WHERE name = ?",
 	[ST_POOL_DELETE] = "DELETE FROM pools WHERE profile = ?",
 	[ST_POOL_SET] = "INSERT INTO pools (profile, size) VALUES (?, ?)"
 			" ON CONFLICT(profile) DO UPDATE SET size = excluded.size",
@@ -366,13 +376,18 @@ int pdk_store_sandbox_delete(struct pdk_store *s, const char *id, struct pdk_err
 	return exec_bound1(s, ST_SB_DELETE, id, err);
 }
 
-int pdk_store_token_add(struct pdk_store *s, const char *name, const char *sha256_hex,
-			struct pdk_error **err)
+/*
+ * Credentials whose SHA-256 alone is stored: admin tokens and E2B API keys,
+ * each in a table of its own (name, sha256, created_ns). `st` is the
+ * table's first statement: its add, check, each and revoke follow it.
+ */
+static int cred_add(struct pdk_store *s, enum store_stmt st_add, const char *what, const char *name,
+		    const char *sha256_hex, struct pdk_error **err)
 {
 	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
 	int rc = 0;
 
-	if (kept(s, ST_TOKEN_ADD, &st, err) < 0)
+	if (kept(s, st_add, &st, err) < 0)
 		return -EIO;
 	rc |= bind_text(st, 1, name);
 	rc |= bind_text(st, 2, sha256_hex);
@@ -381,17 +396,17 @@ int pdk_store_token_add(struct pdk_store *s, const char *name, const char *sha25
 		return db_error(s, err, "bind");
 	rc = step_done(s, st, err);
 	if (rc == -EEXIST)
-		return pdk_error_wrap(err, "token '%s'", name);
+		return pdk_error_wrap(err, "%s '%s'", what, name);
 	return rc;
 }
 
-int pdk_store_token_check(struct pdk_store *s, const char *sha256_hex, char **name,
-			  struct pdk_error **err)
+static int cred_check(struct pdk_store *s, enum store_stmt st_check, const char *sha256_hex,
+		      char **name, struct pdk_error **err)
 {
 	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (kept(s, ST_TOKEN_CHECK, &st, err) < 0)
+	if (kept(s, st_check, &st, err) < 0)
 		return -EIO;
 	if (bind_text(st, 1, sha256_hex) != SQLITE_OK)
 		return db_error(s, err, "bind");
@@ -399,7 +414,7 @@ int pdk_store_token_check(struct pdk_store *s, const char *sha256_hex, char **na
 	if (rc == SQLITE_DONE)
 		return -ENOENT;
 	if (rc != SQLITE_ROW)
-		return db_error(s, err, "check token");
+		return db_error(s, err, "check a credential");
 	if (name != NULL)
 		*name = col_text(st, 0);
 	return 0;
@@ -417,6 +432,28 @@ static int text_u64_row(void *ctx, sqlite3_stmt *st)
 	return w->cb(w->data, (const char *)sqlite3_column_text(st, 0), col_u64(st, 1));
 }
 
+static int cred_revoke(struct pdk_store *s, enum store_stmt st_revoke, const char *what,
+		       const char *name, struct pdk_error **err)
+{
+	if (exec_bound1(s, st_revoke, name, err) < 0)
+		return -EIO;
+	if (sqlite3_changes(s->db.conn) == 0)
+		return pdk_error_setx(err, ENOENT, "no %s named '%s'", what, name);
+	return 0;
+}
+
+int pdk_store_token_add(struct pdk_store *s, const char *name, const char *sha256_hex,
+			struct pdk_error **err)
+{
+	return cred_add(s, ST_TOKEN_ADD, "token", name, sha256_hex, err);
+}
+
+int pdk_store_token_check(struct pdk_store *s, const char *sha256_hex, char **name,
+			  struct pdk_error **err)
+{
+	return cred_check(s, ST_TOKEN_CHECK, sha256_hex, name, err);
+}
+
 int pdk_store_token_each(struct pdk_store *s, pdk_store_token_cb cb, void *data,
 			 struct pdk_error **err)
 {
@@ -427,11 +464,32 @@ int pdk_store_token_each(struct pdk_store *s, pdk_store_token_cb cb, void *data,
 
 int pdk_store_token_revoke(struct pdk_store *s, const char *name, struct pdk_error **err)
 {
-	if (exec_bound1(s, ST_TOKEN_REVOKE, name, err) < 0)
-		return -EIO;
-	if (sqlite3_changes(s->db.conn) == 0)
-		return pdk_error_setx(err, ENOENT, "no token named '%s'", name);
-	return 0;
+	return cred_revoke(s, ST_TOKEN_REVOKE, "token", name, err);
+}
+
+int pdk_store_e2b_key_add(struct pdk_store *s, const char *name, const char *sha256_hex,
+			  struct pdk_error **err)
+{
+	return cred_add(s, ST_E2B_KEY_ADD, "E2B API key", name, sha256_hex, err);
+}
+
+int pdk_store_e2b_key_check(struct pdk_store *s, const char *sha256_hex, char **name,
+			    struct pdk_error **err)
+{
+	return cred_check(s, ST_E2B_KEY_CHECK, sha256_hex, name, err);
+}
+
+int pdk_store_e2b_key_each(struct pdk_store *s, pdk_store_token_cb cb, void *data,
+			   struct pdk_error **err)
+{
+	struct text_u64_walk w = {cb, data};
+
+	return each_row(s, ST_E2B_KEY_EACH, "list E2B API keys", text_u64_row, &w, err);
+}
+
+int pdk_store_e2b_key_revoke(struct pdk_store *s, const char *name, struct pdk_error **err)
+{
+	return cred_revoke(s, ST_E2B_KEY_REVOKE, "E2B API key", name, err);
 }
 
 int pdk_store_pool_set(struct pdk_store *s, const char *profile, uint64_t size,

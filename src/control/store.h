@@ -2,8 +2,9 @@
  * store.h - the daemon's state: STATE/daemon.db (SQLite, WAL), one
  * connection owned by the daemon's loop. Tables: sandboxes (one row per
  * sandbox the daemon created, until it is destroyed and reaped), tokens
- * (admin bearer tokens: only their SHA-256 is stored) and pools (the warm
- * pool size of each profile).
+ * (admin bearer tokens: only their SHA-256 is stored), e2b_keys (the E2B
+ * front door's API keys, likewise) and pools (the warm pool size of each
+ * profile).
  *
  * Every statement is prepared once with binds; no SQL is built from data.
  */
@@ -87,6 +88,20 @@ PDK_MUST_CHECK int pdk_store_token_each(struct pdk_store *s, pdk_store_token_cb 
 /* Remove the token named `name`. -ENOENT when none has that name. */
 PDK_MUST_CHECK int pdk_store_token_revoke(struct pdk_store *s, const char *name,
 					  struct pdk_error **err);
+
+/*
+ * E2B API keys (the E2B front door's X-API-KEY), kept like admin tokens:
+ * `sha256_hex` of the key, a unique name, the creation time. The same
+ * contracts as the token functions above; "no E2B API key named 'N'".
+ */
+PDK_MUST_CHECK int pdk_store_e2b_key_add(struct pdk_store *s, const char *name,
+					 const char *sha256_hex, struct pdk_error **err);
+PDK_MUST_CHECK int pdk_store_e2b_key_check(struct pdk_store *s, const char *sha256_hex, char **name,
+					   struct pdk_error **err);
+PDK_MUST_CHECK int pdk_store_e2b_key_each(struct pdk_store *s, pdk_store_token_cb cb, void *data,
+					  struct pdk_error **err);
+PDK_MUST_CHECK int pdk_store_e2b_key_revoke(struct pdk_store *s, const char *name,
+					    struct pdk_error **err);
 
 /* Warm pools: the target size of `profile` (0 removes the pool). */
 PDK_MUST_CHECK int pdk_store_pool_set(struct pdk_store *s, const char *profile, uint64_t size,

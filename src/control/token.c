@@ -240,6 +240,34 @@ void pdk_token_sha256_hex(const char *token, char hash_hex[65])
 	hash_hex[64] = '\0';
 }
 
+int pdk_token_e2b_key_new(char **key, char hash_hex[65], struct pdk_error **err)
+{
+	unsigned char r[PDK_TOKEN_E2B_HEX_LEN / 2];
+	char hex[PDK_TOKEN_E2B_HEX_LEN + 1];
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return pdk_error_set(err, errno, "getrandom");
+	for (size_t i = 0; i < sizeof(r); i++) {
+		hex[2 * i] = "0123456789abcdef"[r[i] >> 4];
+		hex[2 * i + 1] = "0123456789abcdef"[r[i] & 15];
+	}
+	hex[PDK_TOKEN_E2B_HEX_LEN] = '\0';
+	OPENSSL_cleanse(r, sizeof(r));
+	*key = pdk_xasprintf(PDK_TOKEN_E2B_PREFIX "%s", hex);
+	OPENSSL_cleanse(hex, sizeof(hex));
+	pdk_token_sha256_hex(*key, hash_hex);
+	return 0;
+}
+
+bool pdk_token_e2b_key_shape_ok(const char *key)
+{
+	size_t n = strlen(PDK_TOKEN_E2B_PREFIX);
+
+	return strncmp(key, PDK_TOKEN_E2B_PREFIX, n) == 0 &&
+	       strlen(key + n) == PDK_TOKEN_E2B_HEX_LEN &&
+	       strspn(key + n, "0123456789abcdef") == PDK_TOKEN_E2B_HEX_LEN;
+}
+
 int pdk_token_admin_new(char **token, char hash_hex[65], struct pdk_error **err)
 {
 	_cleanup_free_ char *r64 = NULL;

@@ -69,6 +69,16 @@ PDK_MUST_CHECK int pdk_token_verify(const unsigned char key[PDK_TOKEN_KEY_LEN], 
 
 /* A new admin token (*token, caller frees) and the hex SHA-256 to store (65 bytes). */
 PDK_MUST_CHECK int pdk_token_admin_new(char **token, char hash_hex[65], struct pdk_error **err);
+/*
+ * A new E2B API key, "e2b_" and 40 lowercase hex digits (E2B's own shape,
+ * 160 random bits) in *key (caller frees), and the hex SHA-256 to store.
+ */
+#define PDK_TOKEN_E2B_PREFIX  "e2b_"
+#define PDK_TOKEN_E2B_HEX_LEN 40
+PDK_MUST_CHECK int pdk_token_e2b_key_new(char **key, char hash_hex[65], struct pdk_error **err);
+/* Whether `key` has an E2B API key's shape ("e2b_" and 40 lowercase hex digits). */
+bool pdk_token_e2b_key_shape_ok(const char *key);
+
 /* Hex SHA-256 of a token string. */
 void pdk_token_sha256_hex(const char *token, char hash_hex[65]);
 

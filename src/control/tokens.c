@@ -28,6 +28,21 @@ int pdk_ctl_authenticate(struct pdk_ctl *c, const char *token, struct pdk_ctl_au
 	return pdk_token_verify(c->key, token, pdk_now_real_ns() / 1000000000ULL, &out->sb, err);
 }
 
+int pdk_ctl_e2b_key_check(struct pdk_ctl *c, const char *key, char **name, struct pdk_error **err)
+{
+	char hash[65];
+
+	*name = NULL;
+	/* SECURITY: the shape is checked before any work: a wrong-shaped key costs no lookup. */
+	if (!pdk_token_e2b_key_shape_ok(key))
+		return pdk_error_setx(err, EACCES,
+				      "an E2B API key is 'e2b_' and 40 lowercase hex digits");
+	pdk_token_sha256_hex(key, hash);
+	if (pdk_store_e2b_key_check(c->store, hash, name, NULL) < 0)
+		return pdk_error_setx(err, EACCES, "unknown or removed E2B API key");
+	return 0;
+}
+
 int pdk_ctl_token_mint(struct pdk_ctl_sb *sb, unsigned ops, uint64_t ttl_s, char **token,
 		       uint64_t *exp_s, struct pdk_error **err)
 {

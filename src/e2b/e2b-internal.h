@@ -13,6 +13,7 @@
 #include "e2b.h"
 #include "http.h"
 
+#include <event2/keyvalq_struct.h>
 #include <sys/queue.h>
 
 struct pdk__e2b_call;
@@ -137,7 +138,56 @@ void pdk__e2b_port(struct pdk_e2b *e, struct evhttp_request *req, const char *sa
  */
 void pdk__e2b_interps_free(struct pdk_e2b *e);
 
-/* ---- the control plane (plane.c) ---- */
+/* ---- the control plane (plane.c, plane-render.c, plane-sandbox.c, plane-list.c) ---- */
+
+/* The labels E2B's front door keeps on a sandbox it created (never a caller's metadata). */
+#define PDK__E2B_LABEL_KEY      "e2b.key"      /* the name of the API key that created it */
+#define PDK__E2B_LABEL_TEMPLATE "e2b.template" /* the templateID it was created from */
+#define PDK__E2B_LABEL_PREFIX   "e2b."
+
+/* One control-plane request while its handler runs (freed when it returns). */
+struct pdk__e2b_req {
+	struct pdk_e2b *e;
+	struct evhttp_request *req;
+	enum evhttp_cmd_type method;
+	char *key;     /* the API key's name */
+	char *segs[5]; /* path segments, "v2" included */
+	size_t nsegs;
+	struct evkeyvalq query;
+	char *body;
+	size_t body_len;
+};
+
+/* A JSON object body (at most 1 MiB) in *out; -1 after answering 400 or 413. */
+int pdk__e2b_json_body(struct pdk__e2b_req *r, json_t **out);
+/* A query parameter's value, or NULL. */
+const char *pdk__e2b_query(struct pdk__e2b_req *r, const char *key);
+/* Record the call in the audit chain: e2b.request with the route, the key and the sandbox. */
+void pdk__e2b_record(struct pdk__e2b_req *r, const char *route, const char *sandbox);
+
+/*
+ * The view of sandbox `id` when the caller's key created it and it is
+ * running or paused; else -1 after answering 404 (another key's sandbox is
+ * answered as one that does not exist).
+ */
+int pdk__e2b_owned(struct pdk__e2b_req *r, const char *id, struct pdk_ctl_view *v);
+
+/* E2B's Sandbox (a create's or connect's answer) of `v` with its envd access token. */
+json_t *pdk__e2b_sandbox_json(const struct pdk_ctl_view *v, const char *token);
+/* E2B's SandboxDetail / ListedSandbox of `v`. */
+json_t *pdk__e2b_detail_json(const struct pdk_ctl_view *v);
+/* E2B's state of a paddock state: "running", "paused", or NULL (not E2B-visible). */
+const char *pdk__e2b_state(const char *state);
+
+void pdk__e2b_route_create(struct pdk__e2b_req *r);
+void pdk__e2b_route_connect(struct pdk__e2b_req *r, const char *id, bool resume_only);
+void pdk__e2b_route_get(struct pdk__e2b_req *r, const char *id);
+void pdk__e2b_route_kill(struct pdk__e2b_req *r, const char *id);
+void pdk__e2b_route_timeout(struct pdk__e2b_req *r, const char *id);
+void pdk__e2b_route_pause(struct pdk__e2b_req *r, const char *id);
+void pdk__e2b_route_list(struct pdk__e2b_req *r);
+
+/* ---- the control plane's dispatch (plane.c) ---- */
 
 /* A request E2B's control plane serves (not under /v1/, no E2b-Sandbox-Id). */
 void pdk__e2b_plane(struct pdk_e2b *e, struct evhttp_request *req);

@@ -147,6 +147,30 @@ Test(store, tokens_hash_only_and_revoke)
 	pdk_store_free(s);
 }
 
+/* E2B API keys live apart from admin tokens: a hash of one is never the other. */
+Test(store, e2b_keys_apart_from_tokens)
+{
+	struct pdk_store *s = open_store();
+	struct pdk_error *err = NULL;
+	char *name = NULL;
+
+	cr_assert_eq(pdk_store_e2b_key_add(s, "k1", "ab12", &err), 0);
+	cr_assert_eq(pdk_store_e2b_key_add(s, "k1", "cd34", &err), -EEXIST);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_store_e2b_key_check(s, "ab12", &name, &err), 0);
+	cr_assert_str_eq(name, "k1");
+	free(name);
+	cr_assert_eq(pdk_store_token_check(s, "ab12", NULL, &err), -ENOENT);
+	cr_assert_eq(pdk_store_token_add(s, "t1", "ef56", &err), 0);
+	cr_assert_eq(pdk_store_e2b_key_check(s, "ef56", NULL, &err), -ENOENT);
+	cr_assert_eq(pdk_store_e2b_key_revoke(s, "k1", &err), 0);
+	cr_assert_eq(pdk_store_e2b_key_check(s, "ab12", NULL, &err), -ENOENT);
+	cr_assert_eq(pdk_store_e2b_key_revoke(s, "k1", &err), -ENOENT);
+	cr_assert(strstr(err->msg, "no E2B API key named 'k1'") != NULL, "%s", err->msg);
+	pdk_error_free(&err);
+	pdk_store_free(s);
+}
+
 static int pool_cb(void *data, const char *profile, uint64_t size)
 {
 	char *buf = data;

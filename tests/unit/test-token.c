@@ -142,3 +142,26 @@ Test(token, key_file_created_private_and_reloaded)
 	pdk_error_free(&err);
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
 }
+
+/* An E2B API key is e2b_ and 40 lowercase hex digits, fresh each time; its hash is what is kept. */
+Test(token, e2b_key_shape)
+{
+	struct pdk_error *err = NULL;
+	char *a = NULL, *b = NULL, ha[65], hb[65], h[65];
+
+	cr_assert_eq(pdk_token_e2b_key_new(&a, ha, &err), 0);
+	cr_assert_eq(pdk_token_e2b_key_new(&b, hb, &err), 0);
+	cr_assert(pdk_token_e2b_key_shape_ok(a) && pdk_token_e2b_key_shape_ok(b));
+	cr_assert_eq(strlen(a), 44);
+	cr_assert_str_neq(a, b);
+	pdk_token_sha256_hex(a, h);
+	cr_assert_str_eq(h, ha);
+	cr_assert(!pdk_token_e2b_key_shape_ok("e2b_"));
+	cr_assert(!pdk_token_e2b_key_shape_ok("e2b_0123456789abcdef0123456789abcdef0123456"));
+	cr_assert(!pdk_token_e2b_key_shape_ok("e2b_0123456789ABCDEF0123456789abcdef01234567"));
+	cr_assert(!pdk_token_e2b_key_shape_ok("pdk_0123456789abcdef0123456789abcdef01234567"));
+	cr_assert(!pdk_token_e2b_key_shape_ok("e2b_0123456789abcdef0123456789abcdef012345678"));
+	cr_assert(pdk_token_e2b_key_shape_ok("e2b_0123456789abcdef0123456789abcdef01234567"));
+	free(a);
+	free(b);
+}
