@@ -14,6 +14,7 @@
 #include "common.h"
 #include "e2b-internal.h"
 
+#include <event2/bufferevent.h>
 #include <event2/dns.h>
 #include <string.h>
 
@@ -33,7 +34,8 @@ struct relay {
 	char *sandbox;
 	uint16_t port;
 	struct pdk_http_stream stream;
-	struct evbuffer *held; /* a non-200 answer's body */
+	struct evhttp_connection *conn; /* to the forwarded port (libevent frees it) */
+	struct evbuffer *held;          /* a non-200 answer's body */
 	int code;
 	bool streaming;
 	bool gone; /* the client went away before the answer's head */
@@ -69,6 +71,19 @@ static void relay_fail(struct relay *r, int code, const char *why)
 	relay_free(r);
 }
 
+/* The client took the last chunk (or went away): the port's answer is read on. */
+static void relay_sent(void *arg)
+{
+	struct relay *r = arg;
+
+	(void)bufferevent_enable(evhttp_connection_get_bufferevent(r->conn), EV_READ);
+}
+
+static void relay_client_gone(void *arg)
+{
+	relay_sent(arg); /* what comes is read and dropped until the port's answer ends */
+}
+
 /* The relayed answer's head: a 200 is streamed as it comes, anything else held whole. */
 static int relay_head(struct evhttp_request *up, void *arg)
 {
@@ -90,6 +105,8 @@ static int relay_head(struct evhttp_request *up, void *arg)
 		r->streaming = true;
 		pdk_http_stream_start_raw(&r->stream, r->down,
 					  ct ? ct : "application/octet-stream");
+		r->stream.on_close = relay_client_gone;
+		r->stream.on_close_arg = r;
 		r->down = NULL; /* the stream's now */
 	} else if (r->down != NULL && ct != NULL) {
 		pdk_http_header(r->down, "Content-Type", ct);
@@ -103,8 +120,15 @@ static void relay_chunk(struct evhttp_request *up, void *arg)
 	struct evbuffer *in = evhttp_request_get_input_buffer(up);
 	size_t n = evbuffer_get_length(in);
 
-	if (r->streaming) {
-		pdk_http_stream_bytes(&r->stream, evbuffer_pullup(in, (ssize_t)n), n, NULL, NULL);
+	if (r->streaming && n > 0 && !r->stream.dead) {
+		/*
+		 * SECURITY: what the sandbox's server writes is read no faster than
+		 * the client takes it: the daemon holds one chunk per relay, however
+		 * slow its client.
+		 */
+		pdk_http_stream_bytes(&r->stream, evbuffer_pullup(in, (ssize_t)n), n, relay_sent,
+				      r);
+		(void)bufferevent_disable(evhttp_connection_get_bufferevent(r->conn), EV_READ);
 	} else if (r->held != NULL && evbuffer_get_length(r->held) + n <= HELD_MAX) {
 		if (evbuffer_add_buffer(r->held, in) < 0)
 			pdk_oom();
@@ -202,6 +226,7 @@ static void relay_go(struct relay *r)
 					  fwd.host_port);
 	if (conn == NULL)
 		pdk_oom();
+	r->conn = conn;
 	evhttp_connection_set_timeout(conn, RELAY_TIMEOUT_S);
 	up = evhttp_request_new(relay_done, r);
 	if (up == NULL)

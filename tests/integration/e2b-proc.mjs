@@ -150,6 +150,27 @@ async function interpreter() {
 		await sbx.removeCodeContext(ctx);
 		const left = await sbx.listCodeContexts();
 		ok(!left.some((c2) => c2.id === ctx.id), 'removeCodeContext removes it');
+		let gone;
+		try {
+			await sbx.removeCodeContext(ctx);
+		} catch (e2) {
+			gone = e2;
+		}
+		ok(gone && gone.name === 'NotFoundError', 'removing it again raises NotFoundError (a 404 passed on)',
+		   gone && `${gone.name}: ${gone.message}`);
+		const big = await sbx.runCode('print("y" * 4000000)');
+		ok(big.logs.stdout.join('').length === 4000001,
+		   'four megabytes of output come through whole', big.logs.stdout.join('').length);
+		const none = await fetch(`${process.env.E2B_SANDBOX_URL}/`, {
+			headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '3999',
+				   'X-Access-Token': sbx.envdAccessToken },
+		});
+		ok(none.status === 502, 'a port nothing listens on in the sandbox answers 502', none.status);
+		const anon = await fetch(`${process.env.E2B_SANDBOX_URL}/contexts`, {
+			headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49999' },
+		});
+		ok(anon.status === 401, 'a request for the interpreter without the sandbox\'s token is refused (401)',
+		   anon.status);
 	} finally {
 		await sbx.kill();
 	}
