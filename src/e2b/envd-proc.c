@@ -481,10 +481,11 @@ static void proc_send_signal(struct pdk__e2b_call *call)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_ctl_proc_info info;
 	struct pdk_ctl_sb *sb = NULL;
-	int rc = selected(call, &sb, &info, &err), sig = 0;
+	/* The request is checked before the process is looked for. */
+	int sig = signal_of(json_object_get(call->msg, "signal"), &err), rc = sig;
 
-	if (rc == 0)
-		rc = sig = signal_of(json_object_get(call->msg, "signal"), &err);
+	if (rc >= 0)
+		rc = selected(call, &sb, &info, &err);
 	if (rc >= 0)
 		rc = pdk_ctl_signal(sb, info.exec_id, sig, signalled, call, &err);
 	if (rc < 0)

@@ -6,7 +6,9 @@
 # (integration/e2b-proc.mjs): commands.run (exit code, stdout, stderr, CommandExitError), a
 # background command re-attached by pid, stdin and its end, kill, a pty with resize, and
 # runCode keeping state and returning a matplotlib PNG. This script also checks what the SDK
-# cannot see: the audit chain's records of the detached commands and the interpreter's port.
+# cannot see: the audit chain's records of the detached commands and the interpreter's port,
+# and (integration/e2b-proc-wire.py) the Python SDK's wire choices, which differ from the
+# JavaScript SDK's, with what no SDK sends.
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
 
@@ -43,6 +45,18 @@ sdk() {
 	[ $rc = 0 ] || sed 's/^/#   /' "$out.err" | tail -20
 }
 
+# wire WHO: integration/e2b-proc-wire.py (the Python SDK's wire choices), one subtest a check.
+wire() {
+	local who=$1 out=$T/e2b-proc-wire.$1.out rc line
+	python3 "$TESTS_DIR/integration/e2b-proc-wire.py" "$ADDR" "$KEY" >"$out" 2>"$out.err"
+	rc=$?
+	while IFS= read -r line; do
+		is "$(jq -r .g <<<"$line")" "$(jq -r .w <<<"$line")" "$who: wire: $(jq -r .d <<<"$line")"
+	done <"$out"
+	ok $rc "$who: the wire checks ran to their end"
+	[ $rc = 0 ] || sed 's/^/#   /' "$out.err" | tail -20
+}
+
 # kinds WHO KIND: how many KIND records the audit chain holds.
 kinds() {
 	pc "$1" events --kind "$2" --json 2>/dev/null | grep -c .
@@ -57,6 +71,7 @@ proc_tests() {
 	is "$(grep -cE '^e2b_[0-9a-f]{40}$' <<<"$KEY")" 1 "$who: an E2B API key is issued"
 
 	sdk "$who"
+	wire "$who"
 
 	# What the SDK cannot see: each detached command and re-attach is in the audit chain.
 	is "$(pc "$who" events --kind exec.request --json | jq -r 'select((.attrs.tag // .tag) == "paddock-code-interpreter") | .kind' | sort -u)" \
