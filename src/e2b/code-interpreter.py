@@ -7,6 +7,7 @@ jupyter_client); /execute answers with one JSON object per line: stdout, stderr,
 result (text, html, png, ...), error (name, value, traceback), number_of_executions,
 end_of_execution. The program prints "ready" once it listens.
 """
+import hmac
 import json
 import os
 import signal
@@ -18,6 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from jupyter_client.manager import KernelManager
 
 BODY_MAX = 16 << 20
+# The daemon's relay proves itself with this secret (its forwarded port is reachable by any
+# local user of the host); taken out of the environment so kernels do not inherit it.
+SECRET = os.environ.pop("PADDOCK_INTERPRETER_SECRET", "")
 MIME = {
     "text/plain": "text", "text/html": "html", "text/markdown": "markdown",
     "image/svg+xml": "svg", "image/png": "png", "image/jpeg": "jpeg",
@@ -153,6 +157,10 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(status, {"error": message})
 
     def route(self, method):
+        given = self.headers.get("X-Paddock-Interpreter-Secret") or ""
+        if not SECRET or not hmac.compare_digest(given.encode(), SECRET.encode()):
+            self.close_connection = True
+            return self.fail(403, "this interpreter answers the paddock daemon only")
         path = self.path.split("?", 1)[0].rstrip("/")
         parts = [p for p in path.split("/") if p]
         try:

@@ -17,8 +17,18 @@
 #include <event2/bufferevent.h>
 #include <event2/dns.h>
 #include <string.h>
+#include <sys/random.h>
 
 #define INTERP_TAG "paddock-code-interpreter"
+/*
+ * SECURITY: the interpreter answers only requests that carry its secret.
+ * Its forwarded port is a listener on the host's loopback, which any local
+ * user can reach; the secret, made for each interpreter and handed to it in
+ * its environment (never its argv, never the audit chain), keeps them from
+ * running code in the sandbox without the sandbox's token.
+ */
+#define INTERP_SECRET_HEADER "X-Paddock-Interpreter-Secret"
+#define INTERP_SECRET_ENV    "PADDOCK_INTERPRETER_SECRET"
 /* A relayed answer that is not a 200 stream is held whole: this much at most. */
 #define HELD_MAX (1u << 20)
 /* How long a relayed request may wait for its answer's head (a long execution). */
@@ -37,6 +47,7 @@ struct relay {
 	struct evhttp_connection *conn; /* to the forwarded port (libevent frees it) */
 	struct evbuffer *held;          /* a non-200 answer's body */
 	int code;
+	char secret[65]; /* the interpreter's, sent with the request; "" for another port */
 	bool streaming;
 	bool gone; /* the client went away before the answer's head */
 };
@@ -49,7 +60,8 @@ struct pdk__e2b_interp {
 	struct pdk_ctl_proc_watch *w;
 	bool ready;
 	struct relay *waiting;
-	char said[64]; /* what it wrote until "ready" (a failed start's reason) */
+	char secret[65]; /* what the relays prove themselves with (hex) */
+	char said[64];   /* what it wrote until "ready" (a failed start's reason) */
 	size_t said_len;
 };
 
@@ -234,6 +246,9 @@ static void relay_go(struct relay *r)
 	evhttp_request_set_header_cb(up, relay_head);
 	evhttp_request_set_chunked_cb(up, relay_chunk);
 	copy_headers(r->down, up, r->port);
+	if (r->secret[0] != '\0' && evhttp_add_header(evhttp_request_get_output_headers(up),
+						      INTERP_SECRET_HEADER, r->secret) < 0)
+		pdk_oom();
 	if (evbuffer_add_buffer(evhttp_request_get_output_buffer(up),
 				evhttp_request_get_input_buffer(r->down)) < 0)
 		pdk_oom();
@@ -305,6 +320,24 @@ static void interp_done(void *ctx, const struct pdk_ctl_exit *exit, const struct
 
 static const struct pdk_ctl_proc_cbs interp_cbs = {.output = interp_output, .done = interp_done};
 
+/* 32 random bytes as hex (65 bytes with the NUL). */
+static void new_secret(char out[65])
+{
+	unsigned char raw[32];
+	size_t got = 0;
+
+	while (got < sizeof(raw)) {
+		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+
+		if (n < 0 && errno != EINTR)
+			pdk_bug("getrandom failed");
+		if (n > 0)
+			got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		(void)snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
 /*
  * Start the interpreter in the sandbox: python3 reads the program from its
  * stdin, serves on the sandbox's loopback, and keeps its state under
@@ -314,10 +347,13 @@ static int interp_start(struct pdk__e2b_interp *in, struct pdk_ctl_sb *sb, struc
 {
 	char *const argv[] = {(char *)"/usr/bin/python3", (char *)"-",
 			      (char *)PDK_E2B_INTERP_PORT_STR, NULL};
-	char *const env[] = {(char *)"JUPYTER_RUNTIME_DIR=/tmp/.paddock/jupyter",
+	_cleanup_free_ char *secret_env = pdk_xasprintf("%s=%s", INTERP_SECRET_ENV, in->secret);
+	char *const env[] = {secret_env,
+			     (char *)"JUPYTER_RUNTIME_DIR=/tmp/.paddock/jupyter",
 			     (char *)"IPYTHONDIR=/tmp/.paddock/ipython",
 			     (char *)"MPLCONFIGDIR=/tmp/.paddock/matplotlib",
-			     (char *)"PYTHONDONTWRITEBYTECODE=1", NULL};
+			     (char *)"PYTHONDONTWRITEBYTECODE=1",
+			     NULL};
 	struct pdk_ctl_exec_req r = {
 		.argv = argv,
 		.env = env,
@@ -346,6 +382,7 @@ static void via_interp(struct relay *r)
 	struct relay **tail;
 
 	if (in != NULL && in->ready) {
+		memcpy(r->secret, in->secret, sizeof(r->secret));
 		relay_go(r);
 		return;
 	}
@@ -359,6 +396,7 @@ static void via_interp(struct relay *r)
 		in = pdk_xcalloc(1, sizeof(*in));
 		in->e = r->e;
 		in->sandbox = pdk_xstrdup(r->sandbox);
+		new_secret(in->secret);
 		if (interp_start(in, sb, &err) < 0) {
 			free(in->sandbox);
 			free(in);
@@ -370,6 +408,7 @@ static void via_interp(struct relay *r)
 		in->next = r->e->interps;
 		r->e->interps = in;
 	}
+	memcpy(r->secret, in->secret, sizeof(r->secret));
 	/* Answered in the order they came. */
 	for (tail = &in->waiting; *tail != NULL; tail = &(*tail)->next)
 		;

@@ -123,7 +123,7 @@ async function pty(sbx) {
 }
 
 async function interpreter() {
-	const sbx = await CodeSandbox.create();
+	const sbx = await CodeSandbox.create({ timeoutMs: 600000 }); // E2B's default is 15 s
 	try {
 		const a = await sbx.runCode('x = 41\nprint("hello")');
 		ok(a.logs.stdout.join('') === 'hello\n' && !a.error, 'runCode prints to stdout',
@@ -177,7 +177,7 @@ async function interpreter() {
 }
 
 async function main() {
-	const sbx = await Sandbox.create();
+	const sbx = await Sandbox.create({ timeoutMs: 600000 }); // E2B's default is 15 s
 	try {
 		await commands(sbx);
 		await background(sbx);

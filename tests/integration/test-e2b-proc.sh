@@ -80,6 +80,21 @@ proc_tests() {
 		"$who: the re-attach by pid is recorded (exec.attach)"
 	is "$(pc "$who" events --kind sandbox.port.open --json | jq -r 'select((.attrs.port // .port) == 49999) | .attrs.by // .by' | sort -u)" \
 		"e2b" "$who: the interpreter's port was forwarded by the E2B front door"
+
+	# The forwarded port is a listener on the host's loopback: without the daemon's secret the
+	# interpreter runs nothing for whoever connects to it there.
+	local sb tok hp out
+	sb=$(curl -s -X POST -H "X-API-KEY: $KEY" -H 'Content-Type: application/json' \
+		-d '{"templateID":"code-interpreter-v1","timeout":600}' "http://$ADDR/sandboxes")
+	tok=$(jq -r .envdAccessToken <<<"$sb")
+	sb=$(jq -r .sandboxID <<<"$sb")
+	out=$(curl -s -X POST -H "E2b-Sandbox-Id: $sb" -H 'E2b-Sandbox-Port: 49999' \
+		-H "X-Access-Token: $tok" -d '{"code":"6*7"}' "http://$ADDR/execute" | jq -rs 'map(select(.type == "result"))[0].text')
+	is "$out" 42 "$who: /execute through the daemon runs code"
+	hp=$(pc "$who" events --sandbox "$sb" --kind sandbox.port.open --json | jq -r '.attrs.host_port // .host_port' | head -1)
+	out=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '{"code":"open(\"/tmp/pwned\", \"w\")"}' "http://127.0.0.1:$hp/execute")
+	is "$out" 403 "$who: /execute straight to the forwarded port, without the daemon, is refused (403)"
+	curl -s -o /dev/null -X DELETE -H "X-API-KEY: $KEY" "http://$ADDR/sandboxes/$sb"
 	serve_stop "$who"
 }
 
