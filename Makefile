@@ -19,7 +19,7 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch \
 	libsqlite3-dev libssl-dev sqlite3 openssl libcurl4-openssl-dev \
 	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl python3-yaml jq \
-	python3-jsonschema man-db
+	python3-jsonschema man-db zlib1g-dev
 # The test clients nobody here wrote (tests/clients/package.json, `npm ci`): the MCP SDKs,
 # inspector and conformance suite, E2B's SDKs, playwright-core driving Debian's chromium.
 # The images suites and the code interpreter use the rest.

@@ -318,7 +318,7 @@ void pdk__e2b_connect_tick(struct pdk_e2b *e)
 	{
 		if (!c->method->streaming || c->keepalive == NULL || !pdk__e2b_live(c))
 			continue;
-		if (++c->idle_s >= PDK__E2B_KEEPALIVE_S) {
+		if (++c->idle_s >= c->keepalive_s) {
 			c->idle_s = 0;
 			stream_frame(&c->stream, 0, c->keepalive);
 		}
@@ -414,6 +414,21 @@ static int read_msg(struct evhttp_request *req, bool streaming, json_t **msg,
 	return pdk_e2b_connect_unary_msg(body, len, msg, err);
 }
 
+/*
+ * How often an idle stream gets its keepalive message: the SDKs' own
+ * Keepalive-Ping-Interval (seconds, 1 to 3600), else PDK__E2B_KEEPALIVE_S.
+ */
+static uint64_t keepalive_of(struct evhttp_request *req)
+{
+	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req),
+					   "Keepalive-Ping-Interval");
+	uint64_t s = 0;
+
+	if (v == NULL || pdk_parse_u64(v, 3600, &s) < 0 || s == 0)
+		return PDK__E2B_KEEPALIVE_S;
+	return s;
+}
+
 static struct pdk__e2b_call *call_new(struct pdk_e2b *e, struct evhttp_request *req,
 				      const struct pdk__e2b_method *m, struct pdk__e2b_envd *who,
 				      json_t *msg, uint64_t timeout_ms)
@@ -426,6 +441,7 @@ static struct pdk__e2b_call *call_new(struct pdk_e2b *e, struct evhttp_request *
 	c->who = *who;
 	*who = (struct pdk__e2b_envd){0};
 	c->msg = msg;
+	c->keepalive_s = keepalive_of(req);
 	LIST_INSERT_HEAD(&e->calls, c, link);
 	if (timeout_ms > 0) {
 		struct timeval tv = {.tv_sec = (time_t)(timeout_ms / 1000),

@@ -79,6 +79,7 @@ struct pdk__e2b_call {
 	struct pdk_http_stream stream;
 	struct event *deadline;
 	uint64_t idle_s;
+	uint64_t keepalive_s; /* Keepalive-Ping-Interval, else PDK__E2B_KEEPALIVE_S */
 	bool finished, cancelled;
 	bool busy; /* in its handler or its on_cancel: not freed there */
 	LIST_ENTRY(pdk__e2b_call) link;
@@ -116,10 +117,24 @@ void pdk__e2b_connect_close_all(struct pdk_e2b *e);
 extern const struct pdk__e2b_service pdk__e2b_svc_filesystem; /* envd-fs.c */
 extern const struct pdk__e2b_service pdk__e2b_svc_process;    /* envd-proc.c */
 
+/* The call's sandbox, live (running or paused); NULL after failing the call. */
+struct pdk_ctl_sb *pdk__e2b_call_sb(struct pdk__e2b_call *call);
+/*
+ * The message's string `field` as a path in the sandbox (a new string: a
+ * relative one is joined to the workspace); NULL after failing the call.
+ */
+char *pdk__e2b_call_path(struct pdk__e2b_call *call, struct pdk_ctl_sb *sb, const char *field);
+/* envd's EntryInfo of `path` from a supervisor stat document (type, size, mode, mtime_ns). */
+json_t *pdk__e2b_entry_json(const char *path, const json_t *doc);
+/* filesystem.Filesystem/WatchDir (envd-watch.c). */
+void pdk__e2b_fs_watch(struct pdk__e2b_call *call);
+
 /* ---- envd (envd.c) ---- */
 
 /* A request that carries E2b-Sandbox-Id. */
 void pdk__e2b_envd(struct pdk_e2b *e, struct evhttp_request *req);
+/* GET and POST /files of `sandbox` (its access token checked) (envd-files.c). */
+void pdk__e2b_files(struct pdk_e2b *e, struct evhttp_request *req, const char *sandbox);
 
 /* ---- other ports of a sandbox (envd-port.c) ---- */
 

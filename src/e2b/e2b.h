@@ -33,8 +33,12 @@
 /* The code interpreter's port (`@e2b/code-interpreter`): paddock's own server runs there. */
 #define PDK_E2B_INTERP_PORT     49999
 #define PDK_E2B_INTERP_PORT_STR "49999"
-/* The envd version the control plane announces (envdVersion): the SDKs pick their wire by it. */
-#define PDK_E2B_ENVD_VERSION "0.4.0"
+/*
+ * The envd version the control plane announces (envdVersion): the SDKs pick
+ * their wire by it. 0.5.7: users by Authorization (0.4.0), CloseStdin
+ * (0.5.2), octet-stream and gzip uploads (0.5.7).
+ */
+#define PDK_E2B_ENVD_VERSION "0.5.7"
 
 struct pdk_e2b;
 
@@ -117,5 +121,25 @@ PDK_MUST_CHECK int pdk_e2b_connect_timeout(const char *value, uint64_t *ms, stru
  * anything else internal 500.
  */
 const char *pdk_e2b_connect_code(int status, int *http_status);
+
+/* ---- multipart/form-data (multipart.c), exposed for the fuzz target and tests ---- */
+
+/* One part of a multipart body: every pointer is into the body (borrowed), not terminated. */
+struct pdk_e2b_part {
+	const char *name, *filename; /* filename NULL: none */
+	size_t name_len, filename_len;
+	const char *data;
+	size_t len;
+};
+
+/*
+ * The parts of `body` (`len` bytes) under `content_type`'s boundary, at most
+ * `max_parts` of them into parts[] (*n how many). -EINVAL (field
+ * "Content-Type" or "body") for no boundary, a malformed delimiter or part,
+ * a part without a name or that does not end; -E2BIG past `max_parts`.
+ */
+PDK_MUST_CHECK int pdk_e2b_multipart_parse(const char *content_type, const char *body, size_t len,
+					   struct pdk_e2b_part *parts, size_t max_parts, size_t *n,
+					   struct pdk_error **err);
 
 #endif

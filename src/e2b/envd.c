@@ -130,6 +130,35 @@ static int choose_user(struct evhttp_request *req, char **user)
 	return 0;
 }
 
+/* Every envd request that passed the door is recorded in the audit chain, as e2b.request. */
+static void record(struct pdk_e2b *e, struct evhttp_request *req, const char *path,
+		   const struct pdk__e2b_envd *who)
+{
+	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	_cleanup_free_ char *route = pdk_xasprintf(
+		"%s %s", evhttp_request_get_command(req) == EVHTTP_REQ_GET ? "GET" : "POST", path);
+
+	pdk_ctl_event(e->ctl, who->sandbox, NULL, "e2b.request",
+		      json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "route", route, "front", "envd",
+				"sandbox", who->sandbox, "user", who->user, "query", q));
+}
+
+/* A request for another port of the sandbox, recorded before it is relayed. */
+static void record_port(struct pdk_e2b *e, struct evhttp_request *req, const char *sandbox,
+			const char *path, uint64_t port)
+{
+	enum evhttp_cmd_type m = evhttp_request_get_command(req);
+	const char *method = m == EVHTTP_REQ_GET      ? "GET"
+			     : m == EVHTTP_REQ_POST   ? "POST"
+			     : m == EVHTTP_REQ_DELETE ? "DELETE"
+						      : "OTHER";
+	_cleanup_free_ char *route = pdk_xasprintf("%s %s", method, path);
+
+	pdk_ctl_event(e->ctl, sandbox, NULL, "e2b.request",
+		      json_pack("{s:s, s:s, s:s, s:I}", "route", route, "front", "port", "sandbox",
+				sandbox, "port", (json_int_t)port));
+}
+
 static void health(struct evhttp_request *req)
 {
 	evhttp_send_reply(req, 204, "No Content", NULL);
@@ -154,8 +183,10 @@ void pdk__e2b_envd(struct pdk_e2b *e, struct evhttp_request *req)
 	}
 	if (!is_envd_port(req)) {
 		/* Another port of the sandbox: relayed through its port forwarding. */
-		if (authenticate(e, req, sandbox) == 0)
-			pdk__e2b_port(e, req, sandbox, (uint16_t)pnum);
+		if (authenticate(e, req, sandbox) < 0)
+			return;
+		record_port(e, req, sandbox, path, pnum);
+		pdk__e2b_port(e, req, sandbox, (uint16_t)pnum);
 		return;
 	}
 	if (strcmp(path, "/health") == 0) {
@@ -165,9 +196,10 @@ void pdk__e2b_envd(struct pdk_e2b *e, struct evhttp_request *req)
 	if (authenticate(e, req, sandbox) < 0 || choose_user(req, &who.user) < 0)
 		return;
 	who.sandbox = pdk_xstrdup(sandbox);
+	record(e, req, path, &who);
 	if (strcmp(path, "/files") == 0) {
+		pdk__e2b_files(e, req, sandbox);
 		pdk__e2b_envd_release(&who);
-		refuse(req, 501, "GET/POST /files is not served yet");
 		return;
 	}
 	pdk__e2b_connect_serve(e, req, path, &who);

@@ -80,6 +80,9 @@ proc_tests() {
 		"$who: the re-attach by pid is recorded (exec.attach)"
 	is "$(pc "$who" events --kind sandbox.port.open --json | jq -r 'select((.attrs.port // .port) == 49999) | .attrs.by // .by' | sort -u)" \
 		"e2b" "$who: the interpreter's port was forwarded by the E2B front door"
+	is "$(pc "$who" events --kind e2b.request --json | jq -r 'select((.attrs.front // .front) == "port") | .attrs.route // .route' | sed 's|/contexts/[0-9a-f-]*|/contexts/ID|' | sort -u | tr '\n' ' ')" \
+		"DELETE /contexts/ID GET / GET /contexts POST /contexts POST /execute " \
+		"$who: each request for the interpreter's port is recorded (e2b.request, front port)"
 
 	# The forwarded port is a listener on the host's loopback: without the daemon's secret the
 	# interpreter runs nothing for whoever connects to it there.

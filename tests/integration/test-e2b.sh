@@ -22,14 +22,15 @@ if [ ! -x "$NODE" ] || [ ! -d "$TESTS_DIR/clients/node_modules/e2b" ]; then
 fi
 trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
 
-# sdk WHO SCRIPT [ENV=V...]: run tests/e2b/SCRIPT against WHO's daemon; each check it prints
+# sdk WHO SCRIPT [ENV=V...]: run tests/e2b/SCRIPT (Node, or python3 for .py) against WHO's daemon; each check it prints
 # becomes one subtest. The program's own failure (an exception) fails a subtest too.
 sdk() {
 	local who=$1 script=$2 out rc line
 	shift 2
 	out="$T/$script.$who.out"
 	env E2B_API_URL="http://$ADDR" E2B_SANDBOX_URL="http://$ADDR" E2B_API_KEY="$KEY" \
-		OTHER_KEY="$KEY2" "$@" "$NODE" "$TESTS_DIR/e2b/$script" >"$out" 2>"$out.err"
+		OTHER_KEY="$KEY2" "$@" $(case $script in *.py) echo python3 ;; *) echo "$NODE" ;; esac) \
+		"$TESTS_DIR/e2b/$script" >"$out" 2>"$out.err"
 	rc=$?
 	while IFS= read -r line; do
 		is "$(jq -r .g <<<"$line")" "$(jq -r .w <<<"$line")" "$who: $script: $(jq -r .d <<<"$line")"
@@ -97,6 +98,28 @@ connect_frames() {
 	is "$CODE $(jq_get "$BODY" code)" "501 unimplemented" "$who: an unknown method: unimplemented"
 	envd "$who" GET /filesystem.Filesystem/Stat "$SB" "$SB_TOKEN"
 	is "$CODE" 405 "$who: a Connect GET: 405"
+	# A chunked request body is one message.
+	envd "$who" POST /filesystem.Filesystem/Stat "$SB" "$SB_TOKEN" -H 'Content-Type: application/json' \
+		-H 'Transfer-Encoding: chunked' -d '{"path":"/tmp"}'
+	is "$CODE $(jq_get "$BODY" entry.type)" "200 FILE_TYPE_DIRECTORY" "$who: a chunked unary body: Stat answers"
+	# Oversized: a Connect message past 4 MiB; an upload past --max-body (8M here) is refused
+	# by the daemon's request guard before any front door reads it (413, paddock's error body).
+	head -c $((5 << 20)) /dev/zero | tr '\0' ' ' >"$T/big"
+	envd "$who" POST /filesystem.Filesystem/Stat "$SB" "$SB_TOKEN" -H 'Content-Type: application/json' \
+		--data-binary @"$T/big"
+	is "$CODE $(jq_get "$BODY" code)" "429 resource_exhausted" "$who: a 5 MiB Connect message: resource_exhausted"
+	cat "$T/big" "$T/big" >"$T/big2"
+	envd "$who" POST "/files?path=/tmp/big" "$SB" "$SB_TOKEN" -H 'Content-Type: application/octet-stream' \
+		--data-binary @"$T/big2"
+	is "$CODE $(jq_get "$BODY" error.code)" "413 too_large" "$who: a 10 MiB upload past --max-body 8M: 413"
+	envd "$who" POST "/files?path=/tmp/big" "$SB" "$SB_TOKEN" -H 'Content-Type: application/octet-stream' \
+		--data-binary @"$T/big"
+	is "$CODE $(jq -r ".[0].path" <<<"$BODY")" "200 /tmp/big" "$who: a 5 MiB upload within --max-body: written"
+	envd "$who" GET "/files?path=/etc/hostname&username=mallory" "$SB" "$SB_TOKEN"
+	is "$CODE" 400 "$who: ?username= of a user the sandbox has not: 400"
+	envd "$who" POST /filesystem.Filesystem/Stat "$SB" "$SB_TOKEN" -H 'Content-Type: application/json' \
+		-H "Authorization: Basic $(printf 'mallory:' | base64)" -d '{"path":"/tmp"}'
+	is "$CODE $(jq_get "$BODY" code)" "400 invalid_argument" "$who: Authorization naming another user: invalid_argument"
 	# A server stream's body: a short frame, a compressed one, two messages, a length past the cap.
 	local f
 	for f in 'short:\x00\x00\x00' 'compressed:\x01\x00\x00\x00\x02{}' \
@@ -142,13 +165,22 @@ audit() {
 e2b_tests() {
 	local who=$1
 	ADDR=127.0.0.1:$(free_port)
-	serve_start "$who" --listen "$ADDR"
+	serve_start "$who" --listen "$ADDR" --max-body 8M
 	ok $? "$who: the daemon starts on $ADDR"
 	keys "$who"
 	sdk "$who" plane.mjs
+	mkdir -p "$T/upload/a/b" "$T/upload/c"
+	printf 'one\n' >"$T/upload/top.txt"
+	printf 'two\n' >"$T/upload/a/two.txt"
+	head -c 300000 /dev/urandom >"$T/upload/a/b/blob.bin"
+	: >"$T/upload/c/empty"
+	echo host-secret >"$T/secret"
+	sdk "$who" files.mjs UPLOAD_DIR="$T/upload" HOST_SECRET="$T/secret"
+	sdk "$who" python_wire.py
 	connect_frames "$who"
 	audit "$who"
 	serve_stop "$who"
+	is "$SERVE_RC" 0 "$who: the daemon stops cleanly at SIGTERM (exit 0; no leak under ASan)"
 }
 
 e2b_tests root
