@@ -90,27 +90,41 @@ err = json.loads(data)
 check("a Connect error has a string code (plain_http_error() passes it on)",
       (st, isinstance(err["code"], str), err["code"]), (404, True, "not_found"))
 
-# A server stream as connectrpc-python sends it: one envelope, identity, its deadline.
-msg = json.dumps({"path": "/tmp/py", "recursive": False}).encode()
-c = http.client.HTTPConnection(URL.hostname, URL.port, timeout=60)
-c.request("POST", "/filesystem.Filesystem/WatchDir", struct.pack(">BI", 0, len(msg)) + msg, envd_headers({
-    "Content-Type": "application/connect+json", "Connect-Protocol-Version": "1",
-    "Connect-Timeout-Ms": "2000", "Connect-Accept-Encoding": "identity", "Keepalive-Ping-Interval": "50"}))
-r = c.getresponse()
-frames = []
-while True:
-    head = r.read(5)
-    if len(head) < 5:
-        break
-    n = struct.unpack(">I", head[1:5])[0]
-    frames.append((head[0], json.loads(r.read(n))))
-    if head[0] & 2:
-        break
-c.close()
+
+
+def watch(timeout_ms, keepalive_s):
+    """A WatchDir stream as connectrpc-python sends it (one envelope, identity, a deadline):
+    the answer's status, content type and every frame up to the end-stream one."""
+    msg = json.dumps({"path": "/tmp/py", "recursive": False}).encode()
+    c = http.client.HTTPConnection(URL.hostname, URL.port, timeout=60)
+    c.request("POST", "/filesystem.Filesystem/WatchDir", struct.pack(">BI", 0, len(msg)) + msg,
+              envd_headers({"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1",
+                            "Connect-Timeout-Ms": str(timeout_ms), "Connect-Accept-Encoding": "identity",
+                            "Keepalive-Ping-Interval": str(keepalive_s)}))
+    r = c.getresponse()
+    frames = []
+    while True:
+        head = r.read(5)
+        if len(head) < 5:
+            break
+        n = struct.unpack(">I", head[1:5])[0]
+        frames.append((head[0], json.loads(r.read(n))))
+        if head[0] & 2:
+            break
+    c.close()
+    return r, frames
+
+
+r, frames = watch(2000, 50)
 check("WatchDir: 200 application/connect+json", (r.status, r.getheader("Content-Type")), (200, "application/connect+json"))
 check("WatchDir: the start event first", frames[0], (0, {"start": {}}))
 check("WatchDir: Connect-Timeout-Ms ends it with deadline_exceeded in the end-stream frame",
       (frames[-1][0], frames[-1][1].get("error", {}).get("code")), (2, "deadline_exceeded"))
+
+# An idle stream gets envd's keepalive event at the client's Keepalive-Ping-Interval.
+r, frames = watch(5000, 1)
+check("WatchDir idle with Keepalive-Ping-Interval 1: keepalive events before the deadline",
+      (frames[0][1], any(f == (0, {"keepalive": {}}) for f in frames), frames[-1][0]), ({"start": {}}, True, 2))
 
 st, _, _ = api("DELETE", "/sandboxes/" + sid)
 check("DELETE /sandboxes/{id}: 204", st, 204)
