@@ -92,6 +92,7 @@ struct pdk_ctl_sb {
 	bool dirty;              /* row changed in memory, saved by the next ingest pass */
 	unsigned transfers;      /* archive transfers running (exec.c: TRANSFERS_MAX) */
 	struct pdk__port *ports; /* forwarded ports (ports.c) */
+	struct pdk__proc *procs; /* detached processes, newest first (procs.c) */
 };
 
 /* ---- ctl.c ---- */
@@ -134,6 +135,10 @@ void pdk__sb_add_waiter(struct pdk_ctl_sb *sb, pdk_ctl_created_cb cb, void *ctx,
  * a `reason`, each close is recorded (sandbox.port.close by "daemon").
  */
 void pdk__sb_ports_close(struct pdk_ctl_sb *sb, const char *reason);
+
+/* ---- procs.c ---- */
+/* Forget every detached process of `sb` (their commands ended with the sandbox's execs). */
+void pdk__sb_procs_free(struct pdk_ctl_sb *sb);
 
 /* ---- launch.c: starting a supervisor ---- */
 /*

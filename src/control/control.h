@@ -339,6 +339,7 @@ struct pdk_ctl_exec_req {
 	bool pty;            /* a terminal (streaming only) */
 	bool stdin_open;     /* stdin stays open for pdk_ctl_exec_stdin() (streaming only) */
 	uint64_t cols, rows; /* the terminal's size */
+	const char *tag;     /* recorded with the request (a detached process's: procs.c) */
 };
 
 /* How a command ended. */
@@ -437,6 +438,91 @@ PDK_MUST_CHECK int pdk_ctl_exec_stdin(struct pdk_ctl_sb *sb, uint64_t exec_id, c
  */
 PDK_MUST_CHECK int pdk_ctl_exec_resize(struct pdk_ctl_sb *sb, uint64_t exec_id, uint64_t cols,
 				       uint64_t rows, struct pdk_error **err);
+
+/* ---- detached processes (procs.c) ---- */
+
+/*
+ * A detached process is a streamed command (pdk_ctl_exec()) that belongs to
+ * the sandbox, not to the request that started it: it runs until it ends
+ * or the sandbox does, whoever watches it. Callers attach and detach as
+ * they come and go (by pid or by the tag it was started with); each new
+ * watcher first gets the output kept since the start (at most
+ * PDK_CTL_PROC_KEEP bytes, the oldest dropped first), then what comes.
+ * Its stdin, terminal and signals are those of the command: the front door
+ * finds its exec id (pdk_ctl_proc_find()) and calls pdk_ctl_exec_stdin(),
+ * pdk_ctl_exec_resize() or pdk_ctl_signal(). The last PDK_CTL_PROCS_ENDED
+ * that ended stay for a re-attach that comes after the end (it gets their
+ * output and exit at once); every one is gone with the sandbox.
+ */
+#define PDK_CTL_PROCS_MAX    32         /* detached processes running in a sandbox at once */
+#define PDK_CTL_PROCS_ENDED  8          /* ended ones kept for a late re-attach */
+#define PDK_CTL_PROC_KEEP    (1u << 20) /* output bytes kept for a re-attach */
+#define PDK_CTL_PROC_TAG_MAX 256
+
+struct pdk_ctl_proc_watch; /* one caller attached to a detached process (opaque) */
+
+/* What a detached process is (borrowed: valid until the caller returns to the loop). */
+struct pdk_ctl_proc_info {
+	uint64_t exec_id; /* 0 until it started */
+	int pid;          /* its pid in the sandbox (0 until it started) */
+	const char *tag;  /* NULL: none */
+	char *const *argv;
+	char *const *env; /* "K=V" given at the start (never NULL) */
+	const char *cwd;  /* NULL: the default */
+	bool pty, stdin_open, running;
+	uint64_t dropped; /* output bytes no longer kept for a re-attach */
+};
+
+/* What a watcher is told. Every pointer is borrowed for the call. */
+struct pdk_ctl_proc_cbs {
+	/* The process runs (on an attach to one that started: at once). */
+	void (*started)(void *ctx, const struct pdk_ctl_proc_info *p);
+	/* Bytes it wrote (stream 1: its output or the terminal; 2: errors). */
+	void (*output)(void *ctx, int stream, const char *data, size_t len);
+	/*
+	 * Last, once: how it ended, or `err` (exit NULL) when it never
+	 * started. The watch is gone after it.
+	 */
+	void (*done)(void *ctx, const struct pdk_ctl_exit *exit, const struct pdk_error *err);
+};
+
+/*
+ * Start command `r` as a detached process tagged r->tag (NULL: none) and,
+ * when `cbs` is set, attach the caller (*out, may be NULL, gets the watch).
+ * `r` is a streamed exec's (pty, stdin_open, cols, rows; output_cap is
+ * not used). Recorded as exec.request with the tag. Errors: those of
+ * pdk_ctl_exec(), -EINVAL (field tag) for a tag longer than
+ * PDK_CTL_PROC_TAG_MAX, -EEXIST (field tag) when a running process has
+ * the tag, -EBUSY when PDK_CTL_PROCS_MAX run.
+ */
+PDK_MUST_CHECK int pdk_ctl_proc_start(struct pdk_ctl_sb *sb, const struct pdk_ctl_exec_req *r,
+				      const struct pdk_ctl_proc_cbs *cbs, void *ctx,
+				      struct pdk_ctl_proc_watch **out, struct pdk_error **err);
+
+/*
+ * Attach to the detached process with `pid` (when `tag` is NULL) or
+ * `tag`, a running one before an ended one: `started` and the kept output
+ * come before this returns, then what the process writes and its end
+ * (for an ended one, at once too). *out (may be NULL) gets the watch.
+ * Recorded as exec.attach. -ENOENT (field pid or tag) when there is none.
+ */
+PDK_MUST_CHECK int pdk_ctl_proc_attach(struct pdk_ctl_sb *sb, int pid, const char *tag,
+				       const struct pdk_ctl_proc_cbs *cbs, void *ctx,
+				       struct pdk_ctl_proc_watch **out, struct pdk_error **err);
+
+/* The watcher is gone: no more callbacks; the process runs on. Not after `done`. */
+void pdk_ctl_proc_detach(struct pdk_ctl_proc_watch *w);
+
+/*
+ * The running detached process with `pid` (tag NULL) or `tag`, in *out.
+ * -ENOENT (field pid or tag) when none runs, -EALREADY when it has not
+ * started yet.
+ */
+PDK_MUST_CHECK int pdk_ctl_proc_find(struct pdk_ctl_sb *sb, int pid, const char *tag,
+				     struct pdk_ctl_proc_info *out, struct pdk_error **err);
+
+/* The running detached processes (at most `room` into out[]), oldest first; how many. */
+size_t pdk_ctl_procs(struct pdk_ctl_sb *sb, struct pdk_ctl_proc_info *out, size_t room);
 
 /* ---- operations answered by the supervisor (ops.c) ---- */
 

@@ -659,6 +659,18 @@ static int exec_check(struct pdk_ctl_sb *sb, const struct pdk_ctl_exec_req *r, b
 	return 0;
 }
 
+static json_t *request_attrs(const struct pdk_ctl_exec_req *r, bool stream)
+{
+	json_t *a = json_pack("{s:o, s:b, s:b}", "argv", pdk_json_strv(r->argv), "stream", stream,
+			      "pty", r->pty);
+
+	if (a == NULL)
+		pdk_oom();
+	if (r->tag != NULL)
+		pdk_json_set(a, "tag", json_string(r->tag));
+	return a;
+}
+
 int pdk_ctl_exec(struct pdk_ctl_sb *sb, const struct pdk_ctl_exec_req *r, bool stream,
 		 const struct pdk_ctl_exec_cbs *cbs, void *ctx, struct pdk_ctl_exec **out,
 		 struct pdk_error **err)
@@ -694,9 +706,7 @@ int pdk_ctl_exec(struct pdk_ctl_sb *sb, const struct pdk_ctl_exec_req *r, bool s
 		rc = exec_launch_pty(x, r, err);
 	else
 		rc = exec_launch(x, exec_op(r->argv, r->env, r->cwd, r->timeout_ms), err);
-	pdk_ctl_event(sb->c, sb->row.id, sb->labels, "exec.request",
-		      json_pack("{s:o, s:b, s:b}", "argv", pdk_json_strv(r->argv), "stream", stream,
-				"pty", r->pty));
+	pdk_ctl_event(sb->c, sb->row.id, sb->labels, "exec.request", request_attrs(r, stream));
 	if (rc < 0 && out != NULL)
 		*out = NULL;
 	return rc;

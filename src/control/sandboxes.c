@@ -99,6 +99,7 @@ void pdk__sb_free(struct pdk_ctl_sb *sb)
 {
 	pdk__sb_fail_calls(sb);
 	pdk__sb_ports_close(sb, NULL);
+	pdk__sb_procs_free(sb);
 	free_event(&sb->ctl_ev);
 	free_event(&sb->ready_ev);
 	free_event(&sb->ingest_ev);

@@ -255,7 +255,15 @@ static void on_stream_closed(void *arg)
 {
 	struct pdk__e2b_call *c = arg;
 
-	c->req = NULL; /* the stream forgot it: libevent frees it */
+	/*
+	 * The client's EOF can be seen by the stream's watch before libevent
+	 * sees it: the connection's close callback, which points into the call,
+	 * is then still set. Ending the stream unsets it (and lets libevent free
+	 * the request), so the call may be freed below; when libevent's close
+	 * callback is what called, the stream is dead and this does nothing.
+	 */
+	pdk_http_stream_end(&c->stream);
+	c->req = NULL;
 	cancel(c, NULL);
 }
 
@@ -335,6 +343,7 @@ void pdk__e2b_connect_close_all(struct pdk_e2b *e)
 
 static const struct pdk__e2b_service *const services[] = {
 	&pdk__e2b_svc_filesystem,
+	&pdk__e2b_svc_process,
 };
 
 /* The method "/SERVICE/METHOD" names, or NULL. */

@@ -25,6 +25,8 @@ struct pdk_e2b {
 	const struct pdk_log *log;
 	bool closing;
 	LIST_HEAD(pdk__e2b_calls, pdk__e2b_call) calls; /* every Connect call not yet finished */
+	struct pdk__e2b_interp *interps; /* code interpreters starting or running (envd-port.c) */
+	struct evdns_base *dns;          /* numeric addresses only (envd-port.c), or NULL */
 };
 
 /* Who an envd request is for and from (envd.c). Strings owned by the context. */
@@ -113,6 +115,7 @@ void pdk__e2b_connect_close_all(struct pdk_e2b *e);
 
 /* ---- the services (one file each) ---- */
 extern const struct pdk__e2b_service pdk__e2b_svc_filesystem; /* envd-fs.c */
+extern const struct pdk__e2b_service pdk__e2b_svc_process;    /* envd-proc.c */
 
 /* The call's sandbox, live (running or paused); NULL after failing the call. */
 struct pdk_ctl_sb *pdk__e2b_call_sb(struct pdk__e2b_call *call);
@@ -132,6 +135,23 @@ void pdk__e2b_fs_watch(struct pdk__e2b_call *call);
 void pdk__e2b_envd(struct pdk_e2b *e, struct evhttp_request *req);
 /* GET and POST /files of `sandbox` (its access token checked) (envd-files.c). */
 void pdk__e2b_files(struct pdk_e2b *e, struct evhttp_request *req, const char *sandbox);
+
+/* ---- other ports of a sandbox (envd-port.c) ---- */
+
+/*
+ * Relay `req` (authenticated for `sandbox`) to `port` on the sandbox's
+ * loopback through its port forwarding; the code interpreter's port starts
+ * paddock's interpreter first when it does not run. A 200 answer is
+ * streamed as it comes, others are passed on whole; nothing listening is
+ * 502.
+ */
+void pdk__e2b_port(struct pdk_e2b *e, struct evhttp_request *req, const char *sandbox,
+		   uint16_t port);
+/*
+ * Forget the interpreters (after the control object's end, which ended
+ * their watches) and the relays' DNS base.
+ */
+void pdk__e2b_interps_free(struct pdk_e2b *e);
 
 /* ---- the control plane (plane.c, plane-render.c, plane-sandbox.c, plane-list.c) ---- */
 

@@ -68,5 +68,6 @@ void pdk_e2b_free(struct pdk_e2b *e)
 		c->finished = true;
 		pdk__e2b_end(c, NULL);
 	}
+	pdk__e2b_interps_free(e);
 	free(e);
 }

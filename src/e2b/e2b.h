@@ -28,7 +28,11 @@
 #include "http.h"
 
 /* The port E2B's SDKs address envd on (E2b-Sandbox-Port). */
-#define PDK_E2B_ENVD_PORT 49983
+#define PDK_E2B_ENVD_PORT     49983
+#define PDK_E2B_ENVD_PORT_STR "49983"
+/* The code interpreter's port (`@e2b/code-interpreter`): paddock's own server runs there. */
+#define PDK_E2B_INTERP_PORT     49999
+#define PDK_E2B_INTERP_PORT_STR "49999"
 /*
  * The envd version the control plane announces (envdVersion): the SDKs pick
  * their wire by it. 0.5.7: users by Authorization (0.4.0), CloseStdin

@@ -16,6 +16,15 @@ void pdk__e2b_envd_release(struct pdk__e2b_envd *v)
 	*v = (struct pdk__e2b_envd){0};
 }
 
+/* The request is for envd itself: E2b-Sandbox-Port absent or envd's. */
+static bool is_envd_port(struct evhttp_request *req)
+{
+	const char *port =
+		evhttp_find_header(evhttp_request_get_input_headers(req), "E2b-Sandbox-Port");
+
+	return port == NULL || strcmp(port, PDK_E2B_ENVD_PORT_STR) == 0;
+}
+
 /*
  * An envd refusal with HTTP status `code`: /files and /health answer in
  * envd's error shape {"code": status, "message"}, a Connect call with a
@@ -44,12 +53,19 @@ static void refuse(struct evhttp_request *req, int code, const char *why)
  */
 static int authenticate(struct pdk_e2b *e, struct evhttp_request *req, const char *sandbox)
 {
-	const char *tok =
-		evhttp_find_header(evhttp_request_get_input_headers(req), "X-Access-Token");
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const char *tok = evhttp_find_header(h, "X-Access-Token");
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_ctl_auth auth;
 	const char *why = NULL;
 
+	/*
+	 * A port other than envd's is also reached with the traffic token the
+	 * SDKs send alone on some calls (the code interpreter's /contexts);
+	 * paddock's is the same sandbox-bound token.
+	 */
+	if (tok == NULL && !is_envd_port(req))
+		tok = evhttp_find_header(h, "E2B-Traffic-Access-Token");
 	if (tok == NULL)
 		why = "envd needs the sandbox's envdAccessToken in X-Access-Token";
 	else if (strlen(tok) > PDK_TOKEN_MAX_LEN ||
@@ -127,6 +143,22 @@ static void record(struct pdk_e2b *e, struct evhttp_request *req, const char *pa
 				"sandbox", who->sandbox, "user", who->user, "query", q));
 }
 
+/* A request for another port of the sandbox, recorded before it is relayed. */
+static void record_port(struct pdk_e2b *e, struct evhttp_request *req, const char *sandbox,
+			const char *path, uint64_t port)
+{
+	enum evhttp_cmd_type m = evhttp_request_get_command(req);
+	const char *method = m == EVHTTP_REQ_GET      ? "GET"
+			     : m == EVHTTP_REQ_POST   ? "POST"
+			     : m == EVHTTP_REQ_DELETE ? "DELETE"
+						      : "OTHER";
+	_cleanup_free_ char *route = pdk_xasprintf("%s %s", method, path);
+
+	pdk_ctl_event(e->ctl, sandbox, NULL, "e2b.request",
+		      json_pack("{s:s, s:s, s:s, s:I}", "route", route, "front", "port", "sandbox",
+				sandbox, "port", (json_int_t)port));
+}
+
 static void health(struct evhttp_request *req)
 {
 	evhttp_send_reply(req, 204, "No Content", NULL);
@@ -145,10 +177,16 @@ void pdk__e2b_envd(struct pdk_e2b *e, struct evhttp_request *req)
 		refuse(req, 400, "E2b-Sandbox-Id must be a sandbox id");
 		return;
 	}
-	if (port != NULL && (pdk_parse_u64(port, 65535, &pnum) < 0 || pnum != PDK_E2B_ENVD_PORT)) {
-		refuse(req, 502,
-		       "E2b-Sandbox-Port names a port of the sandbox that is not forwarded: "
-		       "forward it first (paddock port)");
+	if (port != NULL && (pdk_parse_u64(port, 65535, &pnum) < 0 || pnum == 0)) {
+		refuse(req, 400, "E2b-Sandbox-Port must be a port number (1 to 65535)");
+		return;
+	}
+	if (!is_envd_port(req)) {
+		/* Another port of the sandbox: relayed through its port forwarding. */
+		if (authenticate(e, req, sandbox) < 0)
+			return;
+		record_port(e, req, sandbox, path, pnum);
+		pdk__e2b_port(e, req, sandbox, (uint16_t)pnum);
 		return;
 	}
 	if (strcmp(path, "/health") == 0) {

@@ -74,7 +74,11 @@ static int string_map(json_t *v, const char *field, size_t max, size_t kmax, siz
 	return 0;
 }
 
-/* templateID: a profile's name; E2B's "base" is paddock's default profile. */
+/*
+ * templateID: a profile's name; E2B's "base" and "code-interpreter-v1" (the
+ * code interpreter SDK's default) are paddock's default profile: the
+ * interpreter is started in the sandbox on first use (envd-port.c).
+ */
 static int template_of(json_t *body, struct create_req *c, struct pdk_error **err)
 {
 	const char *t = json_string_value(json_object_get(body, "templateID"));
@@ -84,7 +88,8 @@ static int template_of(json_t *body, struct create_req *c, struct pdk_error **er
 	if (!pdk_ctl_name_ok(t))
 		return bad(err, "templateID", "templateID '%s' is no profile name ([A-Za-z0-9_.-])",
 			   t);
-	c->profile = pdk_xstrdup(strcmp(t, "base") == 0 ? "default" : t);
+	c->profile = pdk_xstrdup(
+		strcmp(t, "base") == 0 || strcmp(t, "code-interpreter-v1") == 0 ? "default" : t);
 	json_object_set_new(c->labels, PDK__E2B_LABEL_TEMPLATE, json_string(t));
 	return 0;
 }

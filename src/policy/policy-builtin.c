@@ -18,6 +18,10 @@
  * code. Cgroup limits are best-effort so that a rootless user without
  * cgroup delegation can still run; the downgrade is reported.
  * /etc/ssl is bound for the CA store, so /etc/ssl/private is hidden.
+ * Debian's matplotlib reads its defaults from /etc/matplotlibrc (and fails
+ * to import without it), and fontconfig its configuration from /etc/fonts:
+ * bound so that Python plotting works, as the E2B front door's code
+ * interpreter needs.
  */
 static const char default_yaml[] =
 	"name: default\n"
@@ -51,6 +55,8 @@ static const char default_yaml[] =
 	"    - terminfo\n"
 	"    - python3\n"
 	"    - perl\n"
+	"    - matplotlibrc\n"
+	"    - fonts\n"
 	"network:\n"
 	"  mode: none\n"
 	"limits:\n"

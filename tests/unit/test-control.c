@@ -378,3 +378,160 @@ Test(control, a_sandbox_runs_a_command_without_http, .timeout = 100)
 	free(r.out);
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
 }
+
+/* ---- detached processes ---- */
+
+struct watcher {
+	struct run *r;
+	int pid;
+	bool started, done;
+	int exit_code;
+	char out[256];
+	size_t out_len;
+};
+
+static void w_started(void *ctx, const struct pdk_ctl_proc_info *p)
+{
+	struct watcher *w = ctx;
+
+	w->started = true;
+	w->pid = p->pid;
+	stop_loop(w->r);
+}
+
+static void w_output(void *ctx, int stream, const char *data, size_t len)
+{
+	struct watcher *w = ctx;
+
+	(void)stream;
+	if (len > sizeof(w->out) - 1 - w->out_len)
+		len = sizeof(w->out) - 1 - w->out_len;
+	memcpy(w->out + w->out_len, data, len);
+	w->out_len += len;
+	w->out[w->out_len] = '\0';
+	stop_loop(w->r);
+}
+
+static void w_done(void *ctx, const struct pdk_ctl_exit *e, const struct pdk_error *err)
+{
+	struct watcher *w = ctx;
+
+	w->done = true;
+	w->exit_code = err == NULL && e != NULL ? e->exit_code : -1;
+	stop_loop(w->r);
+}
+
+static const struct pdk_ctl_proc_cbs w_cbs = {
+	.started = w_started, .output = w_output, .done = w_done};
+
+/* Run the loop until `w` has seen `text`, at most 60 s. */
+static void run_until_out(struct watcher *w, const char *text)
+{
+	uint64_t deadline = pdk_now_mono_ns() + 60ULL * 1000000000ULL;
+
+	while (strstr(w->out, text) == NULL && pdk_now_mono_ns() < deadline)
+		(void)event_base_loop(w->r->base, EVLOOP_ONCE);
+	cr_assert(strstr(w->out, text) != NULL, "saw '%s' in '%s'", text, w->out);
+}
+
+static struct pdk_ctl *control_with_sandbox(struct run *r, char *dir, struct pdk_ctl_sb **sb)
+{
+	_cleanup_free_ char *state = NULL, *rundir = NULL;
+	_cleanup_json_ json_t *labels = json_pack("{s:s}", "session", "unit");
+	_cleanup_error_ struct pdk_error *err = NULL;
+	static char *const envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+	struct pdk_ctl *c = NULL;
+
+	cr_assert_not_null(mkdtemp(dir));
+	state = pdk_xasprintf("%s/state", dir);
+	rundir = pdk_xasprintf("%s/run", dir);
+	r->base = event_base_new();
+	cr_assert_eq(pdk_ctl_new(&(struct pdk_ctl_opts){.base = r->base,
+							.state_dir = state,
+							.run_dir = rundir,
+							.retention_s = 60,
+							.envp = envp,
+							.supervisor_exe = PDK_TEST_PADDOCK},
+				 &c, &err),
+		     0, "%s", err ? err->msg : "");
+	pdk_ctl_start(c);
+	cr_assert_eq(
+		pdk_ctl_create(c, &(struct pdk_ctl_create){.profile = "default", .labels = labels},
+			       on_created, r, &err),
+		0, "%s", err ? err->msg : "");
+	run_until(r, &r->created);
+	cr_assert_null(r->err_msg, "%s", r->err_msg);
+	cr_assert_eq(pdk_ctl_find(c, r->id, PDK_CTL_FIND_LIVE, sb, &err), 0);
+	return c;
+}
+
+Test(control, a_detached_process_outlives_its_caller_and_is_reattached, .timeout = 100)
+{
+	char dir[] = "/tmp/pdk-test-control-XXXXXX";
+	_cleanup_error_ struct pdk_error *err = NULL;
+	char *const argv[] = {(char *)"sh", (char *)"-c",
+			      (char *)"echo one; read x; echo got $x; exit 4", NULL};
+	struct run r = {0};
+	struct watcher first = {.r = &r}, again = {.r = &r}, late = {.r = &r};
+	struct pdk_ctl_proc_watch *w = NULL;
+	struct pdk_ctl_proc_info info, list[4];
+	struct pdk_ctl_sb *sb = NULL;
+	struct pdk_ctl *c;
+
+	if (geteuid() != 0)
+		cr_skip_test("a sandbox of its own needs root here; the e2b-proc suite covers "
+			     "the unprivileged daemon");
+	if (access(PDK_TEST_PADDOCK, X_OK) != 0)
+		cr_skip_test("no paddock binary at %s", PDK_TEST_PADDOCK);
+	c = control_with_sandbox(&r, dir, &sb);
+
+	/* Started with a watcher that leaves once it saw the first line. */
+	cr_assert_eq(pdk_ctl_proc_start(sb,
+					&(struct pdk_ctl_exec_req){
+						.argv = argv, .stdin_open = true, .tag = "job"},
+					&w_cbs, &first, &w, &err),
+		     0, "%s", err ? err->msg : "");
+	run_until_out(&first, "one\n");
+	cr_assert(first.started && first.pid > 0);
+	pdk_ctl_proc_detach(w);
+	cr_assert_eq(pdk_ctl_procs(sb, list, 4), 1);
+	cr_assert_str_eq(list[0].tag, "job");
+	cr_assert_eq(list[0].pid, first.pid);
+
+	/* A second one of the same tag is refused while it runs. */
+	cr_assert_eq(pdk_ctl_proc_start(sb, &(struct pdk_ctl_exec_req){.argv = argv, .tag = "job"},
+					NULL, NULL, NULL, &err),
+		     -EEXIST);
+	pdk_error_free(&err);
+
+	/* Re-attached by tag: the output since the start comes first. */
+	cr_assert_eq(pdk_ctl_proc_attach(sb, 0, "job", &w_cbs, &again, NULL, &err), 0);
+	cr_assert(again.started);
+	cr_assert_str_eq(again.out, "one\n");
+	cr_assert_eq(pdk_ctl_proc_find(sb, first.pid, NULL, &info, &err), 0);
+	cr_assert_eq(pdk_ctl_exec_stdin(sb, info.exec_id, "two\n", 4, false, &err), 0, "%s",
+		     err ? err->msg : "");
+	run_until(&r, &again.done);
+	cr_assert_str_eq(again.out, "one\ngot two\n");
+	cr_assert_eq(again.exit_code, 4);
+	cr_assert(!first.done, "a detached watcher hears nothing more");
+	cr_assert_eq(pdk_ctl_procs(sb, list, 4), 0);
+
+	/* After the end, an attach by pid gets the whole story at once. */
+	cr_assert_eq(pdk_ctl_proc_attach(sb, first.pid, NULL, &w_cbs, &late, NULL, &err), 0);
+	cr_assert(late.done);
+	cr_assert_str_eq(late.out, "one\ngot two\n");
+	cr_assert_eq(late.exit_code, 4);
+	cr_assert_eq(pdk_ctl_proc_find(sb, first.pid, NULL, &info, &err), -ENOENT);
+	cr_assert_str_eq(err->field, "pid");
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_ctl_proc_attach(sb, 0, "nope", &w_cbs, &late, NULL, &err), -ENOENT);
+
+	cr_assert_eq(pdk_ctl_destroy(c, r.id, "deleted", on_destroyed, &r, NULL), 0);
+	run_until(&r, &r.destroyed);
+	cr_assert_str_eq(r.state, "ended");
+	pdk_ctl_free(c);
+	event_base_free(r.base);
+	free(r.id);
+	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
+}
