@@ -1,0 +1,75 @@
+/*
+ * fuzz-jsonrpc.c - libFuzzer target for the MCP server's JSON-RPC parser
+ * (src/mcp/jsonrpc.h): the first bytes every MCP client sends.
+ *
+ * Every input is either a message whose invariants hold or a refusal with
+ * a JSON-RPC code and a reason; an answer built for either serialises.
+ * Nothing may crash, leak or read out of bounds.
+ */
+#include "common.h"
+#include "jsonrpc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_call(const struct pdk_rpc_msg *m)
+{
+	if (m->method == NULL || m->method[0] == '\0' ||
+	    (m->params != NULL && !json_is_object(m->params)))
+		abort();
+}
+
+static void check_message(const struct pdk_rpc_msg *m)
+{
+	switch (m->kind) {
+	case PDK_RPC_REQUEST:
+		if (m->id == NULL || !(json_is_string(m->id) || json_is_integer(m->id)))
+			abort();
+		check_call(m);
+		break;
+	case PDK_RPC_NOTIFICATION:
+		check_call(m);
+		break;
+	case PDK_RPC_RESPONSE:
+		if (m->id == NULL || !json_is_object(m->result) || m->error != NULL)
+			abort();
+		break;
+	case PDK_RPC_ERROR:
+		if (!json_is_object(m->error) || m->result != NULL)
+			abort();
+		break;
+	default:
+		abort();
+	}
+}
+
+static void check_answer(json_t *answer)
+{
+	char *line = pdk_json_dump_line(answer);
+
+	if (line == NULL)
+		abort();
+	free(line);
+	json_decref(answer);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pdk_rpc_msg m;
+	struct pdk_rpc_refusal why;
+
+	if (pdk_rpc_parse((const char *)data, size, 0, &m, &why) == 0) {
+		check_message(&m);
+		check_answer(pdk_rpc_result(m.id, NULL));
+		pdk_rpc_msg_release(&m);
+		return 0;
+	}
+	if (why.msg[0] == '\0' ||
+	    (why.code != PDK_RPC_PARSE_ERROR && why.code != PDK_RPC_INVALID_REQUEST))
+		abort(); /* a refusal always says why, with one of the two codes */
+	check_answer(pdk_rpc_error(why.id, why.code, why.msg, NULL));
+	pdk_rpc_refusal_release(&why);
+	return 0;
+}
