@@ -50,6 +50,7 @@ int pdk_cmd_cp(int argc, char **argv);
 int pdk_cmd_sandbox(int argc, char **argv);
 int pdk_cmd_commit(int argc, char **argv);
 int pdk_cmd_port(int argc, char **argv);
+int pdk_cmd_mcp(int argc, char **argv);
 int pdk_cmd_events(int argc, char **argv);
 
 /* 1536 -> "1.5 KiB", 12 -> "12 B" (binary units). */

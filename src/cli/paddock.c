@@ -34,6 +34,7 @@ static const struct pdk_command commands[] = {
 	{"port", pdk_cmd_port,
 	 "forward a sandbox's port to the host's loopback (or list, --close)"},
 	{"kill", pdk_cmd_sandbox, "destroy sandboxes: by id, session, workflow, agent or label"},
+	{"mcp", pdk_cmd_mcp, "serve the Model Context Protocol: tools that run in sandboxes"},
 	{"events", pdk_cmd_events, "print the daemon's audit events (--follow: live)"},
 	{"version", pdk_cmd_version, "print the version"},
 	{"supervise", pdk_cmd_supervise, NULL}, /* started by the daemon: not listed */

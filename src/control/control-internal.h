@@ -30,10 +30,15 @@ struct pdk_ctl {
 	unsigned ticks;               /* pdk_ctl_tick() passes so far */
 	struct pdk_ctl_sb *sandboxes; /* every sandbox known */
 	struct pdk_ctl_sub *subscribers;
-	uint64_t event_seq;   /* the control plane's own event sequence */
-	uint64_t fanout_seq;  /* the last audit seq handed to subscribers */
-	struct event *refill; /* the held-back pool pass after a claim (pools.c) */
+	uint64_t event_seq;             /* the control plane's own event sequence */
+	uint64_t fanout_seq;            /* the last audit seq handed to subscribers */
+	struct event *refill;           /* the held-back pool pass after a claim (pools.c) */
+	struct pdk_ctl_handle *handles; /* the handles front doors gave their clients (handles.c) */
+	char *own_dir;                  /* lock, store and key: state_dir or a private directory */
 };
+
+/* handles.c: forget every handle (the control object's end). */
+void pdk__handles_free_all(struct pdk_ctl *c);
 
 /* A control call's answer: `reply` NULL when the connection was lost (borrowed; fds owned). */
 typedef void (*pdk_sb_reply_cb)(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds,

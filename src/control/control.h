@@ -73,6 +73,13 @@ struct pdk_ctl_opts {
 	/* The paddock binary run as `paddock supervise` (NULL: this process's, /proc/self/exe). */
 	const char *supervisor_exe;
 	const struct pdk_log *log; /* what is not an answer to anyone (borrowed; NULL: dropped) */
+	/*
+	 * Where the lock, the store and the token key live (NULL: state_dir). A
+	 * control object of its own beside a daemon's (`paddock mcp` over stdio)
+	 * takes a private directory here and shares the state directory's audit
+	 * store and change sets, which take several writers.
+	 */
+	const char *own_dir;
 };
 
 /*
@@ -391,6 +398,13 @@ PDK_MUST_CHECK int pdk_ctl_exec(struct pdk_ctl_sb *sb, const struct pdk_ctl_exec
 				struct pdk_ctl_exec **out, struct pdk_error **err);
 
 /*
+ * The caller gave up the command (a client's cancellation): its process
+ * group is sent SIGKILL, now or as soon as the supervisor says it started.
+ * `done` still comes, with the kill as the end.
+ */
+void pdk_ctl_exec_cancel(struct pdk_ctl_exec *x);
+
+/*
  * The streaming caller's client is gone: the command loses its stdin, and a
  * pty session its terminal (the command gets SIGHUP); no more output is
  * delivered. `done` still comes.
@@ -625,6 +639,36 @@ PDK_MUST_CHECK int pdk_ctl_authenticate(struct pdk_ctl *c, const char *token,
  */
 PDK_MUST_CHECK int pdk_ctl_token_mint(struct pdk_ctl_sb *sb, unsigned ops, uint64_t ttl_s,
 				      char **token, uint64_t *exp_s, struct pdk_error **err);
+
+/* ---- handles (handles.c) ---- */
+
+/*
+ * A handle is what a front door gives a client instead of a sandbox id: a
+ * random name (PDK_CTL_HANDLE_LEN characters, "sbx_" and hex) bound to the
+ * client's identity (`owner`, the front door's choice: a connection, a
+ * credential) and to one sandbox, that ends at `expires_ns` (CLOCK_REALTIME)
+ * or with the control object. Only its owner can use it: another client's
+ * handle resolves as an unknown one, so a client cannot learn that it exists.
+ */
+#define PDK_CTL_HANDLE_LEN 36
+
+/* A new handle for sandbox `id` (*handle: caller frees). */
+char *pdk_ctl_handle_new(struct pdk_ctl *c, const char *id, const char *owner, uint64_t expires_ns);
+
+/*
+ * The sandbox id of `owner`'s `handle` (borrowed: valid until the handle is
+ * dropped). -ENOENT (field sandbox_id) when unknown, expired or another
+ * owner's.
+ */
+PDK_MUST_CHECK int pdk_ctl_handle_resolve(struct pdk_ctl *c, const char *handle, const char *owner,
+					  const char **id, struct pdk_error **err);
+
+/* Forget `owner`'s `handle` (nothing when it is not theirs). */
+void pdk_ctl_handle_drop(struct pdk_ctl *c, const char *handle, const char *owner);
+
+/* `owner`'s live handles and their sandboxes: "HANDLE=ID" strings (caller frees, pdk_strv_free()).
+ */
+char **pdk_ctl_handles(struct pdk_ctl *c, const char *owner);
 
 /* ---- warm pools (pools.c) ---- */
 

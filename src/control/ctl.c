@@ -67,7 +67,7 @@ size_t pdk_ctl_sandbox_count(struct pdk_ctl *c)
 
 static int take_lock(struct pdk_ctl *c, struct pdk_error **err)
 {
-	_cleanup_free_ char *path = pdk_xasprintf("%s/daemon.lock", c->state_dir);
+	_cleanup_free_ char *path = pdk_xasprintf("%s/daemon.lock", c->own_dir);
 	char pid[24];
 
 	c->lock_fd =
@@ -81,7 +81,7 @@ static int take_lock(struct pdk_ctl *c, struct pdk_error **err)
 			other[strcspn(other, "\n")] = '\0';
 		return pdk_error_setx(err, EBUSY,
 				      "another paddock serve (pid %s) serves state directory '%s'",
-				      other ? other : "?", c->state_dir);
+				      other ? other : "?", c->own_dir);
 	}
 	(void)snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(c->lock_fd, 0) < 0 || pdk_write_all(c->lock_fd, pid, strlen(pid)) < 0)
@@ -94,16 +94,17 @@ static int open_state(struct pdk_ctl *c, struct pdk_error **err)
 	_cleanup_free_ char *sbdir = pdk_xasprintf("%s/sb", c->run_dir);
 	int rc;
 
-	if (pdk_mkdir_p(c->state_dir, err) < 0 || pdk_mkdir_p(sbdir, err) < 0)
+	if (pdk_mkdir_p(c->state_dir, err) < 0 || pdk_mkdir_p(c->own_dir, err) < 0 ||
+	    pdk_mkdir_p(sbdir, err) < 0)
 		return -EIO;
 	/* SECURITY: RUNDIR holds the control sockets: only the daemon's user may enter it. */
 	if (chmod(c->run_dir, 0700) < 0 || chmod(sbdir, 0700) < 0)
 		return pdk_error_set(err, errno, "chmod '%s'", c->run_dir);
 	rc = take_lock(c, err);
 	if (rc == 0)
-		rc = pdk_store_open(c->state_dir, &c->store, err);
+		rc = pdk_store_open(c->own_dir, &c->store, err);
 	if (rc == 0)
-		rc = pdk_token_key_load(c->state_dir, c->key, err);
+		rc = pdk_token_key_load(c->own_dir, c->key, err);
 	if (rc == 0)
 		rc = pdk_audit_open(c->state_dir, &c->audit, err);
 	return rc;
@@ -141,6 +142,7 @@ int pdk_ctl_new(const struct pdk_ctl_opts *o, struct pdk_ctl **out, struct pdk_e
 	c->exe_fd = c->lock_fd = -1;
 	c->retention_ns = o->retention_s * 1000000000ULL;
 	c->state_dir = pdk_xstrdup(o->state_dir);
+	c->own_dir = pdk_xstrdup(o->own_dir != NULL ? o->own_dir : o->state_dir);
 	c->run_dir = pdk_xstrdup(o->run_dir);
 	if (open_exe(c, o->supervisor_exe, err) < 0 || open_state(c, err) < 0) {
 		pdk_ctl_free(c);
@@ -242,7 +244,9 @@ void pdk_ctl_free(struct pdk_ctl *c)
 		(void)close(c->lock_fd);
 	if (c->exe_fd >= 0)
 		(void)close(c->exe_fd);
+	pdk__handles_free_all(c);
 	free(c->state_dir);
+	free(c->own_dir);
 	free(c->run_dir);
 	free(c);
 }

@@ -9,6 +9,7 @@
 #include "control-internal.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
@@ -50,6 +51,7 @@ struct pdk_ctl_exec {
 	bool started, finished, raw_too_big;
 	bool raw_wait; /* EXEC_RAW: stdout waits for pdk_ctl_archive_more() */
 	bool closed;   /* the streaming caller's client is gone */
+	bool cancel;   /* the caller gave it up: killed once started */
 	/* pty: out.fd is the terminal's master, in_fd a second descriptor of it. */
 	bool pty;
 	bool stdin_open;      /* pdk_ctl_exec_stdin() may write (in_fd stays open) */
@@ -411,6 +413,33 @@ static void input_writable(evutil_socket_t fd, short what, void *arg)
 		input_close(x); /* EOF for the command */
 }
 
+static void kill_sent(void *ctx, json_t *doc, const struct pdk_error *err)
+{
+	(void)ctx;
+	(void)doc;
+	(void)err; /* the command's end comes as its exit, whatever the signal's answer */
+}
+
+/* SECURITY: a cancelled command's whole process group goes, not only its first process. */
+static void kill_group(struct pdk_ctl_exec *x)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (pdk_ctl_signal(x->sb, (uint64_t)json_integer_value(x->exec_id), SIGKILL, kill_sent,
+			   NULL, &err) < 0)
+		pdk__ctl_log(x->sb->c, PDK_LOG_WARN, "cancel of command %lld: %s",
+			     (long long)json_integer_value(x->exec_id), err->msg);
+}
+
+void pdk_ctl_exec_cancel(struct pdk_ctl_exec *x)
+{
+	if (x->cancel || x->finished)
+		return;
+	x->cancel = true;
+	if (x->started && json_is_integer(x->exec_id))
+		kill_group(x);
+}
+
 void pdk_ctl_exec_close(struct pdk_ctl_exec *x)
 {
 	x->closed = true;
@@ -486,6 +515,8 @@ static void started(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds,
 	x->exec_id = json_incref(json_object_get(reply, "exec"));
 	x->started = true;
 	pdk__sb_charge_exec(sb, 0, 1);
+	if (x->cancel && json_is_integer(x->exec_id))
+		kill_group(x);
 	if (x->mode == EXEC_STREAM)
 		x->cbs.started(x->ctx, (uint64_t)json_integer_value(x->exec_id),
 			       (int)json_integer_value(json_object_get(reply, "pid")), x->pty);

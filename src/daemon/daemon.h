@@ -51,4 +51,24 @@ struct pdk_daemon_opts {
  */
 PDK_MUST_CHECK int pdk_daemon_serve(const struct pdk_daemon_opts *opts, struct pdk_error **err);
 
+/* What `paddock mcp` was asked for (cmd-mcp.c fills it; every member borrowed). */
+struct pdk_daemon_mcp_opts {
+	const char *state_dir;     /* the state directory (base/paths.h) */
+	const char *run_dir;       /* the runtime directory (base/paths.h) */
+	const char *profile;       /* sandboxes made without a profile (NULL: "default") */
+	uint64_t ttl_s;            /* their TTL (0: 1 hour) */
+	size_t max_message;        /* the largest message (0: 4 MiB) */
+	char *const *envp;         /* the environment supervisors are started with */
+	const struct pdk_log *log; /* where messages go (NULL: nowhere) */
+};
+
+/*
+ * Serve MCP on stdin and stdout until the client closes stdin (or
+ * SIGTERM/SIGINT), with a control object of its own on the state
+ * directory (docs/mcp.md, "What runs"); then destroy every sandbox it made
+ * and wait for their supervisors. 0, or negative + *err when it could not
+ * start.
+ */
+PDK_MUST_CHECK int pdk_daemon_mcp(const struct pdk_daemon_mcp_opts *opts, struct pdk_error **err);
+
 #endif

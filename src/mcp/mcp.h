@@ -3,8 +3,15 @@
  * of the control layer that speaks the Model Context Protocol.
  *
  * It translates: JSON-RPC messages in (jsonrpc.h), control calls
- * (control.h) with typed requests, results and errors out. It decides
- * nothing about sandboxes.
+ * (control.h) with typed requests, results and errors out, each control
+ * error mapped once (pdk_mcp_tool_error()). It decides nothing about
+ * sandboxes: handles, output caps and TTLs are control/'s.
+ *
+ * A server object (struct pdk_mcp) holds the tools and what every
+ * connection shares; a connection (struct pdk_mcp_conn) is one client: a
+ * stdio peer, or one Streamable HTTP session. A transport hands each
+ * message it framed to pdk_mcp_conn_message() and writes what the server
+ * gives its send callback, one JSON-RPC message at a time.
  *
  * Stands on control/ and http/. Every call runs on the loop's thread.
  */
@@ -15,5 +22,88 @@
 #include "base.h"
 #include "control.h"
 #include "jsonrpc.h"
+
+struct event_base;
+struct pdk_mcp;
+struct pdk_mcp_conn;
+
+/* The protocol revisions spoken, newest legacy first (docs/mcp.md, "Eras"). */
+#define PDK_MCP_VERSION_LATEST "2025-11-25"
+#define PDK_MCP_VERSION_PREV   "2025-06-18"
+
+struct pdk_mcp_opts {
+	struct pdk_ctl *ctl;       /* borrowed; outlives the server */
+	struct event_base *base;   /* the loop (borrowed) */
+	const struct pdk_log *log; /* borrowed; NULL: dropped */
+	size_t max_message;        /* the largest message (0: PDK_RPC_MESSAGE_MAX) */
+	const char *profile;       /* the profile of sandboxes made without one (NULL: "default") */
+	uint64_t ttl_s;            /* the TTL of sandboxes made without one (0: 1 hour) */
+};
+
+/* A new server (caller frees with pdk_mcp_free() after every connection's end). Never NULL. */
+struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o);
+void pdk_mcp_free(struct pdk_mcp *m);
+
+/*
+ * Hand one message to the client (`msg` borrowed for the call). The
+ * transport frames it; a transport that cannot write any more drops it.
+ */
+typedef void (*pdk_mcp_send_cb)(void *ctx, const json_t *msg);
+
+/*
+ * A new connection of a client known as `identity` (copied: the handles it
+ * is given are bound to it) over `transport` ("stdio", "http"), whose
+ * messages go to `send`. The caller ends it with pdk_mcp_conn_close().
+ */
+struct pdk_mcp_conn *pdk_mcp_conn_new(struct pdk_mcp *m, const char *identity,
+				      const char *transport, pdk_mcp_send_cb send, void *ctx);
+
+/*
+ * One message from the client (`len` bytes, not NUL-terminated). Every
+ * answer, now or later, goes to the send callback; a message that is no
+ * JSON-RPC gets the JSON-RPC error the specification names, and the
+ * connection keeps serving.
+ */
+void pdk_mcp_conn_message(struct pdk_mcp_conn *c, const char *data, size_t len);
+
+/*
+ * The client is gone: nothing more is sent, every command it started is
+ * killed, and the sandbox the connection made for calls without a handle is
+ * destroyed. The connection is freed once its last call has ended.
+ */
+void pdk_mcp_conn_close(struct pdk_mcp_conn *c);
+
+/* Calls of the connection still in flight. */
+size_t pdk_mcp_conn_calls(const struct pdk_mcp_conn *c);
+
+/* ---- the stdio transport (stdio.c) ---- */
+
+struct pdk_mcp_stdio;
+
+/*
+ * Serve one client on `in_fd` and `out_fd` (borrowed; made non-blocking):
+ * newline-delimited messages (2025-06-18 basic/transports, "stdio"), each
+ * at most the server's max_message bytes (a longer one gets a parse error
+ * and is skipped to its newline). `on_eof` runs once when the client closes
+ * its end (end of input, or its output pipe gone).
+ */
+struct pdk_mcp_stdio *pdk_mcp_stdio_new(struct pdk_mcp *m, int in_fd, int out_fd,
+					const char *identity, void (*on_eof)(void *arg), void *arg);
+
+/* The connection it serves (borrowed). */
+struct pdk_mcp_conn *pdk_mcp_stdio_conn(struct pdk_mcp_stdio *s);
+
+/*
+ * Close the connection (pdk_mcp_conn_close()), write what is still queued
+ * for the client (blocking, until it is written or the client is gone) and
+ * free the transport. NULL-safe.
+ */
+void pdk_mcp_stdio_free(struct pdk_mcp_stdio *s);
+
+/*
+ * The one mapping from a control error to a tool's result: an `isError`
+ * result whose text names the field and says what to do (new reference).
+ */
+json_t *pdk_mcp_tool_error(const struct pdk_error *err);
 
 #endif

@@ -1,0 +1,140 @@
+/*
+ * mcp-run.c - `paddock mcp`: the MCP server on stdio, with a control object
+ * of its own (docs/mcp.md, "What runs").
+ *
+ * The control object keeps its lock, store and key in a private directory
+ * under the runtime directory, and shares the user's state directory (the
+ * audit store, change sets) with every other paddock: so it runs beside a
+ * `paddock serve` on the same state directory, and beside other `paddock
+ * mcp` processes (one per client). When the client closes stdin, every
+ * sandbox it made is destroyed and the process waits for their supervisors
+ * to end: nothing is left running.
+ */
+#include "common.h"
+#include "base.h"
+#include "control.h"
+#include "daemon.h"
+#include "mcp.h"
+
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define STOP_WAIT_S 10
+
+struct mcp_run {
+	struct event_base *base;
+	struct pdk_ctl *ctl;
+	struct pdk_mcp *mcp;
+	struct pdk_mcp_stdio *stdio;
+	struct event *sig_term, *sig_int, *sig_chld, *tick;
+	char *own_dir;
+	const struct pdk_log *log;
+};
+
+static void on_eof(void *arg)
+{
+	struct mcp_run *r = arg;
+
+	event_base_loopbreak(r->base);
+}
+
+static void on_stop(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	on_eof(arg);
+}
+
+static void on_child(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	(void)arg;
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct mcp_run *r = arg;
+
+	(void)fd;
+	(void)what;
+	pdk_ctl_tick(r->ctl);
+}
+
+static struct event *add_event(struct mcp_run *r, int sig, event_callback_fn fn)
+{
+	struct event *ev = sig >= 0 ? evsignal_new(r->base, sig, fn, r)
+				    : event_new(r->base, -1, EV_PERSIST, fn, r);
+
+	if (ev == NULL || event_add(ev, sig >= 0 ? NULL : &(struct timeval){1, 0}) < 0)
+		pdk_oom();
+	return ev;
+}
+
+static int start(struct mcp_run *r, const struct pdk_daemon_mcp_opts *o, struct pdk_error **err)
+{
+	char id[37];
+	struct pdk_ctl_opts co = {
+		.state_dir = o->state_dir, .run_dir = o->run_dir, .envp = o->envp, .log = o->log};
+
+	r->log = o->log;
+	pdk_make_id(id);
+	r->own_dir = pdk_xasprintf("%s/mcp/%.8s-%d", o->run_dir, id, (int)getpid());
+	r->base = event_base_new();
+	if (r->base == NULL)
+		return pdk_error_setx(err, EIO, "cannot create the event loop");
+	co.base = r->base;
+	co.own_dir = r->own_dir;
+	if (pdk_ctl_new(&co, &r->ctl, err) < 0)
+		return -EIO;
+	r->mcp = pdk_mcp_new(&(struct pdk_mcp_opts){.ctl = r->ctl,
+						    .base = r->base,
+						    .log = o->log,
+						    .max_message = o->max_message,
+						    .profile = o->profile,
+						    .ttl_s = o->ttl_s});
+	(void)signal(SIGPIPE, SIG_IGN);
+	r->sig_term = add_event(r, SIGTERM, on_stop);
+	r->sig_int = add_event(r, SIGINT, on_stop);
+	r->sig_chld = add_event(r, SIGCHLD, on_child);
+	r->tick = add_event(r, -1, on_tick);
+	pdk_ctl_start(r->ctl);
+	r->stdio = pdk_mcp_stdio_new(r->mcp, STDIN_FILENO, STDOUT_FILENO, "stdio", on_eof, r);
+	return 0;
+}
+
+static void stop(struct mcp_run *r)
+{
+	struct event *evs[] = {r->sig_term, r->sig_int, r->sig_chld, r->tick};
+
+	/* The client is gone: its commands are killed and its sandboxes destroyed, waited for. */
+	pdk_mcp_stdio_free(r->stdio);
+	if (r->ctl != NULL)
+		pdk_ctl_shutdown(r->ctl, true, STOP_WAIT_S);
+	pdk_ctl_free(r->ctl);
+	pdk_mcp_free(r->mcp);
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(evs); i++)
+		if (evs[i] != NULL)
+			event_free(evs[i]);
+	if (r->base != NULL)
+		event_base_free(r->base);
+	if (r->own_dir != NULL && pdk_rm_rf_at(AT_FDCWD, r->own_dir) < 0)
+		pdk_log(r->log, PDK_LOG_WARN, "cannot remove '%s'", r->own_dir);
+	free(r->own_dir);
+}
+
+int pdk_daemon_mcp(const struct pdk_daemon_mcp_opts *o, struct pdk_error **err)
+{
+	struct mcp_run r = {0};
+	int rc = start(&r, o, err);
+
+	if (rc == 0 && event_base_dispatch(r.base) < 0)
+		rc = pdk_error_setx(err, EIO, "the event loop failed");
+	stop(&r);
+	return rc;
+}

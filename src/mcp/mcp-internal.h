@@ -1,0 +1,153 @@
+/*
+ * mcp-internal.h - what the MCP server's files share: the server, a
+ * connection, a tool call in flight, the tool table and the argument
+ * validator.
+ */
+#ifndef PDK_MCP_INTERNAL_H
+#define PDK_MCP_INTERNAL_H
+
+#include "common.h"
+#include "mcp.h"
+
+#include <event2/event.h>
+
+struct pdk_mcp_call;
+
+struct pdk_mcp {
+	struct pdk_ctl *ctl;
+	struct event_base *base;
+	struct pdk_log log;
+	size_t max_message;
+	char *profile;
+	uint64_t ttl_s;
+	json_t *tools; /* the tools/list "tools" array, built once */
+};
+
+enum pdk_mcp_tool_flags {
+	PDK_MCP_TOOL_SANDBOX = 1 << 0,     /* runs in a sandbox: sandbox_id, or the connection's */
+	PDK_MCP_TOOL_READ_ONLY = 1 << 1,   /* readOnlyHint */
+	PDK_MCP_TOOL_DESTRUCTIVE = 1 << 2, /* destructiveHint */
+	PDK_MCP_TOOL_IDEMPOTENT = 1 << 3,  /* idempotentHint */
+	PDK_MCP_TOOL_OPEN_WORLD = 1 << 4,  /* openWorldHint: reaches beyond the sandbox */
+};
+
+/* A tool's work: `sb` is its sandbox (NULL for a tool without PDK_MCP_TOOL_SANDBOX). */
+typedef void (*pdk_mcp_tool_fn)(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+
+struct pdk_mcp_tool {
+	const char *name, *title, *description;
+	unsigned flags;
+	json_t *(*input)(void);  /* its inputSchema (new reference) */
+	json_t *(*output)(void); /* its outputSchema, or NULL: the result has no fixed shape */
+	pdk_mcp_tool_fn run;
+};
+
+struct pdk_mcp_conn {
+	struct pdk_mcp *m;
+	char *identity, *transport;
+	pdk_mcp_send_cb send;
+	void *send_ctx;
+	bool closed;      /* the client is gone: nothing more is sent */
+	bool initialized; /* initialize was answered */
+	char *version;    /* the revision agreed at initialize */
+	json_t *client;   /* clientInfo, or NULL */
+	json_t *caps;     /* the client's capabilities, or NULL */
+	char *own_sb;     /* the sandbox of calls without a handle (control id), or NULL */
+	bool own_creating;
+	struct pdk_mcp_call *waiting; /* calls waiting for own_sb */
+	struct pdk_mcp_call *calls;   /* calls in flight */
+	unsigned refs;                /* the transport's, and one per control callback to come */
+};
+
+/* One tools/call from its request to its result. */
+struct pdk_mcp_call {
+	struct pdk_mcp_call *next;
+	struct pdk_mcp_conn *conn;
+	const struct pdk_mcp_tool *tool;
+	json_t *id;             /* the request's id */
+	json_t *args;           /* the validated arguments (an object) */
+	json_t *progress;       /* the progress token, or NULL */
+	char *sandbox;          /* the control id it runs in, or NULL */
+	struct pdk_ctl_exec *x; /* the command it runs, until its end */
+	struct event *ticker;   /* progress notifications */
+	uint64_t ticks;
+	uint64_t start_ns;
+	bool cancelled; /* the client cancelled it: nothing more is sent for it */
+};
+
+/* ---- server.c ---- */
+/* Send `msg` (taken) to the connection's client, unless it is gone. */
+void pdk__mcp_send(struct pdk_mcp_conn *c, json_t *msg);
+/* Drop a reference; the last one of a closed connection frees it. */
+void pdk__mcp_conn_unref(struct pdk_mcp_conn *c);
+
+/* ---- call.c ---- */
+/* Start a validated call: find or make its sandbox, then run the tool. */
+void pdk__mcp_call_start(struct pdk_mcp_call *call);
+/* The call's result (taken): sent unless it was cancelled; the call is freed. */
+void pdk__mcp_call_finish(struct pdk_mcp_call *call, json_t *result);
+/* A control error as the call's result. */
+void pdk__mcp_call_fail(struct pdk_mcp_call *call, const struct pdk_error *err);
+/* An argument error as the call's result: `field` is named. */
+void pdk__mcp_call_bad(struct pdk_mcp_call *call, const char *field, const char *fmt, ...)
+	PDK_PRINTF(3, 4);
+/* A result of `text` and, when not NULL, `structured` (taken) as structuredContent. */
+json_t *pdk__mcp_result(const char *text, json_t *structured);
+/* Cancel the call (notifications/cancelled, the connection's end). */
+void pdk__mcp_call_cancel(struct pdk_mcp_call *call);
+/* Send progress every second while the call runs, when the client gave a token. */
+void pdk__mcp_call_ticker(struct pdk_mcp_call *call);
+/* The call's string, integer or boolean argument, or the default. */
+const char *pdk__mcp_arg_str(const struct pdk_mcp_call *call, const char *key);
+uint64_t pdk__mcp_arg_u64(const struct pdk_mcp_call *call, const char *key, uint64_t dflt);
+bool pdk__mcp_arg_bool(const struct pdk_mcp_call *call, const char *key, bool dflt);
+/* The path argument `key` in the sandbox (caller frees), or NULL after answering the error. */
+char *pdk__mcp_arg_path(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb, const char *key);
+
+/* ---- schema.c ---- */
+json_t *pdk__schema_object(json_t *properties, const char *const *required);
+json_t *pdk__schema_str(const char *description);
+json_t *pdk__schema_enum(const char *description, const char *const *values);
+json_t *pdk__schema_int(const char *description, int64_t min, int64_t max);
+json_t *pdk__schema_bool(const char *description);
+json_t *pdk__schema_strv(const char *description);
+json_t *pdk__schema_strmap(const char *description);
+/* The sandbox_id property every sandbox tool takes. */
+json_t *pdk__schema_handle(void);
+/*
+ * Check `args` against `schema` (the subset the tools use: object, string,
+ * integer, boolean, arrays of strings, objects of strings, enums, required,
+ * additionalProperties false). 0, or -1 with *field and msg (`len` bytes)
+ * saying what is wrong.
+ */
+int pdk__schema_check(const json_t *schema, const json_t *args, const char **field, char *msg,
+		      size_t len);
+
+/* ---- tools.c ---- */
+const struct pdk_mcp_tool *pdk__mcp_tool_find(const char *name);
+/* The tools/list array (new reference). */
+json_t *pdk__mcp_tools_json(void);
+
+/* ---- tool-*.c: each tool's work ---- */
+void pdk__tool_run_command(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_run_code(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+json_t *pdk__tool_run_output(void);
+void pdk__tool_file_read(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_file_write(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_file_list(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_file_stat(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_file_delete(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_file_move(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_file_mkdir(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_sandbox_create(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_sandbox_list(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_sandbox_destroy(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_ws_diff(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_ws_snapshot(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_ws_rollback(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_ws_propose_commit(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_egress_rules(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_egress_denials(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+void pdk__tool_egress_request_allow(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+
+#endif

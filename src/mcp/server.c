@@ -1,0 +1,285 @@
+/*
+ * server.c - the server object, connections, and the methods of the
+ * protocol's legacy era: initialize, ping, tools/list, tools/call and the
+ * notifications a client sends (docs/mcp.md, "Eras").
+ */
+#include "common.h"
+#include "mcp-internal.h"
+
+#include <string.h>
+
+#define DEFAULT_TTL_S 3600
+
+static const char *const versions[] = {PDK_MCP_VERSION_LATEST, PDK_MCP_VERSION_PREV};
+
+struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o)
+{
+	struct pdk_mcp *m = pdk_xcalloc(1, sizeof(*m));
+
+	m->ctl = o->ctl;
+	m->base = o->base;
+	if (o->log != NULL)
+		m->log = *o->log;
+	m->max_message = o->max_message ? o->max_message : PDK_RPC_MESSAGE_MAX;
+	m->profile = pdk_xstrdup(o->profile ? o->profile : "default");
+	m->ttl_s = o->ttl_s ? o->ttl_s : DEFAULT_TTL_S;
+	m->tools = pdk__mcp_tools_json();
+	return m;
+}
+
+void pdk_mcp_free(struct pdk_mcp *m)
+{
+	if (m == NULL)
+		return;
+	json_decref(m->tools);
+	free(m->profile);
+	free(m);
+}
+
+/* ---- connections ---- */
+
+struct pdk_mcp_conn *pdk_mcp_conn_new(struct pdk_mcp *m, const char *identity,
+				      const char *transport, pdk_mcp_send_cb send, void *ctx)
+{
+	struct pdk_mcp_conn *c = pdk_xcalloc(1, sizeof(*c));
+
+	c->m = m;
+	c->identity = pdk_xstrdup(identity);
+	c->transport = pdk_xstrdup(transport);
+	c->send = send;
+	c->send_ctx = ctx;
+	c->refs = 1; /* the transport's */
+	return c;
+}
+
+static void conn_free(struct pdk_mcp_conn *c)
+{
+	free(c->identity);
+	free(c->transport);
+	free(c->version);
+	free(c->own_sb);
+	json_decref(c->client);
+	json_decref(c->caps);
+	free(c);
+}
+
+void pdk__mcp_conn_unref(struct pdk_mcp_conn *c)
+{
+	if (--c->refs == 0)
+		conn_free(c);
+}
+
+size_t pdk_mcp_conn_calls(const struct pdk_mcp_conn *c)
+{
+	size_t n = 0;
+
+	for (const struct pdk_mcp_call *x = c->calls; x != NULL; x = x->next)
+		n++;
+	for (const struct pdk_mcp_call *x = c->waiting; x != NULL; x = x->next)
+		n++;
+	return n;
+}
+
+static void own_destroyed(void *ctx, const char *id, const char *state, const struct pdk_error *err)
+{
+	struct pdk_mcp_conn *c = ctx;
+
+	if (err != NULL)
+		pdk_log(&c->m->log, PDK_LOG_WARN, "sandbox %s of an MCP session: %s", id, err->msg);
+	(void)state;
+	pdk__mcp_conn_unref(c);
+}
+
+void pdk_mcp_conn_close(struct pdk_mcp_conn *c)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_mcp_call *next;
+
+	c->closed = true;
+	for (struct pdk_mcp_call *x = c->calls; x != NULL; x = next) {
+		next = x->next;
+		pdk__mcp_call_cancel(x);
+	}
+	for (struct pdk_mcp_call *x = c->waiting; x != NULL; x = x->next)
+		x->cancelled = true;
+	/* The session's own sandbox ends with it; sandboxes made with a handle end at their TTL. */
+	if (c->own_sb != NULL) {
+		c->refs++;
+		if (pdk_ctl_destroy(c->m->ctl, c->own_sb, "mcp session ended", own_destroyed, c,
+				    &err) < 0)
+			pdk__mcp_conn_unref(c);
+	}
+	pdk__mcp_conn_unref(c);
+}
+
+void pdk__mcp_send(struct pdk_mcp_conn *c, json_t *msg)
+{
+	if (!c->closed && msg != NULL)
+		c->send(c->send_ctx, msg);
+	json_decref(msg);
+}
+
+/* ---- methods ---- */
+
+static void answer_error(struct pdk_mcp_conn *c, const json_t *id, int code, const char *msg)
+{
+	pdk__mcp_send(c, pdk_rpc_error(id, code, msg, NULL));
+}
+
+static const char *negotiate(const char *asked)
+{
+	for (size_t i = 0; asked != NULL && i < PDK_ARRAY_SIZE(versions); i++)
+		if (strcmp(asked, versions[i]) == 0)
+			return versions[i];
+	/* A revision we do not speak: the latest we do; the client decides whether to go on. */
+	return versions[0];
+}
+
+static json_t *server_info(void)
+{
+	return json_pack("{s:s, s:s, s:s}", "name", "paddock", "title", "paddock sandboxes",
+			 "version", PDK_VERSION);
+}
+
+static void on_initialize(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+{
+	const json_t *p = m->params;
+	const char *asked = json_string_value(json_object_get(p, "protocolVersion"));
+	json_t *caps = json_object_get(p, "capabilities");
+	json_t *info = json_object_get(p, "clientInfo");
+	json_t *r;
+
+	if (asked == NULL || !json_is_object(caps) || !json_is_object(info)) {
+		answer_error(c, m->id, PDK_RPC_INVALID_PARAMS,
+			     "initialize needs 'protocolVersion', 'capabilities' and 'clientInfo'");
+		return;
+	}
+	free(c->version);
+	c->version = pdk_xstrdup(negotiate(asked));
+	json_decref(c->caps);
+	c->caps = json_incref(caps);
+	json_decref(c->client);
+	c->client = json_incref(info);
+	c->initialized = true;
+	r = json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", c->version, "capabilities",
+		      "tools", "listChanged", 0, "serverInfo", server_info(), "instructions",
+		      "Tools run in paddock sandboxes: no network beyond the profile's allowlist, "
+		      "a workspace whose changes are a reviewable change set, every call audited. "
+		      "Calls without sandbox_id share one sandbox per session.");
+	pdk__mcp_send(c, pdk_rpc_result(m->id, r));
+}
+
+static void on_tools_list(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+{
+	pdk__mcp_send(c, pdk_rpc_result(m->id, json_pack("{s:O}", "tools", c->m->tools)));
+}
+
+static json_t *progress_token(const json_t *params)
+{
+	json_t *t = json_object_get(json_object_get(params, "_meta"), "progressToken");
+
+	return json_is_string(t) || json_is_integer(t) ? json_incref(t) : NULL;
+}
+
+/* A call whose arguments do not fit the tool's schema: an isError result naming the field. */
+static bool args_ok(struct pdk_mcp_call *call, const json_t *schema)
+{
+	const char *field = NULL;
+	char msg[256];
+
+	if (pdk__schema_check(schema, call->args, &field, msg, sizeof(msg)) == 0)
+		return true;
+	pdk__mcp_call_bad(call, field, "%s", msg);
+	return false;
+}
+
+static void on_tools_call(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+{
+	const char *name = json_string_value(json_object_get(m->params, "name"));
+	json_t *args = json_object_get(m->params, "arguments");
+	const struct pdk_mcp_tool *t = name ? pdk__mcp_tool_find(name) : NULL;
+	_cleanup_json_ json_t *schema = NULL;
+	struct pdk_mcp_call *call;
+
+	if (name == NULL || t == NULL) {
+		pdk__mcp_send(c, pdk_rpc_error(m->id, PDK_RPC_INVALID_PARAMS,
+					       name ? "unknown tool: see tools/list"
+						    : "tools/call needs the tool's 'name'",
+					       name ? json_pack("{s:s}", "name", name) : NULL));
+		return;
+	}
+	if (args != NULL && !json_is_object(args)) {
+		answer_error(c, m->id, PDK_RPC_INVALID_PARAMS, "'arguments' must be an object");
+		return;
+	}
+	call = pdk_xcalloc(1, sizeof(*call));
+	call->conn = c;
+	call->tool = t;
+	call->id = json_deep_copy(m->id);
+	call->args = args ? json_deep_copy(args) : json_object();
+	call->progress = progress_token(m->params);
+	call->start_ns = pdk_now_mono_ns();
+	c->refs++;
+	call->next = c->calls;
+	c->calls = call;
+	schema = t->input();
+	if (args_ok(call, schema))
+		pdk__mcp_call_start(call);
+}
+
+static void on_cancelled(struct pdk_mcp_conn *c, const json_t *params)
+{
+	const json_t *id = json_object_get(params, "requestId");
+
+	for (struct pdk_mcp_call *x = c->calls; id != NULL && x != NULL; x = x->next)
+		if (json_equal(x->id, (json_t *)id)) {
+			pdk__mcp_call_cancel(x);
+			return;
+		}
+	for (struct pdk_mcp_call *x = c->waiting; id != NULL && x != NULL; x = x->next)
+		if (json_equal(x->id, (json_t *)id))
+			x->cancelled = true;
+}
+
+static void on_request(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+{
+	if (strcmp(m->method, "initialize") == 0)
+		on_initialize(c, m);
+	else if (strcmp(m->method, "ping") == 0)
+		pdk__mcp_send(c, pdk_rpc_result(m->id, NULL));
+	else if (!c->initialized)
+		answer_error(c, m->id, PDK_RPC_INVALID_REQUEST,
+			     "the session is not initialized: send initialize first");
+	else if (strcmp(m->method, "tools/list") == 0)
+		on_tools_list(c, m);
+	else if (strcmp(m->method, "tools/call") == 0)
+		on_tools_call(c, m);
+	else
+		answer_error(c, m->id, PDK_RPC_METHOD_NOT_FOUND,
+			     "method not found: this server offers tools only");
+}
+
+/* Notifications get no answer, whatever they say (JSON-RPC 2.0, section 4.1). */
+static void on_notification(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+{
+	if (strcmp(m->method, "notifications/cancelled") == 0)
+		on_cancelled(c, m->params);
+}
+
+void pdk_mcp_conn_message(struct pdk_mcp_conn *c, const char *data, size_t len)
+{
+	struct pdk_rpc_msg m;
+	struct pdk_rpc_refusal why;
+
+	if (pdk_rpc_parse(data, len, c->m->max_message, &m, &why) < 0) {
+		pdk__mcp_send(c, pdk_rpc_error(why.id, why.code, why.msg, NULL));
+		pdk_rpc_refusal_release(&why);
+		return;
+	}
+	/* The server sends no requests of its own yet: a response answers nothing. */
+	if (m.kind == PDK_RPC_REQUEST)
+		on_request(c, &m);
+	else if (m.kind == PDK_RPC_NOTIFICATION)
+		on_notification(c, &m);
+	pdk_rpc_msg_release(&m);
+}
