@@ -67,7 +67,8 @@ mcp_listen() {
 		sleep 0.05
 	done
 	echo "# paddock mcp --listen did not start:"
-	sed 's/^/#   /' "$T/mcp-$who.log"
+	head -5 "$T/mcp-$who.log" | sed 's/^/#   /'
+	MCP_PID=""
 	return 1
 }
 
@@ -78,6 +79,19 @@ mcp_stop() {
 	wait "$MCP_PID"
 	MCP_RC=$?
 	MCP_PID=""
+}
+
+# no_paddock_left LABEL: once a stdio client has closed, its `paddock mcp` destroys what it
+# made and ends: wait for that (a bound, not a timing assertion), then check no paddock or
+# paddock-init process is left in the suite's pid namespace.
+no_paddock_left() {
+	local i n
+	for i in $(seq 1 600); do
+		n=$(($(pgrep -c -x paddock) + $(pgrep -c -x paddock-init)))
+		[ "$n" = 0 ] && break
+		sleep 0.1
+	done
+	is "$n" 0 "$1: no paddock or paddock-init process is left once the client closed"
 }
 
 # drive LABEL CMD...: run a driver that prints "ok - DESC" / "not ok - DESC" / "# ..." lines

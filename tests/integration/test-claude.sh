@@ -84,8 +84,7 @@ for who in root user; do
 	ok $? "$who: claude -p's answer quotes the tool's result"
 	[ -e "$T/proj-$who/claude.txt" ]
 	is $? 1 "$who: the sandbox's write did not reach the host directory (no commit was approved)"
-	left=$(pgrep -c -x paddock 2>/dev/null)
-	is "${left:-0}" 0 "$who: no paddock process is left once Claude Code exited"
+	no_paddock_left "$who: claude -p"
 	kill "$api_pid"
 	wait "$api_pid" 2>/dev/null
 done

@@ -35,7 +35,7 @@ inspect() {
 
 # jqok FILTER DESC: the last answer passes the jq FILTER (true), as a subtest.
 jqok() {
-	printf '%s' "$OUT" | jq -e "$1" >/dev/null 2>&1
+	[ -n "$OUT" ] && printf '%s' "$OUT" | jq -e "$1" >/dev/null 2>&1
 	if ! ok $? "$2"; then printf '%s\n' "$OUT" | head -c 1500 | sed 's/^/#   /'; echo; fi
 }
 
@@ -64,12 +64,18 @@ for who in root user; do
 			uid=0; [ $who = user ] && uid=$UNPRIV_UID
 			jqok '.result.isError != true and .result.structuredContent.exit_code == 0' \
 				"$l: run_command's result is exit_code 0"
-			jqok '.result.structuredContent.stdout | test("^inspector-'$era'\n'$uid'\n$")' \
+			jqok '.result.structuredContent.stdout | (if type == "object" then .text else . end) |
+				test("^inspector-'$era'\n'$uid'\n$")' \
 				"$l: run_command's stdout is the command's (uid $uid)"
 
+			# An isError result: the inspector exits 5 (tool_is_error) and writes the result
+			# itself to --output.
+			rm -f "$T/home/res.json"
 			inspect "$who" "$era" "${target[@]}" -- --method tools/call --tool-name run_command \
-				--tool-args-json '{"command": "true", "colour": "red"}'
-			jqok '.result.isError == true and (.result.content[0].text | test("colour"))' \
+				--tool-args-json '{"command": "true", "colour": "red"}' --output "$T/home/res.json"
+			is "$RC" 5 "$l: an unknown argument: the inspector reports a tool error (5)"
+			OUT=$(cat "$T/home/res.json" 2>/dev/null)
+			jqok '.isError == true and (.content[0].text | test("colour"))' \
 				"$l: an unknown argument is an isError result that names it"
 			[ $transport = http ] && { mcp_stop; is "$MCP_RC" 0 "$l: the server ends with 0 on SIGTERM"; }
 		done

@@ -18,9 +18,8 @@ for who in root user; do
 		mcp_cmd "$who"
 		drive "$who" bash -c 'cd "$1" && shift && exec "$@"' _ "$ws" "${MCP_CMD[@]}" \
 			"$NODE" "$DRIVE/sdk-session.mjs" "$sdk" stdio "$T/bin/paddock" mcp
-		# Nothing of the session outlives the client: no paddock process is left.
-		left=$(pgrep -c -x paddock 2>/dev/null)
-		is "${left:-0}" 0 "$who: $sdk stdio: no paddock process is left once the client closed"
+		# Nothing of the session outlives the client.
+		no_paddock_left "$who: $sdk stdio"
 
 		if mcp_listen "$who"; then
 			drive "$who" "${MCP_CMD[@]}" "$NODE" "$DRIVE/sdk-session.mjs" "$sdk" http "$MCP_URL"

@@ -34,8 +34,22 @@ function textOf(res) {
 	return (res.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 }
 
+// One tools/call. A protocol error (the SDK throws) is a result with isError and the error's
+// message, so that one missing tool fails its checks and the session goes on.
+// A stream of run_command's structured result: a string, or {text, bytes, dropped_bytes, ...}.
+function streamText(v) {
+	return v !== null && typeof v === 'object' ? v.text : v;
+}
+
 async function call(client, name, args, opts) {
-	return toolResult(await client.callTool({ name, arguments: args }, opts));
+	const a = Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined));
+	try {
+		return toolResult(sdkName === 'v1' ? await client.callTool({ name, arguments: a }, undefined, opts)
+			: await client.callTool({ name, arguments: a }, opts));
+	} catch (e) {
+		if (opts && opts.signal && opts.signal.aborted) throw e;
+		return { isError: true, protocolError: true, content: [{ type: 'text', text: String(e && e.message) }] };
+	}
 }
 
 async function session(client) {
@@ -48,16 +62,15 @@ async function session(client) {
 
 	const created = await call(client, 'sandbox_create', {});
 	const id = created.structuredContent && created.structuredContent.sandbox_id;
-	if (!check(!created.isError && typeof id === 'string' && id.length >= 16,
-		'sandbox_create returns a sandbox_id handle', JSON.stringify(created)))
-		return;
+	check(!created.isError && typeof id === 'string' && id.length >= 16,
+		'sandbox_create returns a sandbox_id handle', JSON.stringify(created));
 
 	const token = randomBytes(8).toString('hex');
 	const wrote = await call(client, 'run_command', {
 		sandbox_id: id, command: `printf 'hello %s\\n' ${token} > note.txt && echo written`,
 	});
 	const ws = wrote.structuredContent || {};
-	check(!wrote.isError && ws.exit_code === 0 && /written/.test(ws.stdout || textOf(wrote)),
+	check(!wrote.isError && ws.exit_code === 0 && /^written\n$/.test(streamText(ws.stdout)),
 		'run_command writes a file (exit 0, its stdout)', JSON.stringify(wrote));
 
 	const read = await call(client, 'file_read', { sandbox_id: id, path: 'note.txt' });
@@ -67,7 +80,7 @@ async function session(client) {
 
 	const py = await call(client, 'run_code', { sandbox_id: id, language: 'python', code: 'print(6 * 7)' });
 	const pys = py.structuredContent || {};
-	check(!py.isError && /^42\s*$/.test(pys.stdout !== undefined ? pys.stdout : textOf(py)),
+	check(!py.isError && pys.exit_code === 0 && /^42\n$/.test(streamText(pys.stdout)),
 		'run_code runs python (print(6 * 7) prints 42)', JSON.stringify(py));
 
 	const diff = await call(client, 'ws_diff', { sandbox_id: id, patch: true });
@@ -81,13 +94,14 @@ async function session(client) {
 		'the sandbox still runs commands after the cancel', JSON.stringify(after));
 
 	const bad = await call(client, 'run_command', { sandbox_id: id, command: 'true', no_such_field: 1 });
-	check(bad.isError === true && /no_such_field/.test(textOf(bad)),
+	check(bad.isError === true && !bad.protocolError && /no_such_field/.test(textOf(bad)),
 		'an unknown argument is an isError result naming the field', JSON.stringify(bad));
 
 	const gone = await call(client, 'sandbox_destroy', { sandbox_id: id });
 	check(!gone.isError, 'sandbox_destroy ends the sandbox', JSON.stringify(gone));
 	const again = await call(client, 'run_command', { sandbox_id: id, command: 'true' });
-	check(again.isError === true, 'a destroyed handle is refused (isError)', JSON.stringify(again));
+	check(again.isError === true && !again.protocolError, 'a destroyed handle is refused (an isError result)',
+		JSON.stringify(again));
 }
 
 // Start `sleep` with a duration no other process has, find it in the host's /proc (the suite
@@ -109,7 +123,9 @@ async function cancelSleep(client, id) {
 		return;
 	const p = procs[0];
 	console.log(`# sleep ${marker}: pid ${p.pid}, cgroup ${p.cgroup}`);
-	check(p.cgroup !== '' && p.cgroup !== '/', 'the sleep runs in a cgroup of its own sandbox', p.cgroup);
+	const parent = process.env.PADDOCK_CGROUP_PARENT || '/';
+	check(p.cgroup.startsWith(parent) && p.cgroup !== parent,
+		`the sleep runs in a cgroup of its sandbox, under ${parent}`, p.cgroup);
 	ac.abort('the test cancels the sleep');
 	const outcome = await pending;
 	check(outcome.e !== undefined, 'the cancelled call settles as cancelled on the client', JSON.stringify(outcome.r));
