@@ -72,7 +72,8 @@ for who in root user; do
 	is "$calls" 1 "$who: the model was offered $TOOL and called it once"
 	res=$(jq -rs '[.[] | .tool_results[]?] | .[0].text // ""' "$T/api-$who.log" 2>/dev/null)
 	# Claude Code hands the model the structured result when there is one, else the text.
-	out=$(printf '%s' "$res" | jq -r '.stdout // empty' 2>/dev/null)
+	out=$(printf '%s' "$res" | jq -r '.stdout | if type == "object" then .text else . end // empty' \
+		2>/dev/null)
 	[ -n "$out" ] || out=$res
 	uid=0; [ $who = user ] && uid=$UNPRIV_UID
 	first=$(printf '%s\n' "$out" | sed -n 1p)
