@@ -31,6 +31,10 @@ static void usage(FILE *out)
 	      "options:\n"
 	      "  --profile NAME      the profile of the session's sandbox and of sandbox_create\n"
 	      "                      without one (default: default)\n"
+	      "  --workspace DIR     every sandbox overlays DIR: it sees DIR's files at its\n"
+	      "                      workspace, its changes are a change set a human reviews\n"
+	      "                      and commits ('paddock ws commit ID'); DIR is unchanged\n"
+	      "                      until then (default: a private, empty workspace)\n"
 	      "  --ttl DURATION      the lifetime of a sandbox made without a ttl (default 1h)\n"
 	      "  --max-message SIZE  the largest message a client may send (default 4M)\n"
 	      "  --state-dir DIR     the state directory (default $PADDOCK_STATE_DIR, else\n"
@@ -44,11 +48,12 @@ static void usage(FILE *out)
 	      out);
 }
 
-enum { OPT_PROFILE = 256, OPT_TTL, OPT_MAX_MESSAGE, OPT_STATE_DIR };
+enum { OPT_PROFILE = 256, OPT_TTL, OPT_MAX_MESSAGE, OPT_STATE_DIR, OPT_WORKSPACE };
 
 static const struct option long_opts[] = {
 	{"profile", required_argument, NULL, OPT_PROFILE},
 	{"ttl", required_argument, NULL, OPT_TTL},
+	{"workspace", required_argument, NULL, OPT_WORKSPACE},
 	{"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"quiet", no_argument, NULL, 'q'},
@@ -108,6 +113,9 @@ static int mcp_opt(int c, struct mcp_args *a)
 		return parse_size(optarg, &a->o.max_message);
 	case OPT_STATE_DIR:
 		a->o.state_dir = optarg;
+		return 0;
+	case OPT_WORKSPACE:
+		a->o.workspace = optarg;
 		return 0;
 	case 'q':
 		a->quiet = true;

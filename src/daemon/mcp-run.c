@@ -97,7 +97,8 @@ static int start(struct mcp_run *r, const struct pdk_daemon_mcp_opts *o, struct 
 						    .log = o->log,
 						    .max_message = o->max_message,
 						    .profile = o->profile,
-						    .ttl_s = o->ttl_s});
+						    .ttl_s = o->ttl_s,
+						    .workspace = o->workspace});
 	(void)signal(SIGPIPE, SIG_IGN);
 	r->sig_term = add_event(r, SIGTERM, on_stop);
 	r->sig_int = add_event(r, SIGINT, on_stop);

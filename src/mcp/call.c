@@ -201,20 +201,30 @@ static void own_created(void *ctx, const struct pdk_ctl_created *created,
 	pdk__mcp_conn_unref(c);
 }
 
-static json_t *own_labels(const struct pdk_mcp_conn *c)
+json_t *pdk__mcp_labels(const struct pdk_mcp_conn *c)
 {
 	const char *client = json_string_value(json_object_get(c->client, "name"));
+	json_t *l = json_pack("{s:s, s:s}", "mcp_client", client ? client : "unknown",
+			      "mcp_transport", c->transport);
 
-	return json_pack("{s:s, s:s}", "mcp_client", client ? client : "unknown", "mcp_transport",
-			 c->transport);
+	if (l == NULL)
+		pdk_oom();
+	return l;
+}
+
+json_t *pdk__mcp_workspace(const struct pdk_mcp *m)
+{
+	return m->workspace ? json_pack("{s:s, s:s}", "path", m->workspace, "mode", "overlay")
+			    : NULL;
 }
 
 static void make_own(struct pdk_mcp_conn *c)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	_cleanup_json_ json_t *labels = own_labels(c);
+	_cleanup_json_ json_t *labels = pdk__mcp_labels(c);
+	_cleanup_json_ json_t *ws = pdk__mcp_workspace(c->m);
 	struct pdk_ctl_create r = {
-		.profile = c->m->profile, .labels = labels, .ttl_s = c->m->ttl_s};
+		.profile = c->m->profile, .labels = labels, .workspace = ws, .ttl_s = c->m->ttl_s};
 
 	c->own_creating = true;
 	c->refs++;

@@ -20,7 +20,8 @@ struct pdk_mcp {
 	size_t max_message;
 	char *profile;
 	uint64_t ttl_s;
-	json_t *tools; /* the tools/list "tools" array, built once */
+	char *workspace; /* the host directory sandboxes overlay, or NULL: a private one */
+	json_t *tools;   /* the tools/list "tools" array, built once */
 };
 
 enum pdk_mcp_tool_flags {
@@ -103,6 +104,11 @@ uint64_t pdk__mcp_arg_u64(const struct pdk_mcp_call *call, const char *key, uint
 bool pdk__mcp_arg_bool(const struct pdk_mcp_call *call, const char *key, bool dflt);
 /* The path argument `key` in the sandbox (caller frees), or NULL after answering the error. */
 char *pdk__mcp_arg_path(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb, const char *key);
+
+/* The labels of a sandbox the connection makes (new reference). */
+json_t *pdk__mcp_labels(const struct pdk_mcp_conn *c);
+/* The workspace of a sandbox the server makes: {"path","mode"} or NULL (new reference). */
+json_t *pdk__mcp_workspace(const struct pdk_mcp *m);
 
 /* ---- schema.c ---- */
 json_t *pdk__schema_object(json_t *properties, const char *const *required);

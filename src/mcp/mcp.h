@@ -38,6 +38,7 @@ struct pdk_mcp_opts {
 	size_t max_message;        /* the largest message (0: PDK_RPC_MESSAGE_MAX) */
 	const char *profile;       /* the profile of sandboxes made without one (NULL: "default") */
 	uint64_t ttl_s;            /* the TTL of sandboxes made without one (0: 1 hour) */
+	const char *workspace;     /* a host directory every sandbox overlays (NULL: private) */
 };
 
 /* A new server (caller frees with pdk_mcp_free() after every connection's end). Never NULL. */

@@ -23,6 +23,7 @@ struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o)
 	m->max_message = o->max_message ? o->max_message : PDK_RPC_MESSAGE_MAX;
 	m->profile = pdk_xstrdup(o->profile ? o->profile : "default");
 	m->ttl_s = o->ttl_s ? o->ttl_s : DEFAULT_TTL_S;
+	m->workspace = o->workspace ? pdk_xstrdup(o->workspace) : NULL;
 	m->tools = pdk__mcp_tools_json();
 	return m;
 }
@@ -33,6 +34,7 @@ void pdk_mcp_free(struct pdk_mcp *m)
 		return;
 	json_decref(m->tools);
 	free(m->profile);
+	free(m->workspace);
 	free(m);
 }
 

@@ -101,3 +101,202 @@ void pdk__tool_file_read(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 		pdk__mcp_call_fail(call, err);
 	}
 }
+
+/* ---- write ---- */
+
+/* Base64 `s` decoded (caller frees; *n its length), or NULL when it is not base64. */
+static char *unbase64(const char *s, size_t len, size_t *n)
+{
+	char *out;
+	int k;
+
+	if (len % 4 != 0)
+		return NULL;
+	out = pdk_xmalloc(len / 4 * 3 + 1);
+	k = len > 0 ? EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)s, (int)len) : 0;
+	if (k < 0) {
+		free(out);
+		return NULL;
+	}
+	/* EVP_DecodeBlock counts the padding's bytes too. */
+	for (size_t i = len; i > 0 && s[i - 1] == '=' && k > 0; i--)
+		k--;
+	*n = (size_t)k;
+	return out;
+}
+
+static void file_written(void *ctx, const char *path, uint64_t bytes, const struct pdk_error *err)
+{
+	struct pdk_mcp_call *call = ctx;
+	_cleanup_free_ char *text = NULL;
+
+	if (err != NULL) {
+		pdk__mcp_call_fail(call, err);
+		return;
+	}
+	text = pdk_xasprintf("wrote %llu bytes to %s", (unsigned long long)bytes, path);
+	pdk__mcp_call_finish(call, pdk__mcp_result(text, json_pack("{s:s, s:I}", "path", path,
+								   "bytes", (json_int_t)bytes)));
+}
+
+void pdk__tool_file_write(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *path = pdk__mcp_arg_path(call, sb, "path");
+	json_t *content = json_object_get(call->args, "content");
+	const char *enc = pdk__mcp_arg_str(call, "encoding");
+	char *data;
+	size_t n = json_string_length(content);
+
+	if (path == NULL)
+		return;
+	if (enc != NULL && strcmp(enc, "base64") == 0) {
+		data = unbase64(json_string_value(content), n, &n);
+		if (data == NULL) {
+			pdk__mcp_call_bad(call, "content", "'content' is not base64");
+			return;
+		}
+	} else {
+		data = pdk_xstrdup(json_string_value(content));
+	}
+	if (pdk_ctl_file_write(sb, path, 0644, data, n, file_written, call, &err) < 0)
+		pdk__mcp_call_fail(call, err);
+}
+
+/* ---- list, stat ---- */
+
+static void listed(void *ctx, json_t *doc, const struct pdk_error *err)
+{
+	struct pdk_mcp_call *call = ctx;
+	const json_t *entries = json_object_get(doc, "entries");
+	struct pdk_buf text = PDK_BUF_INIT(1 << 20);
+	json_t *e;
+	size_t i;
+
+	if (err != NULL) {
+		pdk__mcp_call_fail(call, err);
+		return;
+	}
+	json_array_foreach(entries, i, e)
+	{
+		_cleanup_free_ char *line = pdk_xasprintf(
+			"%s\t%lld\t%s\n", json_string_value(json_object_get(e, "type")),
+			(long long)json_integer_value(json_object_get(e, "size")),
+			json_string_value(json_object_get(e, "name")));
+
+		if (pdk_buf_addstr(&text, line) < 0)
+			break;
+	}
+	pdk__mcp_call_finish(call, pdk__mcp_result(pdk_buf_str(&text), json_incref(doc)));
+	pdk_buf_release(&text);
+}
+
+static void statted(void *ctx, json_t *doc, const struct pdk_error *err)
+{
+	struct pdk_mcp_call *call = ctx;
+	_cleanup_free_ char *text = NULL;
+
+	if (err != NULL) {
+		pdk__mcp_call_fail(call, err);
+		return;
+	}
+	text = pdk_json_dump_line(doc);
+	pdk__mcp_call_finish(call, pdk__mcp_result(text, json_incref(doc)));
+}
+
+void pdk__tool_file_list(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *path = NULL;
+
+	if (pdk__mcp_arg_str(call, "path") == NULL)
+		(void)json_object_set_new(call->args, "path", json_string("."));
+	path = pdk__mcp_arg_path(call, sb, "path");
+	if (path != NULL && pdk_ctl_ls(sb, path, listed, call, &err) < 0)
+		pdk__mcp_call_fail(call, err);
+}
+
+void pdk__tool_file_stat(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *path = pdk__mcp_arg_path(call, sb, "path");
+
+	if (path != NULL && pdk_ctl_stat(sb, path, statted, call, &err) < 0)
+		pdk__mcp_call_fail(call, err);
+}
+
+/* ---- delete ---- */
+
+static void deleted(void *ctx, const char *path, uint64_t bytes, const struct pdk_error *err)
+{
+	struct pdk_mcp_call *call = ctx;
+	_cleanup_free_ char *text = NULL;
+
+	(void)bytes;
+	if (err != NULL) {
+		pdk__mcp_call_fail(call, err);
+		return;
+	}
+	text = pdk_xasprintf("deleted %s", path);
+	pdk__mcp_call_finish(
+		call, pdk__mcp_result(text, json_pack("{s:s, s:b}", "path", path, "deleted", 1)));
+}
+
+void pdk__tool_file_delete(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *path = pdk__mcp_arg_path(call, sb, "path");
+
+	if (path != NULL &&
+	    pdk_ctl_file_delete(sb, path, pdk__mcp_arg_bool(call, "recursive", false), deleted,
+				call, &err) < 0)
+		pdk__mcp_call_fail(call, err);
+}
+
+/* ---- move, mkdir: mv and mkdir run in the sandbox, as its user, under its rules ---- */
+
+static void tool_done(void *ctx, const struct pdk_ctl_exec_result *r, const struct pdk_error *err)
+{
+	struct pdk_mcp_call *call = ctx;
+	_cleanup_free_ char *why = NULL;
+
+	call->x = NULL;
+	if (err != NULL) {
+		pdk__mcp_call_fail(call, err);
+		return;
+	}
+	if (!r->exit.has_exit_code || r->exit.exit_code != 0) {
+		why = pdk_utf8_clean(r->err.head, r->err.head_len, true, &(size_t){0}, NULL);
+		why[strcspn(why, "\n")] = '\0';
+		pdk__mcp_call_bad(call, "path", "%s", why[0] ? why : "the operation failed");
+		return;
+	}
+	pdk__mcp_call_finish(call, pdk__mcp_result("done", json_pack("{s:b}", "ok", 1)));
+}
+
+static void run_tool(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb, char *const *argv)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	static const struct pdk_ctl_exec_cbs cbs = {.done = tool_done};
+	struct pdk_ctl_exec_req r = {.argv = argv, .timeout_ms = 60000, .output_cap = 4096};
+
+	if (pdk_ctl_exec(sb, &r, false, &cbs, call, &call->x, &err) < 0)
+		pdk__mcp_call_fail(call, err);
+}
+
+void pdk__tool_file_move(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
+{
+	_cleanup_free_ char *from = pdk__mcp_arg_path(call, sb, "from");
+	_cleanup_free_ char *to = from ? pdk__mcp_arg_path(call, sb, "to") : NULL;
+
+	if (from != NULL && to != NULL)
+		run_tool(call, sb, (char *const[]){"mv", "-T", "--", from, to, NULL});
+}
+
+void pdk__tool_file_mkdir(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
+{
+	_cleanup_free_ char *path = pdk__mcp_arg_path(call, sb, "path");
+
+	if (path != NULL)
+		run_tool(call, sb, (char *const[]){"mkdir", "-p", "--", path, NULL});
+}

@@ -68,6 +68,13 @@ const struct pdk_policy *pdk__sv_policy(const struct pdk_supervisor *s)
 	return pdk_session_policy(s->session);
 }
 
+/* The network: its mode and the allowlist's entries, as the egress proxy matches them. */
+static json_t *network_facts(const struct pdk_policy *p)
+{
+	return json_pack("{s:s, s:o}", "mode", pdk_policy_net_mode_name(p->network.mode), "allow",
+			 pdk_json_strv(p->network.allow));
+}
+
 json_t *pdk__sv_facts(const struct pdk_supervisor *s)
 {
 	const struct pdk_policy *p = pdk__sv_policy(s);
@@ -76,16 +83,14 @@ json_t *pdk__sv_facts(const struct pdk_supervisor *s)
 
 	/* Paths that are not UTF-8 come as "path_hex" / "host_path_hex" (JSON holds no others). */
 	if (view == NULL)
-		return json_pack("{s:o, s:{s:s}}", "workspace", ws, "network", "mode",
-				 pdk_policy_net_mode_name(p->network.mode));
+		return json_pack("{s:o, s:o}", "workspace", ws, "network", network_facts(p));
 	pdk_ws_json_set_path(ws, "path", view);
 	if (pdk_session_private_workspace(s->session) || pdk_session_workspace(s->session) == NULL)
 		pdk_json_set(ws, "host_path", json_null());
 	else
 		pdk_ws_json_set_path(ws, "host_path", pdk_session_workspace(s->session));
 	pdk_json_set(ws, "mode", json_string(pdk_policy_ws_mode_name(p->workspace.mode)));
-	return json_pack("{s:o, s:{s:s}}", "workspace", ws, "network", "mode",
-			 pdk_policy_net_mode_name(p->network.mode));
+	return json_pack("{s:o, s:o}", "workspace", ws, "network", network_facts(p));
 }
 
 /* ---- setup ---- */

@@ -1,0 +1,76 @@
+#!/bin/bash
+# paddock mcp: the MCP server over stdio, driven with raw JSON-RPC as a client would
+# (mcp-stdio.py), as root and as an unprivileged user (TAP): the handshake and its revisions,
+# tools/list's schemas and annotations, run_command and file_read across calls, run_code,
+# the output cap, argument errors as isError results naming the field, malformed messages,
+# batches, unknown methods and oversized messages answered with their JSON-RPC errors while
+# the server keeps serving, progress, cancellation that kills the command, the file tools,
+# the workspace review, the egress tools, handles bound to their client. When the client
+# closes stdin, the server exits 0 and leaves nothing running: no supervisor, no sandbox,
+# no private directory; the host workspace is unchanged.
+. "$(dirname "$0")/lib-run.sh"
+. "$(dirname "$0")/lib-serve.sh"
+
+if ! have_supervisor; then
+	echo "Bail out! this build has no 'paddock supervise'"
+	exit 1
+fi
+trap 'reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+# TAP lines without numbers from a driver, numbered here.
+tap_of() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok 0 "${line#ok - }" ;;
+		"not ok - "*) ok 1 "${line#not ok - }" ;;
+		*) echo "$line" ;;
+		esac
+	done
+}
+
+# Supervisors still running with this identity's runtime directory.
+live_supervisors() {
+	local p n=0
+	for p in $(pgrep -f 'paddock supervise --id '); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^PADDOCK_RUNTIME_DIR=$1" &&
+			n=$((n + 1))
+	done
+	echo "$n"
+}
+
+mcp_tests() {
+	local who=$1 ws run
+	mkdir -p "$T/serve-$who"
+	[ "$who" = user ] && chown $UNPRIV_UID:$UNPRIV_UID "$T/serve-$who"
+	ws=$(mkws)
+	echo "host file" >"$ws/host.txt"
+	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$ws"
+	tap_of < <(python3 "$HERE/mcp-stdio.py" "$who" "$ws" -- $(as_argv "$who") \
+		"$T/bin/paddock" mcp --workspace "$ws" --max-message 16K)
+	run="$T/serve-$who/run"
+	is "$(live_supervisors "$run")" 0 "$who: after the client closed stdin, no supervisor runs"
+	is "$(ls -A "$run/mcp" 2>/dev/null)" "" "$who: the server's private directory is gone"
+	is "$(ls -A "$ws")" "host.txt" "$who: the host workspace is unchanged (no commit)"
+}
+
+# as_argv WHO: the argv prefix `as` runs a command with (for a driver that starts it).
+as_argv() {
+	if [ "$1" = root ]; then
+		echo env PADDOCK_INIT="$T/bin/paddock-init" PADDOCK_STATE_DIR="$T/serve-root/state" \
+			PADDOCK_RUNTIME_DIR="$T/serve-root/run" "${SERVE_ENV[@]}"
+	else
+		echo setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all \
+			env HOME="$T/home" PADDOCK_INIT="$T/bin/paddock-init" \
+			PADDOCK_STATE_DIR="$T/serve-user/state" PADDOCK_RUNTIME_DIR="$T/serve-user/run" \
+			"${SERVE_ENV[@]}"
+	fi
+}
+
+mcp_tests root
+delegate_cgroup
+SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
+mcp_tests user
+SERVE_ENV=()
+done_testing
