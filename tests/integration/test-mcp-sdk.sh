@@ -17,12 +17,14 @@ for who in root user; do
 		ws=$(mkws)
 		mcp_cmd "$who"
 		drive "$who" bash -c 'cd "$1" && shift && exec "$@"' _ "$ws" "${MCP_CMD[@]}" \
-			"$NODE" "$DRIVE/sdk-session.mjs" "$sdk" stdio "$T/bin/paddock" mcp
+			MCP_TEST_WORKSPACE="$ws" "$NODE" "$DRIVE/sdk-session.mjs" "$sdk" stdio \
+			"$T/bin/paddock" mcp --workspace "$ws"
 		# Nothing of the session outlives the client.
 		no_paddock_left "$who: $sdk stdio"
 
-		if mcp_listen "$who"; then
-			drive "$who" "${MCP_CMD[@]}" "$NODE" "$DRIVE/sdk-session.mjs" "$sdk" http "$MCP_URL"
+		if mcp_listen "$who" --workspace @WS; then
+			drive "$who" "${MCP_CMD[@]}" MCP_TEST_WORKSPACE="$MCP_WS" "$NODE" \
+				"$DRIVE/sdk-session.mjs" "$sdk" http "$MCP_URL"
 			mcp_stop
 			is "$MCP_RC" 0 "$who: $sdk http: paddock mcp --listen ends with 0 on SIGTERM"
 		else

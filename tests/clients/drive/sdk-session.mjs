@@ -55,7 +55,7 @@ async function call(client, name, args, opts) {
 async function session(client) {
 	const tools = (await client.listTools()).tools;
 	const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-	const want = ['sandbox_create', 'sandbox_destroy', 'run_command', 'run_code', 'file_read', 'ws_diff'];
+	const want = ['sandbox_create', 'sandbox_destroy', 'run_command', 'run_code', 'file_read', 'workspace_diff'];
 	check(want.every((n) => byName[n]), `tools/list offers ${want.join(', ')}`, Object.keys(byName).join(' '));
 	const rc = byName.run_command;
 	check(rc && rc.inputSchema.additionalProperties === false, 'run_command has a strict inputSchema');
@@ -83,9 +83,16 @@ async function session(client) {
 	check(!py.isError && pys.exit_code === 0 && /^42\n$/.test(streamText(pys.stdout)),
 		'run_code runs python (print(6 * 7) prints 42)', JSON.stringify(py));
 
-	const diff = await call(client, 'ws_diff', { sandbox_id: id, patch: true });
-	check(!diff.isError && JSON.stringify(diff).includes('note.txt') && JSON.stringify(diff).includes(token),
-		'ws_diff shows note.txt and its content in the change set', JSON.stringify(diff));
+	const diff = await call(client, 'workspace_diff', { sandbox_id: id, patch: true });
+	const ds = diff.structuredContent || {};
+	check(!diff.isError && (ds.changes || []).some((c) => c.path === 'note.txt') &&
+		String(ds.patch).includes(`+hello ${token}`),
+		'workspace_diff lists note.txt and its patch adds the line', JSON.stringify(diff));
+	// The workspace overlays the directory the server was given: the host's copy is unchanged
+	// until a human commits the change set.
+	const host = process.env.MCP_TEST_WORKSPACE;
+	check(host && fs.existsSync(host) && !fs.existsSync(`${host}/note.txt`),
+		`the host directory (${host}) is unchanged`);
 
 	await cancelSleep(client, id);
 
