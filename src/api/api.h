@@ -41,6 +41,14 @@ struct pdk_api *pdk_api_new(const struct pdk_api_opts *opts);
  */
 void pdk_api_handle(struct pdk_api *a, struct evhttp_request *req, bool unix_peer);
 
+/*
+ * Whether `req` comes from an admin: the unix socket's owner (`unix_peer`),
+ * or an admin bearer token. True, or false after answering 401 or 403
+ * (recorded as auth.failure). For the endpoints a listener serves beside
+ * the API (the MCP endpoint, /mcp), whose callers are the API's admins.
+ */
+bool pdk_api_admin(struct pdk_api *a, struct evhttp_request *req, bool unix_peer);
+
 /* Once a second: every 15th call writes a keepalive to each event stream. */
 void pdk_api_tick(struct pdk_api *a);
 

@@ -113,3 +113,10 @@ bool pdk__api_allowed(struct pdk_route *r, const char *id, unsigned op)
 	}
 	return true;
 }
+
+bool pdk_api_admin(struct pdk_api *a, struct evhttp_request *req, bool unix_peer)
+{
+	struct pdk_route r = {.a = a, .req = req, .method = evhttp_request_get_command(req)};
+
+	return pdk__api_authenticate(&r, unix_peer) == 0 && pdk__api_allowed(&r, NULL, 0);
+}

@@ -28,7 +28,14 @@ static void usage(FILE *out)
 	      "made and waits for them: nothing is left running. Every tool call is recorded in\n"
 	      "the audit store ('paddock audit show').\n"
 	      "\n"
+	      "With --listen, it serves the Streamable HTTP transport at http://HOST:PORT/mcp\n"
+	      "instead (both protocol eras on one endpoint), until SIGTERM or SIGINT.\n"
+	      "\n"
 	      "options:\n"
+	      "  --listen HOST:PORT  serve Streamable HTTP on a loopback address (127.0.0.1,\n"
+	      "                      [::1]); its clients bring no credentials, so Host and\n"
+	      "                      Origin must name loopback. Beyond loopback, use paddock\n"
+	      "                      serve --listen: its /mcp takes bearer tokens.\n"
 	      "  --profile NAME      the profile of the session's sandbox and of sandbox_create\n"
 	      "                      without one (default: default)\n"
 	      "  --workspace DIR     every sandbox overlays DIR: it sees DIR's files at its\n"
@@ -43,17 +50,18 @@ static void usage(FILE *out)
 	      "  -q, --quiet         no log lines on stderr\n"
 	      "  -h, --help          this help\n"
 	      "\n"
-	      "exit status: 0 when the client closed stdin (or SIGTERM, SIGINT), 1 when the\n"
+	      "exit status: 0 when the client closed stdin (or at SIGTERM, SIGINT), 1 when the\n"
 	      "server could not start, 122 for a bad option.\n",
 	      out);
 }
 
-enum { OPT_PROFILE = 256, OPT_TTL, OPT_MAX_MESSAGE, OPT_STATE_DIR, OPT_WORKSPACE };
+enum { OPT_PROFILE = 256, OPT_TTL, OPT_MAX_MESSAGE, OPT_STATE_DIR, OPT_WORKSPACE, OPT_LISTEN };
 
 static const struct option long_opts[] = {
 	{"profile", required_argument, NULL, OPT_PROFILE},
 	{"ttl", required_argument, NULL, OPT_TTL},
 	{"workspace", required_argument, NULL, OPT_WORKSPACE},
+	{"listen", required_argument, NULL, OPT_LISTEN},
 	{"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"quiet", no_argument, NULL, 'q'},
@@ -116,6 +124,9 @@ static int mcp_opt(int c, struct mcp_args *a)
 		return 0;
 	case OPT_WORKSPACE:
 		a->o.workspace = optarg;
+		return 0;
+	case OPT_LISTEN:
+		a->o.listen = optarg;
 		return 0;
 	case 'q':
 		a->quiet = true;

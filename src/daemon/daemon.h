@@ -58,6 +58,7 @@ struct pdk_daemon_mcp_opts {
 	const char *profile;       /* sandboxes made without a profile (NULL: "default") */
 	uint64_t ttl_s;            /* their TTL (0: 1 hour) */
 	const char *workspace;     /* the host directory they overlay (NULL: a private one) */
+	const char *listen;        /* "HOST:PORT" (loopback): Streamable HTTP instead of stdio */
 	size_t max_message;        /* the largest message (0: 4 MiB) */
 	char *const *envp;         /* the environment supervisors are started with */
 	const struct pdk_log *log; /* where messages go (NULL: nowhere) */

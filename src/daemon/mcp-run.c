@@ -14,10 +14,12 @@
 #include "base.h"
 #include "control.h"
 #include "daemon.h"
+#include "http.h"
 #include "mcp.h"
 
 #include <event2/event.h>
 #include <fcntl.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +34,11 @@ struct mcp_run {
 	struct event *sig_term, *sig_int, *sig_chld, *tick;
 	char *own_dir;
 	const struct pdk_log *log;
+	/* --listen: the Streamable HTTP endpoint on loopback, instead of stdio. */
+	struct evhttp *http;
+	struct pdk_http_guards *guards;
+	struct pdk_http_limits lim;
+	struct pdk_mcp_http *mcp_http;
 };
 
 static void on_eof(void *arg)
@@ -64,6 +71,66 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	pdk_ctl_tick(r->ctl);
+	if (r->mcp_http != NULL)
+		pdk_mcp_http_tick(r->mcp_http);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+	struct mcp_run *r = arg;
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+
+	if (pdk_http_guard_answer(r->guards, req))
+		return;
+	if (path == NULL || strcmp(path, "/mcp") != 0) {
+		pdk_http_error(req, 404, "not_found", NULL, "the MCP endpoint is /mcp");
+		return;
+	}
+	/* Loopback only, without credentials: every client is the same principal. */
+	pdk_mcp_http_handle(r->mcp_http, req, "loopback");
+}
+
+/*
+ * SECURITY: without credentials, the endpoint serves loopback only, and checks
+ * Host and Origin against DNS rebinding; beyond loopback, paddock serve's /mcp
+ * takes bearer tokens.
+ */
+static int listen_http(struct mcp_run *r, const struct pdk_daemon_mcp_opts *o,
+		       struct pdk_error **err)
+{
+	bool loopback = false;
+	int fd = pdk_http_bind_tcp(o->listen, &loopback, err);
+
+	if (fd < 0)
+		return fd;
+	if (!loopback) {
+		(void)close(fd);
+		return pdk_error_setx(
+			err, EINVAL,
+			"--listen %s: paddock mcp serves loopback only (its clients "
+			"bring no credentials); beyond it, use paddock serve --listen, "
+			"whose /mcp takes bearer tokens",
+			o->listen);
+	}
+	r->lim = (struct pdk_http_limits){.max_body = o->max_message ? o->max_message
+								     : PDK_RPC_MESSAGE_MAX,
+					  .max_conns = 256,
+					  .head_timeout_ms = 10000,
+					  .name = o->listen,
+					  .log = o->log};
+	r->http = evhttp_new(r->base);
+	if (r->http == NULL)
+		pdk_oom();
+	evhttp_set_max_body_size(r->http, (ev_ssize_t)r->lim.max_body);
+	evhttp_set_max_headers_size(r->http, PDK_HTTP_HEADERS_MAX);
+	evhttp_set_allowed_methods(r->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
+	evhttp_set_gencb(r->http, on_request, r);
+	r->guards = pdk_http_guards_new(r->base, &r->lim);
+	r->mcp_http = pdk_mcp_http_new(r->mcp, &(struct pdk_mcp_http_opts){.check_host = true});
+	if (pdk_http_serve_fd(r->base, r->http, r->guards, fd, err) < 0)
+		return -EIO;
+	pdk_log(o->log, PDK_LOG_INFO, "serving MCP on http://%s/mcp", o->listen);
+	return 0;
 }
 
 static struct event *add_event(struct mcp_run *r, int sig, event_callback_fn fn)
@@ -105,6 +172,8 @@ static int start(struct mcp_run *r, const struct pdk_daemon_mcp_opts *o, struct 
 	r->sig_chld = add_event(r, SIGCHLD, on_child);
 	r->tick = add_event(r, -1, on_tick);
 	pdk_ctl_start(r->ctl);
+	if (o->listen != NULL)
+		return listen_http(r, o, err);
 	r->stdio = pdk_mcp_stdio_new(r->mcp, STDIN_FILENO, STDOUT_FILENO, "stdio", on_eof, r);
 	return 0;
 }
@@ -115,6 +184,8 @@ static void stop(struct mcp_run *r)
 
 	/* The client is gone: its commands are killed and its sandboxes destroyed, waited for. */
 	pdk_mcp_stdio_free(r->stdio);
+	pdk_mcp_http_free(r->mcp_http);
+	pdk_http_guards_stop(r->guards);
 	if (r->ctl != NULL)
 		pdk_ctl_shutdown(r->ctl, true, STOP_WAIT_S);
 	pdk_ctl_free(r->ctl);
@@ -122,8 +193,11 @@ static void stop(struct mcp_run *r)
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(evs); i++)
 		if (evs[i] != NULL)
 			event_free(evs[i]);
+	if (r->http != NULL)
+		evhttp_free(r->http);
 	if (r->base != NULL)
 		event_base_free(r->base);
+	pdk_http_guards_free(r->guards);
 	if (r->own_dir != NULL && pdk_rm_rf_at(AT_FDCWD, r->own_dir) < 0)
 		pdk_log(r->log, PDK_LOG_WARN, "cannot remove '%s'", r->own_dir);
 	free(r->own_dir);

@@ -8,6 +8,7 @@
 #include "control.h"
 #include "daemon.h"
 #include "http.h"
+#include "mcp.h"
 
 #include <arpa/inet.h>
 #include <event2/listener.h>
@@ -31,6 +32,8 @@ struct pdk_daemon {
 	struct event_base *base;
 	struct pdk_ctl *ctl;
 	struct pdk_api *api;
+	struct pdk_mcp *mcp;           /* the MCP server on /mcp (docs/mcp.md) */
+	struct pdk_mcp_http *mcp_http; /* its Streamable HTTP endpoint */
 	struct pdk_http_guards *guards_unix, *guards_tcp;
 	struct evhttp *http_unix, *http_tcp;
 	struct event *sig_term, *sig_int, *sig_chld, *tick;
@@ -48,8 +51,16 @@ struct pdk_daemon {
 
 static void on_request(struct pdk_daemon *d, struct evhttp_request *req, bool unix_peer)
 {
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+
 	if (pdk_http_guard_answer(unix_peer ? d->guards_unix : d->guards_tcp, req))
 		return; /* a request the guard refused: answered before authentication */
+	/* The MCP endpoint: the API's admins, as the API authenticates them. */
+	if (path != NULL && strcmp(path, "/mcp") == 0) {
+		if (pdk_api_admin(d->api, req, unix_peer))
+			pdk_mcp_http_handle(d->mcp_http, req, "admin");
+		return;
+	}
 	pdk_api_handle(d->api, req, unix_peer);
 }
 
@@ -83,28 +94,11 @@ static struct evhttp *http_new(struct pdk_daemon *d, void (*cb)(struct evhttp_re
 	return h;
 }
 
-/* Serve `h` on the listening socket `fd` (taken), through the guards `gs` (their own budget). */
+/* Serve `h` on the socket `fd` (taken), through the guards `gs` (their own budget). */
 static int bind_fd(struct pdk_daemon *d, struct evhttp *h, struct pdk_http_guards *gs, int fd,
 		   struct pdk_error **err)
 {
-	struct evconnlistener *l;
-
-	if (listen(fd, 128) < 0) {
-		(void)close(fd);
-		return pdk_error_set(err, errno, "listen");
-	}
-	l = evconnlistener_new(d->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-			       -1, fd);
-	if (l == NULL) {
-		(void)close(fd);
-		return pdk_error_setx(err, EIO, "cannot listen on the socket");
-	}
-	if (evhttp_bind_listener(h, l) == NULL) {
-		evconnlistener_free(l);
-		return pdk_error_setx(err, EIO, "cannot serve HTTP on the socket");
-	}
-	pdk_http_guard_install(gs, h, l);
-	return 0;
+	return pdk_http_serve_fd(d->base, h, gs, fd, err);
 }
 
 static int listen_unix(struct pdk_daemon *d, struct pdk_error **err)
@@ -147,46 +141,10 @@ static int listen_unix(struct pdk_daemon *d, struct pdk_error **err)
 
 static int listen_tcp(struct pdk_daemon *d, const char *spec, struct pdk_error **err)
 {
-	_cleanup_free_ char *host = NULL;
-	const char *colon = strrchr(spec, ':');
-	struct sockaddr_storage ss = {0};
-	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-	uint64_t port;
-	int fd, one = 1;
-	socklen_t len;
+	int fd = pdk_http_bind_tcp(spec, NULL, err);
 
-	if (colon == NULL || pdk_parse_u64(colon + 1, 65535, &port) < 0)
-		return pdk_error_setx(err, EINVAL, "--listen wants HOST:PORT, not '%s'", spec);
-	host = strndup(spec, (size_t)(colon - spec));
-	if (host == NULL)
-		pdk_oom();
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		memmove(host, host + 1, strlen(host));
-		host[strlen(host) - 1] = '\0';
-	}
-	if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
-		in4->sin_family = AF_INET;
-		in4->sin_port = htons((uint16_t)port);
-		len = sizeof(*in4);
-	} else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-		len = sizeof(*in6);
-	} else {
-		return pdk_error_setx(err, EINVAL, "--listen wants a numeric address, not '%s'",
-				      host);
-	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		return pdk_error_set(err, errno, "socket");
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, len) < 0) {
-		int e = errno;
-
-		(void)close(fd);
-		return pdk_error_set(err, e, "bind %s", spec);
-	}
+		return fd;
 	d->http_tcp = http_new(d, on_tcp_request);
 	d->guards_tcp = pdk_http_guards_new(d->base, &d->lim_tcp);
 	return bind_fd(d, d->http_tcp, d->guards_tcp, fd, err);
@@ -225,6 +183,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		return;
 	pdk_ctl_tick(d->ctl);
 	pdk_api_tick(d->api);
+	pdk_mcp_http_tick(d->mcp_http);
 }
 
 static struct event *add_signal(struct pdk_daemon *d, int sig, event_callback_fn fn)
@@ -269,6 +228,9 @@ static int open_ctl(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struc
 		return -EIO;
 	d->api = pdk_api_new(&(struct pdk_api_opts){
 		.ctl = d->ctl, .base = d->base, .max_body = d->max_body, .uid = geteuid()});
+	d->mcp = pdk_mcp_new(&(struct pdk_mcp_opts){.ctl = d->ctl, .base = d->base, .log = d->log});
+	/* Every caller of /mcp brings credentials (the API's): Origin is checked, Host not. */
+	d->mcp_http = pdk_mcp_http_new(d->mcp, &(struct pdk_mcp_http_opts){.check_host = false});
 	return 0;
 }
 
@@ -418,6 +380,9 @@ static void stop(struct pdk_daemon *d)
 	}
 	if (d->api != NULL)
 		pdk_api_close(d->api);
+	/* MCP sessions end: their commands are killed; their sandboxes' fate is the daemon's. */
+	pdk_mcp_http_free(d->mcp_http);
+	d->mcp_http = NULL;
 	/* Before the listeners and the loop: the guards' timers and lingering sockets go first. */
 	pdk_http_guards_stop(d->guards_unix);
 	pdk_http_guards_stop(d->guards_tcp);
@@ -425,6 +390,7 @@ static void stop(struct pdk_daemon *d)
 	pdk_ctl_free(d->ctl);
 	free_listeners(d);
 	pdk_api_free(d->api);
+	pdk_mcp_free(d->mcp);
 	/* A connection's filter may be finalised only with the loop: the guards outlive it. */
 	if (d->base != NULL)
 		event_base_free(d->base);

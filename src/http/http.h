@@ -191,4 +191,21 @@ void pdk_http_guard_install(struct pdk_http_guards *gs, struct evhttp *h, struct
  */
 bool pdk_http_guard_answer(struct pdk_http_guards *gs, struct evhttp_request *req);
 
+/* ---- listeners (listen.c) ---- */
+
+/*
+ * A TCP socket bound to "HOST:PORT" (a numeric IPv4 or IPv6 address; "[V6]:PORT"),
+ * non-blocking, close-on-exec, SO_REUSEADDR: its descriptor (caller's), or
+ * negative + *err (-EINVAL naming the bad spec). *loopback (may be NULL)
+ * says whether HOST is a loopback address.
+ */
+PDK_MUST_CHECK int pdk_http_bind_tcp(const char *spec, bool *loopback, struct pdk_error **err);
+
+/*
+ * Serve `h` on the bound socket `fd` (taken, closed on failure): listen,
+ * hand its connections to evhttp through the guards `gs`.
+ */
+PDK_MUST_CHECK int pdk_http_serve_fd(struct event_base *base, struct evhttp *h,
+				     struct pdk_http_guards *gs, int fd, struct pdk_error **err);
+
 #endif

@@ -30,6 +30,8 @@ static void call_free(struct pdk_mcp_call *call)
 	json_decref(call->id);
 	json_decref(call->args);
 	json_decref(call->progress);
+	json_decref(call->caps);
+	json_decref(call->params);
 	free(call->sandbox);
 	free(call);
 	pdk__mcp_conn_unref(c);
@@ -38,8 +40,10 @@ static void call_free(struct pdk_mcp_call *call)
 void pdk__mcp_call_finish(struct pdk_mcp_call *call, json_t *result)
 {
 	/* A cancelled request gets nothing more (2025-06-18 basic/utilities/cancellation). */
+	if (!call->cancelled && call->modern)
+		result = pdk__mcp_modern_result(result);
 	if (!call->cancelled)
-		pdk__mcp_send(call->conn, pdk_rpc_result(call->id, result));
+		pdk__mcp_send(call->conn, call->id, pdk_rpc_result(call->id, result));
 	else
 		json_decref(result);
 	call_free(call);
@@ -143,7 +147,7 @@ static void tick(evutil_socket_t fd, short what, void *arg)
 		return;
 	call->ticks++;
 	msg = pdk_xasprintf("running for %llus", (unsigned long long)call->ticks);
-	pdk__mcp_send(call->conn,
+	pdk__mcp_send(call->conn, call->id,
 		      pdk_rpc_notification("notifications/progress",
 					   json_pack("{s:O, s:I, s:s}", "progressToken",
 						     call->progress, "progress",
@@ -264,6 +268,16 @@ void pdk__mcp_call_start(struct pdk_mcp_call *call)
 			pdk__mcp_call_fail(call, err);
 		else
 			run_in(call, id);
+		return;
+	}
+	/*
+	 * The 2026-07-28 revision has no session to hang a sandbox on: a call names its
+	 * sandbox by a handle (docs/mcp.md, "Eras").
+	 */
+	if (call->modern) {
+		pdk__mcp_call_bad(call, "sandbox_id",
+				  "'sandbox_id' is required in the 2026-07-28 revision: create a "
+				  "sandbox with sandbox_create and pass the handle it answers");
 		return;
 	}
 	/* The connection's sandbox: made at the first call, again if it ended (its TTL). */

@@ -20,8 +20,9 @@ struct pdk_mcp {
 	size_t max_message;
 	char *profile;
 	uint64_t ttl_s;
-	char *workspace; /* the host directory sandboxes overlay, or NULL: a private one */
-	json_t *tools;   /* the tools/list "tools" array, built once */
+	char *workspace;       /* the host directory sandboxes overlay, or NULL: a private one */
+	json_t *tools;         /* the tools/list "tools" array, built once */
+	unsigned char key[32]; /* the MRTR requestState key (mrtr.c), random per server */
 };
 
 enum pdk_mcp_tool_flags {
@@ -73,12 +74,28 @@ struct pdk_mcp_call {
 	struct event *ticker;   /* progress notifications */
 	uint64_t ticks;
 	uint64_t start_ns;
-	bool cancelled; /* the client cancelled it: nothing more is sent for it */
+	bool cancelled;            /* the client cancelled it: nothing more is sent for it */
+	bool modern;               /* a 2026-07-28 request: its results say resultType */
+	bool listen;               /* subscriptions/listen: open until cancelled */
+	json_t *caps;              /* modern: the request's clientCapabilities (or NULL) */
+	json_t *input_responses;   /* modern, MRTR retry: inputResponses (or NULL) */
+	const char *request_state; /* modern, MRTR retry: into `params` (or NULL) */
+	json_t *params;            /* the request's params (a reference) */
 };
 
 /* ---- server.c ---- */
-/* Send `msg` (taken) to the connection's client, unless it is gone. */
-void pdk__mcp_send(struct pdk_mcp_conn *c, json_t *msg);
+/* Send `msg` (taken), about request `related` (NULL: none), unless the client is gone. */
+void pdk__mcp_send(struct pdk_mcp_conn *c, const json_t *related, json_t *msg);
+/* Serve one parsed message (borrowed). */
+void pdk__mcp_dispatch(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m);
+/* The modern revision a message's _meta names, or NULL: a legacy message. */
+const char *pdk__mcp_modern_version(const struct pdk_rpc_msg *m);
+/* A result as the modern era sends it: resultType "complete" unless set, serverInfo (taken). */
+json_t *pdk__mcp_modern_result(json_t *result);
+/* The JSON-RPC error codes 2026-07-28 adds (basic/index, "Error Codes"). */
+#define PDK_RPC_HEADER_MISMATCH     (-32020)
+#define PDK_RPC_MISSING_CAPABILITY  (-32021)
+#define PDK_RPC_UNSUPPORTED_VERSION (-32022)
 /* Drop a reference; the last one of a closed connection frees it. */
 void pdk__mcp_conn_unref(struct pdk_mcp_conn *c);
 
@@ -109,6 +126,17 @@ char *pdk__mcp_arg_path(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb, const 
 json_t *pdk__mcp_labels(const struct pdk_mcp_conn *c);
 /* The workspace of a sandbox the server makes: {"path","mode"} or NULL (new reference). */
 json_t *pdk__mcp_workspace(const struct pdk_mcp *m);
+
+/* ---- mrtr.c ---- */
+/*
+ * A requestState for `call` (caller frees): its principal, tool, arguments'
+ * digest and an expiry, signed with the server's key (HMAC-SHA256).
+ */
+char *pdk__mrtr_state(const struct pdk_mcp_call *call);
+/* Whether `state` is one pdk__mrtr_state() made for this very call, not expired. */
+bool pdk__mrtr_verify(const struct pdk_mcp_call *call, const char *state);
+/* The key, from the kernel's CSPRNG. */
+void pdk__mrtr_key(unsigned char key[32]);
 
 /* ---- schema.c ---- */
 json_t *pdk__schema_object(json_t *properties, const char *const *required);

@@ -27,9 +27,11 @@ struct event_base;
 struct pdk_mcp;
 struct pdk_mcp_conn;
 
-/* The protocol revisions spoken, newest legacy first (docs/mcp.md, "Eras"). */
+/* The protocol revisions spoken (docs/mcp.md, "Eras"): the legacy ones, newest first. */
 #define PDK_MCP_VERSION_LATEST "2025-11-25"
 #define PDK_MCP_VERSION_PREV   "2025-06-18"
+/* The modern, stateless one: a request's _meta names it, no initialize. */
+#define PDK_MCP_VERSION_MODERN "2026-07-28"
 
 struct pdk_mcp_opts {
 	struct pdk_ctl *ctl;       /* borrowed; outlives the server */
@@ -46,10 +48,13 @@ struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o);
 void pdk_mcp_free(struct pdk_mcp *m);
 
 /*
- * Hand one message to the client (`msg` borrowed for the call). The
- * transport frames it; a transport that cannot write any more drops it.
+ * Hand one message to the client (`msg` borrowed for the call). `related`
+ * is the id of the client's request it answers or belongs to (a progress
+ * notification's call), NULL for none: a transport with a channel per
+ * request (HTTP) sends it there. The transport frames it; a transport that
+ * cannot write any more drops it.
  */
-typedef void (*pdk_mcp_send_cb)(void *ctx, const json_t *msg);
+typedef void (*pdk_mcp_send_cb)(void *ctx, const json_t *related, const json_t *msg);
 
 /*
  * A new connection of a client known as `identity` (copied: the handles it
@@ -100,6 +105,39 @@ struct pdk_mcp_conn *pdk_mcp_stdio_conn(struct pdk_mcp_stdio *s);
  * free the transport. NULL-safe.
  */
 void pdk_mcp_stdio_free(struct pdk_mcp_stdio *s);
+
+/* ---- the Streamable HTTP transport (http.c) ---- */
+
+struct pdk_mcp_http;
+struct evhttp_request;
+
+struct pdk_mcp_http_opts {
+	/*
+	 * An endpoint whose clients bring no credentials (`paddock mcp --listen`,
+	 * loopback only): the Host header must name a loopback host or one of
+	 * `hosts`. Origin, when sent, is checked against the same names always.
+	 */
+	bool check_host;
+	char *const *hosts; /* more allowed host names (copied; NULL: none) */
+};
+
+/* The endpoint (caller frees with pdk_mcp_http_free(), before the server). Never NULL. */
+struct pdk_mcp_http *pdk_mcp_http_new(struct pdk_mcp *m, const struct pdk_mcp_http_opts *o);
+
+/*
+ * Answer one request to the MCP endpoint, now or later. `principal` is who
+ * the front end authenticated (copied; "loopback" for a listener without
+ * credentials): a 2026-07-28 request's handles are bound to it, a legacy
+ * session's to the session. POST carries one message; DELETE ends a legacy
+ * session; anything else is 405.
+ */
+void pdk_mcp_http_handle(struct pdk_mcp_http *h, struct evhttp_request *req, const char *principal);
+
+/* Once a second or so: legacy sessions idle for an hour end. */
+void pdk_mcp_http_tick(struct pdk_mcp_http *h);
+
+/* End every session and request in flight (their commands are killed). NULL-safe. */
+void pdk_mcp_http_free(struct pdk_mcp_http *h);
 
 /*
  * The one mapping from a control error to a tool's result: an `isError`

@@ -25,6 +25,7 @@ struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o)
 	m->ttl_s = o->ttl_s ? o->ttl_s : DEFAULT_TTL_S;
 	m->workspace = o->workspace ? pdk_xstrdup(o->workspace) : NULL;
 	m->tools = pdk__mcp_tools_json();
+	pdk__mrtr_key(m->key);
 	return m;
 }
 
@@ -101,6 +102,8 @@ void pdk_mcp_conn_close(struct pdk_mcp_conn *c)
 	for (struct pdk_mcp_call *x = c->calls; x != NULL; x = next) {
 		next = x->next;
 		pdk__mcp_call_cancel(x);
+		if (x->listen)
+			pdk__mcp_call_finish(x, NULL); /* nothing runs for it */
 	}
 	for (struct pdk_mcp_call *x = c->waiting; x != NULL; x = x->next)
 		x->cancelled = true;
@@ -114,27 +117,19 @@ void pdk_mcp_conn_close(struct pdk_mcp_conn *c)
 	pdk__mcp_conn_unref(c);
 }
 
-void pdk__mcp_send(struct pdk_mcp_conn *c, json_t *msg)
+void pdk__mcp_send(struct pdk_mcp_conn *c, const json_t *related, json_t *msg)
 {
 	if (!c->closed && msg != NULL)
-		c->send(c->send_ctx, msg);
+		c->send(c->send_ctx, related, msg);
 	json_decref(msg);
 }
 
-/* ---- methods ---- */
+/* ---- what both eras share ---- */
 
-static void answer_error(struct pdk_mcp_conn *c, const json_t *id, int code, const char *msg)
+static void answer_error(struct pdk_mcp_conn *c, const json_t *id, int code, const char *msg,
+			 json_t *data)
 {
-	pdk__mcp_send(c, pdk_rpc_error(id, code, msg, NULL));
-}
-
-static const char *negotiate(const char *asked)
-{
-	for (size_t i = 0; asked != NULL && i < PDK_ARRAY_SIZE(versions); i++)
-		if (strcmp(asked, versions[i]) == 0)
-			return versions[i];
-	/* A revision we do not speak: the latest we do; the client decides whether to go on. */
-	return versions[0];
+	pdk__mcp_send(c, id, pdk_rpc_error(id, code, msg, data));
 }
 
 static json_t *server_info(void)
@@ -143,38 +138,11 @@ static json_t *server_info(void)
 			 "version", PDK_VERSION);
 }
 
-static void on_initialize(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
-{
-	const json_t *p = m->params;
-	const char *asked = json_string_value(json_object_get(p, "protocolVersion"));
-	json_t *caps = json_object_get(p, "capabilities");
-	json_t *info = json_object_get(p, "clientInfo");
-	json_t *r;
-
-	if (asked == NULL || !json_is_object(caps) || !json_is_object(info)) {
-		answer_error(c, m->id, PDK_RPC_INVALID_PARAMS,
-			     "initialize needs 'protocolVersion', 'capabilities' and 'clientInfo'");
-		return;
-	}
-	free(c->version);
-	c->version = pdk_xstrdup(negotiate(asked));
-	json_decref(c->caps);
-	c->caps = json_incref(caps);
-	json_decref(c->client);
-	c->client = json_incref(info);
-	c->initialized = true;
-	r = json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", c->version, "capabilities",
-		      "tools", "listChanged", 0, "serverInfo", server_info(), "instructions",
-		      "Tools run in paddock sandboxes: no network beyond the profile's allowlist, "
-		      "a workspace whose changes are a reviewable change set, every call audited. "
-		      "Calls without sandbox_id share one sandbox per session.");
-	pdk__mcp_send(c, pdk_rpc_result(m->id, r));
-}
-
-static void on_tools_list(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
-{
-	pdk__mcp_send(c, pdk_rpc_result(m->id, json_pack("{s:O}", "tools", c->m->tools)));
-}
+static const char instructions[] =
+	"Tools run in paddock sandboxes: no network beyond the profile's allowlist, a "
+	"workspace whose changes are a reviewable change set, every call audited. Calls "
+	"without sandbox_id share one sandbox per session (2025 revisions); in the 2026-07-28 "
+	"revision, create one with sandbox_create and pass its sandbox_id.";
 
 static json_t *progress_token(const json_t *params)
 {
@@ -195,7 +163,24 @@ static bool args_ok(struct pdk_mcp_call *call, const json_t *schema)
 	return false;
 }
 
-static void on_tools_call(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+static struct pdk_mcp_call *call_new(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+{
+	struct pdk_mcp_call *call = pdk_xcalloc(1, sizeof(*call));
+
+	call->conn = c;
+	call->id = json_deep_copy(m->id);
+	call->params = m->params ? json_deep_copy(m->params) : json_object();
+	call->progress = progress_token(m->params);
+	call->start_ns = pdk_now_mono_ns();
+	c->refs++;
+	call->next = c->calls;
+	c->calls = call;
+	return call;
+}
+
+/* tools/call: `caps` the modern request's clientCapabilities (NULL: legacy). */
+static void on_tools_call(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, bool modern,
+			  const json_t *caps)
 {
 	const char *name = json_string_value(json_object_get(m->params, "name"));
 	json_t *args = json_object_get(m->params, "arguments");
@@ -204,26 +189,24 @@ static void on_tools_call(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 	struct pdk_mcp_call *call;
 
 	if (name == NULL || t == NULL) {
-		pdk__mcp_send(c, pdk_rpc_error(m->id, PDK_RPC_INVALID_PARAMS,
-					       name ? "unknown tool: see tools/list"
-						    : "tools/call needs the tool's 'name'",
-					       name ? json_pack("{s:s}", "name", name) : NULL));
+		answer_error(c, m->id, PDK_RPC_INVALID_PARAMS,
+			     name ? "unknown tool: see tools/list"
+				  : "tools/call needs the tool's 'name'",
+			     name ? json_pack("{s:s}", "name", name) : NULL);
 		return;
 	}
 	if (args != NULL && !json_is_object(args)) {
-		answer_error(c, m->id, PDK_RPC_INVALID_PARAMS, "'arguments' must be an object");
+		answer_error(c, m->id, PDK_RPC_INVALID_PARAMS, "'arguments' must be an object",
+			     NULL);
 		return;
 	}
-	call = pdk_xcalloc(1, sizeof(*call));
-	call->conn = c;
+	call = call_new(c, m);
 	call->tool = t;
-	call->id = json_deep_copy(m->id);
 	call->args = args ? json_deep_copy(args) : json_object();
-	call->progress = progress_token(m->params);
-	call->start_ns = pdk_now_mono_ns();
-	c->refs++;
-	call->next = c->calls;
-	c->calls = call;
+	call->modern = modern;
+	call->caps = caps ? json_deep_copy(caps) : NULL;
+	call->input_responses = json_object_get(call->params, "inputResponses");
+	call->request_state = json_string_value(json_object_get(call->params, "requestState"));
 	schema = t->input();
 	if (args_ok(call, schema))
 		pdk__mcp_call_start(call);
@@ -236,6 +219,9 @@ static void on_cancelled(struct pdk_mcp_conn *c, const json_t *params)
 	for (struct pdk_mcp_call *x = c->calls; id != NULL && x != NULL; x = x->next)
 		if (json_equal(x->id, (json_t *)id)) {
 			pdk__mcp_call_cancel(x);
+			/* A subscription has nothing running: it ends here, silently. */
+			if (x->listen)
+				pdk__mcp_call_finish(x, NULL);
 			return;
 		}
 	for (struct pdk_mcp_call *x = c->waiting; id != NULL && x != NULL; x = x->next)
@@ -243,23 +229,180 @@ static void on_cancelled(struct pdk_mcp_conn *c, const json_t *params)
 			x->cancelled = true;
 }
 
-static void on_request(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+/* ---- the legacy era: 2025-11-25, 2025-06-18 ---- */
+
+static const char *negotiate(const char *asked)
+{
+	for (size_t i = 0; asked != NULL && i < PDK_ARRAY_SIZE(versions); i++)
+		if (strcmp(asked, versions[i]) == 0)
+			return versions[i];
+	/* A revision we do not speak: the latest we do; the client decides whether to go on. */
+	return versions[0];
+}
+
+static void on_initialize(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+{
+	const json_t *p = m->params;
+	const char *asked = json_string_value(json_object_get(p, "protocolVersion"));
+	json_t *caps = json_object_get(p, "capabilities");
+	json_t *info = json_object_get(p, "clientInfo");
+	json_t *r;
+
+	if (asked == NULL || !json_is_object(caps) || !json_is_object(info)) {
+		answer_error(c, m->id, PDK_RPC_INVALID_PARAMS,
+			     "initialize needs 'protocolVersion', 'capabilities' and 'clientInfo'",
+			     NULL);
+		return;
+	}
+	free(c->version);
+	c->version = pdk_xstrdup(negotiate(asked));
+	json_decref(c->caps);
+	c->caps = json_incref(caps);
+	json_decref(c->client);
+	c->client = json_incref(info);
+	c->initialized = true;
+	r = json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", c->version, "capabilities",
+		      "tools", "listChanged", 0, "serverInfo", server_info(), "instructions",
+		      instructions);
+	pdk__mcp_send(c, m->id, pdk_rpc_result(m->id, r));
+}
+
+static void on_legacy(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 {
 	if (strcmp(m->method, "initialize") == 0)
 		on_initialize(c, m);
 	else if (strcmp(m->method, "ping") == 0)
-		pdk__mcp_send(c, pdk_rpc_result(m->id, NULL));
+		pdk__mcp_send(c, m->id, pdk_rpc_result(m->id, NULL));
 	else if (!c->initialized)
 		answer_error(c, m->id, PDK_RPC_INVALID_REQUEST,
-			     "the session is not initialized: send initialize first");
+			     "the session is not initialized: send initialize first (or, in the "
+			     "2026-07-28 revision, io.modelcontextprotocol/protocolVersion in "
+			     "_meta)",
+			     NULL);
 	else if (strcmp(m->method, "tools/list") == 0)
-		on_tools_list(c, m);
+		pdk__mcp_send(c, m->id,
+			      pdk_rpc_result(m->id, json_pack("{s:O}", "tools", c->m->tools)));
 	else if (strcmp(m->method, "tools/call") == 0)
-		on_tools_call(c, m);
+		on_tools_call(c, m, false, NULL);
 	else
 		answer_error(c, m->id, PDK_RPC_METHOD_NOT_FOUND,
-			     "method not found: this server offers tools only");
+			     "method not found: this server offers tools only", NULL);
 }
+
+/* ---- the modern era: 2026-07-28 (stateless: every request says what it needs) ---- */
+
+#define META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_CAPS    "io.modelcontextprotocol/clientCapabilities"
+#define META_CLIENT  "io.modelcontextprotocol/clientInfo"
+#define META_SERVER  "io.modelcontextprotocol/serverInfo"
+#define META_SUB     "io.modelcontextprotocol/subscriptionId"
+/* How long a client may keep tools/list and server/discover: they change with the binary. */
+#define LIST_TTL_MS 3600000
+
+const char *pdk__mcp_modern_version(const struct pdk_rpc_msg *m)
+{
+	return json_string_value(
+		json_object_get(json_object_get(m->params, "_meta"), META_VERSION));
+}
+
+json_t *pdk__mcp_modern_result(json_t *result)
+{
+	json_t *meta;
+
+	if (result == NULL)
+		result = json_object();
+	if (json_object_get(result, "resultType") == NULL)
+		pdk_json_set(result, "resultType", json_string("complete"));
+	meta = json_object_get(result, "_meta");
+	if (meta == NULL) {
+		meta = json_object();
+		pdk_json_set(result, "_meta", meta);
+	}
+	pdk_json_set(meta, META_SERVER, server_info());
+	return result;
+}
+
+static json_t *supported(void)
+{
+	return json_pack("[s,s,s]", PDK_MCP_VERSION_MODERN, PDK_MCP_VERSION_LATEST,
+			 PDK_MCP_VERSION_PREV);
+}
+
+static void answer_modern(struct pdk_mcp_conn *c, const json_t *id, json_t *result)
+{
+	pdk__mcp_send(c, id, pdk_rpc_result(id, pdk__mcp_modern_result(result)));
+}
+
+static void on_discover(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+{
+	answer_modern(c, m->id,
+		      json_pack("{s:o, s:{s:{}}, s:s, s:i, s:s}", "supportedVersions", supported(),
+				"capabilities", "tools", "instructions", instructions, "ttlMs",
+				LIST_TTL_MS, "cacheScope", "public"));
+}
+
+/* subscriptions/listen: the tools never change, so the stream only ever says it is open. */
+static void on_listen(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+{
+	const json_t *want = json_object_get(m->params, "notifications");
+	struct pdk_mcp_call *call = call_new(c, m);
+	json_t *granted = json_object();
+
+	call->listen = true;
+	call->modern = true;
+	if (json_is_true(json_object_get(want, "toolsListChanged")))
+		pdk_json_set(granted, "toolsListChanged", json_true());
+	pdk__mcp_send(c, m->id,
+		      pdk_rpc_notification("notifications/subscriptions/acknowledged",
+					   json_pack("{s:{s:O}, s:o}", "_meta", META_SUB, m->id,
+						     "notifications", granted)));
+}
+
+static bool modern_ok(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, const char *version)
+{
+	const json_t *meta = json_object_get(m->params, "_meta");
+
+	if (strcmp(version, PDK_MCP_VERSION_MODERN) != 0) {
+		answer_error(
+			c, m->id, PDK_RPC_UNSUPPORTED_VERSION, "Unsupported protocol version",
+			json_pack("{s:o, s:s}", "supported", supported(), "requested", version));
+		return false;
+	}
+	if (!json_is_object(json_object_get(meta, META_CAPS))) {
+		answer_error(c, m->id, PDK_RPC_INVALID_PARAMS,
+			     "a 2026-07-28 request carries " META_CAPS " (an object) in _meta",
+			     NULL);
+		return false;
+	}
+	return true;
+}
+
+static void on_modern(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, const char *version)
+{
+	const json_t *meta = json_object_get(m->params, "_meta");
+
+	if (!modern_ok(c, m, version))
+		return;
+	if (c->client == NULL && json_is_object(json_object_get(meta, META_CLIENT)))
+		c->client = json_deep_copy(json_object_get(meta, META_CLIENT));
+	if (strcmp(m->method, "server/discover") == 0)
+		on_discover(c, m);
+	else if (strcmp(m->method, "tools/list") == 0)
+		answer_modern(c, m->id,
+			      json_pack("{s:O, s:i, s:s}", "tools", c->m->tools, "ttlMs",
+					LIST_TTL_MS, "cacheScope", "public"));
+	else if (strcmp(m->method, "tools/call") == 0)
+		on_tools_call(c, m, true, json_object_get(meta, META_CAPS));
+	else if (strcmp(m->method, "subscriptions/listen") == 0)
+		on_listen(c, m);
+	else
+		answer_error(c, m->id, PDK_RPC_METHOD_NOT_FOUND,
+			     "method not found in 2026-07-28: this server offers server/discover, "
+			     "tools/list, tools/call and subscriptions/listen",
+			     NULL);
+}
+
+/* ---- dispatch ---- */
 
 /* Notifications get no answer, whatever they say (JSON-RPC 2.0, section 4.1). */
 static void on_notification(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
@@ -268,20 +411,34 @@ static void on_notification(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 		on_cancelled(c, m->params);
 }
 
+void pdk__mcp_dispatch(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+{
+	const char *modern;
+
+	/* The server sends no requests of its own: a response answers nothing. */
+	if (m->kind == PDK_RPC_NOTIFICATION) {
+		on_notification(c, m);
+		return;
+	}
+	if (m->kind != PDK_RPC_REQUEST)
+		return;
+	modern = pdk__mcp_modern_version(m);
+	if (modern != NULL)
+		on_modern(c, m, modern);
+	else
+		on_legacy(c, m);
+}
+
 void pdk_mcp_conn_message(struct pdk_mcp_conn *c, const char *data, size_t len)
 {
 	struct pdk_rpc_msg m;
 	struct pdk_rpc_refusal why;
 
 	if (pdk_rpc_parse(data, len, c->m->max_message, &m, &why) < 0) {
-		pdk__mcp_send(c, pdk_rpc_error(why.id, why.code, why.msg, NULL));
+		answer_error(c, why.id, why.code, why.msg, NULL);
 		pdk_rpc_refusal_release(&why);
 		return;
 	}
-	/* The server sends no requests of its own yet: a response answers nothing. */
-	if (m.kind == PDK_RPC_REQUEST)
-		on_request(c, &m);
-	else if (m.kind == PDK_RPC_NOTIFICATION)
-		on_notification(c, &m);
+	pdk__mcp_dispatch(c, &m);
 	pdk_rpc_msg_release(&m);
 }

@@ -59,11 +59,12 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 	flush_some(arg);
 }
 
-static void send_msg(void *ctx, const json_t *msg)
+static void send_msg(void *ctx, const json_t *related, const json_t *msg)
 {
 	struct pdk_mcp_stdio *s = ctx;
 	_cleanup_free_ char *line = pdk_json_dump_line(msg);
 
+	(void)related; /* one channel for every request */
 	if (line == NULL)
 		pdk_oom();
 	/* SECURITY: jansson escapes every control character: a message is exactly one line. */
@@ -86,7 +87,7 @@ static void too_large(struct pdk_mcp_stdio *s)
 	json_t *e = pdk_rpc_error(NULL, PDK_RPC_PARSE_ERROR,
 				  "the message is larger than the server's limit", NULL);
 
-	pdk__mcp_send(s->conn, e);
+	pdk__mcp_send(s->conn, NULL, e);
 	s->skipping = true;
 	pdk_buf_reset(&s->line);
 }

@@ -108,6 +108,55 @@ static void destroyed(void *ctx, const char *id, const char *state, const struct
 							     "state", state)));
 }
 
+/*
+ * In the 2026-07-28 revision, a client that declared elicitation is asked to
+ * confirm a destroy first (MRTR: an input_required result and a signed
+ * requestState; the retry carries both back). True when the destroy may go
+ * on; false when the call was answered (the question, a refusal, an error).
+ */
+static bool confirmed(struct pdk_mcp_call *call)
+{
+	const json_t *answer = json_object_get(call->input_responses, "confirm");
+	_cleanup_free_ char *state = NULL, *msg = NULL;
+	json_t *r;
+
+	if (!call->modern || json_object_get(call->caps, "elicitation") == NULL)
+		return true; /* no server-to-client request for a capability not declared */
+	if (call->request_state != NULL) {
+		if (!pdk__mrtr_verify(call, call->request_state)) {
+			/* SECURITY: a state this server did not sign for this call is refused. */
+			pdk__mcp_send(call->conn, call->id,
+				      pdk_rpc_error(call->id, PDK_RPC_INVALID_PARAMS,
+						    "requestState does not verify: it is not one "
+						    "this server gave for this call, or it expired",
+						    NULL));
+			call->cancelled = true;
+			pdk__mcp_call_finish(call, NULL);
+			return false;
+		}
+		if (json_is_object(answer) &&
+		    json_is_true(json_object_get(json_object_get(answer, "content"), "confirm")) &&
+		    strcmp(json_string_value(json_object_get(answer, "action")) ?: "", "accept") ==
+			    0)
+			return true;
+		pdk__mcp_call_bad(call, "sandbox_id",
+				  "the destroy was not confirmed: nothing done");
+		return false;
+	}
+	state = pdk__mrtr_state(call);
+	msg = pdk_xasprintf("Destroy sandbox %s and everything in it?",
+			    pdk__mcp_arg_str(call, "sandbox_id"));
+	r = json_pack("{s:s, s:{s:{s:s, s:{s:s, s:s, s:{s:s, s:{s:{s:s, s:s}}, s:[s]}}}}, s:s}",
+		      "resultType", "input_required", "inputRequests", "confirm", "method",
+		      "elicitation/create", "params", "mode", "form", "message", msg,
+		      "requestedSchema", "type", "object", "properties", "confirm", "type",
+		      "boolean", "title", "Destroy", "required", "confirm", "requestState", state);
+	if (r == NULL)
+		pdk_oom();
+	pdk__mcp_call_finish(call, r);
+	return false;
+}
+
 void pdk__tool_sandbox_destroy(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -121,6 +170,8 @@ void pdk__tool_sandbox_destroy(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 		pdk__mcp_call_fail(call, err);
 		return;
 	}
+	if (!confirmed(call))
+		return;
 	id = pdk_xstrdup(found);
 	pdk_ctl_handle_drop(c->m->ctl, handle, c->identity);
 	if (pdk_ctl_destroy(c->m->ctl, id, "deleted", destroyed, call, &err) < 0)
