@@ -21,6 +21,9 @@ if ! setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups "$NODE" -e 0
 fi
 
 ROOT_CG="/paddock-test-$TEST_ID-root"
+# Each identity's own HOME (the clients keep files there).
+mkdir -p "$T/home-root" "$T/home-user"
+chown $UNPRIV_UID:$UNPRIV_UID "$T/home-user"
 mcp_cgroups() {
 	make_cgroup "$ROOT_CG"
 	delegate_cgroup
@@ -31,12 +34,12 @@ trap 'mcp_stop; undelegate_cgroup; rm_cgroup "$ROOT_CG"; rm -rf "$T"' EXIT
 # environment.
 mcp_cmd() {
 	if [ "$1" = root ]; then
-		MCP_CMD=(env HOME="$T/home" PADDOCK_INIT="$T/bin/paddock-init"
+		MCP_CMD=(env HOME="$T/home-root" PADDOCK_INIT="$T/bin/paddock-init"
 			PADDOCK_STATE_DIR="$T/state-root" PADDOCK_RUNTIME_DIR="$T/run-root"
 			PADDOCK_CGROUP_PARENT="$ROOT_CG")
 	else
 		MCP_CMD=(setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all
-			env HOME="$T/home" PADDOCK_INIT="$T/bin/paddock-init"
+			env HOME="$T/home-user" PADDOCK_INIT="$T/bin/paddock-init"
 			PADDOCK_STATE_DIR="$T/state-user" PADDOCK_RUNTIME_DIR="$T/run-user"
 			PADDOCK_CGROUP_PARENT="$DELEGATED")
 	fi
@@ -62,6 +65,7 @@ mcp_listen() {
 		>"$T/mcp-$who.log" 2>&1) &
 	MCP_PID=$!
 	MCP_URL="http://127.0.0.1:$port/mcp"
+	MCP_WHO=$who
 	# Ready when its port accepts a connection.
 	for i in $(seq 1 400); do
 		python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
@@ -82,6 +86,7 @@ mcp_stop() {
 	wait "$MCP_PID"
 	MCP_RC=$?
 	MCP_PID=""
+	[ "$MCP_RC" = 0 ] || { echo "# paddock mcp --listen ended with $MCP_RC:"; tail -15 "$T/mcp-$MCP_WHO.log" | sed 's/^/#   /'; }
 }
 
 # no_paddock_left LABEL: once a stdio client has closed, its `paddock mcp` destroys what it
@@ -94,7 +99,8 @@ no_paddock_left() {
 		[ "$n" = 0 ] && break
 		sleep 0.1
 	done
-	is "$n" 0 "$1: no paddock or paddock-init process is left once the client closed"
+	is "$n" 0 "$1: no paddock or paddock-init process is left once the client closed" ||
+		ps -o pid,ppid,user,stat,args -p "$(pgrep -d, -x 'paddock|paddock-init')" | sed 's/^/#   /'
 }
 
 # drive LABEL CMD...: run a driver that prints "ok - DESC" / "not ok - DESC" / "# ..." lines

@@ -58,15 +58,39 @@ for who in root user; do
 			jqok '[.result.tools[] | .annotations.readOnlyHint != null] | all' \
 				"$l: every tool says whether it is read-only"
 
-			inspect "$who" "$era" "${target[@]}" -- --method tools/call --tool-name run_command \
-				--tool-args-json '{"command": "echo inspector-'$era' > ins.txt && cat ins.txt && id -u"}'
-			is "$RC" 0 "$l: tools/call run_command exits 0"
-			uid=0; [ $who = user ] && uid=$UNPRIV_UID
-			jqok '.result.isError != true and .result.structuredContent.exit_code == 0' \
-				"$l: run_command's result is exit_code 0"
-			jqok '.result.structuredContent.stdout | (if type == "object" then .text else . end) |
-				test("^inspector-'$era'\n'$uid'\n$")' \
-				"$l: run_command's stdout is the command's (uid $uid)"
+			# The modern era has no session: a call names its sandbox by a handle.
+			# Over HTTP a handle outlives the inspector run that made it (it is bound
+			# to the client, not the connection); over stdio each run is a server of
+			# its own, so a handle-less call is refused, naming sandbox_id.
+			handle=""
+			if [ $era = modern ]; then
+				inspect "$who" "$era" "${target[@]}" -- --method tools/call \
+					--tool-name sandbox_create --tool-args-json '{}'
+				handle=$(printf '%s' "$OUT" | jq -r '.result.structuredContent.sandbox_id // empty' 2>/dev/null)
+				printf '%s' "$handle" | grep -qE '^sbx_[0-9a-f]{32}$'
+				ok $? "$l: sandbox_create answers a handle ($handle)"
+			fi
+			if [ $era = modern ] && [ $transport = stdio ]; then
+				rm -f "$T/home/res.json"
+				inspect "$who" "$era" "${target[@]}" -- --method tools/call --tool-name run_command \
+					--tool-args-json '{"command": "true"}' --output "$T/home/res.json"
+				is "$RC" 5 "$l: run_command without a handle is a tool error (5)"
+				OUT=$(cat "$T/home/res.json" 2>/dev/null)
+				jqok '.isError == true and (.content[0].text | startswith("sandbox_id:"))' \
+					"$l: the refusal names sandbox_id"
+			else
+				args='{"command": "echo inspector-'$era' > ins.txt && cat ins.txt && id -u"'
+				[ -z "$handle" ] || args="$args, \"sandbox_id\": \"$handle\""
+				inspect "$who" "$era" "${target[@]}" -- --method tools/call \
+					--tool-name run_command --tool-args-json "$args}"
+				is "$RC" 0 "$l: tools/call run_command${handle:+ with the handle} exits 0"
+				uid=0; [ $who = user ] && uid=$UNPRIV_UID
+				jqok '.result.isError != true and .result.structuredContent.exit_code == 0' \
+					"$l: run_command's result is exit_code 0"
+				jqok '.result.structuredContent.stdout | (if type == "object" then .text else . end) |
+					test("^inspector-'$era'\n'$uid'\n$")' \
+					"$l: run_command's stdout is the command's (uid $uid)"
+			fi
 
 			# An isError result: the inspector exits 5 (tool_is_error) and writes the result
 			# itself to --output.
