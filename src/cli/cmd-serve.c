@@ -26,6 +26,7 @@ static void usage(FILE *out)
 	      "snapshots, kills them, keeps warm pools and streams their events. Each sandbox is\n"
 	      "run by its own supervisor process, which outlives the daemon: a restarted daemon\n"
 	      "re-adopts every sandbox it finds, and marks 'lost' the ones whose supervisor died.\n"
+	      "It also serves MCP at /mcp on the same listeners (docs/mcp.md), for its admins.\n"
 	      "\n"
 	      "options:\n"
 	      "  --socket PATH       the unix socket (mode 0600; default RUNDIR/paddock.sock).\n"

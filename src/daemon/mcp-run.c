@@ -145,6 +145,7 @@ static struct event *add_event(struct mcp_run *r, int sig, event_callback_fn fn)
 
 static int start(struct mcp_run *r, const struct pdk_daemon_mcp_opts *o, struct pdk_error **err)
 {
+	_cleanup_free_ char *identity = NULL;
 	char id[37];
 	struct pdk_ctl_opts co = {
 		.state_dir = o->state_dir, .run_dir = o->run_dir, .envp = o->envp, .log = o->log};
@@ -174,7 +175,8 @@ static int start(struct mcp_run *r, const struct pdk_daemon_mcp_opts *o, struct 
 	pdk_ctl_start(r->ctl);
 	if (o->listen != NULL)
 		return listen_http(r, o, err);
-	r->stdio = pdk_mcp_stdio_new(r->mcp, STDIN_FILENO, STDOUT_FILENO, "stdio", on_eof, r);
+	identity = pdk_xasprintf("stdio:%d", (int)getpid());
+	r->stdio = pdk_mcp_stdio_new(r->mcp, STDIN_FILENO, STDOUT_FILENO, identity, on_eof, r);
 	return 0;
 }
 

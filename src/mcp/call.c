@@ -42,7 +42,8 @@ void pdk__mcp_call_finish(struct pdk_mcp_call *call, json_t *result)
 	/* A cancelled request gets nothing more (2025-06-18 basic/utilities/cancellation). */
 	if (!call->cancelled && call->modern)
 		result = pdk__mcp_modern_result(result);
-	if (!call->cancelled)
+	pdk__mcp_audit(call, result);
+	if (!call->cancelled && !call->answered)
 		pdk__mcp_send(call->conn, call->id, pdk_rpc_result(call->id, result));
 	else
 		json_decref(result);

@@ -106,6 +106,12 @@ static void stream_gone(void *arg)
 {
 	struct exchange *x = arg;
 
+	/*
+	 * Seen by the watch first, the connection still holds our close callback:
+	 * ending the answer drops it (libevent frees the connection and the request
+	 * itself); seen by libevent, the stream is already dead and this does nothing.
+	 */
+	pdk_http_stream_end(&x->stream);
 	x->req = NULL;
 	exchange_free(x);
 }

@@ -75,6 +75,7 @@ struct pdk_mcp_call {
 	uint64_t ticks;
 	uint64_t start_ns;
 	bool cancelled;            /* the client cancelled it: nothing more is sent for it */
+	bool answered;             /* a protocol error was its answer: nothing more is sent */
 	bool modern;               /* a 2026-07-28 request: its results say resultType */
 	bool listen;               /* subscriptions/listen: open until cancelled */
 	json_t *caps;              /* modern: the request's clientCapabilities (or NULL) */
@@ -126,6 +127,10 @@ char *pdk__mcp_arg_path(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb, const 
 json_t *pdk__mcp_labels(const struct pdk_mcp_conn *c);
 /* The workspace of a sandbox the server makes: {"path","mode"} or NULL (new reference). */
 json_t *pdk__mcp_workspace(const struct pdk_mcp *m);
+
+/* ---- audit.c ---- */
+/* Record the call's tool.call event: `result` its result (NULL: a protocol error). */
+void pdk__mcp_audit(const struct pdk_mcp_call *call, const json_t *result);
 
 /* ---- mrtr.c ---- */
 /*

@@ -32,6 +32,8 @@ static void created(void *ctx, const struct pdk_ctl_created *c, const struct pdk
 		return;
 	}
 	handle = pdk_ctl_handle_new(conn->m->ctl, c->view.id, conn->identity, c->view.expires_ns);
+	call->sandbox =
+		pdk_xstrdup(c->view.id); /* its audit record is in the new sandbox's timeline */
 	text = pdk_xasprintf("sandbox %s is %s (profile %s): pass it as sandbox_id", handle,
 			     c->view.state, c->view.profile);
 	pdk__mcp_call_finish(call, pdk__mcp_result(text, view_json(handle, &c->view, false)));
@@ -130,7 +132,7 @@ static bool confirmed(struct pdk_mcp_call *call)
 						    "requestState does not verify: it is not one "
 						    "this server gave for this call, or it expired",
 						    NULL));
-			call->cancelled = true;
+			call->answered = true;
 			pdk__mcp_call_finish(call, NULL);
 			return false;
 		}
@@ -173,6 +175,8 @@ void pdk__tool_sandbox_destroy(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 	if (!confirmed(call))
 		return;
 	id = pdk_xstrdup(found);
+	free(call->sandbox);
+	call->sandbox = pdk_xstrdup(found);
 	pdk_ctl_handle_drop(c->m->ctl, handle, c->identity);
 	if (pdk_ctl_destroy(c->m->ctl, id, "deleted", destroyed, call, &err) < 0)
 		pdk__mcp_call_fail(call, err);

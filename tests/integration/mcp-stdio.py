@@ -88,6 +88,11 @@ def run_and_read(c):
        and not is_error(r), "a command that fails is a result (exit 3, stderr), not isError", r)
 
 
+def audited(c):
+    r = c.call("run_command", {"command": "true", "env": {"API_TOKEN": "supersecretvalue123"}})
+    ok(structured(r).get("exit_code") == 0, "a call with a secret in its env runs", r)
+
+
 def output_cap(c):
     r = c.call("run_command", {"command": "seq 1 40000", "max_output_bytes": 1024})
     out = structured(r).get("stdout", {})
@@ -245,6 +250,7 @@ def main():
     handshake(c)
     tools_list(c)
     run_and_read(c)
+    audited(c)
     output_cap(c)
     bad_arguments(c)
     bad_messages(c)

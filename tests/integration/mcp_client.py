@@ -116,3 +116,92 @@ def is_error(r):
         return bool(r["result"].get("isError"))
     except (KeyError, TypeError, AttributeError):
         return False
+
+
+class Http:
+    """Streamable HTTP: one POST per message, over TCP or a unix socket; answers are JSON
+    or an event stream, read whole (or `stop_after` seconds, then the connection dropped)."""
+
+    def __init__(self, url=None, unix=None):
+        self.url = url
+        self.unix = unix
+        if url:
+            rest = url.split("://", 1)[1]
+            self.hostport, self.path = rest.split("/", 1)
+            self.path = "/" + self.path
+        else:
+            self.hostport, self.path = "paddock", "/mcp"
+        self.session = None
+
+    def _conn(self, timeout):
+        import http.client
+        import socket
+        if self.unix:
+            c = http.client.HTTPConnection("paddock", timeout=timeout)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(timeout)
+            s.connect(self.unix)
+            c.sock = s
+            return c
+        host, port = self.hostport.rsplit(":", 1)
+        return http.client.HTTPConnection(host, int(port), timeout=timeout)
+
+    def post(self, body, headers=None, method="POST", timeout=60, stop_after=None):
+        """(status, headers dict lowercased, [messages]) of one request."""
+        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if self.session:
+            h["Mcp-Session-Id"] = self.session
+        h.update(headers or {})
+        h = {k: v for k, v in h.items() if v is not None}
+        if not isinstance(body, (bytes, str)):
+            body = json.dumps(body)
+        c = self._conn(timeout)
+        c.request(method, self.path, body=body, headers=h)
+        r = c.getresponse()
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+        msgs = []
+        if hdrs.get("content-type", "").startswith("text/event-stream"):
+            deadline = time.monotonic() + stop_after if stop_after else None
+            while True:
+                if deadline:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    c.sock.settimeout(left)
+                try:
+                    line = r.fp.readline()
+                except OSError:  # the time to listen is over: the stream is dropped
+                    break
+                if not line:
+                    break
+                if line.startswith(b"data: "):
+                    msgs.append(json.loads(line[6:]))
+                    if stop_after is None and "id" in msgs[-1] and (
+                            "result" in msgs[-1] or "error" in msgs[-1]):
+                        break
+        else:
+            data = r.read()
+            if data.strip():
+                msgs.append(json.loads(data))
+        if c.sock is not None:
+            c.sock.close()
+        c.close()
+        return r.status, hdrs, msgs
+
+    def modern(self, method, params=None, id_=1, caps=None, headers=None, version="2026-07-28",
+               **kw):
+        p = dict(params or {})
+        meta = {"io.modelcontextprotocol/protocolVersion": version,
+                "io.modelcontextprotocol/clientCapabilities": caps or {},
+                "io.modelcontextprotocol/clientInfo": {"name": "mcp-suite", "version": "1"}}
+        meta.update(p.pop("_meta", {}))
+        p["_meta"] = meta
+        h = {"MCP-Protocol-Version": version, "Mcp-Method": method}
+        if method == "tools/call":
+            h["Mcp-Name"] = p.get("name")
+        h.update(headers or {})
+        return self.post({"jsonrpc": "2.0", "id": id_, "method": method, "params": p}, h, **kw)
+
+
+def last(msgs):
+    return msgs[-1] if msgs else {}

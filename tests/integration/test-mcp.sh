@@ -15,8 +15,10 @@ if ! have_supervisor; then
 	echo "Bail out! this build has no 'paddock supervise'"
 	exit 1
 fi
-trap 'reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
 HERE=$(cd "$(dirname "$0")" && pwd)
+# The drivers, where the unprivileged user can read them.
+cp "$HERE/mcp_client.py" "$HERE/mcp-http.py" "$T/bin/"
 
 # TAP lines without numbers from a driver, numbered here.
 tap_of() {
@@ -49,6 +51,7 @@ mcp_tests() {
 	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$ws"
 	tap_of < <(python3 "$HERE/mcp-stdio.py" "$who" "$ws" -- $(as_argv "$who") \
 		"$T/bin/paddock" mcp --workspace "$ws" --max-message 16K)
+	tap_of < <(python3 "$HERE/mcp-audit.py" "$who" -- $(as_argv "$who") "$T/bin/paddock")
 	run="$T/serve-$who/run"
 	is "$(live_supervisors "$run")" 0 "$who: after the client closed stdin, no supervisor runs"
 	is "$(ls -A "$run/mcp" 2>/dev/null)" "" "$who: the server's private directory is gone"
@@ -68,9 +71,37 @@ as_argv() {
 	fi
 }
 
+# Streamable HTTP: paddock mcp --listen (loopback, no credentials), then paddock serve's /mcp
+# (its admins: the unix socket's owner), each driven in both eras by mcp-http.py.
+http_tests() {
+	local who=$1 port pid i rc
+	port=$(free_port)
+	(as_exec "$who" "$T/bin/paddock" mcp --listen "127.0.0.1:$port" >"$T/mcp-$who.log" 2>&1) &
+	pid=$!
+	for i in $(seq 1 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$port/" && break
+		sleep 0.05
+	done
+	tap_of < <(python3 "$HERE/mcp-http.py" "$who" listen "http://127.0.0.1:$port/mcp")
+	kill -TERM "$pid"
+	wait "$pid"
+	rc=$?
+	is "$rc" 0 "$who: paddock mcp --listen exits 0 at SIGTERM"
+	is "$(live_supervisors "$T/serve-$who/run")" 0 "$who: mcp --listen left no supervisor running"
+	is "$(grep -c 'serving MCP on http://127.0.0.1' "$T/mcp-$who.log")" 1 \
+		"$who: mcp --listen says where it serves"
+	serve_start "$who" || return
+	# The unix socket's owner is the daemon's admin: the driver runs as the daemon's user.
+	tap_of < <(as "$who" python3 "$T/bin/mcp-http.py" "$who" serve "$(sock_of "$who")")
+	serve_stop "$who"
+	is "$SERVE_RC" 0 "$who: paddock serve with /mcp stops cleanly"
+}
+
 mcp_tests root
+http_tests root
 delegate_cgroup
 SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
 mcp_tests user
+http_tests user
 SERVE_ENV=()
 done_testing
