@@ -35,6 +35,7 @@ struct pdk_ctl {
 	struct event *refill;           /* the held-back pool pass after a claim (pools.c) */
 	struct pdk_ctl_handle *handles; /* the handles front doors gave their clients (handles.c) */
 	char *own_dir;                  /* lock, store and key: state_dir or a private directory */
+	char *actor;                    /* its events' actor */
 };
 
 /* handles.c: forget every handle (the control object's end). */

@@ -80,6 +80,7 @@ struct pdk_ctl_opts {
 	 * store and change sets, which take several writers.
 	 */
 	const char *own_dir;
+	const char *actor; /* the events' actor (NULL: "paddock-serve") */
 };
 
 /*

@@ -143,6 +143,7 @@ int pdk_ctl_new(const struct pdk_ctl_opts *o, struct pdk_ctl **out, struct pdk_e
 	c->retention_ns = o->retention_s * 1000000000ULL;
 	c->state_dir = pdk_xstrdup(o->state_dir);
 	c->own_dir = pdk_xstrdup(o->own_dir != NULL ? o->own_dir : o->state_dir);
+	c->actor = pdk_xstrdup(o->actor != NULL ? o->actor : "paddock-serve");
 	c->run_dir = pdk_xstrdup(o->run_dir);
 	if (open_exe(c, o->supervisor_exe, err) < 0 || open_state(c, err) < 0) {
 		pdk_ctl_free(c);
@@ -247,6 +248,7 @@ void pdk_ctl_free(struct pdk_ctl *c)
 	pdk__handles_free_all(c);
 	free(c->state_dir);
 	free(c->own_dir);
+	free(c->actor);
 	free(c->run_dir);
 	free(c);
 }

@@ -49,7 +49,7 @@ static void record_event(struct pdk_ctl *c, const char *sandbox, json_t *labels,
 	pdk_json_set(e, "sandbox", json_string(sandbox));
 	pdk_json_set(e, "session", json_is_string(session) ? json_incref(session) : json_null());
 	pdk_json_set(e, "workflow", json_is_string(workflow) ? json_incref(workflow) : json_null());
-	pdk_json_set(e, "actor", json_string("paddock-serve"));
+	pdk_json_set(e, "actor", json_string(c->actor));
 	pdk_json_set(e, "kind", json_string(kind));
 	pdk_json_set(e, "attrs", attrs);
 	if (pdk_audit_append(c->audit, &e, 1, checkpoint, &err) < 0) {

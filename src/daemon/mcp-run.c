@@ -147,8 +147,11 @@ static int start(struct mcp_run *r, const struct pdk_daemon_mcp_opts *o, struct 
 {
 	_cleanup_free_ char *identity = NULL;
 	char id[37];
-	struct pdk_ctl_opts co = {
-		.state_dir = o->state_dir, .run_dir = o->run_dir, .envp = o->envp, .log = o->log};
+	struct pdk_ctl_opts co = {.state_dir = o->state_dir,
+				  .run_dir = o->run_dir,
+				  .envp = o->envp,
+				  .log = o->log,
+				  .actor = "paddock-mcp"};
 
 	r->log = o->log;
 	pdk_make_id(id);
@@ -189,6 +192,7 @@ static void stop(struct mcp_run *r)
 	/* The client is gone: its commands are killed and its sandboxes destroyed, waited for. */
 	pdk_mcp_stdio_free(r->stdio);
 	pdk_mcp_http_free(r->mcp_http);
+	r->mcp_http = NULL; /* the tick still runs while the sandboxes are destroyed */
 	pdk_http_guards_stop(r->guards);
 	if (r->ctl != NULL)
 		pdk_ctl_shutdown(r->ctl, true, STOP_WAIT_S);

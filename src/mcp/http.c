@@ -253,6 +253,8 @@ void pdk_mcp_http_tick(struct pdk_mcp_http *h)
 	uint64_t now = pdk_now_mono_ns();
 	struct session *next;
 
+	if (h == NULL)
+		return;
 	for (struct session *s = h->sessions; s != NULL; s = next) {
 		next = s->next;
 		if (s->pending == NULL && now - s->last_ns > SESSION_IDLE_S * 1000000000ULL)

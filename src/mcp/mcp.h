@@ -135,7 +135,7 @@ struct pdk_mcp_http *pdk_mcp_http_new(struct pdk_mcp *m, const struct pdk_mcp_ht
  */
 void pdk_mcp_http_handle(struct pdk_mcp_http *h, struct evhttp_request *req, const char *principal);
 
-/* Once a second or so: legacy sessions idle for an hour end. */
+/* Once a second or so: legacy sessions idle for an hour end. NULL-safe. */
 void pdk_mcp_http_tick(struct pdk_mcp_http *h);
 
 /* End every session and request in flight (their commands are killed). NULL-safe. */

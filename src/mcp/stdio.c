@@ -8,6 +8,7 @@
 #include <event2/buffer.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #define READ_CHUNK 65536
@@ -130,6 +131,29 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	take(s, buf, (size_t)n);
 }
 
+/* Whether epoll takes `fd` (a pipe, a socket, a terminal; not a file or /dev/null). */
+static bool pollable(int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	bool ok = ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0;
+
+	if (ep >= 0)
+		(void)close(ep);
+	return ok;
+}
+
+/* stdin that cannot be polled (a file): everything in it, then its end. */
+static void read_file(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_mcp_stdio *s = arg;
+
+	(void)fd;
+	(void)what;
+	while (!s->eof)
+		on_readable(s->in_fd, EV_READ, s);
+}
+
 struct pdk_mcp_stdio *pdk_mcp_stdio_new(struct pdk_mcp *m, int in_fd, int out_fd,
 					const char *identity, void (*on_eof)(void *arg), void *arg)
 {
@@ -146,9 +170,20 @@ struct pdk_mcp_stdio *pdk_mcp_stdio_new(struct pdk_mcp *m, int in_fd, int out_fd
 	(void)fcntl(out_fd, F_SETFL, fcntl(out_fd, F_GETFL) | O_NONBLOCK);
 	s->in_ev = event_new(m->base, in_fd, EV_READ | EV_PERSIST, on_readable, s);
 	s->out_ev = event_new(m->base, out_fd, EV_WRITE, on_writable, s);
-	if (s->out == NULL || s->in_ev == NULL || s->out_ev == NULL ||
-	    event_add(s->in_ev, NULL) < 0)
+	if (s->out == NULL || s->in_ev == NULL || s->out_ev == NULL)
 		pdk_oom();
+	/*
+	 * A file or /dev/null as stdin cannot be polled (EPERM): it never blocks
+	 * either, so it is read to its end from the loop's first pass instead.
+	 */
+	if (!pollable(in_fd)) {
+		event_free(s->in_ev);
+		s->in_ev = event_new(m->base, -1, 0, read_file, s);
+		if (s->in_ev == NULL || event_add(s->in_ev, &(struct timeval){0, 0}) < 0)
+			pdk_oom();
+	} else if (event_add(s->in_ev, NULL) < 0) {
+		pdk_oom();
+	}
 	s->conn = pdk_mcp_conn_new(m, identity, "stdio", send_msg, s);
 	return s;
 }

@@ -38,8 +38,9 @@ e = secret[0] if secret else {}
 a = e.get("attrs", {})
 ok(a.get("tool") == "run_command" and a.get("client", {}).get("name") == "mcp-suite"
    and a.get("session", "").startswith("stdio:") and a.get("decision") == "completed"
-   and isinstance(a.get("duration_ms"), int) and a.get("result_bytes", 0) > 0,
-   "a tool.call says tool, client, session, decision, duration and result size", a)
+   and isinstance(a.get("duration_ms"), int) and a.get("result_bytes", 0) > 0
+   and e.get("actor") == "paddock-mcp",
+   "a tool.call says tool, client, session, decision, duration, result size; actor paddock-mcp", a)
 errors = [x for x in events if x["attrs"].get("decision") == "error" and x["attrs"].get("error")]
 ok(errors, "a call answered isError is recorded with its error", len(errors))
 sb = e.get("sandbox", "")

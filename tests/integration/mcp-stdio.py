@@ -2,10 +2,12 @@
 """The mcp suite's stdio checks: `paddock mcp` driven with raw JSON-RPC, as a client would
 (lines of TAP without numbers: test-mcp.sh numbers them).
 
-  mcp-stdio.py WHO WORKSPACE -- ARGV...   ARGV starts `paddock mcp` as WHO
+  mcp-stdio.py WHO WORKSPACE SECRET -- ARGV...   ARGV starts `paddock mcp` as WHO; SECRET is
+                                                a host file outside every sandbox
 """
 import base64
 import json
+import os
 import sys
 import time
 
@@ -13,6 +15,7 @@ from mcp_client import Stdio, is_error, structured, text
 
 WHO = sys.argv[1]
 WS = sys.argv[2]
+SECRET = sys.argv[3]
 ARGV = sys.argv[sys.argv.index("--") + 1:]
 
 
@@ -199,6 +202,33 @@ def files(c):
     ok(is_error(r) and text(r).startswith("path:"), "a missing file -> isError naming path", r)
 
 
+def confined(c):
+    secret = open(SECRET).read()
+    r = c.call("file_read", {"path": SECRET})
+    ok(is_error(r) and text(r).startswith("path:") and secret not in json.dumps(r),
+       "file_read of a host path outside the sandbox -> isError naming path, nothing read", r)
+    r = c.call("run_command", {"argv": ["ln", "-sf", SECRET, "link"]})
+    r = c.call("file_read", {"path": "link"})
+    ok(secret not in json.dumps(r), "a symlink to the host file reads nothing of it", r)
+    r = c.call("file_read", {"path": "../../../../../../" + SECRET})
+    ok(is_error(r) and secret not in json.dumps(r), "a path climbing out with .. reads nothing", r)
+    r = c.call("file_write", {"path": SECRET + ".new", "content": "x"})
+    ok(not os.path.exists(SECRET + ".new"), "file_write of a host path never reaches the host", r)
+    c.call("file_delete", {"path": "link"})
+
+
+def modern_stdio(c):
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    r = c.request("server/discover", {"_meta": meta})
+    res = (r or {}).get("result", {})
+    ok("2026-07-28" in res.get("supportedVersions", []) and res.get("resultType") == "complete",
+       "server/discover on stdio (the dual-era probe) answers the versions", r)
+    r = c.request("tools/list", {"_meta": dict(meta, **{
+        "io.modelcontextprotocol/protocolVersion": "2030-01-01"})})
+    ok(err_code(r) == -32022, "an unsupported revision on stdio -> -32022", r)
+
+
 def review(c):
     r = c.call("workspace_diff", {"patch": True})
     s = structured(r)
@@ -256,6 +286,8 @@ def main():
     bad_messages(c)
     progress_and_cancel(c)
     files(c)
+    confined(c)
+    modern_stdio(c)
     review(c)
     other = Stdio(ARGV)
     other.initialize()

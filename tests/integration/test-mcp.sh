@@ -49,13 +49,22 @@ mcp_tests() {
 	ws=$(mkws)
 	echo "host file" >"$ws/host.txt"
 	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$ws"
-	tap_of < <(python3 "$HERE/mcp-stdio.py" "$who" "$ws" -- $(as_argv "$who") \
-		"$T/bin/paddock" mcp --workspace "$ws" --max-message 16K)
+	echo "host secret $RANDOM$RANDOM" >"$T/host-secret"
+	chmod 0644 "$T/host-secret"
+	tap_of < <(python3 "$HERE/mcp-stdio.py" "$who" "$ws" "$T/host-secret" -- \
+		$(as_argv "$who") "$T/bin/paddock" mcp --workspace "$ws" --max-message 16K)
 	tap_of < <(python3 "$HERE/mcp-audit.py" "$who" -- $(as_argv "$who") "$T/bin/paddock")
 	run="$T/serve-$who/run"
 	is "$(live_supervisors "$run")" 0 "$who: after the client closed stdin, no supervisor runs"
 	is "$(ls -A "$run/mcp" 2>/dev/null)" "" "$who: the server's private directory is gone"
 	is "$(ls -A "$ws")" "host.txt" "$who: the host workspace is unchanged (no commit)"
+	as "$who" "$T/bin/paddock" mcp </dev/null >"$T/out" 2>&1
+	is "$? $(cat "$T/out")" "0 " "$who: paddock mcp with nothing on stdin exits 0 at once"
+	printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' >"$T/in"
+	chmod 0644 "$T/in"
+	as "$who" "$T/bin/paddock" mcp <"$T/in" >"$T/out" 2>&1
+	is "$? $(jq -r .result.resultType "$T/out")" "0 complete" \
+		"$who: stdin from a file: its messages answered, then the end"
 }
 
 # as_argv WHO: the argv prefix `as` runs a command with (for a driver that starts it).
@@ -91,6 +100,16 @@ http_tests() {
 	is "$(grep -c 'serving MCP on http://127.0.0.1' "$T/mcp-$who.log")" 1 \
 		"$who: mcp --listen says where it serves"
 	serve_start "$who" || return
+	# A stdio server beside the daemon on the same state directory: both serve.
+	is "$(python3 -c 'import sys
+sys.path.insert(0, sys.argv[1])
+from mcp_client import Stdio, structured
+c = Stdio(sys.argv[2:])
+c.initialize()
+r = c.call("run_command", {"command": "echo beside"})
+print(structured(r).get("stdout", {}).get("text", "").strip(), c.close()[0])' \
+		"$HERE" $(as_argv "$who") "$T/bin/paddock" mcp)" "beside 0" \
+		"$who: paddock mcp over stdio runs beside paddock serve on the same state directory"
 	# The unix socket's owner is the daemon's admin: the driver runs as the daemon's user.
 	tap_of < <(as "$who" python3 "$T/bin/mcp-http.py" "$who" serve "$(sock_of "$who")")
 	serve_stop "$who"
