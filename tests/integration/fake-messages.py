@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """A small stand-in for the Anthropic Messages API on loopback, for Claude Code as a real MCP
-client (tests/clients/test-claude.sh). It plays a model that calls one MCP tool once:
+client (tests/integration/test-claude.sh). It plays a model that follows a plan of tool calls:
 
-  fake-messages.py PORTFILE LOG TOOL INPUT_JSON
+  fake-messages.py PORTFILE LOG PLAN_JSON
+
+PLAN_JSON is a list of {"tool": NAME, "input": {...}}: step N is called once the
+conversation holds N tool results; "{{sandbox_id}}" in a step's input strings becomes the
+first sandbox handle (sbx_ and 32 hex digits) an earlier tool result named.
 
 - listens on 127.0.0.1, a port the kernel picks, written to PORTFILE once it listens;
-- POST /v1/messages: when the request offers the tool TOOL and its last user message holds
-  no tool_result, answers with a tool_use block calling TOOL with INPUT_JSON; when it holds
-  a tool_result, answers with a text that quotes it ("tool said: ..."); otherwise "ok".
-  Streamed (server-sent events) when the request asks for a stream, else one JSON body;
+- POST /v1/messages: when the request offers the next step's tool, answers with a tool_use
+  block calling it; after the last step, with a text that quotes the last tool result
+  ("tool said: ..."); a request that offers no tool of the plan (Claude Code's side calls)
+  gets "ok". Streamed (server-sent events) when the request asks for a stream, else one
+  JSON body;
 - POST /v1/messages/count_tokens: a fixed count;
 - anything else: 404.
 Every request is appended to LOG as one JSON line (method, path, and for messages the tool
@@ -17,9 +22,11 @@ names offered and the tool_result texts received), so the test can read what hap
 import http.server
 import json
 import os
+import re
 import sys
 
-PORTFILE, LOG, TOOL, INPUT = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+PORTFILE, LOG, PLAN = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+HANDLE = re.compile(r"sbx_[0-9a-f]{32}")
 
 
 def tool_results(body):
@@ -37,17 +44,46 @@ def tool_results(body):
     return out
 
 
+def all_results(body):
+    """The texts of every tool result in the conversation, in order."""
+    out = []
+    for msg in body.get("messages") or []:
+        if msg.get("role") != "user" or not isinstance(msg.get("content"), list):
+            continue
+        for block in msg["content"]:
+            if block.get("type") == "tool_result":
+                c = block.get("content")
+                if isinstance(c, list):
+                    c = "".join(x.get("text", "") for x in c if isinstance(x, dict))
+                out.append(c if isinstance(c, str) else json.dumps(c))
+    return out
+
+
+def fill(value, handle):
+    if isinstance(value, str):
+        return value.replace("{{sandbox_id}}", handle or "")
+    if isinstance(value, dict):
+        return {k: fill(v, handle) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, handle) for v in value]
+    return value
+
+
 def answer(body):
     """The content blocks and stop reason of the model's turn."""
     tools = [t.get("name") for t in body.get("tools") or []]
     results = tool_results(body)
-    if results:
-        text = "tool said: " + " | ".join(r["text"] for r in results)
-        return [{"type": "text", "text": text}], "end_turn", tools, results
-    if TOOL in tools:
-        use = {"type": "tool_use", "id": "toolu_paddock_test_1", "name": TOOL, "input": INPUT}
+    done = all_results(body)
+    if not any(step["tool"] in tools for step in PLAN):
+        return [{"type": "text", "text": "ok"}], "end_turn", tools, results
+    if len(done) < len(PLAN):
+        step = PLAN[len(done)]
+        handles = [m.group(0) for m in map(HANDLE.search, done) if m]
+        use = {"type": "tool_use", "id": f"toolu_paddock_test_{len(done) + 1}", "name": step["tool"],
+               "input": fill(step["input"], handles[0] if handles else None)}
         return [use], "tool_use", tools, results
-    return [{"type": "text", "text": "ok"}], "end_turn", tools, results
+    text = "tool said: " + (done[-1] if done else "")
+    return [{"type": "text", "text": text}], "end_turn", tools, results
 
 
 def sse(event, data):

@@ -4,10 +4,12 @@
 # - `claude mcp add paddock -- paddock mcp` in a private HOME and config directory, then
 #   `claude mcp list` reports paddock connected;
 # - `claude -p` against a small fake Messages API on loopback (fake-messages.py; a dummy
-#   key) that plays a model calling mcp__paddock__run_command once: the call's effect is
-#   checked in the sandbox (what the command printed from inside it: its token, its uid,
-#   its pid 1 being paddock's init), the answer Claude Code prints quotes it, and nothing
-#   of paddock is left running once Claude Code exits.
+#   key) that plays a model calling mcp__paddock__sandbox_create, then
+#   mcp__paddock__run_command with the handle it got (Claude Code speaks the 2026-07-28
+#   revision to paddock mcp, where a call names its sandbox): the call's effect is checked
+#   in the sandbox (what the command printed from inside it: its token, its uid, its pid 1
+#   being paddock's init), the answer Claude Code prints quotes it, and nothing of paddock is
+#   left running once Claude Code exits.
 # Run by `make test-clients` (Claude Code is large, so it is not part of make test).
 set -u
 if [ -z "${PDK_NET_NS:-}" ]; then
@@ -24,6 +26,7 @@ if [ ! -x "$CLAUDE" ] || ! "$CLAUDE" --version >/dev/null 2>&1; then
 	exit 1
 fi
 TOOL=mcp__paddock__run_command
+CREATE=mcp__paddock__sandbox_create
 
 # claude_as WHO ARGS...: Claude Code as WHO in WHO's private home (the configuration of
 # `claude mcp add` lives there), with the fake API and no traffic of its own.
@@ -43,11 +46,11 @@ for who in root user; do
 	[ $who = user ] && chown $UNPRIV_UID:$UNPRIV_UID "$T/home-$who" "$T/proj-$who"
 	chmod 0777 "$T/proj-$who"
 	token=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
-	input=$(printf '{"command": "echo claude-%s > claude.txt && cat claude.txt && id -u && tr %s %s </proc/1/cmdline"}' \
+	input=$(printf '{"command": "echo claude-%s > claude.txt && cat claude.txt && id -u && tr %s %s </proc/1/cmdline", "sandbox_id": "{{sandbox_id}}"}' \
 		"$token" "'\\\\0'" "' '")
+	plan=$(printf '[{"tool": "%s", "input": {}}, {"tool": "%s", "input": %s}]' "$CREATE" "$TOOL" "$input")
 	rm -f "$T/api-port" "$T/api-$who.log"
-	python3 "$TESTS_DIR/integration/fake-messages.py" "$T/api-port" "$T/api-$who.log" "$TOOL" \
-		"$input" &
+	python3 "$TESTS_DIR/integration/fake-messages.py" "$T/api-port" "$T/api-$who.log" "$plan" &
 	api_pid=$!
 	for i in $(seq 1 200); do [ -f "$T/api-port" ] && break; sleep 0.05; done
 	API_PORT=$(cat "$T/api-port" 2>/dev/null)
@@ -64,13 +67,17 @@ for who in root user; do
 	ok $? "$who: claude mcp list reports paddock connected"
 	grep -q '^paddock' "$T/list.out" || sed 's/^/#   /' "$T/list.out"
 
-	claude_as "$who" -p "Write the file with paddock." --allowedTools "$TOOL" \
+	claude_as "$who" -p "Write the file with paddock." --allowedTools "$CREATE" "$TOOL" \
 		--output-format json >"$T/p.out" 2>"$T/p.err"
 	rc=$?
 	is "$rc" 0 "$who: claude -p exits 0" || tail -5 "$T/p.err" | sed 's/^/#   /'
 	calls=$(jq -s '[.[] | select(.answer == "tool_use")] | length' "$T/api-$who.log" 2>/dev/null)
-	is "$calls" 1 "$who: the model was offered $TOOL and called it once"
+	is "$calls" 2 "$who: the model was offered paddock's tools and called $CREATE, then $TOOL"
 	res=$(jq -rs '[.[] | .tool_results[]?] | .[0].text // ""' "$T/api-$who.log" 2>/dev/null)
+	printf '%s' "$res" | grep -qE '"sandbox_id": ?"sbx_[0-9a-f]{32}"'
+	ok $? "$who: sandbox_create answered a handle through Claude Code"
+	# The run_command result: the last tool result the model was handed.
+	res=$(jq -rs '[.[] | .tool_results[]?] | last | .text // ""' "$T/api-$who.log" 2>/dev/null)
 	# Claude Code hands the model the structured result when there is one, else the text.
 	out=$(printf '%s' "$res" | jq -r '.stdout | if type == "object" then .text else . end // empty' \
 		2>/dev/null)
@@ -86,6 +93,7 @@ for who in root user; do
 	[ -e "$T/proj-$who/claude.txt" ]
 	is $? 1 "$who: the sandbox's write is not in the project directory (its workspace is its own)"
 	no_paddock_left "$who: claude -p"
+	[ -z "${KEEP_API_LOG:-}" ] || cp "$T/api-$who.log" "$KEEP_API_LOG.$who"
 	kill "$api_pid"
 	wait "$api_pid" 2>/dev/null
 done
