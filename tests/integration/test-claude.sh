@@ -93,6 +93,7 @@ for who in root user; do
 	[ -e "$T/proj-$who/claude.txt" ]
 	is $? 1 "$who: the sandbox's write is not in the project directory (its workspace is its own)"
 	no_paddock_left "$who: claude -p"
+	# KEEP_API_LOG=PATH keeps what the fake API saw (PATH.root, PATH.user) for a look.
 	[ -z "${KEEP_API_LOG:-}" ] || cp "$T/api-$who.log" "$KEEP_API_LOG.$who"
 	kill "$api_pid"
 	wait "$api_pid" 2>/dev/null
