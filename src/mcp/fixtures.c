@@ -18,12 +18,13 @@
 /* fixtures.json, NUL-terminated (src/tools/embed.py). */
 extern const char pdk_mcp_fixtures_json[];
 
+/* The resource template test://template/{id}/data. */
 #define TEMPLATE_PREFIX "test://template/"
+#define TEMPLATE_SUFFIX "/data"
 #define META_LOG_LEVEL  "io.modelcontextprotocol/logLevel"
 #define META_CAPS       "io.modelcontextprotocol/clientCapabilities"
 /* How long a 2026-07-28 client may keep a fixture list or read: they never change. */
-#define FIXTURE_TTL_MS  3600000
-#define TEMPLATE_SUFFIX "/data"
+#define FIXTURE_TTL_MS 3600000
 
 /* The fixtures, parsed once; the embedded text is ours, so a parse error is a bug. */
 static json_t *doc(void)
