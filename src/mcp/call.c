@@ -47,6 +47,9 @@ void pdk__mcp_call_finish(struct pdk_mcp_call *call, json_t *result)
 		pdk__mcp_send(call->conn, call->id, pdk_rpc_result(call->id, result));
 	else
 		json_decref(result);
+	/* A cancelled request's channel (an HTTP answer) ends without an answer. */
+	if (call->cancelled && !call->conn->closed)
+		call->conn->send(call->conn->send_ctx, call->id, NULL);
 	call_free(call);
 }
 

@@ -127,8 +127,25 @@ static void start_stream(struct exchange *x)
 		pdk_http_stream_watch(&x->stream, x->h->m->base);
 }
 
+/* A cancelled request: its stream ends without an answer, or it gets an empty one. */
+static void drop(struct exchange *x)
+{
+	if (x->req != NULL && !x->streaming && x->sse_ok)
+		start_stream(x);
+	if (x->streaming)
+		pdk_http_stream_end(&x->stream);
+	else if (x->req != NULL)
+		evhttp_send_reply(x->req, 204, "No Content", NULL);
+	x->req = NULL;
+	exchange_free(x);
+}
+
 static void deliver(struct exchange *x, const json_t *msg)
 {
+	if (msg == NULL) {
+		drop(x);
+		return;
+	}
 	if (x->req == NULL)
 		return;
 	if (!is_final(msg) && !x->streaming) {

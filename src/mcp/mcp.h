@@ -54,7 +54,8 @@ void pdk_mcp_free(struct pdk_mcp *m);
  * is the id of the client's request it answers or belongs to (a progress
  * notification's call), NULL for none: a transport with a channel per
  * request (HTTP) sends it there. The transport frames it; a transport that
- * cannot write any more drops it.
+ * cannot write any more drops it. `msg` NULL: request `related` was
+ * cancelled and gets no answer; its channel, if it has one, may end.
  */
 typedef void (*pdk_mcp_send_cb)(void *ctx, const json_t *related, const json_t *msg);
 

@@ -85,7 +85,33 @@ def legacy():
     ok(h.get("content-type", "").startswith("text/event-stream") and
        kinds[0] == "notifications/progress" and kinds[-1] == "result",
        "a call with a progress token streams progress, then its result", (h, msgs))
+    cancel_in_session(c)
     return c
+
+
+def cancel_in_session(c):
+    """Legacy: notifications/cancelled in the session kills the call; its POST ends unanswered."""
+    _n[0] += 1
+    cid = _n[0]
+    got = {}
+
+    def slow():
+        got["r"] = c.post({"jsonrpc": "2.0", "id": cid, "method": "tools/call", "params": {
+            "name": "run_command", "arguments": {"command": "echo $$ > c.pid; exec sleep 300"}}})
+
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(1.5)
+    st, _, _ = c.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": cid, "reason": "suite"}})
+    t.join(30)
+    st2, _, msgs = got.get("r", (None, None, None))
+    ok(st == 202 and not t.is_alive() and not any("result" in m for m in msgs or []),
+       "notifications/cancelled in the session: 202, and the call's POST ends unanswered",
+       (st, st2, msgs))
+    st, _, msgs = call(c, "run_command", {"command": "kill -0 $(cat c.pid) 2>/dev/null; echo $?"})
+    ok(structured(last(msgs)).get("stdout", {}).get("text") == "1\n",
+       "the cancelled command's process is gone", msgs)
 
 
 def bad_input(c):
