@@ -4,6 +4,8 @@
 #   make run ARGS='…' set up, build, and run `paddock run ARGS` (default: a short demo)
 #   make test         set up (Debian packages, tests/clients npm ci), build, run every suite
 #                     (unit, fuzz, integration, ASan+UBSan, real clients)
+#   make test-clients set up Claude Code too (large), and run it as a real MCP client of
+#                     paddock mcp (tests/integration/test-claude.sh; as root)
 #   make fuzz         run every libFuzzer target for 60 s (FUZZ_JOBS=N at once)
 #   make bench        set up the benches' own tools too, then run the benches
 #   make install      build, then install under PREFIX (default /usr/local; DESTDIR=
@@ -44,7 +46,7 @@ HELPERDIR = $(PREFIX)/libexec/paddock
 MAN1DIR = $(PREFIX)/share/man/man1
 DOCDIR = $(PREFIX)/share/doc/paddock
 
-.PHONY: all setup test-setup test-clients-setup npm-setup bench-setup build run test test-fast fuzz bench format format-check clean \
+.PHONY: all setup test-setup test-clients-setup test-clients npm-setup bench-setup build run test test-fast fuzz bench format format-check clean \
 	install uninstall check-prefix
 
 all: build
@@ -94,6 +96,13 @@ test-setup: setup
 # binary out of the platform package npm already fetched; it does not download.
 test-clients-setup: test-setup
 	@$(call npm_ci,tests/clients/claude)
+
+# Claude Code drives paddock mcp as an agent would, against a fake Messages API on loopback,
+# in a network namespace of its own (no traffic beyond it); as root and as nobody.
+test-clients: build test-clients-setup
+	@PADDOCK='$(CURDIR)/$(BUILD)/paddock' PADDOCK_INIT='$(CURDIR)/$(BUILD)/paddock-init' \
+		TESTS_DIR='$(CURDIR)/tests' BUILD_DIR='$(CURDIR)/$(BUILD)' \
+		bash tests/integration/test-claude.sh
 
 bench-setup: setup
 	@$(call deb_install,$(BENCH_DEB_PACKAGES))
@@ -157,13 +166,14 @@ test-fast: build
 fuzz: setup
 	bash tests/fuzz/run-fuzz.sh 60 $(ASAN_BUILD)
 
-bench: build bench-setup
+bench: build bench-setup test-setup
 	python3 bench/startup ./$(BUILD)/paddock
 	python3 bench/workspace ./$(BUILD)/paddock
 	./$(BUILD)/bench-audit
 	python3 bench/egress ./$(BUILD)/paddock
 	python3 bench/egress-tls ./$(BUILD)/paddock
 	python3 bench/daemon ./$(BUILD)/paddock --quick
+	python3 bench/mcp ./$(BUILD)/paddock
 
 format:
 	clang-format -i $$(git ls-files '*.[ch]')

@@ -47,6 +47,10 @@ static void usage(FILE *out)
 	      "  --state-dir DIR     the state directory (default $PADDOCK_STATE_DIR, else\n"
 	      "                      $XDG_STATE_HOME/paddock, ~/.local/state/paddock, or\n"
 	      "                      /var/lib/paddock for root)\n"
+	      "  --conformance-fixtures\n"
+	      "                      also serve the MCP conformance suite's fixture tools,\n"
+	      "                      resources and prompts (fixed data, no sandbox): for\n"
+	      "                      that suite's tests only\n"
 	      "  -q, --quiet         no log lines on stderr\n"
 	      "  -h, --help          this help\n"
 	      "\n"
@@ -55,13 +59,22 @@ static void usage(FILE *out)
 	      out);
 }
 
-enum { OPT_PROFILE = 256, OPT_TTL, OPT_MAX_MESSAGE, OPT_STATE_DIR, OPT_WORKSPACE, OPT_LISTEN };
+enum {
+	OPT_PROFILE = 256,
+	OPT_TTL,
+	OPT_MAX_MESSAGE,
+	OPT_STATE_DIR,
+	OPT_WORKSPACE,
+	OPT_LISTEN,
+	OPT_FIXTURES
+};
 
 static const struct option long_opts[] = {
 	{"profile", required_argument, NULL, OPT_PROFILE},
 	{"ttl", required_argument, NULL, OPT_TTL},
 	{"workspace", required_argument, NULL, OPT_WORKSPACE},
 	{"listen", required_argument, NULL, OPT_LISTEN},
+	{"conformance-fixtures", no_argument, NULL, OPT_FIXTURES},
 	{"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"quiet", no_argument, NULL, 'q'},
@@ -127,6 +140,9 @@ static int mcp_opt(int c, struct mcp_args *a)
 		return 0;
 	case OPT_LISTEN:
 		a->o.listen = optarg;
+		return 0;
+	case OPT_FIXTURES:
+		a->o.conformance_fixtures = true;
 		return 0;
 	case 'q':
 		a->quiet = true;

@@ -60,6 +60,7 @@ struct pdk_daemon_mcp_opts {
 	const char *workspace;     /* the host directory they overlay (NULL: a private one) */
 	const char *listen;        /* "HOST:PORT" (loopback): Streamable HTTP instead of stdio */
 	size_t max_message;        /* the largest message (0: 4 MiB) */
+	bool conformance_fixtures; /* also serve the conformance suite's fixtures (tests only) */
 	char *const *envp;         /* the environment supervisors are started with */
 	const struct pdk_log *log; /* where messages go (NULL: nowhere) */
 };

@@ -163,13 +163,15 @@ static int start(struct mcp_run *r, const struct pdk_daemon_mcp_opts *o, struct 
 	co.own_dir = r->own_dir;
 	if (pdk_ctl_new(&co, &r->ctl, err) < 0)
 		return -EIO;
-	r->mcp = pdk_mcp_new(&(struct pdk_mcp_opts){.ctl = r->ctl,
-						    .base = r->base,
-						    .log = o->log,
-						    .max_message = o->max_message,
-						    .profile = o->profile,
-						    .ttl_s = o->ttl_s,
-						    .workspace = o->workspace});
+	r->mcp = pdk_mcp_new(
+		&(struct pdk_mcp_opts){.ctl = r->ctl,
+				       .base = r->base,
+				       .log = o->log,
+				       .max_message = o->max_message,
+				       .profile = o->profile,
+				       .ttl_s = o->ttl_s,
+				       .workspace = o->workspace,
+				       .conformance_fixtures = o->conformance_fixtures});
 	(void)signal(SIGPIPE, SIG_IGN);
 	r->sig_term = add_event(r, SIGTERM, on_stop);
 	r->sig_int = add_event(r, SIGINT, on_stop);

@@ -22,6 +22,7 @@ struct pdk_mcp {
 	uint64_t ttl_s;
 	char *workspace;       /* the host directory sandboxes overlay, or NULL: a private one */
 	json_t *tools;         /* the tools/list "tools" array, built once */
+	bool fixtures;         /* the conformance fixtures are served too (fixtures.h) */
 	unsigned char key[32]; /* the MRTR requestState key (mrtr.c), random per server */
 };
 

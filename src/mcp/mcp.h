@@ -41,6 +41,8 @@ struct pdk_mcp_opts {
 	const char *profile;       /* the profile of sandboxes made without one (NULL: "default") */
 	uint64_t ttl_s;            /* the TTL of sandboxes made without one (0: 1 hour) */
 	const char *workspace;     /* a host directory every sandbox overlays (NULL: private) */
+	/* Also serve the MCP conformance suite's fixtures (fixtures.h): for its tests only. */
+	bool conformance_fixtures;
 };
 
 /* A new server (caller frees with pdk_mcp_free() after every connection's end). Never NULL. */

@@ -4,6 +4,7 @@
  * notifications a client sends (docs/mcp.md, "Eras").
  */
 #include "common.h"
+#include "fixtures.h"
 #include "mcp-internal.h"
 
 #include <string.h>
@@ -25,6 +26,13 @@ struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o)
 	m->ttl_s = o->ttl_s ? o->ttl_s : DEFAULT_TTL_S;
 	m->workspace = o->workspace ? pdk_xstrdup(o->workspace) : NULL;
 	m->tools = pdk__mcp_tools_json();
+	m->fixtures = o->conformance_fixtures;
+	if (m->fixtures) {
+		json_t *more = pdk__mcp_fixture_tools();
+
+		json_array_extend(m->tools, more);
+		json_decref(more);
+	}
 	pdk__mrtr_key(m->key);
 	return m;
 }
@@ -264,6 +272,8 @@ static void on_initialize(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 	r = json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", c->version, "capabilities",
 		      "tools", "listChanged", 0, "serverInfo", server_info(), "instructions",
 		      instructions);
+	if (c->m->fixtures)
+		pdk__mcp_fixture_caps(json_object_get(r, "capabilities"));
 	pdk__mcp_send(c, m->id, pdk_rpc_result(m->id, r));
 }
 
@@ -279,6 +289,8 @@ static void on_legacy(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 			     "2026-07-28 revision, io.modelcontextprotocol/protocolVersion in "
 			     "_meta)",
 			     NULL);
+	else if (c->m->fixtures && pdk__mcp_fixture_request(c, m))
+		return; /* a conformance fixture answered */
 	else if (strcmp(m->method, "tools/list") == 0)
 		pdk__mcp_send(c, m->id,
 			      pdk_rpc_result(m->id, json_pack("{s:O}", "tools", c->m->tools)));
@@ -335,10 +347,13 @@ static void answer_modern(struct pdk_mcp_conn *c, const json_t *id, json_t *resu
 
 static void on_discover(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 {
-	answer_modern(c, m->id,
-		      json_pack("{s:o, s:{s:{}}, s:s, s:i, s:s}", "supportedVersions", supported(),
-				"capabilities", "tools", "instructions", instructions, "ttlMs",
-				LIST_TTL_MS, "cacheScope", "public"));
+	json_t *r = json_pack("{s:o, s:{s:{}}, s:s, s:i, s:s}", "supportedVersions", supported(),
+			      "capabilities", "tools", "instructions", instructions, "ttlMs",
+			      LIST_TTL_MS, "cacheScope", "public");
+
+	if (c->m->fixtures)
+		pdk__mcp_fixture_caps(json_object_get(r, "capabilities"));
+	answer_modern(c, m->id, r);
 }
 
 /* subscriptions/listen: the tools never change, so the stream only ever says it is open. */
@@ -385,6 +400,8 @@ static void on_modern(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, const
 		return;
 	if (c->client == NULL && json_is_object(json_object_get(meta, META_CLIENT)))
 		c->client = json_deep_copy(json_object_get(meta, META_CLIENT));
+	if (c->m->fixtures && pdk__mcp_fixture_request(c, m))
+		return; /* a conformance fixture answered */
 	if (strcmp(m->method, "server/discover") == 0)
 		on_discover(c, m);
 	else if (strcmp(m->method, "tools/list") == 0)
