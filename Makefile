@@ -70,12 +70,13 @@ endef
 setup:
 	@$(call deb_install,$(DEB_PACKAGES))
 
-# npm_ci DIR [FLAGS]: `npm ci` in DIR when its lock file is newer than what it installed.
+# npm_ci DIR [FLAGS]: `npm ci` in DIR when its lock file differs from the one it last installed
+# (a copy kept in node_modules; by content, not time: a checkout's times say nothing).
 define npm_ci
-if [ ! -f $(1)/node_modules/.package-lock.json ] || \
-	    [ $(1)/package-lock.json -nt $(1)/node_modules/.package-lock.json ]; then \
+if ! cmp -s $(1)/package-lock.json $(1)/node_modules/.paddock-lock.json; then \
 		echo "npm ci in $(1)"; \
-		(cd $(1) && npm ci --no-audit --no-fund --loglevel=error $(2) >/dev/null) || exit 1; \
+		(cd $(1) && npm ci --no-audit --no-fund --loglevel=error $(2) >/dev/null && \
+			cp package-lock.json node_modules/.paddock-lock.json) || exit 1; \
 	fi
 endef
 
