@@ -99,7 +99,8 @@ static int step_env(struct pdk_session *s, struct pdk_error **err)
 }
 
 /*
- * The event stream: the audit store, an events file, an OTLP exporter.
+ * The event stream: the audit store (its run spool, folded later: no
+ * SQLite nor OpenSSL at a run's start), an events file, an OTLP exporter.
  * An exporter that cannot start only costs the export (a warning), never
  * the session. No sink, no stream: nothing would read the events (nor the
  * exec trace they carry).
@@ -115,12 +116,8 @@ static int step_events(struct pdk_session *s, struct pdk_error **err)
 	if (o->label_session != NULL || o->label_workflow != NULL)
 		pdk_events_set_labels(s->events, o->label_session, o->label_workflow);
 	pdk__session_add_secrets(s->events, s->env, s->policy, o->settings->envp);
-	if (o->audit) {
-		struct pdk_audit_sink_config acfg = {.state_dir = s->state_dir,
-						     .on_full = o->audit_on_full};
-
-		pdk_audit_add_sink(s->events, &acfg);
-	}
+	if (o->audit && pdk_audit_add_spool(s->events, s->state_dir, s->id, err) < 0)
+		return -1;
 	if (o->events_file != NULL && pdk_events_add_file(s->events, o->events_file, err) < 0)
 		return -1;
 	if (o->otlp != NULL &&
