@@ -85,11 +85,15 @@ static int spool_dir(const char *state_dir, char **out, struct pdk_error **err)
 {
 	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
 
-	if (mkdir(dir, 0700) < 0 && errno == ENOENT && pdk_mkdir_p(state_dir, err) < 0)
-		return -EIO;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return pdk_error_set(err, errno, "cannot create the audit spool directory '%s'",
-				     dir);
+	int rc = mkdir(dir, 0700) < 0 ? errno : 0;
+
+	if (rc == ENOENT) {
+		if (pdk_mkdir_p(state_dir, err) < 0)
+			return -EIO;
+		rc = mkdir(dir, 0700) < 0 ? errno : 0;
+	}
+	if (rc != 0 && rc != EEXIST)
+		return pdk_error_set(err, rc, "cannot create the audit spool directory '%s'", dir);
 	*out = steal_ptr(&dir);
 	return 0;
 }
