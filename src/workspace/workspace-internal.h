@@ -10,6 +10,8 @@
 
 /* The symlink chains a link may follow before the kernel gives up (MAXSYMLINKS). */
 #define PDK__WS_LINK_HOPS 40
+/* A change set's record of the host's base (ws-base.c), made with the set. */
+#define PDK__WS_BASE_FILE "base"
 
 /*
  * The workspace directory as it will be after a commit of `diff`: an entry

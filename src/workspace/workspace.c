@@ -605,7 +605,9 @@ int pdk_ws_rollback(struct pdk_ws *ws, unsigned snap, struct pdk_error **err)
 /*
  * The common case, a set that never held anything (a run that changed
  * nothing): its known entries, without reading directories. false when
- * anything else is there.
+ * anything else is there. The base file (ws-base.c) is one of them: made
+ * with the set, it was missed here, and every empty set took the slow way
+ * (a rename, a directory walk).
  */
 static bool remove_empty(struct pdk_ws *ws)
 {
@@ -616,6 +618,8 @@ static bool remove_empty(struct pdk_ws *ws)
 		return false;
 	fd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || unlinkat(fd, META, 0) < 0)
+		return false;
+	if (unlinkat(fd, PDK__WS_BASE_FILE, 0) < 0 && errno != ENOENT)
 		return false;
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(dirs); i++)
 		if (unlinkat(fd, dirs[i], AT_REMOVEDIR) < 0 && errno != ENOENT)
