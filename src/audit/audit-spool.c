@@ -244,7 +244,7 @@ static int fold_lines(struct pdk_audit *a, struct spool *sp, uint64_t *off,
 
 /*
  * One spool whose run is over: its records appended after the store's
- * head, the head signed, then the file removed while it is still locked
+ * head, then the file removed while it is still locked
  * (a folder that opened it meanwhile finds it unlinked), then its offset
  * forgotten. A crash between two steps leaves the offset that says how far
  * the file was folded: nothing is appended twice.
@@ -255,7 +255,7 @@ static int fold_locked(struct pdk_audit *a, int dirfd, struct spool *sp, struct 
 	uint64_t off;
 
 	if (pdk_audit_spool_offset(a, sp->source, &off, err) < 0 ||
-	    fold_lines(a, sp, &off, res, err) < 0 || pdk_audit_checkpoint(a, err) < 0)
+	    fold_lines(a, sp, &off, res, err) < 0)
 		return -EIO;
 	res->torn_bytes += sp->size - off;
 	if (unlinkat(dirfd, sp->name, 0) < 0 && errno != ENOENT)
@@ -361,6 +361,13 @@ int pdk_audit_fold(struct pdk_audit *a, struct pdk_audit_fold *res, struct pdk_e
 	for (size_t i = 0; names != NULL && names[i] != NULL; i++)
 		if (fold_entry(a, dirfd, names[i], res, err) < 0)
 			return pdk_error_wrap(err, "audit: fold the run spools");
+	/*
+	 * One signature over the head covers every record folded (the chain
+	 * links them); a fold cut before it leaves them to the next fold's,
+	 * which signs whatever head it finds unsigned.
+	 */
+	if (pdk_audit_checkpoint(a, err) < 0)
+		return pdk_error_wrap(err, "audit: sign the folded runs");
 	return 0;
 }
 

@@ -274,7 +274,8 @@ struct pdk_audit_fold {
  * lock is free: the run ended or was killed) into the store: its complete
  * lines appended in order, in transactions that also save how far the
  * spool is folded (so a crash never appends a record twice nor skips one),
- * the head signed, the file removed. Spools of live runs are left (counted
+ * the file removed; then the head is signed once (unless it is signed
+ * already), covering every record folded. Spools of live runs are left (counted
  * in res->running). A complete line that is not an event stops the fold
  * with -EIO naming the spool, which is kept.
  */

@@ -359,7 +359,12 @@ static int finish_change_set(struct pdk_session *s, struct pdk_session_result *r
 	}
 	if (rc == 0 && d.n > 0 && ov->discard)
 		(void)!pdk_ws_emit_changes(s->events, &d, "discarded", pdk_ws_id(s->ws), &e);
-	if (rc == 0 && (s->private_ws != NULL || ov->discard || (s->ws_created && d.n == 0))) {
+	if (rc == 0 && s->private_ws == NULL && !ov->discard && s->ws_created && d.n == 0) {
+		/* A run that changed nothing: its set's directory serves the next run. */
+		rc = pdk_ws_recycle(s->ws, err);
+		if (rc == 0)
+			res->ws = PDK_SESSION_WS_REMOVED;
+	} else if (rc == 0 && (s->private_ws != NULL || ov->discard)) {
 		rc = pdk_ws_remove(s->ws, err);
 		if (rc == 0)
 			res->ws = ov->discard && d.n > 0 ? PDK_SESSION_WS_DISCARDED
