@@ -559,12 +559,23 @@ static int run_sandbox(struct run_ctx *c)
 	return rc < 0 ? PDK_EXIT_SETUP : exit_code(&res);
 }
 
+/* PADDOCK_AUDIT_FOLD_AT (docs/audit.md), else PDK_AUDIT_SPOOL_FOLD_AT. */
+static int fold_at(const struct run_ctx *c)
+{
+	const char *v = pdk_env_get(c->settings.envp, "PADDOCK_AUDIT_FOLD_AT");
+	uint64_t n;
+
+	if (v == NULL || pdk_parse_u64(v, 1 << 20, &n) < 0 || n == 0)
+		return PDK_AUDIT_SPOOL_FOLD_AT;
+	return (int)n;
+}
+
 /*
  * A run leaves its records in its spool; the audit commands fold them into
  * the store. So that spools do not pile up on a machine where nobody reads
- * the store, a run that finds PDK_AUDIT_SPOOL_FOLD_AT of them waiting folds
- * them itself, after its command has ended (one run in that many pays it).
- * A failure costs nothing but the wait: the records stay in their spools.
+ * the store, a run that finds fold_at() of them waiting folds them itself,
+ * after its command has ended (one run in that many pays it). A failure
+ * costs nothing but the wait: the records stay in their spools.
  */
 static void fold_if_many(struct run_ctx *c)
 {
@@ -573,7 +584,7 @@ static void fold_if_many(struct run_ctx *c)
 	struct pdk_audit_fold res;
 	struct pdk_audit *a = NULL;
 
-	if (c->o.no_audit || pdk_audit_spool_count(state) < PDK_AUDIT_SPOOL_FOLD_AT)
+	if (c->o.no_audit || pdk_audit_spool_count(state) < fold_at(c))
 		return;
 	if (pdk_audit_open(state, &a, &err) < 0 || pdk_audit_fold(a, &res, &err) < 0)
 		pdk_cli_warn("audit: the run spools stay to be folded: %s", err->msg);

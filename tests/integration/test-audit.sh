@@ -556,6 +556,23 @@ check_spool_kill_anywhere() {
 	ok $? "$who: spool: every finished run ($finished of 10) has its 4 records (runs with 4: $whole)"
 }
 
+# A run that finds PADDOCK_AUDIT_FOLD_AT spools waiting (its own included, once its command
+# ended) folds them itself: spools do not pile up where nobody runs an audit command.
+check_spool_fold_at() {
+	local who=$1 n0
+	n0=$(records "$who")
+	PRUN_ENV=(PADDOCK_AUDIT_FOLD_AT=3)
+	prun "$who" --workspace-mode none -- true
+	prun "$who" --workspace-mode none -- true
+	is "$(stored "$who"):$(spools "$who")" "$n0:2" "$who: spool: two runs below the threshold fold nothing"
+	prun "$who" --workspace-mode none -- true
+	is "$?:$(stored "$who"):$(spools "$who")" "0:$((n0 + 12)):0" \
+		"$who: spool: the run that finds 3 spools waiting folds them all, its own included"
+	PRUN_ENV=()
+	paudit "$who" verify >/dev/null
+	is "$?" 0 "$who: spool: the chain a run folded is intact"
+}
+
 check_usage() {
 	paudit root bogus >/dev/null 2>&1
 	is "$?" 122 "audit with an unknown command exits 122"
@@ -592,6 +609,7 @@ for who in root user; do
 	check_spool_killed "$who"
 	check_spool_torn "$who"
 	check_spool_kill_anywhere "$who"
+	check_spool_fold_at "$who"
 done
 if have_supervisor; then
 	check_serve_forged root
