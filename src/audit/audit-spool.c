@@ -363,10 +363,11 @@ int pdk_audit_fold(struct pdk_audit *a, struct pdk_audit_fold *res, struct pdk_e
 			return pdk_error_wrap(err, "audit: fold the run spools");
 	/*
 	 * One signature over the head covers every record folded (the chain
-	 * links them); a fold cut before it leaves them to the next fold's,
-	 * which signs whatever head it finds unsigned.
+	 * links them); a fold cut before it leaves them to the next fold that
+	 * folds something, which signs whatever head it finds unsigned. A fold
+	 * that found nothing takes no write lock (tail -f folds at every poll).
 	 */
-	if (pdk_audit_checkpoint(a, err) < 0)
+	if ((res->records > 0 || res->spools > 0) && pdk_audit_checkpoint(a, err) < 0)
 		return pdk_error_wrap(err, "audit: sign the folded runs");
 	return 0;
 }
