@@ -29,9 +29,15 @@
 #include "base.h"
 #include "telemetry.h"
 
-#define PDK_AUDIT_DB               "audit.db"
-#define PDK_AUDIT_KEY              "audit-key"
-#define PDK_AUDIT_PUBKEY           "audit-key.pub.pem"
+#define PDK_AUDIT_DB        "audit.db"
+#define PDK_AUDIT_KEY       "audit-key"
+#define PDK_AUDIT_PUBKEY    "audit-key.pub.pem"
+#define PDK_AUDIT_SPOOL_DIR "audit-spool"
+/*
+ * A run folds the spools itself once this many wait (audit commands fold at
+ * every call): one run in that many pays a fold, below what a p95 sees.
+ */
+#define PDK_AUDIT_SPOOL_FOLD_AT    128
 #define PDK_AUDIT_CHECKPOINT_EVERY 1000
 #define PDK_AUDIT_QUEUE_MAX        1024
 #define PDK_AUDIT_FLUSH_MS         200
@@ -245,5 +251,58 @@ struct pdk_audit_sink_config {
  * the close fail with its error (fail closed).
  */
 void pdk_audit_add_sink(struct pdk_events *ev, const struct pdk_audit_sink_config *cfg);
+
+/* ---- the run spool (audit-spool.c) ---- */
+
+/*
+ * Add a run's spool as a sink of `ev`: STATE/audit-spool/ID.jsonl (the
+ * directory made 0700, the file 0600), locked (flock) until the stream
+ * closes. Each event is appended as one line by one write() before emit()
+ * returns; a failed write fails the emit (the run stops its sandbox). No
+ * SQLite, no OpenSSL: the records are chained and signed when folded
+ * (pdk_audit_fold()). -errno with *err when the spool cannot be made.
+ */
+PDK_MUST_CHECK int pdk_audit_add_spool(struct pdk_events *ev, const char *state_dir, const char *id,
+				       struct pdk_error **err);
+
+struct pdk_audit_fold {
+	uint64_t records;    /* appended to the chain */
+	uint64_t spools;     /* folded and removed */
+	uint64_t running;    /* skipped: their run still holds them */
+	uint64_t torn_bytes; /* a killed run's unfinished last line, dropped */
+};
+
+/*
+ * Fold every spool of the store's state directory whose run is over (its
+ * lock is free: the run ended or was killed) into the store: its complete
+ * lines appended in order, in transactions that also save how far the
+ * spool is folded (so a crash never appends a record twice nor skips one),
+ * the file removed; then the head is signed once (unless it is signed
+ * already), covering every record folded. Spools of live runs are left (counted
+ * in res->running). A complete line that is not an event stops the fold
+ * with -EIO naming the spool, which is kept.
+ */
+PDK_MUST_CHECK int pdk_audit_fold(struct pdk_audit *a, struct pdk_audit_fold *res,
+				  struct pdk_error **err);
+
+/* One spool not folded yet, borrowed for the callback. */
+struct pdk_audit_spool {
+	const char *name; /* ID.jsonl */
+	uint64_t records; /* its complete lines */
+	bool running;     /* its run still holds it */
+};
+
+typedef int (*pdk_audit_spool_cb)(void *data, const struct pdk_audit_spool *s);
+
+/*
+ * Every spool of `state_dir` not folded yet, by name, without opening the
+ * store nor changing anything (what `audit verify` reports). A non-zero
+ * return of the callback stops the walk and is returned.
+ */
+PDK_MUST_CHECK int pdk_audit_pending(const char *state_dir, pdk_audit_spool_cb cb, void *data,
+				     struct pdk_error **err);
+
+/* How many spools wait in `state_dir` (0 when none or unreadable). */
+int pdk_audit_spool_count(const char *state_dir);
 
 #endif

@@ -33,6 +33,7 @@ struct pdk_settings {
 	 * The whole environment (borrowed), for what is looked up by a name only
 	 * known at run time: `--env NAME` copies, TERM, PADDOCK_SECRET_<NAME>,
 	 * OTEL_* (telemetry/otlp.h), PADDOCK_URL/SOCKET/TOKEN (client/client.h),
+	 * PADDOCK_AUDIT_FOLD_AT (cli/cmd-run.c: when a run folds the audit spools),
 	 * and the test knobs that the tests' own processes set.
 	 */
 	char *const *envp;

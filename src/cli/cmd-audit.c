@@ -44,7 +44,8 @@ struct audit_opts {
 	uint64_t since;
 	const char *expect_head;
 	char **args;
-	const char *state; /* the state directory the store was opened in */
+	const char *state;            /* the state directory the store was opened in */
+	struct pdk_audit_fold folded; /* what the fold before the command did */
 };
 
 struct subcommand {
@@ -52,6 +53,7 @@ struct subcommand {
 	int (*fn)(struct pdk_audit *a, struct audit_opts *o);
 	unsigned takes; /* O_* bits */
 	unsigned nargs; /* positional arguments */
+	bool fold;      /* fold the run spools into the store first */
 };
 
 static const struct option long_opts[] = {
@@ -70,11 +72,16 @@ static void usage(FILE *out)
 	      "       paddock audit verify [--expect-head SEQ:HASH] [--json]\n"
 	      "       paddock audit head [--json]\n"
 	      "       paddock audit export [--format jsonl|otlp] [--sandbox ID] [--since SEQ]\n"
+	      "       paddock audit fold\n"
 	      "\n"
 	      "The audit store holds every event of every sandbox (paddock run, paddock ws),\n"
 	      "hash-chained and signed at checkpoints, in audit.db in the state directory\n"
 	      "($PADDOCK_STATE_DIR, else $XDG_STATE_HOME/paddock, ~/.local/state/paddock, or\n"
 	      "/var/lib/paddock for root). ID is a sandbox id or a unique prefix.\n"
+	      "A run writes its events to its spool (audit-spool/ID.jsonl) as they happen;\n"
+	      "every command here but verify first folds the spools of runs that are over\n"
+	      "into the store (chained and signed there). verify changes nothing and says\n"
+	      "which records are not folded yet.\n"
 	      "\n"
 	      "  ls      the sandboxes: first and last event time, event count, labels\n"
 	      "  show    one sandbox's events as a timeline\n"
@@ -90,6 +97,7 @@ static void usage(FILE *out)
 	      "  export  the stored canonical lines, one per line (--since SEQ: after SEQ);\n"
 	      "          --format otlp: OTLP/HTTP JSON request bodies instead, one per line\n"
 	      "          (resourceLogs, then resourceSpans), ready to POST to a collector\n"
+	      "  fold    only fold the run spools into the store, and say how many\n"
 	      "\n"
 	      "exit status: 0 done (verify: intact), 1 failed (verify: broken), 122 usage error.\n",
 	      out);
@@ -251,6 +259,14 @@ static int head_row(void *data, const struct pdk_audit_row *r)
 	return 0;
 }
 
+/* The run spools folded into the store (every command but verify does it first). */
+static int fold_quiet(struct pdk_audit *a, struct pdk_error **err)
+{
+	struct pdk_audit_fold res;
+
+	return pdk_audit_fold(a, &res, err);
+}
+
 /*
  * Whether the store `tail -f` follows is still the file it opened: one that
  * was removed or replaced (a new store, a restore) has no more events for
@@ -297,7 +313,9 @@ static int cmd_tail(struct pdk_audit *a, struct audit_opts *o)
 		}
 		f.last = 0;
 		f.after_seq = t.last_seq;
-		rc = pdk_audit_query(a, &f, tail_row, &t, &err);
+		rc = fold_quiet(a, &err);
+		if (rc == 0)
+			rc = pdk_audit_query(a, &f, tail_row, &t, &err);
 	}
 	if (rc < 0) {
 		pdk_cli_error("audit tail: %s", err->msg);
@@ -308,7 +326,40 @@ static int cmd_tail(struct pdk_audit *a, struct audit_opts *o)
 
 /* ---- verify ---- */
 
-static void verify_json(const struct pdk_audit_verify *v)
+/* What `verify` says of the spools not folded yet (verify itself folds nothing). */
+struct pending {
+	uint64_t records;
+	uint64_t spools;
+	uint64_t running;
+	json_t *list; /* --json: one object per spool */
+};
+
+static int pending_one(void *data, const struct pdk_audit_spool *s)
+{
+	struct pending *p = data;
+
+	p->records += s->records;
+	p->spools++;
+	p->running += s->running;
+	if (p->list != NULL)
+		json_array_append_new(p->list,
+				      json_pack("{s:s, s:I, s:b}", "spool", s->name, "records",
+						(json_int_t)s->records, "running", s->running));
+	return 0;
+}
+
+static void print_pending(const struct pending *p)
+{
+	if (p->spools == 0)
+		return;
+	printf("not folded yet: %" PRIu64 " record(s) in %" PRIu64 " run spool(s)", p->records,
+	       p->spools);
+	if (p->running > 0)
+		printf(", %" PRIu64 " of them still running", p->running);
+	printf(" (any other 'paddock audit' command folds them)\n");
+}
+
+static void verify_json(const struct pdk_audit_verify *v, struct pending *p)
 {
 	_cleanup_json_ json_t *o = json_object();
 
@@ -323,6 +374,9 @@ static void verify_json(const struct pdk_audit_verify *v)
 	pdk_json_set(o, "head_seq", json_integer((json_int_t)v->head_seq));
 	pdk_json_set(o, "head_hash", json_string(v->head_hash));
 	pdk_json_set(o, "key_id", json_string(v->key_id));
+	pdk_json_set(o, "unfolded_records", json_integer((json_int_t)p->records));
+	pdk_json_set(o, "unfolded", p->list);
+	p->list = NULL;
 	pdk_cli_print_json(o);
 }
 
@@ -331,27 +385,32 @@ static int cmd_verify(struct pdk_audit *a, struct audit_opts *o)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_audit_anchor anchor;
 	struct pdk_audit_verify v;
+	struct pending p = {.list = o->json ? json_array() : NULL};
 
 	if (o->expect_head != NULL && pdk_audit_parse_anchor(o->expect_head, &anchor, &err) < 0) {
 		pdk_cli_error("audit verify: --expect-head: %s", err->msg);
 		return PDK_EXIT_POLICY;
 	}
-	if (pdk_audit_verify_chain(a, o->expect_head ? &anchor : NULL, &v, &err) < 0) {
+	if (pdk_audit_verify_chain(a, o->expect_head ? &anchor : NULL, &v, &err) < 0 ||
+	    pdk_audit_pending(o->state, pending_one, &p, &err) < 0) {
+		json_decref(p.list);
 		pdk_cli_error("audit verify: %s", err->msg);
 		return 1;
 	}
 	if (o->json) {
-		verify_json(&v);
+		verify_json(&v, &p);
 	} else if (v.reason == PDK_AUDIT_INTACT) {
 		printf("ok: %" PRIu64 " records, %" PRIu64 " checkpoints (last signed at %" PRIu64
 		       ")\n",
 		       v.records, v.checkpoints, v.signed_seq);
 		printf("head: %" PRIu64 " %s\n", v.head_seq, v.head_hash[0] ? v.head_hash : "-");
 		printf("key: %s\n", v.key_id[0] ? v.key_id : "-");
+		print_pending(&p);
 	} else {
 		printf("broken at %" PRIu64 ": %s: %s\n", v.broken_seq,
 		       pdk_audit_break_name(v.reason), v.detail);
 		printf("head: %" PRIu64 " %s\n", v.head_seq, v.head_hash[0] ? v.head_hash : "-");
+		print_pending(&p);
 	}
 	return v.reason == PDK_AUDIT_INTACT ? 0 : 1;
 }
@@ -491,13 +550,31 @@ static int cmd_export(struct pdk_audit *a, struct audit_opts *o)
 	return PDK_EXIT_POLICY;
 }
 
+/* ---- fold ---- */
+
+/* The folding is done by run_subcommand(), as for every command but verify. */
+static int cmd_fold(struct pdk_audit *a, struct audit_opts *o)
+{
+	(void)a;
+	printf("folded %" PRIu64 " record(s) from %" PRIu64 " run spool(s)", o->folded.records,
+	       o->folded.spools);
+	if (o->folded.running > 0)
+		printf("; %" PRIu64 " spool(s) of running runs left", o->folded.running);
+	if (o->folded.torn_bytes > 0)
+		printf("; %" PRIu64 " byte(s) of unfinished lines of killed runs dropped",
+		       o->folded.torn_bytes);
+	printf("\n");
+	return 0;
+}
+
 static const struct subcommand subcommands[] = {
-	{"ls", cmd_ls, O_JSON, 0},
-	{"show", cmd_show, O_JSON, 1},
-	{"tail", cmd_tail, O_FOLLOW | O_LAST | O_KIND | O_SANDBOX | O_JSON, 0},
-	{"verify", cmd_verify, O_EXPECT | O_JSON, 0},
-	{"head", cmd_head, O_JSON, 0},
-	{"export", cmd_export, O_FORMAT | O_SANDBOX | O_SINCE, 0},
+	{"ls", cmd_ls, O_JSON, 0, true},
+	{"show", cmd_show, O_JSON, 1, true},
+	{"tail", cmd_tail, O_FOLLOW | O_LAST | O_KIND | O_SANDBOX | O_JSON, 0, true},
+	{"verify", cmd_verify, O_EXPECT | O_JSON, 0, false},
+	{"head", cmd_head, O_JSON, 0, true},
+	{"export", cmd_export, O_FORMAT | O_SANDBOX | O_SINCE, 0, true},
+	{"fold", cmd_fold, 0, 0, true},
 };
 
 /* ---- options ---- */
@@ -589,6 +666,11 @@ static int run_subcommand(const struct subcommand *sc, struct audit_opts *o)
 	o->state = state;
 	if (pdk_audit_open(state, &a, &err) < 0) {
 		pdk_cli_error("audit %s: %s", sc->name, err->msg);
+		return 1;
+	}
+	if (sc->fold && pdk_audit_fold(a, &o->folded, &err) < 0) {
+		pdk_cli_error("audit %s: %s", sc->name, err->msg);
+		pdk_audit_free(a);
 		return 1;
 	}
 	rc = sc->fn(a, o);

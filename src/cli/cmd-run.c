@@ -128,9 +128,9 @@ static void usage(FILE *out)
 	      "                           each one is a process.exec event)\n"
 	      "      --no-audit           do not record this run in the audit store\n"
 	      "                           (see 'paddock audit'; recorded by default)\n"
-	      "      --audit-queue-full P when events come faster than the store takes\n"
-	      "                           them: block (wait, the default) or stop (stop\n"
-	      "                           the sandbox); never dropped\n"
+	      "      --audit-queue-full P block or stop; accepted for scripts that give it:\n"
+	      "                           a run writes each event before it goes on, so\n"
+	      "                           nothing queues and nothing is dropped\n"
 	      "      --otlp URL           export events to an OpenTelemetry collector\n"
 	      "                           (OTLP/HTTP JSON; default: OTEL_EXPORTER_OTLP_ENDPOINT)\n"
 	      "      --allow HOST[:PORT]  let HTTP(S) to HOST out through the egress proxy\n"
@@ -311,7 +311,6 @@ struct run_ctx {
 	struct pdk_run_opts o;
 	struct pdk_settings settings; /* what our environment says (base/settings.h) */
 	struct pdk_overrides overrides;
-	enum pdk_audit_on_full on_full;
 	struct pdk_otlp_config otlp;
 	bool otlp_on; /* an endpoint is configured */
 	struct pdk_session *session;
@@ -361,10 +360,7 @@ static int parse_event_opts(struct run_ctx *c)
 	const char *full = c->o.audit_full;
 	int otlp;
 
-	c->on_full = PDK_AUDIT_BLOCK;
-	if (full != NULL && strcmp(full, "stop") == 0) {
-		c->on_full = PDK_AUDIT_STOP;
-	} else if (full != NULL && strcmp(full, "block") != 0) {
+	if (full != NULL && strcmp(full, "stop") != 0 && strcmp(full, "block") != 0) {
 		pdk_cli_error("run: invalid --audit-queue-full '%s': expected block or stop", full);
 		return -1;
 	}
@@ -475,7 +471,6 @@ static int open_session(struct run_ctx *c)
 		.log = &pdk_cli_log,
 		.actor = "paddock-run",
 		.audit = !c->o.no_audit,
-		.audit_on_full = c->on_full,
 		.events_file = c->o.events,
 		.otlp = c->otlp_on ? &c->otlp : NULL,
 		.argv = c->o.argv,
@@ -564,6 +559,38 @@ static int run_sandbox(struct run_ctx *c)
 	return rc < 0 ? PDK_EXIT_SETUP : exit_code(&res);
 }
 
+/* PADDOCK_AUDIT_FOLD_AT (docs/audit.md), else PDK_AUDIT_SPOOL_FOLD_AT. */
+static int fold_at(const struct run_ctx *c)
+{
+	const char *v = pdk_env_get(c->settings.envp, "PADDOCK_AUDIT_FOLD_AT");
+	uint64_t n;
+
+	if (v == NULL || pdk_parse_u64(v, 1 << 20, &n) < 0 || n == 0)
+		return PDK_AUDIT_SPOOL_FOLD_AT;
+	return (int)n;
+}
+
+/*
+ * A run leaves its records in its spool; the audit commands fold them into
+ * the store. So that spools do not pile up on a machine where nobody reads
+ * the store, a run that finds fold_at() of them waiting folds them itself,
+ * after its command has ended (one run in that many pays it). A failure
+ * costs nothing but the wait: the records stay in their spools.
+ */
+static void fold_if_many(struct run_ctx *c)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	const char *state = c->settings.paths.state_dir;
+	struct pdk_audit_fold res;
+	struct pdk_audit *a = NULL;
+
+	if (c->o.no_audit || pdk_audit_spool_count(state) < fold_at(c))
+		return;
+	if (pdk_audit_open(state, &a, &err) < 0 || pdk_audit_fold(a, &res, &err) < 0)
+		pdk_cli_warn("audit: the run spools stay to be folded: %s", err->msg);
+	pdk_audit_free(a);
+}
+
 int pdk_cmd_run(int argc, char **argv)
 {
 	struct run_ctx c = {.sigfd = -1};
@@ -594,6 +621,8 @@ int pdk_cmd_run(int argc, char **argv)
 		rc = c.sigfd < 0 ? PDK_EXIT_SETUP : run_sandbox(&c);
 	}
 	pdk_session_free(c.session);
+	if (c.session != NULL)
+		fold_if_many(&c);
 	if (c.sigfd >= 0)
 		(void)close(c.sigfd);
 	pdk_otlp_config_release(&c.otlp);

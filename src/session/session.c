@@ -99,7 +99,8 @@ static int step_env(struct pdk_session *s, struct pdk_error **err)
 }
 
 /*
- * The event stream: the audit store, an events file, an OTLP exporter.
+ * The event stream: the audit store (its run spool, folded later: no
+ * SQLite nor OpenSSL at a run's start), an events file, an OTLP exporter.
  * An exporter that cannot start only costs the export (a warning), never
  * the session. No sink, no stream: nothing would read the events (nor the
  * exec trace they carry).
@@ -115,12 +116,8 @@ static int step_events(struct pdk_session *s, struct pdk_error **err)
 	if (o->label_session != NULL || o->label_workflow != NULL)
 		pdk_events_set_labels(s->events, o->label_session, o->label_workflow);
 	pdk__session_add_secrets(s->events, s->env, s->policy, o->settings->envp);
-	if (o->audit) {
-		struct pdk_audit_sink_config acfg = {.state_dir = s->state_dir,
-						     .on_full = o->audit_on_full};
-
-		pdk_audit_add_sink(s->events, &acfg);
-	}
+	if (o->audit && pdk_audit_add_spool(s->events, s->state_dir, s->id, err) < 0)
+		return -1;
 	if (o->events_file != NULL && pdk_events_add_file(s->events, o->events_file, err) < 0)
 		return -1;
 	if (o->otlp != NULL &&
@@ -362,7 +359,12 @@ static int finish_change_set(struct pdk_session *s, struct pdk_session_result *r
 	}
 	if (rc == 0 && d.n > 0 && ov->discard)
 		(void)!pdk_ws_emit_changes(s->events, &d, "discarded", pdk_ws_id(s->ws), &e);
-	if (rc == 0 && (s->private_ws != NULL || ov->discard || (s->ws_created && d.n == 0))) {
+	if (rc == 0 && s->private_ws == NULL && !ov->discard && s->ws_created && d.n == 0) {
+		/* A run that changed nothing: its set's directory serves the next run. */
+		rc = pdk_ws_recycle(s->ws, err);
+		if (rc == 0)
+			res->ws = PDK_SESSION_WS_REMOVED;
+	} else if (rc == 0 && (s->private_ws != NULL || ov->discard)) {
 		rc = pdk_ws_remove(s->ws, err);
 		if (rc == 0)
 			res->ws = ov->discard && d.n > 0 ? PDK_SESSION_WS_DISCARDED

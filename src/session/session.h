@@ -70,8 +70,12 @@ struct pdk_session_opts {
 	const char *actor;          /* the events' actor: "paddock-run" */
 	const char *label_session;  /* labels of every event; NULL: none */
 	const char *label_workflow; /* NULL: none */
-	bool audit;                 /* the audit store of state_dir */
-	enum pdk_audit_on_full audit_on_full;
+	/*
+	 * The audit store of state_dir, through the run spool (audit.h): each
+	 * event is in STATE/audit-spool/ID.jsonl before it is acted on, and is
+	 * chained and signed when an audit command folds it.
+	 */
+	bool audit;
 	const char *events_file;            /* JSON lines appended to it; NULL: none */
 	const struct pdk_otlp_config *otlp; /* an exporter (settings->otlp_helper); NULL: none */
 

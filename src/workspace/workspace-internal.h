@@ -10,6 +10,10 @@
 
 /* The symlink chains a link may follow before the kernel gives up (MAXSYMLINKS). */
 #define PDK__WS_LINK_HOPS 40
+/* A change set's record of the host's base (ws-base.c), made with the set. */
+#define PDK__WS_BASE_FILE "base"
+/* STATE/ws/.spare: an empty set's directory kept for the next one (pdk_ws_recycle()). */
+#define PDK__WS_SPARE ".spare"
 
 /*
  * The workspace directory as it will be after a commit of `diff`: an entry

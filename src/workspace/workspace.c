@@ -283,6 +283,45 @@ static int reset_work(struct pdk_ws *ws, struct pdk_error **err)
 	return 0;
 }
 
+/*
+ * STATE/ws/.spare: the directory of a set that a run made and left empty
+ * (pdk_ws_recycle()), kept for the next set. Taking it is one rename where
+ * a new set is three mkdirs, each a journaled block allocation on ext4, and
+ * its removal at the end five unlinks freeing them. The rename is atomic:
+ * of two runs, one takes it and the other makes a set. The layer's mode is
+ * the new workspace's; meta.json and the base are written anew by the
+ * caller, as for a new set.
+ */
+static bool take_spare(struct pdk_ws *ws, const char *root, mode_t mode)
+{
+	_cleanup_free_ char *spare = pdk_xasprintf("%s/" PDK__WS_SPARE, root);
+
+	if (rename(spare, ws->dir) < 0)
+		return false;
+	if (chmod(ws->upper, mode & 07777) == 0)
+		return true;
+	(void)!pdk_rm_rf_at(AT_FDCWD, ws->dir); /* a fresh set instead */
+	return false;
+}
+
+/* A new set's own directories: the set, its work directory, its upper layer. */
+static int make_set_dirs(struct pdk_ws *ws, mode_t mode, struct pdk_error **err)
+{
+	if (mkdir(ws->dir, 0700) < 0)
+		return pdk_error_set(err, errno, "cannot create '%s'", ws->dir);
+	/* layers/ comes with the first snapshot. */
+	if (mkdir(ws->work, 0700) < 0) {
+		(void)pdk_error_set(err, errno, "cannot create '%s'", ws->work);
+		(void)rmdir(ws->dir);
+		return -1;
+	}
+	if (make_layer_dir(ws->upper, mode, err) < 0) {
+		(void)!pdk_rm_rf_at(AT_FDCWD, ws->dir);
+		return -1;
+	}
+	return 0;
+}
+
 int pdk_ws_create(const char *state_dir, const char *workspace, const char *sandbox_id,
 		  uint64_t disk_limit, struct pdk_ws **out, struct pdk_error **err)
 {
@@ -327,18 +366,13 @@ int pdk_ws_create(const char *state_dir, const char *workspace, const char *sand
 	ws->ws_dev = st.st_dev;
 	ws->ws_ino = st.st_ino;
 	set_paths(ws);
-	if (mkdir(ws->dir, 0700) < 0) {
-		rc = pdk_error_set(err, errno, "cannot create '%s'", ws->dir);
+	if (disk_limit == 0 && take_spare(ws, real, st.st_mode))
+		rc = 0;
+	else
+		rc = make_set_dirs(ws, st.st_mode, err);
+	if (rc < 0)
 		goto fail;
-	}
-	/* layers/ comes with the first snapshot. */
-	if (mkdir(ws->work, 0700) < 0) {
-		rc = pdk_error_set(err, errno, "cannot create '%s'", ws->work);
-		goto remove;
-	}
-	rc = make_layer_dir(ws->upper, st.st_mode, err);
-	if (rc == 0)
-		rc = write_meta(ws, err);
+	rc = write_meta(ws, err);
 	/* The base: the directory as it is now, before any sandbox sees it. */
 	if (rc == 0)
 		rc = pdk__ws_base_reset(ws->dir, err);
@@ -605,7 +639,9 @@ int pdk_ws_rollback(struct pdk_ws *ws, unsigned snap, struct pdk_error **err)
 /*
  * The common case, a set that never held anything (a run that changed
  * nothing): its known entries, without reading directories. false when
- * anything else is there.
+ * anything else is there. The base file (ws-base.c) is one of them: made
+ * with the set, it was missed here, and every empty set took the slow way
+ * (a rename, a directory walk).
  */
 static bool remove_empty(struct pdk_ws *ws)
 {
@@ -617,10 +653,70 @@ static bool remove_empty(struct pdk_ws *ws)
 	fd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || unlinkat(fd, META, 0) < 0)
 		return false;
+	if (unlinkat(fd, PDK__WS_BASE_FILE, 0) < 0 && errno != ENOENT)
+		return false;
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(dirs); i++)
 		if (unlinkat(fd, dirs[i], AT_REMOVEDIR) < 0 && errno != ENOENT)
 			return false;
 	return rmdir(ws->dir) == 0;
+}
+
+/* Whether directory `path` holds nothing. */
+static bool dir_empty(const char *path)
+{
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+
+	if (d == NULL)
+		return false;
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			return false;
+	return true;
+}
+
+/*
+ * A set as pdk_ws_create() makes it and an overlay leaves it when nothing
+ * changed: no snapshot, no layers/, no record of a base, no index, an empty
+ * upper layer. overlayfs's own work/work (mode 000: not read here, the
+ * caller removes it, which only an empty directory allows) is the rest.
+ */
+static bool pristine(struct pdk_ws *ws)
+{
+	_cleanup_free_ char *layers = pdk_xasprintf("%s/layers", ws->dir);
+	_cleanup_free_ char *record = pdk_xasprintf("%s/base.json", ws->dir);
+	_cleanup_free_ char *index = pdk_xasprintf("%s/index", ws->work);
+	struct stat st;
+
+	return ws->snaps == 0 && ws->disk_limit == 0 && lstat(layers, &st) < 0 &&
+	       lstat(record, &st) < 0 && lstat(index, &st) < 0 && dir_empty(ws->upper);
+}
+
+int pdk_ws_recycle(struct pdk_ws *ws, struct pdk_error **err)
+{
+	_cleanup_free_ char *spare = NULL;
+	char *slash = strrchr(ws->dir, '/');
+
+	close_fds(ws);
+	/* The lock goes first: whoever takes the spare locks it as its own set. */
+	if (ws->lock_fd >= 0)
+		(void)close(steal_fd(&ws->lock_fd));
+	if (slash != NULL && pristine(ws)) {
+		_cleanup_free_ char *work = pdk_xasprintf("%s/work", ws->work);
+
+		/*
+		 * overlayfs makes work/work at every mount, and finding one
+		 * there costs it a removal and a second try. rmdir() also
+		 * proves it empty; anything in it, and the set goes.
+		 */
+		if (rmdir(work) < 0 && errno != ENOENT)
+			return pdk_ws_remove(ws, err);
+		spare = pdk_xasprintf("%.*s/" PDK__WS_SPARE, (int)(slash - ws->dir), ws->dir);
+		/* Fails when a spare is there already (ENOTEMPTY): then it goes. */
+		if (rename(ws->dir, spare) == 0)
+			return 0;
+	}
+	return pdk_ws_remove(ws, err);
 }
 
 int pdk_ws_remove(struct pdk_ws *ws, struct pdk_error **err)

@@ -200,6 +200,16 @@ PDK_MUST_CHECK int pdk_ws_emit_changes(struct pdk_events *ev, const struct pdk_w
 PDK_MUST_CHECK int pdk_ws_remove(struct pdk_ws *ws, struct pdk_error **err);
 
 /*
+ * pdk_ws_remove() of a set that holds nothing, whose directory is kept
+ * (unlocked, out of `paddock ws ls`'s sight) for the next pdk_ws_create()
+ * of the same state directory to take: one rename each way instead of
+ * three directories made and removed. A set that is not exactly as a new
+ * one (a snapshot, a base record, anything in its upper layer or work
+ * directory, a disk limit), or when a spare is kept already, is removed.
+ */
+PDK_MUST_CHECK int pdk_ws_recycle(struct pdk_ws *ws, struct pdk_error **err);
+
+/*
  * Replace the upper layer with a copy of the tree at `src_fd` (a directory:
  * the tmpfs upper of a disk-limited sandbox), whiteouts, opaque markers and
  * holes of sparse files included.

@@ -46,7 +46,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define BASE_FILE   "base"
+#define BASE_FILE   PDK__WS_BASE_FILE
 #define RECORD_FILE "base.json"
 #define RECORD_MAX  (256u << 20)
 

@@ -35,7 +35,11 @@ paudit() {
 	fi
 }
 state_of() { echo "$T/state-$1"; }
-records() { sqlite3 "$(state_of "$1")/audit.db" 'SELECT COUNT(*) FROM events'; }
+# The records in the store itself (what no spool holds any more).
+stored() { sqlite3 "$(state_of "$1")/audit.db" 'SELECT COUNT(*) FROM events'; }
+# The records of every run that is over: its spool folded first (paddock audit fold).
+records() { paudit "$1" fold >/dev/null && stored "$1"; }
+spools() { find "$(state_of "$1")/audit-spool" -name '*.jsonl' 2>/dev/null | wc -l; }
 
 # The exported lines checked by an independent verifier (python's hashlib): each
 # line's prev_hash is the SHA-256 of the line before, and seq counts from 1.
@@ -443,10 +447,130 @@ check_fail_closed() {
 	: > "$bad"
 	out=$(PRUN_ENV=(PADDOCK_STATE_DIR="$bad"); prun "$who" --workspace-mode none -- sh -c 'sleep 2; echo ran' 2>&1)
 	rc=$?
-	[ "$rc" != 0 ] && ! echo "$out" | grep -q '^ran$' && echo "$out" | grep -q 'stopping the sandbox'
-	ok $? "$who: an unwritable store stops the sandbox (status $rc, the command's output never came)"
+	[ "$rc" != 0 ] && ! echo "$out" | grep -q '^ran$' && echo "$out" | grep -q "cannot create the audit spool directory '$bad/audit-spool'"
+	ok $? "$who: an unwritable store stops the sandbox (status $rc, the command's output never came, the spool named)"
 	out=$(PRUN_ENV=(PADDOCK_STATE_DIR="$bad"); prun "$who" --no-audit --workspace-mode none -- sh -c 'echo ran' 2>/dev/null)
 	is "$?:$out" "0:ran" "$who: --no-audit runs without a store"
+}
+
+# The run spool (docs/audit.md, "When a record is stored"): a run writes its records to
+# STATE/audit-spool/ID.jsonl as they happen; the next audit command folds them into the
+# chain and signs it. A finished run never folded, a run killed with SIGKILL while its
+# command runs, a killed run's unfinished last line, and runs killed at any point of their
+# start: nothing of a finished run is lost, the chain stays intact, and verify says what
+# is not folded yet.
+check_spool_finished() {
+	local who=$1 n0 out
+	n0=$(records "$who")
+	prun "$who" --workspace-mode none -- true
+	is "$?:$(stored "$who"):$(spools "$who")" "0:$n0:1" \
+		"$who: spool: a finished run leaves its 4 records in its spool, the store untouched"
+	out=$(paudit "$who" verify)
+	is "$?" 0 "$who: spool: verify with a spool not folded exits 0"
+	echo "$out" | grep -qx "not folded yet: 4 record(s) in 1 run spool(s) (any other 'paddock audit' command folds them)"
+	ok $? "$who: spool: verify says which records are not folded yet ($(echo "$out" | tail -1))"
+	is "$(paudit "$who" verify --json | jq -c '[.unfolded_records, (.unfolded | length), .unfolded[0].running]')" \
+		"[4,1,false]" "$who: spool: verify --json lists the spool and its records"
+	is "$(stored "$who")" "$n0" "$who: spool: verify folds nothing"
+	is "$(paudit "$who" fold)" "folded 4 record(s) from 1 run spool(s)" "$who: spool: audit fold folds them"
+	is "$(stored "$who"):$(spools "$who")" "$((n0 + 4)):0" "$who: spool: the 4 records are in the store, the spool gone"
+	out=$(paudit "$who" verify --json)
+	is "$(echo "$out" | jq -c '[.ok, .head_seq == .signed_seq, .unfolded_records]')" "[true,true,0]" \
+		"$who: spool: the folded run is chained and its end signed"
+}
+
+check_spool_killed() {
+	local who=$1 n0 pid st id i out
+	st=$(state_of "$who")
+	n0=$(records "$who")
+	prun "$who" --workspace-mode none -- sleep 60 &
+	pid=$!
+	for i in $(seq 100); do
+		[ "$(cat "$st"/audit-spool/*.jsonl 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.1
+	done
+	out=$(paudit "$who" verify)
+	echo "$out" | grep -qx "not folded yet: 2 record(s) in 1 run spool(s), 1 of them still running (any other 'paddock audit' command folds them)"
+	ok $? "$who: spool: verify says a running run's records are not folded yet ($(echo "$out" | tail -1))"
+	is "$(paudit "$who" fold)" "folded 0 record(s) from 0 run spool(s); 1 spool(s) of running runs left" \
+		"$who: spool: fold leaves a running run's spool"
+	# SIGKILL the run's paddock (the supervisor), not the shell around it.
+	kill -9 "$(pgrep -f -n "^$T/bin/paddock run --workspace-mode none -- sleep 60$")" 2>/dev/null
+	wait "$pid"
+	is "$?" 137 "$who: spool: the run was killed with SIGKILL"
+	is "$(paudit "$who" fold)" "folded 2 record(s) from 1 run spool(s)" \
+		"$who: spool: the killed run's spool is folded once its lock is gone"
+	id=$(sqlite3 "$st/audit.db" "SELECT sandbox FROM events ORDER BY seq DESC LIMIT 1")
+	is "$(paudit "$who" show "$id" | awk 'NR > 1 { print $3 }' | tr '\n' ' ')" "sandbox.create process.exec " \
+		"$who: spool: what the killed run did is in the store (create, exec)"
+	is "$(stored "$who")" "$((n0 + 2))" "$who: spool: nothing twice"
+	paudit "$who" verify >/dev/null
+	is "$?" 0 "$who: spool: the chain is intact after a killed run's fold"
+}
+
+check_spool_torn() {
+	local who=$1 n0 st f
+	st=$(state_of "$who")
+	n0=$(records "$who")
+	prun "$who" --workspace-mode none -- true
+	f=$(ls "$st"/audit-spool/*.jsonl)
+	# What a write cut short by SIGKILL leaves: the start of a line, no newline.
+	printf '{"actor":"paddock-run","kind":"process.ex' >>"$f"
+	is "$(paudit "$who" fold)" "folded 4 record(s) from 1 run spool(s); 41 byte(s) of unfinished lines of killed runs dropped" \
+		"$who: spool: an unfinished last line is dropped and counted, every whole record folded"
+	is "$(stored "$who")" "$((n0 + 4))" "$who: spool: the 4 records of the run are stored"
+	paudit "$who" verify >/dev/null
+	is "$?" 0 "$who: spool: the chain is intact"
+	prun "$who" --workspace-mode none -- true
+	f=$(ls "$st"/audit-spool/*.jsonl)
+	printf 'not an event\n' >>"$f"
+	paudit "$who" ls >"$T/bad-$who" 2>&1
+	is "$?" 1 "$who: spool: a complete line that is not an event stops the fold (exit 1)"
+	grep -q "audit spool '$(basename "$f")': the line at byte [0-9]* is not an event (the spool is kept)" "$T/bad-$who"
+	ok $? "$who: spool: ... naming the spool and the byte ($(head -1 "$T/bad-$who"))"
+	is "$(stored "$who"):$(spools "$who")" "$((n0 + 4)):1" "$who: spool: nothing of it folded, the spool kept"
+	rm -f "$f"
+}
+
+# Runs killed with SIGKILL at points spread over their start and end: whatever was cut,
+# every run that finished has its 4 records, the chain is intact and no spool is left.
+check_spool_kill_anywhere() {
+	local who=$1 d pid finished=0 whole before rc
+	records "$who" >/dev/null
+	before=$(paudit "$who" ls --json | jq '[.[] | select(.events == 4)] | length')
+	for d in 0 0.002 0.005 0.01 0.02 0.04 0.08 0.15 0.3 0.5; do
+		prun "$who" --workspace-mode none -- true &
+		pid=$!
+		sleep "$d"
+		pkill -9 -f "^$T/bin/paddock run --workspace-mode none -- true$" 2>/dev/null
+		wait "$pid"
+		rc=$?
+		[ "$rc" = 0 ] && finished=$((finished + 1))
+	done
+	paudit "$who" fold >/dev/null
+	is "$?:$(spools "$who")" "0:0" "$who: spool: every killed run's spool is folded"
+	paudit "$who" verify >/dev/null
+	is "$?" 0 "$who: spool: the chain is intact after runs killed at any point"
+	whole=$(( $(paudit "$who" ls --json | jq '[.[] | select(.events == 4)] | length') - before ))
+	[ "$whole" -ge "$finished" ]
+	ok $? "$who: spool: every finished run ($finished of 10) has its 4 records (runs with 4: $whole)"
+}
+
+# A run that finds PADDOCK_AUDIT_FOLD_AT spools waiting (its own included, once its command
+# ended) folds them itself: spools do not pile up where nobody runs an audit command.
+check_spool_fold_at() {
+	local who=$1 n0
+	n0=$(records "$who")
+	PRUN_ENV=(PADDOCK_AUDIT_FOLD_AT=3)
+	prun "$who" --workspace-mode none -- true
+	prun "$who" --workspace-mode none -- true
+	is "$(stored "$who"):$(spools "$who")" "$n0:2" "$who: spool: two runs below the threshold fold nothing"
+	prun "$who" --workspace-mode none -- true
+	is "$?:$(stored "$who"):$(spools "$who")" "0:$((n0 + 12)):0" \
+		"$who: spool: the run that finds 3 spools waiting folds them all, its own included"
+	PRUN_ENV=()
+	paudit "$who" verify >/dev/null
+	is "$?" 0 "$who: spool: the chain a run folded is intact"
 }
 
 check_usage() {
@@ -481,6 +605,11 @@ for who in root user; do
 	check_forged_columns "$who"
 	check_anchor "$who"
 	check_fail_closed "$who"
+	check_spool_finished "$who"
+	check_spool_killed "$who"
+	check_spool_torn "$who"
+	check_spool_kill_anywhere "$who"
+	check_spool_fold_at "$who"
 done
 if have_supervisor; then
 	check_serve_forged root

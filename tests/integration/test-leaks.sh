@@ -72,8 +72,9 @@ for who in root user; do
 	is "$out" "0 1 2 3 " "$who: the command inherits only stdio, not the caller's fds 3 and 4"
 done
 # The supervisor's own fds while a sandbox runs: signalfd, pidfd, the control socket, the
-# exec-tracing listener and the name server's socket (docs/egress.md), and the audit store's
-# connection;
+# exec-tracing listener and the name server's socket (docs/egress.md), and the run's audit
+# spool (docs/audit.md: no connection to the audit store, which the next audit command folds
+# the spool into);
 # nothing from setup (cgroup.procs, the init binary, the sync socket) stays open. Fds the
 # caller passed down are not paddock's and are not counted.
 prun root -- sleep 2 2>/dev/null &
@@ -83,8 +84,8 @@ fds=$(ls -l "/proc/$sup/fd" 2>/dev/null)
 wait
 own=$(printf '%s\n' "$fds" | grep -cE 'anon_inode|socket:')
 is "$own" 5 "root: the supervisor holds 5 fds of its own while a sandbox runs (signalfd, pidfd, control, exec-tracing listener, name server)"
-files=$(printf '%s\n' "$fds" | grep -oE '[^/ ]+/audit\.db(-wal|-shm)?$' | sort | tr '\n' ' ')
-is "$files" "state-root/audit.db state-root/audit.db-shm state-root/audit.db-wal " \
-	"root: and the audit store's three files (the writer thread's connection)"
+files=$(printf '%s\n' "$fds" | grep -oE '[^/ ]+/(audit\.db(-wal|-shm)?|audit-spool/[0-9a-f-]{36}\.jsonl)$' | sed -E 's/[0-9a-f-]{36}/ID/' | sort | tr '\n' ' ')
+is "$files" "state-root/audit-spool/ID.jsonl " \
+	"root: and its audit spool, no audit store file (no SQLite in a run)"
 printf '%s\n' "$fds" | grep -qE 'cgroup|paddock-init'; is $? 1 "root: no setup fd (cgroup.procs, init binary) stays open"
 done_testing

@@ -415,7 +415,34 @@ check_home() {
 	PRUN_ENV=()
 }
 
+# A run that changed nothing leaves its set's directory as STATE/ws/.spare (docs/workspace.md),
+# which the next set takes: never listed, never carrying anything into the set that takes it,
+# its layer given the new workspace's mode.
+check_spare() {
+	local who=$1 ws ws2 n0 id st
+	st="$T/state-$who/ws"
+	ws=$(mkws_for "$who")
+	ws2=$(mkws_for "$who")
+	chmod 0750 "$ws2"
+	n0=$(nsets "$who")
+	prun "$who" -w "$ws" -- true
+	is "$?:$(nsets "$who"):$(ls -A "$st" | grep -c '^\.spare$')" "0:$n0:1" \
+		"$who: spare: a run that changed nothing keeps no set, and leaves its directory as .spare"
+	pws "$who" ls | grep -q spare
+	is $? 1 "$who: spare: ws ls does not list it"
+	prun "$who" -w "$ws2" -- sh -c 'echo x > f'
+	is "$?:$(nsets "$who"):$(ls -A "$st" | grep -c '^\.spare$')" "0:$((n0 + 1)):0" \
+		"$who: spare: the next run's set took it"
+	id=$(ls -t "$st" | grep -E '^[0-9a-f-]{36}$' | head -n 1)
+	is "$(pws "$who" diff "$id")" "added     f  2 B" "$who: spare: the set that took it holds only its own run's change"
+	is "$(stat -c %a "$st/$id/upper")" 750 "$who: spare: its layer has the new workspace's mode"
+	prun "$who" -w "$ws2" -- true
+	is "$?:$(nsets "$who")" "0:$((n0 + 1))" "$who: spare: a later run over the same workspace still works"
+	pws "$who" discard "$id" >/dev/null
+}
+
 for who in root user; do
+	check_spare "$who"
 	check_links_after_commit "$who"
 	check_setid_planted "$who"
 	check_mountinfo "$who"

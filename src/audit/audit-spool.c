@@ -1,0 +1,427 @@
+/*
+ * audit-spool.c - the run spool: a `paddock run` appends its events to a
+ * file of its own (STATE/audit-spool/ID.jsonl) and the next audit command
+ * (or a later run, past PDK_AUDIT_SPOOL_FOLD_AT spools) folds them into the
+ * store: chained, hashed and signed there. A run so never opens SQLite nor
+ * loads OpenSSL (their set-up, page faults and memory were most of its
+ * audit cost).
+ *
+ * The durability promise (docs/audit.md): each event is written to the
+ * spool by one write() before emit() returns, so the record of everything
+ * that happened is in the file when the process dies, however it dies; a
+ * finished run's records are all there before its exit status is. The run
+ * holds an exclusive flock() on its spool while it writes: a folder skips
+ * a locked spool (its run is live) and folds one whose lock is free (its
+ * run ended, or was killed). Bytes after the last newline of a dead run's
+ * spool are a write cut short by SIGKILL: never a complete record, they
+ * are dropped and counted.
+ */
+#include "common.h"
+#include "audit-internal.h"
+#include "base.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SPOOL_EXT  ".jsonl"
+#define SPOOL_NEW  ".new"
+#define FOLD_CHUNK ((size_t)4 << 20)
+#define SOURCE_PFX "spool/"
+
+/* ---- the sink ---- */
+
+static int spool_emit(void *data, const json_t *event, struct pdk_error **err)
+{
+	int fd = *(int *)data;
+	_cleanup_free_ char *line = pdk_json_dump_line(event);
+	int rc;
+
+	if (line == NULL)
+		return pdk_error_setx(err, ENOMEM, "audit: cannot serialise an event");
+	/* One write() per record: a process killed at any point leaves whole lines before it. */
+	rc = pdk_write_all(fd, line, strlen(line));
+	if (rc < 0)
+		return pdk_error_set(err, -rc, "audit: cannot write event '%s' to the spool",
+				     json_string_value(json_object_get(event, "kind")));
+	return 0;
+}
+
+/* The stream's end: the lock goes with the fd, and the spool can be folded. */
+static int spool_close(void *data, struct pdk_error **err)
+{
+	int *fd = data;
+
+	(void)err;
+	if (*fd >= 0)
+		(void)close(steal_fd(fd));
+	return 0;
+}
+
+static void spool_free(void *data)
+{
+	int *fd = data;
+
+	if (*fd >= 0)
+		(void)close(*fd);
+	free(fd);
+}
+
+static const struct pdk_events_sink spool_sink_ops = {
+	.name = "audit spool",
+	.emit = spool_emit,
+	.close = spool_close,
+	.free = spool_free,
+};
+
+/* STATE/audit-spool, made (0700) when missing. */
+static int spool_dir(const char *state_dir, char **out, struct pdk_error **err)
+{
+	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
+
+	int rc = mkdir(dir, 0700) < 0 ? errno : 0;
+
+	if (rc == ENOENT) {
+		if (pdk_mkdir_p(state_dir, err) < 0)
+			return -EIO;
+		rc = mkdir(dir, 0700) < 0 ? errno : 0;
+	}
+	if (rc != 0 && rc != EEXIST)
+		return pdk_error_set(err, rc, "cannot create the audit spool directory '%s'", dir);
+	*out = steal_ptr(&dir);
+	return 0;
+}
+
+/*
+ * A new spool, locked before it gets its name: a folder never sees it
+ * unlocked while its run lives (it would fold it empty and remove it).
+ */
+static int spool_create(const char *dir, const char *id, struct pdk_error **err)
+{
+	_cleanup_free_ char *tmp = pdk_xasprintf("%s/%s" SPOOL_NEW, dir, id);
+	_cleanup_free_ char *path = pdk_xasprintf("%s/%s" SPOOL_EXT, dir, id);
+	_cleanup_close_ int fd = TEMP_FAILURE_RETRY(
+		open(tmp, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+
+	if (fd < 0)
+		return pdk_error_set(err, errno, "cannot create the audit spool '%s'", tmp);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, path) < 0) {
+		(void)pdk_error_set(err, errno, "cannot publish the audit spool '%s'", path);
+		(void)unlink(tmp);
+		return -EIO;
+	}
+	return steal_fd(&fd);
+}
+
+int pdk_audit_add_spool(struct pdk_events *ev, const char *state_dir, const char *id,
+			struct pdk_error **err)
+{
+	_cleanup_free_ char *dir = NULL;
+	int *data;
+	int fd;
+
+	if (spool_dir(state_dir, &dir, err) < 0)
+		return -EIO;
+	fd = spool_create(dir, id, err);
+	if (fd < 0)
+		return fd;
+	data = pdk_xmalloc(sizeof(*data));
+	*data = fd;
+	pdk_events_add_sink(ev, &spool_sink_ops, data);
+	return 0;
+}
+
+/* ---- reading a spool ---- */
+
+static void release_events(json_t **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_decref(v[i]);
+	free(v);
+}
+
+/*
+ * The events of the complete lines of buf[0..len): *used is the bytes they
+ * take. A complete line that is not an event was not written by a spool
+ * sink: -EBADMSG (the spool is kept, nothing of it is folded).
+ */
+static int parse_lines(const char *buf, size_t len, json_t ***out, size_t *n, size_t *used)
+{
+	json_t **v = NULL;
+	const char *p = buf, *nl;
+
+	*n = *used = 0;
+	while ((nl = memchr(p, '\n', (size_t)(buf + len - p))) != NULL) {
+		json_t *e = json_loadb(p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, NULL);
+
+		if (!json_is_object(e) || !json_is_string(json_object_get(e, "kind")) ||
+		    !json_is_string(json_object_get(e, "sandbox"))) {
+			json_decref(e);
+			release_events(v, *n);
+			*used = (size_t)(p - buf);
+			return -EBADMSG;
+		}
+		v = pdk_xrealloc(v, (*n + 1) * sizeof(*v));
+		v[(*n)++] = e;
+		p = nl + 1;
+	}
+	*used = (size_t)(p - buf);
+	*out = v;
+	return 0;
+}
+
+/* Up to `max` bytes of fd from `off` into a new buffer; *got the count. */
+static int read_chunk(int fd, uint64_t off, size_t max, char **out, size_t *got)
+{
+	char *buf = pdk_xmalloc(max);
+	ssize_t r = TEMP_FAILURE_RETRY(pread(fd, buf, max, (off_t)off));
+
+	if (r < 0) {
+		free(buf);
+		return -errno;
+	}
+	*out = buf;
+	*got = (size_t)r;
+	return 0;
+}
+
+/* ---- folding ---- */
+
+struct spool {
+	const char *name; /* ID.jsonl, borrowed */
+	char *source;     /* spool/ID: its key in spool_offsets */
+	int fd;
+	uint64_t size;
+	bool running; /* its run holds the lock */
+};
+
+/*
+ * Fold the complete lines from `*off` in chunks, each one transaction with
+ * the new offset. The chunk grows to hold a line longer than it (a record
+ * is at most PDK_AUDIT_RECORD_MAX).
+ */
+static int fold_lines(struct pdk_audit *a, struct spool *sp, uint64_t *off,
+		      struct pdk_audit_fold *res, struct pdk_error **err)
+{
+	size_t chunk = FOLD_CHUNK;
+
+	while (*off < sp->size) {
+		_cleanup_free_ char *buf = NULL;
+		json_t **ev = NULL;
+		size_t got = 0, n, used;
+		int rc = read_chunk(sp->fd, *off, chunk, &buf, &got);
+
+		if (rc < 0)
+			return pdk_error_set(err, -rc, "cannot read the audit spool '%s'",
+					     sp->name);
+		rc = parse_lines(buf, got, &ev, &n, &used);
+		if (rc < 0)
+			return pdk_error_setx(err, EBADMSG,
+					      "audit spool '%s': the line at byte %" PRIu64
+					      " is not an event (the spool is kept)",
+					      sp->name, *off + used);
+		if (used == 0 && got == chunk && chunk < PDK_AUDIT_RECORD_MAX + 1) {
+			chunk *= 2; /* one line longer than the chunk */
+			continue;
+		}
+		if (used == 0)
+			break; /* what is left is a line its dead writer did not finish */
+		rc = pdk_audit_append_spool(a, ev, n, sp->source, *off + used, err);
+		release_events(ev, n);
+		if (rc < 0)
+			return rc;
+		*off += used;
+		res->records += n;
+	}
+	return 0;
+}
+
+/*
+ * One spool whose run is over: its records appended after the store's
+ * head, then the file removed while it is still locked
+ * (a folder that opened it meanwhile finds it unlinked), then its offset
+ * forgotten. A crash between two steps leaves the offset that says how far
+ * the file was folded: nothing is appended twice.
+ */
+static int fold_locked(struct pdk_audit *a, int dirfd, struct spool *sp, struct pdk_audit_fold *res,
+		       struct pdk_error **err)
+{
+	uint64_t off;
+
+	if (pdk_audit_spool_offset(a, sp->source, &off, err) < 0 ||
+	    fold_lines(a, sp, &off, res, err) < 0)
+		return -EIO;
+	res->torn_bytes += sp->size - off;
+	if (unlinkat(dirfd, sp->name, 0) < 0 && errno != ENOENT)
+		return pdk_error_set(err, errno, "cannot remove the folded audit spool '%s'",
+				     sp->name);
+	res->spools++;
+	return pdk_audit_spool_forget(a, sp->source, err);
+}
+
+/* Open and try to lock one spool: 1 locked (its run is over), 0 skip, < 0 error. */
+static int spool_take(int dirfd, struct spool *sp, struct pdk_error **err)
+{
+	struct stat st;
+
+	sp->fd = TEMP_FAILURE_RETRY(openat(dirfd, sp->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+	if (sp->fd < 0)
+		return errno == ENOENT ? 0
+				       : pdk_error_set(err, errno, "cannot open '%s'", sp->name);
+	if (flock(sp->fd, LOCK_EX | LOCK_NB) < 0) {
+		sp->running = errno == EWOULDBLOCK;
+		return sp->running ? 0 : pdk_error_set(err, errno, "cannot lock '%s'", sp->name);
+	}
+	if (fstat(sp->fd, &st) < 0)
+		return pdk_error_set(err, errno, "cannot stat '%s'", sp->name);
+	sp->size = (uint64_t)st.st_size;
+	return st.st_nlink > 0; /* 0: another folder removed it after it was opened */
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n > m && strcmp(s + n - m, suffix) == 0;
+}
+
+/*
+ * One entry of the spool directory. A ".new" left unlocked is a run that
+ * died between creating its spool and naming it: it holds nothing.
+ */
+static int fold_entry(struct pdk_audit *a, int dirfd, const char *name, struct pdk_audit_fold *res,
+		      struct pdk_error **err)
+{
+	struct spool sp = {.name = name, .fd = -1};
+	bool is_new = has_suffix(name, SPOOL_NEW);
+	int rc;
+
+	if (!is_new && !has_suffix(name, SPOOL_EXT))
+		return 0;
+	rc = spool_take(dirfd, &sp, err);
+	if (sp.running && !is_new)
+		res->running++;
+	if (rc > 0 && is_new)
+		rc = unlinkat(dirfd, name, 0) < 0 && errno != ENOENT
+			     ? pdk_error_set(err, errno, "cannot remove '%s'", name)
+			     : 0;
+	else if (rc > 0) {
+		sp.source = pdk_xasprintf(SOURCE_PFX "%.*s",
+					  (int)(strlen(name) - strlen(SPOOL_EXT)), name);
+		rc = fold_locked(a, dirfd, &sp, res, err);
+		free(sp.source);
+	}
+	if (sp.fd >= 0)
+		(void)close(sp.fd);
+	return rc < 0 ? rc : 0;
+}
+
+static int cmp_names(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* The spool directory's entry names, sorted (runs are folded in the order of their ids). */
+static int list_spools(const char *state_dir, int *dfd, char ***names, struct pdk_error **err)
+{
+	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	*names = NULL;
+	*dfd = -1;
+	if (d == NULL)
+		return errno == ENOENT ? 0 : pdk_error_set(err, errno, "cannot open '%s'", dir);
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			pdk_strv_push(names, de->d_name);
+	*dfd = TEMP_FAILURE_RETRY(fcntl(dirfd(d), F_DUPFD_CLOEXEC, 0));
+	(void)closedir(d);
+	if (*dfd < 0)
+		return pdk_error_set(err, errno, "cannot open '%s'", dir);
+	if (*names != NULL)
+		qsort(*names, pdk_strv_len(*names), sizeof(**names), cmp_names);
+	return 0;
+}
+
+int pdk_audit_fold(struct pdk_audit *a, struct pdk_audit_fold *res, struct pdk_error **err)
+{
+	_cleanup_strv_ char **names = NULL;
+	_cleanup_close_ int dirfd = -1;
+
+	*res = (struct pdk_audit_fold){0};
+	if (list_spools(a->state_dir, &dirfd, &names, err) < 0)
+		return -EIO;
+	for (size_t i = 0; names != NULL && names[i] != NULL; i++)
+		if (fold_entry(a, dirfd, names[i], res, err) < 0)
+			return pdk_error_wrap(err, "audit: fold the run spools");
+	/*
+	 * One signature over the head covers every record folded (the chain
+	 * links them); a fold cut before it leaves them to the next fold that
+	 * folds something, which signs whatever head it finds unsigned. A fold
+	 * that found nothing takes no write lock (tail -f folds at every poll).
+	 */
+	if ((res->records > 0 || res->spools > 0) && pdk_audit_checkpoint(a, err) < 0)
+		return pdk_error_wrap(err, "audit: sign the folded runs");
+	return 0;
+}
+
+/* ---- what is not folded yet ---- */
+
+static uint64_t count_lines(int fd)
+{
+	char buf[65536];
+	uint64_t n = 0;
+	ssize_t r;
+
+	while ((r = TEMP_FAILURE_RETRY(read(fd, buf, sizeof(buf)))) > 0)
+		for (const char *p = buf; (p = memchr(p, '\n', (size_t)(buf + r - p))) != NULL; p++)
+			n++;
+	return n;
+}
+
+int pdk_audit_pending(const char *state_dir, pdk_audit_spool_cb cb, void *data,
+		      struct pdk_error **err)
+{
+	_cleanup_strv_ char **names = NULL;
+	_cleanup_close_ int dirfd = -1;
+
+	if (list_spools(state_dir, &dirfd, &names, err) < 0)
+		return -EIO;
+	for (size_t i = 0; names != NULL && names[i] != NULL; i++) {
+		_cleanup_close_ int fd = -1;
+		struct pdk_audit_spool s = {.name = names[i]};
+		int rc;
+
+		if (!has_suffix(names[i], SPOOL_EXT))
+			continue;
+		fd = TEMP_FAILURE_RETRY(openat(dirfd, names[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+		if (fd < 0)
+			continue; /* folded meanwhile */
+		/* A shared lock is refused while the run holds its exclusive one. */
+		s.running = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+		s.records = count_lines(fd);
+		rc = cb(data, &s);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+int pdk_audit_spool_count(const char *state_dir)
+{
+	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	while (d != NULL && (de = readdir(d)) != NULL)
+		n += has_suffix(de->d_name, SPOOL_EXT);
+	return n;
+}
