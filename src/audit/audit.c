@@ -36,6 +36,7 @@ enum audit_stmt {
 	ST_LAST_CHECKPOINT,
 	ST_INSERT_CHECKPOINT,
 	ST_QUERY,
+	ST_SPOOL_OFFSET,
 	ST_N,
 };
 
@@ -60,6 +61,9 @@ static const char *const stmt_sql[ST_N] = {
 		     " OR (substr(?3, -1) = '.'"
 		     " AND substr(CAST(line AS TEXT) ->> '$.kind', 1, length(?3)) = ?3))"
 		     " ORDER BY seq DESC LIMIT ?4) ORDER BY seq",
+	/* The daemon's, with every spool batch it appends (pdk_audit_append_spool). */
+	[ST_SPOOL_OFFSET] = "INSERT INTO spool_offsets (source, offset) VALUES (?, ?)"
+			    " ON CONFLICT(source) DO UPDATE SET offset = excluded.offset",
 };
 
 /*
@@ -573,6 +577,21 @@ static int bound_step(struct pdk_audit *a, const char *sql, const char *source, 
 	return 0;
 }
 
+/* The spool's offset, on its kept statement (it was parsed again for every batch). */
+static int save_offset(struct pdk_audit *a, const char *source, uint64_t offset,
+		       struct pdk_error **err)
+{
+	_cleanup_db_kept_ sqlite3_stmt *st = NULL;
+
+	if (pdk_db_kept(&a->db, ST_SPOOL_OFFSET, &st, err) < 0)
+		return -EIO;
+	if (sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    sqlite3_bind_int64(st, 2, (sqlite3_int64)offset) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_DONE)
+		return db_error(a, err, "save the spool offset");
+	return 0;
+}
+
 int pdk_audit_append_spool(struct pdk_audit *a, json_t *const *events, size_t n, const char *source,
 			   uint64_t offset, struct pdk_error **err)
 {
@@ -582,10 +601,7 @@ int pdk_audit_append_spool(struct pdk_audit *a, json_t *const *events, size_t n,
 		return -EIO;
 	rc = n > 0 ? append_locked(a, events, n, false, err) : 0;
 	if (rc == 0)
-		rc = bound_step(a,
-				"INSERT INTO spool_offsets (source, offset) VALUES (?, ?)"
-				" ON CONFLICT(source) DO UPDATE SET offset = excluded.offset",
-				source, true, offset, err);
+		rc = save_offset(a, source, offset, err);
 	if (rc == 0)
 		rc = pdk_db_commit(&a->db, err);
 	if (rc < 0) {

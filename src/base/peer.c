@@ -121,9 +121,46 @@ static int pair_of_pidfd_proc(int pidfd, struct ns_pair *out)
 	return 0;
 }
 
+/*
+ * Our own namespaces, read once per process: the daemon asks on every request
+ * on its unix socket, and its own user and pid namespaces never change (it
+ * calls neither unshare() nor setns(); peer.h says so to every caller). The
+ * pid the pair was read for is kept with it, so a forked child reads its own.
+ * `proc`: read them from /proc/self/ns (the kernel has no pidfd namespace
+ * ioctl), else through a pidfd of our own, as the peer's were read.
+ */
+static int our_pair(bool proc, struct ns_pair *out)
+{
+	static struct {
+		pid_t pid;
+		bool proc;
+		struct ns_pair pair;
+	} cache;
+	_cleanup_close_ int self = -1;
+	pid_t pid = getpid();
+	int rc;
+
+	if (cache.pid == pid && cache.proc == proc) {
+		*out = cache.pair;
+		return 0;
+	}
+	if (proc) {
+		rc = pair_of_proc("self", out);
+	} else {
+		self = (int)syscall(SYS_pidfd_open, pid, 0);
+		rc = self < 0 ? -errno : pair_of_pidfd(self, out);
+	}
+	if (rc < 0)
+		return rc;
+	cache.pid = pid;
+	cache.proc = proc;
+	cache.pair = *out;
+	return 0;
+}
+
 int pdk_peer_in_our_namespaces(int fd, struct pdk_error **err)
 {
-	_cleanup_close_ int pidfd = -1, self = -1;
+	_cleanup_close_ int pidfd = -1;
 	socklen_t len = sizeof(pidfd);
 	struct ns_pair peer, ours;
 	int rc;
@@ -132,14 +169,14 @@ int pdk_peer_in_our_namespaces(int fd, struct pdk_error **err)
 		pidfd = -1;
 		return pdk_error_set(err, errno, "cannot name the socket's peer (SO_PEERPIDFD)");
 	}
+	/* SECURITY: the peer's namespaces are read again on every call, never kept. */
 	rc = pair_of_pidfd(pidfd, &peer);
 	if (rc == -ENOTTY || rc == -EINVAL) {
 		rc = pair_of_pidfd_proc(pidfd, &peer);
 		if (rc == 0)
-			rc = pair_of_proc("self", &ours);
+			rc = our_pair(true, &ours);
 	} else if (rc == 0) {
-		self = (int)syscall(SYS_pidfd_open, getpid(), 0);
-		rc = self < 0 ? -errno : pair_of_pidfd(self, &ours);
+		rc = our_pair(false, &ours);
 	}
 	if (rc < 0)
 		return pdk_error_set(err, -rc, "cannot read the namespaces of the socket's peer");

@@ -29,6 +29,11 @@ struct pdk_error;
  * Linux 6.11); before 6.11, through /proc/PID/ns, trusted only when the
  * pidfd's process is still alive after the read (then PID was its pid
  * all along).
+ *
+ * The peer's namespaces are read on every call; the caller's own are read
+ * once per process and kept, so a caller must not change its own user
+ * namespace (unshare(), setns()) after its first call: the daemon and the
+ * supervisor never do.
  */
 PDK_MUST_CHECK int pdk_peer_in_our_namespaces(int fd, struct pdk_error **err);
 

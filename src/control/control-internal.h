@@ -179,6 +179,8 @@ void pdk__pools_now(struct pdk_ctl *c);
 struct pdk_ctl_sb *pdk__pool_member(struct pdk_ctl *c, const struct pdk_ctl_create *r);
 /* A member was claimed: the refill is held back until its first exec answered. */
 void pdk__pools_claimed(struct pdk_ctl *c);
+/* Whether the refill is held back: a claimed sandbox still waits for its first exec. */
+bool pdk__pools_holding(const struct pdk_ctl *c);
 /* A claimed sandbox's first exec answered; the held refill starts when no other waits. */
 void pdk__sb_first_exec_done(struct pdk_ctl_sb *sb);
 /* A pool member's warm-up exec (a new member, once it runs). */

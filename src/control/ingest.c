@@ -21,6 +21,9 @@
  * While an exec of the sandbox runs, the ingest waits until that exec has
  * answered (pdk__sb_ingest_soon), at most INGEST_HOLD_MS; nothing is lost
  * meanwhile: the spool keeps the events and the offset says what is new.
+ * The same holds while claimed sandboxes wait for their first exec (many
+ * clients claiming at once, pdk__pools_holding): their execs come first, and
+ * each ingest at most INGEST_HOLD_MS after its nudge.
  */
 #define INGEST_HOLD_MS 50
 
@@ -46,6 +49,13 @@ static void ingest_arm(struct pdk_ctl_sb *sb, uint64_t ms)
 		pdk_oom();
 }
 
+/* Held back: at most INGEST_HOLD_MS from the first ask (a later one does not push it back). */
+static void ingest_hold(struct pdk_ctl_sb *sb)
+{
+	if (sb->ingest_ev == NULL || !evtimer_pending(sb->ingest_ev, NULL))
+		ingest_arm(sb, INGEST_HOLD_MS);
+}
+
 void pdk__sb_ingest_later(struct pdk_ctl_sb *sb)
 {
 	/*
@@ -53,19 +63,23 @@ void pdk__sb_ingest_later(struct pdk_ctl_sb *sb)
 	 * in the same read as an exec's exit, whose answer is queued but not yet
 	 * written; a zero timer runs after that write.
 	 */
-	if (sb->execs == NULL) {
+	if (sb->execs == NULL && !pdk__pools_holding(sb->c)) {
 		ingest_arm(sb, 0);
 		return;
 	}
-	if (sb->ingest_ev == NULL || !evtimer_pending(sb->ingest_ev, NULL))
-		ingest_arm(sb, INGEST_HOLD_MS);
+	ingest_hold(sb);
 }
 
 void pdk__sb_ingest_soon(struct pdk_ctl_sb *sb)
 {
+	if (!sb->dirty && (sb->ingest_ev == NULL || !evtimer_pending(sb->ingest_ev, NULL)))
+		return;
+	if (pdk__pools_holding(sb->c)) {
+		ingest_hold(sb);
+		return;
+	}
 	/* A zero timer runs on the loop's next turn, after the answer's write (see pools.c). */
-	if (sb->dirty || (sb->ingest_ev != NULL && evtimer_pending(sb->ingest_ev, NULL)))
-		ingest_arm(sb, 0);
+	ingest_arm(sb, 0);
 }
 
 static void stamp_labels(struct pdk_ctl_sb *sb, json_t *e)

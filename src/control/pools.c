@@ -176,9 +176,8 @@ void pdk__sb_first_exec_done(struct pdk_ctl_sb *sb)
 	if (!sb->first_exec_pending)
 		return;
 	sb->first_exec_pending = false;
-	for (struct pdk_ctl_sb *o = c->sandboxes; o != NULL; o = o->next)
-		if (o->first_exec_pending && !o->destroying)
-			return;
+	if (pdk__pools_holding(c))
+		return;
 	/*
 	 * Not here: the exec's answer is only queued; the front end writes it on
 	 * the loop's next turn. A zero timer runs after that write (the loop
@@ -191,6 +190,14 @@ void pdk__sb_first_exec_done(struct pdk_ctl_sb *sb)
 		if (evtimer_add(c->refill, &now) < 0)
 			pdk_oom();
 	}
+}
+
+bool pdk__pools_holding(const struct pdk_ctl *c)
+{
+	for (const struct pdk_ctl_sb *o = c->sandboxes; o != NULL; o = o->next)
+		if (o->first_exec_pending && !o->destroying)
+			return true;
+	return false;
 }
 
 void pdk__pools_tick(struct pdk_ctl *c)

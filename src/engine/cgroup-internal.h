@@ -105,6 +105,8 @@ struct pdk__cgroup_ops {
 	int (*create)(struct pdk_cgroup *cg, struct pdk__cgroup_req *req, struct pdk_error **err);
 	/* Fill what can be read; never fails on a missing or odd file. */
 	void (*stats)(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st);
+	/* The OOM kill counter alone (one file): 0 when it cannot be read. */
+	uint64_t (*oom_kills)(struct pdk_cgroup *cg);
 	/*
 	 * Kill every task at once (v2 cgroup.kill). NULL, or -ENOTSUP without
 	 * setting *err, when the kernel cannot: the front then freezes,

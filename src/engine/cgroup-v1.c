@@ -128,12 +128,20 @@ static int v1_create(struct pdk_cgroup *cg, struct pdk__cgroup_req *req, struct 
 	return 0;
 }
 
+static uint64_t v1_oom_kills(struct pdk_cgroup *cg)
+{
+	uint64_t n = 0;
+
+	pdk__cgroup_stat_keyed(v1_dir(cg, PDK__V1_MEMORY), "memory.oom_control", "oom_kill", &n);
+	return n;
+}
+
 static void v1_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st)
 {
 	const char *mem = v1_dir(cg, PDK__V1_MEMORY);
 
 	pdk__cgroup_stat_single(mem, "memory.max_usage_in_bytes", &st->memory_peak);
-	pdk__cgroup_stat_keyed(mem, "memory.oom_control", "oom_kill", &st->oom_kills);
+	st->oom_kills = v1_oom_kills(cg);
 	pdk__cgroup_stat_keyed(v1_dir(cg, PDK__V1_PIDS), "pids.events", "max", &st->pids_denied);
 	pdk__cgroup_stat_single(v1_dir(cg, PDK__V1_CPUACCT), "cpuacct.usage", &st->cpu_usage_ns);
 	pdk__cgroup_stat_single(mem, "memory.usage_in_bytes", &st->memory_current);
@@ -174,6 +182,7 @@ const struct pdk__cgroup_ops pdk__cgroup_v1_ops = {
 	.version = PDK_CGROUP_V1,
 	.create = v1_create,
 	.stats = v1_stats,
+	.oom_kills = v1_oom_kills,
 	.kill_all = NULL, /* v1 has no cgroup.kill: the front's freeze-and-kill loop it is */
 	.freeze = v1_freeze,
 	.is_frozen = v1_frozen,

@@ -211,13 +211,21 @@ static int v2_create(struct pdk_cgroup *cg, struct pdk__cgroup_req *req, struct 
 	return apply_limits(req, cg->dirs[0].path, usable, err);
 }
 
+static uint64_t v2_oom_kills(struct pdk_cgroup *cg)
+{
+	uint64_t n = 0;
+
+	pdk__cgroup_stat_keyed(cg->dirs[0].path, "memory.events", "oom_kill", &n);
+	return n;
+}
+
 static void v2_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st)
 {
 	const char *dir = cg->dirs[0].path;
 	uint64_t usec = 0;
 
 	pdk__cgroup_stat_single(dir, "memory.peak", &st->memory_peak);
-	pdk__cgroup_stat_keyed(dir, "memory.events", "oom_kill", &st->oom_kills);
+	st->oom_kills = v2_oom_kills(cg);
 	pdk__cgroup_stat_keyed(dir, "pids.events", "max", &st->pids_denied);
 	pdk__cgroup_stat_keyed(dir, "cpu.stat", "usage_usec", &usec);
 	st->cpu_usage_ns = usec * 1000;
@@ -266,6 +274,7 @@ const struct pdk__cgroup_ops pdk__cgroup_v2_ops = {
 	.version = PDK_CGROUP_V2,
 	.create = v2_create,
 	.stats = v2_stats,
+	.oom_kills = v2_oom_kills,
 	.kill_all = v2_kill_all,
 	.freeze = v2_freeze,
 	.is_frozen = v2_frozen,

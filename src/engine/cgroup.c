@@ -837,6 +837,11 @@ int pdk_cgroup_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st, struct 
 	return 0;
 }
 
+uint64_t pdk_cgroup_oom_kills(struct pdk_cgroup *cg)
+{
+	return cg != NULL && cg->n_dirs > 0 ? cg->ops->oom_kills(cg) : 0;
+}
+
 /*
  * Count the pids in cgroup.procs of dir; with `send`, SIGKILL each. Our own
  * pid is never signalled (it can only be there by a caller's mistake, and

@@ -104,6 +104,12 @@ PDK_MUST_CHECK int pdk_cgroup_stats(struct pdk_cgroup *cg, struct pdk_cgroup_sta
 				    struct pdk_error **err);
 
 /*
+ * The OOM kill counter of pdk_cgroup_stats() alone, read from its one file
+ * (v1 memory.oom_control, v2 memory.events): 0 when it cannot be read.
+ */
+uint64_t pdk_cgroup_oom_kills(struct pdk_cgroup *cg);
+
+/*
  * Kill every task in the cgroup (v2: cgroup.kill when present; else/v1:
  * freeze if a freezer is available, SIGKILL every pid in cgroup.procs,
  * thaw; repeat until empty, bounded).

@@ -254,6 +254,11 @@ void pdk_sandbox_usage(struct pdk_sandbox *sb, struct pdk_sandbox_usage *u)
 	u->pids_denied = st.pids_denied;
 }
 
+uint64_t pdk_sandbox_oom_kills(struct pdk_sandbox *sb)
+{
+	return sb != NULL ? pdk_cgroup_oom_kills(sb->cgroup) : 0;
+}
+
 int pdk_sandbox_root_fd(struct pdk_sandbox *sb, struct pdk_error **err)
 {
 	_cleanup_free_ char *path = NULL;

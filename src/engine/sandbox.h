@@ -205,6 +205,12 @@ char *pdk_sandbox_cgroup_describe(const struct pdk_sandbox *sb);
 void pdk_sandbox_usage(struct pdk_sandbox *sb, struct pdk_sandbox_usage *u);
 
 /*
+ * pdk_sandbox_usage()'s oom_kills alone, one file read instead of six: what
+ * the supervisor reads around every exec to tell an OOM kill.
+ */
+uint64_t pdk_sandbox_oom_kills(struct pdk_sandbox *sb);
+
+/*
  * An O_PATH directory fd of the sandbox's root as its processes see it
  * (/proc/<init>/root), for openat2() with RESOLVE_IN_ROOT |
  * RESOLVE_NO_MAGICLINKS. Caller owns it. Negative + *err.

@@ -182,10 +182,7 @@ static const char *exec_cwd(struct pdk_supervisor *s, json_t *msg)
 /* The sandbox cgroup's OOM kill counter (memory.events or memory.oom_control). */
 static uint64_t oom_kills(struct pdk_supervisor *s)
 {
-	struct pdk_sandbox_usage u;
-
-	pdk_sandbox_usage(pdk__sv_sandbox(s), &u);
-	return u.oom_kills;
+	return pdk_sandbox_oom_kills(pdk__sv_sandbox(s));
 }
 
 /*

@@ -444,6 +444,49 @@ sandbox_tests() {
 	api "$who" GET /v1/pools
 	is "$code $(($(jq_get "$BODY" pools.0.ready) + $(jq_get "$BODY" pools.0.starting)))" "200 3" \
 		"$who: the claimed sandbox's first exec answered, its replacement is already starting"
+	# Agents claiming at once (issue 18): as many clients as the pool holds claim together,
+	# each with its first exec. While a claimed sandbox waits for its first exec, the
+	# spools' ingest is held back (at most 50 ms each): every exec answers, and every one
+	# is in the audit store (request, start, exit) once the burst is over.
+	for n in $(seq 1 200); do
+		api "$who" GET /v1/pools
+		[ "$(jq_get "$BODY" pools.0.ready)" = 3 ] && break
+		sleep 0.1
+	done
+	pids=""
+	for n in 1 2 3; do
+		(
+			api "$who" POST /v1/sandboxes '{"labels":{"session":"wave"}}'
+			wid=$(jq_get "$BODY" id)
+			api "$who" POST "/v1/sandboxes/$wid/exec" '{"argv":["echo","wave'$n'"]}'
+			printf '%s %s %s\n' "$wid" "$CODE" "$(jq_get "$BODY" stdout.text | tr -d '\n')" \
+				>"$T/wave-$who-$n"
+		) &
+		pids="$pids $!"
+	done
+	# shellcheck disable=SC2086
+	wait $pids
+	is "$(cat "$T/wave-$who-"[123] | cut -d' ' -f2- | sort | tr '\n' ' ')" \
+		"200 wave1 200 wave2 200 wave3 " "$who: 3 claims at once, each with its first exec, all answer"
+	for n in 1 2 3; do
+		wid=$(cut -d' ' -f1 "$T/wave-$who-$n")
+		# The warm-up's and this exec's exits: the spool is ingested by then.
+		for i in $(seq 1 100); do
+			as "$who" curl -s --max-time 10 --unix-socket "$sock" \
+				"http://paddock/v1/events?since=0&sandbox=$wid&kind=process.&follow=0" \
+				>"$T/wavev-$who-$n"
+			[ "$(grep -c '^event: process.exit' "$T/wavev-$who-$n")" = 2 ] && break
+			sleep 0.1
+		done
+		as "$who" curl -s --max-time 10 --unix-socket "$sock" \
+			"http://paddock/v1/events?since=0&sandbox=$wid&kind=exec.request&follow=0" \
+			>>"$T/wavev-$who-$n"
+		is "$(grep -c "\"argv\":\\[\"echo\",\"wave$n\"\\]" "$T/wavev-$who-$n")" "2" \
+			"$who: burst claim $n: its exec's request and start name its command"
+		is "$(grep '^event: ' "$T/wavev-$who-$n" | sort | uniq -c | awk '{print $1 $3}' | tr '\n' ' ')" \
+			"1exec.request 2process.exec 2process.exit " \
+			"$who: burst claim $n: its exec's request, start and exit are audited (and the warm-up's)"
+	done
 	serve_stop "$who"
 	sleep 0.3
 	is "$SERVE_RC $(supervisors_in "$who" | wc -l) $(ls "$T/serve-$who/run/sb" | wc -l)" "0 0 0" \
