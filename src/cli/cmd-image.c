@@ -134,7 +134,7 @@ static json_t *image_json(const struct pdk_image *img)
 	return o;
 }
 
-static void print_row(const struct pdk_image *img)
+static void print_row(const struct pdk_image *img, const char *name)
 {
 	char size[32], when[32] = "-";
 	time_t t = (time_t)(pdk_image_created_ns(img) / 1000000000u);
@@ -144,7 +144,7 @@ static void print_row(const struct pdk_image *img)
 	if (localtime_r(&t, &tm) != NULL)
 		(void)strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
 	printf("%-32s %-19.19s %10s %6zu  %-14s %s\n",
-	       pdk_image_name(img) ? pdk_image_name(img) : "<none>", pdk_image_digest(img), size,
+	       name ? name : "<none>", pdk_image_digest(img), size,
 	       pdk_strv_len(pdk_image_layers(img)), pdk_image_source(img), when);
 }
 
@@ -163,10 +163,12 @@ static int cmd_ls(struct pdk_image_store *st, const struct image_opts *o)
 		printf("%-32s %-19s %10s %6s  %-14s %s\n", "NAME", "DIGEST", "SIZE", "LAYERS",
 		       "SOURCE", "CREATED");
 	for (size_t i = 0; i < n; i++) {
+		char *const *names = pdk_image_names(v[i]);
+
 		if (o->json)
 			json_array_append_new(arr, image_json(v[i]));
-		else
-			print_row(v[i]);
+		for (size_t j = 0; !o->json && (j == 0 || names[j] != NULL); j++)
+			print_row(v[i], names[j]);
 		pdk_image_free(v[i]);
 	}
 	free(v);
@@ -194,7 +196,8 @@ static void print_import(const struct pdk_image *img, const struct pdk_image_imp
 	}
 	pdk_cli_human_size(s->bytes_stored, stored, sizeof(stored));
 	pdk_cli_note("image %s: %u layer%s, %u new (%s stored)",
-		     pdk_image_name(img) ? pdk_image_name(img) : "<none>", s->layers,
+		     o->name ? o->name : pdk_image_name(img) ? pdk_image_name(img) : "<none>",
+		     s->layers,
 		     s->layers == 1 ? "" : "s", s->layers_new, stored);
 	printf("%s\n", pdk_image_digest(img));
 }
@@ -300,7 +303,10 @@ static int cmd_rm(struct pdk_image_store *st, char **args)
 			rc = 1;
 			continue;
 		}
-		print_rm(args[i], &s);
+		if (s.images == 0)
+			pdk_cli_note("%s: name removed (the image keeps its other names)", args[i]);
+		else
+			print_rm(args[i], &s);
 	}
 	return rc;
 }

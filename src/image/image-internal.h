@@ -22,7 +22,7 @@ struct pdk_image_store {
 };
 
 struct pdk_image {
-	char *name; /* NULL: nameless */
+	char **names; /* never NULL; empty: nameless */
 	char *digest;
 	char *source;
 	uint64_t created_ns;
@@ -151,7 +151,7 @@ PDK_MUST_CHECK int pdk__img_tmp_layer(struct pdk_image_store *st, char **dir, in
 /*
  * Move the unpacked layer `dir` (pdk__img_tmp_layer()) into layers/ as
  * `digest`, with its layer.json; when the layer is there already, `dir` is
- * removed. 0 or negative + *err.
+ * removed. 0 (moved), 1 (it was there), or negative + *err.
  */
 PDK_MUST_CHECK int pdk__img_layer_commit(struct pdk_image_store *st, const char *dir,
 					 const char *digest, uint64_t bytes, uint64_t entries,
@@ -162,6 +162,13 @@ const char *pdk__img_hex(const char *digest);
 uint64_t pdk__img_layer_bytes(struct pdk_image_store *st, const char *digest);
 
 /* ---- record.c: image records ---- */
+
+/* The image's first name, else its digest (for messages). */
+const char *pdk__img_display(const struct pdk_image *img);
+/* Whether `name` is one of the image's names. */
+bool pdk__img_has_name(const struct pdk_image *img, const char *name);
+/* Drop `name` from the image's names (nothing when it has no such name). */
+void pdk__img_drop_name(struct pdk_image *img, const char *name);
 
 /* The image's digest from its config and layers (sets img->digest). */
 void pdk__img_compute_digest(struct pdk_image *img);

@@ -22,9 +22,9 @@
  *
  * An image's digest is the sha256 of its canonical record (config and layer
  * digests, record.c): two imports of the same content are one image.
- * A name ("python-3.12-datasci", "busybox:1.36") points to one image; an
- * import under a name that is taken moves the name, and the image it left
- * stays, nameless, until `prune`.
+ * A name ("python-3.12-datasci", "busybox:1.36") points to one image, and
+ * an image may have several; an import under a name that is taken moves
+ * the name, and an image left without one stays, nameless, until `prune`.
  *
  * Layers are stored as overlayfs lower layers: OCI whiteouts (".wh.NAME")
  * become 0:0 character devices, opaque markers (".wh..wh..opq") the
@@ -115,7 +115,9 @@ struct pdk_image_config {
 
 void pdk_image_config_release(struct pdk_image_config *c);
 
-const char *pdk_image_name(const struct pdk_image *img);   /* NULL: nameless */
+const char *pdk_image_name(const struct pdk_image *img); /* its first name; NULL: nameless */
+/* All its names (borrowed, NULL-terminated; empty when nameless). */
+char *const *pdk_image_names(const struct pdk_image *img);
 const char *pdk_image_digest(const struct pdk_image *img); /* "sha256:HEX" */
 /* Where it came from: "oci-layout", "oci-archive", "docker-archive", "rootfs-tar", ... */
 const char *pdk_image_source(const struct pdk_image *img);
@@ -275,8 +277,9 @@ struct pdk_image_rm_stats {
 
 /*
  * Remove the image `ref` names (pdk_image_lookup()) and every layer of it
- * that no other image references. -EBUSY naming the image when a sandbox
- * holds it. *stats (may be NULL) is filled.
+ * that no other image references; when `ref` is one name of several, only
+ * that name goes. -EBUSY naming the image when a sandbox holds it. *stats
+ * (may be NULL) is filled.
  */
 PDK_MUST_CHECK int pdk_image_remove(struct pdk_image_store *st, const char *ref,
 				    struct pdk_image_rm_stats *stats, struct pdk_error **err);

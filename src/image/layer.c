@@ -86,6 +86,7 @@ int pdk__img_layer_from(struct pdk_image_store *st, int fd, uint64_t off, uint64
 		(void)!pdk_rm_rf_at(AT_FDCWD, dir);
 	if (rc == 0)
 		add_stats(stats, &u, in.bytes_in);
+	rc = rc > 0 ? 0 : rc;
 	pdk__img_in_close(&in);
 	pdk__img_unpack_release(&u);
 	if (rc == 0)
@@ -134,10 +135,11 @@ int pdk__img_layer_dir(struct pdk_image_store *st, const char *src, unsigned fla
 		_cleanup_free_ char *d = pdk__img_sha256_final(sha);
 
 		rc = pdk__img_layer_commit(st, dir, d, u.bytes, u.entries, err);
-		if (rc == 0) {
+		if (rc == 0)
 			add_stats(stats, &u, 0);
+		if (rc >= 0)
 			*digest = steal_ptr(&d);
-		}
+		rc = rc > 0 ? 0 : rc;
 	} else if (dir != NULL) {
 		(void)!pdk_rm_rf_at(AT_FDCWD, dir);
 	}
@@ -171,15 +173,29 @@ static int move_name(struct pdk_image_store *st, const char *name, const char *d
 	if (pdk__img_records(st, &v, &n, err) < 0)
 		return -1;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		if (v[i]->name == NULL || strcmp(v[i]->name, name) != 0 ||
-		    strcmp(v[i]->digest, digest) == 0)
+		if (!pdk__img_has_name(v[i], name) || strcmp(v[i]->digest, digest) == 0)
 			continue;
-		free(v[i]->name);
-		v[i]->name = NULL;
+		pdk__img_drop_name(v[i], name);
 		rc = pdk__img_record_write(st, v[i], err);
 	}
 	pdk__img_records_free(v, n);
 	return rc;
+}
+
+/* The names of the image already recorded under `digest` (an import of the same content). */
+static char **existing_names(struct pdk_image_store *st, const char *digest)
+{
+	struct pdk_image *old = NULL;
+	struct pdk_error *err = NULL;
+	char **names;
+
+	if (pdk__img_record_read(st, pdk__img_hex(digest), &old, &err) < 0) {
+		pdk_error_free(&err);
+		return pdk_xcalloc(1, sizeof(char *));
+	}
+	names = steal_ptr(&old->names);
+	pdk_image_free(old);
+	return names;
 }
 
 static int check_name(const char *name, struct pdk_error **err)
@@ -223,10 +239,12 @@ int pdk__img_commit(struct pdk_image_store *st, const char *name, char *const *l
 		img->size += pdk__img_layer_bytes(st, img->layers[i]);
 	}
 	pdk__img_config_copy(&img->config, config);
-	img->name = name ? pdk_xstrdup(name) : NULL;
 	img->source = pdk_xstrdup(source ? source : "");
 	img->created_ns = pdk_now_real_ns();
 	pdk__img_compute_digest(img);
+	img->names = existing_names(st, img->digest);
+	if (name != NULL && !pdk__img_has_name(img, name))
+		pdk_strv_push(&img->names, name);
 	if (rc == 0 && name != NULL)
 		rc = move_name(st, name, img->digest, err);
 	if (rc == 0)

@@ -144,8 +144,7 @@ static json_t *record_json(const struct pdk_image *img)
 	json_t *o = json_object();
 
 	pdk_json_set(o, "digest", json_string(img->digest));
-	if (img->name != NULL)
-		pdk_json_set(o, "name", json_string(img->name));
+	pdk_json_set(o, "names", pdk_json_strv(img->names));
 	pdk_json_set(o, "source", json_string(img->source ? img->source : ""));
 	pdk_json_set(o, "created_ns", json_integer((json_int_t)img->created_ns));
 	pdk_json_set(o, "size", json_integer((json_int_t)img->size));
@@ -183,7 +182,9 @@ static int record_parse(const char *text, const char *path, struct pdk_image **o
 		return pdk_error_setx(err, EINVAL, "the image record '%s' does not read", path);
 	img = pdk_xcalloc(1, sizeof(*img));
 	img->digest = pdk_xstrdup(json_string_value(json_object_get(o, "digest")));
-	img->name = str_from_json(json_object_get(o, "name"));
+	img->names = strv_from_json(json_object_get(o, "names"));
+	if (img->names == NULL)
+		img->names = pdk_xcalloc(1, sizeof(char *));
 	img->source = str_from_json(json_object_get(o, "source"));
 	img->created_ns = (uint64_t)json_integer_value(json_object_get(o, "created_ns"));
 	img->size = (uint64_t)json_integer_value(json_object_get(o, "size"));
@@ -204,6 +205,32 @@ int pdk__img_record_read(struct pdk_image_store *st, const char *hex, struct pdk
 	if (pdk_read_file_at(st->dirfd, path, RECORD_MAX, &text, err) < 0)
 		return -1;
 	return record_parse(text, path, out, err);
+}
+
+const char *pdk__img_display(const struct pdk_image *img)
+{
+	return img->names[0] != NULL ? img->names[0] : img->digest;
+}
+
+bool pdk__img_has_name(const struct pdk_image *img, const char *name)
+{
+	for (size_t i = 0; img->names[i] != NULL; i++)
+		if (strcmp(img->names[i], name) == 0)
+			return true;
+	return false;
+}
+
+void pdk__img_drop_name(struct pdk_image *img, const char *name)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; img->names[i] != NULL; i++) {
+		if (strcmp(img->names[i], name) == 0)
+			free(img->names[i]);
+		else
+			img->names[w++] = img->names[i];
+	}
+	img->names[w] = NULL;
 }
 
 void pdk__img_records_free(struct pdk_image **v, size_t n)

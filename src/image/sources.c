@@ -191,7 +191,11 @@ static int index_one(struct source *s, uint64_t *off, char **lname, struct pdk_e
 	_cleanup_free_ char *name = NULL, *target = NULL;
 	uint64_t size, data;
 
-	if (pread(s->fd, h, sizeof(h), (off_t)*off) != (ssize_t)sizeof(h))
+	ssize_t n = pread(s->fd, h, sizeof(h), (off_t)*off);
+
+	if (n == 0)
+		return 0; /* no end blocks: read as tar does */
+	if (n != (ssize_t)sizeof(h))
 		return index_bad(s, *off, err);
 	if (pdk_tar_zero_block(h))
 		return 0;

@@ -154,8 +154,8 @@ int pdk__img_layer_commit(struct pdk_image_store *st, const char *dir, const cha
 		return -1;
 	}
 	if (fstatat(st->dirfd, dst, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
-		remove_path(dir); /* another import stored it meanwhile */
-		return 0;
+		remove_path(dir); /* stored before, or by another import meanwhile */
+		return 1;
 	}
 	if (renameat(AT_FDCWD, dir, st->dirfd, dst) < 0) {
 		int e = errno;
@@ -239,7 +239,12 @@ int pdk_image_layer_refs(struct pdk_image_store *st, const char *digest, unsigne
 
 const char *pdk_image_name(const struct pdk_image *img)
 {
-	return img->name;
+	return img->names[0];
+}
+
+char *const *pdk_image_names(const struct pdk_image *img)
+{
+	return img->names;
 }
 
 const char *pdk_image_digest(const struct pdk_image *img)
@@ -276,7 +281,7 @@ void pdk_image_free(struct pdk_image *img)
 {
 	if (img == NULL)
 		return;
-	free(img->name);
+	pdk_strv_free(img->names);
 	free(img->digest);
 	free(img->source);
 	pdk_strv_free(img->layers);
@@ -305,7 +310,7 @@ static long find_ref(struct pdk_image **v, size_t n, const char *ref)
 	long found = -1;
 
 	for (size_t i = 0; i < n; i++)
-		if (v[i]->name != NULL && strcmp(v[i]->name, ref) == 0)
+		if (pdk__img_has_name(v[i], ref))
 			return (long)i;
 	for (size_t i = 0; hex != NULL && i < n; i++) {
 		if (strncmp(pdk__img_hex(v[i]->digest), hex, strlen(hex)) != 0)
@@ -353,15 +358,16 @@ int pdk_image_lookup(struct pdk_image_store *st, const char *ref, struct pdk_ima
 	return 0;
 }
 
-static int cmp_images(const void *a, const void *b)
+static int cmp_images(const void *pa, const void *pb)
 {
-	const struct pdk_image *x = *(struct pdk_image *const *)a;
-	const struct pdk_image *y = *(struct pdk_image *const *)b;
+	const struct pdk_image *x = *(struct pdk_image *const *)pa;
+	const struct pdk_image *y = *(struct pdk_image *const *)pb;
+	const char *a = x->names[0], *b = y->names[0];
 
-	if ((x->name == NULL) != (y->name == NULL))
-		return x->name == NULL ? 1 : -1;
-	if (x->name != NULL && strcmp(x->name, y->name) != 0)
-		return strcmp(x->name, y->name);
+	if ((a == NULL) != (b == NULL))
+		return a == NULL ? 1 : -1;
+	if (a != NULL && strcmp(a, b) != 0)
+		return strcmp(a, b);
 	return strcmp(x->digest, y->digest);
 }
 
@@ -389,7 +395,7 @@ int pdk_image_layer_paths(struct pdk_image_store *st, const struct pdk_image *im
 				err, ENOENT,
 				"image '%s': its layer '%s' is missing from the store "
 				"(import the image again)",
-				img->name ? img->name : img->digest, d);
+				pdk__img_display(img), d);
 		pdk_strv_push_take(&v,
 				   pdk_xasprintf("%s/layers/%s/root", st->dir, pdk__img_hex(d)));
 	}
@@ -413,12 +419,12 @@ int pdk_image_hold(struct pdk_image_store *st, const struct pdk_image *img, int 
 
 	if (rfd < 0 || TEMP_FAILURE_RETRY(flock(rfd, LOCK_SH)) < 0)
 		return pdk_error_set(err, errno, "cannot hold image '%s'",
-				     img->name ? img->name : img->digest);
+				     pdk__img_display(img));
 	/* Removed between the open and the lock: the hold would hold nothing. */
 	if (fstat(rfd, &a) < 0 || fstatat(st->dirfd, p, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    a.st_ino != b.st_ino || a.st_dev != b.st_dev)
 		return pdk_error_setx(err, ENOENT, "image '%s' was removed",
-				      img->name ? img->name : img->digest);
+				      pdk__img_display(img));
 	*fd = steal_fd(&rfd);
 	return 0;
 }
@@ -475,7 +481,7 @@ static int remove_image(struct pdk_image_store *st, struct pdk_image **v, size_t
 		return pdk_error_set_field(err, EBUSY, "image",
 					   "image '%s' is in use by a running sandbox (stop it "
 					   "first)",
-					   img->name ? img->name : img->digest);
+					   pdk__img_display(img));
 	if (unlinkat(st->dirfd, p, 0) < 0)
 		return pdk_error_set(err, errno, "cannot remove '%s/%s'", st->dir, p);
 	s->images++;
@@ -505,8 +511,13 @@ int pdk_image_remove(struct pdk_image_store *st, const char *ref, struct pdk_ima
 	if (pdk__img_lock(st, &lock, err) < 0 || pdk__img_records(st, &v, &n, err) < 0)
 		return -1;
 	rc = lookup_in(v, n, ref, &idx, err);
-	if (rc == 0)
+	if (rc == 0 && pdk__img_has_name(v[idx], ref) && pdk_strv_len(v[idx]->names) > 1) {
+		/* One name of several: the name goes, the image stays under the others. */
+		pdk__img_drop_name(v[idx], ref);
+		rc = pdk__img_record_write(st, v[idx], err);
+	} else if (rc == 0) {
 		rc = remove_image(st, v, n, (size_t)idx, &s, err);
+	}
 	pdk__img_records_free(v, n);
 	if (stats != NULL)
 		*stats = s;
@@ -558,7 +569,7 @@ int pdk_image_prune(struct pdk_image_store *st, struct pdk_image_rm_stats *stats
 	if (pdk__img_lock(st, &lock, err) < 0 || pdk__img_records(st, &v, &n, err) < 0)
 		return -1;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		if (v[i]->name != NULL)
+		if (v[i]->names[0] != NULL)
 			continue;
 		rc = remove_image(st, v, n, i, &s, err);
 		if (rc < 0 && (*err)->status == EBUSY) {

@@ -81,7 +81,12 @@ int pdk__img_clean_path(const char *name, const char *label, char **out, struct 
 	struct pdk_buf b = PDK_BUF_INIT(PATH_MAX);
 	const char *s = name;
 
-	if (name[0] == '/')
+	/*
+	 * "/" alone is the layer's root directory (umoci writes it so); every
+	 * other absolute name is refused, not made relative: an archive that
+	 * names host paths is not an image.
+	 */
+	if (name[0] == '/' && name[strspn(name, "/.")] != '\0')
 		return refuse(label, name, EPERM, "an absolute name", err);
 	while (*s != '\0') {
 		size_t n = strcspn(s, "/");
@@ -257,9 +262,18 @@ int pdk__img_parent(struct pdk__img_unpack *u, const char *path, const char **na
 
 /* ---- the tar reader ---- */
 
+/*
+ * A header block: 1, or 0 when the stream ends right there (an archive
+ * without its two zero blocks: umoci writes its layers so, and tar reads
+ * them), or negative + *err when it ends inside the block.
+ */
 static int read_block(struct pdk__img_in *in, unsigned char *h, struct pdk_error **err)
 {
-	return pdk__img_in_full(in, h, PDK_TAR_BLOCK, err);
+	ssize_t k = pdk__img_in_read(in, h, PDK_TAR_BLOCK, err);
+
+	if (k <= 0)
+		return (int)k;
+	return pdk__img_in_full(in, h + k, PDK_TAR_BLOCK - (size_t)k, err) < 0 ? -1 : 1;
 }
 
 /* Skip `size` bytes of data and their padding. */
@@ -415,9 +429,10 @@ static int next_entry(struct pdk__img_unpack *u, struct pdk__img_in *in, struct 
 	for (;;) {
 		uint64_t size;
 
-		if (read_block(in, h, err) < 0)
+		rc = read_block(in, h, err);
+		if (rc < 0)
 			break;
-		if (pdk_tar_zero_block(h)) {
+		if (rc == 0 || pdk_tar_zero_block(h)) {
 			pending_release(&p);
 			return 0;
 		}
