@@ -418,13 +418,11 @@ int pdk_image_hold(struct pdk_image_store *st, const struct pdk_image *img, int 
 	struct stat a, b;
 
 	if (rfd < 0 || TEMP_FAILURE_RETRY(flock(rfd, LOCK_SH)) < 0)
-		return pdk_error_set(err, errno, "cannot hold image '%s'",
-				     pdk__img_display(img));
+		return pdk_error_set(err, errno, "cannot hold image '%s'", pdk__img_display(img));
 	/* Removed between the open and the lock: the hold would hold nothing. */
 	if (fstat(rfd, &a) < 0 || fstatat(st->dirfd, p, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    a.st_ino != b.st_ino || a.st_dev != b.st_dev)
-		return pdk_error_setx(err, ENOENT, "image '%s' was removed",
-				      pdk__img_display(img));
+		return pdk_error_setx(err, ENOENT, "image '%s' was removed", pdk__img_display(img));
 	*fd = steal_fd(&rfd);
 	return 0;
 }

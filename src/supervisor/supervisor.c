@@ -142,6 +142,8 @@ static const char *blamed_field(enum pdk_session_step step)
 		return "env";
 	case PDK_SESSION_WORKSPACE:
 		return "workspace";
+	case PDK_SESSION_IMAGE:
+		return "image";
 	case PDK_SESSION_EVENTS:
 	case PDK_SESSION_CHANGE_SET:
 	case PDK_SESSION_SANDBOX:
