@@ -10,6 +10,8 @@
 set -u
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-escape.sh"
+. "$(dirname "$0")/lib-serve.sh"
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; undelegate_cgroup; rm -rf "$T"' EXIT
 : "${ESCAPE_PROBE:?ESCAPE_PROBE must name the escape-probe binary}"
 cp "$ESCAPE_PROBE" "$T/bin/escape-probe" && chmod 0755 "$T/bin/escape-probe"
 PROBE="$T/bin/escape-probe"
@@ -237,8 +239,63 @@ escape_checks() {
 	is "$rc:$?" "125:0" "$who: an image whose /tmp is a symlink does not start ($(echo $out | head -c 200))"
 }
 
+# The audit record of a run on an image names the image and its digest.
+audit_checks() {
+	local who=$1 ev digest
+	ev="$T/home/audit-$who.jsonl"
+	prun "$who" -w "$(mkws)" --image oci:v1 --events "$ev" -- true 2>/dev/null
+	digest=$(pimg "$who" inspect oci:v1 | jq -r .digest)
+	is "$(head -1 "$ev" | jq -r '.kind + " " + .attrs.image + " " + .attrs.image_digest')" \
+		"sandbox.create oci:v1 $digest" "$who: sandbox.create records the image's name and digest"
+	is "$(pimg "$who" inspect oci:v1 >/dev/null; prun_cmd "$who"; cd "$T/home" &&
+		"${PRUN[@]}" audit tail -n 50 --kind sandbox.create --json 2>/dev/null |
+		jq -r --arg d "$digest" 'select(.attrs.image_digest == $d) | .attrs.image' | tail -1)" \
+		"oci:v1" "$who: and so does the audit store"
+}
+
+# Through the daemon: create --image, exec, ps, the Sandbox's image, an unknown image (404
+# naming the field), rm refused while a sandbox holds the image, a warm pool of a profile
+# that names an image.
+serve_checks() {
+	local who=$1 id out digest rc
+	mkdir -p "$T/serve-$who/cfg/paddock/profiles"
+	printf 'extends: default\nimage: oci:v2\n' >"$T/serve-$who/cfg/paddock/profiles/onv2.yaml"
+	chmod -R a+rX "$T/serve-$who/cfg"
+	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$T/serve-$who"
+	SERVE_ENV=(XDG_CONFIG_HOME="$T/serve-$who/cfg")
+	pc "$who" image import -q "$F/oci" --select v2 --name oci:v2 >/dev/null 2>&1
+	digest=$(pc "$who" image inspect oci:v2 | jq -r .digest)
+	serve_start "$who" --pool onv2=1 || { ok 1 "$who: the daemon starts"; SERVE_ENV=(); return; }
+	id=$(pc "$who" create --image oci:v2 2>"$T/err"); rc=$?
+	is "$rc" 0 "$who: create --image oci:v2 ($(head -c 200 "$T/err"))"
+	out=$(pc "$who" exec "$id" -- sh -c 'cat /data/greeting; echo $GREETING; test -e /usr/bin/env || echo no-host-usr' 2>/dev/null)
+	is "$out" "$(printf 'hello\nhi\nno-host-usr')" "$who: exec runs on the image, with its env"
+	api "$who" GET "/v1/sandboxes/$id"
+	is "$(jq_get "$BODY" image.name) $(jq_get "$BODY" image.digest)" "oci:v2 $digest" \
+		"$who: the Sandbox names its image and digest"
+	pc "$who" ps | grep "^$id" | grep -qF "oci:v2@${digest:0:19}"; ok $? "$who: paddock ps shows the image and its digest"
+	api "$who" POST /v1/sandboxes '{"image": "no-such-image"}'
+	is "$CODE $(jq_get "$BODY" error.field)" "404 image" "$who: an unknown image is a 404 naming the field ($BODY)"
+	api "$who" POST /v1/sandboxes '{"image": ""}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 image" "$who: an empty image is a 400 naming the field"
+	out=$(pc "$who" image rm oci:v2 2>&1); rc=$?
+	printf '%s' "$out" | grep -q "in use by a running sandbox"; is "$rc:$?" "1:0" "$who: rm while a daemon sandbox holds the image is refused"
+	# The pool of a profile that names the image: a create of that profile claims from it.
+	for _ in $(seq 200); do
+		pc "$who" ps --all | grep -q " ready .*oci:v2@" && break
+		sleep 0.05
+	done
+	out=$(pc "$who" create -p onv2 2>/dev/null)
+	pc "$who" ps | grep "^$out" | grep -q " claimed .*oci:v2@${digest:0:19}"; ok $? "$who: a create of the image's profile is claimed from its warm pool, on the image"
+	serve_stop "$who"
+	reap_supervisors
+	SERVE_ENV=()
+}
+
 for who in root user; do
 	import_checks "$who"
+	audit_checks "$who"
+	serve_checks "$who"
 	run_checks "$who"
 	two_at_once "$who"
 	hostile_checks "$who"
