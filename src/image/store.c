@@ -345,12 +345,14 @@ int pdk_image_lookup(struct pdk_image_store *st, const char *ref, struct pdk_ima
 	struct pdk_image **v = NULL;
 	size_t n = 0;
 	long idx;
+	int rc;
 
 	if (pdk__img_records(st, &v, &n, err) < 0)
 		return -1;
-	if (lookup_in(v, n, ref, &idx, err) < 0) {
+	rc = lookup_in(v, n, ref, &idx, err);
+	if (rc < 0) {
 		pdk__img_records_free(v, n);
-		return -1;
+		return rc;
 	}
 	*out = v[idx];
 	v[idx] = NULL;
