@@ -63,6 +63,13 @@ struct pdk_sandbox_config {
 	 */
 	char *const *image_layers;
 	uint64_t image_root_size;
+	/*
+	 * The ids of the sandbox's user inside (an image's `user`), mapped to
+	 * the caller's: only when user_set; else the caller's own, 1:1.
+	 */
+	bool user_set;
+	uid_t uid;
+	gid_t gid;
 	const char *image;
 	const char *image_digest;
 };
