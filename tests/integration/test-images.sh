@@ -113,6 +113,8 @@ run_checks() {
 	is "$out" "busybox" "$who: nothing a sandbox wrote is in the store's layers"
 	out=$(find "$(state "$who")/images/layers" -name new | wc -l)
 	is "$out" 0 "$who: nor a directory it made"
+	out=$(prun "$who" -w "$ws" --image oci:v1 -- sh -c 'grep -c -e images -e sha256 -e state- /proc/self/mountinfo' 2>/dev/null)
+	is "$out" 0 "$who: mountinfo names neither the store, a digest nor the state directory"
 	# The workspace is there as on the host root.
 	echo in-ws >"$ws/f"
 	out=$(cd "$ws" && prun_cmd "$who" && "${PRUN[@]}" run --image bb-dir -- cat f 2>/dev/null)
