@@ -234,8 +234,7 @@ static int copy_dir(struct walk *w, int sfd, int dfd, const char *name, const ch
 
 	if (depth >= DEPTH_MAX)
 		return refuse(w, path, "directories nested too deep", err);
-	if (pdk__img_setid(w->u, path, &mode, err) < 0)
-		return -1;
+	mode = pdk__img_dir_mode(mode);
 	hash_entry(w, path, st, NULL);
 	s = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (s < 0)
