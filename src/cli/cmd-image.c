@@ -167,7 +167,10 @@ static int cmd_ls(struct pdk_image_store *st, const struct image_opts *o)
 
 		if (o->json)
 			json_array_append_new(arr, image_json(v[i]));
-		for (size_t j = 0; !o->json && (j == 0 || names[j] != NULL); j++)
+		/* A row a name; a nameless image, one row of its own. */
+		if (!o->json && names[0] == NULL)
+			print_row(v[i], NULL);
+		for (size_t j = 0; !o->json && names[j] != NULL; j++)
 			print_row(v[i], names[j]);
 		pdk_image_free(v[i]);
 	}

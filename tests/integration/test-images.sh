@@ -15,6 +15,16 @@ trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervis
 : "${ESCAPE_PROBE:?ESCAPE_PROBE must name the escape-probe binary}"
 cp "$ESCAPE_PROBE" "$T/bin/escape-probe" && chmod 0755 "$T/bin/escape-probe"
 PROBE="$T/bin/escape-probe"
+# The probe is static (tests/meson.build); a sanitizer build links it dynamically, and the
+# busybox image has no libc: it then gets the host's library directories, read-only (and
+# LeakSanitizer, which cannot run under the sandbox's seccomp filter, is off).
+PROBE_LIBS=()
+if ldd "$PROBE" >/dev/null 2>&1; then
+	for d in /lib /lib64 /usr/lib /usr/lib64; do
+		[ -e "$d" ] && PROBE_LIBS+=(--ro "$d")
+	done
+	PROBE_LIBS+=(-e ASAN_OPTIONS=detect_leaks=0)
+fi
 FX="$TESTS_DIR/integration/image-fixtures.py"
 BUSYBOX=/bin/busybox
 if [ ! -x "$BUSYBOX" ] || ! command -v umoci >/dev/null; then
@@ -239,7 +249,7 @@ escape_checks() {
 	while IFS=: read -r name pat; do
 		[ -n "$name" ] || continue
 		case $name in write-usr | write-etc | mkdir-root) continue ;; esac
-		out=$(prun "$who" -w "$(mkws)" --image bb-dir --ro "$PROBE" -- "$PROBE" "$name" 2>/dev/null); rc=$?
+		out=$(prun "$who" -w "$(mkws)" --image bb-dir --ro "$PROBE" "${PROBE_LIBS[@]}" -- "$PROBE" "$name" 2>/dev/null); rc=$?
 		if [ "$rc" = 1 ] && printf '%s' "$out" | grep -qE "^$name: blocked \(($pat)\)$"; then
 			ok 0 "$who: image root: $name: $out"
 		else
@@ -248,7 +258,7 @@ escape_checks() {
 		fi
 	done <<<"$ESCAPE_ATTEMPTS"
 	for name in write-etc mkdir-root; do
-		out=$(prun "$who" -w "$(mkws)" --image bb-dir --ro "$PROBE" -- "$PROBE" "$name" 2>/dev/null)
+		out=$(prun "$who" -w "$(mkws)" --image bb-dir --ro "$PROBE" "${PROBE_LIBS[@]}" -- "$PROBE" "$name" 2>/dev/null)
 		is "$out" "$name: ESCAPED" "$who: image root: $name writes the sandbox's own layer"
 	done
 	out=$(ls -d /etc/paddock-escape /paddock-escape /usr/bin/paddock-escape 2>/dev/null;
