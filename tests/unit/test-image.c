@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 Test(image, clean_path)
@@ -175,6 +177,43 @@ Test(image, quota)
 	cr_assert_eq(err->status, EFBIG);
 	cr_assert(strstr(err->msg, "entry 'big' refused") != NULL, "%s", err->msg);
 	pdk_error_free(&err);
+	pdk_image_store_free(st);
+	cr_assert_eq(pdk_rm_rf_at(AT_FDCWD, dir), 0);
+	cr_assert_eq(pdk_rm_rf_at(AT_FDCWD, src), 0);
+}
+
+/* A build step's overlay upper layer: its whiteouts and opaque marks are kept, with the flag. */
+Test(image, upper_layer)
+{
+	char dir[] = "/tmp/test-image-XXXXXX";
+	char src[] = "/tmp/test-image-src-XXXXXX";
+	struct pdk_image_store *st = open_store(dir, 0);
+	_cleanup_free_ char *wh = NULL, *opq = NULL, *root = NULL, *digest = NULL;
+	struct pdk_error *err = NULL;
+	struct stat sb;
+	char v[4] = {0};
+
+	cr_assert_not_null(mkdtemp(src));
+	wh = pdk_xasprintf("%s/gone", src);
+	opq = pdk_xasprintf("%s/fresh", src);
+	cr_assert_eq(mknod(wh, S_IFCHR | 0000, makedev(0, 0)), 0);
+	cr_assert_eq(mkdir(opq, 0755), 0);
+	cr_assert_eq(setxattr(opq, "user.overlay.opaque", "y", 1, 0), 0);
+	cr_assert_eq(pdk_image_layer_add_dir(st, src, 0, &digest, NULL, &err), -1,
+		     "a device node in a plain directory is refused");
+	cr_assert(strstr(err->msg, "entry 'gone' refused: a device node") != NULL, "%s", err->msg);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_image_layer_add_dir(st, src, PDK_IMAGE_LAYER_UPPER, &digest, NULL, &err),
+		     0, "%s", err ? err->msg : "");
+	root = pdk_xasprintf("%s/images/layers/%s/root", dir, digest + 7);
+	free(wh);
+	free(opq);
+	wh = pdk_xasprintf("%s/gone", root);
+	opq = pdk_xasprintf("%s/fresh", root);
+	cr_assert_eq(lstat(wh, &sb), 0);
+	cr_assert(S_ISCHR(sb.st_mode) && sb.st_rdev == makedev(0, 0), "a whiteout");
+	cr_assert_eq(getxattr(opq, "user.overlay.opaque", v, sizeof(v)), 1);
+	cr_assert_eq(v[0], 'y');
 	pdk_image_store_free(st);
 	cr_assert_eq(pdk_rm_rf_at(AT_FDCWD, dir), 0);
 	cr_assert_eq(pdk_rm_rf_at(AT_FDCWD, src), 0);
