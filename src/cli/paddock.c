@@ -36,6 +36,7 @@ static const struct pdk_command commands[] = {
 	{"kill", pdk_cmd_sandbox, "destroy sandboxes: by id, session, workflow, agent or label"},
 	{"mcp", pdk_cmd_mcp, "serve the Model Context Protocol: tools that run in sandboxes"},
 	{"events", pdk_cmd_events, "print the daemon's audit events (--follow: live)"},
+	{"image", pdk_cmd_image, "import, list, inspect or remove sandbox images"},
 	{"version", pdk_cmd_version, "print the version"},
 	{"supervise", pdk_cmd_supervise, NULL}, /* started by the daemon: not listed */
 	{"help", cmd_help, "show this help"},

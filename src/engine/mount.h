@@ -13,6 +13,16 @@
  *   4. pivot_root into /newroot and detach everything else;
  *   5. the root tmpfs is made read-only.
  * The same plan yields the Landlock rules that mirror the view.
+ *
+ * With an image (spec.root_layers), step 3's root is not an empty tmpfs
+ * but an overlay of the image's layers (read-only, shared with every
+ * sandbox on the image) under a writable layer of the sandbox's own on a
+ * tmpfs, and nothing of the host's /usr, /bin or /etc is bound: the
+ * sandbox sees the image, the generated /etc/hosts and /etc/hostname,
+ * its workspace and the binds it asked for. The image's own files may be
+ * symlinks that lead anywhere: every mount point is reached through the
+ * tree without following one (a symlink on the way fails the start; one
+ * in place of a generated file is replaced in the writable layer).
  */
 #ifndef PDK_MOUNT_H
 #define PDK_MOUNT_H
@@ -56,6 +66,13 @@ struct pdk_mount_spec {
 	 * names its name server (dns.h) instead of any host file.
 	 */
 	bool own_net;
+	/*
+	 * The root is an image (image/image.h): its layers' host paths, topmost
+	 * first; NULL: the host-rootfs view. `root_size` bounds what the sandbox
+	 * writes to its root (bytes of the tmpfs under it; 0: the tmpfs default).
+	 */
+	char *const *root_layers;
+	uint64_t root_size;
 };
 
 struct pdk_mount_plan;

@@ -54,6 +54,24 @@ struct pdk_sandbox_config {
 	struct pdk_events *events; /* borrowed; may be NULL */
 	const struct pdk_cgroup_opts *cgroup_opts; /* may be NULL */
 	const struct pdk_log *log; /* downgrades and other notices (borrowed); may be NULL */
+	/*
+	 * The root: an image's layers (host paths, topmost first, borrowed;
+	 * mount.h), stacked under a writable layer of the sandbox's own of at
+	 * most `image_root_size` bytes (0: the tmpfs default); NULL: the host's
+	 * root, as the policy shows it. `image` and `image_digest` (borrowed,
+	 * may be NULL) are what sandbox.create records of it.
+	 */
+	char *const *image_layers;
+	uint64_t image_root_size;
+	/*
+	 * The ids of the sandbox's user inside (an image's `user`), mapped to
+	 * the caller's: only when user_set; else the caller's own, 1:1.
+	 */
+	bool user_set;
+	uid_t uid;
+	gid_t gid;
+	const char *image;
+	const char *image_digest;
 };
 
 enum pdk_sandbox_end {

@@ -11,13 +11,14 @@
 
 /*
  * The sandbox's environment (caller frees with pdk_strv_free): a base
- * PATH/HOME/LANG/TERM, the egress proxy's variables in allowlist mode, the
- * profile's env, then o->env (later entries win; "K" alone copies K of
+ * PATH/HOME/LANG/TERM, the image's env (`image_env`, may be NULL), the
+ * egress proxy's variables in allowlist mode, the profile's env, then
+ * o->env (later entries win; "K" alone copies K of
  * o->settings->envp, or nothing when unset there). 0 or -EINVAL + *err for a
  * bad name, quoted as o->env_name.
  */
 PDK_MUST_CHECK int pdk__session_env(const struct pdk_session_opts *o, const struct pdk_policy *p,
-				    char ***out, struct pdk_error **err);
+				    char *const *image_env, char ***out, struct pdk_error **err);
 
 /*
  * In allowlist mode, what the sandbox sees of network.credentials: a
@@ -36,6 +37,16 @@ void pdk__session_credential_env(char ***env, const struct pdk_policy *p, const 
  */
 void pdk__session_add_secrets(struct pdk_events *ev, char *const *env, const struct pdk_policy *p,
 			      char *const *host_env);
+
+/*
+ * An image's `user` ("NAME", "UID", "NAME:GROUP", "UID:GID") as the ids
+ * the sandbox's user has inside: numbers as given ("UID" alone: GID =
+ * UID), names from the image's etc/passwd and etc/group, read from
+ * `layers` (host paths, topmost first) inside each layer. 0, or -EINVAL
+ * + *err (field "image") for a name the image does not have.
+ */
+PDK_MUST_CHECK int pdk__session_image_user(char *const *layers, const char *user, uid_t *uid,
+					   gid_t *gid, struct pdk_error **err);
 
 /* The directories no sandbox of a session may see, and what each is (for messages). */
 struct pdk__session_private {

@@ -75,7 +75,7 @@ static json_t *network_facts(const struct pdk_policy *p)
 			 pdk_json_strv(p->network.allow));
 }
 
-json_t *pdk__sv_facts(const struct pdk_supervisor *s)
+static json_t *facts_of(const struct pdk_supervisor *s)
 {
 	const struct pdk_policy *p = pdk__sv_policy(s);
 	const char *view = pdk_session_workspace_view(s->session);
@@ -91,6 +91,25 @@ json_t *pdk__sv_facts(const struct pdk_supervisor *s)
 		pdk_ws_json_set_path(ws, "host_path", pdk_session_workspace(s->session));
 	pdk_json_set(ws, "mode", json_string(pdk_policy_ws_mode_name(p->workspace.mode)));
 	return json_pack("{s:o, s:o}", "workspace", ws, "network", network_facts(p));
+}
+
+/* The image of the root: {"name", "digest"}, or null on the host's root. */
+static json_t *image_fact(const struct pdk_supervisor *s)
+{
+	const struct pdk_image *img = pdk_session_image(s->session);
+
+	if (img == NULL)
+		return json_null();
+	return json_pack("{s:s, s:s}", "name", pdk__sv_policy(s)->image, "digest",
+			 pdk_image_digest(img));
+}
+
+json_t *pdk__sv_facts(const struct pdk_supervisor *s)
+{
+	json_t *facts = facts_of(s);
+
+	pdk_json_set(facts, "image", image_fact(s));
+	return facts;
 }
 
 /* ---- setup ---- */
@@ -147,6 +166,8 @@ static const char *blamed_field(enum pdk_session_step step)
 		return "env";
 	case PDK_SESSION_WORKSPACE:
 		return "workspace";
+	case PDK_SESSION_IMAGE:
+		return "image";
 	case PDK_SESSION_EVENTS:
 	case PDK_SESSION_CHANGE_SET:
 	case PDK_SESSION_SANDBOX:
