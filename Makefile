@@ -26,7 +26,7 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 # The test clients nobody here wrote (tests/clients/package.json, `npm ci`): the MCP SDKs,
 # inspector and conformance suite, E2B's SDKs, playwright-core driving Debian's chromium.
 # The images suites and the code interpreter use the rest.
-TEST_DEB_PACKAGES := nodejs chromium umoci mmdebstrap busybox-static zstd libarchive-dev \
+TEST_DEB_PACKAGES := nodejs chromium umoci mmdebstrap busybox-static zstd \
 	python3-ipykernel python3-jupyter-client python3-matplotlib
 # Only for the benches: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
 # whose SandboxManager will not start without rg and socat. Debian's npm package is
