@@ -48,6 +48,7 @@ struct op {
 	char **lower_as; /* the neutral name each is bound at: LAYERS "/N" */
 	char *lowerdir;  /* lower_as as one "lowerdir=" value, for kernels before 6.8 */
 	char *set_dir;   /* "/oldroot/..." the directory of upper and work */
+	char *set_as;    /* where it is bound: LAYERS "/set" (workspace) or "/rootset" */
 	char *upper_as;  /* LAYERS "/set/NAME" */
 	char *work_as;   /* LAYERS "/set/NAME" */
 	char *tmpfs;     /* options of the tmpfs holding upper and work, or NULL */
@@ -59,6 +60,7 @@ struct pdk_mount_plan {
 	size_t n;
 	size_t cap;
 	char *root_opts; /* options of the root tmpfs */
+	bool root_rw;    /* the root is an overlay of layers: it stays writable */
 };
 
 static const char *const op_names[] = {
@@ -296,20 +298,54 @@ static const char *ws_view(const struct pdk_mount_spec *s)
  * through the one directory that holds both (overlayfs wants them on the
  * same mount): the change set's directory.
  */
-static int set_names(struct op *o, const struct pdk_mount_spec *s, struct pdk_error **err)
+static int set_names(struct op *o, const char *upper, const char *work, const char *set,
+		     struct pdk_error **err)
 {
-	const char *u = strrchr(s->ws_upper, '/');
-	const char *w = strrchr(s->ws_work, '/');
+	const char *u = strrchr(upper, '/');
+	const char *w = strrchr(work, '/');
 
-	if (u == NULL || w == NULL || u == s->ws_upper || u - s->ws_upper != w - s->ws_work ||
-	    strncmp(s->ws_upper, s->ws_work, (size_t)(u - s->ws_upper)) != 0)
+	if (u == NULL || w == NULL || u == upper || u - upper != w - work ||
+	    strncmp(upper, work, (size_t)(u - upper)) != 0)
 		return pdk_error_setx(err, EINVAL,
-				      "workspace: the upper layer '%s' and the work directory '%s' "
-				      "are not in one directory",
-				      s->ws_upper, s->ws_work);
-	o->set_dir = pdk_xasprintf(OLDROOT "%.*s", (int)(u - s->ws_upper), s->ws_upper);
-	o->upper_as = pdk_xasprintf(LAYERS "/set%s", u);
-	o->work_as = pdk_xasprintf(LAYERS "/set%s", w);
+				      "the upper layer '%s' and the work directory '%s' are not in "
+				      "one directory",
+				      upper, work);
+	o->set_dir = pdk_xasprintf(OLDROOT "%.*s", (int)(u - upper), upper);
+	o->set_as = pdk_xasprintf(LAYERS "/%s", set);
+	o->upper_as = pdk_xasprintf("%s%s", o->set_as, u);
+	o->work_as = pdk_xasprintf("%s%s", o->set_as, w);
+	return 0;
+}
+
+/* An overlay op's lower layers, bound at LAYERS "/PREFIX0", "/PREFIX1", ... */
+static void set_lower_names(struct op *o, char *const *lowers, const char *prefix)
+{
+	for (size_t i = 0; lowers[i] != NULL; i++) {
+		pdk_strv_push_take(&o->lowers, pdk_xasprintf(OLDROOT "%s", lowers[i]));
+		pdk_strv_push_take(&o->lower_as, pdk_xasprintf(LAYERS "/%s%zu", prefix, i));
+	}
+	o->lowerdir = join_lowerdir(o->lower_as);
+}
+
+/* The root of layers: an overlay at "/", before every other op (depth 0). */
+static int add_root_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
+			    const struct pdk_mount_spec *s, struct pdk_error **err)
+{
+	struct op *o;
+
+	if (s->root_upper == NULL || s->root_work == NULL)
+		return pdk_error_setx(err, EINVAL, "root: layers without an upper layer");
+	o = add_op(p, OP_OVERLAY, "/");
+	set_lower_names(o, s->root_lowers, "root");
+	o->src = pdk_xasprintf(OLDROOT "%s", s->root_upper);
+	o->data = pdk_xasprintf(OLDROOT "%s", s->root_work);
+	o->mode = 0755;
+	p->root_rw = true;
+	/* The sandbox writes anywhere in its root: the writes land in its own upper layer. */
+	if (ll != NULL)
+		pdk_landlock_add_path(ll, "/", PDK_LANDLOCK_RW);
+	if (set_names(o, s->root_upper, s->root_work, "rootset", err) < 0)
+		return pdk_error_wrap(err, "root");
 	return 0;
 }
 
@@ -325,15 +361,11 @@ static int add_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 	if (stat(s->workspace, &st) < 0)
 		return pdk_error_set(err, errno, "workspace: cannot read '%s'", s->workspace);
 	o = add_op(p, OP_OVERLAY, ws_view(s));
-	for (size_t i = 0; s->ws_lowers[i] != NULL; i++) {
-		pdk_strv_push_take(&o->lowers, pdk_xasprintf(OLDROOT "%s", s->ws_lowers[i]));
-		pdk_strv_push_take(&o->lower_as, pdk_xasprintf(LAYERS "/%zu", i));
-	}
-	o->lowerdir = join_lowerdir(o->lower_as);
+	set_lower_names(o, s->ws_lowers, "");
 	o->src = pdk_xasprintf(OLDROOT "%s", s->ws_upper);
 	o->data = pdk_xasprintf(OLDROOT "%s", s->ws_work);
-	if (set_names(o, s, err) < 0)
-		return -1;
+	if (set_names(o, s->ws_upper, s->ws_work, "set", err) < 0)
+		return pdk_error_wrap(err, "workspace");
 	o->mode = st.st_mode & 07777;
 	if (s->ws_disk > 0)
 		o->tmpfs = pdk_xasprintf("mode=0700,size=%llu", (unsigned long long)s->ws_disk);
@@ -477,6 +509,19 @@ static void sort_by_depth(struct pdk_mount_plan *p)
 	}
 }
 
+/* The host's system directories of the policy, its filtered /etc and generated identity files. */
+static int add_host_view(struct pdk_mount_plan *p, struct pdk_landlock *ll,
+			 const struct pdk_mount_spec *s, struct pdk_error **err)
+{
+	int rc = add_bind_list(p, ll, s->policy->read_only, false, true, err);
+
+	if (rc == 0)
+		rc = add_etc(p, s, err);
+	if (rc == 0)
+		rc = add_bind_list(p, ll, s->policy->read_write, true, true, err);
+	return rc;
+}
+
 struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct pdk_landlock *ll,
 					  struct pdk_error **err)
 {
@@ -487,11 +532,10 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct
 	p->root_opts = pdk_xstrdup("mode=0755,size=1m,nr_inodes=4096");
 	if (ll != NULL)
 		pdk_landlock_add_path(ll, "/", PDK_LANDLOCK_RO);
-	rc = add_bind_list(p, ll, pol->read_only, false, true, err);
-	if (rc == 0)
-		rc = add_etc(p, s, err);
-	if (rc == 0)
-		rc = add_bind_list(p, ll, pol->read_write, true, true, err);
+	if (s->root_lowers != NULL)
+		rc = add_root_overlay(p, ll, s, err);
+	else
+		rc = add_host_view(p, ll, s, err);
 	if (rc == 0)
 		rc = add_bind_list(p, ll, s->extra_ro, false, false, err);
 	if (rc == 0)
@@ -506,7 +550,8 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct
 	}
 	if (rc == 0) {
 		add_private_masks(p, s->private_dirs);
-		add_hidden(p, pol->hidden);
+		if (s->root_lowers == NULL)
+			add_hidden(p, pol->hidden);
 		sort_by_depth(p);
 	}
 	if (rc < 0) {
@@ -527,7 +572,9 @@ void pdk_mount_plan_print(const struct pdk_mount_plan *plan, FILE *out)
 		const struct op *o = &plan->ops[i];
 
 		if (o->kind == OP_OVERLAY) {
-			fprintf(out, "%-10s %s <-", op_names[o->kind], o->dst + strlen(NEWROOT));
+			const char *dst = o->dst + strlen(NEWROOT);
+
+			fprintf(out, "%-10s %s <-", op_names[o->kind], *dst ? dst : "/");
 			for (size_t j = 0; o->lowers[j] != NULL; j++)
 				fprintf(out, "%s%s", j > 0 ? ":" : " ",
 					o->lowers[j] + strlen(OLDROOT));
@@ -554,6 +601,7 @@ void pdk_mount_plan_free(struct pdk_mount_plan *plan)
 		pdk_strv_free(plan->ops[i].lower_as);
 		free(plan->ops[i].lowerdir);
 		free(plan->ops[i].set_dir);
+		free(plan->ops[i].set_as);
 		free(plan->ops[i].upper_as);
 		free(plan->ops[i].work_as);
 		free(plan->ops[i].tmpfs);
@@ -945,12 +993,13 @@ static int bind_layers(const struct op *o, struct pdk_child_error *ce)
 {
 	int rc = 0;
 
-	if (mkdir(LAYERS, 0700) < 0)
+	/* A root of layers and an overlay workspace share it. */
+	if (mkdir(LAYERS, 0700) < 0 && errno != EEXIST)
 		return fail(ce, "cannot create", LAYERS, NULL);
 	for (size_t i = 0; rc == 0 && o->lowers[i] != NULL; i++)
 		rc = bind_layer(o->lowers[i], o->lower_as[i], ce);
 	if (rc == 0 && o->tmpfs == NULL)
-		rc = bind_layer(o->set_dir, LAYERS "/set", ce);
+		rc = bind_layer(o->set_dir, o->set_as, ce);
 	return rc;
 }
 
@@ -1126,7 +1175,7 @@ static int prepare_base(const struct pdk_mount_plan *plan, struct pdk_child_erro
 }
 
 /* Steps 4-5: make /newroot the root, drop the host tree, seal the root read-only. */
-static int switch_root(struct pdk_child_error *ce)
+static int switch_root(const struct pdk_mount_plan *plan, struct pdk_child_error *ce)
 {
 	if (umount2(OLDROOT, MNT_DETACH) < 0)
 		return fail(ce, "cannot detach", OLDROOT, NULL);
@@ -1138,7 +1187,12 @@ static int switch_root(struct pdk_child_error *ce)
 		return fail(ce, "cannot detach", "the scratch root", NULL);
 	if (chdir("/") < 0)
 		return fail(ce, "cannot chdir to", "/", NULL);
-	/* SECURITY: the root holds only mount points and generated /etc files: seal it. */
+	/*
+	 * SECURITY: the root holds only mount points and generated /etc files: seal it.
+	 * A root of layers is the sandbox's own (its writes go to its upper layer).
+	 */
+	if (plan->root_rw)
+		return 0;
 	if (set_attr("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
 		return fail(ce, "cannot make read-only", "/", NULL);
 	return 0;
@@ -1153,6 +1207,6 @@ int pdk_mount_apply_child(const struct pdk_mount_plan *plan, int *upper_fd,
 	for (size_t i = 0; rc == 0 && i < plan->n; i++)
 		rc = apply_op(&plan->ops[i], upper_fd, ce);
 	if (rc == 0)
-		rc = switch_root(ce);
+		rc = switch_root(plan, ce);
 	return rc;
 }

@@ -12,6 +12,8 @@
  *      dirs and the generated /etc files;
  *   4. pivot_root into /newroot and detach everything else;
  *   5. the root tmpfs is made read-only.
+ * With a root of layers (root_lowers), an overlay of them is mounted over
+ * the tmpfs at /newroot in step 3, first, and stays writable.
  * The same plan yields the Landlock rules that mirror the view.
  */
 #ifndef PDK_MOUNT_H
@@ -35,7 +37,21 @@ struct pdk_mount_spec {
 	char *const *ws_lowers; /* topmost first, the workspace last */
 	const char *ws_upper;
 	const char *ws_work;
-	uint64_t ws_disk;      /* bytes: upper and work live on a tmpfs of this size (0: on disk) */
+	uint64_t ws_disk; /* bytes: upper and work live on a tmpfs of this size (0: on disk) */
+	/*
+	 * A root filesystem of layers instead of a tmpfs of the host's
+	 * directories (an image being built, session/build.h): overlayfs lower
+	 * layers (host paths, topmost first) under the writable `root_upper`,
+	 * with `root_work` in the same directory; the caller keeps both. The
+	 * root stays writable. The policy's host binds, /etc entries, hidden
+	 * paths and generated /etc files are not made: the layers hold the
+	 * system, and a file written over them would become part of the upper
+	 * layer. /dev, /proc, the tmpfs directories, the workspace and the
+	 * explicit binds are. NULL: the host's view.
+	 */
+	char *const *root_lowers;
+	const char *root_upper;
+	const char *root_work;
 	char *const *extra_ro; /* more host paths bound read-only (may be NULL) */
 	char *const *extra_rw; /* more host paths bound read-write (may be NULL) */
 	char *const *ro_files; /* pairs: host file, path inside it is bound over read-only */

@@ -42,6 +42,15 @@ struct pdk_sandbox_config {
 	struct pdk_ws *ws; /* PDK_WS_OVERLAY: the change set that receives the changes (borrowed) */
 	char *const *extra_ro; /* more read-only binds (may be NULL) */
 	char *const *extra_rw; /* more read-write binds (may be NULL) */
+	/*
+	 * A root filesystem of layers (an image being built): overlayfs lower
+	 * layers, host paths topmost first, under the writable root_upper
+	 * (root_work in the same directory), which the caller keeps and reads
+	 * after the sandbox ended (mount.h). NULL: the host's view.
+	 */
+	char *const *root_lowers;
+	const char *root_upper;
+	const char *root_work;
 	const char *init_path; /* NULL: the settings', else paddock-init next to us */
 	/*
 	 * What the front end read from its environment (base/settings.h;

@@ -233,9 +233,9 @@ static int check_chain(const char *id, const char *name, const struct pdk__polic
 }
 
 /*
- * Read a profile (or a build recipe: recipe.c). O_NONBLOCK and the regular-file check keep a FIFO or
- * a device named by `extends` from blocking or streaming forever; one byte
- * more than `max` is read so that the parser can report the size.
+ * Read a profile (or a build recipe: recipe.c). O_NONBLOCK and the regular-file check keep a FIFO
+ * or a device named by `extends` from blocking or streaming forever; one byte more than `max` is
+ * read so that the parser can report the size.
  */
 int pdk__policy_read_file(const char *path, const char *what, size_t max, char **out, size_t *len,
 			  struct pdk_error **err)

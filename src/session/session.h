@@ -80,6 +80,15 @@ struct pdk_session_opts {
 	const char *cwd;   /* inside; NULL: the workspace, else "/" */
 	char *const *extra_ro;
 	char *const *extra_rw;
+	/*
+	 * A root filesystem of layers instead of the host's view (an image
+	 * being built: build.h): overlayfs lower layers, host paths topmost
+	 * first, under the writable root_upper (root_work beside it), which
+	 * the caller keeps (engine/mount.h). NULL: the host's view.
+	 */
+	char *const *root_lowers;
+	const char *root_upper;
+	const char *root_work;
 };
 
 /* The steps, in order. A failure names its step. */

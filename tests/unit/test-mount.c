@@ -226,6 +226,54 @@ Test(mount, identity_files_are_generated)
 	pdk_policy_free(p);
 }
 
+/*
+ * A root of layers (an image being built): an overlay of them at "/" comes
+ * first; the host's system directories, /etc entries and generated identity
+ * files are not in the plan (they would land in the upper layer); /dev,
+ * /proc and /tmp are.
+ */
+Test(mount, root_of_layers_is_an_overlay_under_everything)
+{
+	struct pdk_policy *p = policy();
+	struct pdk_mount_spec s = spec_for(p, NULL);
+	char *const lowers[] = {"/state/layers/b/root", "/state/layers/a/root", NULL};
+	char *text;
+
+	s.ws_mode = PDK_WS_NONE;
+	s.root_lowers = lowers;
+	s.root_upper = "/state/build/tmp/x/upper";
+	s.root_work = "/state/build/tmp/x/work";
+	text = plan_text(&s);
+	cr_assert_eq(line_of(text, "overlay",
+			     "/ <- /state/layers/b/root:/state/layers/a/root "
+			     "upper=/state/build/tmp/x/upper"),
+		     0, "%s", text);
+	cr_assert_eq(line_of(text, "bind", "/usr"), -1, "%s", text);
+	cr_assert_eq(line_of(text, "file", "/etc/passwd"), -1, "%s", text);
+	cr_assert_eq(line_of(text, "mask", "/etc/ssl/private"), -1, "%s", text);
+	cr_assert_gt(line_of(text, "tmpfs", "/dev "), 0, "%s", text);
+	cr_assert_gt(line_of(text, "proc", "/proc"), 0, "%s", text);
+	cr_assert_gt(line_of(text, "tmpfs", "/tmp "), 0, "%s", text);
+	free(text);
+	pdk_policy_free(p);
+}
+
+Test(mount, root_of_layers_needs_upper_and_work_in_one_directory)
+{
+	struct pdk_policy *p = policy();
+	struct pdk_mount_spec s = spec_for(p, NULL);
+	char *const lowers[] = {"/l", NULL};
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	s.ws_mode = PDK_WS_NONE;
+	s.root_lowers = lowers;
+	s.root_upper = "/a/upper";
+	s.root_work = "/b/work";
+	cr_assert_null(pdk_mount_plan_new(&s, NULL, &err));
+	cr_assert_not_null(strstr(err->msg, "root: the upper layer '/a/upper'"), "%s", err->msg);
+	pdk_policy_free(p);
+}
+
 Test(mount, file_binds_land_read_only_on_top_of_their_directory)
 {
 	struct pdk_error *err = NULL;
