@@ -18,6 +18,7 @@ static const struct {
 	{"PADDOCK_RESOLV_CONF", offsetof(struct pdk_settings, resolv_conf)},
 	{"PADDOCK_HOSTS", offsetof(struct pdk_settings, hosts)},
 	{"PADDOCK_OTLP", offsetof(struct pdk_settings, otlp_helper)},
+	{"PADDOCK_IMAGE_QUOTA", offsetof(struct pdk_settings, image_quota)},
 };
 
 void pdk_settings_from_env(struct pdk_settings *out, char *const *envp, uid_t euid)

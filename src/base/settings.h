@@ -30,6 +30,11 @@ struct pdk_settings {
 	/* PADDOCK_OTLP: the paddock-otlp helper binary (NULL: pdk_paths_helper()'s). */
 	const char *otlp_helper;
 	/*
+	 * PADDOCK_IMAGE_QUOTA: the disk the image store's layers may take ("20G";
+	 * parsed by the front end with pdk_parse_size(); NULL: image/image.h's default).
+	 */
+	const char *image_quota;
+	/*
 	 * The whole environment (borrowed), for what is looked up by a name only
 	 * known at run time: `--env NAME` copies, TERM, PADDOCK_SECRET_<NAME>,
 	 * OTEL_* (telemetry/otlp.h), PADDOCK_URL/SOCKET/TOKEN (client/client.h),

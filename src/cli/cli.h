@@ -51,6 +51,7 @@ int pdk_cmd_sandbox(int argc, char **argv);
 int pdk_cmd_commit(int argc, char **argv);
 int pdk_cmd_port(int argc, char **argv);
 int pdk_cmd_events(int argc, char **argv);
+int pdk_cmd_image(int argc, char **argv);
 
 /* 1536 -> "1.5 KiB", 12 -> "12 B" (binary units). */
 void pdk_cli_human_size(uint64_t bytes, char *buf, size_t len);

@@ -35,6 +35,7 @@ static const struct pdk_command commands[] = {
 	 "forward a sandbox's port to the host's loopback (or list, --close)"},
 	{"kill", pdk_cmd_sandbox, "destroy sandboxes: by id, session, workflow, agent or label"},
 	{"events", pdk_cmd_events, "print the daemon's audit events (--follow: live)"},
+	{"image", pdk_cmd_image, "import, list, inspect or remove sandbox images"},
 	{"version", pdk_cmd_version, "print the version"},
 	{"supervise", pdk_cmd_supervise, NULL}, /* started by the daemon: not listed */
 	{"help", cmd_help, "show this help"},
