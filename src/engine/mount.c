@@ -471,6 +471,8 @@ static void add_private_masks(struct pdk_mount_plan *p, char *const *private_dir
 
 		if (o->kind == OP_BIND && o->is_dir)
 			host = pdk_xstrdup(o->src + strlen(OLDROOT));
+		else if (o->kind == OP_OVERLAY && strcmp(o->dst, NEWROOT) == 0)
+			continue; /* a root of layers holds no host directory */
 		else if (o->kind == OP_OVERLAY)
 			host = pdk_xstrdup(o->dst + strlen(NEWROOT));
 		else

@@ -202,4 +202,7 @@ struct pdk_ws *pdk_session_ws(const struct pdk_session *s);         /* the chang
 struct pdk_events *pdk_session_events(const struct pdk_session *s); /* NULL: no sink */
 struct pdk_sandbox *pdk_session_sandbox(const struct pdk_session *s); /* NULL: not running */
 
+/* Last: the image builder (build.h) runs sessions. */
+#include "build.h"
+
 #endif
