@@ -152,12 +152,20 @@ static int cache_put(const struct pdk_build_opts *o, const char *key, const char
 
 /* ---- the plan ---- */
 
+/*
+ * apt's own directories for lists and downloads belong to _apt (uid 42),
+ * which the step's user namespace does not map: even its root may not open
+ * them. The step's apt keeps both under /tmp (the sandbox's tmpfs, never
+ * part of the layer) instead, and runs its downloads as root.
+ */
 static const char packages_script[] =
 	"set -e\n"
 	"proxy=\"${http_proxy:-DIRECT}\"\n"
+	"mkdir -p /tmp/apt/lists/partial /tmp/apt/archives/partial\n"
 	"apt_get() {\n"
 	"  apt-get -q -o APT::Sandbox::User=root -o Acquire::http::Proxy=\"$proxy\" \\\n"
-	"    -o Acquire::https::Proxy=\"$proxy\" -o Dpkg::Use-Pty=0 \"$@\"\n"
+	"    -o Acquire::https::Proxy=\"$proxy\" -o Dpkg::Use-Pty=0 \\\n"
+	"    -o Dir::State::Lists=/tmp/apt/lists -o Dir::Cache::Archives=/tmp/apt/archives \"$@\"\n"
 	"}\n"
 	"apt_get update\n"
 	"apt_get install -y --no-install-recommends";
@@ -174,12 +182,12 @@ static char *append_words(char *s, char *const *v)
 	return s;
 }
 
-/* The packages step's script: apt-get through the egress proxy, the lists removed after. */
+/* The packages step's script: apt-get through the egress proxy, its lists and downloads in /tmp. */
 static char *packages_text(char *const *pkgs)
 {
 	_cleanup_free_ char *s = append_words(pdk_xstrdup(packages_script), pkgs);
 
-	return pdk_xasprintf("%s\napt_get clean\nrm -rf /var/lib/apt/lists/*\n", s);
+	return pdk_xasprintf("%s\n", s);
 }
 
 /* The first line of a command, at most 60 bytes of it, for the notes. */
@@ -207,7 +215,9 @@ static struct step *plan_new(const struct pdk_recipe *r, size_t *n)
 		v[i++] = (struct step){
 			STEP_DEBIAN,
 			pdk_xasprintf("DEBIAN %s (%s, %s)", r->debian.suite, variant, mirror),
-			pdk_xasprintf("%s\n%s\n%s", r->debian.suite, mirror, variant), 0};
+			/* The bootstrap's own version: its key changes with the way it is made. */
+			pdk_xasprintf("mmdebstrap-2\n%s\n%s\n%s", r->debian.suite, mirror, variant),
+			0};
 	}
 	if (r->packages != NULL && r->packages[0] != NULL) {
 		_cleanup_free_ char *list = append_words(pdk_xstrdup(""), r->packages);

@@ -34,7 +34,7 @@
 
 enum pdk_build_note_kind {
 	PDK_BUILD_NOTE_STEP = 1, /* a step starts: step, steps, what, line */
-	PDK_BUILD_NOTE_OUTPUT,   /* bytes the step wrote (stdout and stderr): text, len */
+	PDK_BUILD_NOTE_OUTPUT,   /* bytes the step wrote (its output and errors): text, len */
 	PDK_BUILD_NOTE_DONE,     /* a step ended well: cached, digest, elapsed_ns */
 };
 
