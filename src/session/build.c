@@ -346,14 +346,43 @@ static char *layer_path(const struct pdk_build_opts *o, const char *digest)
 	return pdk_xasprintf("%s/layers/%s/root", pdk_image_store_dir(o->store), digest + 7);
 }
 
+/* Whether layers[i] is also above it in the stack (bottom first). */
+static bool shadowed(char *const *layers, size_t i)
+{
+	for (size_t j = i + 1; layers[j] != NULL; j++) {
+		if (strcmp(layers[j], layers[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The stack without the lower copies of a layer that is in it twice (two
+ * steps that made the same changes, two that changed nothing): overlayfs
+ * refuses a directory given twice (ELOOP). Leaving them out changes
+ * nothing: every path of the lower copy is also in the upper one, which
+ * hides it. New strv, bottom first.
+ */
+static char **unique_layers(char *const *layers)
+{
+	char **v = NULL;
+
+	for (size_t i = 0; layers != NULL && layers[i] != NULL; i++) {
+		if (!shadowed(layers, i))
+			pdk_strv_push(&v, layers[i]);
+	}
+	return v;
+}
+
 /* The stack's layers as overlayfs lower directories, topmost first. */
 static char **lower_paths(const struct pdk_build_opts *o, char *const *layers)
 {
-	size_t n = pdk_strv_len(layers);
+	_cleanup_strv_ char **u = unique_layers(layers);
+	size_t n = pdk_strv_len(u);
 	char **v = NULL;
 
 	for (size_t i = n; i > 0; i--)
-		pdk_strv_push_take(&v, layer_path(o, layers[i - 1]));
+		pdk_strv_push_take(&v, layer_path(o, u[i - 1]));
 	return v;
 }
 
@@ -569,8 +598,10 @@ int pdk_build_run(const struct pdk_build_opts *o, struct pdk_image **out,
 	b.scratch = pdk_xasprintf("%s/build/tmp", pdk_image_store_dir(o->store));
 	rc = run_steps(&b, plan, &s, why, err);
 	if (rc == 0) {
+		_cleanup_strv_ char **layers = unique_layers(s.layers);
+
 		apply_config(&s, o->recipe);
-		rc = pdk_image_commit(o->store, o->recipe->name, s.layers, &s.config, "build", out,
+		rc = pdk_image_commit(o->store, o->recipe->name, layers, &s.config, "build", out,
 				      err);
 	}
 	stack_release(&s);

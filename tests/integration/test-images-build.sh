@@ -95,6 +95,15 @@ from: tools:1
 run:
   - cat /opt/tools/hello; test ! -e /bin/vi && echo vi-is-gone; echo "TOOLS=$TOOLS"
 YAML
+cat > "$R/same.yaml" <<'YAML'
+name: same
+from: busybox
+run:
+  - "true"
+  - echo changes nothing
+  - echo changes nothing either
+  - echo STEP-5-RAN
+YAML
 cat > "$R/fail.yaml" <<'YAML'
 name: fails
 from: busybox
@@ -149,6 +158,13 @@ for who in root user; do
 	is $? 0 "$who: --no-cache: exit 0"
 	grep -q "^    RAN-STEP-3$" "$T/err"; ok $? "$who: --no-cache runs the steps again"
 	[ "$(cat "$T/out")" != "$first" ]; ok $? "$who: --no-cache: a new timestamp, a new image"
+
+	# ---- steps that make the same layer: overlayfs takes a directory once ----
+	pimg "$who" image build "$R/same.yaml" >"$T/out" 2>"$T/err"
+	is $? 0 "$who: steps that change nothing build: exit 0 $(grep 'image .same' "$T/err" | head -c 200)"
+	grep -q "^    STEP-5-RAN$" "$T/err"; ok $? "$who: the step above two identical layers ran"
+	n=$(pimg "$who" image inspect same | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["layers"]))')
+	is "$n" 3 "$who: the image holds each layer once (busybox, the first step's, one empty)"
 
 	# ---- a failing step: named, its status, the end of its output ----
 	pimg "$who" image build "$R/fail.yaml" >"$T/out" 2>"$T/err"
