@@ -518,6 +518,19 @@ static int chk_idem(json_t *v, const char *path, void *out, struct pdk_req_error
 	return 0;
 }
 
+/* An image of the daemon's store: a name or digest, 1 to 255 printable characters. */
+static int chk_image(json_t *v, const char *path, void *out, struct pdk_req_error *e)
+{
+	const char *s = json_string_value(v);
+
+	if (s == NULL || s[0] == '\0' || strlen(s) > 255 || !printable(s))
+		return fail(e, path,
+			    "'%s' must be an image name or digest (1 to 255 printable characters; "
+			    "paddock image ls lists them), or \"host\"",
+			    path);
+	return chk_str(v, path, out, e);
+}
+
 /* "ops": a non-empty array of operation names, as a bit set in *out (unsigned). */
 static int chk_ops(json_t *v, const char *path, void *out, struct pdk_req_error *e)
 {
@@ -582,6 +595,7 @@ static int chk_create_token(json_t *v, const char *path, void *out, struct pdk_r
 	}
 static const struct field create_fields[] = {
 	CF("profile", chk_profile, profile),
+	CF("image", chk_image, image),
 	CF("overrides", chk_overrides, overrides),
 	CF("workspace", chk_workspace, workspace),
 	CF("env", chk_env_obj, env),
@@ -595,6 +609,7 @@ static const struct field create_fields[] = {
 void pdk_req_create_release(struct pdk_req_create *r)
 {
 	free(r->profile);
+	free(r->image);
 	json_decref(r->overrides);
 	json_decref(r->workspace);
 	json_decref(r->env);

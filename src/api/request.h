@@ -28,6 +28,7 @@ struct pdk_req_error {
 /* POST /v1/sandboxes */
 struct pdk_req_create {
 	char *profile;     /* never NULL ("default") */
+	char *image;       /* the root's image ("host": the host's); NULL: the profile's */
 	json_t *overrides; /* validated object or NULL */
 	json_t *workspace; /* validated {"path":..,"mode":..} or NULL */
 	json_t *env;       /* object of strings or NULL */

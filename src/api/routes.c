@@ -104,6 +104,7 @@ static void create_of(const struct pdk_req_create *cr, const char *hkey, struct 
 {
 	*out = (struct pdk_ctl_create){
 		.profile = cr->profile,
+		.image = cr->image,
 		.overrides = cr->overrides,
 		.workspace = cr->workspace,
 		.env = cr->env,

@@ -24,6 +24,9 @@ static const char help[] =
 	"\n"
 	"options:\n"
 	"  -p, --profile NAME     profile (default: default; see 'paddock profile')\n"
+	"      --image IMAGE      the root filesystem: an image of the daemon's store\n"
+	"                         ('paddock image ls' as the daemon's user), or 'host'\n"
+	"                         (default: the profile's image:, else the host's)\n"
 	"      --session S        label session=S (also --workflow W, --agent A)\n"
 	"      --label K=V        a free-form label (repeatable)\n"
 	"      --ttl DURATION     end the sandbox after this long: 30m, 2h\n"
@@ -59,6 +62,7 @@ enum {
 	OPT_PIDS,
 	OPT_CPUS,
 	OPT_ALLOW,
+	OPT_IMAGE,
 };
 
 static const struct option long_opts[] = {
@@ -78,6 +82,7 @@ static const struct option long_opts[] = {
 	{"pids", required_argument, NULL, OPT_PIDS},
 	{"cpus", required_argument, NULL, OPT_CPUS},
 	{"allow", required_argument, NULL, OPT_ALLOW},
+	{"image", required_argument, NULL, OPT_IMAGE},
 	{"json", no_argument, NULL, PDK_CLI_OPT_JSON},
 	{NULL, 0, NULL, 0},
 };
@@ -108,6 +113,9 @@ static int create_opt(void *ctx, const struct option *o, const char *arg)
 	switch (o->val) {
 	case 'p':
 		json_object_set_new(cr->body, "profile", json_string(arg));
+		return 0;
+	case OPT_IMAGE:
+		json_object_set_new(cr->body, "image", json_string(arg));
 		return 0;
 	case OPT_LABEL:
 		return pdk_cli_add_kv(cr->labels, arg, "--label") ? 0 : PDK_CLI_EXIT_USAGE;

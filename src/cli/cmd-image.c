@@ -146,9 +146,9 @@ static void print_row(const struct pdk_image *img, const char *name)
 	pdk_cli_human_size(pdk_image_size(img), size, sizeof(size));
 	if (localtime_r(&t, &tm) != NULL)
 		(void)strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
-	printf("%-32s %-19.19s %10s %6zu  %-14s %s\n",
-	       name ? name : "<none>", pdk_image_digest(img), size,
-	       pdk_strv_len(pdk_image_layers(img)), pdk_image_source(img), when);
+	printf("%-32s %-19.19s %10s %6zu  %-14s %s\n", name ? name : "<none>",
+	       pdk_image_digest(img), size, pdk_strv_len(pdk_image_layers(img)),
+	       pdk_image_source(img), when);
 }
 
 static int cmd_ls(struct pdk_image_store *st, const struct image_opts *o)
@@ -199,9 +199,10 @@ static void print_import(const struct pdk_image *img, const struct pdk_image_imp
 	}
 	pdk_cli_human_size(s->bytes_stored, stored, sizeof(stored));
 	pdk_cli_note("image %s: %u layer%s, %u new (%s stored)",
-		     o->name ? o->name : pdk_image_name(img) ? pdk_image_name(img) : "<none>",
-		     s->layers,
-		     s->layers == 1 ? "" : "s", s->layers_new, stored);
+		     o->name               ? o->name
+		     : pdk_image_name(img) ? pdk_image_name(img)
+					   : "<none>",
+		     s->layers, s->layers == 1 ? "" : "s", s->layers_new, stored);
 	printf("%s\n", pdk_image_digest(img));
 }
 

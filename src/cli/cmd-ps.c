@@ -103,18 +103,32 @@ static const char *pool_mark(json_t *sb)
 	return json_is_true(json_object_get(sb, "pool")) ? "claimed" : "no";
 }
 
+/* IMAGE: "NAME@sha256:" and 12 digits of its digest, "-" on the host's root. */
+static char *image_mark(json_t *sb)
+{
+	const json_t *img = json_object_get(sb, "image");
+	const char *name = json_string_value(json_object_get(img, "name"));
+	const char *digest = json_string_value(json_object_get(img, "digest"));
+
+	if (name == NULL || digest == NULL)
+		return pdk_xstrdup("-");
+	return pdk_xasprintf("%s@%.19s", name, digest);
+}
+
 static void print_table(json_t *list)
 {
 	size_t i;
 	json_t *sb;
 
-	printf("%-36s  %-8s  %-10s  %-12s  %-12s  %-20s  %s\n", "ID", "STATE", "PROFILE", "SESSION",
-	       "AGENT", "CREATED", "POOL");
+	printf("%-36s  %-8s  %-10s  %-12s  %-12s  %-20s  %-7s  %s\n", "ID", "STATE", "PROFILE",
+	       "SESSION", "AGENT", "CREATED", "POOL", "IMAGE");
 	json_array_foreach(list, i, sb)
 	{
-		printf("%-36s  %-8s  %-10s  %-12s  %-12s  %-20.19s  %s\n", field(sb, "id"),
+		_cleanup_free_ char *image = image_mark(sb);
+
+		printf("%-36s  %-8s  %-10s  %-12s  %-12s  %-20.19s  %-7s  %s\n", field(sb, "id"),
 		       field(sb, "state"), field(sb, "profile"), label(sb, "session"),
-		       label(sb, "agent"), field(sb, "created_at"), pool_mark(sb));
+		       label(sb, "agent"), field(sb, "created_at"), pool_mark(sb), image);
 	}
 }
 

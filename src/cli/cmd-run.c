@@ -33,6 +33,7 @@ struct pdk_run_opts {
 	char **rw;
 	char **allow; /* --allow entries */
 	const char *change_set;
+	const char *image; /* --image: the root's image ("host": the host's) */
 	bool stats;
 	bool discard;
 	bool no_exec_trace;
@@ -60,6 +61,7 @@ enum {
 	OPT_OTLP,
 	OPT_ALLOW,
 	OPT_ALLOW_HOME,
+	OPT_IMAGE,
 };
 
 static const struct option long_opts[] = {
@@ -85,6 +87,7 @@ static const struct option long_opts[] = {
 	{"no-audit", no_argument, NULL, OPT_NO_AUDIT},
 	{"audit-queue-full", required_argument, NULL, OPT_AUDIT_FULL},
 	{"allow", required_argument, NULL, OPT_ALLOW},
+	{"image", required_argument, NULL, OPT_IMAGE},
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
@@ -102,6 +105,12 @@ static void usage(FILE *out)
 	      "options:\n"
 	      "  -p, --profile NAME|FILE  profile: default, strict, a name under\n"
 	      "                           ~/.config/paddock/profiles, or a YAML file\n"
+	      "      --image IMAGE        the root filesystem: an image of 'paddock image ls'\n"
+	      "                           (its layers read-only under a writable layer of\n"
+	      "                           the sandbox's own; its env, working directory\n"
+	      "                           and entrypoint apply; without CMD its own\n"
+	      "                           command runs); 'host' for the host's root\n"
+	      "                           (default: the profile's image:, else the host's)\n"
 	      "  -w, --workspace DIR      host directory seen at its own path\n"
 	      "                           (default: the current directory)\n"
 	      "      --workspace-mode M   overlay: changes are kept as a change set, DIR\n"
@@ -190,6 +199,7 @@ static const struct {
 	{OPT_AUDIT_FULL, FLAG_TEXT, OPT(audit_full)},
 	{OPT_ALLOW, FLAG_LIST, OPT(allow)},
 	{OPT_ALLOW_HOME, FLAG_ON, OPT(allow_home)},
+	{OPT_IMAGE, FLAG_TEXT, OPT(image)},
 	{'q', FLAG_ON, OPT(quiet)},
 };
 
@@ -236,7 +246,8 @@ static int parse_opts(int argc, char **argv, struct pdk_run_opts *o)
 			return -1;
 		}
 	}
-	if (optind >= argc) {
+	/* On an image, no command runs the image's own (its entrypoint and cmd). */
+	if (optind >= argc && (o->image == NULL || strcmp(o->image, "host") == 0)) {
 		pdk_cli_error(
 			"run: no command given (usage: paddock run [OPTIONS] -- CMD [ARGS...])");
 		return -1;
@@ -331,6 +342,7 @@ static int parse_overrides(struct run_ctx *c)
 		.allow_name = "--allow",
 		.workspace = o->workspace,
 		.change_set = o->change_set,
+		.image = o->image,
 		.discard = o->discard,
 		.no_exec_trace = o->no_exec_trace,
 	};
@@ -446,6 +458,9 @@ static int open_failed(const struct pdk_session_failure *why, const struct pdk_e
 	case PDK_SESSION_WORKSPACE:
 	case PDK_SESSION_ENV:
 		pdk_cli_error("run: %s", err->msg);
+		return PDK_EXIT_POLICY;
+	case PDK_SESSION_IMAGE:
+		pdk_cli_error("run: image: %s", err->msg);
 		return PDK_EXIT_POLICY;
 	case PDK_SESSION_EVENTS:
 		pdk_cli_error("%s", err->msg);

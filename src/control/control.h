@@ -167,7 +167,8 @@ struct pdk_ctl_view {
 	bool pool_member;        /* an unclaimed warm-pool member: the daemon's stock */
 	int supervisor_pid;
 	struct pdk_ctl_figures usage, limits, remaining;
-	json_t *facts;     /* {"workspace", "network"} the supervisor reported, or NULL (owned) */
+	json_t *facts; /* {"workspace", "network", "image"} the supervisor reported, or NULL (owned)
+			*/
 	char *end_reason;  /* ended: why ("deleted", "ttl", "killed", "wall"...); else NULL */
 	uint64_t ended_ns; /* ended: when */
 };
@@ -180,7 +181,9 @@ void pdk_ctl_view_release(struct pdk_ctl_view *v);
  * usage, limits, remaining, workspace ({"path": where the sandbox sees it,
  * "host_path": the caller's own directory or null for a private one,
  * "mode"}, or null: none), network ({"mode"}; null before the supervisor
- * reported it), and for an ended sandbox end_reason and ended_at;
+ * reported it), image ({"name", "digest"} of the root's image; null on the
+ * host's root or before the report), and for an ended sandbox end_reason
+ * and ended_at;
  * times as RFC 3339 text with microseconds, null when unset. It is the
  * record the store keeps of an ended sandbox too, so its form is fixed:
  * fields may be added, none renamed.
@@ -228,13 +231,14 @@ PDK_MUST_CHECK int pdk_ctl_find(struct pdk_ctl *c, const char *id, unsigned flag
 /* ---- create (sandboxes.c) ---- */
 
 struct pdk_ctl_create {
-	const char *profile;         /* never NULL */
-	json_t *overrides;           /* validated policy overrides, or NULL (borrowed) */
-	json_t *workspace;           /* {"path","mode"} or NULL (borrowed) */
-	json_t *env;                 /* an object of strings, or NULL (borrowed) */
-	json_t *labels;              /* an object of strings, never NULL (borrowed) */
-	uint64_t ttl_s;              /* 0: none */
-	uint64_t idle_timeout_s;     /* 0: none */
+	const char *profile;     /* never NULL */
+	const char *image;       /* the root's image ("host": the host's); NULL: the profile's */
+	json_t *overrides;       /* validated policy overrides, or NULL (borrowed) */
+	json_t *workspace;       /* {"path","mode"} or NULL (borrowed) */
+	json_t *env;             /* an object of strings, or NULL (borrowed) */
+	json_t *labels;          /* an object of strings, never NULL (borrowed) */
+	uint64_t ttl_s;          /* 0: none */
+	uint64_t idle_timeout_s; /* 0: none */
 	const char *idempotency_key; /* NULL: none */
 	unsigned token_ops;          /* the create token's operations (0: all) */
 	uint64_t token_ttl_s;        /* its lifetime (0: PDK_TOKEN_TTL_MAX) */

@@ -35,6 +35,8 @@ json_t *pdk__ctl_spec(struct pdk_ctl *c, const char *id, const struct pdk_ctl_cr
 			 1);
 	if (spec == NULL)
 		pdk_oom();
+	if (r->image != NULL)
+		pdk_json_set(spec, "image", json_string(r->image));
 	/*
 	 * The create token's scope, kept for a repeated create after a restart (the supervisor
 	 * ignores it).

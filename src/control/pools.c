@@ -77,6 +77,24 @@ out:
 
 /* ---- the passes ---- */
 
+/*
+ * Whether a pool member runs on the image a create names (r->image NULL: the
+ * profile's, which the member has). A warm pool per image is a pool of a
+ * profile that names the image (`image:`): a create of that profile, or of
+ * it with the same image named, claims from it.
+ */
+static bool same_image(const struct pdk_ctl_sb *sb, const struct pdk_ctl_create *r)
+{
+	const json_t *img = json_object_get(sb->facts, "image");
+	const char *name = json_string_value(json_object_get(img, "name"));
+
+	if (r->image == NULL)
+		return true;
+	if (strcmp(r->image, "host") == 0)
+		return !json_is_object(img);
+	return name != NULL && strcmp(name, r->image) == 0;
+}
+
 struct pdk_ctl_sb *pdk__pool_member(struct pdk_ctl *c, const struct pdk_ctl_create *r)
 {
 	/* A scoped create token is kept in the spec, which a pool member was started without. */
@@ -86,7 +104,7 @@ struct pdk_ctl_sb *pdk__pool_member(struct pdk_ctl *c, const struct pdk_ctl_crea
 	for (struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = sb->next)
 		if (sb->row.pool && !sb->destroying && !sb->warming && sb->ctl_fd >= 0 &&
 		    strcmp(sb->row.state, "running") == 0 &&
-		    strcmp(sb->row.profile, r->profile) == 0)
+		    strcmp(sb->row.profile, r->profile) == 0 && same_image(sb, r))
 			return sb;
 	return NULL;
 }

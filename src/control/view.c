@@ -6,7 +6,8 @@
  * The record of an ended sandbox is JSON in the store's `ended` table:
  * {"id","state":"ended","profile","labels","created_at","expires_at",
  * "idle_timeout_s","pool","supervisor_pid","usage","limits","remaining",
- * "workspace","network","end_reason","ended_at"}, times as RFC 3339 text with microseconds. Rows
+ * "workspace","network","image","end_reason","ended_at"}, times as RFC 3339 text with
+ * microseconds. Rows
  * written by earlier versions have the same form, so the format is fixed:
  * fields may be added, none renamed.
  */
@@ -127,6 +128,7 @@ json_t *pdk_ctl_view_json(const struct pdk_ctl_view *v)
 	pdk_json_set(o, "remaining", figures_json(&v->remaining));
 	pdk_json_set(o, "workspace", fact(v, "workspace"));
 	pdk_json_set(o, "network", fact(v, "network"));
+	pdk_json_set(o, "image", fact(v, "image"));
 	if (v->end_reason != NULL) {
 		pdk_json_set(o, "end_reason", json_string(v->end_reason));
 		pdk_json_set(o, "ended_at", pdk_events_ts_json(v->ended_ns));
@@ -162,8 +164,9 @@ int pdk__view_from_record(const char *text, struct pdk_ctl_view *out)
 	figures_from(json_object_get(o, "limits"), &out->limits);
 	figures_from(json_object_get(o, "remaining"), &out->remaining);
 	/* Records written before these fields existed have neither: null then. */
-	out->facts = json_pack("{s:O?, s:O?}", "workspace", json_object_get(o, "workspace"),
-			       "network", json_object_get(o, "network"));
+	out->facts = json_pack("{s:O?, s:O?, s:O?}", "workspace", json_object_get(o, "workspace"),
+			       "network", json_object_get(o, "network"), "image",
+			       json_object_get(o, "image"));
 	out->end_reason = str_of(o, "end_reason", "ended");
 	out->ended_ns = ts_parse(json_object_get(o, "ended_at"));
 	return 0;

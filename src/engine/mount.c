@@ -21,6 +21,9 @@
  * directory or the change set's id from them.
  */
 #define LAYERS "/layers"
+/* An image root's layers and its writable layer, in the scratch root (same reason). */
+#define IMAGE_LAYERS "/ilayers"
+#define IMAGE_RW     "/rootrw"
 
 enum op_kind {
 	OP_BIND,    /* src -> dst, then attrs applied recursively */
@@ -48,7 +51,6 @@ struct op {
 	char **lower_as; /* the neutral name each is bound at: LAYERS "/N" */
 	char *lowerdir;  /* lower_as as one "lowerdir=" value, for kernels before 6.8 */
 	char *set_dir;   /* "/oldroot/..." the directory of upper and work */
-	char *set_as;    /* where it is bound: LAYERS "/set" (workspace) or "/rootset" */
 	char *upper_as;  /* LAYERS "/set/NAME" */
 	char *work_as;   /* LAYERS "/set/NAME" */
 	char *tmpfs;     /* options of the tmpfs holding upper and work, or NULL */
@@ -59,8 +61,12 @@ struct pdk_mount_plan {
 	struct op *ops;
 	size_t n;
 	size_t cap;
-	char *root_opts; /* options of the root tmpfs */
-	bool root_rw;    /* the root is an overlay of layers: it stays writable */
+	char *root_opts; /* options of the root tmpfs (an image root: of its writable layer's) */
+	/* An image root: its layers ("/oldroot/..." topmost first) and their neutral names. */
+	char **image_lowers;
+	char **image_as;
+	char *image_lowerdir; /* image_as as one "lowerdir=" value, for kernels before 6.8 */
+	char *image_rw_dir; /* "/oldroot/..." the kept writable layer's directory; NULL: a tmpfs */
 };
 
 static const char *const op_names[] = {
@@ -160,21 +166,9 @@ static void add_file(struct pdk_mount_plan *p, const char *dst, char *content)
 }
 
 /* The filtered /etc: chosen host entries read-only, identity files generated. */
-static int add_etc(struct pdk_mount_plan *p, const struct pdk_mount_spec *s, struct pdk_error **err)
+/* The generated /etc/passwd and /etc/group of the host-rootfs view (an image keeps its own). */
+static void add_identity(struct pdk_mount_plan *p, const struct pdk_mount_spec *s)
 {
-	char *const *etc = s->policy->etc;
-
-	for (size_t i = 0; etc != NULL && etc[i] != NULL; i++) {
-		_cleanup_free_ char *host = pdk_xasprintf("/etc/%s", etc[i]);
-		int rc;
-
-		if (s->own_net && strcmp(etc[i], "resolv.conf") == 0)
-			continue; /* the host's name servers are out of reach: ours is below */
-		rc = add_host_bind(p, NULL, host, false, true, err);
-
-		if (rc < 0)
-			return rc;
-	}
 	add_file(p, "/etc/passwd",
 		 s->uid == 0 ? pdk_xstrdup("root:x:0:0:root:/tmp:/bin/sh\n")
 			     : pdk_xasprintf("root:x:0:0:root:/root:/usr/sbin/nologin\n"
@@ -183,6 +177,40 @@ static int add_etc(struct pdk_mount_plan *p, const struct pdk_mount_spec *s, str
 	add_file(p, "/etc/group",
 		 s->gid == 0 ? pdk_xstrdup("root:x:0:\n")
 			     : pdk_xasprintf("root:x:0:\n%s:x:%u:\n", s->user_name, s->gid));
+}
+
+/*
+ * Whether host file /etc/NAME belongs in the view: all the policy lists on
+ * the host's root; on an image's, only the name servers of a sandbox on
+ * the host's network (the image's /etc is its own).
+ */
+static bool etc_wanted(const struct pdk_mount_spec *s, const char *name)
+{
+	if (strcmp(name, "resolv.conf") == 0)
+		return !s->own_net; /* the host's name servers are out of reach: ours is below */
+	return s->root_layers == NULL;
+}
+
+static int add_etc(struct pdk_mount_plan *p, const struct pdk_mount_spec *s, struct pdk_error **err)
+{
+	char *const *etc = s->policy->etc;
+
+	for (size_t i = 0; etc != NULL && etc[i] != NULL; i++) {
+		_cleanup_free_ char *host = pdk_xasprintf("/etc/%s", etc[i]);
+		int rc;
+
+		if (!etc_wanted(s, etc[i]))
+			continue;
+		rc = add_host_bind(p, NULL, host, false, true, err);
+
+		if (rc < 0)
+			return rc;
+	}
+	if (s->root_layers == NULL)
+		add_identity(p, s);
+	/* An image being built keeps its own: whatever is written here becomes a layer. */
+	if (s->root_rw_dir != NULL)
+		return 0;
 	add_file(p, "/etc/hostname", pdk_xasprintf("%s\n", s->hostname));
 	add_file(p, "/etc/hosts",
 		 pdk_xasprintf("127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n",
@@ -298,54 +326,20 @@ static const char *ws_view(const struct pdk_mount_spec *s)
  * through the one directory that holds both (overlayfs wants them on the
  * same mount): the change set's directory.
  */
-static int set_names(struct op *o, const char *upper, const char *work, const char *set,
-		     struct pdk_error **err)
+static int set_names(struct op *o, const struct pdk_mount_spec *s, struct pdk_error **err)
 {
-	const char *u = strrchr(upper, '/');
-	const char *w = strrchr(work, '/');
+	const char *u = strrchr(s->ws_upper, '/');
+	const char *w = strrchr(s->ws_work, '/');
 
-	if (u == NULL || w == NULL || u == upper || u - upper != w - work ||
-	    strncmp(upper, work, (size_t)(u - upper)) != 0)
+	if (u == NULL || w == NULL || u == s->ws_upper || u - s->ws_upper != w - s->ws_work ||
+	    strncmp(s->ws_upper, s->ws_work, (size_t)(u - s->ws_upper)) != 0)
 		return pdk_error_setx(err, EINVAL,
-				      "the upper layer '%s' and the work directory '%s' are not in "
-				      "one directory",
-				      upper, work);
-	o->set_dir = pdk_xasprintf(OLDROOT "%.*s", (int)(u - upper), upper);
-	o->set_as = pdk_xasprintf(LAYERS "/%s", set);
-	o->upper_as = pdk_xasprintf("%s%s", o->set_as, u);
-	o->work_as = pdk_xasprintf("%s%s", o->set_as, w);
-	return 0;
-}
-
-/* An overlay op's lower layers, bound at LAYERS "/PREFIX0", "/PREFIX1", ... */
-static void set_lower_names(struct op *o, char *const *lowers, const char *prefix)
-{
-	for (size_t i = 0; lowers[i] != NULL; i++) {
-		pdk_strv_push_take(&o->lowers, pdk_xasprintf(OLDROOT "%s", lowers[i]));
-		pdk_strv_push_take(&o->lower_as, pdk_xasprintf(LAYERS "/%s%zu", prefix, i));
-	}
-	o->lowerdir = join_lowerdir(o->lower_as);
-}
-
-/* The root of layers: an overlay at "/", before every other op (depth 0). */
-static int add_root_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
-			    const struct pdk_mount_spec *s, struct pdk_error **err)
-{
-	struct op *o;
-
-	if (s->root_upper == NULL || s->root_work == NULL)
-		return pdk_error_setx(err, EINVAL, "root: layers without an upper layer");
-	o = add_op(p, OP_OVERLAY, "/");
-	set_lower_names(o, s->root_lowers, "root");
-	o->src = pdk_xasprintf(OLDROOT "%s", s->root_upper);
-	o->data = pdk_xasprintf(OLDROOT "%s", s->root_work);
-	o->mode = 0755;
-	p->root_rw = true;
-	/* The sandbox writes anywhere in its root: the writes land in its own upper layer. */
-	if (ll != NULL)
-		pdk_landlock_add_path(ll, "/", PDK_LANDLOCK_RW);
-	if (set_names(o, s->root_upper, s->root_work, "rootset", err) < 0)
-		return pdk_error_wrap(err, "root");
+				      "workspace: the upper layer '%s' and the work directory '%s' "
+				      "are not in one directory",
+				      s->ws_upper, s->ws_work);
+	o->set_dir = pdk_xasprintf(OLDROOT "%.*s", (int)(u - s->ws_upper), s->ws_upper);
+	o->upper_as = pdk_xasprintf(LAYERS "/set%s", u);
+	o->work_as = pdk_xasprintf(LAYERS "/set%s", w);
 	return 0;
 }
 
@@ -361,11 +355,15 @@ static int add_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 	if (stat(s->workspace, &st) < 0)
 		return pdk_error_set(err, errno, "workspace: cannot read '%s'", s->workspace);
 	o = add_op(p, OP_OVERLAY, ws_view(s));
-	set_lower_names(o, s->ws_lowers, "");
+	for (size_t i = 0; s->ws_lowers[i] != NULL; i++) {
+		pdk_strv_push_take(&o->lowers, pdk_xasprintf(OLDROOT "%s", s->ws_lowers[i]));
+		pdk_strv_push_take(&o->lower_as, pdk_xasprintf(LAYERS "/%zu", i));
+	}
+	o->lowerdir = join_lowerdir(o->lower_as);
 	o->src = pdk_xasprintf(OLDROOT "%s", s->ws_upper);
 	o->data = pdk_xasprintf(OLDROOT "%s", s->ws_work);
-	if (set_names(o, s->ws_upper, s->ws_work, "set", err) < 0)
-		return pdk_error_wrap(err, "workspace");
+	if (set_names(o, s, err) < 0)
+		return -1;
 	o->mode = st.st_mode & 07777;
 	if (s->ws_disk > 0)
 		o->tmpfs = pdk_xasprintf("mode=0700,size=%llu", (unsigned long long)s->ws_disk);
@@ -471,8 +469,6 @@ static void add_private_masks(struct pdk_mount_plan *p, char *const *private_dir
 
 		if (o->kind == OP_BIND && o->is_dir)
 			host = pdk_xstrdup(o->src + strlen(OLDROOT));
-		else if (o->kind == OP_OVERLAY && strcmp(o->dst, NEWROOT) == 0)
-			continue; /* a root of layers holds no host directory */
 		else if (o->kind == OP_OVERLAY)
 			host = pdk_xstrdup(o->dst + strlen(NEWROOT));
 		else
@@ -511,17 +507,51 @@ static void sort_by_depth(struct pdk_mount_plan *p)
 	}
 }
 
-/* The host's system directories of the policy, its filtered /etc and generated identity files. */
-static int add_host_view(struct pdk_mount_plan *p, struct pdk_landlock *ll,
-			 const struct pdk_mount_spec *s, struct pdk_error **err)
+/* The host-rootfs view: an empty read-only tmpfs, the policy's read-only host paths on it. */
+static int add_host_root(struct pdk_mount_plan *p, struct pdk_landlock *ll,
+			 const struct pdk_policy *pol, struct pdk_error **err)
 {
-	int rc = add_bind_list(p, ll, s->policy->read_only, false, true, err);
+	p->root_opts = pdk_xstrdup("mode=0755,size=1m,nr_inodes=4096");
+	if (ll != NULL)
+		pdk_landlock_add_path(ll, "/", PDK_LANDLOCK_RO);
+	return add_bind_list(p, ll, pol->read_only, false, true, err);
+}
 
-	if (rc == 0)
-		rc = add_etc(p, s, err);
-	if (rc == 0)
-		rc = add_bind_list(p, ll, s->policy->read_write, true, true, err);
-	return rc;
+/*
+ * An image's root: its layers, bound at neutral names in the scratch root
+ * and stacked by overlay under the sandbox's writable layer (a tmpfs). The
+ * whole root is the sandbox's to write (its own layer takes the writes), so
+ * Landlock gives it "/" read-write; what must stay read-only (/proc/sys,
+ * read-only binds) is read-only by its mount.
+ */
+static int add_image_root(struct pdk_mount_plan *p, struct pdk_landlock *ll,
+			  const struct pdk_mount_spec *s, struct pdk_error **err)
+{
+	if (s->root_layers[0] == NULL)
+		return pdk_error_setx(err, EINVAL, "image: no layers");
+	for (size_t i = 0; s->root_layers[i] != NULL; i++) {
+		if (s->root_layers[i][0] != '/')
+			return pdk_error_setx(err, EINVAL,
+					      "image layer '%s' is not an absolute path",
+					      s->root_layers[i]);
+		pdk_strv_push_take(&p->image_lowers,
+				   pdk_xasprintf(OLDROOT "%s", s->root_layers[i]));
+		pdk_strv_push_take(&p->image_as, pdk_xasprintf(IMAGE_LAYERS "/%zu", i));
+	}
+	p->image_lowerdir = join_lowerdir(p->image_as);
+	if (s->root_rw_dir != NULL && s->root_rw_dir[0] != '/')
+		return pdk_error_setx(err, EINVAL,
+				      "image: the writable layer '%s' is not an absolute "
+				      "path",
+				      s->root_rw_dir);
+	if (s->root_rw_dir != NULL)
+		p->image_rw_dir = pdk_xasprintf(OLDROOT "%s", s->root_rw_dir);
+	p->root_opts = s->root_size ? pdk_xasprintf("mode=0755,size=%llu",
+						    (unsigned long long)s->root_size)
+				    : pdk_xstrdup("mode=0755");
+	if (ll != NULL)
+		pdk_landlock_add_path(ll, "/", PDK_LANDLOCK_RW);
+	return 0;
 }
 
 struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct pdk_landlock *ll,
@@ -531,13 +561,14 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct
 	const struct pdk_policy *pol = s->policy;
 	int rc;
 
-	p->root_opts = pdk_xstrdup("mode=0755,size=1m,nr_inodes=4096");
-	if (ll != NULL)
-		pdk_landlock_add_path(ll, "/", PDK_LANDLOCK_RO);
-	if (s->root_lowers != NULL)
-		rc = add_root_overlay(p, ll, s, err);
+	if (s->root_layers != NULL)
+		rc = add_image_root(p, ll, s, err);
 	else
-		rc = add_host_view(p, ll, s, err);
+		rc = add_host_root(p, ll, pol, err);
+	if (rc == 0)
+		rc = add_etc(p, s, err);
+	if (rc == 0)
+		rc = add_bind_list(p, ll, pol->read_write, true, true, err);
 	if (rc == 0)
 		rc = add_bind_list(p, ll, s->extra_ro, false, false, err);
 	if (rc == 0)
@@ -552,8 +583,7 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct
 	}
 	if (rc == 0) {
 		add_private_masks(p, s->private_dirs);
-		if (s->root_lowers == NULL)
-			add_hidden(p, pol->hidden);
+		add_hidden(p, pol->hidden);
 		sort_by_depth(p);
 	}
 	if (rc < 0) {
@@ -570,13 +600,16 @@ size_t pdk_mount_plan_len(const struct pdk_mount_plan *plan)
 
 void pdk_mount_plan_print(const struct pdk_mount_plan *plan, FILE *out)
 {
+	for (size_t j = 0; plan->image_lowers != NULL && plan->image_lowers[j] != NULL; j++)
+		fprintf(out, "%-10s / <- %s\n", j == 0 ? "image" : "",
+			plan->image_lowers[j] + strlen(OLDROOT));
+	if (plan->image_rw_dir != NULL)
+		fprintf(out, "%-10s / <- %s\n", "image-rw", plan->image_rw_dir + strlen(OLDROOT));
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct op *o = &plan->ops[i];
 
 		if (o->kind == OP_OVERLAY) {
-			const char *dst = o->dst + strlen(NEWROOT);
-
-			fprintf(out, "%-10s %s <-", op_names[o->kind], *dst ? dst : "/");
+			fprintf(out, "%-10s %s <-", op_names[o->kind], o->dst + strlen(NEWROOT));
 			for (size_t j = 0; o->lowers[j] != NULL; j++)
 				fprintf(out, "%s%s", j > 0 ? ":" : " ",
 					o->lowers[j] + strlen(OLDROOT));
@@ -603,13 +636,16 @@ void pdk_mount_plan_free(struct pdk_mount_plan *plan)
 		pdk_strv_free(plan->ops[i].lower_as);
 		free(plan->ops[i].lowerdir);
 		free(plan->ops[i].set_dir);
-		free(plan->ops[i].set_as);
 		free(plan->ops[i].upper_as);
 		free(plan->ops[i].work_as);
 		free(plan->ops[i].tmpfs);
 	}
 	free(plan->ops);
 	free(plan->root_opts);
+	pdk_strv_free(plan->image_lowers);
+	pdk_strv_free(plan->image_as);
+	free(plan->image_lowerdir);
+	free(plan->image_rw_dir);
 	free(plan);
 }
 
@@ -995,13 +1031,12 @@ static int bind_layers(const struct op *o, struct pdk_child_error *ce)
 {
 	int rc = 0;
 
-	/* A root of layers and an overlay workspace share it. */
-	if (mkdir(LAYERS, 0700) < 0 && errno != EEXIST)
+	if (mkdir(LAYERS, 0700) < 0)
 		return fail(ce, "cannot create", LAYERS, NULL);
 	for (size_t i = 0; rc == 0 && o->lowers[i] != NULL; i++)
 		rc = bind_layer(o->lowers[i], o->lower_as[i], ce);
 	if (rc == 0 && o->tmpfs == NULL)
-		rc = bind_layer(o->set_dir, o->set_as, ce);
+		rc = bind_layer(o->set_dir, LAYERS "/set", ce);
 	return rc;
 }
 
@@ -1090,10 +1125,62 @@ out:
 	return rc;
 }
 
-static int apply_op(const struct op *o, int *upper_fd, struct pdk_child_error *ce)
+/* Whether a symlink of the image where `o` goes may be replaced (by a generated file, a file bind).
+ */
+static bool replaceable(const struct op *o)
+{
+	return o->kind == OP_FILE || (o->kind == OP_BIND && !o->is_dir);
+}
+
+/*
+ * SECURITY: in an image's root, the way to a mount point must not pass
+ * through a symlink. The image's symlinks lead wherever its author chose,
+ * and a mkdir, a mount or a write on such a path would act on what the
+ * link names in the scratch root, where the host's tree is (/oldroot).
+ * Each component is looked at without following it (nothing else writes
+ * the new root yet: no race). A symlink where a generated file or a file
+ * bind goes is removed (from the sandbox's own writable layer); any other
+ * fails the start. Past the first missing component everything is made by
+ * us, as directories.
+ */
+static int check_image_path(const struct op *o, struct pdk_child_error *ce)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(o->dst);
+
+	if (len >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return fail(ce, "cannot reach", o->dst, NULL);
+	}
+	memcpy(buf, o->dst, len + 1);
+	for (size_t i = strlen(NEWROOT) + 1; i <= len; i++) {
+		struct stat st;
+		bool last = i == len;
+
+		if (!last && buf[i] != '/')
+			continue;
+		buf[i] = '\0';
+		if (lstat(buf, &st) < 0)
+			return errno == ENOENT ? 0 : fail(ce, "cannot read", buf, NULL);
+		if (S_ISLNK(st.st_mode) && last && replaceable(o))
+			return unlink(buf) < 0 ? fail(ce, "cannot replace the symlink", buf, NULL)
+					       : 0;
+		if (S_ISLNK(st.st_mode)) {
+			errno = ELOOP;
+			return fail(ce, "the image has a symlink on the way to a mount point",
+				    buf + strlen(NEWROOT), o->dst + strlen(NEWROOT));
+		}
+		buf[i] = '/';
+	}
+	return 0;
+}
+
+static int apply_op(const struct op *o, bool image, int *upper_fd, struct pdk_child_error *ce)
 {
 	int rc = 0;
 
+	if (image && check_image_path(o, ce) < 0)
+		return -1;
 	if (o->kind == OP_BIND && !o->is_dir && is_symlink(o->dst))
 		return bind_file_via_link(o, ce);
 	if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK &&
@@ -1158,6 +1245,89 @@ static int apply_op(const struct op *o, int *upper_fd, struct pdk_child_error *c
 	}
 }
 
+/* The image's lower layers: one "lowerdir+" each, else (before 6.8) one "lowerdir". */
+static int set_image_lowers(int fs, const struct pdk_mount_plan *plan, struct pdk_child_error *ce)
+{
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", plan->image_as[0], 0) == 0) {
+		for (size_t i = 1; plan->image_as[i] != NULL; i++)
+			if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", plan->image_as[i], 0) <
+			    0)
+				return fail_fs(fs, ce, "image: bad layer", plan->image_lowers[i]);
+		return 0;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", plan->image_lowerdir, 0) < 0)
+		return fail_fs(fs, ce, "image: bad layers", plan->image_lowers[0]);
+	return 0;
+}
+
+/*
+ * The image's layers under neutral names (SECURITY: the overlay's options
+ * in /proc/self/mountinfo name no host path, not the state directory), and
+ * the sandbox's writable layer on a tmpfs of its own (or, for an image
+ * being built, the caller's directory bound at the same neutral name).
+ */
+static int image_parts(const struct pdk_mount_plan *plan, struct pdk_child_error *ce)
+{
+	if (mkdir(IMAGE_LAYERS, 0700) < 0)
+		return fail(ce, "cannot create", IMAGE_LAYERS, NULL);
+	for (size_t i = 0; plan->image_lowers[i] != NULL; i++) {
+		if (mkdir(plan->image_as[i], 0700) < 0)
+			return fail(ce, "cannot create", plan->image_as[i], NULL);
+		if (mount(plan->image_lowers[i], plan->image_as[i], NULL, MS_BIND | MS_REC, NULL) <
+		    0)
+			return fail(ce, "cannot bind the image layer", plan->image_lowers[i],
+				    plan->image_as[i]);
+	}
+	if (mkdir(IMAGE_RW, 0700) < 0)
+		return fail(ce, "cannot create", IMAGE_RW, NULL);
+	/* An image being built: the caller's directory, with its upper and work, is the layer. */
+	if (plan->image_rw_dir != NULL) {
+		if (mount(plan->image_rw_dir, IMAGE_RW, NULL, MS_BIND, NULL) < 0)
+			return fail(ce, "cannot bind the image's writable layer",
+				    plan->image_rw_dir, IMAGE_RW);
+		return 0;
+	}
+	if (mount("tmpfs", IMAGE_RW, "tmpfs", MS_NOSUID | MS_NODEV, plan->root_opts) < 0)
+		return fail(ce, "cannot mount the image's writable layer on", IMAGE_RW, NULL);
+	if (mkdir(IMAGE_RW "/upper", 0755) < 0 || chmod(IMAGE_RW "/upper", 0755) < 0 ||
+	    mkdir(IMAGE_RW "/work", 0700) < 0)
+		return fail(ce, "cannot prepare", IMAGE_RW, NULL);
+	return 0;
+}
+
+/* Step 3 for an image: the overlay of its layers and the writable layer at /newroot. */
+static int mount_image_root(const struct pdk_mount_plan *plan, struct pdk_child_error *ce)
+{
+	int fs = -1, mnt = -1, rc = -1;
+
+	if (image_parts(plan, ce) < 0)
+		return -1;
+	fs = fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return fail(ce, "cannot create an overlay for", NEWROOT, NULL);
+	if (set_image_lowers(fs, plan, ce) < 0)
+		goto out;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", IMAGE_RW "/upper", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", IMAGE_RW "/work", 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		rc = fail_fs(fs, ce, "cannot create the image's root overlay on", NEWROOT);
+		goto out;
+	}
+	/* SECURITY: no set-id program and no device node of an image takes effect. */
+	mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mnt < 0 || move_mount(mnt, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		rc = fail_fs(fs, ce, "cannot mount the image's root on", NEWROOT);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (mnt >= 0)
+		(void)close(mnt);
+	(void)close(fs);
+	return rc;
+}
+
 /* Steps 1-2: slave mounts, scratch root on /tmp, host root at /oldroot, tmpfs at /newroot. */
 static int prepare_base(const struct pdk_mount_plan *plan, struct pdk_child_error *ce)
 {
@@ -1171,13 +1341,19 @@ static int prepare_base(const struct pdk_mount_plan *plan, struct pdk_child_erro
 		return fail(ce, "cannot pivot_root to", "/tmp", NULL);
 	if (chdir("/") < 0)
 		return fail(ce, "cannot chdir to", "/", NULL);
+	if (plan->image_lowers != NULL)
+		return mount_image_root(plan, ce);
 	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, plan->root_opts) < 0)
 		return fail(ce, "cannot mount root tmpfs on", NEWROOT, NULL);
 	return 0;
 }
 
-/* Steps 4-5: make /newroot the root, drop the host tree, seal the root read-only. */
-static int switch_root(const struct pdk_mount_plan *plan, struct pdk_child_error *ce)
+/*
+ * Steps 4-5: make /newroot the root, drop the host tree, seal the root
+ * read-only (an image's root stays writable: its writes go to the
+ * sandbox's own layer).
+ */
+static int switch_root(bool image, struct pdk_child_error *ce)
 {
 	if (umount2(OLDROOT, MNT_DETACH) < 0)
 		return fail(ce, "cannot detach", OLDROOT, NULL);
@@ -1189,13 +1365,9 @@ static int switch_root(const struct pdk_mount_plan *plan, struct pdk_child_error
 		return fail(ce, "cannot detach", "the scratch root", NULL);
 	if (chdir("/") < 0)
 		return fail(ce, "cannot chdir to", "/", NULL);
-	/*
-	 * SECURITY: the root holds only mount points and generated /etc files: seal it.
-	 * A root of layers is the sandbox's own (its writes go to its upper layer).
-	 */
-	if (plan->root_rw)
-		return 0;
-	if (set_attr("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
+	/* SECURITY: the root holds only mount points and generated /etc files: seal it. */
+	if (!image &&
+	    set_attr("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
 		return fail(ce, "cannot make read-only", "/", NULL);
 	return 0;
 }
@@ -1207,8 +1379,8 @@ int pdk_mount_apply_child(const struct pdk_mount_plan *plan, int *upper_fd,
 
 	*upper_fd = -1;
 	for (size_t i = 0; rc == 0 && i < plan->n; i++)
-		rc = apply_op(&plan->ops[i], upper_fd, ce);
+		rc = apply_op(&plan->ops[i], plan->image_lowers != NULL, upper_fd, ce);
 	if (rc == 0)
-		rc = switch_root(plan, ce);
+		rc = switch_root(plan->image_lowers != NULL, ce);
 	return rc;
 }

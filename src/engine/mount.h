@@ -12,9 +12,17 @@
  *      dirs and the generated /etc files;
  *   4. pivot_root into /newroot and detach everything else;
  *   5. the root tmpfs is made read-only.
- * With a root of layers (root_lowers), an overlay of them is mounted over
- * the tmpfs at /newroot in step 3, first, and stays writable.
  * The same plan yields the Landlock rules that mirror the view.
+ *
+ * With an image (spec.root_layers), step 3's root is not an empty tmpfs
+ * but an overlay of the image's layers (read-only, shared with every
+ * sandbox on the image) under a writable layer of the sandbox's own on a
+ * tmpfs, and nothing of the host's /usr, /bin or /etc is bound: the
+ * sandbox sees the image, the generated /etc/hosts and /etc/hostname,
+ * its workspace and the binds it asked for. The image's own files may be
+ * symlinks that lead anywhere: every mount point is reached through the
+ * tree without following one (a symlink on the way fails the start; one
+ * in place of a generated file is replaced in the writable layer).
  */
 #ifndef PDK_MOUNT_H
 #define PDK_MOUNT_H
@@ -37,21 +45,7 @@ struct pdk_mount_spec {
 	char *const *ws_lowers; /* topmost first, the workspace last */
 	const char *ws_upper;
 	const char *ws_work;
-	uint64_t ws_disk; /* bytes: upper and work live on a tmpfs of this size (0: on disk) */
-	/*
-	 * A root filesystem of layers instead of a tmpfs of the host's
-	 * directories (an image being built, session/build.h): overlayfs lower
-	 * layers (host paths, topmost first) under the writable `root_upper`,
-	 * with `root_work` in the same directory; the caller keeps both. The
-	 * root stays writable. The policy's host binds, /etc entries, hidden
-	 * paths and generated /etc files are not made: the layers hold the
-	 * system, and a file written over them would become part of the upper
-	 * layer. /dev, /proc, the tmpfs directories, the workspace and the
-	 * explicit binds are. NULL: the host's view.
-	 */
-	char *const *root_lowers;
-	const char *root_upper;
-	const char *root_work;
+	uint64_t ws_disk;      /* bytes: upper and work live on a tmpfs of this size (0: on disk) */
 	char *const *extra_ro; /* more host paths bound read-only (may be NULL) */
 	char *const *extra_rw; /* more host paths bound read-write (may be NULL) */
 	char *const *ro_files; /* pairs: host file, path inside it is bound over read-only */
@@ -72,6 +66,22 @@ struct pdk_mount_spec {
 	 * names its name server (dns.h) instead of any host file.
 	 */
 	bool own_net;
+	/*
+	 * The root is an image (image/image.h): its layers' host paths, topmost
+	 * first; NULL: the host-rootfs view. `root_size` bounds what the sandbox
+	 * writes to its root (bytes of the tmpfs under it; 0: the tmpfs default).
+	 */
+	char *const *root_layers;
+	uint64_t root_size;
+	/*
+	 * An image being built (session/build.h): the writable layer is the host
+	 * directory `root_rw_dir`, which holds `upper` and `work` (overlayfs'),
+	 * instead of a tmpfs, and the caller keeps it: `upper` becomes the step's
+	 * layer. No file of paddock's own (/etc/hostname, /etc/hosts,
+	 * /etc/resolv.conf) is written into such a root: it would become part of
+	 * the image. NULL: a tmpfs.
+	 */
+	const char *root_rw_dir;
 };
 
 struct pdk_mount_plan;

@@ -266,9 +266,6 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		.ws_disk = p->limits.disk,
 		.extra_ro = cfg->extra_ro,
 		.extra_rw = cfg->extra_rw,
-		.root_lowers = cfg->root_lowers,
-		.root_upper = cfg->root_upper,
-		.root_work = cfg->root_work,
 		.ro_files = sb->ro_files,
 		.private_dirs = cfg->private_dirs,
 		.uid = sb->uid,
@@ -276,6 +273,9 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		.user_name = name,
 		.hostname = p->hostname ? p->hostname : "paddock",
 		.own_net = (sb->ns_flags & CLONE_NEWNET) != 0,
+		.root_layers = cfg->image_layers,
+		.root_size = cfg->image_root_size,
+		.root_rw_dir = cfg->image_rw_dir,
 	};
 
 	if (cfg->ws_mode == PDK_WS_OVERLAY && cfg->workspace != NULL) {
@@ -613,6 +613,11 @@ static json_t *create_attrs(struct pdk_sandbox *sb)
 	if (sb->cfg->ws != NULL && sb->ws_lowers != NULL)
 		pdk_json_set(a, "change_set", json_string(pdk_ws_id(sb->cfg->ws)));
 	pdk_json_set(a, "network", json_string(pdk_policy_net_mode_name(p->network.mode)));
+	if (sb->cfg->image_layers != NULL) {
+		pdk_json_set(a, "image", json_string(sb->cfg->image ? sb->cfg->image : ""));
+		pdk_json_set(a, "image_digest",
+			     json_string(sb->cfg->image_digest ? sb->cfg->image_digest : ""));
+	}
 	if (p->network.mode == PDK_NET_ALLOWLIST)
 		pdk_json_set(a, "network.allow", pdk_json_strv(p->network.allow));
 	pdk_json_set(a, "uid", json_integer(sb->uid));

@@ -42,15 +42,6 @@ struct pdk_sandbox_config {
 	struct pdk_ws *ws; /* PDK_WS_OVERLAY: the change set that receives the changes (borrowed) */
 	char *const *extra_ro; /* more read-only binds (may be NULL) */
 	char *const *extra_rw; /* more read-write binds (may be NULL) */
-	/*
-	 * A root filesystem of layers (an image being built): overlayfs lower
-	 * layers, host paths topmost first, under the writable root_upper
-	 * (root_work in the same directory), which the caller keeps and reads
-	 * after the sandbox ended (mount.h). NULL: the host's view.
-	 */
-	char *const *root_lowers;
-	const char *root_upper;
-	const char *root_work;
 	const char *init_path; /* NULL: the settings', else paddock-init next to us */
 	/*
 	 * What the front end read from its environment (base/settings.h;
@@ -63,6 +54,22 @@ struct pdk_sandbox_config {
 	struct pdk_events *events; /* borrowed; may be NULL */
 	const struct pdk_cgroup_opts *cgroup_opts; /* may be NULL */
 	const struct pdk_log *log; /* downgrades and other notices (borrowed); may be NULL */
+	/*
+	 * The root: an image's layers (host paths, topmost first, borrowed;
+	 * mount.h), stacked under a writable layer of the sandbox's own of at
+	 * most `image_root_size` bytes (0: the tmpfs default); NULL: the host's
+	 * root, as the policy shows it. `image` and `image_digest` (borrowed,
+	 * may be NULL) are what sandbox.create records of it.
+	 */
+	char *const *image_layers;
+	uint64_t image_root_size;
+	/*
+	 * An image being built: a host directory holding the writable layer's
+	 * `upper` and `work`, kept by the caller (mount.h); NULL: a tmpfs.
+	 */
+	const char *image_rw_dir;
+	const char *image;
+	const char *image_digest;
 };
 
 enum pdk_sandbox_end {

@@ -345,12 +345,14 @@ int pdk_image_lookup(struct pdk_image_store *st, const char *ref, struct pdk_ima
 	struct pdk_image **v = NULL;
 	size_t n = 0;
 	long idx;
+	int rc;
 
 	if (pdk__img_records(st, &v, &n, err) < 0)
 		return -1;
-	if (lookup_in(v, n, ref, &idx, err) < 0) {
+	rc = lookup_in(v, n, ref, &idx, err);
+	if (rc < 0) {
 		pdk__img_records_free(v, n);
-		return -1;
+		return rc;
 	}
 	*out = v[idx];
 	v[idx] = NULL;
@@ -418,13 +420,11 @@ int pdk_image_hold(struct pdk_image_store *st, const struct pdk_image *img, int 
 	struct stat a, b;
 
 	if (rfd < 0 || TEMP_FAILURE_RETRY(flock(rfd, LOCK_SH)) < 0)
-		return pdk_error_set(err, errno, "cannot hold image '%s'",
-				     pdk__img_display(img));
+		return pdk_error_set(err, errno, "cannot hold image '%s'", pdk__img_display(img));
 	/* Removed between the open and the lock: the hold would hold nothing. */
 	if (fstat(rfd, &a) < 0 || fstatat(st->dirfd, p, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    a.st_ino != b.st_ino || a.st_dev != b.st_dev)
-		return pdk_error_setx(err, ENOENT, "image '%s' was removed",
-				      pdk__img_display(img));
+		return pdk_error_setx(err, ENOENT, "image '%s' was removed", pdk__img_display(img));
 	*fd = steal_fd(&rfd);
 	return 0;
 }

@@ -261,6 +261,10 @@ int pdk_overrides_apply(const struct pdk_overrides *ov, struct pdk_policy *p,
 		p->network.mode = ov->net_mode.value;
 	if (ov->no_exec_trace)
 		p->audit.exec_trace = false;
+	if (ov->image != NULL) {
+		free(p->image);
+		p->image = strcmp(ov->image, "host") == 0 ? NULL : pdk_xstrdup(ov->image);
+	}
 	if (apply_limits(ov, p, err) < 0 || apply_allow(ov, p, err) < 0 ||
 	    apply_ws_mode(ov, p, err) < 0)
 		return -EINVAL;

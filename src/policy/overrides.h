@@ -59,6 +59,7 @@ struct pdk_overrides {
 	const char *workspace;  /* host directory; NULL: the profile's, else "." */
 	const char *change_set; /* overlay on this existing change set (`paddock run` only) */
 	bool discard;           /* overlay changes are dropped at the end (`paddock run` only) */
+	const char *image;      /* the root's image (policy.h); "host": none; NULL: the profile's */
 	bool no_exec_trace;
 };
 

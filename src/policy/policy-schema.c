@@ -297,6 +297,29 @@ static void parse_hostname(struct pdk__policy_walk *w, const struct pdk__policy_
 	set_str(PDK__POLICY_MEMBER(f, char *, w->obj), s);
 }
 
+/* An image reference: a name or digest of the image store, printable, at most 255 bytes. */
+static void parse_image(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
+			const char *path, const struct pdk__policy_field *f)
+{
+	const char *s = NULL;
+
+	if (!pdk__policy_node_is_null(n)) {
+		s = pdk__policy_want_string(w, n, path, "an image name or digest");
+		if (s == NULL)
+			return;
+	}
+	for (const char *c = s; c != NULL && *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			s = "";
+	if (s != NULL && (s[0] == '\0' || strlen(s) > 255)) {
+		pdk__policy_expected(w, n, path,
+				     "an image name or digest (paddock image ls), at most 255 "
+				     "printable characters");
+		return;
+	}
+	set_str(PDK__POLICY_MEMBER(f, char *, w->obj), s);
+}
+
 static bool parse_bool_text(const char *s, bool *out)
 {
 	static const struct {
@@ -664,6 +687,7 @@ static const struct pdk__policy_field top_fields[] = {
 	{"audit", pdk__policy_parse_map, emit_map, 0, &audit_table},
 	{"hostname", parse_hostname, emit_string, OFF(hostname), NULL},
 	{"env", pdk__policy_parse_env, emit_env, OFF(env), NULL},
+	{"image", parse_image, emit_string, OFF(image), NULL},
 };
 const struct pdk__policy_table pdk__policy_top = TABLE(top_fields);
 

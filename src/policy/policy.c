@@ -40,6 +40,7 @@ struct pdk_policy *pdk_policy_dup(const struct pdk_policy *p)
 	d->hidden = strv_copy(p->hidden);
 	d->etc = strv_copy(p->etc);
 	d->hostname = str_copy(p->hostname);
+	d->image = str_copy(p->image);
 	d->env = strv_copy(p->env);
 	d->network.allow = strv_copy(p->network.allow);
 	d->network.credentials = strv_copy(p->network.credentials);
@@ -60,6 +61,7 @@ void pdk_policy_free(struct pdk_policy *p)
 	pdk_strv_free(p->hidden);
 	pdk_strv_free(p->etc);
 	free(p->hostname);
+	free(p->image);
 	pdk_strv_free(p->env);
 	pdk_strv_free(p->network.allow);
 	pdk_strv_free(p->network.credentials);

@@ -97,7 +97,13 @@ struct pdk_policy {
 
 	bool allow_ptrace; /* seccomp: allow ptrace/process_vm_* within the sandbox's pid ns */
 	char *hostname;    /* default "paddock" */
-	char **env;        /* "K=V" entries added to the sandbox environment */
+	/*
+	 * The sandbox's root: an image of the image store (a name or digest,
+	 * image/image.h) stacked under a writable layer of its own; NULL: the
+	 * host's root as read_only and etc show it.
+	 */
+	char *image;
+	char **env; /* "K=V" entries added to the sandbox environment */
 };
 
 /* One problem found in a profile file. */

@@ -39,14 +39,14 @@ struct pdk__build_end {
 };
 
 /*
- * Run `argv` (with `envp`) as root in "/" of a sandbox whose root is the
- * layers `lowers` (host paths, topmost first) under the writable directory
- * `upper` (with `work` beside it, for overlayfs), network: the recipe's
- * entries. Output goes to pdk__build_output(). Fills *end; 0, or negative
- * + *err when the sandbox could not be made (build-step.c).
+ * Run `argv` (with `envp`) in "/" of a sandbox on `image` (a digest of the
+ * store: the image built so far) whose writable layer is `rw_dir`'s
+ * `upper` (with `work` beside it), network: the recipe's entries. Output
+ * goes to pdk__build_output(). Fills *end; 0, or negative + *err when the
+ * sandbox could not be made (build-step.c).
  */
-PDK_MUST_CHECK int pdk__build_run_step(struct pdk__build *b, char *const *lowers, const char *upper,
-				       const char *work, char *const *argv, char *const *envp,
+PDK_MUST_CHECK int pdk__build_run_step(struct pdk__build *b, const char *image, const char *rw_dir,
+				       char *const *argv, char *const *envp,
 				       struct pdk__build_end *end, struct pdk_error **err);
 
 /*

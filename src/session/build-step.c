@@ -1,7 +1,8 @@
 /*
  * build-step.c - one step's command in a sandbox: a session in service mode
- * (the sequence `paddock run` and the supervisor use) whose root is the
- * image built so far under the step's own writable layer, with the default
+ * (the sequence `paddock run` and the supervisor use) on the image built so
+ * far, whose writable layer is a directory of the build's that becomes the
+ * step's layer, with the default
  * profile's limits, no workspace, and a network of exactly the recipe's
  * entries (the egress proxy; none at all without entries). The command is
  * started through the sandbox's init with its stdout and stderr on a pipe
@@ -153,16 +154,17 @@ static void fill_end(const struct step_run *r, struct pdk__build_end *end)
 	end->denied = denied_list(r->sb);
 }
 
-int pdk__build_run_step(struct pdk__build *b, char *const *lowers, const char *upper,
-			const char *work, char *const *argv, char *const *envp,
-			struct pdk__build_end *end, struct pdk_error **err)
+int pdk__build_run_step(struct pdk__build *b, const char *image, const char *rw_dir,
+			char *const *argv, char *const *envp, struct pdk__build_end *end,
+			struct pdk_error **err)
 {
 	const struct pdk_build_opts *o = b->o;
 	struct pdk_session_opts so = {
 		.profile = "default",
 		.overrides = {.allow = o->recipe->network,
 			      .allow_name = "network",
-			      .ws_mode = {.set = true, .value = PDK_WS_NONE}},
+			      .ws_mode = {.set = true, .value = PDK_WS_NONE},
+			      .image = image},
 		.env = envp,
 		.env_name = "config.env",
 		.settings = o->settings,
@@ -170,9 +172,7 @@ int pdk__build_run_step(struct pdk__build *b, char *const *lowers, const char *u
 		.actor = "paddock-image-build",
 		.audit = true,
 		.cwd = "/",
-		.root_lowers = lowers,
-		.root_upper = upper,
-		.root_work = work,
+		.image_rw_dir = rw_dir,
 	};
 	struct pdk_session_failure why = {0};
 	struct pdk_session_result res = {0};

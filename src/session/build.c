@@ -336,16 +336,6 @@ static int step_failed(struct pdk__build *b, struct pdk__build_end *end,
 
 /* ---- the steps ---- */
 
-/*
- * The host path of a stored layer's tree: the store's documented layout
- * (image.h), STATE/images/layers/HEX/root.
- * NEEDSWORK: a call of the store's would keep the layout in image/ alone.
- */
-static char *layer_path(const struct pdk_build_opts *o, const char *digest)
-{
-	return pdk_xasprintf("%s/layers/%s/root", pdk_image_store_dir(o->store), digest + 7);
-}
-
 /* Whether layers[i] is also above it in the stack (bottom first). */
 static bool shadowed(char *const *layers, size_t i)
 {
@@ -371,18 +361,6 @@ static char **unique_layers(char *const *layers)
 		if (!shadowed(layers, i))
 			pdk_strv_push(&v, layers[i]);
 	}
-	return v;
-}
-
-/* The stack's layers as overlayfs lower directories, topmost first. */
-static char **lower_paths(const struct pdk_build_opts *o, char *const *layers)
-{
-	_cleanup_strv_ char **u = unique_layers(layers);
-	size_t n = pdk_strv_len(u);
-	char **v = NULL;
-
-	for (size_t i = n; i > 0; i--)
-		pdk_strv_push_take(&v, layer_path(o, u[i - 1]));
 	return v;
 }
 
@@ -431,24 +409,41 @@ static void scratch_remove(struct pdk__build *b, const char *dir)
 			strerror(-rc));
 }
 
+/*
+ * The image built so far, recorded nameless (source "build-step") so that
+ * a step's sandbox runs on it the way any sandbox runs on an image: found
+ * by digest and held while the step runs. `paddock image prune` removes
+ * these records; the layers stay as long as an image lists them.
+ */
+static int stack_image(struct pdk__build *b, const struct stack *s, char **digest,
+		       struct pdk_error **err)
+{
+	_cleanup_strv_ char **layers = unique_layers(s->layers);
+	struct pdk_image *img = NULL;
+
+	if (pdk_image_commit(b->o->store, NULL, layers, &s->config, "build-step", &img, err) < 0)
+		return pdk_error_wrap(err, "step %zu/%zu: the image so far", b->step, b->steps);
+	*digest = pdk_xstrdup(pdk_image_digest(img));
+	pdk_image_free(img);
+	return 0;
+}
+
 /* Run a RUN or PACKAGES step and store its upper layer; -ECHILD when the command failed. */
 static int run_step(struct pdk__build *b, const struct step *st, struct stack *s, char **digest,
 		    struct pdk_build_failure *why, struct pdk_error **err)
 {
 	_cleanup_free_ char *dir = NULL;
 	_cleanup_free_ char *upper = NULL;
-	_cleanup_free_ char *work = NULL;
-	_cleanup_strv_ char **lowers = lower_paths(b->o, s->layers);
+	_cleanup_free_ char *image = NULL;
 	_cleanup_strv_ char **env = step_env(s, b->o->recipe);
 	char *argv[] = {"/bin/sh", "-c", st->text, NULL};
 	struct pdk__build_end end = {0};
 	int rc;
 
-	if (scratch_new(b, &dir, err) < 0)
+	if (stack_image(b, s, &image, err) < 0 || scratch_new(b, &dir, err) < 0)
 		return -1;
 	upper = pdk_xasprintf("%s/upper", dir);
-	work = pdk_xasprintf("%s/work", dir);
-	rc = pdk__build_run_step(b, lowers, upper, work, argv, env, &end, err);
+	rc = pdk__build_run_step(b, image, dir, argv, env, &end, err);
 	if (rc == 0 && (end.exit_code != 0 || end.signal != 0))
 		rc = step_failed(b, &end, why, err);
 	if (rc == 0)

@@ -31,9 +31,9 @@ static bool valid_env_name(const char *kv)
 	return true;
 }
 
-/* Later entries win: the caller's over the profile's env over the base. */
-int pdk__session_env(const struct pdk_session_opts *o, const struct pdk_policy *p, char ***out,
-		     struct pdk_error **err)
+/* Later entries win: the caller's over the profile's env over the image's over the base. */
+int pdk__session_env(const struct pdk_session_opts *o, const struct pdk_policy *p,
+		     char *const *image_env, char ***out, struct pdk_error **err)
 {
 	char *const *host_env = o->settings ? o->settings->envp : NULL;
 	const char *term = pdk_env_get(host_env, "TERM");
@@ -44,6 +44,9 @@ int pdk__session_env(const struct pdk_session_opts *o, const struct pdk_policy *
 	pdk_strv_push(&env, "LANG=C.UTF-8");
 	if (term != NULL)
 		pdk_strv_push_take(&env, pdk_xasprintf("TERM=%s", term));
+	for (size_t i = 0; image_env != NULL && image_env[i] != NULL; i++)
+		if (strchr(image_env[i], '=') != NULL && valid_env_name(image_env[i]))
+			pdk_env_set_take(&env, pdk_xstrdup(image_env[i]));
 	/* Before the profile's env and the caller's, which may override them. */
 	if (p->network.mode == PDK_NET_ALLOWLIST)
 		pdk_egress_env_add(&env);

@@ -11,13 +11,14 @@
 
 /*
  * The sandbox's environment (caller frees with pdk_strv_free): a base
- * PATH/HOME/LANG/TERM, the egress proxy's variables in allowlist mode, the
- * profile's env, then o->env (later entries win; "K" alone copies K of
+ * PATH/HOME/LANG/TERM, the image's env (`image_env`, may be NULL), the
+ * egress proxy's variables in allowlist mode, the profile's env, then
+ * o->env (later entries win; "K" alone copies K of
  * o->settings->envp, or nothing when unset there). 0 or -EINVAL + *err for a
  * bad name, quoted as o->env_name.
  */
 PDK_MUST_CHECK int pdk__session_env(const struct pdk_session_opts *o, const struct pdk_policy *p,
-				    char ***out, struct pdk_error **err);
+				    char *const *image_env, char ***out, struct pdk_error **err);
 
 /*
  * In allowlist mode, what the sandbox sees of network.credentials: a

@@ -7,6 +7,7 @@
 #include "audit.h"
 #include "base.h"
 #include "engine.h"
+#include "image.h"
 #include "policy.h"
 #include "session-internal.h"
 #include "session.h"
@@ -37,6 +38,13 @@ struct pdk_session {
 	struct pdk_sandbox *sb;
 	bool started;                     /* a sandbox was created at some point */
 	struct pdk__session_private priv; /* what no view may show */
+	/* The image of the root (policy->image), held for the session's life. */
+	struct pdk_image_store *store;
+	struct pdk_image *image;
+	int image_hold;      /* pdk_image_hold(); -1: none */
+	char **image_layers; /* host paths, topmost first */
+	char **argv;         /* the command with the image's entrypoint, or NULL: o.argv */
+	const char *cwd;     /* o.cwd, else the image's working directory */
 };
 
 const char *pdk_session_step_name(enum pdk_session_step step)
@@ -51,6 +59,8 @@ const char *pdk_session_step_name(enum pdk_session_step step)
 		return "workspace";
 	case PDK_SESSION_EVENTS:
 		return "events";
+	case PDK_SESSION_IMAGE:
+		return "image";
 	case PDK_SESSION_SANDBOX:
 		return "sandbox";
 	default:
@@ -71,6 +81,54 @@ static int step_profile(struct pdk_session *s, struct pdk_error **err)
 static int step_overrides(struct pdk_session *s, struct pdk_error **err)
 {
 	return pdk_overrides_apply(&s->o.overrides, s->policy, err);
+}
+
+/*
+ * The command on an image: its entrypoint, then the caller's command or,
+ * when the caller gave an empty one, the image's cmd (docker's rule).
+ */
+static int image_argv(struct pdk_session *s, const struct pdk_image_config *c,
+		      struct pdk_error **err)
+{
+	char *const *args = s->o.argv[0] != NULL ? s->o.argv : c->cmd;
+
+	for (size_t i = 0; c->entrypoint != NULL && c->entrypoint[i] != NULL; i++)
+		pdk_strv_push(&s->argv, c->entrypoint[i]);
+	for (size_t i = 0; args != NULL && args[i] != NULL; i++)
+		pdk_strv_push(&s->argv, args[i]);
+	if (s->argv == NULL)
+		return pdk_error_set_field(err, EINVAL, "argv",
+					   "no command: image '%s' has no entrypoint and no cmd "
+					   "(give one)",
+					   s->policy->image);
+	return 0;
+}
+
+/*
+ * The image of the root (the profile's `image:` or --image): found in the
+ * store of the state directory, held (so that `paddock image rm` leaves it
+ * while the session lives), its layers' paths, and its config applied to
+ * the command and working directory (the environment: step_env).
+ */
+static int step_image(struct pdk_session *s, struct pdk_error **err)
+{
+	struct pdk_image_store_opts so = {.state_dir = s->state_dir, .log = s->o.log};
+	const struct pdk_image_config *c;
+
+	s->cwd = s->o.cwd;
+	if (s->policy->image == NULL)
+		return 0;
+	if (pdk_image_store_open(&so, &s->store, err) < 0 ||
+	    pdk_image_lookup(s->store, s->policy->image, &s->image, err) < 0 ||
+	    pdk_image_hold(s->store, s->image, &s->image_hold, err) < 0 ||
+	    pdk_image_layer_paths(s->store, s->image, &s->image_layers, err) < 0)
+		return -1;
+	c = pdk_image_config(s->image);
+	if (s->cwd == NULL)
+		s->cwd = c->workdir;
+	if (s->o.argv != NULL && (c->entrypoint != NULL || s->o.argv[0] == NULL))
+		return image_argv(s, c, err);
+	return 0;
 }
 
 /*
@@ -95,7 +153,9 @@ static int step_workspace(struct pdk_session *s, struct pdk_error **err)
 
 static int step_env(struct pdk_session *s, struct pdk_error **err)
 {
-	return pdk__session_env(&s->o, s->policy, &s->env, err);
+	char *const *image_env = s->image ? pdk_image_config(s->image)->env : NULL;
+
+	return pdk__session_env(&s->o, s->policy, image_env, &s->env, err);
 }
 
 /*
@@ -201,9 +261,13 @@ static const struct {
 	enum pdk_session_step step;
 	step_fn fn;
 } open_steps[] = {
-	{PDK_SESSION_PROFILE, step_profile},     {PDK_SESSION_OVERRIDES, step_overrides},
-	{PDK_SESSION_WORKSPACE, step_workspace}, {PDK_SESSION_ENV, step_env},
-	{PDK_SESSION_EVENTS, step_events},       {PDK_SESSION_CHANGE_SET, step_change_set},
+	{PDK_SESSION_PROFILE, step_profile},
+	{PDK_SESSION_OVERRIDES, step_overrides},
+	{PDK_SESSION_IMAGE, step_image},
+	{PDK_SESSION_WORKSPACE, step_workspace},
+	{PDK_SESSION_ENV, step_env},
+	{PDK_SESSION_EVENTS, step_events},
+	{PDK_SESSION_CHANGE_SET, step_change_set},
 	{PDK_SESSION_WORKSPACE, step_private},
 };
 
@@ -241,6 +305,7 @@ struct pdk_session *pdk_session_open(const struct pdk_session_opts *opts,
 	struct pdk_session *s = pdk_xcalloc(1, sizeof(*s));
 	const struct pdk_paths *paths = &opts->settings->paths;
 
+	s->image_hold = -1;
 	if (why != NULL)
 		*why = (struct pdk_session_failure){.step = PDK_SESSION_PROFILE};
 	s->o = *opts;
@@ -275,24 +340,26 @@ int pdk_session_start(struct pdk_session *s, struct pdk_error **err)
 	s->cfg = (struct pdk_sandbox_config){
 		.id = s->id,
 		.policy = s->policy,
-		.argv = o->argv,
+		.argv = s->argv != NULL ? s->argv : o->argv,
 		.envp = s->env,
 		.service = o->argv == NULL,
-		.cwd = o->cwd,
+		.cwd = s->cwd,
 		.workspace = s->workspace,
 		.ws_view = s->private_ws != NULL ? PDK_SESSION_PRIVATE_VIEW : NULL,
 		.ws_mode = s->policy->workspace.mode,
 		.ws = s->ws,
 		.extra_ro = o->extra_ro,
 		.extra_rw = o->extra_rw,
-		.root_lowers = o->root_lowers,
-		.root_upper = o->root_upper,
-		.root_work = o->root_work,
 		.settings = o->settings,
 		.runtime_dir = s->runtime_dir,
 		.private_dirs = s->priv.dirs,
 		.events = s->events,
 		.log = o->log,
+		.image_layers = s->image_layers,
+		.image_root_size = s->policy->limits.disk,
+		.image_rw_dir = o->image_rw_dir,
+		.image = s->policy->image,
+		.image_digest = s->image ? pdk_image_digest(s->image) : NULL,
 	};
 	if (pdk_sandbox_create(&s->cfg, &s->sb, err) < 0) {
 		s->sb = NULL;
@@ -418,6 +485,12 @@ void pdk_session_free(struct pdk_session *s)
 	free(s->workspace);
 	free(s->private_ws);
 	pdk__session_private_release(&s->priv);
+	pdk_strv_free(s->image_layers);
+	pdk_strv_free(s->argv);
+	pdk_image_free(s->image);
+	if (s->image_hold >= 0)
+		(void)close(s->image_hold);
+	pdk_image_store_free(s->store);
 	free(s);
 }
 
@@ -467,4 +540,9 @@ struct pdk_events *pdk_session_events(const struct pdk_session *s)
 struct pdk_sandbox *pdk_session_sandbox(const struct pdk_session *s)
 {
 	return s->sb;
+}
+
+const struct pdk_image *pdk_session_image(const struct pdk_session *s)
+{
+	return s->image;
 }

@@ -27,6 +27,7 @@
 #include "audit.h"
 #include "base.h"
 #include "engine.h"
+#include "image.h"
 #include "policy.h"
 #include "telemetry.h"
 #include "workspace.h"
@@ -76,25 +77,29 @@ struct pdk_session_opts {
 	const struct pdk_otlp_config *otlp; /* an exporter (settings->otlp_helper); NULL: none */
 
 	/* The sandbox. */
-	char *const *argv; /* the command; NULL: service mode (the caller sends execs) */
-	const char *cwd;   /* inside; NULL: the workspace, else "/" */
+	/*
+	 * The command; NULL: service mode (the caller sends execs). On an image
+	 * with an entrypoint, the command is the entrypoint's arguments; an
+	 * empty vector (argv[0] NULL) runs the image's own entrypoint and cmd.
+	 */
+	char *const *argv;
+	const char *cwd; /* inside; NULL: the image's working directory, the workspace, else "/" */
 	char *const *extra_ro;
 	char *const *extra_rw;
 	/*
-	 * A root filesystem of layers instead of the host's view (an image
-	 * being built: build.h): overlayfs lower layers, host paths topmost
-	 * first, under the writable root_upper (root_work beside it), which
-	 * the caller keeps (engine/mount.h). NULL: the host's view.
+	 * An image being built (build.h): the root's writable layer is this host
+	 * directory (holding `upper` and `work`), kept after the sandbox ends,
+	 * and nothing of paddock's own is written into the root
+	 * (engine/mount.h). NULL: a tmpfs of the sandbox's own.
 	 */
-	char *const *root_lowers;
-	const char *root_upper;
-	const char *root_work;
+	const char *image_rw_dir;
 };
 
 /* The steps, in order. A failure names its step. */
 enum pdk_session_step {
 	PDK_SESSION_PROFILE = 0, /* "policy": the profile cannot be loaded */
 	PDK_SESSION_OVERRIDES,   /* "policy": an override is refused */
+	PDK_SESSION_IMAGE,       /* "image": the image is not in the store, or cannot be held */
 	PDK_SESSION_WORKSPACE,   /* "workspace": the workspace directory */
 	PDK_SESSION_ENV,         /* "policy": the environment */
 	PDK_SESSION_EVENTS,      /* "events": a sink cannot be opened */
@@ -201,6 +206,8 @@ bool pdk_session_private_workspace(const struct pdk_session *s);
 struct pdk_ws *pdk_session_ws(const struct pdk_session *s);         /* the change set; NULL: none */
 struct pdk_events *pdk_session_events(const struct pdk_session *s); /* NULL: no sink */
 struct pdk_sandbox *pdk_session_sandbox(const struct pdk_session *s); /* NULL: not running */
+/* The image the sandbox runs on (held while the session lives); NULL: the host's root. */
+const struct pdk_image *pdk_session_image(const struct pdk_session *s);
 
 /* Last: the image builder (build.h) runs sessions. */
 #include "build.h"

@@ -216,6 +216,7 @@ int pdk__sv_spec_parse(json_t *spec, struct pdk_sv_spec *out, struct pdk_error *
 	*out = (struct pdk_sv_spec){0};
 	o->profile = spec_str(spec, "policy_file") ? spec_str(spec, "policy_file")
 						   : spec_str(spec, "profile");
+	o->overrides.image = spec_str(spec, "image");
 	o->label_session = spec_str(labels, "session");
 	o->label_workflow = spec_str(labels, "workflow");
 	o->overrides.no_exec_trace =

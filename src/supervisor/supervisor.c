@@ -68,7 +68,7 @@ const struct pdk_policy *pdk__sv_policy(const struct pdk_supervisor *s)
 	return pdk_session_policy(s->session);
 }
 
-json_t *pdk__sv_facts(const struct pdk_supervisor *s)
+static json_t *facts_of(const struct pdk_supervisor *s)
 {
 	const struct pdk_policy *p = pdk__sv_policy(s);
 	const char *view = pdk_session_workspace_view(s->session);
@@ -86,6 +86,25 @@ json_t *pdk__sv_facts(const struct pdk_supervisor *s)
 	pdk_json_set(ws, "mode", json_string(pdk_policy_ws_mode_name(p->workspace.mode)));
 	return json_pack("{s:o, s:{s:s}}", "workspace", ws, "network", "mode",
 			 pdk_policy_net_mode_name(p->network.mode));
+}
+
+/* The image of the root: {"name", "digest"}, or null on the host's root. */
+static json_t *image_fact(const struct pdk_supervisor *s)
+{
+	const struct pdk_image *img = pdk_session_image(s->session);
+
+	if (img == NULL)
+		return json_null();
+	return json_pack("{s:s, s:s}", "name", pdk__sv_policy(s)->image, "digest",
+			 pdk_image_digest(img));
+}
+
+json_t *pdk__sv_facts(const struct pdk_supervisor *s)
+{
+	json_t *facts = facts_of(s);
+
+	pdk_json_set(facts, "image", image_fact(s));
+	return facts;
 }
 
 /* ---- setup ---- */
@@ -142,6 +161,8 @@ static const char *blamed_field(enum pdk_session_step step)
 		return "env";
 	case PDK_SESSION_WORKSPACE:
 		return "workspace";
+	case PDK_SESSION_IMAGE:
+		return "image";
 	case PDK_SESSION_EVENTS:
 	case PDK_SESSION_CHANGE_SET:
 	case PDK_SESSION_SANDBOX:

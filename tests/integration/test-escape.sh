@@ -10,64 +10,9 @@ set -u
 cp "$ESCAPE_PROBE" "$T/bin/escape-probe" && chmod 0755 "$T/bin/escape-probe"
 PROBE="$T/bin/escape-probe"
 
-# name : errno pattern the refusal must carry (the mechanism that stops it)
-ATTEMPTS='
-read-shadow:ENOENT
-list-root:ENOENT
-list-home:ENOENT
-proc1-root:EACCES|ENOENT
-proc1-environ:EACCES
-proc1-mem:EACCES
-dotdot-root:ENOENT
-dev-mem:ENOENT
-dev-disk:ENOENT
-sysfs:ENOENT
-write-usr:EROFS|EACCES
-write-etc:EROFS|EACCES
-mkdir-root:EROFS|EACCES
-write-sysctl:EROFS|EACCES
-sysrq:EROFS|EACCES|ENOENT
-mount-tmpfs:EPERM
-remount-rw:EPERM
-umount-proc:EPERM
-fsopen:EPERM
-open-tree:EPERM
-pivot-root:EPERM
-chroot:EPERM
-mount-cgroup:EPERM
-unshare-user:EPERM
-unshare-mount:EPERM
-unshare-net:EPERM
-clone-newuser:EPERM
-clone3-newuser:ENOSYS
-setns:EPERM|EACCES
-ptrace-init:EPERM
-vm-readv:EPERM
-keyctl:EPERM
-add-key:EPERM
-bpf:EPERM
-perf-event:EPERM
-userfaultfd:EPERM
-io-uring:EPERM
-kexec:EPERM
-init-module:EPERM
-open-by-handle:EPERM
-personality:EPERM
-seccomp-listener:EPERM
-reboot:EPERM
-sethostname:EPERM
-setgroups:EPERM
-raise-rlimit:EPERM
-mknod:EPERM
-tioclinux:EPERM
-packet-socket:EPERM
-raw-socket:EPERM
-ipv6-connect:ECONNREFUSED
-tcp-out:ENETUNREACH
-udp-out:ENETUNREACH
-tcp6-out:ENETUNREACH
-exec-shm:EACCES
-'
+# The attempts (name : errno pattern), shared with the images suite's battery on an image root.
+. "$(dirname "$0")/lib-escape.sh"
+ATTEMPTS=$ESCAPE_ATTEMPTS
 
 # listen KIND WHERE LOG: start a host listener in the background (pid in LPID), wait until ready.
 listen() {

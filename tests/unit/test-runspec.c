@@ -150,7 +150,7 @@ Test(runspec, env_order_base_profile_caller)
 
 	pdk_strv_push(&p->env, "FOO=profile");
 	pdk_strv_push(&p->env, "BAR=profile");
-	cr_assert_eq(pdk__session_env(&rs, p, &out, &err), 0);
+	cr_assert_eq(pdk__session_env(&rs, p, NULL, &out, &err), 0);
 	for (size_t i = 0; out[i] != NULL; i++) {
 		cr_assert(strncmp(out[i], "FOO=", 4) != 0 || strcmp(out[i], "FOO=caller") == 0,
 			  "%s", out[i]);
@@ -184,7 +184,7 @@ Test(runspec, env_bad_name_is_refused)
 	struct pdk_error *err = NULL;
 	char **out = NULL;
 
-	cr_assert_lt(pdk__session_env(&rs, p, &out, &err), 0);
+	cr_assert_lt(pdk__session_env(&rs, p, NULL, &out, &err), 0);
 	cr_assert_null(out);
 	cr_assert(strstr(err->msg, "invalid --env '1BAD=x'") != NULL, "%s", err->msg);
 	pdk_error_free(&err);
