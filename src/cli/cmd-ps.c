@@ -120,15 +120,15 @@ static void print_table(json_t *list)
 	size_t i;
 	json_t *sb;
 
-	printf("%-36s  %-8s  %-10s  %-12s  %-12s  %-20s  %-7s  %s\n", "ID", "STATE", "PROFILE",
-	       "SESSION", "AGENT", "CREATED", "POOL", "IMAGE");
+	printf("%-36s  %-8s  %-10s  %-12s  %-12s  %-20s  %-32s  %s\n", "ID", "STATE", "PROFILE",
+	       "SESSION", "AGENT", "CREATED", "IMAGE", "POOL");
 	json_array_foreach(list, i, sb)
 	{
 		_cleanup_free_ char *image = image_mark(sb);
 
-		printf("%-36s  %-8s  %-10s  %-12s  %-12s  %-20.19s  %-7s  %s\n", field(sb, "id"),
+		printf("%-36s  %-8s  %-10s  %-12s  %-12s  %-20.19s  %-32s  %s\n", field(sb, "id"),
 		       field(sb, "state"), field(sb, "profile"), label(sb, "session"),
-		       label(sb, "agent"), field(sb, "created_at"), pool_mark(sb), image);
+		       label(sb, "agent"), field(sb, "created_at"), image, pool_mark(sb));
 	}
 }
 

@@ -58,7 +58,7 @@ static void reset_signals(struct pdk_sandbox *sb, struct pdk_child_error *ce)
 static void setup_namespaces(struct pdk_sandbox *sb, struct pdk_child_error *ce)
 {
 	const char *host = sb->cfg->policy->hostname ? sb->cfg->policy->hostname : "paddock";
-	int rc = pdk_ns_write_idmaps_child(sb->uid, sb->gid, sb->uid, sb->gid, ce);
+	int rc = pdk_ns_write_idmaps_child(sb->uid, sb->gid, sb->in_uid, sb->in_gid, ce);
 
 	if (rc < 0)
 		child_fail(sb, ce, rc);

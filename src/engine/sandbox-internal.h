@@ -35,8 +35,10 @@ struct pdk_sandbox {
 	char **init_argv;                  /* paddock-init CTL -- CMD... */
 	char *cwd;                         /* inside */
 	uint64_t ns_flags;
-	uid_t uid;
+	uid_t uid; /* the caller's: what the sandbox's user is on the host */
 	gid_t gid;
+	uid_t in_uid; /* what it is inside (cfg->user_set: the image's user; else uid) */
+	gid_t in_gid;
 	int init_fd;     /* O_PATH of paddock-init */
 	int sync[2];     /* [0] parent, [1] child: SOCK_SEQPACKET, CLOEXEC */
 	int cg_procs[8]; /* cgroup.procs of each hierarchy, for the child to join */

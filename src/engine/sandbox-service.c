@@ -346,8 +346,8 @@ static int enter_userns_root(const struct pdk_sandbox *sb, struct pdk_child_erro
 		return pdk_child_error_set(ce, errno, "cannot enter the sandbox's user namespace");
 	if (chroot(".") < 0 || chdir("/") < 0)
 		return pdk_child_error_set(ce, errno, "cannot enter the sandbox's root");
-	/* The sandbox maps its user 1:1: its ids read the same inside as on the host. */
-	if (geteuid() != sb->uid || getegid() != sb->gid)
+	/* The sandbox maps its user to the ids it has inside (the caller's own, or an image's). */
+	if (geteuid() != sb->in_uid || getegid() != sb->in_gid)
 		return pdk_child_error_set(ce, EPERM, "not the sandbox's user after entering it");
 	return 0;
 }

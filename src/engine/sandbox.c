@@ -257,7 +257,7 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 	const struct pdk_sandbox_config *cfg = sb->cfg;
 	const struct pdk_policy *p = cfg->policy;
 	bool ll_required = !(p->best_effort & PDK_BE_LANDLOCK);
-	_cleanup_free_ char *name = user_name(sb->uid);
+	_cleanup_free_ char *name = user_name(sb->in_uid);
 	struct pdk_mount_spec spec = {
 		.policy = p,
 		.workspace = cfg->workspace,
@@ -268,8 +268,8 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		.extra_rw = cfg->extra_rw,
 		.ro_files = sb->ro_files,
 		.private_dirs = cfg->private_dirs,
-		.uid = sb->uid,
-		.gid = sb->gid,
+		.uid = sb->in_uid,
+		.gid = sb->in_gid,
 		.user_name = name,
 		.hostname = p->hostname ? p->hostname : "paddock",
 		.own_net = (sb->ns_flags & CLONE_NEWNET) != 0,
@@ -621,6 +621,8 @@ static json_t *create_attrs(struct pdk_sandbox *sb)
 	if (p->network.mode == PDK_NET_ALLOWLIST)
 		pdk_json_set(a, "network.allow", pdk_json_strv(p->network.allow));
 	pdk_json_set(a, "uid", json_integer(sb->uid));
+	if (sb->in_uid != sb->uid)
+		pdk_json_set(a, "uid_inside", json_integer(sb->in_uid));
 	pdk_json_set(a, "cgroup",
 		     pdk_cgroup_path(sb->cgroup) ? json_string(pdk_cgroup_path(sb->cgroup))
 						 : json_null());
@@ -660,6 +662,8 @@ static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
 	sb->cfg = cfg;
 	sb->uid = geteuid();
 	sb->gid = getegid();
+	sb->in_uid = cfg->user_set ? cfg->uid : sb->uid;
+	sb->in_gid = cfg->user_set ? cfg->gid : sb->gid;
 	sb->init_fd = sb->pidfd = sb->upper_fd = sb->egress_fd = sb->landlock_fd = sb->dns_fd = -1;
 	sb->denials = pdk_net_denials_new();
 	sb->sync[0] = sb->sync[1] = sb->ctl[0] = sb->ctl[1] = -1;

@@ -68,6 +68,13 @@ struct pdk_sandbox_config {
 	 * `upper` and `work`, kept by the caller (mount.h); NULL: a tmpfs.
 	 */
 	const char *image_rw_dir;
+	/*
+	 * The ids of the sandbox's user inside (an image's `user`), mapped to
+	 * the caller's: only when user_set; else the caller's own, 1:1.
+	 */
+	bool user_set;
+	uid_t uid;
+	gid_t gid;
 	const char *image;
 	const char *image_digest;
 };

@@ -38,6 +38,16 @@ void pdk__session_credential_env(char ***env, const struct pdk_policy *p, const 
 void pdk__session_add_secrets(struct pdk_events *ev, char *const *env, const struct pdk_policy *p,
 			      char *const *host_env);
 
+/*
+ * An image's `user` ("NAME", "UID", "NAME:GROUP", "UID:GID") as the ids
+ * the sandbox's user has inside: numbers as given ("UID" alone: GID =
+ * UID), names from the image's etc/passwd and etc/group, read from
+ * `layers` (host paths, topmost first) inside each layer. 0, or -EINVAL
+ * + *err (field "image") for a name the image does not have.
+ */
+PDK_MUST_CHECK int pdk__session_image_user(char *const *layers, const char *user, uid_t *uid,
+					   gid_t *gid, struct pdk_error **err);
+
 /* The directories no sandbox of a session may see, and what each is (for messages). */
 struct pdk__session_private {
 	char **dirs;  /* canonical (pdk_paths_canonical()) */

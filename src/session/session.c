@@ -45,6 +45,9 @@ struct pdk_session {
 	char **image_layers; /* host paths, topmost first */
 	char **argv;         /* the command with the image's entrypoint, or NULL: o.argv */
 	const char *cwd;     /* o.cwd, else the image's working directory */
+	bool user_set;       /* the image's user: these ids inside */
+	uid_t uid;
+	gid_t gid;
 };
 
 const char *pdk_session_step_name(enum pdk_session_step step)
@@ -126,6 +129,11 @@ static int step_image(struct pdk_session *s, struct pdk_error **err)
 	c = pdk_image_config(s->image);
 	if (s->cwd == NULL)
 		s->cwd = c->workdir;
+	if (c->user != NULL) {
+		if (pdk__session_image_user(s->image_layers, c->user, &s->uid, &s->gid, err) < 0)
+			return -1;
+		s->user_set = true;
+	}
 	if (s->o.argv != NULL && (c->entrypoint != NULL || s->o.argv[0] == NULL))
 		return image_argv(s, c, err);
 	return 0;
@@ -356,6 +364,9 @@ int pdk_session_start(struct pdk_session *s, struct pdk_error **err)
 		.events = s->events,
 		.log = o->log,
 		.image_layers = s->image_layers,
+		.user_set = s->user_set,
+		.uid = s->uid,
+		.gid = s->gid,
 		.image_root_size = s->policy->limits.disk,
 		.image_rw_dir = o->image_rw_dir,
 		.image = s->policy->image,

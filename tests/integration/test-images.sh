@@ -41,6 +41,8 @@ for c in sh ls cat echo id pwd sleep touch test mkdir grep wc stat readlink rm t
 	ln -s busybox "$F/rootfs/bin/$c"
 done
 echo "busybox" >"$F/rootfs/etc/image-name"
+printf 'root:x:0:0::/root:/bin/sh\nagent:x:1234:2345::/home/agent:/bin/sh\n' >"$F/rootfs/etc/passwd"
+printf 'root:x:0:\nteam:x:777:\n' >"$F/rootfs/etc/group"
 tar -C "$F/rootfs" -czf "$F/rootfs.tar.gz" .
 tar -C "$F/rootfs" -cf - . | zstd -q -o "$F/rootfs.tar.zst"
 # An OCI layout by umoci: v1 is the root filesystem; v2 adds a layer that deletes /bin/ls
@@ -118,6 +120,15 @@ run_checks() {
 	prun "$who" --image no-such-image -- true 2>"$T/err"; rc=$?
 	is "$rc" 122 "$who: an unknown image is a usage error (122)"
 	grep -q "no image 'no-such-image'" "$T/err"; ok $? "$who: and says so ($(head -c 200 "$T/err"))"
+	# The image's user: a name of its /etc/passwd (and group), mapped to the caller.
+	pimg "$who" import -q "$F/rootfs" --name as-agent --user agent:team >/dev/null 2>&1
+	out=$(prun "$who" -w "$ws" --image as-agent -- sh -c 'id -u; id -g; echo x >/tmp/f && stat -c %u /tmp/f' 2>/dev/null)
+	is "$out" "$(printf '1234\n777\n1234')" "$who: the image's user (agent:team) is the sandbox's user inside"
+	pimg "$who" import -q "$F/rootfs" --name as-ghost --user ghost >/dev/null 2>&1
+	prun "$who" -w "$ws" --image as-ghost -- true 2>"$T/err"; rc=$?
+	grep -q "the image's user 'ghost' is not a number and not in its /etc/passwd" "$T/err"
+	is "$rc:$?" "122:0" "$who: a user the image does not have stops the run, named ($(head -c 160 "$T/err"))"
+	pimg "$who" rm as-agent as-ghost >/dev/null 2>&1
 	# A profile's image: names the root too; --image host overrides it.
 	printf 'extends: default\nimage: oci:v1\n' >"$T/home/img-$who.yaml"
 	chmod 0644 "$T/home/img-$who.yaml"
@@ -282,11 +293,11 @@ serve_checks() {
 	printf '%s' "$out" | grep -q "in use by a running sandbox"; is "$rc:$?" "1:0" "$who: rm while a daemon sandbox holds the image is refused"
 	# The pool of a profile that names the image: a create of that profile claims from it.
 	for _ in $(seq 200); do
-		pc "$who" ps --all | grep -q " ready .*oci:v2@" && break
+		pc "$who" ps --all | grep -q "oci:v2@.* ready *$" && break
 		sleep 0.05
 	done
 	out=$(pc "$who" create -p onv2 2>/dev/null)
-	pc "$who" ps | grep "^$out" | grep -q " claimed .*oci:v2@${digest:0:19}"; ok $? "$who: a create of the image's profile is claimed from its warm pool, on the image"
+	pc "$who" ps | grep "^$out" | grep -q "oci:v2@${digest:0:19} *claimed *$"; ok $? "$who: a create of the image's profile is claimed from its warm pool, on the image"
 	serve_stop "$who"
 	reap_supervisors
 	SERVE_ENV=()
