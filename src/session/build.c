@@ -419,9 +419,16 @@ static int stack_image(struct pdk__build *b, const struct stack *s, char **diges
 		       struct pdk_error **err)
 {
 	_cleanup_strv_ char **layers = unique_layers(s->layers);
+	/*
+	 * A step runs as root inside (uid and gid 0, mapped to the user who
+	 * builds, as an image's user is): package managers need it, whatever
+	 * user the base image names for the sandboxes that run on it.
+	 */
+	struct pdk_image_config c = s->config;
 	struct pdk_image *img = NULL;
 
-	if (pdk_image_commit(b->o->store, NULL, layers, &s->config, "build-step", &img, err) < 0)
+	c.user = "0:0";
+	if (pdk_image_commit(b->o->store, NULL, layers, &c, "build-step", &img, err) < 0)
 		return pdk_error_wrap(err, "step %zu/%zu: the image so far", b->step, b->steps);
 	*digest = pdk_xstrdup(pdk_image_digest(img));
 	pdk_image_free(img);

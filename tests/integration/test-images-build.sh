@@ -79,7 +79,7 @@ cat > "$R/tools.yaml" <<'YAML'
 name: tools:1
 from: busybox
 run:
-  - mkdir -p /opt/tools && echo "hello from step 2" > /opt/tools/hello && echo RAN-STEP-2
+  - mkdir -p /opt/tools && echo "hello from step 2" > /opt/tools/hello && echo RAN-STEP-2 && echo "uid=$(id -u)"
   - |
     set -e
     cat /proc/sys/kernel/random/uuid > /opt/tools/stamp
@@ -138,6 +138,7 @@ for who in root user; do
 	grep -q "^paddock: step 1/3: FROM busybox" "$T/err"; ok $? "$who: step 1 is the base image"
 	grep -q "^paddock: step 2/3: RUN mkdir -p /opt/tools" "$T/err"; ok $? "$who: step 2 is named"
 	grep -q "^    RAN-STEP-2$" "$T/err"; ok $? "$who: step 2's output is shown, indented"
+	grep -q "^    uid=0$" "$T/err"; ok $? "$who: a step runs as root inside its sandbox"
 	grep -q "^    RAN-STEP-3$" "$T/err"; ok $? "$who: step 3 ran"
 	grep -q "^paddock: step 3/3: done (layer sha256:" "$T/err"; ok $? "$who: step 3 made a layer"
 	# What the steps made is the next build's root filesystem.
