@@ -32,6 +32,7 @@ struct seen {
 };
 
 struct walk {
+	dev_t dev; /* the source's filesystem: a mount below it is refused */
 	struct pdk__img_unpack *u;
 	EVP_MD_CTX *sha;
 	struct seen *seen;
@@ -234,8 +235,7 @@ static int copy_dir(struct walk *w, int sfd, int dfd, const char *name, const ch
 
 	if (depth >= DEPTH_MAX)
 		return refuse(w, path, "directories nested too deep", err);
-	if (pdk__img_setid(w->u, path, &mode, err) < 0)
-		return -1;
+	mode = pdk__img_dir_mode(mode);
 	hash_entry(w, path, st, NULL);
 	s = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (s < 0)
@@ -267,6 +267,14 @@ static int copy_one(struct walk *w, int sfd, int dfd, const char *name, const ch
 		return pdk_error_set(err, errno, "%s: cannot read '%s'", w->u->label, path);
 	if (++w->u->entries > (8u << 20))
 		return refuse(w, path, "the layer has too many entries", err);
+	/*
+	 * SECURITY: a mount below the source (a /proc, a bind of a host directory) is not
+	 * the root filesystem's: its files are not copied into an image.
+	 */
+	if (st.st_dev != w->dev)
+		return refuse(w, path,
+			      "another filesystem is mounted there (copy the tree without it)",
+			      err);
 	if (w->u->bytes > w->u->budget ||
 	    pdk__img_cost(S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0) >
 		    w->u->budget - w->u->bytes)
@@ -308,7 +316,13 @@ static int copy_tree(struct walk *w, int sfd, int dfd, const char *prefix, unsig
 int pdk__img_copy_dir(struct pdk__img_unpack *u, int src, EVP_MD_CTX *sha, struct pdk_error **err)
 {
 	struct walk w = {.u = u, .sha = sha};
-	int rc = copy_tree(&w, src, u->root, "", 0, err);
+	struct stat st;
+	int rc;
+
+	if (fstat(src, &st) < 0)
+		return pdk_error_set(err, errno, "%s: cannot read the directory", u->label);
+	w.dev = st.st_dev;
+	rc = copy_tree(&w, src, u->root, "", 0, err);
 
 	for (size_t i = 0; i < w.nseen; i++)
 		free(w.seen[i].path);

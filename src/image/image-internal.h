@@ -11,6 +11,7 @@
 
 #include <openssl/evp.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -122,6 +123,16 @@ bool pdk__img_link_stays(const char *path, const char *target);
 
 /* Bytes an entry of `size` bytes of data takes (4 KiB blocks, 512 for the entry). */
 uint64_t pdk__img_cost(uint64_t size);
+
+/*
+ * A directory's mode as stored: set-group-ID kept (it only makes new files
+ * inherit the directory's group: /var/mail, /var/local in Debian), set-user-ID
+ * dropped (it means nothing on a Linux directory).
+ */
+static inline mode_t pdk__img_dir_mode(mode_t mode)
+{
+	return mode & ~(mode_t)S_ISUID;
+}
 
 /* The store's notice about cleared set-id bits, or the refusal (STRICT). */
 PDK_MUST_CHECK int pdk__img_setid(struct pdk__img_unpack *u, const char *path, mode_t *mode,

@@ -41,8 +41,9 @@
  * device nodes, FIFOs and sockets, member types the reader does not know,
  * and a layer that expands past the store's quota (a decompression bomb is
  * stopped at the entry that crosses it). Set-user-ID and set-group-ID bits
- * are never stored: cleared and each entry named through the store's log,
- * or refused with PDK_IMAGE_STRICT. Nothing of an archive follows a symlink
+ * of files are never stored: cleared and each entry named through the
+ * store's log, or refused with PDK_IMAGE_STRICT (a directory keeps its
+ * set-group-ID bit: group inheritance, no privilege). Nothing of an archive follows a symlink
  * on the host: every file is made with *at() calls below the layer's
  * directory fd, with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS).
  *

@@ -109,6 +109,20 @@ int pdk_image_layer_add_tar(struct pdk_image_store *st, int fd, const char *labe
 	return 0;
 }
 
+/* SECURITY: a source that holds the store would copy the store (and what it is writing) into it. */
+static int check_source_dir(struct pdk_image_store *st, const char *src, struct pdk_error **err)
+{
+	_cleanup_free_ char *canon = pdk_paths_canonical(src);
+	_cleanup_free_ char *store = pdk_paths_canonical(st->dir);
+
+	if (pdk_paths_within(store, canon))
+		return pdk_error_set_field(err, EINVAL, "source",
+					   "'%s' holds the image store '%s': give the root "
+					   "filesystem's own directory",
+					   src, st->dir);
+	return 0;
+}
+
 int pdk__img_layer_dir(struct pdk_image_store *st, const char *src, unsigned flags, char **digest,
 		       struct pdk_image_import_stats *stats, struct pdk_error **err)
 {
@@ -125,7 +139,9 @@ int pdk__img_layer_dir(struct pdk_image_store *st, const char *src, unsigned fla
 		EVP_MD_CTX_free(sha);
 		return pdk_error_set(err, errno, "cannot open the directory '%s'", src);
 	}
-	rc = pdk__img_tmp_layer(st, &dir, &root, err);
+	rc = check_source_dir(st, src, err);
+	if (rc == 0)
+		rc = pdk__img_tmp_layer(st, &dir, &root, err);
 	unpack_init(&u, st, root, flags, src);
 	if (rc == 0)
 		rc = pdk__img_copy_dir(&u, sfd, sha, err);

@@ -570,8 +570,9 @@ static int put_dir(struct pdk__img_unpack *u, int pfd, const char *name, const c
 	mode_t mode = (mode_t)(e->mode & 07777);
 	int rc;
 
-	if (charge(u, path, pdk__img_cost(0), err) < 0 || pdk__img_setid(u, path, &mode, err) < 0)
+	if (charge(u, path, pdk__img_cost(0), err) < 0)
 		return -1;
+	mode = pdk__img_dir_mode(mode);
 	rc = pdk__img_clear(pfd, name, true);
 	if (rc == 0 && mkdirat(pfd, name, 0700) < 0 && errno != EEXIST)
 		rc = -errno;

@@ -8,7 +8,8 @@
  * carries a message; whatever was unpacked stays inside the layer's
  * directory (the directory above it holds nothing but it), holds no
  * device node but an overlayfs whiteout (0:0), no FIFO or socket, no
- * set-id file, and no symlink whose relative target climbs out of it.
+ * set-id file (a set-group-ID directory is no privilege), and no symlink
+ * whose relative target climbs out of it.
  */
 #include "common.h"
 #include "base.h"
@@ -53,7 +54,8 @@ static void check_tree(int dirfd, const char *prefix, unsigned depth)
 			       de->d_name);
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			abort();
-		if ((st.st_mode & (S_ISUID | S_ISGID)) != 0 || S_ISFIFO(st.st_mode) ||
+		if ((st.st_mode & S_ISUID) != 0 ||
+		    ((st.st_mode & S_ISGID) != 0 && !S_ISDIR(st.st_mode)) || S_ISFIFO(st.st_mode) ||
 		    S_ISSOCK(st.st_mode) || S_ISBLK(st.st_mode))
 			abort();
 		if (S_ISCHR(st.st_mode) && st.st_rdev != makedev(0, 0))

@@ -113,6 +113,8 @@ run_checks() {
 	is "$out" "busybox" "$who: nothing a sandbox wrote is in the store's layers"
 	out=$(find "$(state "$who")/images/layers" -name new | wc -l)
 	is "$out" 0 "$who: nor a directory it made"
+	out=$(prun "$who" -w "$ws" --image oci:v1 -- sh -c 'grep -c -e images -e sha256 -e state- /proc/self/mountinfo' 2>/dev/null)
+	is "$out" 0 "$who: mountinfo names neither the store, a digest nor the state directory"
 	# The workspace is there as on the host root.
 	echo in-ws >"$ws/f"
 	out=$(cd "$ws" && prun_cmd "$who" && "${PRUN[@]}" run --image bb-dir -- cat f 2>/dev/null)
@@ -175,6 +177,17 @@ hostile_checks() {
 	for f in /tmp/paddock-hostile-absolute /paddock-hostile-dotdot /tmp/paddock-hostile-through; do
 		[ ! -e "$f" ]; ok $? "$who: nothing was written at $f"
 	done
+	# A directory that holds the store, or a mount below the root filesystem, is refused.
+	out=$(pimg "$who" import "$(dirname "$(state "$who")")" --name whole 2>&1); rc=$?
+	printf '%s' "$out" | grep -q "holds the image store"; is "$rc:$?" "1:0" "$who: a directory holding the store is refused ($out)"
+	if [ "$who" = root ]; then
+		mkdir -p "$T/mnt-root/bin" "$T/mnt-root/proc" && cp "$BUSYBOX" "$T/mnt-root/bin/" &&
+			mount -t proc proc "$T/mnt-root/proc"
+		out=$(pimg root import "$T/mnt-root" --name mnt 2>&1); rc=$?
+		umount "$T/mnt-root/proc"
+		printf '%s' "$out" | grep -qF "entry 'proc' refused: another filesystem is mounted there"
+		is "$rc:$?" "1:0" "root: a filesystem mounted in a rootfs directory is refused, named ($out)"
+	fi
 	# Set-id bits: cleared and named (--strict: refused).
 	out=$(pimg "$who" import "$F/hostile-setuid.tar" --name setid --strict 2>&1); rc=$?
 	printf '%s' "$out" | grep -qF "entry 'bin/su' refused: set-user-ID"; is "$rc:$?" "1:0" "$who: --strict refuses a set-id entry by name ($out)"
