@@ -48,7 +48,7 @@ MAN1DIR = $(PREFIX)/share/man/man1
 DOCDIR = $(PREFIX)/share/doc/paddock
 
 .PHONY: all setup test-setup test-clients-setup test-clients npm-setup bench-setup build run test test-fast fuzz bench format format-check clean \
-	install uninstall check-prefix
+	install uninstall check-prefix test-images
 
 all: build
 
@@ -129,6 +129,15 @@ endif
 # build (clang, with the fuzz targets) is made by tests/run-all.sh beside the first suites.
 test: build test-setup
 	@sh tests/run-all.sh $(BUILD) $(ASAN_BUILD)
+
+# The Debian image of docs/images.md built from a recipe (mmdebstrap, python3, numpy, pandas)
+# and built again from the cache. It reaches the Debian mirror (PADDOCK_TEST_MIRROR, default
+# deb.debian.org), so it is not part of the offline `make test`.
+test-images: build test-setup
+	@t=$$(date +%s); PADDOCK='$(CURDIR)/$(BUILD)/paddock' PADDOCK_INIT='$(CURDIR)/$(BUILD)/paddock-init' \
+		TESTS_DIR='$(CURDIR)/tests' BUILD_DIR='$(CURDIR)/$(BUILD)' \
+		bash tests/integration/images-debian.sh; rc=$$?; \
+		echo "# make test-images: $$(( $$(date +%s) - t )) s"; exit $$rc
 
 check-prefix:
 	@case '$(PREFIX)' in /*) ;; *) echo "PREFIX must be an absolute path, not '$(PREFIX)'"; exit 1;; esac

@@ -53,6 +53,14 @@ int pdk_cmd_port(int argc, char **argv);
 int pdk_cmd_mcp(int argc, char **argv);
 int pdk_cmd_events(int argc, char **argv);
 int pdk_cmd_image(int argc, char **argv);
+/* `paddock image build` (argv[0] is "build"; cmd-image-build.c). */
+int pdk_cmd_image_build(int argc, char **argv);
+struct pdk_image_store;
+/*
+ * Open the state directory's image store with PADDOCK_IMAGE_QUOTA (cmd-image.c). 0, or the
+ * exit status after the error was printed.
+ */
+int pdk_cli_image_store(struct pdk_image_store **st);
 
 /* 1536 -> "1.5 KiB", 12 -> "12 B" (binary units). */
 void pdk_cli_human_size(uint64_t bytes, char *buf, size_t len);

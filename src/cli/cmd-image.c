@@ -56,6 +56,7 @@ static void usage(FILE *out)
 	      "       paddock image inspect IMAGE...\n"
 	      "       paddock image rm IMAGE...\n"
 	      "       paddock image prune\n"
+	      "       paddock image build [--quiet] [--no-cache] RECIPE.yaml\n"
 	      "\n"
 	      "Root filesystems for sandboxes (run --image, create --image, a profile's\n"
 	      "image:), kept as content-addressed layers in the state directory and shared\n"
@@ -79,6 +80,8 @@ static void usage(FILE *out)
 	      "           running sandbox uses is refused\n"
 	      "  prune    remove nameless images no sandbox uses, layers no image uses,\n"
 	      "           and what interrupted imports left\n"
+	      "  build    make an image from a recipe, one cached layer a step, each\n"
+	      "           step in a sandbox (paddock image build --help)\n"
 	      "\n"
 	      "The store's quota is PADDOCK_IMAGE_QUOTA (default 32G).\n"
 	      "\n"
@@ -86,7 +89,7 @@ static void usage(FILE *out)
 	      out);
 }
 
-static int open_store(struct pdk_image_store **st)
+int pdk_cli_image_store(struct pdk_image_store **st)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_settings s;
@@ -385,7 +388,7 @@ static int dispatch(struct pdk_image_store *st, const char *verb, struct image_o
 		return cmd_rm(st, args);
 	if (strcmp(verb, "prune") == 0)
 		return cmd_prune(st, args);
-	pdk_cli_error("image: unknown command '%s' (ls, import, inspect, rm, prune)", verb);
+	pdk_cli_error("image: unknown command '%s' (ls, import, inspect, rm, prune, build)", verb);
 	return PDK_EXIT_POLICY;
 }
 
@@ -401,6 +404,9 @@ int pdk_cmd_image(int argc, char **argv)
 		return argc < 2 ? PDK_EXIT_POLICY : 0;
 	}
 	verb = argv[1];
+	/* build has options of its own (cmd-image-build.c). */
+	if (strcmp(verb, "build") == 0)
+		return pdk_cmd_image_build(argc - 1, argv + 1);
 	optind = 1;
 	while ((c = getopt_long(argc - 1, argv + 1, "hq", long_opts, NULL)) != -1) {
 		if (c == 'h') {
@@ -414,7 +420,7 @@ int pdk_cmd_image(int argc, char **argv)
 			return rc;
 		}
 	}
-	rc = open_store(&st);
+	rc = pdk_cli_image_store(&st);
 	if (rc == 0)
 		rc = dispatch(st, verb, &o, argv + 1 + optind);
 	pdk_image_store_free(st);

@@ -66,6 +66,7 @@ struct pdk_mount_plan {
 	char **image_lowers;
 	char **image_as;
 	char *image_lowerdir; /* image_as as one "lowerdir=" value, for kernels before 6.8 */
+	char *image_rw_dir; /* "/oldroot/..." the kept writable layer's directory; NULL: a tmpfs */
 };
 
 static const char *const op_names[] = {
@@ -207,6 +208,9 @@ static int add_etc(struct pdk_mount_plan *p, const struct pdk_mount_spec *s, str
 	}
 	if (s->root_layers == NULL)
 		add_identity(p, s);
+	/* An image being built keeps its own: whatever is written here becomes a layer. */
+	if (s->root_rw_dir != NULL)
+		return 0;
 	add_file(p, "/etc/hostname", pdk_xasprintf("%s\n", s->hostname));
 	add_file(p, "/etc/hosts",
 		 pdk_xasprintf("127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n",
@@ -535,6 +539,13 @@ static int add_image_root(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 		pdk_strv_push_take(&p->image_as, pdk_xasprintf(IMAGE_LAYERS "/%zu", i));
 	}
 	p->image_lowerdir = join_lowerdir(p->image_as);
+	if (s->root_rw_dir != NULL && s->root_rw_dir[0] != '/')
+		return pdk_error_setx(err, EINVAL,
+				      "image: the writable layer '%s' is not an absolute "
+				      "path",
+				      s->root_rw_dir);
+	if (s->root_rw_dir != NULL)
+		p->image_rw_dir = pdk_xasprintf(OLDROOT "%s", s->root_rw_dir);
 	p->root_opts = s->root_size ? pdk_xasprintf("mode=0755,size=%llu",
 						    (unsigned long long)s->root_size)
 				    : pdk_xstrdup("mode=0755");
@@ -592,6 +603,8 @@ void pdk_mount_plan_print(const struct pdk_mount_plan *plan, FILE *out)
 	for (size_t j = 0; plan->image_lowers != NULL && plan->image_lowers[j] != NULL; j++)
 		fprintf(out, "%-10s / <- %s\n", j == 0 ? "image" : "",
 			plan->image_lowers[j] + strlen(OLDROOT));
+	if (plan->image_rw_dir != NULL)
+		fprintf(out, "%-10s / <- %s\n", "image-rw", plan->image_rw_dir + strlen(OLDROOT));
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct op *o = &plan->ops[i];
 
@@ -632,6 +645,7 @@ void pdk_mount_plan_free(struct pdk_mount_plan *plan)
 	pdk_strv_free(plan->image_lowers);
 	pdk_strv_free(plan->image_as);
 	free(plan->image_lowerdir);
+	free(plan->image_rw_dir);
 	free(plan);
 }
 
@@ -1249,7 +1263,8 @@ static int set_image_lowers(int fs, const struct pdk_mount_plan *plan, struct pd
 /*
  * The image's layers under neutral names (SECURITY: the overlay's options
  * in /proc/self/mountinfo name no host path, not the state directory), and
- * the sandbox's writable layer on a tmpfs of its own.
+ * the sandbox's writable layer on a tmpfs of its own (or, for an image
+ * being built, the caller's directory bound at the same neutral name).
  */
 static int image_parts(const struct pdk_mount_plan *plan, struct pdk_child_error *ce)
 {
@@ -1263,8 +1278,16 @@ static int image_parts(const struct pdk_mount_plan *plan, struct pdk_child_error
 			return fail(ce, "cannot bind the image layer", plan->image_lowers[i],
 				    plan->image_as[i]);
 	}
-	if (mkdir(IMAGE_RW, 0700) < 0 ||
-	    mount("tmpfs", IMAGE_RW, "tmpfs", MS_NOSUID | MS_NODEV, plan->root_opts) < 0)
+	if (mkdir(IMAGE_RW, 0700) < 0)
+		return fail(ce, "cannot create", IMAGE_RW, NULL);
+	/* An image being built: the caller's directory, with its upper and work, is the layer. */
+	if (plan->image_rw_dir != NULL) {
+		if (mount(plan->image_rw_dir, IMAGE_RW, NULL, MS_BIND, NULL) < 0)
+			return fail(ce, "cannot bind the image's writable layer",
+				    plan->image_rw_dir, IMAGE_RW);
+		return 0;
+	}
+	if (mount("tmpfs", IMAGE_RW, "tmpfs", MS_NOSUID | MS_NODEV, plan->root_opts) < 0)
 		return fail(ce, "cannot mount the image's writable layer on", IMAGE_RW, NULL);
 	if (mkdir(IMAGE_RW "/upper", 0755) < 0 || chmod(IMAGE_RW "/upper", 0755) < 0 ||
 	    mkdir(IMAGE_RW "/work", 0700) < 0)

@@ -73,6 +73,15 @@ struct pdk_mount_spec {
 	 */
 	char *const *root_layers;
 	uint64_t root_size;
+	/*
+	 * An image being built (session/build.h): the writable layer is the host
+	 * directory `root_rw_dir`, which holds `upper` and `work` (overlayfs'),
+	 * instead of a tmpfs, and the caller keeps it: `upper` becomes the step's
+	 * layer. No file of paddock's own (/etc/hostname, /etc/hosts,
+	 * /etc/resolv.conf) is written into such a root: it would become part of
+	 * the image. NULL: a tmpfs.
+	 */
+	const char *root_rw_dir;
 };
 
 struct pdk_mount_plan;

@@ -275,6 +275,7 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		.own_net = (sb->ns_flags & CLONE_NEWNET) != 0,
 		.root_layers = cfg->image_layers,
 		.root_size = cfg->image_root_size,
+		.root_rw_dir = cfg->image_rw_dir,
 	};
 
 	if (cfg->ws_mode == PDK_WS_OVERLAY && cfg->workspace != NULL) {

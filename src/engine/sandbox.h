@@ -64,6 +64,11 @@ struct pdk_sandbox_config {
 	char *const *image_layers;
 	uint64_t image_root_size;
 	/*
+	 * An image being built: a host directory holding the writable layer's
+	 * `upper` and `work`, kept by the caller (mount.h); NULL: a tmpfs.
+	 */
+	const char *image_rw_dir;
+	/*
 	 * The ids of the sandbox's user inside (an image's `user`), mapped to
 	 * the caller's: only when user_set; else the caller's own, 1:1.
 	 */

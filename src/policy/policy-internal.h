@@ -152,6 +152,12 @@ struct pdk__policy_walk {
 	struct pdk__policy_sink *sink;
 	const struct pdk__policy_source *src;
 	struct pdk_policy *pol; /* being built; owned by the walk */
+	/*
+	 * What the fields' offsets point into: `pol` for a profile, a struct
+	 * pdk_recipe for a build recipe (recipe.c), which has tables of its own
+	 * and reuses the kinds of values (strings, lists, env) of this walk.
+	 */
+	void *obj;
 };
 
 struct pdk__policy_emitter; /* policy-dump.c, below */
@@ -181,7 +187,7 @@ struct pdk__policy_table {
 	size_t n;
 };
 
-/* The member of policy `p` that field `f` names, as a `type *`. */
+/* The member of `p` (a policy, or the walk's obj) that field `f` names, as a `type *`. */
 #define PDK__POLICY_MEMBER(f, type, p)  ((type *)(void *)((char *)(p) + (f)->off))
 #define PDK__POLICY_CMEMBER(f, type, p) ((type const *)(const void *)((const char *)(p) + (f)->off))
 
@@ -208,6 +214,29 @@ bool pdk__policy_strv_has(char *const *v, const char *s);
 
 /* What a profile without `extends` starts from: nothing allowed but /tmp. New. */
 struct pdk_policy *pdk__policy_new(void);
+
+/*
+ * Walk mapping `n` (at dotted `path`) with table `t` over w->obj: every key
+ * is looked up in the table (an unknown or duplicate key is a diagnostic)
+ * and its value handed to the field's parser.
+ */
+void pdk__policy_walk_map(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
+			  const char *path, const struct pdk__policy_table *t);
+
+/* The simple kinds, for other tables (recipe.c): f->arg unused but for parse_map. */
+void pdk__policy_parse_map(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
+			   const char *path, const struct pdk__policy_field *f); /* f->arg: table */
+void pdk__policy_parse_name(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
+			    const char *path, const struct pdk__policy_field *f);
+void pdk__policy_parse_text(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
+			    const char *path, const struct pdk__policy_field *f);
+void pdk__policy_parse_env(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
+			   const char *path, const struct pdk__policy_field *f);
+
+/* The file's text, read as a profile is (a regular file of at most `max` bytes, plus one
+ * byte so that the caller can tell it is too long); `what` names it in errors ("profile"). */
+PDK_MUST_CHECK int pdk__policy_read_file(const char *path, const char *what, size_t max, char **out,
+					 size_t *len, struct pdk_error **err);
 
 /*
  * Walk a document's root mapping over w->pol (the defaults or the base

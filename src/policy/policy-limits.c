@@ -147,9 +147,9 @@ void pdk__policy_parse_limit(struct pdk__policy_walk *w, const struct pdk__polic
 		return;
 	}
 	if (ls->kind == PDK__POLICY_LIM_CPU)
-		*PDK__POLICY_MEMBER(f, uint32_t, w->pol) = (uint32_t)v;
+		*PDK__POLICY_MEMBER(f, uint32_t, w->obj) = (uint32_t)v;
 	else
-		*PDK__POLICY_MEMBER(f, uint64_t, w->pol) = v;
+		*PDK__POLICY_MEMBER(f, uint64_t, w->obj) = v;
 }
 
 void pdk__policy_emit_limit(struct pdk__policy_emitter *e, const struct pdk_policy *p,

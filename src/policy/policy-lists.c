@@ -256,7 +256,7 @@ static void parse_seq(struct pdk__policy_walk *w, const struct pdk__policy_node 
 		      const char *path, const struct pdk__policy_field *f, int max, item_fn item)
 {
 	_cleanup_strv_ char **v = NULL;
-	char ***dst = PDK__POLICY_MEMBER(f, char **, w->pol);
+	char ***dst = PDK__POLICY_MEMBER(f, char **, w->obj);
 	bool ok = true;
 
 	if (n->type != PDK__POLICY_SEQ) {

@@ -58,6 +58,7 @@ static struct pdk_policy *walk_root(struct pdk__policy_walk *w, const struct pdk
 		return NULL;
 	}
 	w->pol = base_policy(w, root);
+	w->obj = w->pol;
 	pdk__policy_walk(w, root);
 	return steal_ptr(&w->pol);
 }
@@ -232,11 +233,12 @@ static int check_chain(const char *id, const char *name, const struct pdk__polic
 }
 
 /*
- * Read a profile file. O_NONBLOCK and the regular-file check keep a FIFO or
- * a device named by `extends` from blocking or streaming forever; one byte
- * more than MAX_PROFILE_BYTES is read so that parse_doc() can report the size.
+ * Read a profile (or a build recipe: recipe.c). O_NONBLOCK and the regular-file check keep a FIFO
+ * or a device named by `extends` from blocking or streaming forever; one byte more than `max` is
+ * read so that the parser can report the size.
  */
-static int read_profile(const char *path, char **out, size_t *len, struct pdk_error **err)
+int pdk__policy_read_file(const char *path, const char *what, size_t max, char **out, size_t *len,
+			  struct pdk_error **err)
 {
 	_cleanup_close_ int fd =
 		TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
@@ -245,15 +247,15 @@ static int read_profile(const char *path, char **out, size_t *len, struct pdk_er
 	ssize_t n;
 
 	if (fd < 0)
-		return pdk_error_set(err, errno, "cannot open profile '%s'", path);
+		return pdk_error_set(err, errno, "cannot open %s '%s'", what, path);
 	if (fstat(fd, &st) < 0)
-		return pdk_error_set(err, errno, "cannot stat profile '%s'", path);
+		return pdk_error_set(err, errno, "cannot stat %s '%s'", what, path);
 	if (!S_ISREG(st.st_mode))
-		return pdk_error_setx(err, EINVAL, "profile '%s' is not a regular file", path);
-	buf = pdk_xmalloc(MAX_PROFILE_BYTES + 2);
-	n = pdk_read_all(fd, buf, MAX_PROFILE_BYTES + 1);
+		return pdk_error_setx(err, EINVAL, "%s '%s' is not a regular file", what, path);
+	buf = pdk_xmalloc(max + 2);
+	n = pdk_read_all(fd, buf, max + 1);
 	if (n < 0)
-		return pdk_error_set(err, (int)-n, "cannot read profile '%s'", path);
+		return pdk_error_set(err, (int)-n, "cannot read %s '%s'", what, path);
 	buf[n] = '\0';
 	*len = (size_t)n;
 	*out = steal_ptr(&buf);
@@ -281,7 +283,7 @@ static struct pdk_policy *load_ref(struct pdk__policy_sink *s, const char *ref, 
 	if (check_chain(id, name, up, err) < 0)
 		return NULL;
 	if (text == NULL) {
-		if (read_profile(name, &data, &len, err) < 0)
+		if (pdk__policy_read_file(name, "profile", MAX_PROFILE_BYTES, &data, &len, err) < 0)
 			return NULL;
 		text = data;
 		own_dir = dir_of(name);

@@ -152,8 +152,8 @@ static void walk_pair(struct pdk__policy_walk *w, const struct pdk__policy_node 
 	f->parse(w, val, sub, f);
 }
 
-static void walk_map(struct pdk__policy_walk *w, const struct pdk__policy_node *n, const char *path,
-		     const struct pdk__policy_table *t)
+void pdk__policy_walk_map(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
+			  const char *path, const struct pdk__policy_table *t)
 {
 	int first[MAX_FIELDS] = {0}; /* line where each key was first seen */
 
@@ -167,10 +167,10 @@ static void walk_map(struct pdk__policy_walk *w, const struct pdk__policy_node *
 
 /* ---- mappings, strings, booleans ---- */
 
-static void parse_map(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
-		      const char *path, const struct pdk__policy_field *f)
+void pdk__policy_parse_map(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
+			   const char *path, const struct pdk__policy_field *f)
 {
-	walk_map(w, n, path, f->arg);
+	pdk__policy_walk_map(w, n, path, f->arg);
 }
 
 /* `extends` is read before the walk (see base_policy()). */
@@ -198,8 +198,8 @@ static bool has_control(const char *s)
 	return false;
 }
 
-static void parse_name(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
-		       const char *path, const struct pdk__policy_field *f)
+void pdk__policy_parse_name(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
+			    const char *path, const struct pdk__policy_field *f)
 {
 	const char *s = pdk__policy_want_string(w, n, path, "a profile name");
 
@@ -210,12 +210,12 @@ static void parse_name(struct pdk__policy_walk *w, const struct pdk__policy_node
 				PDK__POLICY_MAX_NAME);
 		return;
 	}
-	set_str(PDK__POLICY_MEMBER(f, char *, w->pol), s);
+	set_str(PDK__POLICY_MEMBER(f, char *, w->obj), s);
 }
 
 /* Free text; null clears it. */
-static void parse_text(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
-		       const char *path, const struct pdk__policy_field *f)
+void pdk__policy_parse_text(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
+			    const char *path, const struct pdk__policy_field *f)
 {
 	const char *s = NULL;
 
@@ -224,7 +224,7 @@ static void parse_text(struct pdk__policy_walk *w, const struct pdk__policy_node
 		if (s == NULL)
 			return;
 	}
-	set_str(PDK__POLICY_MEMBER(f, char *, w->pol), s);
+	set_str(PDK__POLICY_MEMBER(f, char *, w->obj), s);
 }
 
 /* The workspace path may be relative (the CLI resolves it); null means the cwd. */
@@ -247,7 +247,7 @@ static void parse_ws_path(struct pdk__policy_walk *w, const struct pdk__policy_n
 			return;
 		}
 	}
-	set_str(PDK__POLICY_MEMBER(f, char *, w->pol), s);
+	set_str(PDK__POLICY_MEMBER(f, char *, w->obj), s);
 }
 
 static bool valid_label(const char *s, size_t len)
@@ -294,7 +294,7 @@ static void parse_hostname(struct pdk__policy_walk *w, const struct pdk__policy_
 			"a hostname of at most 64 characters (letters, digits, '-' and '.'; RFC 1123)");
 		return;
 	}
-	set_str(PDK__POLICY_MEMBER(f, char *, w->pol), s);
+	set_str(PDK__POLICY_MEMBER(f, char *, w->obj), s);
 }
 
 /* An image reference: a name or digest of the image store, printable, at most 255 bytes. */
@@ -317,7 +317,7 @@ static void parse_image(struct pdk__policy_walk *w, const struct pdk__policy_nod
 				     "printable characters");
 		return;
 	}
-	set_str(PDK__POLICY_MEMBER(f, char *, w->pol), s);
+	set_str(PDK__POLICY_MEMBER(f, char *, w->obj), s);
 }
 
 static bool parse_bool_text(const char *s, bool *out)
@@ -351,7 +351,7 @@ static void parse_bool(struct pdk__policy_walk *w, const struct pdk__policy_node
 		pdk__policy_expected(w, n, path, "true or false");
 		return;
 	}
-	*PDK__POLICY_MEMBER(f, bool, w->pol) = v;
+	*PDK__POLICY_MEMBER(f, bool, w->obj) = v;
 }
 
 static void emit_map(struct pdk__policy_emitter *e, const struct pdk_policy *p,
@@ -404,7 +404,7 @@ static void parse_enum(struct pdk__policy_walk *w, const struct pdk__policy_node
 	if (s == NULL)
 		return;
 	if (pdk__policy_enum_value(e, s, &v))
-		memcpy(PDK__POLICY_MEMBER(f, int, w->pol), &v, sizeof(int));
+		memcpy(PDK__POLICY_MEMBER(f, int, w->obj), &v, sizeof(int));
 	else
 		pdk__policy_expected(w, n, path, what);
 }
@@ -485,7 +485,7 @@ static void parse_best_effort(struct pdk__policy_walk *w, const struct pdk__poli
 		ok = be_item(w, n->kids[i], sub, &flags) && ok;
 	}
 	if (ok)
-		*PDK__POLICY_MEMBER(f, unsigned, w->pol) = flags;
+		*PDK__POLICY_MEMBER(f, unsigned, w->obj) = flags;
 }
 
 static void emit_best_effort(struct pdk__policy_emitter *e, const struct pdk_policy *p,
@@ -552,8 +552,8 @@ static void env_pair(struct pdk__policy_walk *w, const struct pdk__policy_node *
 }
 
 /* Variables merge with the inherited ones, key by key. */
-static void parse_env(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
-		      const char *path, const struct pdk__policy_field *f)
+void pdk__policy_parse_env(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
+			   const char *path, const struct pdk__policy_field *f)
 {
 	if (n->type != PDK__POLICY_MAP) {
 		pdk__policy_expected(w, n, path, "a mapping of NAME: value");
@@ -564,7 +564,7 @@ static void parse_env(struct pdk__policy_walk *w, const struct pdk__policy_node 
 		return;
 	}
 	for (size_t i = 0; i + 1 < n->n; i += 2)
-		env_pair(w, n, i, path, PDK__POLICY_MEMBER(f, char **, w->pol));
+		env_pair(w, n, i, path, PDK__POLICY_MEMBER(f, char **, w->obj));
 }
 
 static void emit_env(struct pdk__policy_emitter *e, const struct pdk_policy *p,
@@ -598,7 +598,7 @@ static const struct pdk__policy_field workspace_fields[] = {
 static const struct pdk__policy_table workspace_table = TABLE(workspace_fields);
 
 static const struct pdk__policy_field fs_fields[] = {
-	{"workspace", parse_map, emit_map, 0, &workspace_table},
+	{"workspace", pdk__policy_parse_map, emit_map, 0, &workspace_table},
 	{"read_only", pdk__policy_parse_list, pdk__policy_emit_list, OFF(read_only),
 	 &pdk__policy_abs_paths},
 	{"read_write", pdk__policy_parse_list, pdk__policy_emit_list, OFF(read_write),
@@ -677,16 +677,16 @@ static const struct pdk__policy_table audit_table = TABLE(audit_fields);
 
 static const struct pdk__policy_field top_fields[] = {
 	{"extends", parse_skip, NULL, 0, NULL},
-	{"name", parse_name, emit_string, OFF(name), NULL},
-	{"description", parse_text, emit_string, OFF(description), NULL},
-	{"filesystem", parse_map, emit_map, 0, &fs_table},
-	{"network", parse_map, emit_map, 0, &net_table},
-	{"limits", parse_map, emit_map, 0, &limit_table},
+	{"name", pdk__policy_parse_name, emit_string, OFF(name), NULL},
+	{"description", pdk__policy_parse_text, emit_string, OFF(description), NULL},
+	{"filesystem", pdk__policy_parse_map, emit_map, 0, &fs_table},
+	{"network", pdk__policy_parse_map, emit_map, 0, &net_table},
+	{"limits", pdk__policy_parse_map, emit_map, 0, &limit_table},
 	{"best_effort", parse_best_effort, emit_best_effort, OFF(best_effort), NULL},
-	{"process", parse_map, emit_map, 0, &process_table},
-	{"audit", parse_map, emit_map, 0, &audit_table},
+	{"process", pdk__policy_parse_map, emit_map, 0, &process_table},
+	{"audit", pdk__policy_parse_map, emit_map, 0, &audit_table},
 	{"hostname", parse_hostname, emit_string, OFF(hostname), NULL},
-	{"env", parse_env, emit_env, OFF(env), NULL},
+	{"env", pdk__policy_parse_env, emit_env, OFF(env), NULL},
 	{"image", parse_image, emit_string, OFF(image), NULL},
 };
 const struct pdk__policy_table pdk__policy_top = TABLE(top_fields);
@@ -743,7 +743,7 @@ static void finish(struct pdk__policy_walk *w)
 
 void pdk__policy_walk(struct pdk__policy_walk *w, const struct pdk__policy_node *root)
 {
-	walk_map(w, root, "", &pdk__policy_top);
+	pdk__policy_walk_map(w, root, "", &pdk__policy_top);
 	finish(w);
 }
 

@@ -6,8 +6,9 @@
  * overrides are applied on top. docs/policy.md documents the schema.
  * The network-rule syntax (network.allow, network.credentials) is
  * netrule.h, and what a caller changes of a profile for one sandbox is
- * overrides.h; both are included here: the policy layer's public header is
- * this one.
+ * overrides.h, and a build recipe (`paddock image build`, read with the
+ * same machinery) is recipe.h; all are included here: the policy layer's
+ * public header is this one.
  *
  * Layer contract: stands on base/ alone. Pure but for reading profile
  * files (never the environment: the user's profile directory is given);
@@ -157,7 +158,8 @@ PDK_MUST_CHECK int pdk_policy_dump(const struct pdk_policy *p, FILE *out, struct
 const char *pdk_policy_ws_mode_name(enum pdk_ws_mode m);
 const char *pdk_policy_net_mode_name(enum pdk_net_mode m);
 
-/* Last: overrides.h uses the types above. */
+/* Last: overrides.h and recipe.h use the types above. */
 #include "overrides.h"
+#include "recipe.h"
 
 #endif

@@ -365,6 +365,7 @@ int pdk_session_start(struct pdk_session *s, struct pdk_error **err)
 		.uid = s->uid,
 		.gid = s->gid,
 		.image_root_size = s->policy->limits.disk,
+		.image_rw_dir = o->image_rw_dir,
 		.image = s->policy->image,
 		.image_digest = s->image ? pdk_image_digest(s->image) : NULL,
 	};

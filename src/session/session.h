@@ -90,6 +90,13 @@ struct pdk_session_opts {
 	const char *cwd; /* inside; NULL: the image's working directory, the workspace, else "/" */
 	char *const *extra_ro;
 	char *const *extra_rw;
+	/*
+	 * An image being built (build.h): the root's writable layer is this host
+	 * directory (holding `upper` and `work`), kept after the sandbox ends,
+	 * and nothing of paddock's own is written into the root
+	 * (engine/mount.h). NULL: a tmpfs of the sandbox's own.
+	 */
+	const char *image_rw_dir;
 };
 
 /* The steps, in order. A failure names its step. */
@@ -205,5 +212,8 @@ struct pdk_events *pdk_session_events(const struct pdk_session *s); /* NULL: no 
 struct pdk_sandbox *pdk_session_sandbox(const struct pdk_session *s); /* NULL: not running */
 /* The image the sandbox runs on (held while the session lives); NULL: the host's root. */
 const struct pdk_image *pdk_session_image(const struct pdk_session *s);
+
+/* Last: the image builder (build.h) runs sessions. */
+#include "build.h"
 
 #endif

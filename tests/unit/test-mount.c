@@ -226,6 +226,51 @@ Test(mount, identity_files_are_generated)
 	pdk_policy_free(p);
 }
 
+/*
+ * An image being built: its writable layer is the caller's directory, and
+ * paddock writes none of its own files (/etc/hostname, /etc/hosts,
+ * /etc/resolv.conf) into the root, where they would become the step's layer.
+ */
+Test(mount, image_being_built_keeps_its_writable_layer_and_gets_no_files)
+{
+	struct pdk_policy *p = policy();
+	struct pdk_mount_spec s = spec_for(p, NULL);
+	char *const layers[] = {"/state/layers/b/root", "/state/layers/a/root", NULL};
+	char *text;
+
+	s.ws_mode = PDK_WS_NONE;
+	s.own_net = true;
+	s.root_layers = layers;
+	text = plan_text(&s);
+	cr_assert_geq(line_of(text, "file", "/etc/hostname"), 0, "%s", text);
+	cr_assert_eq(line_of(text, "image-rw", "/"), -1, "%s", text);
+	free(text);
+	s.root_rw_dir = "/state/images/build/tmp/x";
+	text = plan_text(&s);
+	cr_assert_geq(line_of(text, "image-rw", "/ <- /state/images/build/tmp/x"), 0, "%s", text);
+	cr_assert_eq(line_of(text, "file", "/etc/hostname"), -1, "%s", text);
+	cr_assert_eq(line_of(text, "file", "/etc/hosts"), -1, "%s", text);
+	cr_assert_eq(line_of(text, "file", "/etc/resolv.conf"), -1, "%s", text);
+	cr_assert_gt(line_of(text, "tmpfs", "/tmp "), 0, "%s", text);
+	free(text);
+	pdk_policy_free(p);
+}
+
+Test(mount, image_being_built_needs_an_absolute_writable_layer)
+{
+	struct pdk_policy *p = policy();
+	struct pdk_mount_spec s = spec_for(p, NULL);
+	char *const layers[] = {"/l", NULL};
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	s.ws_mode = PDK_WS_NONE;
+	s.root_layers = layers;
+	s.root_rw_dir = "relative/x";
+	cr_assert_null(pdk_mount_plan_new(&s, NULL, &err));
+	cr_assert_not_null(strstr(err->msg, "the writable layer 'relative/x'"), "%s", err->msg);
+	pdk_policy_free(p);
+}
+
 Test(mount, file_binds_land_read_only_on_top_of_their_directory)
 {
 	struct pdk_error *err = NULL;
