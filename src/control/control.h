@@ -134,6 +134,14 @@ size_t pdk_ctl_sandbox_count(struct pdk_ctl *c);
  */
 bool pdk_ctl_name_ok(const char *s);
 
+/*
+ * Whether `ref` names an image in the state directory's image store (a
+ * name, a digest or a unique digest prefix: pdk_image_lookup()). False when
+ * there is none, or the store cannot be read: the caller then treats `ref`
+ * as something else (a profile), whose own lookup reports what is missing.
+ */
+bool pdk_ctl_image_known(struct pdk_ctl *c, const char *ref);
+
 /* ---- the Sandbox view (view.c) ---- */
 
 /* One named figure: "commands", "wall_ns", "memory_current", "output_bytes"... */

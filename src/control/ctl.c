@@ -6,6 +6,7 @@
 #include "audit.h"
 #include "base.h"
 #include "control-internal.h"
+#include "image.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -52,6 +53,22 @@ bool pdk_ctl_name_ok(const char *s)
 		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.' && *s != '-')
 			return false;
 	return true;
+}
+
+bool pdk_ctl_image_known(struct pdk_ctl *c, const char *ref)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_image_store *st = NULL;
+	struct pdk_image *img = NULL;
+	bool known;
+
+	if (pdk_image_store_open(&(struct pdk_image_store_opts){.state_dir = c->state_dir}, &st,
+				 &err) < 0)
+		return false;
+	known = pdk_image_lookup(st, ref, &img, &err) == 0;
+	pdk_image_free(img);
+	pdk_image_store_free(st);
+	return known;
 }
 
 size_t pdk_ctl_sandbox_count(struct pdk_ctl *c)

@@ -21,6 +21,7 @@
 /* What a NewSandbox body becomes (every member owned). */
 struct create_req {
 	char *profile;
+	char *image;       /* the root's image (templateID names one), or NULL */
 	json_t *labels;    /* metadata + the front door's own labels */
 	json_t *env;       /* envVars, or NULL */
 	json_t *overrides; /* the network, or NULL */
@@ -30,6 +31,7 @@ struct create_req {
 static void create_req_release(struct create_req *c)
 {
 	free(c->profile);
+	free(c->image);
 	json_decref(c->labels);
 	json_decref(c->env);
 	json_decref(c->overrides);
@@ -75,11 +77,14 @@ static int string_map(json_t *v, const char *field, size_t max, size_t kmax, siz
 }
 
 /*
- * templateID: a profile's name; E2B's "base" and "code-interpreter-v1" (the
- * code interpreter SDK's default) are paddock's default profile: the
- * interpreter is started in the sandbox on first use (envd-port.c).
+ * templateID: an image of the daemon's store (run with the default profile),
+ * else a profile's name (which may name an image of its own); E2B's "base"
+ * and "code-interpreter-v1" (the code interpreter SDK's default) are
+ * paddock's default profile on the host's root: the interpreter is started
+ * in the sandbox on first use (envd-port.c).
  */
-static int template_of(json_t *body, struct create_req *c, struct pdk_error **err)
+static int template_of(struct pdk_ctl *ctl, json_t *body, struct create_req *c,
+		       struct pdk_error **err)
 {
 	const char *t = json_string_value(json_object_get(body, "templateID"));
 
@@ -88,8 +93,14 @@ static int template_of(json_t *body, struct create_req *c, struct pdk_error **er
 	if (!pdk_ctl_name_ok(t))
 		return bad(err, "templateID", "templateID '%s' is no profile name ([A-Za-z0-9_.-])",
 			   t);
-	c->profile = pdk_xstrdup(
-		strcmp(t, "base") == 0 || strcmp(t, "code-interpreter-v1") == 0 ? "default" : t);
+	if (strcmp(t, "base") == 0 || strcmp(t, "code-interpreter-v1") == 0) {
+		c->profile = pdk_xstrdup("default");
+	} else if (pdk_ctl_image_known(ctl, t)) {
+		c->profile = pdk_xstrdup("default");
+		c->image = pdk_xstrdup(t);
+	} else {
+		c->profile = pdk_xstrdup(t);
+	}
 	json_object_set_new(c->labels, PDK__E2B_LABEL_TEMPLATE, json_string(t));
 	return 0;
 }
@@ -321,11 +332,12 @@ static int fields_known(json_t *body, struct pdk_error **err)
 	return 0;
 }
 
-static int parse_create(json_t *body, const char *key, struct create_req *c, struct pdk_error **err)
+static int parse_create(struct pdk_ctl *ctl, json_t *body, const char *key, struct create_req *c,
+			struct pdk_error **err)
 {
 	*c = (struct create_req){.labels = json_object()};
 	json_object_set_new(c->labels, PDK__E2B_LABEL_KEY, json_string(key));
-	if (fields_known(body, err) < 0 || template_of(body, c, err) < 0 ||
+	if (fields_known(body, err) < 0 || template_of(ctl, body, c, err) < 0 ||
 	    metadata_of(body, c, err) < 0 || env_of(body, c, err) < 0 ||
 	    timeout_of(body, c, err) < 0 || network_of(body, c, err) < 0 ||
 	    refused_of(body, err) < 0)
@@ -352,13 +364,14 @@ void pdk__e2b_route_create(struct pdk__e2b_req *r)
 
 	if (pdk__e2b_json_body(r, &body) < 0)
 		return;
-	if (parse_create(body, r->key, &c, &err) < 0) {
+	if (parse_create(r->e->ctl, body, r->key, &c, &err) < 0) {
 		create_req_release(&c);
 		pdk__e2b_plane_error(r->req, err);
 		return;
 	}
 	pdk__e2b_record(r, "POST /sandboxes", NULL);
 	cc = (struct pdk_ctl_create){.profile = c.profile,
+				     .image = c.image,
 				     .overrides = c.overrides,
 				     .env = c.env,
 				     .labels = c.labels,

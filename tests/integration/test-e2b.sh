@@ -162,6 +162,20 @@ audit() {
 	ok $? "$who: paddock audit verify: the chain holds"
 }
 
+# template_image WHO: a busybox root imported as the image "e2bimg"; the SDK asks for it by
+# templateID.
+template_image() {
+	local who=$1 d="$T/bbimg-$who"
+	mkdir -p "$d/bin" "$d/etc" "$d/tmp"
+	cp /bin/busybox "$d/bin/busybox"
+	ln -s busybox "$d/bin/sh"
+	echo e2b-image >"$d/etc/image-name"
+	chmod -R a+rX "$d"
+	pc "$who" image import -q "$d" --name e2bimg >"$T/import-$who" 2>&1
+	ok $? "$who: a busybox root is imported as image e2bimg ($(tail -c 200 "$T/import-$who"))"
+	sdk "$who" template.mjs
+}
+
 e2b_tests() {
 	local who=$1
 	ADDR=127.0.0.1:$(free_port)
@@ -169,6 +183,7 @@ e2b_tests() {
 	ok $? "$who: the daemon starts on $ADDR"
 	keys "$who"
 	sdk "$who" plane.mjs
+	template_image "$who"
 	mkdir -p "$T/upload/a/b" "$T/upload/c"
 	printf 'one\n' >"$T/upload/top.txt"
 	printf 'two\n' >"$T/upload/a/two.txt"
