@@ -638,6 +638,23 @@ check_serve_folds_runs() {
 	is "$?" 0 "$who: serve fold: audit verify exits 0"
 	serve_stop "$who"
 	is "$SERVE_RC" 0 "$who: serve fold: clean stop"
+	# 20 runs while no daemon serves (more than one tick's 16): a daemon started later folds
+	# them all, over its first ticks.
+	for i in $(seq 1 20); do sfold_run "$who" true || break; done
+	is "$(find "$st/audit-spool" -name '*.jsonl' | wc -l)" 20 "$who: serve fold: 20 runs without a daemon leave 20 spools"
+	serve_start "$who" || { ok 1 "$who: serve fold: the daemon starts again"; return; }
+	for i in $(seq 1 200); do
+		[ "$(find "$st/audit-spool" -name '*.jsonl' | wc -l)" = 0 ] && break
+		sleep 0.1
+	done
+	is "$(find "$st/audit-spool" -name '*.jsonl' | wc -l)" 0 "$who: serve fold: the restarted daemon folds all 20"
+	is "$(sfold_sql "$who" "SELECT COUNT(DISTINCT sandbox) FROM events WHERE kind = 'process.exec'
+		AND CAST(line AS TEXT) LIKE '%\"true\"%'")" 21 "$who: serve fold: each of the 21 runs of true is in the store"
+	out=$(as "$who" "$T/bin/paddock" audit verify --json)
+	is "$(echo "$out" | jq -c '[.ok, .head_seq == .signed_seq, .unfolded_records]')" "[true,true,0]" \
+		"$who: serve fold: the chain verifies, its head signed, nothing left unfolded"
+	serve_stop "$who"
+	is "$SERVE_RC" 0 "$who: serve fold: clean stop after the second start"
 }
 
 check_usage() {
