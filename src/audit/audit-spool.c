@@ -352,13 +352,19 @@ static int list_spools(const char *state_dir, int *dfd, char ***names, struct pd
 
 int pdk_audit_fold(struct pdk_audit *a, struct pdk_audit_fold *res, struct pdk_error **err)
 {
+	return pdk_audit_fold_some(a, UINT64_MAX, res, err);
+}
+
+int pdk_audit_fold_some(struct pdk_audit *a, uint64_t max_spools, struct pdk_audit_fold *res,
+			struct pdk_error **err)
+{
 	_cleanup_strv_ char **names = NULL;
 	_cleanup_close_ int dirfd = -1;
 
 	*res = (struct pdk_audit_fold){0};
 	if (list_spools(a->state_dir, &dirfd, &names, err) < 0)
 		return -EIO;
-	for (size_t i = 0; names != NULL && names[i] != NULL; i++)
+	for (size_t i = 0; names != NULL && names[i] != NULL && res->spools < max_spools; i++)
 		if (fold_entry(a, dirfd, names[i], res, err) < 0)
 			return pdk_error_wrap(err, "audit: fold the run spools");
 	/*

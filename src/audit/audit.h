@@ -285,6 +285,14 @@ struct pdk_audit_fold {
 PDK_MUST_CHECK int pdk_audit_fold(struct pdk_audit *a, struct pdk_audit_fold *res,
 				  struct pdk_error **err);
 
+/*
+ * pdk_audit_fold() of at most `max_spools` spools (those first by name), so
+ * that a caller with others to answer (the daemon's tick) keeps each pass
+ * short; the rest wait for the next pass. The head is signed the same way.
+ */
+PDK_MUST_CHECK int pdk_audit_fold_some(struct pdk_audit *a, uint64_t max_spools,
+				       struct pdk_audit_fold *res, struct pdk_error **err);
+
 /* One spool not folded yet, borrowed for the callback. */
 struct pdk_audit_spool {
 	const char *name; /* ID.jsonl */

@@ -36,6 +36,9 @@ struct pdk_ctl {
 	struct pdk_ctl_handle *handles; /* the handles front doors gave their clients (handles.c) */
 	char *own_dir;                  /* lock, store and key: state_dir or a private directory */
 	char *actor;                    /* its events' actor */
+	struct event *fold_ev;          /* the fold of the run spools after a tick (ingest.c) */
+	unsigned fold_held;             /* ticks the fold waited for running execs */
+	char *fold_err;                 /* the last fold's error, logged once (NULL: none) */
 };
 
 /* handles.c: forget every handle (the control object's end). */
@@ -230,6 +233,8 @@ void pdk__sb_ingest(struct pdk_ctl_sb *sb);
 void pdk__sb_ingest_later(struct pdk_ctl_sb *sb);
 /* An exec of `sb` answered: a held-back ingest runs right after the answer is written. */
 void pdk__sb_ingest_soon(struct pdk_ctl_sb *sb);
+/* The tick: fold the run spools that wait (paddock run's records) into the audit store. */
+void pdk__ctl_fold_runs(struct pdk_ctl *c);
 
 /* ---- events.c ---- */
 /* Hand audit records after c->fanout_seq to the subscribers. */

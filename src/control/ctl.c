@@ -221,6 +221,7 @@ void pdk_ctl_tick(struct pdk_ctl *c)
 	sandboxes_tick(c, pdk_now_real_ns(), pdk_now_mono_ns());
 	pdk__pools_tick(c);
 	pdk__ctl_fanout(c); /* records other writers (paddock run) appended */
+	pdk__ctl_fold_runs(c);
 }
 
 /* ---- the end ---- */
@@ -254,6 +255,9 @@ void pdk_ctl_free(struct pdk_ctl *c)
 	pdk__sb_free_all(c);
 	if (c->refill != NULL)
 		event_free(c->refill);
+	if (c->fold_ev != NULL)
+		event_free(c->fold_ev);
+	free(c->fold_err);
 	if (c->audit != NULL && pdk_audit_checkpoint(c->audit, &err) < 0)
 		pdk__ctl_log(c, PDK_LOG_ERROR, "audit checkpoint: %s", err->msg);
 	pdk_audit_free(c->audit);

@@ -1,7 +1,8 @@
 /*
  * ingest.c - a sandbox's event spool (RUNDIR/sb/ID/events.jsonl, written by
  * its supervisor) read into the audit store from the saved offset, and when
- * that happens.
+ * that happens; and the run spools (STATE/audit-spool, `paddock run`'s
+ * records) folded into the store while the daemon serves.
  */
 #include "common.h"
 #include "audit.h"
@@ -155,4 +156,75 @@ void pdk__sb_ingest(struct pdk_ctl_sb *sb)
 	/* A full buffer: there may be more (each pass reads at most INGEST_MAX). */
 	if (used > 0 && (size_t)got == INGEST_MAX)
 		pdk__sb_ingest(sb);
+}
+
+/* ---- the run spools ---- */
+
+/*
+ * `paddock run` leaves its records in STATE/audit-spool and whoever comes
+ * next folds them (audit.h); while a daemon serves the state directory it
+ * does so itself, once a second, so that a run's records reach the chain
+ * (and the subscribers of /v1/events) without an audit command. A pass folds
+ * at most RUN_FOLD_MAX spools (a few milliseconds) and waits while an exec
+ * of any sandbox runs or claimed sandboxes wait for their first exec, at
+ * most RUN_FOLD_HOLD_TICKS ticks: their answers come first.
+ */
+#define RUN_FOLD_MAX        16
+#define RUN_FOLD_HOLD_TICKS 5
+
+static bool execs_running(const struct pdk_ctl *c)
+{
+	for (const struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = sb->next)
+		if (sb->execs != NULL)
+			return true;
+	return pdk__pools_holding(c);
+}
+
+/* A fold that fails (a spool that is not events) is logged once, not every second. */
+static void fold_failed(struct pdk_ctl *c, const char *msg)
+{
+	if (c->fold_err != NULL && strcmp(c->fold_err, msg) == 0)
+		return;
+	free(c->fold_err);
+	c->fold_err = pdk_xstrdup(msg);
+	pdk__ctl_log(c, PDK_LOG_WARN, "%s", msg);
+}
+
+static void fold_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_ctl *c = arg;
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_audit_fold res;
+
+	(void)fd;
+	(void)what;
+	if (c->stopping)
+		return;
+	if (execs_running(c) && c->fold_held++ < RUN_FOLD_HOLD_TICKS)
+		return;
+	c->fold_held = 0;
+	if (pdk_audit_fold_some(c->audit, RUN_FOLD_MAX, &res, &err) < 0) {
+		fold_failed(c, err->msg);
+		return;
+	}
+	free(c->fold_err);
+	c->fold_err = NULL;
+	if (res.records > 0)
+		pdk__ctl_fanout(c);
+}
+
+void pdk__ctl_fold_runs(struct pdk_ctl *c)
+{
+	struct timeval now = {0, 0};
+
+	/* A readdir when none waits; the live runs' spools are skipped by the fold itself. */
+	if (pdk_audit_spool_count(c->state_dir) == 0) {
+		c->fold_held = 0;
+		return;
+	}
+	/* A zero timer: answers queued in this turn are written first (see pools.c). */
+	if (c->fold_ev == NULL && (c->fold_ev = evtimer_new(c->base, fold_due, c)) == NULL)
+		pdk_oom();
+	if (evtimer_add(c->fold_ev, &now) < 0)
+		pdk_oom();
 }

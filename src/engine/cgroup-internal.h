@@ -92,6 +92,13 @@ struct pdk__cgroup_req {
 	unsigned wanted;     /* PDK_CGROUP_* whose limit is set (non-zero) */
 	unsigned required;   /* subset of wanted that must be applied */
 	unsigned downgraded; /* out: subset of wanted that was skipped */
+	/*
+	 * PDK__CGROUP_MOUNTINFO's text, read at the first lookup and shared by
+	 * the later ones (the backend's choice and each v1 controller); NULL
+	 * when not read yet or too large to keep. Owned (pdk_cgroup_new()).
+	 */
+	char *mountinfo;
+	bool mountinfo_tried;
 };
 
 struct pdk__cgroup_ops {
@@ -209,12 +216,15 @@ int pdk__cgroup_find_mount(FILE *mountinfo, const char *root, const char *ctrl, 
 			   char **mnt_root);
 
 /*
- * Find the v1 hierarchy for `ctrl` under `root`: from /proc/self/mountinfo,
- * else by probing root/<ctrl>, root/cpu,cpuacct, root/cpuacct,cpu. 0 or -ENOENT.
+ * Find the v1 hierarchy for `ctrl` under req->root: from /proc/self/mountinfo
+ * (read once per request, req->mountinfo), else by probing root/<ctrl>,
+ * root/cpu,cpuacct, root/cpuacct,cpu. 0 or -ENOENT.
  */
-int pdk__cgroup_v1_find(const char *root, const char *ctrl, char **mnt_dir, char **mnt_root);
+int pdk__cgroup_v1_find(struct pdk__cgroup_req *req, const char *ctrl, char **mnt_dir,
+			char **mnt_root);
 
-/* Mount root of the cgroup2 mount at `root` ("/" when unknown, e.g. a fake tree). Caller owns. */
-char *pdk__cgroup_v2_mount_root(const char *root);
+/* Mount root of the cgroup2 mount at req->root ("/" when unknown, e.g. a fake tree). Caller owns.
+ */
+char *pdk__cgroup_v2_mount_root(struct pdk__cgroup_req *req);
 
 #endif

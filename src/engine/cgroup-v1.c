@@ -87,7 +87,7 @@ static int setup_one(struct pdk_cgroup *cg, struct pdk__cgroup_req *req, enum pd
 	_cleanup_free_ char *path = NULL;
 	int idx, rc;
 
-	if (pdk__cgroup_v1_find(req->root, ctrl->name, &mnt_dir, &mnt_root) < 0)
+	if (pdk__cgroup_v1_find(req, ctrl->name, &mnt_dir, &mnt_root) < 0)
 		return not_mounted(req, ctrl->name, limit, err);
 	rc = pdk__cgroup_parent(req, ctrl->name, mnt_root, &parent, err);
 	if (rc < 0)

@@ -143,7 +143,7 @@ static int enable_controllers(struct pdk__cgroup_req *req, const char *dir, unsi
 
 static int resolve_parent_dir(struct pdk__cgroup_req *req, char **out, struct pdk_error **err)
 {
-	_cleanup_free_ char *mnt_root = pdk__cgroup_v2_mount_root(req->root);
+	_cleanup_free_ char *mnt_root = pdk__cgroup_v2_mount_root(req);
 	_cleanup_free_ char *parent = NULL;
 	_cleanup_free_ char *dir = NULL;
 	int rc = pdk__cgroup_parent(req, NULL, mnt_root, &parent, err);

@@ -554,13 +554,39 @@ int pdk__cgroup_find_mount(FILE *mountinfo, const char *root, const char *ctrl, 
 	return -ENOENT;
 }
 
-static int mountinfo_lookup(const char *root, const char *ctrl, char **mnt_dir, char **mnt_root)
+/*
+ * mountinfo is read once per request and searched in memory: the backend's
+ * choice and each of the five v1 controllers used to read it anew (the
+ * kernel formats every mount of the namespace at each read). A text larger
+ * than MOUNTINFO_KEEP (hosts with thousands of mounts) is read per lookup.
+ */
+#define MOUNTINFO_KEEP ((size_t)256 << 10)
+
+static FILE *mountinfo_open(struct pdk__cgroup_req *req)
 {
-	_cleanup_fclose_ FILE *f = fopen(PDK__CGROUP_MOUNTINFO, "re");
+	if (!req->mountinfo_tried) {
+		req->mountinfo_tried = true;
+		if (pdk_read_file_at(AT_FDCWD, PDK__CGROUP_MOUNTINFO, MOUNTINFO_KEEP,
+				     &req->mountinfo, NULL) < 0)
+			req->mountinfo = NULL;
+	}
+	if (req->mountinfo == NULL)
+		return fopen(PDK__CGROUP_MOUNTINFO, "re");
+	if (req->mountinfo[0] == '\0') {
+		errno = ENOENT;
+		return NULL;
+	}
+	return fmemopen(req->mountinfo, strlen(req->mountinfo), "r");
+}
+
+static int mountinfo_lookup(struct pdk__cgroup_req *req, const char *ctrl, char **mnt_dir,
+			    char **mnt_root)
+{
+	_cleanup_fclose_ FILE *f = mountinfo_open(req);
 
 	if (f == NULL)
 		return -errno;
-	return pdk__cgroup_find_mount(f, root, ctrl, mnt_dir, mnt_root);
+	return pdk__cgroup_find_mount(f, req->root, ctrl, mnt_dir, mnt_root);
 }
 
 /* root/<name>, when it is a cgroup v1 mount (or, in tests, a fake one). */
@@ -578,15 +604,16 @@ static int probe_v1_dir(const char *root, const char *name, char **mnt_dir)
 	return 0;
 }
 
-int pdk__cgroup_v1_find(const char *root, const char *ctrl, char **mnt_dir, char **mnt_root)
+int pdk__cgroup_v1_find(struct pdk__cgroup_req *req, const char *ctrl, char **mnt_dir,
+			char **mnt_root)
 {
 	const char *const names[] = {ctrl, "cpu,cpuacct", "cpuacct,cpu"};
 	bool cpuish = strcmp(ctrl, "cpu") == 0 || strcmp(ctrl, "cpuacct") == 0;
 
-	if (mountinfo_lookup(root, ctrl, mnt_dir, mnt_root) == 0)
+	if (mountinfo_lookup(req, ctrl, mnt_dir, mnt_root) == 0)
 		return 0;
 	for (size_t i = 0; i < (cpuish ? PDK_ARRAY_SIZE(names) : 1); i++) {
-		if (probe_v1_dir(root, names[i], mnt_dir) == 0) {
+		if (probe_v1_dir(req->root, names[i], mnt_dir) == 0) {
 			*mnt_root = pdk_xstrdup("/");
 			return 0;
 		}
@@ -594,29 +621,29 @@ int pdk__cgroup_v1_find(const char *root, const char *ctrl, char **mnt_dir, char
 	return -ENOENT;
 }
 
-char *pdk__cgroup_v2_mount_root(const char *root)
+char *pdk__cgroup_v2_mount_root(struct pdk__cgroup_req *req)
 {
 	_cleanup_free_ char *mnt_dir = NULL;
 	char *mnt_root = NULL;
 
-	if (mountinfo_lookup(root, NULL, &mnt_dir, &mnt_root) == 0)
+	if (mountinfo_lookup(req, NULL, &mnt_dir, &mnt_root) == 0)
 		return mnt_root;
 	return pdk_xstrdup("/");
 }
 
 /* --- backend choice --- */
 
-static enum pdk_cgroup_version detect(const char *root)
+static enum pdk_cgroup_version detect(struct pdk__cgroup_req *req)
 {
 	static const char *const v1_ctrls[] = {"memory", "pids", "cpu", "cpuacct", "freezer"};
 
-	if (fs_magic(root) == CGROUP2_SUPER_MAGIC)
+	if (fs_magic(req->root) == CGROUP2_SUPER_MAGIC)
 		return PDK_CGROUP_V2;
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(v1_ctrls); i++) {
 		_cleanup_free_ char *dir = NULL;
 		_cleanup_free_ char *mroot = NULL;
 
-		if (pdk__cgroup_v1_find(root, v1_ctrls[i], &dir, &mroot) == 0)
+		if (pdk__cgroup_v1_find(req, v1_ctrls[i], &dir, &mroot) == 0)
 			return PDK_CGROUP_V1;
 	}
 	return PDK_CGROUP_AUTO;
@@ -628,7 +655,7 @@ static int pick_backend(struct pdk_cgroup *cg, struct pdk__cgroup_req *req,
 	_cleanup_error_ struct pdk_error *local = NULL;
 
 	if (version == PDK_CGROUP_AUTO)
-		version = detect(req->root);
+		version = detect(req);
 	switch (version) {
 	case PDK_CGROUP_V2:
 		if (fs_magic(req->root) == CGROUP2_SUPER_MAGIC || fake_tree(req->root)) {
@@ -710,6 +737,7 @@ struct pdk_cgroup *pdk_cgroup_new(const char *name, const struct pdk_cgroup_opts
 	__attribute__((cleanup(cgroup_free_p))) struct pdk_cgroup *cg = NULL;
 	_cleanup_free_ char *root = NULL;
 	struct pdk__cgroup_req req = {0};
+	int rc;
 
 	if (downgraded != NULL)
 		*downgraded = 0;
@@ -726,14 +754,16 @@ struct pdk_cgroup *pdk_cgroup_new(const char *name, const struct pdk_cgroup_opts
 	set_parent(&req, opts);
 	cg = pdk_xcalloc(1, sizeof(*cg));
 	cg->leaf = pdk_xasprintf(PDK__CGROUP_PREFIX "%s", name);
-	if (pick_backend(cg, &req, opts->version, err) < 0)
-		return NULL;
-	if (cg->ops != NULL && cg->ops->create(cg, &req, err) < 0) {
+	rc = pick_backend(cg, &req, opts->version, err);
+	if (rc == 0 && cg->ops != NULL && cg->ops->create(cg, &req, err) < 0) {
 		_cleanup_error_ struct pdk_error *ignored = NULL;
 
 		(void)remove_dirs(cg, &ignored); /* empty: nothing was attached yet */
-		return NULL;
+		rc = -EIO;
 	}
+	free(req.mountinfo);
+	if (rc < 0)
+		return NULL;
 	if (downgraded != NULL)
 		*downgraded = req.downgraded;
 	return steal_ptr(&cg);

@@ -573,6 +573,90 @@ check_spool_fold_at() {
 	is "$?" 0 "$who: spool: the chain a run folded is intact"
 }
 
+# While a daemon serves the state directory, a `paddock run`'s records reach the chain with no
+# audit command in between: the daemon folds the run spools on its tick (docs/audit.md). A
+# live run's spool is left to its run, and folded by the daemon once the run is killed.
+sfold_sql() { as "$1" sqlite3 -cmd '.timeout 10000' "$T/serve-$1/state/audit.db" "$2"; }
+# The kinds of the records of the run whose process.exec names MARK, in order.
+sfold_kinds() {
+	sfold_sql "$1" "SELECT kind FROM events WHERE sandbox = (SELECT sandbox FROM events
+		WHERE kind = 'process.exec' AND CAST(line AS TEXT) LIKE '%$2%') ORDER BY seq" | tr '\n' ' '
+}
+# Waits (at most 20 s) until the run marked MARK has N records in the daemon's store.
+sfold_wait() {
+	local i
+	for i in $(seq 1 200); do
+		[ "$(sfold_kinds "$1" "$2" | wc -w)" -ge "$3" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# paddock run as WHO on the daemon's state directory (a runtime directory of its own).
+sfold_run() {
+	local who=$1
+	shift
+	(cd "$T/home" && as "$who" env PADDOCK_RUNTIME_DIR="$T/serve-$who/run-cli" \
+		"$T/bin/paddock" run --workspace-mode none -- "$@")
+}
+check_serve_folds_runs() {
+	local who=$1 st out live pid ev
+	st="$T/serve-$who/state"
+	serve_start "$who" || { ok 1 "$who: serve fold: the daemon starts"; return; }
+	sfold_run "$who" sh -c 'echo live-run-marker; sleep 60' >/dev/null &
+	pid=$!
+	sfold_run "$who" true 2>/dev/null
+	for i in $(seq 1 100); do
+		# Its records so far: sandbox.create, the exec of sh and the exec of sleep.
+		live=$(grep -l live-run-marker "$st"/audit-spool/*.jsonl 2>/dev/null)
+		[ -n "$live" ] && [ "$(wc -l <"$live")" -ge 3 ] && break
+		sleep 0.1
+	done
+	[ -n "$live" ]
+	ok $? "$who: serve fold: a live run's spool is there ($(basename "$live"))"
+	out=$(sfold_run "$who" sh -c 'echo folded-by-daemon; exit 5')
+	is "$?:$out" "5:folded-by-daemon" "$who: serve fold: paddock run's answer while a daemon serves its state directory"
+	sfold_wait "$who" folded-by-daemon 4
+	is "$(sfold_kinds "$who" folded-by-daemon)" "sandbox.create process.exec process.exit sandbox.destroy " \
+		"$who: serve fold: the run's 4 records reach the daemon's store with no audit command"
+	is "$(find "$st/audit-spool" -name '*.jsonl' | wc -l)" 1 \
+		"$who: serve fold: the finished runs' spools are gone, the live run's is left"
+	is "$(sfold_kinds "$who" live-run-marker)" "" "$who: serve fold: nothing of the live run is folded while it runs"
+	out=$(as "$who" "$T/bin/paddock" audit verify --json)
+	is "$(echo "$out" | jq -c '[.ok, .head_seq == .signed_seq, .unfolded_records, .unfolded[0].running]')" \
+		"[true,true,3,true]" "$who: serve fold: the chain verifies, its head signed; verify names the live run's 3 records"
+	kill -9 "$(pgrep -f -n "^$T/bin/paddock run --workspace-mode none -- sh -c echo live-run-marker; sleep 60$")" 2>/dev/null
+	wait "$pid"
+	is "$?" 137 "$who: serve fold: the live run killed with SIGKILL"
+	sfold_wait "$who" live-run-marker 3
+	is "$(sfold_kinds "$who" live-run-marker):$(find "$st/audit-spool" -name '*.jsonl' | wc -l)" \
+		"sandbox.create process.exec process.exec :0" "$who: serve fold: the daemon folds the killed run's records, no spool left"
+	ev=$(as "$who" curl -s -N --max-time 2 --unix-socket "$(sock_of "$who")" \
+		"http://paddock/v1/events?since=0&kind=process.exit")
+	echo "$ev" | grep -q '"exit_code": *5'
+	ok $? "$who: serve fold: /v1/events streams the folded run's process.exit"
+	as "$who" "$T/bin/paddock" audit verify >/dev/null
+	is "$?" 0 "$who: serve fold: audit verify exits 0"
+	serve_stop "$who"
+	is "$SERVE_RC" 0 "$who: serve fold: clean stop"
+	# 20 runs while no daemon serves (more than one tick's 16): a daemon started later folds
+	# them all, over its first ticks.
+	for i in $(seq 1 20); do sfold_run "$who" true || break; done
+	is "$(find "$st/audit-spool" -name '*.jsonl' | wc -l)" 20 "$who: serve fold: 20 runs without a daemon leave 20 spools"
+	serve_start "$who" || { ok 1 "$who: serve fold: the daemon starts again"; return; }
+	for i in $(seq 1 200); do
+		[ "$(find "$st/audit-spool" -name '*.jsonl' | wc -l)" = 0 ] && break
+		sleep 0.1
+	done
+	is "$(find "$st/audit-spool" -name '*.jsonl' | wc -l)" 0 "$who: serve fold: the restarted daemon folds all 20"
+	is "$(sfold_sql "$who" "SELECT COUNT(DISTINCT sandbox) FROM events WHERE kind = 'process.exec'
+		AND CAST(line AS TEXT) LIKE '%\"true\"%'")" 21 "$who: serve fold: each of the 21 runs of true is in the store"
+	out=$(as "$who" "$T/bin/paddock" audit verify --json)
+	is "$(echo "$out" | jq -c '[.ok, .head_seq == .signed_seq, .unfolded_records]')" "[true,true,0]" \
+		"$who: serve fold: the chain verifies, its head signed, nothing left unfolded"
+	serve_stop "$who"
+	is "$SERVE_RC" 0 "$who: serve fold: clean stop after the second start"
+}
+
 check_usage() {
 	paudit root bogus >/dev/null 2>&1
 	is "$?" 122 "audit with an unknown command exits 122"
@@ -612,6 +696,8 @@ for who in root user; do
 	check_spool_fold_at "$who"
 done
 if have_supervisor; then
+	check_serve_folds_runs root
+	check_serve_folds_runs user
 	check_serve_forged root
 	check_serve_forged user
 else
