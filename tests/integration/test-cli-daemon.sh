@@ -9,6 +9,13 @@
 trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
 
 # The daemon answered "not served yet" / "unknown op": say so, and skip that check.
+# state_procs DIR: the pids of processes whose environment names DIR as PADDOCK_STATE_DIR.
+state_procs() {
+	for p in /proc/[0-9]*; do
+		tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "PADDOCK_STATE_DIR=$1" && echo "${p#/proc/}"
+	done
+}
+
 unsupported() {
 	grep -q 'not served yet\|unknown op' "$1"
 }
@@ -238,6 +245,11 @@ spill_tests() {
 	is "$(wc -l <"$ws/spill/exec/$(basename "$f")" 2>&1)" "1000" \
 		"$who: the spill file $f holds the whole output (on the host through the link)"
 	is "$(pc "$who" kill "$id")" "$id" "$who: kill the sandbox that spilled"
+	# The spill files go with the sandbox, which ends after kill answers: wait up to 10 s.
+	for _ in $(seq 100); do
+		[ "$(find "$ws/spill" -mindepth 1 2>&1 | wc -l)" = 0 ] && break
+		sleep 0.1
+	done
 	is "$(find "$ws/spill" -mindepth 1 2>&1 | wc -l)" "0" "$who: no spill file remains after kill"
 }
 
@@ -264,8 +276,13 @@ for who in root user; do
 	is "$(pc "$who" ps -q --state running)" "" "$who: kill leaves no running sandbox"
 	serve_stop "$who"
 	is "$SERVE_RC" "0" "$who: the daemon stops cleanly"
-	sleep 0.5
-	is "$(for p in /proc/[0-9]*; do tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "PADDOCK_STATE_DIR=$T/serve-$who/state" && echo "${p#/proc/}"; done)" \
-		"" "$who: no process of this daemon's state directory is left"
+	# Supervisors end after their sandbox's last answer: wait up to 10 s for the last one.
+	local left
+	for _ in $(seq 100); do
+		left=$(state_procs "$T/serve-$who/state")
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
+	is "$left" "" "$who: no process of this daemon's state directory is left"
 done
 done_testing
