@@ -7,9 +7,13 @@
 #include "cli.h"
 #include "daemon.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void usage(FILE *out)
 {
@@ -38,7 +42,8 @@ static void usage(FILE *out)
 	      "                      serve --listen: its /mcp takes bearer tokens.\n"
 	      "  --profile NAME      the profile of the session's sandbox and of sandbox_create\n"
 	      "                      without one (default: default)\n"
-	      "  --workspace DIR     every sandbox overlays DIR: it sees DIR's files at its\n"
+	      "  --workspace DIR     every sandbox overlays DIR (relative to the current\n"
+	      "                      directory; it must exist): it sees DIR's files at its\n"
 	      "                      workspace, its changes are a change set a human reviews\n"
 	      "                      and commits ('paddock ws commit ID'); DIR is unchanged\n"
 	      "                      until then (default: a private, empty workspace)\n"
@@ -84,6 +89,7 @@ static const struct option long_opts[] = {
 
 struct mcp_args {
 	struct pdk_daemon_mcp_opts o;
+	char workspace[PATH_MAX]; /* --workspace resolved against our cwd */
 	bool quiet;
 };
 
@@ -121,6 +127,30 @@ static int parse_size(const char *arg, size_t *out)
 	return 0;
 }
 
+/*
+ * --workspace DIR as an absolute path: DIR resolved against the caller's
+ * working directory now, as 'paddock run' does, since the sandboxes are made
+ * later by a control object that has no cwd of the caller. A DIR that does
+ * not exist or is not a directory is refused here, at start, rather than at
+ * the first tool call.
+ */
+static int parse_workspace(const char *arg, struct mcp_args *a)
+{
+	struct stat st;
+
+	if (realpath(arg, a->workspace) == NULL || stat(a->workspace, &st) < 0) {
+		pdk_cli_error("mcp: --workspace '%s': %s; name an existing directory", arg,
+			      strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		pdk_cli_error("mcp: --workspace '%s' is not a directory; name a directory", arg);
+		return -1;
+	}
+	a->o.workspace = a->workspace;
+	return 0;
+}
+
 /* One flag: 0, 1 after --help, or -1 after an error was printed. */
 static int mcp_opt(int c, struct mcp_args *a)
 {
@@ -136,8 +166,7 @@ static int mcp_opt(int c, struct mcp_args *a)
 		a->o.state_dir = optarg;
 		return 0;
 	case OPT_WORKSPACE:
-		a->o.workspace = optarg;
-		return 0;
+		return parse_workspace(optarg, a);
 	case OPT_LISTEN:
 		a->o.listen = optarg;
 		return 0;

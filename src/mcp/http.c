@@ -421,6 +421,31 @@ static void serve_modern(struct pdk_mcp_http *h, struct evhttp_request *req,
 	pdk__mcp_conn_unref(conn);
 }
 
+/*
+ * A message that claims 2026-07-28 by its MCP-Protocol-Version header but
+ * whose params lack _meta's io.modelcontextprotocol/protocolVersion: the
+ * revision requires _meta on every request (2026-07-28 basic/index, "_meta"),
+ * so its params are invalid (-32602, 400). Taken for a
+ * legacy message instead, it would be told to send initialize, which that
+ * revision removed. A legacy session's messages never carry this header
+ * value (initialize does not negotiate it), and initialize itself stays the
+ * legacy era's way in. True when the message was refused.
+ */
+static bool modern_without_meta(struct evhttp_request *req, const struct pdk_rpc_msg *m)
+{
+	const char *pv = header(req, "MCP-Protocol-Version");
+
+	if (pv == NULL || strcmp(pv, PDK_MCP_VERSION_MODERN) != 0)
+		return false;
+	if (m->kind == PDK_RPC_REQUEST && strcmp(m->method, "initialize") == 0)
+		return false;
+	refuse(req, 400, m->id, PDK_RPC_INVALID_PARAMS,
+	       "invalid params: a %s request carries io.modelcontextprotocol/protocolVersion "
+	       "(and clientCapabilities) in params._meta",
+	       PDK_MCP_VERSION_MODERN);
+	return true;
+}
+
 /* ---- the legacy era ---- */
 
 static struct session *legacy_session(struct pdk_mcp_http *h, struct evhttp_request *req,
@@ -522,7 +547,7 @@ static void serve_post(struct pdk_mcp_http *h, struct evhttp_request *req, const
 				  NULL); /* we ask nothing: nothing to match */
 	else if ((modern = pdk__mcp_modern_version(&m)) != NULL)
 		serve_modern(h, req, &m, principal, modern);
-	else
+	else if (!modern_without_meta(req, &m))
 		serve_legacy(h, req, &m, principal);
 	pdk_rpc_msg_release(&m);
 }

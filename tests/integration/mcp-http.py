@@ -161,6 +161,23 @@ def modern_protocol():
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}},
         {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"})
     ok(st == 400 and code(msgs) == -32602, "no clientCapabilities -> 400 -32602", (st, msgs))
+    # The 2026-07-28 header without the _meta that revision requires: invalid params, with
+    # the request's id, not a legacy request told to initialize (conformance server-stateless).
+    h26 = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}
+    st, h, msgs = c.post({"jsonrpc": "2.0", "id": 101, "method": "server/discover",
+                          "params": {}}, h26)
+    ok(st == 400 and code(msgs) == -32602 and last(msgs).get("id") == 101 and
+       "_meta" in last(msgs).get("error", {}).get("message", "") and "mcp-session-id" not in h,
+       "the 2026-07-28 header, params without _meta -> 400 -32602 naming _meta", (st, msgs))
+    st, _, msgs = c.post({"jsonrpc": "2.0", "id": 102, "method": "server/discover", "params": {
+        "_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}}, h26)
+    ok(st == 400 and code(msgs) == -32602 and last(msgs).get("id") == 102,
+       "the 2026-07-28 header, _meta without its protocolVersion -> 400 -32602", (st, msgs))
+    st, _, msgs = c.post({"jsonrpc": "2.0", "id": 103, "method": "tools/list"}, h26)
+    ok(st == 400 and code(msgs) == -32602 and last(msgs).get("id") == 103,
+       "the 2026-07-28 header, no params at all -> 400 -32602", (st, msgs))
+    st, _, msgs = c.modern("server/discover")
+    ok(st == 200 and "result" in last(msgs), "after them the endpoint keeps serving", (st, msgs))
     st, _, msgs = c.modern("tools/list", headers={"Mcp-Method": "tools/call"})
     ok(st == 400 and code(msgs) == -32020, "Mcp-Method unlike the body -> 400 -32020", (st, msgs))
     st, _, msgs = c.modern("tools/list", headers={"MCP-Protocol-Version": None})

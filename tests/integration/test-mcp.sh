@@ -67,6 +67,29 @@ mcp_tests() {
 		"$who: stdin from a file: its messages answered, then the end"
 }
 
+# The docs' own example, `paddock mcp --workspace .` started in the project directory: its
+# first call sees the directory's files (the path is resolved against the caller's cwd); a
+# DIR that is not there is refused at start (122, naming --workspace), not at a call.
+relative_ws_tests() {
+	local who=$1 ws
+	ws=$(mkws)
+	echo "relative $who" >"$ws/here.txt"
+	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$ws"
+	is "$(cd "$ws" && python3 -c 'import sys
+sys.path.insert(0, sys.argv[1])
+from mcp_client import Stdio, structured, is_error, text
+c = Stdio(sys.argv[2:])
+c.initialize()
+r = c.call("run_command", {"command": "cat here.txt; echo changed >new.txt"})
+print(structured(r).get("stdout", {}).get("text", "").strip() or text(r), c.close()[0])' \
+		"$HERE" $(as_argv "$who") "$T/bin/paddock" mcp --workspace .)" "relative $who 0" \
+		"$who: paddock mcp --workspace . (the caller's cwd): the first call sees its files"
+	is "$(ls -A "$ws")" "here.txt" "$who: --workspace .: the host directory is unchanged"
+	(cd "$ws" && as "$who" "$T/bin/paddock" mcp --workspace no-such-dir </dev/null >"$T/out" 2>&1)
+	is "$? $(grep -c "mcp: --workspace 'no-such-dir': No such file or directory" "$T/out")" \
+		"122 1" "$who: paddock mcp --workspace with a missing DIR exits 122 at start, naming it"
+}
+
 # as_argv WHO: the argv prefix `as` runs a command with (for a driver that starts it).
 as_argv() {
 	if [ "$1" = root ]; then
@@ -117,10 +140,12 @@ print(structured(r).get("stdout", {}).get("text", "").strip(), c.close()[0])' \
 }
 
 mcp_tests root
+relative_ws_tests root
 http_tests root
 delegate_cgroup
 SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
 mcp_tests user
+relative_ws_tests user
 http_tests user
 SERVE_ENV=()
 done_testing
