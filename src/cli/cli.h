@@ -83,6 +83,21 @@ void pdk_cli_paths(struct pdk_paths *out);
 /* Its state directory alone (caller frees). */
 char *pdk_cli_state_dir(void);
 
+/*
+ * Whether the directory `ws` (a path, resolved here) is the home directory
+ * named by HOME in `envp`, or a directory holding it (/home; not /, whose
+ * view is the system's): a workspace there would show the sandbox every
+ * dotfile (.npmrc, .gitconfig, .ssh, agent configs). *where gets the
+ * resolved directory (caller frees) when true.
+ */
+bool pdk_cli_holds_home(const char *ws, char *const *envp, char **where);
+
+/*
+ * Refuse such a workspace for VERB: the message names it and says how to
+ * choose another (`--allow-home` runs there anyway). PDK_EXIT_POLICY, or 0.
+ */
+int pdk_cli_refuse_home(const char *verb, const char *ws, char *const *envp);
+
 /* Print a JSON value, indented, keys sorted, to stdout. */
 void pdk_cli_print_json(const json_t *j);
 

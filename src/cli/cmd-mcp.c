@@ -46,7 +46,9 @@ static void usage(FILE *out)
 	      "                      directory; it must exist): it sees DIR's files at its\n"
 	      "                      workspace, its changes are a change set a human reviews\n"
 	      "                      and commits ('paddock ws commit ID'); DIR is unchanged\n"
-	      "                      until then (default: a private, empty workspace)\n"
+	      "                      until then (default: a private, empty workspace). A DIR\n"
+	      "                      that is or holds your home directory is refused (122)\n"
+	      "  --allow-home        let --workspace be (or hold) your home directory\n"
 	      "  --ttl DURATION      the lifetime of a sandbox made without a ttl (default 1h)\n"
 	      "  --max-message SIZE  the largest message a client may send (default 4M)\n"
 	      "  --state-dir DIR     the state directory (default $PADDOCK_STATE_DIR, else\n"
@@ -71,7 +73,8 @@ enum {
 	OPT_STATE_DIR,
 	OPT_WORKSPACE,
 	OPT_LISTEN,
-	OPT_FIXTURES
+	OPT_FIXTURES,
+	OPT_ALLOW_HOME
 };
 
 static const struct option long_opts[] = {
@@ -80,6 +83,7 @@ static const struct option long_opts[] = {
 	{"workspace", required_argument, NULL, OPT_WORKSPACE},
 	{"listen", required_argument, NULL, OPT_LISTEN},
 	{"conformance-fixtures", no_argument, NULL, OPT_FIXTURES},
+	{"allow-home", no_argument, NULL, OPT_ALLOW_HOME},
 	{"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"quiet", no_argument, NULL, 'q'},
@@ -91,6 +95,7 @@ struct mcp_args {
 	struct pdk_daemon_mcp_opts o;
 	char workspace[PATH_MAX]; /* --workspace resolved against our cwd */
 	bool quiet;
+	bool allow_home; /* --allow-home */
 };
 
 /* The server's messages: "paddock mcp: MSG" on stderr (stdout is the protocol's). */
@@ -173,6 +178,9 @@ static int mcp_opt(int c, struct mcp_args *a)
 	case OPT_FIXTURES:
 		a->o.conformance_fixtures = true;
 		return 0;
+	case OPT_ALLOW_HOME:
+		a->allow_home = true;
+		return 0;
 	case 'q':
 		a->quiet = true;
 		return 0;
@@ -211,6 +219,12 @@ int pdk_cmd_mcp(int argc, char **argv)
 	if (rc != 0)
 		return rc > 0 ? 0 : PDK_EXIT_POLICY;
 	pdk_cli_settings(&settings);
+	/* SECURITY: the sandboxes would read every dotfile of the home, as paddock run's would. */
+	if (a.o.workspace != NULL && !a.allow_home &&
+	    (rc = pdk_cli_refuse_home("mcp", a.o.workspace, settings.envp)) != 0) {
+		pdk_settings_release(&settings);
+		return rc;
+	}
 	if (a.o.state_dir == NULL)
 		a.o.state_dir = settings.paths.state_dir;
 	a.o.run_dir = settings.paths.runtime_dir;

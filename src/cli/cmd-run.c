@@ -388,56 +388,22 @@ static int parse_event_opts(struct run_ctx *c)
 }
 
 /* Is `dir` `path` itself or a directory above it, other than / (both canonical)? */
-static bool holds(const char *dir, const char *path)
-{
-	size_t n = strlen(dir);
-
-	return strcmp(dir, "/") != 0 && strncmp(path, dir, n) == 0 &&
-	       (path[n] == '\0' || path[n] == '/');
-}
-
 /*
- * Whether the workspace would be the caller's home directory (or a
- * directory above it, such as /home or /): `paddock run` from $HOME
- * would put every dotfile (.npmrc, .gitconfig, .ssh, agent configs) in the
- * sandbox, without a word (and, for a user whose state directory is under
- * the home, fail with a message about the state directory). Only for the modes that show the
- * directory: a change set names its own, and tmpfs and none show nothing of it.
+ * Refuse a workspace that is the home directory or holds it (122): `paddock
+ * run` from $HOME would put every dotfile in the sandbox, without a word (and,
+ * for a user whose state directory is under the home, fail with a message
+ * about the state directory). Only for the modes that show the directory: a
+ * change set names its own, and tmpfs and none show nothing of it.
  */
-static bool workspace_is_home(const struct run_ctx *c, char **where)
-{
-	const char *home = pdk_env_get(c->settings.envp, "HOME");
-	const char *mode = c->o.ws_mode;
-	char ws[PATH_MAX], h[PATH_MAX];
-
-	if (c->o.allow_home || c->o.change_set != NULL || home == NULL || home[0] == '\0' ||
-	    (mode != NULL && (strcmp(mode, "tmpfs") == 0 || strcmp(mode, "none") == 0)))
-		return false;
-	if (realpath(c->o.workspace != NULL ? c->o.workspace : ".", ws) == NULL ||
-	    realpath(home, h) == NULL)
-		return false;
-	/* The home itself, or a directory holding it (/home; not /, whose view is the system's). */
-	if (!holds(ws, h))
-		return false;
-	*where = pdk_xstrdup(ws);
-	return true;
-}
-
-/* Refuse a workspace that is the home directory (122), saying how to choose one. */
 static int check_home(const struct run_ctx *c)
 {
-	_cleanup_free_ char *ws = NULL;
+	const char *mode = c->o.ws_mode;
 
-	if (!workspace_is_home(c, &ws))
+	if (c->o.allow_home || c->o.change_set != NULL ||
+	    (mode != NULL && (strcmp(mode, "tmpfs") == 0 || strcmp(mode, "none") == 0)))
 		return 0;
-	pdk_cli_error("run: the workspace would be '%s', which holds your home directory: the "
-		      "sandbox would see every dotfile in it (.npmrc, .gitconfig, .ssh, agent "
-		      "configs)",
-		      ws);
-	fprintf(stderr,
-		"paddock: cd into a project directory, or choose one with --workspace DIR "
-		"(--workspace-mode tmpfs for none at all); --allow-home runs there anyway\n");
-	return PDK_EXIT_POLICY;
+	return pdk_cli_refuse_home("run", c->o.workspace != NULL ? c->o.workspace : ".",
+				   c->settings.envp);
 }
 
 /* A failed open, said as `paddock run` always said it; the exit status. */

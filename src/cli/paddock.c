@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "telemetry.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -101,6 +102,43 @@ static void cli_log(void *data, enum pdk_log_level level, const char *msg)
 }
 
 const struct pdk_log pdk_cli_log = {.fn = cli_log};
+
+static bool holds(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+
+	return strcmp(dir, "/") != 0 && strncmp(path, dir, n) == 0 &&
+	       (path[n] == '\0' || path[n] == '/');
+}
+
+bool pdk_cli_holds_home(const char *ws, char *const *envp, char **where)
+{
+	const char *home = pdk_env_get(envp, "HOME");
+	char w[PATH_MAX], h[PATH_MAX];
+
+	if (home == NULL || home[0] == '\0' || realpath(ws, w) == NULL ||
+	    realpath(home, h) == NULL || !holds(w, h))
+		return false;
+	*where = pdk_xstrdup(w);
+	return true;
+}
+
+int pdk_cli_refuse_home(const char *verb, const char *ws, char *const *envp)
+{
+	_cleanup_free_ char *where = NULL;
+
+	if (!pdk_cli_holds_home(ws, envp, &where))
+		return 0;
+	pdk_cli_error("%s: the workspace would be '%s', which holds your home directory: the "
+		      "sandbox would see every dotfile in it (.npmrc, .gitconfig, .ssh, agent "
+		      "configs)",
+		      verb, where);
+	fprintf(stderr,
+		"paddock: cd into a project directory, or choose one with --workspace DIR%s; "
+		"--allow-home runs there anyway\n",
+		strcmp(verb, "run") == 0 ? " (--workspace-mode tmpfs for none at all)" : "");
+	return PDK_EXIT_POLICY;
+}
 
 void pdk_cli_settings(struct pdk_settings *out)
 {

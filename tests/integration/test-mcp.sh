@@ -88,6 +88,15 @@ print(structured(r).get("stdout", {}).get("text", "").strip() or text(r), c.clos
 	(cd "$ws" && as "$who" "$T/bin/paddock" mcp --workspace no-such-dir </dev/null >"$T/out" 2>&1)
 	is "$? $(grep -c "mcp: --workspace 'no-such-dir': No such file or directory" "$T/out")" \
 		"122 1" "$who: paddock mcp --workspace with a missing DIR exits 122 at start, naming it"
+	# The home as workspace: refused as paddock run refuses it (the sandboxes would read
+	# every dotfile); --allow-home is the explicit override.
+	echo "//registry/:_authToken=secret" >"$ws/.npmrc"
+	(cd "$ws" && as "$who" env HOME="$ws" "$T/bin/paddock" mcp --workspace . </dev/null >"$T/out" 2>&1)
+	is "$? $(grep -c "mcp: the workspace would be '$ws', which holds your home directory" "$T/out")" \
+		"122 1" "$who: paddock mcp --workspace \$HOME exits 122 at start, naming it"
+	(cd "$ws" && as "$who" env HOME="$ws" "$T/bin/paddock" mcp -q --allow-home --workspace . \
+		</dev/null >"$T/out" 2>&1)
+	is "$?:$(cat "$T/out")" "0:" "$who: --allow-home serves there anyway (and ends at end of input)"
 }
 
 # as_argv WHO: the argv prefix `as` runs a command with (for a driver that starts it).
