@@ -36,6 +36,8 @@ struct pdk_ctl {
 	struct pdk_ctl_handle *handles; /* the handles front doors gave their clients (handles.c) */
 	char *own_dir;                  /* lock, store and key: state_dir or a private directory */
 	char *actor;                    /* its events' actor */
+	json_t *held;                   /* events held for the next append (events.c), or NULL */
+	struct event *held_ev;          /* stores the held events if no append takes them first */
 };
 
 /* handles.c: forget every handle (the control object's end). */
@@ -234,6 +236,12 @@ void pdk__sb_ingest_soon(struct pdk_ctl_sb *sb);
 /* ---- events.c ---- */
 /* Hand audit records after c->fanout_seq to the subscribers. */
 void pdk__ctl_fanout(struct pdk_ctl *c);
+
+/* The held events (pdk_ctl_event_held()) stored now in one transaction; nothing when none. */
+void pdk__ctl_held_flush(struct pdk_ctl *c);
+
+/* The held events stored and their timer freed: the control plane is going. */
+void pdk__ctl_held_free(struct pdk_ctl *c);
 /*
  * pdk_ctl_event() of a sandbox's last event (sandbox.destroy,
  * sandbox.create_failed), with a checkpoint signed at it in the same

@@ -155,6 +155,13 @@ audit() {
 	is "$(jq -r 'select(.attrs.key == "k1") | .attrs.route' "$T/ev-$who" | sort -u | tr '\n' ';')" \
 		"DELETE /sandboxes/{id};POST /sandboxes;POST /sandboxes/{id}/pause;POST /sandboxes/{id}/timeout;POST /v2/sandboxes/{id}/connect;" \
 		"$who: the audit chain records every E2B request that changes something, with the key"
+	# An E2B request's record is held for the native record it leads to, and stored before it.
+	pc "$who" events --json >"$T/ev-$who" 2>&1
+	is "$(jq -s '[to_entries[] | {i: .key, k: .value.kind, s: .value.sandbox, r: .value.attrs.route}] as $e
+		| [$e[] | select(.k == "e2b.request" and .r == "DELETE /sandboxes/{id}") | . as $q
+		| ($e | map(select(.k == "sandbox.destroy" and .s == $q.s)) | last | .i) | select(. != null)
+		| . > $q.i] | length > 0 and all' "$T/ev-$who")" true \
+		"$who: a kill's e2b.request is stored before its sandbox.destroy"
 	pc "$who" events --kind auth.failure --json >"$T/ev-$who" 2>&1
 	is "$(jq -r 'select(.attrs.front == "e2b") | .attrs.reason' "$T/ev-$who" | grep -c .)" 4 \
 		"$who: the refused keys and envd tokens are recorded as auth.failure"
