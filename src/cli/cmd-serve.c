@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "control.h"
 #include "daemon.h"
+#include "e2b.h"
 #include "policy.h"
 
 #include <getopt.h>
@@ -60,6 +61,11 @@ static void usage(FILE *out)
 	      "  --retention DURATION  how long an ended sandbox stays visible (GET\n"
 	      "                      /v1/sandboxes/ID answers it with state 'ended', its end\n"
 	      "                      reason and time; default 1h; 0: forgotten at once).\n"
+	      "  --e2b-domain DOMAIN  E2B's sandbox domain (HOST or HOST:PORT, docs/e2b.md): the\n"
+	      "                      E2B create answers carry it, so sbx.getHost(PORT) is\n"
+	      "                      PORT-ID.DOMAIN, and the TCP listener relays a request with\n"
+	      "                      that Host to the sandbox's PORT (a wildcard DNS name for\n"
+	      "                      *.DOMAIN must reach the listener).\n"
 	      "  --kill-on-exit      destroy every sandbox (pool members too) at SIGTERM/SIGINT;\n"
 	      "                      by default they keep running and the next daemon re-adopts them.\n"
 	      "  -q, --quiet         no log lines on stderr\n"
@@ -234,7 +240,8 @@ enum {
 	OPT_RETENTION,
 	OPT_MAX_CONNS,
 	OPT_MAX_PER_PEER,
-	OPT_HEADER_TIMEOUT
+	OPT_HEADER_TIMEOUT,
+	OPT_E2B_DOMAIN
 };
 
 /*
@@ -265,6 +272,7 @@ static const struct option long_opts[] = {
 	{"max-conns", required_argument, NULL, OPT_MAX_CONNS},
 	{"max-conns-per-peer", required_argument, NULL, OPT_MAX_PER_PEER},
 	{"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
+	{"e2b-domain", required_argument, NULL, OPT_E2B_DOMAIN},
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
@@ -351,6 +359,15 @@ static int serve_opt(int c, struct serve_args *a)
 		return parse_count("--max-conns-per-peer", optarg, 1000000, &a->o.max_per_peer);
 	case OPT_HEADER_TIMEOUT:
 		return parse_header_timeout(optarg, &a->o.head_timeout_ms);
+	case OPT_E2B_DOMAIN:
+		if (!pdk_e2b_domain_ok(optarg)) {
+			pdk_cli_error("--e2b-domain wants HOST or HOST:PORT (lowercase letters, "
+				      "digits, '-' and '.'), not '%s'",
+				      optarg);
+			return -1;
+		}
+		a->o.e2b_domain = optarg;
+		return 0;
 	case 'q':
 		a->quiet = true;
 		return 0;

@@ -39,6 +39,8 @@ struct pdk_ctl {
 	struct event *fold_ev;          /* the fold of the run spools after a tick (ingest.c) */
 	unsigned fold_held;             /* ticks the fold waited for running execs */
 	char *fold_err;                 /* the last fold's error, logged once (NULL: none) */
+	json_t *held;                   /* events held for the next append (events.c), or NULL */
+	struct event *held_ev;          /* stores the held events if no append takes them first */
 };
 
 /* handles.c: forget every handle (the control object's end). */
@@ -239,6 +241,12 @@ void pdk__ctl_fold_runs(struct pdk_ctl *c);
 /* ---- events.c ---- */
 /* Hand audit records after c->fanout_seq to the subscribers. */
 void pdk__ctl_fanout(struct pdk_ctl *c);
+
+/* The held events (pdk_ctl_event_held()) stored now in one transaction; nothing when none. */
+void pdk__ctl_held_flush(struct pdk_ctl *c);
+
+/* The held events stored and their timer freed: the control plane is going. */
+void pdk__ctl_held_free(struct pdk_ctl *c);
 /*
  * pdk_ctl_event() of a sandbox's last event (sandbox.destroy,
  * sandbox.create_failed), with a checkpoint signed at it in the same

@@ -818,6 +818,21 @@ PDK_MUST_CHECK int pdk_ctl_pool_set(struct pdk_ctl *c, const char *profile, uint
 void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
 		   json_t *attrs);
 
+/*
+ * pdk_ctl_event() for a front door's record of a request that leads to a
+ * native record (sandbox.create, exec.request, sandbox.destroy...): the event
+ * is built now (its ts and seq are now's) and stored in the same transaction
+ * as, and before, the next record the control plane appends, so a request
+ * costs one audit transaction, not two. It is never left out: a subscriber's
+ * replay, the control plane's end and PDK_CTL_HELD_MAX_MS store it at the
+ * latest. Order in the chain is the order of the calls.
+ */
+void pdk_ctl_event_held(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+			json_t *attrs);
+
+/* At most this long (ms) between pdk_ctl_event_held() and the event's store. */
+#define PDK_CTL_HELD_MAX_MS 50
+
 /* Which records a subscriber gets (NULL members: any). */
 struct pdk_ctl_sub_filter {
 	const char *sandbox, *session, *kind;

@@ -26,15 +26,11 @@ struct pdk_ctl_sub {
 
 /* ---- the control plane's own events ---- */
 
-/*
- * The event, appended; with `checkpoint`, a checkpoint is signed at it in
- * the same transaction.
- */
-static void record_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
-			 json_t *attrs, bool checkpoint)
+/* The event of the control plane about `sandbox`, as it is stored (attrs taken or NULL). */
+static json_t *build_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+			   json_t *attrs)
 {
-	_cleanup_json_ json_t *e = json_object();
-	_cleanup_error_ struct pdk_error *err = NULL;
+	json_t *e = json_object();
 	json_t *session = json_object_get(labels, "session");
 	json_t *workflow = json_object_get(labels, "workflow");
 	char ts[40];
@@ -52,12 +48,85 @@ static void record_event(struct pdk_ctl *c, const char *sandbox, json_t *labels,
 	pdk_json_set(e, "actor", json_string(c->actor));
 	pdk_json_set(e, "kind", json_string(kind));
 	pdk_json_set(e, "attrs", attrs);
-	if (pdk_audit_append(c->audit, &e, 1, checkpoint, &err) < 0) {
+	return e;
+}
+
+/*
+ * The held events and then `e` (taken, may be NULL) appended in one
+ * transaction; with `checkpoint`, a checkpoint is signed at the last.
+ */
+static void append_with_held(struct pdk_ctl *c, json_t *e, bool checkpoint)
+{
+	_cleanup_json_ json_t *batch = c->held != NULL ? c->held : json_array();
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ json_t **v = NULL;
+	size_t n;
+
+	c->held = NULL;
+	if (c->held_ev != NULL)
+		(void)evtimer_del(c->held_ev);
+	if (e != NULL)
+		json_array_append_new(batch, e);
+	n = json_array_size(batch);
+	if (n == 0)
+		return;
+	/* The array's items are reached only through jansson's API: their pointers copied out. */
+	v = pdk_xcalloc(n, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(batch, i);
+	if (pdk_audit_append(c->audit, v, n, checkpoint, &err) < 0) {
 		/* An error, always reported: the audit trail is the record of what was done. */
 		pdk__ctl_log(c, PDK_LOG_ERROR, "audit: %s", err->msg);
 		return;
 	}
 	pdk__ctl_fanout(c);
+}
+
+/*
+ * The event, appended after the held ones; with `checkpoint`, a checkpoint
+ * is signed at it in the same transaction.
+ */
+static void record_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+			 json_t *attrs, bool checkpoint)
+{
+	append_with_held(c, build_event(c, sandbox, labels, kind, attrs), checkpoint);
+}
+
+static void held_due(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	pdk__ctl_held_flush(arg);
+}
+
+void pdk__ctl_held_flush(struct pdk_ctl *c)
+{
+	if (c->held != NULL)
+		append_with_held(c, NULL, false);
+}
+
+void pdk__ctl_held_free(struct pdk_ctl *c)
+{
+	pdk__ctl_held_flush(c);
+	if (c->held_ev != NULL)
+		event_free(c->held_ev);
+	c->held_ev = NULL;
+}
+
+void pdk_ctl_event_held(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+			json_t *attrs)
+{
+	struct timeval tv = {.tv_sec = 0, .tv_usec = PDK_CTL_HELD_MAX_MS * 1000};
+
+	if (c->held == NULL)
+		c->held = json_array();
+	json_array_append_new(c->held, build_event(c, sandbox, labels, kind, attrs));
+	if (c->held_ev == NULL)
+		c->held_ev = evtimer_new(c->base, held_due, c);
+	/* No timer (out of memory): stored at once, never left behind. */
+	if (c->held_ev == NULL ||
+	    (!evtimer_pending(c->held_ev, NULL) && evtimer_add(c->held_ev, &tv) < 0))
+		pdk__ctl_held_flush(c);
 }
 
 void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
@@ -199,6 +268,8 @@ struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_su
 	s->kind = dup_or_null(f->kind);
 	s->cb = cb;
 	s->ctx = ctx;
+	/* The held events are stored first: a replay never misses a request already made. */
+	pdk__ctl_held_flush(c);
 	/* c->fanout_seq is the head: the replay stops there. */
 	reap_dead(c);
 	if (c->subscribers == NULL)

@@ -23,6 +23,7 @@ struct pdk_daemon_opts {
 	const char *run_dir;     /* the runtime directory (base/paths.h) */
 	char **pools;            /* "PROFILE=N" strings, may be NULL */
 	uint64_t max_body;       /* 0: 64 MiB */
+	const char *e2b_domain;  /* E2B's sandbox domain (--e2b-domain), or NULL */
 	/*
 	 * The TCP listener's connection budget (docs/daemon.md, "Connections"):
 	 * connections at once (0: PDK_DAEMON_MAX_CONNS, lowered to fit the

@@ -36,6 +36,7 @@ struct pdk_daemon {
 	struct pdk_mcp *mcp;           /* the MCP server on /mcp (docs/mcp.md) */
 	struct pdk_mcp_http *mcp_http; /* its Streamable HTTP endpoint */
 	struct pdk_e2b *e2b;           /* E2B's SDKs, on the TCP listener */
+	const char *e2b_domain;        /* its sandbox domain, or NULL (borrowed) */
 	struct pdk_http_guards *guards_unix, *guards_tcp;
 	struct evhttp *http_unix, *http_tcp;
 	struct event *sig_term, *sig_int, *sig_chld, *tick;
@@ -67,7 +68,7 @@ static void on_request(struct pdk_daemon *d, struct evhttp_request *req, bool un
 	 * One TCP listener serves both front doors: E2B's SDKs address envd with
 	 * E2b-Sandbox-Id and its control plane outside /v1/ (e2b.h).
 	 */
-	if (!unix_peer && pdk_e2b_wants(req))
+	if (!unix_peer && pdk_e2b_wants(d->e2b, req))
 		pdk_e2b_handle(d->e2b, req);
 	else
 		pdk_api_handle(d->api, req, unix_peer);
@@ -241,8 +242,11 @@ static int open_ctl(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struc
 	d->mcp = pdk_mcp_new(&(struct pdk_mcp_opts){.ctl = d->ctl, .base = d->base, .log = d->log});
 	/* Every caller of /mcp brings credentials (the API's): Origin is checked, Host not. */
 	d->mcp_http = pdk_mcp_http_new(d->mcp, &(struct pdk_mcp_http_opts){.check_host = false});
-	d->e2b = pdk_e2b_new(&(struct pdk_e2b_opts){
-		.ctl = d->ctl, .base = d->base, .max_body = d->max_body, .log = d->log});
+	d->e2b = pdk_e2b_new(&(struct pdk_e2b_opts){.ctl = d->ctl,
+						    .base = d->base,
+						    .max_body = d->max_body,
+						    .domain = d->e2b_domain,
+						    .log = d->log});
 	return 0;
 }
 
@@ -419,7 +423,8 @@ static void stop(struct pdk_daemon *d)
 int pdk_daemon_serve(const struct pdk_daemon_opts *o, struct pdk_error **err)
 {
 	struct pdk_daemon d = {.max_body = o->max_body ? o->max_body : DEFAULT_MAX_BODY,
-			       .kill_on_exit = o->kill_on_exit};
+			       .kill_on_exit = o->kill_on_exit,
+			       .e2b_domain = o->e2b_domain};
 	int rc;
 
 	pdk_log_limit_init(&d.log_limit, o->log, LOG_BURST, LOG_PER_S);

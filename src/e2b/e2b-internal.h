@@ -23,6 +23,7 @@ struct pdk_e2b {
 	struct event_base *base;
 	uint64_t max_body;
 	const struct pdk_log *log;
+	char *domain; /* E2B's sandbox domain, or NULL */
 	bool closing;
 	LIST_HEAD(pdk__e2b_calls, pdk__e2b_call) calls; /* every Connect call not yet finished */
 	struct pdk__e2b_interp *interps; /* code interpreters starting or running (envd-port.c) */
@@ -188,7 +189,7 @@ void pdk__e2b_record(struct pdk__e2b_req *r, const char *route, const char *sand
 int pdk__e2b_owned(struct pdk__e2b_req *r, const char *id, struct pdk_ctl_view *v);
 
 /* E2B's Sandbox (a create's or connect's answer) of `v` with its envd access token. */
-json_t *pdk__e2b_sandbox_json(const struct pdk_ctl_view *v, const char *token);
+json_t *pdk__e2b_sandbox_json(const struct pdk_ctl_view *v, const char *token, const char *domain);
 /* E2B's SandboxDetail / ListedSandbox of `v`. */
 json_t *pdk__e2b_detail_json(const struct pdk_ctl_view *v);
 /* E2B's state of a paddock state: "running", "paused", or NULL (not E2B-visible). */

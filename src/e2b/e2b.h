@@ -43,9 +43,16 @@
 struct pdk_e2b;
 
 struct pdk_e2b_opts {
-	struct pdk_ctl *ctl;       /* borrowed; outlives the object */
-	struct event_base *base;   /* the loop (borrowed) */
-	uint64_t max_body;         /* the largest request body (files) */
+	struct pdk_ctl *ctl;     /* borrowed; outlives the object */
+	struct event_base *base; /* the loop (borrowed) */
+	uint64_t max_body;       /* the largest request body (files) */
+	/*
+	 * E2B's sandbox domain (copied; NULL: none): the create and connect
+	 * answers carry it as `domain`, and a request whose Host is
+	 * PORT-SANDBOXID.DOMAIN is for that port of that sandbox, as if it had
+	 * sent E2b-Sandbox-Id and E2b-Sandbox-Port (sbx.getHost(port)).
+	 */
+	const char *domain;
 	const struct pdk_log *log; /* borrowed; NULL: nowhere */
 };
 
@@ -53,10 +60,17 @@ struct pdk_e2b_opts {
 struct pdk_e2b *pdk_e2b_new(const struct pdk_e2b_opts *opts);
 
 /*
- * Whether `req` is this front door's: it carries E2b-Sandbox-Id, or its
- * path is not under /v1/ (the native API's).
+ * Whether `req` is this front door's: it carries E2b-Sandbox-Id, its Host
+ * is PORT-SANDBOXID.DOMAIN of the door's domain, or its path is not under
+ * /v1/ (the native API's).
  */
-bool pdk_e2b_wants(struct evhttp_request *req);
+bool pdk_e2b_wants(const struct pdk_e2b *e, struct evhttp_request *req);
+
+/*
+ * Whether `domain` may be the door's: HOST or HOST:PORT, HOST of
+ * dot-separated labels of lowercase letters, digits and '-'.
+ */
+bool pdk_e2b_domain_ok(const char *domain);
 
 /*
  * Answer one request: now, or later from a control callback. The caller has

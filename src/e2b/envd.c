@@ -138,9 +138,9 @@ static void record(struct pdk_e2b *e, struct evhttp_request *req, const char *pa
 	_cleanup_free_ char *route = pdk_xasprintf(
 		"%s %s", evhttp_request_get_command(req) == EVHTTP_REQ_GET ? "GET" : "POST", path);
 
-	pdk_ctl_event(e->ctl, who->sandbox, NULL, "e2b.request",
-		      json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "route", route, "front", "envd",
-				"sandbox", who->sandbox, "user", who->user, "query", q));
+	pdk_ctl_event_held(e->ctl, who->sandbox, NULL, "e2b.request",
+			   json_pack("{s:s, s:s, s:s, s:s?, s:s?}", "route", route, "front", "envd",
+				     "sandbox", who->sandbox, "user", who->user, "query", q));
 }
 
 /* A request for another port of the sandbox, recorded before it is relayed. */
@@ -154,9 +154,9 @@ static void record_port(struct pdk_e2b *e, struct evhttp_request *req, const cha
 						      : "OTHER";
 	_cleanup_free_ char *route = pdk_xasprintf("%s %s", method, path);
 
-	pdk_ctl_event(e->ctl, sandbox, NULL, "e2b.request",
-		      json_pack("{s:s, s:s, s:s, s:I}", "route", route, "front", "port", "sandbox",
-				sandbox, "port", (json_int_t)port));
+	pdk_ctl_event_held(e->ctl, sandbox, NULL, "e2b.request",
+			   json_pack("{s:s, s:s, s:s, s:I}", "route", route, "front", "port",
+				     "sandbox", sandbox, "port", (json_int_t)port));
 }
 
 static void health(struct evhttp_request *req)

@@ -345,14 +345,22 @@ static int parse_create(struct pdk_ctl *ctl, json_t *body, const char *key, stru
 	return 0;
 }
 
+/* A create's request and door, until the control layer answers it (freed by created()). */
+struct create_wait {
+	struct pdk_e2b *e;
+	struct evhttp_request *req;
+};
+
 static void created(void *ctx, const struct pdk_ctl_created *cr, const struct pdk_error *err)
 {
-	struct evhttp_request *req = ctx;
+	struct create_wait *w = ctx;
 
 	if (err != NULL)
-		pdk__e2b_plane_error(req, err);
+		pdk__e2b_plane_error(w->req, err);
 	else
-		pdk_http_json(req, 201, pdk__e2b_sandbox_json(&cr->view, cr->token));
+		pdk_http_json(w->req, 201,
+			      pdk__e2b_sandbox_json(&cr->view, cr->token, w->e->domain));
+	free(w);
 }
 
 void pdk__e2b_route_create(struct pdk__e2b_req *r)
@@ -361,6 +369,7 @@ void pdk__e2b_route_create(struct pdk__e2b_req *r)
 	_cleanup_json_ json_t *body = NULL;
 	struct create_req c;
 	struct pdk_ctl_create cc;
+	struct create_wait *w;
 
 	if (pdk__e2b_json_body(r, &body) < 0)
 		return;
@@ -376,7 +385,11 @@ void pdk__e2b_route_create(struct pdk__e2b_req *r)
 				     .env = c.env,
 				     .labels = c.labels,
 				     .ttl_s = c.ttl_s};
-	if (pdk_ctl_create(r->e->ctl, &cc, created, r->req, &err) < 0)
+	w = pdk_xcalloc(1, sizeof(*w));
+	*w = (struct create_wait){.e = r->e, .req = r->req};
+	if (pdk_ctl_create(r->e->ctl, &cc, created, w, &err) < 0) {
+		free(w);
 		pdk__e2b_plane_error(r->req, err);
+	}
 	create_req_release(&c);
 }

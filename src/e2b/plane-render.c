@@ -30,11 +30,11 @@ static const char *template_of(const struct pdk_ctl_view *v)
  * some requests for a sandbox's other ports (the code interpreter's
  * /contexts), which paddock serves only with a token (envd-port.c).
  */
-json_t *pdk__e2b_sandbox_json(const struct pdk_ctl_view *v, const char *token)
+json_t *pdk__e2b_sandbox_json(const struct pdk_ctl_view *v, const char *token, const char *domain)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:n}", "sandboxID", v->id, "templateID",
+	return json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:s?}", "sandboxID", v->id, "templateID",
 			 template_of(v), "clientID", "paddock", "envdVersion", PDK_E2B_ENVD_VERSION,
-			 "envdAccessToken", token, "trafficAccessToken", token, "domain");
+			 "envdAccessToken", token, "trafficAccessToken", token, "domain", domain);
 }
 
 /* The metadata: the labels but the front door's own. */

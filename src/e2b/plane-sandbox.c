@@ -166,7 +166,7 @@ static void connect_answer(struct connect_ctx *x)
 	if (x->timeout >= 0 && pdk_ctl_set_ttl(sb, x->timeout ? (uint64_t)x->timeout : 1, &err) < 0)
 		pdk__e2b_plane_error(x->req, err);
 	else
-		pdk_http_json(x->req, x->code, pdk__e2b_sandbox_json(&v, token));
+		pdk_http_json(x->req, x->code, pdk__e2b_sandbox_json(&v, token, x->e->domain));
 	pdk_ctl_view_release(&v);
 }
 

@@ -75,7 +75,7 @@ const char *pdk__e2b_query(struct pdk__e2b_req *r, const char *key)
 
 void pdk__e2b_record(struct pdk__e2b_req *r, const char *route, const char *sandbox)
 {
-	pdk_ctl_event(
+	pdk_ctl_event_held(
 		r->e->ctl, sandbox ? sandbox : "daemon", NULL, "e2b.request",
 		json_pack("{s:s, s:s, s:s?}", "route", route, "key", r->key, "sandbox", sandbox));
 }
@@ -118,8 +118,8 @@ static int authenticate(struct pdk__e2b_req *r)
 		return 0;
 	else
 		why = err->msg;
-	pdk_ctl_event(r->e->ctl, "daemon", NULL, "auth.failure",
-		      json_pack("{s:s, s:s}", "reason", why, "front", "e2b"));
+	pdk_ctl_event_held(r->e->ctl, "daemon", NULL, "auth.failure",
+			   json_pack("{s:s, s:s}", "reason", why, "front", "e2b"));
 	pdk__e2b_plane_fail(r->req, 401, "%s", why);
 	return -1;
 }

@@ -155,8 +155,16 @@ audit() {
 	is "$(jq -r 'select(.attrs.key == "k1") | .attrs.route' "$T/ev-$who" | sort -u | tr '\n' ';')" \
 		"DELETE /sandboxes/{id};POST /sandboxes;POST /sandboxes/{id}/pause;POST /sandboxes/{id}/timeout;POST /v2/sandboxes/{id}/connect;" \
 		"$who: the audit chain records every E2B request that changes something, with the key"
+	# An E2B request's record is held for the native record it leads to, and stored before it.
+	pc "$who" events --json >"$T/ev-$who" 2>&1
+	is "$(jq -s '[to_entries[] | {i: .key, k: .value.kind, s: .value.sandbox, r: .value.attrs.route}] as $e
+		| [$e[] | select(.k == "e2b.request" and .r == "DELETE /sandboxes/{id}") | . as $q
+		| ($e | map(select(.k == "sandbox.destroy" and .s == $q.s)) | last | .i) | select(. != null)
+		| . > $q.i] | length > 0 and all' "$T/ev-$who")" true \
+		"$who: a kill's e2b.request is stored before its sandbox.destroy"
 	pc "$who" events --kind auth.failure --json >"$T/ev-$who" 2>&1
-	is "$(jq -r 'select(.attrs.front == "e2b") | .attrs.reason' "$T/ev-$who" | grep -c .)" 4 \
+	# 4 of the keys and tokens above, 2 of gethost.mjs (no traffic token; another sandbox's).
+	is "$(jq -r 'select(.attrs.front == "e2b") | .attrs.reason' "$T/ev-$who" | grep -c .)" 6 \
 		"$who: the refused keys and envd tokens are recorded as auth.failure"
 	pc "$who" audit verify >/dev/null 2>&1
 	ok $? "$who: paddock audit verify: the chain holds"
@@ -179,7 +187,8 @@ template_image() {
 e2b_tests() {
 	local who=$1
 	ADDR=127.0.0.1:$(free_port)
-	serve_start "$who" --listen "$ADDR" --max-body 8M
+	DOMAIN=sandbox.test:${ADDR##*:}
+	serve_start "$who" --listen "$ADDR" --max-body 8M --e2b-domain "$DOMAIN"
 	ok $? "$who: the daemon starts on $ADDR"
 	keys "$who"
 	sdk "$who" plane.mjs
@@ -192,6 +201,7 @@ e2b_tests() {
 	echo host-secret >"$T/secret"
 	sdk "$who" files.mjs UPLOAD_DIR="$T/upload" HOST_SECRET="$T/secret"
 	sdk "$who" python_wire.py
+	sdk "$who" gethost.mjs E2B_DOMAIN_WANTED="$DOMAIN"
 	connect_frames "$who"
 	audit "$who"
 	serve_stop "$who"
