@@ -788,8 +788,10 @@ int pdk__img_unpack(struct pdk__img_unpack *u, struct pdk__img_in *in, struct pd
 
 		if (rc == 0)
 			break;
-		if (rc < 0)
+		if (rc < 0) {
+			entry_release(&e); /* a refused header's names were read */
 			return -1;
+		}
 		rc = one_entry(u, in, &e, err);
 		entry_release(&e);
 		if (rc < 0)

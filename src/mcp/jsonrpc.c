@@ -185,7 +185,13 @@ json_t *pdk_rpc_result(const json_t *id, json_t *result)
 json_t *pdk_rpc_error(const json_t *id, int code, const char *message, json_t *data)
 {
 	json_t *o = envelope(id, true);
-	json_t *e = json_pack("{s:i, s:s}", "code", code, "message", message);
+	/*
+	 * A message may quote the sender's bytes (a member's name, cut at 64
+	 * bytes, perhaps inside a character): JSON carries only valid UTF-8.
+	 */
+	size_t len;
+	_cleanup_free_ char *clean = pdk_utf8_clean(message, strlen(message), true, &len, NULL);
+	json_t *e = json_pack("{s:i, s:s}", "code", code, "message", clean);
 
 	if (e == NULL)
 		pdk_oom();
