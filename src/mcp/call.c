@@ -80,6 +80,19 @@ void pdk__mcp_call_fail(struct pdk_mcp_call *call, const struct pdk_error *err)
 	pdk__mcp_call_finish(call, pdk_mcp_tool_error(err));
 }
 
+void pdk__mcp_call_doc(void *ctx, json_t *doc, const struct pdk_error *err)
+{
+	struct pdk_mcp_call *call = ctx;
+	_cleanup_free_ char *text = NULL;
+
+	if (err != NULL) {
+		pdk__mcp_call_fail(call, err);
+		return;
+	}
+	text = pdk_json_dump_line(doc);
+	pdk__mcp_call_finish(call, pdk__mcp_result(text, json_incref(doc)));
+}
+
 void pdk__mcp_call_bad(struct pdk_mcp_call *call, const char *field, const char *fmt, ...)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;

@@ -108,6 +108,11 @@ void pdk__mcp_call_start(struct pdk_mcp_call *call);
 void pdk__mcp_call_finish(struct pdk_mcp_call *call, json_t *result);
 /* A control error as the call's result. */
 void pdk__mcp_call_fail(struct pdk_mcp_call *call, const struct pdk_error *err);
+/*
+ * A control callback whose answer is one JSON document (ctx: the call): the
+ * document as the result's text and structuredContent, or the error.
+ */
+void pdk__mcp_call_doc(void *ctx, json_t *doc, const struct pdk_error *err);
 /* An argument error as the call's result: `field` is named. */
 void pdk__mcp_call_bad(struct pdk_mcp_call *call, const char *field, const char *fmt, ...)
 	PDK_PRINTF(3, 4);

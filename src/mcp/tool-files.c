@@ -191,19 +191,6 @@ static void listed(void *ctx, json_t *doc, const struct pdk_error *err)
 	pdk_buf_release(&text);
 }
 
-static void statted(void *ctx, json_t *doc, const struct pdk_error *err)
-{
-	struct pdk_mcp_call *call = ctx;
-	_cleanup_free_ char *text = NULL;
-
-	if (err != NULL) {
-		pdk__mcp_call_fail(call, err);
-		return;
-	}
-	text = pdk_json_dump_line(doc);
-	pdk__mcp_call_finish(call, pdk__mcp_result(text, json_incref(doc)));
-}
-
 void pdk__tool_file_list(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -221,7 +208,7 @@ void pdk__tool_file_stat(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 	_cleanup_error_ struct pdk_error *err = NULL;
 	_cleanup_free_ char *path = pdk__mcp_arg_path(call, sb, "path");
 
-	if (path != NULL && pdk_ctl_stat(sb, path, statted, call, &err) < 0)
+	if (path != NULL && pdk_ctl_stat(sb, path, pdk__mcp_call_doc, call, &err) < 0)
 		pdk__mcp_call_fail(call, err);
 }
 

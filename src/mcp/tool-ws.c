@@ -54,19 +54,6 @@ void pdk__tool_ws_diff(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 		pdk__mcp_call_fail(call, err);
 }
 
-static void ws_done(void *ctx, json_t *doc, const struct pdk_error *err)
-{
-	struct pdk_mcp_call *call = ctx;
-	_cleanup_free_ char *text = NULL;
-
-	if (err != NULL) {
-		pdk__mcp_call_fail(call, err);
-		return;
-	}
-	text = pdk_json_dump_line(doc);
-	pdk__mcp_call_finish(call, pdk__mcp_result(text, json_incref(doc)));
-}
-
 void pdk__tool_ws_snapshot(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -76,7 +63,7 @@ void pdk__tool_ws_snapshot(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 		pdk__mcp_call_bad(call, "name", "a snapshot name is 1-64 of [A-Za-z0-9_.-]");
 		return;
 	}
-	if (pdk_ctl_snapshot(sb, name, false, ws_done, call, &err) < 0)
+	if (pdk_ctl_snapshot(sb, name, false, pdk__mcp_call_doc, call, &err) < 0)
 		pdk__mcp_call_fail(call, err);
 }
 
@@ -89,7 +76,7 @@ void pdk__tool_ws_rollback(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 		pdk__mcp_call_bad(call, "snapshot", "a snapshot name is 1-64 of [A-Za-z0-9_.-]");
 		return;
 	}
-	if (pdk_ctl_rollback(sb, name, false, ws_done, call, &err) < 0)
+	if (pdk_ctl_rollback(sb, name, false, pdk__mcp_call_doc, call, &err) < 0)
 		pdk__mcp_call_fail(call, err);
 }
 
