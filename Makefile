@@ -185,6 +185,8 @@ bench: build bench-setup test-setup
 	python3 bench/egress-tls ./$(BUILD)/paddock
 	python3 bench/daemon ./$(BUILD)/paddock --quick
 	python3 bench/mcp ./$(BUILD)/paddock
+	bash bench/e2b ./$(BUILD)/paddock
+	python3 bench/images ./$(BUILD)/paddock
 
 format:
 	clang-format -i $$(git ls-files '*.[ch]')
