@@ -116,7 +116,7 @@ check_signals() {
 	prun_cmd "$who"
 	(cd "$T/home" && exec "${PRUN[@]}" run -- sh -c 'trap "echo got-TERM; exit 9" TERM; echo ready; sleep 30 & wait' >"$T/sig" 2>/dev/null) &
 	pid=$!
-	for _ in $(seq 50); do grep -q ready "$T/sig" 2>/dev/null && break; sleep 0.1; done
+	for _ in $(seq 300); do grep -q ready "$T/sig" 2>/dev/null && break; sleep 0.1; done
 	kill -TERM "$pid"; wait "$pid"; is $? 9 "$who: SIGTERM is forwarded to the command"
 	grep -q got-TERM "$T/sig"; ok $? "$who: the command's handler ran"
 	# Durations unique to this run: another "sleep 300" on the machine is not the command's.
