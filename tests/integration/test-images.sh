@@ -213,8 +213,10 @@ rm_checks() {
 	fifo="$T/hold-$who"
 	mkfifo -m 0666 "$fifo"
 	prun "$who" -w "$(mkws)" --ro "$fifo" --image bb-dir -- sh -c "cat $fifo" >/dev/null 2>&1 & pid=$!
+	# The command itself ("cat FIFO" at the start of its command line), not paddock run's
+	# own process, whose argv holds the same words before the sandbox holds its image.
 	for _ in $(seq 200); do
-		pgrep -f "cat $fifo" >/dev/null && break
+		pgrep -f "^cat $fifo\$" >/dev/null && break
 		sleep 0.05
 	done
 	out=$(pimg "$who" rm bb-dir 2>&1); rc=$?
