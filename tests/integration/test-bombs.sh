@@ -69,12 +69,13 @@ except OSError as e:
 
 	# CPU spin past the time limit: killed on time, nothing left running.
 	t0=$(date +%s%N)
-	prun "$who" -w "$ws" --timeout 1s -- sh -c 'while :; do :; done' 2>/dev/null
+	# Named by this suite's pid (the shell's $0), so another suite's spin is not counted.
+	prun "$who" -w "$ws" --timeout 1s -- sh -c 'while :; do :; done' "bombs-spin-$$" 2>/dev/null
 	rc=$?
 	t1=$(date +%s%N)
 	is "$rc" 124 "$who: a CPU spin past --timeout 1s gives 124"
 	[ $(( (t1 - t0) / 1000000 )) -lt 3000 ]; ok $? "$who: ...and run returned in $(( (t1 - t0) / 1000000 )) ms"
-	pgrep -f 'while :; do :; done' >/dev/null; is $? 1 "$who: ...and the spinning process is gone"
+	pgrep -f "bombs-spin-$$" >/dev/null; is $? 1 "$who: ...and the spinning process is gone"
 
 	# CPU bandwidth: two seconds of spinning under --cpus 0.25 get about half a second of CPU.
 	out=$(prun "$who" -w "$ws" --cpus 0.25 --timeout 2s --stats -- sh -c 'while :; do :; done' 2>&1 | grep -o 'cpu [0-9.]* ms' | grep -o '[0-9.]*')

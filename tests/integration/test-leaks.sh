@@ -77,10 +77,18 @@ done
 # the spool into);
 # nothing from setup (cgroup.procs, the init binary, the sync socket) stays open. Fds the
 # caller passed down are not paddock's and are not counted.
-prun root -- sleep 2 2>/dev/null &
-sleep 0.5
-sup=$(pgrep -n -x paddock)
+# The supervisor is this run's own process (its argv ends with the command, named by this
+# suite's pid), read once the command runs; not the newest paddock of the machine, which may
+# be another suite's.
+mark=$$
+prun root -- sleep "60.$mark" 2>/dev/null &
+for _ in $(seq 1 300); do
+	pgrep -f "^sleep 60\.$mark\$" >/dev/null && break
+	sleep 0.1
+done
+sup=$(pgrep -f -n "paddock run .*-- sleep 60\.$mark\$")
 fds=$(ls -l "/proc/$sup/fd" 2>/dev/null)
+pkill -f "^sleep 60\.$mark\$"
 wait
 own=$(printf '%s\n' "$fds" | grep -cE 'anon_inode|socket:')
 is "$own" 5 "root: the supervisor holds 5 fds of its own while a sandbox runs (signalfd, pidfd, control, exec-tracing listener, name server)"
