@@ -12,6 +12,17 @@ supervisors_in() {
 	done
 }
 
+# until_empty CMD...: up to 10 s for CMD's output to be empty (a process to end), not a fixed
+# sleep that a loaded machine outlasts.
+until_empty() {
+	local i
+	for i in $(seq 1 100); do
+		[ -z "$("$@")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # wait_for FILE ERE: up to 10 s for a line of FILE to match.
 wait_for() {
 	local i
@@ -338,7 +349,7 @@ sandbox_tests() {
 	# The kill switch by session label.
 	api "$who" POST /v1/kill '{"session":"sA","reason":"test kill switch"}'
 	is "$CODE $(jq_get "$BODY" killed)" "200 [\"$id\"]" "$who: POST /v1/kill by session kills the session's sandbox"
-	sleep 0.5
+	until_empty supervisors_of "$id"
 	is "$(supervisors_of "$id")" "" "$who: the killed sandbox's supervisor is gone"
 	api "$who" GET "/v1/sandboxes/$id"
 	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" end_reason)" "200 ended killed" \
@@ -349,7 +360,7 @@ sandbox_tests() {
 	for n in $(printf '%s' "$BODY" | jq -r '.sandboxes[].id'); do
 		api "$who" DELETE "/v1/sandboxes/$n"
 	done
-	sleep 0.5
+	until_empty supervisors_in "$who"
 	api "$who" GET /v1/sandboxes
 	is "$BODY" '{"sandboxes":[]}' "$who: every sandbox deleted"
 	is "$(supervisors_in "$who" | wc -l)" "0" "$who: no supervisor process left"

@@ -221,7 +221,8 @@ rm_checks() {
 	done
 	out=$(pimg "$who" rm bb-dir 2>&1); rc=$?
 	printf '%s' "$out" | grep -q "in use by a running sandbox"; is "$rc:$?" "1:0" "$who: rm of an image a sandbox runs on is refused ($out)"
-	echo done >"$fifo"
+	# Bounded: a sandbox that never started has no reader on the fifo to release.
+	timeout 30 sh -c 'echo done >"$1"' sh "$fifo"
 	wait $pid
 	n0=$(nlayers "$who")
 	out=$(pimg "$who" rm bb-dir 2>&1); rc=$?
