@@ -31,7 +31,9 @@ struct pdk_error;
  * segment. A binary with text relocations (DT_TEXTREL, DF_TEXTREL) has
  * written its text, so nothing of it is dropped (0, *released 0). Shared
  * libraries (a dynamically linked build) are left alone: their pages are
- * shared with other processes, and their PSS is divided already.
+ * shared with other processes, and their PSS is divided already. (What a
+ * debugger wrote into the text through ptrace, a software breakpoint, is
+ * dropped with it: the text reads back as the file has it.)
  *
  * A dropped page a caller uses again costs one minor fault, so call it once
  * the set-up is done and the process goes idle, not on a hot path; it is
