@@ -132,7 +132,7 @@ check_signals() {
 # before, the binary's text and read-only data); the bound is issue 18's target, 1.5 MiB.
 # A size, not a time: the loop waits (up to 30 s) for the release and fails if it never
 # comes. Then everything the supervisor does after it: a signal forwarded, an exec traced
-# and recorded, the output, the exit status, the end events.
+# and recorded, the output, the exit status, the end events, the wall-clock budget.
 check_idle_memory() {
 	local who=$1 pid pss="" ev
 	local PRUN
@@ -165,6 +165,9 @@ assert [e["kind"] for e in evs][-2:] == ["process.exit", "sandbox.destroy"], evs
 assert [e["seq"] for e in evs] == list(range(len(evs)))
 PY
 	ok $? "$who: after the release, the handler's exec is traced and the end recorded"
+	# The wall-clock budget, kept by the same loop: 1 s, well past the release at 200 ms.
+	prun "$who" --timeout 1s -- sh -c 'sleep 0.5; exec sleep 60' 2>/dev/null
+	is $? 124 "$who: after the release, --timeout still ends the command (124)"
 }
 
 for who in root user; do
