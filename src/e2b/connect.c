@@ -285,6 +285,7 @@ void pdk__e2b_send(struct pdk__e2b_call *c, json_t *msg)
 	if (!pdk__e2b_live(c) || c->finished)
 		return;
 	c->idle_s = 0;
+	c->sent = true;
 	stream_frame(&c->stream, 0, m);
 }
 
@@ -316,7 +317,9 @@ void pdk__e2b_connect_tick(struct pdk_e2b *e)
 
 	LIST_FOREACH(c, &e->calls, link)
 	{
-		if (!c->method->streaming || c->keepalive == NULL || !pdk__e2b_live(c))
+		/* A keepalive never comes before the handler's start message: the SDKs take the
+		 * stream's first message as the start (a watcher slower than the tick was seen). */
+		if (!c->method->streaming || c->keepalive == NULL || !c->sent || !pdk__e2b_live(c))
 			continue;
 		if (++c->idle_s >= c->keepalive_s) {
 			c->idle_s = 0;
@@ -416,7 +419,8 @@ static int read_msg(struct evhttp_request *req, bool streaming, json_t **msg,
 
 /*
  * How often an idle stream gets its keepalive message: the SDKs' own
- * Keepalive-Ping-Interval (seconds, 1 to 3600), else PDK__E2B_KEEPALIVE_S.
+ * Keepalive-Ping-Interval (seconds, 1 to 3600), else PDK__E2B_KEEPALIVE_S;
+ * counted from the handler's last message, and only once it sent its first.
  */
 static uint64_t keepalive_of(struct evhttp_request *req)
 {

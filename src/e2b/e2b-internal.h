@@ -82,6 +82,7 @@ struct pdk__e2b_call {
 	uint64_t idle_s;
 	uint64_t keepalive_s; /* Keepalive-Ping-Interval, else PDK__E2B_KEEPALIVE_S */
 	bool finished, cancelled;
+	bool sent; /* the handler sent its first message (the start): keepalives may follow */
 	bool busy; /* in its handler or its on_cancel: not freed there */
 	LIST_ENTRY(pdk__e2b_call) link;
 };
