@@ -813,7 +813,13 @@ PDK_MUST_CHECK int pdk_ctl_pool_set(struct pdk_ctl *c, const char *profile, uint
 /*
  * Record one of the control plane's own events (`kind`, `attrs` taken or
  * NULL) about `sandbox` ("daemon" for none) with its labels (borrowed, may be
- * NULL) in the audit store; subscribers get it from there.
+ * NULL) in the audit store; subscribers get it from there. The event is
+ * built now (its ts and seq are now's) and stored at the end of the event
+ * loop's current turn, with every other event of that turn in one
+ * transaction: before any answer queued in the turn is written (a front door
+ * writes its answers on a later turn, or from an event it makes active after
+ * the record; events.c), and, if the loop does not turn again, by
+ * pdk_ctl_free(). Order in the chain is the order of the calls.
  */
 void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
 		   json_t *attrs);
@@ -832,6 +838,14 @@ void pdk_ctl_event_held(struct pdk_ctl *c, const char *sandbox, json_t *labels, 
 
 /* At most this long (ms) between pdk_ctl_event_held() and the event's store. */
 #define PDK_CTL_HELD_MAX_MS 50
+
+/*
+ * Store now, in one transaction, the events recorded and not yet stored
+ * (pdk_ctl_event(), pdk_ctl_event_held()). For a front door that writes an
+ * answer at once rather than on a later turn of the loop (MCP over stdio):
+ * it calls this first, so a record is stored before its answer is written.
+ */
+void pdk_ctl_events_store(struct pdk_ctl *c);
 
 /* Which records a subscriber gets (NULL members: any). */
 struct pdk_ctl_sub_filter {
