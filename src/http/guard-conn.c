@@ -95,6 +95,33 @@ static void move_out(struct pdk__conn *g)
 	}
 }
 
+/*
+ * The answer written to the socket at once when nothing of this connection
+ * waits in the socket's buffer (the common case: one answer per request),
+ * instead of on a later turn of the loop, once epoll_wait says the socket
+ * is writable (an epoll_ctl to watch for it, a turn, an epoll_ctl to stop).
+ * What the socket does not take now goes through its bufferevent as before
+ * (move_out). The written bytes leave evhttp's output as sock_written drops
+ * them, and evhttp learns the answer is written on the loop's next turn (a
+ * deferred callback: it may end the connection, which must not happen while
+ * pdk__guard_move_all walks the list).
+ */
+static void write_now(struct pdk__conn *g)
+{
+	struct evbuffer *out = bufferevent_get_output(g->bev);
+	evutil_socket_t fd = bufferevent_getfd(g->sock);
+	int n;
+
+	if (g->dropped || g->moved != 0 || fd < 0 ||
+	    evbuffer_get_length(bufferevent_get_output(g->sock)) != 0)
+		return;
+	g->dropping = true;
+	n = evbuffer_write(out, fd); /* written bytes are drained from `out` */
+	g->dropping = false;
+	if (n > 0 && evbuffer_get_length(out) == 0)
+		bufferevent_trigger(g->bev, EV_WRITE, BEV_TRIG_DEFER_CALLBACKS);
+}
+
 void pdk__guard_move_all(struct pdk_http_guards *gs)
 {
 	if (gs->n_moving == 0)
@@ -106,6 +133,7 @@ void pdk__guard_move_all(struct pdk_http_guards *gs)
 		if (c->moving) {
 			c->moving = false;
 			gs->n_moving--;
+			write_now(c);
 			move_out(c);
 		}
 }
