@@ -42,6 +42,7 @@ struct pdk_ctl {
 	json_t *held;                   /* events held for the next append (events.c), or NULL */
 	struct event *held_ev;          /* stores the held events if no append takes them first */
 	struct event *turn_ev;          /* stores this loop turn's events at its end (events.c) */
+	bool turn_pending; /* c->held has a pdk_ctl_event() record, not only held ones */
 };
 
 /* handles.c: forget every handle (the control object's end). */

@@ -840,10 +840,11 @@ void pdk_ctl_event_held(struct pdk_ctl *c, const char *sandbox, json_t *labels, 
 #define PDK_CTL_HELD_MAX_MS 50
 
 /*
- * Store now, in one transaction, the events recorded and not yet stored
- * (pdk_ctl_event(), pdk_ctl_event_held()). For a front door that writes an
- * answer at once rather than on a later turn of the loop (MCP over stdio):
- * it calls this first, so a record is stored before its answer is written.
+ * Store now, in one transaction, the pdk_ctl_event() records not yet stored
+ * (and the pdk_ctl_event_held() ones made before them; held ones alone wait
+ * as that function says). A front door calls it before it writes an answer
+ * (the daemon's HTTP guards, MCP over stdio), so a record is stored before
+ * the answer of its request is written.
  */
 void pdk_ctl_events_store(struct pdk_ctl *c);
 

@@ -63,6 +63,7 @@ static void append_with_held(struct pdk_ctl *c, json_t *e, bool checkpoint)
 	size_t n;
 
 	c->held = NULL;
+	c->turn_pending = false;
 	if (c->held_ev != NULL)
 		(void)evtimer_del(c->held_ev);
 	if (e != NULL)
@@ -101,18 +102,19 @@ static void held_due(evutil_socket_t fd, short what, void *arg)
 
 /*
  * The records of one turn of the event loop go to the audit store in one
- * transaction: with many clients at once most turns read several requests
- * (50 claims, their first execs), and each write transaction of audit.db
- * costs its lock, its head and its commit.
+ * transaction: with many clients at once a turn often reads several
+ * requests (claims, execs), and each write transaction of audit.db costs
+ * its lock, its head and its commit.
  *
  * SECURITY: a record is still stored before the answer of its request is
  * written. Every front door stores the pending records before an answer's
  * bytes go out (pdk_ctl_events_store: the daemon's HTTP guards call it
- * before they copy answers to the sockets, at the end of the turn they were
- * queued in; MCP over stdio before each write). Records no answer waits for
- * (exec.request: its answer comes with the exit) are stored by an event
- * made active now, which runs once the callbacks already active in this
- * turn have run; the control plane's end stores what is left
+ * before they copy an answer to its socket, MCP over stdio before each
+ * write): libevent may run a socket's write event in the same turn as the
+ * read of its request, before any store at the turn's end. Records no
+ * answer waits for yet (exec.request: its answer comes with the exit) are
+ * stored by an event made active now, which runs once the callbacks already
+ * active in this turn have run; the control plane's end stores what is left
  * (pdk__ctl_held_free).
  */
 static void store_at_turn_end(struct pdk_ctl *c)
@@ -128,6 +130,7 @@ static void record_at_turn_end(struct pdk_ctl *c, json_t *e)
 	if (c->held == NULL)
 		c->held = json_array();
 	json_array_append_new(c->held, e);
+	c->turn_pending = true;
 	store_at_turn_end(c);
 }
 
@@ -139,7 +142,9 @@ void pdk__ctl_held_flush(struct pdk_ctl *c)
 
 void pdk_ctl_events_store(struct pdk_ctl *c)
 {
-	if (c != NULL)
+	/* Held records alone keep their contract (control.h): they wait for a record or their
+	 * timer. */
+	if (c != NULL && c->turn_pending)
 		pdk__ctl_held_flush(c);
 }
 

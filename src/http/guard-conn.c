@@ -71,15 +71,27 @@ static enum bufferevent_filter_result filter_out(struct evbuffer *src, struct ev
 	return BEV_NEED_MORE; /* out_added has copied them already */
 }
 
-/* The bytes of bev's output not yet copied, copied down to the socket's bufferevent. */
-static void move_out(struct pdk__conn *g)
+static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
-	struct evbuffer *buf = bufferevent_get_output(g->bev);
+	struct pdk__conn *g = arg;
 	size_t len = evbuffer_get_length(buf);
 	struct evbuffer_ptr pos;
 	struct evbuffer_iovec v[16];
 	int nv;
 
+	if (g->dropping)
+		return;
+	/*
+	 * SECURITY: what must be stored before an answer is written is stored
+	 * before its first byte reaches the socket's buffer (http.h). The socket
+	 * may write it in this very turn of the loop: its write event is often
+	 * active beside the read that brought the request.
+	 */
+	if (info->n_added > 0 && g->owner->before_write != NULL)
+		g->owner->before_write(g->owner->before_write_arg);
+	len = evbuffer_get_length(buf);
+	if (g->moved > len)
+		g->moved = len; /* evhttp dropped its output (a reset): forget it */
 	while (g->moved < len) {
 		if (evbuffer_ptr_set(buf, &pos, g->moved, EVBUFFER_PTR_SET) < 0)
 			pdk_oom();
@@ -93,85 +105,6 @@ static void move_out(struct pdk__conn *g)
 			g->moved += n;
 		}
 	}
-}
-
-/*
- * The answer written to the socket at once when nothing of this connection
- * waits in the socket's buffer (the common case: one answer per request),
- * instead of on a later turn of the loop, once epoll_wait says the socket
- * is writable (an epoll_ctl to watch for it, a turn, an epoll_ctl to stop).
- * What the socket does not take now goes through its bufferevent as before
- * (move_out). The written bytes leave evhttp's output as sock_written drops
- * them, and evhttp learns the answer is written on the loop's next turn (a
- * deferred callback: it may end the connection, which must not happen while
- * pdk__guard_move_all walks the list).
- */
-static void write_now(struct pdk__conn *g)
-{
-	struct evbuffer *out = bufferevent_get_output(g->bev);
-	evutil_socket_t fd = bufferevent_getfd(g->sock);
-	int n;
-
-	if (g->dropped || g->moved != 0 || fd < 0 ||
-	    evbuffer_get_length(bufferevent_get_output(g->sock)) != 0)
-		return;
-	g->dropping = true;
-	n = evbuffer_write(out, fd); /* written bytes are drained from `out` */
-	g->dropping = false;
-	if (n > 0 && evbuffer_get_length(out) == 0)
-		bufferevent_trigger(g->bev, EV_WRITE, BEV_TRIG_DEFER_CALLBACKS);
-}
-
-void pdk__guard_move_all(struct pdk_http_guards *gs)
-{
-	if (gs->n_moving == 0)
-		return;
-	/* SECURITY: what must be stored before an answer is written is stored first (http.h). */
-	if (gs->before_write != NULL)
-		gs->before_write(gs->before_write_arg);
-	for (struct pdk__conn *c = gs->conns; c != NULL && gs->n_moving > 0; c = c->next)
-		if (c->moving) {
-			c->moving = false;
-			gs->n_moving--;
-			write_now(c);
-			move_out(c);
-		}
-}
-
-static void move_due(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	pdk__guard_move_all(arg);
-}
-
-/*
- * New bytes in evhttp's output: copied to the socket at the end of this
- * turn of the loop, after the callbacks already made active in it (the
- * requests read in the same turn, and the daemon's store of their records),
- * with the other answers queued in the turn. Without a before_write hook
- * (or once the guards stopped) they are copied at once.
- */
-static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
-{
-	struct pdk__conn *g = arg;
-	struct pdk_http_guards *gs = g->owner;
-
-	if (g->dropping)
-		return;
-	if (g->moved > evbuffer_get_length(buf))
-		g->moved = evbuffer_get_length(buf); /* evhttp dropped its output (a reset) */
-	if (info->n_added == 0)
-		return;
-	if (gs->before_write == NULL || gs->move == NULL) {
-		move_out(g);
-		return;
-	}
-	if (!g->moving) {
-		g->moving = true;
-		gs->n_moving++;
-	}
-	event_active(gs->move, EV_TIMEOUT, 0);
 }
 
 static void sock_written(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
@@ -196,8 +129,6 @@ static void filter_free(void *ctx)
 {
 	struct pdk__conn *g = ctx;
 
-	if (g->moving)
-		g->owner->n_moving--;
 	/* The socket's bufferevent outlives the filter by a moment: its callback goes first. */
 	if (g->sock_cb != NULL)
 		evbuffer_remove_cb_entry(bufferevent_get_output(g->sock), g->sock_cb);
@@ -239,9 +170,6 @@ void pdk_http_guards_before_write(struct pdk_http_guards *gs, pdk_http_before_wr
 {
 	gs->before_write = cb;
 	gs->before_write_arg = arg;
-	if (cb != NULL && gs->move == NULL &&
-	    (gs->move = event_new(gs->base, -1, 0, move_due, gs)) == NULL)
-		pdk_oom();
 }
 
 /* ---- answering a stand-in; the end of every other answer ---- */

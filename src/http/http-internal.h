@@ -27,7 +27,6 @@ struct pdk__conn {
 	struct evbuffer_cb_entry *sock_cb;
 	size_t moved;       /* bytes of bev's output already copied to sock's */
 	bool dropping;      /* sock_written is draining bev's output */
-	bool moving;        /* bev's output has bytes to copy at the turn's end (guard-conn.c) */
 	uint64_t delivered; /* requests evhttp handed to the daemon */
 	uint64_t completed; /* ... whose answers were written whole */
 	/* The budget (conns.c). */
@@ -67,8 +66,6 @@ struct pdk_http_guards {
 	struct event *admit;  /* checks new connections, once the loop has their socket */
 	struct event *sweep;  /* once a second: head deadlines */
 	struct event *resume; /* ends an accept pause */
-	struct event *move;   /* copies the answers queued in a loop turn at its end */
-	unsigned n_moving;    /* connections with bytes to copy */
 	pdk_http_before_write_cb before_write; /* NULL: none */
 	void *before_write_arg;
 	bool paused;    /* an accept failed: not accepting until `resume` */
@@ -79,8 +76,6 @@ struct pdk_http_guards {
 
 /* Make `h` create each connection's bufferevent through the guard (guard-conn.c). */
 void pdk__guard_bevcb(struct pdk_http_guards *gs, struct evhttp *h);
-/* The answers queued and not yet copied to their sockets, copied now (guard-conn.c). */
-void pdk__guard_move_all(struct pdk_http_guards *gs);
 /* A new connection (linked, counted; admitted on the loop's next turn) and a freed one. */
 void pdk__conns_add(struct pdk_http_guards *gs, struct pdk__conn *c);
 void pdk__conns_remove(struct pdk_http_guards *gs, struct pdk__conn *c);

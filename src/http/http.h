@@ -178,12 +178,11 @@ void pdk_http_guards_free(struct pdk_http_guards *gs);
 
 /*
  * `cb(arg)` runs before the bytes of any answer go to a connection's socket
- * (NULL: nothing runs). The daemon stores its audit records there: a record
- * is stored before the answer of its request is written. The bytes an
- * answer queues in a turn of the event loop go to the socket at that turn's
- * end (the socket writes them on a later turn), so the answers of all the
- * requests read in one turn share one call. pdk_http_guards_stop() copies
- * what is left, calling `cb` first, and forgets `cb`.
+ * (NULL: nothing runs). The daemon stores its pending audit records there:
+ * a record is stored before the answer of its request is written, whatever
+ * the order in which libevent runs the loop's ready events (a socket's write
+ * event is often active in the same turn as the read of its request).
+ * pdk_http_guards_stop() forgets `cb`.
  */
 typedef void (*pdk_http_before_write_cb)(void *arg);
 void pdk_http_guards_before_write(struct pdk_http_guards *gs, pdk_http_before_write_cb cb,
