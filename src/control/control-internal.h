@@ -41,8 +41,8 @@ struct pdk_ctl {
 	char *fold_err;                 /* the last fold's error, logged once (NULL: none) */
 	json_t *held;                   /* events held for the next append (events.c), or NULL */
 	struct event *held_ev;          /* stores the held events if no append takes them first */
-	struct event *turn_ev;          /* stores this loop turn's events at its end (events.c) */
-	bool turn_pending; /* c->held has a pdk_ctl_event() record, not only held ones */
+	struct event *turn_ev;          /* stores the queued events at the turn's end (events.c) */
+	bool turn_pending;              /* c->held has a pdk_ctl_event() record */
 };
 
 /* handles.c: forget every handle (the control object's end). */
@@ -245,8 +245,8 @@ void pdk__ctl_fold_runs(struct pdk_ctl *c);
 void pdk__ctl_fanout(struct pdk_ctl *c);
 
 /*
- * The events not yet stored (this loop turn's pdk_ctl_event() records and
- * the pdk_ctl_event_held() ones) stored now in one transaction; nothing when
+ * The events not yet stored (the queued pdk_ctl_event() records and the
+ * pdk_ctl_event_held() ones) stored now in one transaction; nothing when
  * none. Whatever appends to the audit store besides events.c (a spool's
  * ingest, the fold of the run spools) calls it first, so the chain keeps the
  * order of the calls.

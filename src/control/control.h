@@ -814,12 +814,11 @@ PDK_MUST_CHECK int pdk_ctl_pool_set(struct pdk_ctl *c, const char *profile, uint
  * Record one of the control plane's own events (`kind`, `attrs` taken or
  * NULL) about `sandbox` ("daemon" for none) with its labels (borrowed, may be
  * NULL) in the audit store; subscribers get it from there. The event is
- * built now (its ts and seq are now's) and stored at the end of the event
- * loop's current turn, with every other event of that turn in one
- * transaction: before any answer queued in the turn is written (a front door
- * writes its answers on a later turn, or from an event it makes active after
- * the record; events.c), and, if the loop does not turn again, by
- * pdk_ctl_free(). Order in the chain is the order of the calls.
+ * built now (its ts and seq are now's) and queued; the queued events are
+ * stored together, in one transaction, before a front door writes its next
+ * answer (pdk_ctl_events_store()), at the end of the event loop's current
+ * turn, or by pdk_ctl_free() if the loop does not turn again. Order in the
+ * chain is the order of the calls.
  */
 void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
 		   json_t *attrs);

@@ -142,8 +142,7 @@ void pdk__ctl_held_flush(struct pdk_ctl *c)
 
 void pdk_ctl_events_store(struct pdk_ctl *c)
 {
-	/* Held records alone keep their contract (control.h): they wait for a record or their
-	 * timer. */
+	/* Held records alone wait, as control.h says, for a record or their timer. */
 	if (c != NULL && c->turn_pending)
 		pdk__ctl_held_flush(c);
 }
