@@ -41,6 +41,8 @@ struct pdk_ctl {
 	char *fold_err;                 /* the last fold's error, logged once (NULL: none) */
 	json_t *held;                   /* events held for the next append (events.c), or NULL */
 	struct event *held_ev;          /* stores the held events if no append takes them first */
+	struct event *turn_ev;          /* stores the queued events at the turn's end (events.c) */
+	bool turn_pending;              /* c->held has a pdk_ctl_event() record */
 };
 
 /* handles.c: forget every handle (the control object's end). */
@@ -242,10 +244,16 @@ void pdk__ctl_fold_runs(struct pdk_ctl *c);
 /* Hand audit records after c->fanout_seq to the subscribers. */
 void pdk__ctl_fanout(struct pdk_ctl *c);
 
-/* The held events (pdk_ctl_event_held()) stored now in one transaction; nothing when none. */
+/*
+ * The events not yet stored (the queued pdk_ctl_event() records and the
+ * pdk_ctl_event_held() ones) stored now in one transaction; nothing when
+ * none. Whatever appends to the audit store besides events.c (a spool's
+ * ingest, the fold of the run spools) calls it first, so the chain keeps the
+ * order of the calls.
+ */
 void pdk__ctl_held_flush(struct pdk_ctl *c);
 
-/* The held events stored and their timer freed: the control plane is going. */
+/* The held events stored and their timers freed: the control plane is going. */
 void pdk__ctl_held_free(struct pdk_ctl *c);
 /*
  * pdk_ctl_event() of a sandbox's last event (sandbox.destroy,

@@ -813,7 +813,12 @@ PDK_MUST_CHECK int pdk_ctl_pool_set(struct pdk_ctl *c, const char *profile, uint
 /*
  * Record one of the control plane's own events (`kind`, `attrs` taken or
  * NULL) about `sandbox` ("daemon" for none) with its labels (borrowed, may be
- * NULL) in the audit store; subscribers get it from there.
+ * NULL) in the audit store; subscribers get it from there. The event is
+ * built now (its ts and seq are now's) and queued; the queued events are
+ * stored together, in one transaction, before a front door writes its next
+ * answer (pdk_ctl_events_store()), at the end of the event loop's current
+ * turn, or by pdk_ctl_free() if the loop does not turn again. Order in the
+ * chain is the order of the calls.
  */
 void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
 		   json_t *attrs);
@@ -832,6 +837,15 @@ void pdk_ctl_event_held(struct pdk_ctl *c, const char *sandbox, json_t *labels, 
 
 /* At most this long (ms) between pdk_ctl_event_held() and the event's store. */
 #define PDK_CTL_HELD_MAX_MS 50
+
+/*
+ * Store now, in one transaction, the pdk_ctl_event() records not yet stored
+ * (and the pdk_ctl_event_held() ones made before them; held ones alone wait
+ * as that function says). A front door calls it before it writes an answer
+ * (the daemon's HTTP guards, MCP over stdio), so a record is stored before
+ * the answer of its request is written.
+ */
+void pdk_ctl_events_store(struct pdk_ctl *c);
 
 /* Which records a subscriber gets (NULL members: any). */
 struct pdk_ctl_sub_filter {

@@ -63,6 +63,7 @@ static void append_with_held(struct pdk_ctl *c, json_t *e, bool checkpoint)
 	size_t n;
 
 	c->held = NULL;
+	c->turn_pending = false;
 	if (c->held_ev != NULL)
 		(void)evtimer_del(c->held_ev);
 	if (e != NULL)
@@ -99,10 +100,51 @@ static void held_due(evutil_socket_t fd, short what, void *arg)
 	pdk__ctl_held_flush(arg);
 }
 
+/*
+ * The records of one turn of the event loop go to the audit store in one
+ * transaction: with many clients at once a turn often reads several
+ * requests (claims, execs), and each write transaction of audit.db costs
+ * its lock, its head and its commit.
+ *
+ * SECURITY: a record is still stored before the answer of its request is
+ * written. Every front door stores the pending records before an answer's
+ * bytes go out (pdk_ctl_events_store: the daemon's HTTP guards call it
+ * before they copy an answer to its socket, MCP over stdio before each
+ * write): libevent may run a socket's write event in the same turn as the
+ * read of its request, before any store at the turn's end. Records no
+ * answer waits for yet (exec.request: its answer comes with the exit) are
+ * stored by an event made active now, which runs once the callbacks already
+ * active in this turn have run; the control plane's end stores what is left
+ * (pdk__ctl_held_free).
+ */
+static void store_at_turn_end(struct pdk_ctl *c)
+{
+	if (c->turn_ev == NULL && (c->turn_ev = event_new(c->base, -1, 0, held_due, c)) == NULL)
+		pdk_oom();
+	event_active(c->turn_ev, EV_TIMEOUT, 0);
+}
+
+/* The event, stored with the others of this loop turn at its end. */
+static void record_at_turn_end(struct pdk_ctl *c, json_t *e)
+{
+	if (c->held == NULL)
+		c->held = json_array();
+	json_array_append_new(c->held, e);
+	c->turn_pending = true;
+	store_at_turn_end(c);
+}
+
 void pdk__ctl_held_flush(struct pdk_ctl *c)
 {
 	if (c->held != NULL)
 		append_with_held(c, NULL, false);
+}
+
+void pdk_ctl_events_store(struct pdk_ctl *c)
+{
+	/* Held records alone wait, as control.h says, for a record or their timer. */
+	if (c != NULL && c->turn_pending)
+		pdk__ctl_held_flush(c);
 }
 
 void pdk__ctl_held_free(struct pdk_ctl *c)
@@ -111,6 +153,9 @@ void pdk__ctl_held_free(struct pdk_ctl *c)
 	if (c->held_ev != NULL)
 		event_free(c->held_ev);
 	c->held_ev = NULL;
+	if (c->turn_ev != NULL)
+		event_free(c->turn_ev);
+	c->turn_ev = NULL;
 }
 
 void pdk_ctl_event_held(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
@@ -132,7 +177,7 @@ void pdk_ctl_event_held(struct pdk_ctl *c, const char *sandbox, json_t *labels, 
 void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
 		   json_t *attrs)
 {
-	record_event(c, sandbox, labels, kind, attrs, false);
+	record_at_turn_end(c, build_event(c, sandbox, labels, kind, attrs));
 }
 
 void pdk__ctl_event_final(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,

@@ -139,6 +139,8 @@ void pdk__sb_ingest(struct pdk_ctl_sb *sb)
 	if (got <= 0)
 		return;
 	events = parse_lines(sb, buf, (size_t)got, &n, &used);
+	/* The control plane's events of this turn first: the chain keeps the order of the calls. */
+	pdk__ctl_held_flush(sb->c);
 	/* The batch and the new offset in one audit.db transaction (daemon.db's copy follows). */
 	if (used > 0 && pdk_audit_append_spool(sb->c->audit, events, n, sb->row.id,
 					       sb->row.spool_offset + used, &err) < 0) {
@@ -203,6 +205,7 @@ static void fold_due(evutil_socket_t fd, short what, void *arg)
 	if (execs_running(c) && c->fold_held++ < RUN_FOLD_HOLD_TICKS)
 		return;
 	c->fold_held = 0;
+	pdk__ctl_held_flush(c);
 	if (pdk_audit_fold_some(c->audit, RUN_FOLD_MAX, &res, &err) < 0) {
 		fold_failed(c, err->msg);
 		return;

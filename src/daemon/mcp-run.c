@@ -41,6 +41,12 @@ struct mcp_run {
 	struct pdk_mcp_http *mcp_http;
 };
 
+/* The guards' hook before an answer is written: the records of its request are stored. */
+static void store_records(void *arg)
+{
+	pdk_ctl_events_store(arg);
+}
+
 static void on_eof(void *arg)
 {
 	struct mcp_run *r = arg;
@@ -126,6 +132,8 @@ static int listen_http(struct mcp_run *r, const struct pdk_daemon_mcp_opts *o,
 	evhttp_set_allowed_methods(r->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
 	evhttp_set_gencb(r->http, on_request, r);
 	r->guards = pdk_http_guards_new(r->base, &r->lim);
+	/* SECURITY: every answer is written after the audit records made before it are stored. */
+	pdk_http_guards_before_write(r->guards, store_records, r->ctl);
 	r->mcp_http = pdk_mcp_http_new(r->mcp, &(struct pdk_mcp_http_opts){.check_host = true});
 	if (pdk_http_serve_fd(r->base, r->http, r->guards, fd, err) < 0)
 		return -EIO;

@@ -104,10 +104,18 @@ static struct evhttp *http_new(struct pdk_daemon *d, void (*cb)(struct evhttp_re
 	return h;
 }
 
+/* The guards' hook before an answer is written: the records of its request are stored. */
+static void store_records(void *arg)
+{
+	pdk_ctl_events_store(arg);
+}
+
 /* Serve `h` on the socket `fd` (taken), through the guards `gs` (their own budget). */
 static int bind_fd(struct pdk_daemon *d, struct evhttp *h, struct pdk_http_guards *gs, int fd,
 		   struct pdk_error **err)
 {
+	/* SECURITY: every answer is written after the audit records made before it are stored. */
+	pdk_http_guards_before_write(gs, store_records, d->ctl);
 	return pdk_http_serve_fd(d->base, h, gs, fd, err);
 }
 

@@ -567,6 +567,8 @@ void pdk_http_guards_stop(struct pdk_http_guards *gs)
 
 	if (gs == NULL) /* before any member's address is taken: a daemon without TCP has none */
 		return;
+	/* The hook's owner (the daemon's control object) is freed after this. */
+	gs->before_write = NULL;
 	evs[0] = &gs->admit;
 	evs[1] = &gs->resume;
 	evs[2] = &gs->sweep;

@@ -79,9 +79,17 @@ static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	struct evbuffer_iovec v[16];
 	int nv;
 
-	(void)info;
 	if (g->dropping)
 		return;
+	/*
+	 * SECURITY: what must be stored before an answer is written is stored
+	 * before its first byte reaches the socket's buffer (http.h). The socket
+	 * may write it in this very turn of the loop: its write event is often
+	 * active beside the read that brought the request.
+	 */
+	if (info->n_added > 0 && g->owner->before_write != NULL)
+		g->owner->before_write(g->owner->before_write_arg);
+	len = evbuffer_get_length(buf);
 	if (g->moved > len)
 		g->moved = len; /* evhttp dropped its output (a reset): forget it */
 	while (g->moved < len) {
@@ -155,6 +163,13 @@ static struct bufferevent *guard_bev(struct event_base *base, void *arg)
 void pdk__guard_bevcb(struct pdk_http_guards *gs, struct evhttp *h)
 {
 	evhttp_set_bevcb(h, guard_bev, gs);
+}
+
+void pdk_http_guards_before_write(struct pdk_http_guards *gs, pdk_http_before_write_cb cb,
+				  void *arg)
+{
+	gs->before_write = cb;
+	gs->before_write_arg = arg;
 }
 
 /* ---- answering a stand-in; the end of every other answer ---- */

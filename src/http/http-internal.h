@@ -66,8 +66,10 @@ struct pdk_http_guards {
 	struct event *admit;  /* checks new connections, once the loop has their socket */
 	struct event *sweep;  /* once a second: head deadlines */
 	struct event *resume; /* ends an accept pause */
-	bool paused;          /* an accept failed: not accepting until `resume` */
-	bool accepting;       /* the listener is enabled */
+	pdk_http_before_write_cb before_write; /* NULL: none */
+	void *before_write_arg;
+	bool paused;    /* an accept failed: not accepting until `resume` */
+	bool accepting; /* the listener is enabled */
 	struct pdk__tally tally;
 	struct pdk_http_guards *next_guards; /* every listener's guards (conns.c all_guards) */
 };

@@ -177,6 +177,18 @@ void pdk_http_guards_stop(struct pdk_http_guards *gs);
 void pdk_http_guards_free(struct pdk_http_guards *gs);
 
 /*
+ * `cb(arg)` runs before the bytes of any answer go to a connection's socket
+ * (NULL: nothing runs). The daemon stores its pending audit records there:
+ * a record is stored before the answer of its request is written, whatever
+ * the order in which libevent runs the loop's ready events (a socket's write
+ * event is often active in the same turn as the read of its request).
+ * pdk_http_guards_stop() forgets `cb`.
+ */
+typedef void (*pdk_http_before_write_cb)(void *arg);
+void pdk_http_guards_before_write(struct pdk_http_guards *gs, pdk_http_before_write_cb cb,
+				  void *arg);
+
+/*
  * Put a guard in front of every connection `h` accepts on `l` (the listener
  * bound to `h`; borrowed: the guards pause and resume it, and set its error
  * callback).

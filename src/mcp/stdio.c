@@ -73,6 +73,11 @@ static void send_msg(void *ctx, const json_t *related, const json_t *msg)
 	/* SECURITY: jansson escapes every control character: a message is exactly one line. */
 	if (evbuffer_add(s->out, line, strlen(line)) < 0)
 		pdk_oom();
+	/*
+	 * SECURITY: the answer is written at once, not on a later turn of the
+	 * loop: the records of its request are stored first (control.h).
+	 */
+	pdk_ctl_events_store(s->m->ctl);
 	flush_some(s);
 }
 
@@ -200,6 +205,7 @@ void pdk_mcp_stdio_free(struct pdk_mcp_stdio *s)
 	if (s == NULL)
 		return;
 	pdk_mcp_conn_close(s->conn);
+	pdk_ctl_events_store(s->m->ctl); /* SECURITY: records before answers, as in send_msg */
 	/* What is queued goes out before the end: the client may still read it. */
 	(void)fcntl(s->out_fd, F_SETFL, fcntl(s->out_fd, F_GETFL) & ~O_NONBLOCK);
 	while (evbuffer_get_length(s->out) > 0 && evbuffer_write(s->out, s->out_fd) > 0)
