@@ -31,8 +31,9 @@ TEST_DEB_PACKAGES := nodejs chromium umoci mmdebstrap busybox-static zstd \
 # Only for the benches: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
 # whose SandboxManager will not start without rg and socat. Debian's npm package is
 # installed only when no npm command exists: a nodejs package that bundles npm (a repack of
-# upstream's) declares a conflict with it.
-BENCH_DEB_PACKAGES := nodejs ripgrep socat
+# upstream's) declares a conflict with it. bench/sched-tail records the scheduler with perf
+# (linux-perf), run by hand.
+BENCH_DEB_PACKAGES := nodejs ripgrep socat linux-perf
 NPM_PACKAGE := npm
 BUILD ?= build
 ASAN_BUILD ?= build-asan

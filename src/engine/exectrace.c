@@ -48,6 +48,10 @@ struct pdk__pidfd_info {
 #define PDK_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct pdk__pidfd_info)
 #define PDK_PIDFD_INFO_EXIT (1ULL << 3)
 
+/* SECCOMP_IOCTL_NOTIF_SET_FLAGS (Linux 6.6), absent from older headers. */
+#define PDK_SECCOMP_IOCTL_NOTIF_SET_FLAGS      SECCOMP_IOW(4, uint64_t)
+#define PDK_SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1ULL << 0)
+
 struct tracked {
 	pid_t host_pid;
 	pid_t pid; /* inside the sandbox */
@@ -717,6 +721,23 @@ done:
 /* ---- life cycle ---- */
 
 /*
+ * Ask for synchronous wake-ups (Linux 6.6): the notifying process sleeps
+ * until we answer, and we sleep until it notifies, so each hand-off can run
+ * the woken side on the waker's CPU instead of sending it to the other one.
+ * In a VM a wake-up sent to an idle CPU waits for the hypervisor to run that
+ * virtual CPU again, and each traced exec makes four such hand-offs: most
+ * of the exec trace's share of a start's p95 (docs/internals/performance.md,
+ * "The tail"). A kernel without the flag answers EINVAL: only the hint is
+ * lost, never a notification.
+ */
+static void sync_wake_ups(int fd)
+{
+	/* The kernel takes the flags as the argument's value, not through a pointer. */
+	(void)ioctl(fd, PDK_SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+		    (unsigned long)PDK_SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+}
+
+/*
  * PIDFD_INFO_EXIT came with Linux 6.15. It cannot be probed on a live
  * process (the ioctl itself is older), so the release is read.
  */
@@ -741,6 +762,7 @@ struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pdk_exectrace_emit_cb e
 		(void)close(listener_fd);
 		return NULL;
 	}
+	sync_wake_ups(listener_fd);
 	t = pdk_xcalloc(1, sizeof(*t));
 	t->fd = listener_fd;
 	t->init_pid = -1;

@@ -44,8 +44,9 @@ struct pdk_exectrace;
  * `data` receive the events (borrowed). Notifications are answered but
  * not recorded until pdk_exectrace_start_recording(): the first one is
  * the sandbox's own execveat of its init. May be called on another thread
- * than the later calls (not concurrently). Returns NULL + *err when the
- * kernel's notification structures cannot be sized.
+ * than the later calls (not concurrently). Asks the kernel for synchronous
+ * wake-ups on the listener (Linux 6.6; older kernels go on without). Returns
+ * NULL + *err when the kernel's notification structures cannot be sized.
  */
 struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pdk_exectrace_emit_cb emit, void *data,
 					struct pdk_error **err);

@@ -1385,14 +1385,19 @@ static int prepare_base(const struct pdk_mount_plan *plan, struct pdk_child_erro
  */
 static int switch_root(bool image, struct pdk_child_error *ce)
 {
-	if (umount2(OLDROOT, MNT_DETACH) < 0)
-		return fail(ce, "cannot detach", OLDROOT, NULL);
 	if (chdir(NEWROOT) < 0)
 		return fail(ce, "cannot chdir to", NEWROOT, NULL);
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
 		return fail(ce, "cannot pivot_root to", NEWROOT, NULL);
+	/*
+	 * SECURITY: the scratch root now sits on top of the new root, with the
+	 * host tree mounted under it at /oldroot; a lazy unmount detaches a
+	 * mount and every mount below it, so this one call drops both. One
+	 * unmount, not two: each waits for an expedited RCU grace period
+	 * (docs/internals/performance.md, "The tail").
+	 */
 	if (umount2(".", MNT_DETACH) < 0)
-		return fail(ce, "cannot detach", "the scratch root", NULL);
+		return fail(ce, "cannot detach", "the scratch root and the host tree", NULL);
 	if (chdir("/") < 0)
 		return fail(ce, "cannot chdir to", "/", NULL);
 	/* SECURITY: the root holds only mount points and generated /etc files: seal it. */

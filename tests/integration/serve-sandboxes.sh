@@ -334,6 +334,9 @@ sandbox_tests() {
 	is "$CODE $(jq_get "$BODY" state)" "200 running" "$who: the restarted daemon re-adopted the sandbox"
 	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["echo","again"]}'
 	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "again" "$who: exec after re-adoption"
+	api "$who" POST "/v1/sandboxes/$id/exec" \
+		'{"argv":["sh","-c","for i in $(seq 12); do /bin/true par-$i & done; wait; echo burst-done"]}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "burst-done" "$who: an exec starting 12 execs at once, under the exec trace"
 
 	# A sandbox whose supervisor died while no daemon ran: marked lost and cleaned.
 	serve_stop "$who" KILL
@@ -378,6 +381,8 @@ sandbox_tests() {
 	n=$(grep -c '^event: exec.request' "$T/sbev-$who")
 	ok $([ "$n" -gt 5 ] && [ "$(grep -c '^event: process.exec' "$T/sbev-$who")" -ge "$n" ] && echo 0 || echo 1) \
 		"$who: the supervisor's spool is ingested (a process.exec for each of the $n exec requests)"
+	is "$(grep -o '"argv":\["/bin/true","par-[0-9]*"\]' "$T/sbev-$who" | sort | uniq -c | awk '{print $1}' | sort | uniq -c | tr -s ' ')" \
+		" 12 1" "$who: each of the 12 execs started at once is recorded once (process.exec)"
 	serve_stop "$who"
 	is "$SERVE_RC" "0" "$who: clean stop"
 	as "$who" "$T/bin/paddock" audit verify >"$T/verify2-$who" 2>&1

@@ -141,6 +141,23 @@ assert k["signal"] == "KILL" and "exit_code" not in k, k
 PY
 }
 
+# Execs in a burst, and many at once from parallel processes: the notifications queue on one
+# listener (answered with synchronous wake-ups where the kernel has them); each is recorded once
+# with its exit, none lost or doubled.
+check_burst() {
+	local who=$1
+	trun "$who" -- sh -c 'for i in $(seq 30); do /bin/true seq-$i; done; for i in $(seq 16); do /bin/true par-$i & done; wait; echo burst-done' >"$T/out" 2>/dev/null
+	is "$?:$(cat "$T/out")" "0:burst-done" "$who: 30 execs in a row and 16 at once ran under tracing"
+	pycheck "$who: each of the 46 execs is recorded once, with one process.exit each" <<'PY'
+want = [["/bin/true", "seq-%d" % i] for i in range(1, 31)] + [["/bin/true", "par-%d" % i] for i in range(1, 17)]
+got = [a for a in traced if a["argv"][:1] == ["/bin/true"]]
+assert sorted(map(tuple, (a["argv"] for a in got))) == sorted(map(tuple, want)), [a["argv"] for a in got]
+for a in got:
+    ex = [x for x in exits if x["host_pid"] == a["host_pid"]]
+    assert len(ex) == 1 and ex[0]["exit_code"] == 0, (a["argv"], ex)
+PY
+}
+
 check_off() {
 	local who=$1 prof="$T/home/notrace.yaml"
 	trun "$who" --no-exec-trace -- sh -c 'echo a | tr a b | cat' >/dev/null 2>&1
@@ -198,6 +215,7 @@ for who in root user; do
 	check_execveat_and_failures "$who"
 	check_hostile_argv "$who"
 	check_exit_status "$who"
+	check_burst "$who"
 	check_off "$who"
 done
 done_testing
