@@ -31,6 +31,7 @@ struct pdk_guard {
 	size_t removed;        /* ... and how much of it has left src already */
 	struct evbuffer *url;  /* the request target as received */
 	struct evbuffer *hdrs; /* "Name: value\r\n"... as parsed */
+	struct evbuffer *ws;   /* the SP/HTAB run at the current value's end, held back */
 	size_t head_len;       /* bytes of the current request line and headers */
 	uint64_t body_len;     /* body bytes of the current request passed on */
 	/* The header being read. */
@@ -141,7 +142,8 @@ static int on_message_begin(http_parser *p)
 	g->te_chunked = g->expect_continue = false;
 	g->begun++;
 	if (evbuffer_drain(g->url, evbuffer_get_length(g->url)) < 0 ||
-	    evbuffer_drain(g->hdrs, evbuffer_get_length(g->hdrs)) < 0)
+	    evbuffer_drain(g->hdrs, evbuffer_get_length(g->hdrs)) < 0 ||
+	    evbuffer_drain(g->ws, evbuffer_get_length(g->ws)) < 0)
 		pdk_oom();
 	return 0;
 }
@@ -182,6 +184,9 @@ static void header_done(struct pdk_guard *g)
 		return;
 	if (!g->in_value)
 		add_str(g->hdrs, ":");
+	/* The value's trailing whitespace is not part of it (RFC 9110 section 5.5). */
+	if (evbuffer_drain(g->ws, evbuffer_get_length(g->ws)) < 0)
+		pdk_oom();
 	add_str(g->hdrs, "\r\n");
 	if (name_is(g, "transfer-encoding")) {
 		g->n_te++;
@@ -224,6 +229,27 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
 	return 0;
 }
 
+/*
+ * Part of a value for evhttp, its trailing SP/HTAB held back until more of
+ * the value comes: what evhttp gets must parse as it parsed here, and a
+ * folded line's whitespace ("998" and a fold of a tab alone, which the
+ * parser took for a Content-Length of 998) would otherwise end the value
+ * ("998\t", which it refuses).
+ */
+static void add_value(struct pdk_guard *g, const char *at, size_t len)
+{
+	size_t end = len;
+
+	while (end > 0 && (at[end - 1] == ' ' || at[end - 1] == '\t'))
+		end--;
+	if (end > 0) {
+		if (evbuffer_add_buffer(g->hdrs, g->ws) < 0)
+			pdk_oom();
+		add(g->hdrs, at, end);
+	}
+	add(g->ws, at + end, len - end);
+}
+
 static int on_header_value(http_parser *p, const char *at, size_t len)
 {
 	struct pdk_guard *g = guard_of(p);
@@ -239,9 +265,9 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 	/* A folded line's CR LF (obs-fold) becomes a space: one header line for evhttp. */
 	for (i = 0; i <= len; i++)
 		if (i == len || at[i] == '\r' || at[i] == '\n') {
-			add(g->hdrs, at + start, i - start);
+			add_value(g, at + start, i - start);
 			if (i < len)
-				add_str(g->hdrs, " ");
+				add_value(g, " ", 1);
 			start = i + 1;
 		}
 	return 0;
@@ -389,7 +415,8 @@ struct pdk_guard *pdk__guard_new(uint64_t max_body, size_t max_headers)
 	g->max_headers = max_headers;
 	g->url = evbuffer_new();
 	g->hdrs = evbuffer_new();
-	if (g->url == NULL || g->hdrs == NULL)
+	g->ws = evbuffer_new();
+	if (g->url == NULL || g->hdrs == NULL || g->ws == NULL)
 		pdk_oom();
 	return g;
 }
@@ -400,6 +427,7 @@ void pdk__guard_free(struct pdk_guard *g)
 		return;
 	evbuffer_free(g->url);
 	evbuffer_free(g->hdrs);
+	evbuffer_free(g->ws);
 	free(g);
 }
 

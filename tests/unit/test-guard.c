@@ -97,6 +97,26 @@ Test(guard, content_length_body_passes_as_is)
 	release(&r);
 }
 
+/*
+ * A value's trailing whitespace, and a folded line's, is not passed on: a
+ * fold of a tab alone after "5" was read as Content-Length 5, and evhttp
+ * (or a second guard) must read the same, not "5\t".
+ */
+Test(guard, folded_and_trailing_whitespace_is_dropped)
+{
+	struct run r =
+		feed_all_ways("PUT /a HTTP/1.1\nContent-Length: 5\n\t\nX-A: b \t\r\n\r\nhello");
+	struct run again;
+
+	cr_assert_eq(r.v, PDK_GUARD_PASS);
+	cr_assert_str_eq(r.out, "PUT /a HTTP/1.1\r\nContent-Length: 5\r\nX-A: b\r\n\r\nhello");
+	again = feed(r.out, r.out_len, 0);
+	cr_assert_eq(again.v, PDK_GUARD_PASS);
+	cr_assert_str_eq(again.out, r.out);
+	release(&again);
+	release(&r);
+}
+
 Test(guard, chunked_body_is_rechunked_without_trailers)
 {
 	const char *in = "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
