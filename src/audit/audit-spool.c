@@ -80,11 +80,13 @@ static const struct pdk_events_sink spool_sink_ops = {
 	.free = spool_free,
 };
 
-/* STATE/audit-spool, made (0700) when missing. */
-static int spool_dir(const char *state_dir, char **out, struct pdk_error **err)
+/*
+ * STATE/audit-spool (0700), and the state directory, when missing: only
+ * after a spool could not be opened for that reason, so that a run does
+ * not pay a mkdir() that finds the directory there.
+ */
+static int spool_dir_make(const char *state_dir, const char *dir, struct pdk_error **err)
 {
-	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
-
 	int rc = mkdir(dir, 0700) < 0 ? errno : 0;
 
 	if (rc == ENOENT) {
@@ -94,41 +96,71 @@ static int spool_dir(const char *state_dir, char **out, struct pdk_error **err)
 	}
 	if (rc != 0 && rc != EEXIST)
 		return pdk_error_set(err, rc, "cannot create the audit spool directory '%s'", dir);
-	*out = steal_ptr(&dir);
 	return 0;
 }
 
-/*
- * A new spool, locked before it gets its name: a folder never sees it
- * unlocked while its run lives (it would fold it empty and remove it).
- */
-static int spool_create(const char *dir, const char *id, struct pdk_error **err)
+static int spool_open(const char *path)
 {
-	_cleanup_free_ char *tmp = pdk_xasprintf("%s/%s" SPOOL_NEW, dir, id);
-	_cleanup_free_ char *path = pdk_xasprintf("%s/%s" SPOOL_EXT, dir, id);
-	_cleanup_close_ int fd = TEMP_FAILURE_RETRY(
-		open(tmp, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+	return TEMP_FAILURE_RETRY(
+		open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+}
 
-	if (fd < 0)
-		return pdk_error_set(err, errno, "cannot create the audit spool '%s'", tmp);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, path) < 0) {
-		(void)pdk_error_set(err, errno, "cannot publish the audit spool '%s'", path);
-		(void)unlink(tmp);
-		return -EIO;
+/*
+ * The new spool made under its own name, then locked (1), or removed
+ * meanwhile (0). A folder may open it in between, take the lock first,
+ * find it empty and remove it (it removes a spool only while it holds its
+ * lock): our flock() then waits for that folder and gets a removed file,
+ * st_nlink 0, which is made again. A record is never written to a removed
+ * spool.
+ */
+static int spool_lock(int fd, const char *path, struct pdk_error **err)
+{
+	struct stat st;
+
+	/* SECURITY: the lock is what tells a folder that this run lives. */
+	if (TEMP_FAILURE_RETRY(flock(fd, LOCK_EX)) < 0 || fstat(fd, &st) < 0)
+		return pdk_error_set(err, errno, "cannot lock the audit spool '%s'", path);
+	return st.st_nlink > 0;
+}
+
+/* STATE/audit-spool/ID.jsonl made and locked: its fd, or -errno with *err. */
+static int spool_create(const char *state_dir, const char *id, struct pdk_error **err)
+{
+	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
+	_cleanup_free_ char *path = pdk_xasprintf("%s/%s" SPOOL_EXT, dir, id);
+	bool made_dir = false;
+
+	for (int tries = 0; tries < 8; tries++) {
+		_cleanup_close_ int fd = spool_open(path);
+		int rc;
+
+		if (fd < 0 && errno == ENOENT && !made_dir) {
+			if (spool_dir_make(state_dir, dir, err) < 0)
+				return -EIO;
+			made_dir = true;
+			continue;
+		}
+		if (fd < 0)
+			return pdk_error_set(err, errno, "cannot create the audit spool '%s'",
+					     path);
+		rc = spool_lock(fd, path, err);
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
+			return steal_fd(&fd);
 	}
-	return steal_fd(&fd);
+	return pdk_error_setx(err, EAGAIN,
+			      "the audit spool '%s' was removed by a fold as it was made: "
+			      "retry the run",
+			      path);
 }
 
 int pdk_audit_add_spool(struct pdk_events *ev, const char *state_dir, const char *id,
 			struct pdk_error **err)
 {
-	_cleanup_free_ char *dir = NULL;
+	int fd = spool_create(state_dir, id, err);
 	int *data;
-	int fd;
 
-	if (spool_dir(state_dir, &dir, err) < 0)
-		return -EIO;
-	fd = spool_create(dir, id, err);
 	if (fd < 0)
 		return fd;
 	data = pdk_xmalloc(sizeof(*data));
@@ -292,8 +324,9 @@ static bool has_suffix(const char *s, const char *suffix)
 }
 
 /*
- * One entry of the spool directory. A ".new" left unlocked is a run that
- * died between creating its spool and naming it: it holds nothing.
+ * One entry of the spool directory. A ".new" left unlocked is a spool of
+ * an older paddock (which made its spool under that name, locked it, then
+ * renamed it) whose run died before the rename: it holds nothing.
  */
 static int fold_entry(struct pdk_audit *a, int dirfd, const char *name, struct pdk_audit_fold *res,
 		      struct pdk_error **err)
