@@ -37,7 +37,13 @@
  * A run folds the spools itself once this many wait (audit commands fold at
  * every call): one run in that many pays a fold, below what a p95 sees.
  */
-#define PDK_AUDIT_SPOOL_FOLD_AT    128
+#define PDK_AUDIT_SPOOL_FOLD_AT 128
+/*
+ * A fold keeps up to this many folded spools, emptied, as spares
+ * (audit-spool/.spare-N) that later runs rename to their own name: a run
+ * then allocates no inode for its spool.
+ */
+#define PDK_AUDIT_SPOOL_SPARES     128
 #define PDK_AUDIT_CHECKPOINT_EVERY 1000
 #define PDK_AUDIT_QUEUE_MAX        1024
 #define PDK_AUDIT_FLUSH_MS         200
