@@ -14,7 +14,9 @@
  * a locked spool (its run is live) and folds one whose lock is free (its
  * run ended, or was killed). Bytes after the last newline of a dead run's
  * spool are a write cut short by SIGKILL: never a complete record, they
- * are dropped and counted.
+ * are dropped and counted. A folded spool may be kept, emptied, as a
+ * spare that a later run renames to its own name (no inode allocated per
+ * run); a spare never holds a record.
  */
 #include "common.h"
 #include "audit-internal.h"
