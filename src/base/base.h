@@ -14,6 +14,7 @@
  *   db.h        an SQLite store: open, pragmas, schema, kept statements
  *   fdpass.h    one message with file descriptors (SCM_RIGHTS)
  *   log.h       where a library object's messages go
+ *   mem.h       the start-up's pages of the binary given back when a process idles
  *   paths.h     the state, runtime and profile directories, decided once
  *   peer.h      whether a unix socket's peer lives in our namespaces
  *   proc.h      the one clone() of the library
@@ -32,6 +33,7 @@
 #include "fdpass.h"
 #include "json.h"
 #include "log.h"
+#include "mem.h"
 #include "paths.h"
 #include "peer.h"
 #include "proc.h"

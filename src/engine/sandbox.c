@@ -879,10 +879,36 @@ static int supervise_timeout_ms(struct pdk_sandbox *sb, uint64_t deadline, bool 
 	return ms;
 }
 
-static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
+/* The poll timeout `ms` (-1: none) shortened so that poll() returns by `at` (monotonic; 0: none).
+ */
+static int sooner_ms(int ms, uint64_t at)
+{
+	uint64_t now = pdk_now_mono_ns();
+	uint64_t left = at > now ? (at - now + 999999) / 1000000 : 0;
+
+	if (at == 0 || (ms >= 0 && (uint64_t)ms <= left))
+		return ms;
+	return left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/*
+ * The set-up is over and the loop is all this process does until the
+ * command ends: the pages of paddock's binary that the set-up touched go
+ * back (base/mem.h). A failure loses nothing (they stay mapped).
+ */
+static void release_startup(struct pdk_sandbox *sb)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (pdk_mem_release_startup(NULL, &err) < 0)
+		pdk_log(sb->cfg->log, PDK_LOG_INFO, "memory: start-up pages kept: %s", err->msg);
+}
+
+static int supervise(struct pdk_sandbox *sb, int sigfd, uint32_t release_ms, struct pdk_error **err)
 {
 	uint64_t wall = sb->cfg->policy->limits.wall_ms;
 	uint64_t deadline = wall ? sb->t_exec_ns + wall * 1000000ULL : 0;
+	uint64_t release_at = release_ms ? sb->t_exec_ns + release_ms * 1000000ULL : 0;
 	bool lazy = sb->tracer != NULL && pdk_exectrace_lazy_exits(sb->tracer);
 	_cleanup_free_ struct pollfd *pfd =
 		pdk_xcalloc(PFD_FIXED + PDK_EXECTRACE_MAX_TRACKED, sizeof(*pfd));
@@ -898,7 +924,8 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 		size_t nt = sb->tracer && !lazy ? pdk_exectrace_pollfds(sb->tracer, pfd + PFD_FIXED,
 									PDK_EXECTRACE_MAX_TRACKED)
 						: 0;
-		int n = poll(pfd, PFD_FIXED + nt, supervise_timeout_ms(sb, deadline, lazy));
+		int n = poll(pfd, PFD_FIXED + nt,
+			     sooner_ms(supervise_timeout_ms(sb, deadline, lazy), release_at));
 
 		if (n < 0 && errno != EINTR)
 			return pdk_error_set(err, errno, "poll");
@@ -923,6 +950,10 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, struct pdk_error **err)
 			pfd[PFD_CTL].fd = -1; /* init closed its end; keep waiting for its exit */
 		if (pfd[PFD_INIT].revents)
 			pdk__sandbox_reap_init(sb);
+		if (release_at != 0 && !sb->reaped && pdk_now_mono_ns() >= release_at) {
+			release_startup(sb);
+			release_at = 0;
+		}
 	}
 	read_ctl(sb);
 	/* Every process of the sandbox is dead now: report the exits still watched. */
@@ -1007,10 +1038,10 @@ static void emit_end(struct pdk_sandbox *sb, const struct pdk_sandbox_result *r)
 		json_decref(a);
 }
 
-int pdk_sandbox_wait(struct pdk_sandbox *sb, int sigfd, struct pdk_sandbox_result *res,
-		     struct pdk_error **err)
+int pdk_sandbox_wait(struct pdk_sandbox *sb, int sigfd, uint32_t release_ms,
+		     struct pdk_sandbox_result *res, struct pdk_error **err)
 {
-	int rc = supervise(sb, sigfd, err);
+	int rc = supervise(sb, sigfd, release_ms, err);
 
 	if (rc < 0) {
 		kill_tree(sb);

@@ -122,8 +122,15 @@ pid_t pdk_sandbox_init_pid(const struct pdk_sandbox *sb);
  * Supervise until the command ends: enforce the wall-clock limit, forward
  * every signal read from `sigfd` (a signalfd, or -1) to the command, collect
  * accounting. Fills *res. Returns 0, or negative + *err on an internal error.
+ *
+ * `release_ms` (0: never): once the command has run that long, the calling
+ * process gives back the pages of its binary that its start-up touched
+ * (pdk_mem_release_startup(), base/mem.h), once; the loop faults back the
+ * few it uses. For a caller whose only work until the command ends is this
+ * loop (paddock run), so that a long-lived supervisor is small; commands
+ * shorter than `release_ms` never pay the faults.
  */
-PDK_MUST_CHECK int pdk_sandbox_wait(struct pdk_sandbox *sb, int sigfd,
+PDK_MUST_CHECK int pdk_sandbox_wait(struct pdk_sandbox *sb, int sigfd, uint32_t release_ms,
 				    struct pdk_sandbox_result *res, struct pdk_error **err);
 
 /*

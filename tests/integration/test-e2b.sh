@@ -170,6 +170,15 @@ audit() {
 	ok $? "$who: paddock audit verify: the chain holds"
 }
 
+# The daemon's end of a TCP connection has TCP_NODELAY: commands.run's stream (head, start
+# event, end event: three writes) is not held for the client's delayed ACK (up to 40 ms per
+# event). The delay itself cannot be asserted without timing; the option can be read.
+nodelay() {
+	local who=$1
+	is "$(python3 "$TESTS_DIR/integration/tcp-nodelay.py" "$ADDR" "$(serve_pid "$who")" 2>&1)" True \
+		"$who: the daemon's end of an accepted TCP connection has TCP_NODELAY"
+}
+
 # template_image WHO: a busybox root imported as the image "e2bimg"; the SDK asks for it by
 # templateID.
 template_image() {
@@ -191,6 +200,7 @@ e2b_tests() {
 	serve_start "$who" --listen "$ADDR" --max-body 8M --e2b-domain "$DOMAIN"
 	ok $? "$who: the daemon starts on $ADDR"
 	keys "$who"
+	nodelay "$who"
 	sdk "$who" plane.mjs
 	template_image "$who"
 	mkdir -p "$T/upload/a/b" "$T/upload/c"

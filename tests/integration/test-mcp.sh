@@ -124,6 +124,9 @@ http_tests() {
 		sleep 0.05
 	done
 	tap_of < <(python3 "$HERE/mcp-http.py" "$who" listen "http://127.0.0.1:$port/mcp")
+	# Its SSE events are not held for the client's delayed ACK (http/conns.c).
+	is "$(python3 "$HERE/tcp-nodelay.py" "127.0.0.1:$port" "$pid" 2>&1)" True \
+		"$who: mcp --listen's end of an accepted TCP connection has TCP_NODELAY"
 	kill -TERM "$pid"
 	wait "$pid"
 	rc=$?
