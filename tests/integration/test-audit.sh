@@ -578,7 +578,7 @@ check_spool_fold_at() {
 # a record: a run that takes one still holding bytes starts it empty; every record is folded
 # once and the chain stays intact.
 check_spool_spares() {
-	local who=$1 st n0 f
+	local who=$1 st n0 f pid i
 	st=$(state_of "$who")
 	n0=$(records "$who")
 	rm -f "$st"/audit-spool/.spare-*
@@ -600,6 +600,24 @@ check_spool_spares() {
 	is "$(stored "$who")" "$((n0 + 12))" "$who: spares: every record of the 3 runs stored, once"
 	paudit "$who" verify >/dev/null
 	is "$?" 0 "$who: spares: the chain is intact"
+	# A run killed with SIGKILL in a spool it took from a spare: what it did is not lost.
+	as "$who" sh -c "cd '$st/audit-spool' && umask 077 && for i in \$(seq 0 127); do
+		: >.spare-\$i; done"
+	prun "$who" --workspace-mode none -- sleep 60 &
+	pid=$!
+	for i in $(seq 100); do
+		[ "$(cat "$st"/audit-spool/*.jsonl 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.1
+	done
+	kill -9 "$(pgrep -f -n "^$T/bin/paddock run --workspace-mode none -- sleep 60$")" 2>/dev/null
+	wait "$pid"
+	is "$?:$(find "$st/audit-spool" -name '.spare-*' | wc -l)" "137:127" \
+		"$who: spares: a run that took a spare was killed with SIGKILL"
+	paudit "$who" verify | grep -qx "not folded yet: 2 record(s) in 1 run spool(s) (any other 'paddock audit' command folds them)"
+	ok $? "$who: spares: verify says the killed run's 2 records are not folded yet"
+	is "$(paudit "$who" fold)" "folded 2 record(s) from 1 run spool(s)" \
+		"$who: spares: the killed run's records (create, exec) are folded"
+	is "$(stored "$who")" "$((n0 + 14))" "$who: spares: nothing lost, nothing twice"
 	rm -f "$st"/audit-spool/.spare-*
 }
 
