@@ -14,7 +14,9 @@
  * a locked spool (its run is live) and folds one whose lock is free (its
  * run ended, or was killed). Bytes after the last newline of a dead run's
  * spool are a write cut short by SIGKILL: never a complete record, they
- * are dropped and counted.
+ * are dropped and counted. A folded spool may be kept, emptied, as a
+ * spare that a later run renames to its own name (no inode allocated per
+ * run); a spare never holds a record.
  */
 #include "common.h"
 #include "audit-internal.h"
@@ -23,6 +25,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,9 @@
 #define SPOOL_NEW  ".new"
 #define FOLD_CHUNK ((size_t)4 << 20)
 #define SOURCE_PFX "spool/"
+#define SPARE_PFX  ".spare-"
+/* Spares a run tries before it makes a spool: each miss is one rename(). */
+#define SPARE_TRIES 4
 
 /* ---- the sink ---- */
 
@@ -80,11 +86,13 @@ static const struct pdk_events_sink spool_sink_ops = {
 	.free = spool_free,
 };
 
-/* STATE/audit-spool, made (0700) when missing. */
-static int spool_dir(const char *state_dir, char **out, struct pdk_error **err)
+/*
+ * STATE/audit-spool (0700), and the state directory, when missing: only
+ * after a spool could not be opened for that reason, so that a run does
+ * not pay a mkdir() that finds the directory there.
+ */
+static int spool_dir_make(const char *state_dir, const char *dir, struct pdk_error **err)
 {
-	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
-
 	int rc = mkdir(dir, 0700) < 0 ? errno : 0;
 
 	if (rc == ENOENT) {
@@ -94,41 +102,116 @@ static int spool_dir(const char *state_dir, char **out, struct pdk_error **err)
 	}
 	if (rc != 0 && rc != EEXIST)
 		return pdk_error_set(err, rc, "cannot create the audit spool directory '%s'", dir);
-	*out = steal_ptr(&dir);
 	return 0;
 }
 
 /*
- * A new spool, locked before it gets its name: a folder never sees it
- * unlocked while its run lives (it would fold it empty and remove it).
+ * Lock a spool just opened under our name: 1 when it is ours, 0 when it was
+ * removed meanwhile. A folder may open it in between, take the lock first,
+ * find it empty and remove it (it removes or recycles a spool only while it
+ * holds its lock, and recycles only a spool that held records): our flock()
+ * then waits for that folder and gets a removed file, st_nlink 0, and the
+ * caller makes one again. A record is never written to a removed spool.
+ * A spare holds no byte (a folder empties a folded spool before it names
+ * it a spare); should one hold some, they were folded: they are dropped.
  */
-static int spool_create(const char *dir, const char *id, struct pdk_error **err)
+static int spool_lock(int fd, const char *path, struct pdk_error **err)
 {
-	_cleanup_free_ char *tmp = pdk_xasprintf("%s/%s" SPOOL_NEW, dir, id);
-	_cleanup_free_ char *path = pdk_xasprintf("%s/%s" SPOOL_EXT, dir, id);
-	_cleanup_close_ int fd = TEMP_FAILURE_RETRY(
-		open(tmp, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+	struct stat st;
 
-	if (fd < 0)
-		return pdk_error_set(err, errno, "cannot create the audit spool '%s'", tmp);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || rename(tmp, path) < 0) {
-		(void)pdk_error_set(err, errno, "cannot publish the audit spool '%s'", path);
-		(void)unlink(tmp);
-		return -EIO;
+	/* SECURITY: the lock is what tells a folder that this run lives. */
+	if (TEMP_FAILURE_RETRY(flock(fd, LOCK_EX)) < 0 || fstat(fd, &st) < 0)
+		return pdk_error_set(err, errno, "cannot lock the audit spool '%s'", path);
+	if (st.st_nlink == 0)
+		return 0;
+	if (st.st_size > 0 && ftruncate(fd, 0) < 0)
+		return pdk_error_set(err, errno, "cannot empty the audit spool '%s'", path);
+	return 1;
+}
+
+/*
+ * A spare spool renamed to our name: a folded spool that a folder emptied
+ * and kept as SPARE_PFX + N, N < PDK_AUDIT_SPOOL_SPARES, so that a run
+ * reuses its inode instead of allocating one (file creation was most of
+ * what the spool cost a run, docs/internals/performance.md). A few spares
+ * are tried, picked by the id's random end; each miss is one rename() that
+ * finds nothing. The opened fd, -1 when no spare was taken (or it was
+ * removed again before we opened it).
+ */
+static int spare_take(const char *dir, const char *id, const char *path)
+{
+	size_t n = strlen(id);
+	unsigned long r = strtoul(id + (n > 8 ? n - 8 : 0), NULL, 16);
+
+	for (int i = 0; i < SPARE_TRIES; i++, r /= PDK_AUDIT_SPOOL_SPARES) {
+		char spare[PATH_MAX];
+		int len = snprintf(spare, sizeof(spare), "%s/" SPARE_PFX "%lu", dir,
+				   r % PDK_AUDIT_SPOOL_SPARES);
+
+		if (len < 0 || (size_t)len >= sizeof(spare))
+			return -1;
+		if (rename(spare, path) == 0)
+			return TEMP_FAILURE_RETRY(
+				open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+		if (errno != ENOENT)
+			return -1;
 	}
-	return steal_fd(&fd);
+	return -1;
+}
+
+static int spool_open(const char *dir, const char *id, const char *path, bool *spare_tried)
+{
+	int fd = -1;
+
+	if (!*spare_tried) {
+		*spare_tried = true;
+		fd = spare_take(dir, id, path);
+	}
+	if (fd >= 0)
+		return fd;
+	return TEMP_FAILURE_RETRY(
+		open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+}
+
+/* STATE/audit-spool/ID.jsonl taken or made, and locked: its fd, or -errno with *err. */
+static int spool_create(const char *state_dir, const char *id, struct pdk_error **err)
+{
+	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
+	_cleanup_free_ char *path = pdk_xasprintf("%s/%s" SPOOL_EXT, dir, id);
+	bool made_dir = false, spare_tried = false;
+
+	for (int tries = 0; tries < 8; tries++) {
+		_cleanup_close_ int fd = spool_open(dir, id, path, &spare_tried);
+		int rc;
+
+		/* No directory (or a state "directory" that is not one): made, or named. */
+		if (fd < 0 && (errno == ENOENT || errno == ENOTDIR) && !made_dir) {
+			if (spool_dir_make(state_dir, dir, err) < 0)
+				return -EIO;
+			made_dir = true;
+			continue;
+		}
+		if (fd < 0)
+			return pdk_error_set(err, errno, "cannot create the audit spool '%s'",
+					     path);
+		rc = spool_lock(fd, path, err);
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
+			return steal_fd(&fd);
+	}
+	return pdk_error_setx(err, EAGAIN,
+			      "the audit spool '%s' was removed by a fold as it was made: "
+			      "retry the run",
+			      path);
 }
 
 int pdk_audit_add_spool(struct pdk_events *ev, const char *state_dir, const char *id,
 			struct pdk_error **err)
 {
-	_cleanup_free_ char *dir = NULL;
+	int fd = spool_create(state_dir, id, err);
 	int *data;
-	int fd;
 
-	if (spool_dir(state_dir, &dir, err) < 0)
-		return -EIO;
-	fd = spool_create(dir, id, err);
 	if (fd < 0)
 		return fd;
 	data = pdk_xmalloc(sizeof(*data));
@@ -242,23 +325,67 @@ static int fold_lines(struct pdk_audit *a, struct spool *sp, uint64_t *off,
 	return 0;
 }
 
+/* The spare names the directory holds, and where the next free one is looked for. */
+struct spares {
+	bool taken[PDK_AUDIT_SPOOL_SPARES];
+	unsigned next;
+};
+
+/* "." SPARE_PFX N: marks N taken. */
+static void spares_note(struct spares *sp, const char *name)
+{
+	char *end;
+	unsigned long n;
+
+	if (strncmp(name, SPARE_PFX, strlen(SPARE_PFX)) != 0)
+		return;
+	n = strtoul(name + strlen(SPARE_PFX), &end, 10);
+	if (*end == '\0' && n < PDK_AUDIT_SPOOL_SPARES)
+		sp->taken[n] = true;
+}
+
+/*
+ * A folded spool, still locked, emptied and kept as a spare for a later
+ * run (true), when it held records and a spare name is free; otherwise the
+ * caller removes it. An empty spool is never kept: a run that took a spare
+ * and has not locked it yet looks just like it, and must find it removed
+ * (st_nlink 0), never renamed back under its feet. Emptied before it is
+ * renamed: a spare never holds a record.
+ */
+static bool spool_recycle(int dirfd, struct spool *sp, struct spares *spares)
+{
+	char name[32];
+
+	if (sp->size == 0 || spares == NULL)
+		return false;
+	while (spares->next < PDK_AUDIT_SPOOL_SPARES && spares->taken[spares->next])
+		spares->next++;
+	if (spares->next >= PDK_AUDIT_SPOOL_SPARES || ftruncate(sp->fd, 0) < 0)
+		return false;
+	(void)snprintf(name, sizeof(name), SPARE_PFX "%u", spares->next);
+	spares->taken[spares->next] = true;
+	return renameat2(dirfd, sp->name, dirfd, name, RENAME_NOREPLACE) == 0;
+}
+
 /*
  * One spool whose run is over: its records appended after the store's
- * head, then the file removed while it is still locked
- * (a folder that opened it meanwhile finds it unlinked), then its offset
- * forgotten. A crash between two steps leaves the offset that says how far
- * the file was folded: nothing is appended twice.
+ * head, then the file emptied and kept as a spare, or removed, while it is
+ * still locked (a folder that opened it meanwhile finds it unlinked), then
+ * its offset forgotten. A crash between two steps leaves the offset that
+ * says how far the file was folded: nothing is appended twice (an emptied
+ * spool left with its offset has nothing past it).
  */
-static int fold_locked(struct pdk_audit *a, int dirfd, struct spool *sp, struct pdk_audit_fold *res,
-		       struct pdk_error **err)
+static int fold_locked(struct pdk_audit *a, int dirfd, struct spool *sp, struct spares *spares,
+		       struct pdk_audit_fold *res, struct pdk_error **err)
 {
 	uint64_t off;
 
 	if (pdk_audit_spool_offset(a, sp->source, &off, err) < 0 ||
 	    fold_lines(a, sp, &off, res, err) < 0)
 		return -EIO;
-	res->torn_bytes += sp->size - off;
-	if (unlinkat(dirfd, sp->name, 0) < 0 && errno != ENOENT)
+	res->torn_bytes += sp->size > off ? sp->size - off : 0;
+	if (!spool_recycle(dirfd, sp, spares) && unlinkat(dirfd, sp->name, 0) < 0 &&
+	    errno != ENOENT)
 		return pdk_error_set(err, errno, "cannot remove the folded audit spool '%s'",
 				     sp->name);
 	res->spools++;
@@ -270,7 +397,8 @@ static int spool_take(int dirfd, struct spool *sp, struct pdk_error **err)
 {
 	struct stat st;
 
-	sp->fd = TEMP_FAILURE_RETRY(openat(dirfd, sp->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+	/* Writable: a folded spool is emptied to be kept as a spare. */
+	sp->fd = TEMP_FAILURE_RETRY(openat(dirfd, sp->name, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
 	if (sp->fd < 0)
 		return errno == ENOENT ? 0
 				       : pdk_error_set(err, errno, "cannot open '%s'", sp->name);
@@ -292,11 +420,12 @@ static bool has_suffix(const char *s, const char *suffix)
 }
 
 /*
- * One entry of the spool directory. A ".new" left unlocked is a run that
- * died between creating its spool and naming it: it holds nothing.
+ * One entry of the spool directory. A ".new" left unlocked is a spool of
+ * an older paddock (which made its spool under that name, locked it, then
+ * renamed it) whose run died before the rename: it holds nothing.
  */
-static int fold_entry(struct pdk_audit *a, int dirfd, const char *name, struct pdk_audit_fold *res,
-		      struct pdk_error **err)
+static int fold_entry(struct pdk_audit *a, int dirfd, const char *name, struct spares *spares,
+		      struct pdk_audit_fold *res, struct pdk_error **err)
 {
 	struct spool sp = {.name = name, .fd = -1};
 	bool is_new = has_suffix(name, SPOOL_NEW);
@@ -314,7 +443,7 @@ static int fold_entry(struct pdk_audit *a, int dirfd, const char *name, struct p
 	else if (rc > 0) {
 		sp.source = pdk_xasprintf(SOURCE_PFX "%.*s",
 					  (int)(strlen(name) - strlen(SPOOL_EXT)), name);
-		rc = fold_locked(a, dirfd, &sp, res, err);
+		rc = fold_locked(a, dirfd, &sp, spares, res, err);
 		free(sp.source);
 	}
 	if (sp.fd >= 0)
@@ -327,8 +456,12 @@ static int cmp_names(const void *x, const void *y)
 	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* The spool directory's entry names, sorted (runs are folded in the order of their ids). */
-static int list_spools(const char *state_dir, int *dfd, char ***names, struct pdk_error **err)
+/*
+ * The spool directory's entry names, sorted (runs are folded in the order
+ * of their ids), and its spares noted in *spares when not NULL.
+ */
+static int list_spools(const char *state_dir, int *dfd, char ***names, struct spares *spares,
+		       struct pdk_error **err)
 {
 	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
 	DIR *d = opendir(dir);
@@ -341,6 +474,8 @@ static int list_spools(const char *state_dir, int *dfd, char ***names, struct pd
 	while ((de = readdir(d)) != NULL)
 		if (de->d_name[0] != '.')
 			pdk_strv_push(names, de->d_name);
+		else if (spares != NULL)
+			spares_note(spares, de->d_name + 1);
 	*dfd = TEMP_FAILURE_RETRY(fcntl(dirfd(d), F_DUPFD_CLOEXEC, 0));
 	(void)closedir(d);
 	if (*dfd < 0)
@@ -360,12 +495,13 @@ int pdk_audit_fold_some(struct pdk_audit *a, uint64_t max_spools, struct pdk_aud
 {
 	_cleanup_strv_ char **names = NULL;
 	_cleanup_close_ int dirfd = -1;
+	_cleanup_free_ struct spares *spares = pdk_xcalloc(1, sizeof(*spares));
 
 	*res = (struct pdk_audit_fold){0};
-	if (list_spools(a->state_dir, &dirfd, &names, err) < 0)
+	if (list_spools(a->state_dir, &dirfd, &names, spares, err) < 0)
 		return -EIO;
 	for (size_t i = 0; names != NULL && names[i] != NULL && res->spools < max_spools; i++)
-		if (fold_entry(a, dirfd, names[i], res, err) < 0)
+		if (fold_entry(a, dirfd, names[i], spares, res, err) < 0)
 			return pdk_error_wrap(err, "audit: fold the run spools");
 	/*
 	 * One signature over the head covers every record folded (the chain
@@ -398,7 +534,7 @@ int pdk_audit_pending(const char *state_dir, pdk_audit_spool_cb cb, void *data,
 	_cleanup_strv_ char **names = NULL;
 	_cleanup_close_ int dirfd = -1;
 
-	if (list_spools(state_dir, &dirfd, &names, err) < 0)
+	if (list_spools(state_dir, &dirfd, &names, NULL, err) < 0)
 		return -EIO;
 	for (size_t i = 0; names != NULL && names[i] != NULL; i++) {
 		_cleanup_close_ int fd = -1;

@@ -37,7 +37,13 @@
  * A run folds the spools itself once this many wait (audit commands fold at
  * every call): one run in that many pays a fold, below what a p95 sees.
  */
-#define PDK_AUDIT_SPOOL_FOLD_AT    128
+#define PDK_AUDIT_SPOOL_FOLD_AT 128
+/*
+ * A fold keeps up to this many folded spools, emptied, as spares
+ * (audit-spool/.spare-N) that later runs rename to their own name: a run
+ * then allocates no inode for its spool.
+ */
+#define PDK_AUDIT_SPOOL_SPARES     128
 #define PDK_AUDIT_CHECKPOINT_EVERY 1000
 #define PDK_AUDIT_QUEUE_MAX        1024
 #define PDK_AUDIT_FLUSH_MS         200
@@ -256,7 +262,8 @@ void pdk_audit_add_sink(struct pdk_events *ev, const struct pdk_audit_sink_confi
 
 /*
  * Add a run's spool as a sink of `ev`: STATE/audit-spool/ID.jsonl (the
- * directory made 0700, the file 0600), locked (flock) until the stream
+ * directory made 0700 when missing; the file a spare renamed, else made
+ * 0600), locked (flock) until the stream
  * closes. Each event is appended as one line by one write() before emit()
  * returns; a failed write fails the emit (the run stops its sandbox). No
  * SQLite, no OpenSSL: the records are chained and signed when folded
@@ -267,7 +274,7 @@ PDK_MUST_CHECK int pdk_audit_add_spool(struct pdk_events *ev, const char *state_
 
 struct pdk_audit_fold {
 	uint64_t records;    /* appended to the chain */
-	uint64_t spools;     /* folded and removed */
+	uint64_t spools;     /* folded and removed (or kept empty as spares) */
 	uint64_t running;    /* skipped: their run still holds them */
 	uint64_t torn_bytes; /* a killed run's unfinished last line, dropped */
 };
@@ -277,7 +284,8 @@ struct pdk_audit_fold {
  * lock is free: the run ended or was killed) into the store: its complete
  * lines appended in order, in transactions that also save how far the
  * spool is folded (so a crash never appends a record twice nor skips one),
- * the file removed; then the head is signed once (unless it is signed
+ * the file removed or, emptied, kept as a spare (PDK_AUDIT_SPOOL_SPARES;
+ * never one that was empty already); then the head is signed once (unless it is signed
  * already), covering every record folded. Spools of live runs are left (counted
  * in res->running). A complete line that is not an event stops the fold
  * with -EIO naming the spool, which is kept.

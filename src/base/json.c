@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include <string.h>
+#include <sys/random.h>
 
 char *pdk_json_dump_line(const json_t *v)
 {
@@ -16,6 +17,15 @@ char *pdk_json_dump_line(const json_t *v)
 	s[n] = '\n';
 	s[n + 1] = '\0';
 	return s;
+}
+
+void pdk_json_seed(void)
+{
+	size_t seed = 0;
+
+	/* A zero seed would make jansson read /dev/urandom after all. */
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed) && seed != 0)
+		json_object_seed(seed);
 }
 
 json_t *pdk_json_strv(char *const *v)

@@ -13,6 +13,15 @@
 
 #include <jansson.h>
 
+/*
+ * Seed jansson's hash tables from getrandom() once per process, before any
+ * JSON value is made. Left to itself, jansson opens, reads and closes
+ * /dev/urandom at its first object; getrandom() is one system call and
+ * needs no device node. If it fails, jansson seeds itself as before. Later
+ * calls (and jansson's own seeding after the first value) do nothing.
+ */
+void pdk_json_seed(void);
+
 /* Serialise compact, keys sorted, with a trailing newline. Caller frees. NULL on OOM. */
 char *pdk_json_dump_line(const json_t *v);
 

@@ -218,6 +218,7 @@ static int cmd_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	pdk_json_seed();
 	if (argc < 2) {
 		usage(stderr);
 		return PDK_EXIT_POLICY;

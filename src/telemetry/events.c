@@ -126,19 +126,41 @@ void pdk_events_set_labels(struct pdk_events *ev, const char *session, const cha
 	pthread_mutex_unlock(&ev->lock);
 }
 
+/*
+ * The civil date of a day count since 1970-01-01 (proleptic Gregorian), by
+ * eras of 400 years. gmtime_r() would do it too, but glibc loads and parses
+ * /etc/localtime at its first call (tzset), even for UTC: six system calls
+ * and the page faults of the time zone code at every run's first event.
+ */
+static void civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d)
+{
+	int64_t z = days + 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	unsigned doe = (unsigned)(z - era * 146097);
+	unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	unsigned mp = (5 * doy + 2) / 153;
+
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
 void pdk_events_format_ts(uint64_t ts_ns, char *buf, size_t len)
 {
-	time_t secs = (time_t)(ts_ns / 1000000000ULL);
-	struct tm tm;
-	size_t n;
+	uint64_t secs = ts_ns / 1000000000ULL;
+	unsigned sod = (unsigned)(secs % 86400);
+	int64_t year;
+	unsigned month, day;
 
-	if (gmtime_r(&secs, &tm) == NULL || len < 32) {
+	if (len < 32) {
 		if (len > 0)
 			buf[0] = '\0';
 		return;
 	}
-	n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	(void)snprintf(buf + n, len - n, ".%06lluZ",
+	civil_from_days((int64_t)(secs / 86400), &year, &month, &day);
+	(void)snprintf(buf, len, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u.%06lluZ", year, month, day,
+		       sod / 3600, sod / 60 % 60, sod % 60,
 		       (unsigned long long)((ts_ns % 1000000000ULL) / 1000ULL));
 }
 

@@ -573,6 +573,54 @@ check_spool_fold_at() {
 	is "$?" 0 "$who: spool: the chain a run folded is intact"
 }
 
+# A fold keeps the spools it folded, emptied, as spares (audit-spool/.spare-N) that later runs
+# rename to their own name, so that a run allocates no inode (docs/audit.md). A spare is never
+# a record: a run that takes one still holding bytes starts it empty; every record is folded
+# once and the chain stays intact.
+check_spool_spares() {
+	local who=$1 st n0 f pid i
+	st=$(state_of "$who")
+	n0=$(records "$who")
+	rm -f "$st"/audit-spool/.spare-*
+	prun "$who" --workspace-mode none -- true
+	prun "$who" --workspace-mode none -- true
+	is "$(paudit "$who" fold)" "folded 8 record(s) from 2 run spool(s)" "$who: spares: two runs folded"
+	is "$(find "$st/audit-spool" -name '.spare-*' -size 0 -perm 0600 | wc -l):$(spools "$who")" "2:0" \
+		"$who: spares: the folded spools are kept as spares, empty, mode 0600"
+	# Every spare name taken (what a fold of 128 runs leaves), each with bytes in it.
+	as "$who" sh -c "cd '$st/audit-spool' && umask 077 && for i in \$(seq 0 127); do
+		printf 'stale\\n' >.spare-\$i; done"
+	prun "$who" --workspace-mode none -- true
+	is "$?:$(find "$st/audit-spool" -name '.spare-*' | wc -l):$(spools "$who")" "0:127:1" \
+		"$who: spares: the next run took a spare as its spool"
+	f=$(ls "$st"/audit-spool/*.jsonl)
+	is "$(grep -c '"sandbox"' "$f"):$(grep -c stale "$f")" "4:0" \
+		"$who: spares: its spool holds its 4 records, none of the spare's bytes"
+	is "$(paudit "$who" fold)" "folded 4 record(s) from 1 run spool(s)" "$who: spares: the run is folded"
+	is "$(stored "$who")" "$((n0 + 12))" "$who: spares: every record of the 3 runs stored, once"
+	paudit "$who" verify >/dev/null
+	is "$?" 0 "$who: spares: the chain is intact"
+	# A run killed with SIGKILL in a spool it took from a spare: what it did is not lost.
+	as "$who" sh -c "cd '$st/audit-spool' && umask 077 && for i in \$(seq 0 127); do
+		: >.spare-\$i; done"
+	prun "$who" --workspace-mode none -- sleep 60 &
+	pid=$!
+	for i in $(seq 100); do
+		[ "$(cat "$st"/audit-spool/*.jsonl 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.1
+	done
+	kill -9 "$(pgrep -f -n "^$T/bin/paddock run --workspace-mode none -- sleep 60$")" 2>/dev/null
+	wait "$pid"
+	is "$?:$(find "$st/audit-spool" -name '.spare-*' | wc -l)" "137:127" \
+		"$who: spares: a run that took a spare was killed with SIGKILL"
+	paudit "$who" verify | grep -qx "not folded yet: 2 record(s) in 1 run spool(s) (any other 'paddock audit' command folds them)"
+	ok $? "$who: spares: verify says the killed run's 2 records are not folded yet"
+	is "$(paudit "$who" fold)" "folded 2 record(s) from 1 run spool(s)" \
+		"$who: spares: the killed run's records (create, exec) are folded"
+	is "$(stored "$who")" "$((n0 + 14))" "$who: spares: nothing lost, nothing twice"
+	rm -f "$st"/audit-spool/.spare-*
+}
+
 # While a daemon serves the state directory, a `paddock run`'s records reach the chain with no
 # audit command in between: the daemon folds the run spools on its tick (docs/audit.md). A
 # live run's spool is left to its run, and folded by the daemon once the run is killed.
@@ -694,6 +742,7 @@ for who in root user; do
 	check_spool_torn "$who"
 	check_spool_kill_anywhere "$who"
 	check_spool_fold_at "$who"
+	check_spool_spares "$who"
 done
 if have_supervisor; then
 	check_serve_folds_runs root

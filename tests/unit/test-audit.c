@@ -1021,3 +1021,55 @@ Test(audit, spool_offset_moves_with_its_batch)
 	json_decref(ev[1]);
 	pdk_audit_free(a);
 }
+
+/* A file of the spool directory: its inode, 0 when it is not there. */
+static ino_t spool_ino(const char *state, const char *name)
+{
+	_cleanup_free_ char *p = pdk_xasprintf("%s/" PDK_AUDIT_SPOOL_DIR "/%s", state, name);
+	struct stat st;
+
+	return stat(p, &st) == 0 && st.st_size == 0 ? st.st_ino : 0;
+}
+
+/*
+ * A fold keeps a spool that held records, emptied, as a spare, and removes
+ * an empty one (a run that took a spare and has not locked it yet looks the
+ * same: it must find its spool removed, never renamed away); a run's spool
+ * then takes the spare (id "c": 0xc % 128 = 12 tried first, then 0).
+ */
+Test(audit, fold_keeps_spools_that_held_records_as_spares)
+{
+	_cleanup_free_ char *state = tmp_state();
+	_cleanup_free_ char *dir = pdk_xasprintf("%s/" PDK_AUDIT_SPOOL_DIR, state);
+	_cleanup_free_ char *full = pdk_xasprintf("%s/b.jsonl", dir);
+	_cleanup_free_ char *empty = pdk_xasprintf("%s/a.jsonl", dir);
+	_cleanup_json_ json_t *e = event("b", 0);
+	_cleanup_free_ char *line = pdk_json_dump_line(e);
+	struct pdk_audit *a = open_store(state);
+	struct pdk_error *err = NULL;
+	struct pdk_audit_fold res;
+	struct pdk_events *ev;
+	ino_t spare;
+
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	cr_assert_eq(pdk_write_file_at(AT_FDCWD, full, line, true, &err), 0);
+	cr_assert_eq(pdk_write_file_at(AT_FDCWD, empty, "", true, &err), 0);
+	cr_assert_eq(pdk_audit_fold(a, &res, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(res.records, 1);
+	cr_assert_eq(res.spools, 2);
+	spare = spool_ino(state, ".spare-0");
+	cr_assert_neq(spare, 0, "the spool that held a record is kept, empty, as .spare-0");
+	cr_assert_eq(spool_ino(state, ".spare-1"), 0, "the empty spool is not kept");
+	cr_assert(access(empty, F_OK) < 0 && access(full, F_OK) < 0, "both spools are gone");
+
+	ev = pdk_events_new("c", "test");
+	cr_assert_eq(pdk_audit_add_spool(ev, state, "c", &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(spool_ino(state, "c.jsonl"), spare, "the run's spool is the spare");
+	cr_assert_eq(spool_ino(state, ".spare-0"), 0);
+	cr_assert_eq(pdk_events_emit(ev, "k.one", 0, NULL, &err), 0);
+	cr_assert_eq(pdk_events_close(ev, &err), 0);
+	pdk_events_free(ev);
+	cr_assert_eq(pdk_audit_fold(a, &res, &err), 0);
+	cr_assert_eq(res.records, 1, "the run's record is folded from the spare it took");
+	pdk_audit_free(a);
+}

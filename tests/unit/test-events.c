@@ -4,8 +4,10 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 static char *tmp_path(void)
 {
@@ -176,4 +178,34 @@ Test(events, every_sink_gets_every_event_and_failures_are_named)
 	pdk_error_free(&err);
 	pdk_events_free(ev);
 	cr_assert_eq(a.freed + b.freed, 2);
+}
+
+/* The same text as gmtime_r() + strftime() at every day boundary, leap day and century tried. */
+Test(events, ts_is_rfc3339_utc_like_gmtime)
+{
+	static const uint64_t secs[] = {
+		0,          59,         86399,      86400,      951782399,  951782400,  951868800,
+		1709164800, 1709251199, 1735689599, 1735689600, 4107542400, 4102444799, 1700000000,
+	};
+	char got[40], want[48];
+	struct tm tm;
+
+	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {
+		time_t t = (time_t)secs[i];
+
+		cr_assert_not_null(gmtime_r(&t, &tm));
+		(void)strftime(want, sizeof(want), "%Y-%m-%dT%H:%M:%S.123456Z", &tm);
+		pdk_events_format_ts(secs[i] * 1000000000ULL + 123456789ULL, got, sizeof(got));
+		cr_assert_str_eq(got, want, "at %" PRIu64 " s", secs[i]);
+	}
+	for (uint64_t d = 0; d < 200000; d += 37) {
+		time_t t = (time_t)(d * 86400 + 43210);
+
+		cr_assert_not_null(gmtime_r(&t, &tm));
+		(void)strftime(want, sizeof(want), "%Y-%m-%dT%H:%M:%S.000000Z", &tm);
+		pdk_events_format_ts((uint64_t)t * 1000000000ULL, got, sizeof(got));
+		cr_assert_str_eq(got, want, "day %" PRIu64, d);
+	}
+	pdk_events_format_ts(0, got, 8);
+	cr_assert_str_eq(got, "", "a buffer too small gets an empty string");
 }
