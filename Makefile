@@ -25,9 +25,10 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	python3-jsonschema man-db
 # The test clients nobody here wrote (tests/clients/package.json, `npm ci`): the MCP SDKs,
 # inspector and conformance suite, E2B's SDKs, playwright-core driving Debian's chromium.
-# The images suites and the code interpreter use the rest.
+# The images suites and the code interpreter use the rest; the leaks suite holds a sandbox's
+# setup at one syscall with strace's fault injection.
 TEST_DEB_PACKAGES := nodejs chromium umoci mmdebstrap busybox-static zstd \
-	python3-ipykernel python3-jupyter-client python3-matplotlib
+	python3-ipykernel python3-jupyter-client python3-matplotlib strace
 # Only for the benches: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
 # whose SandboxManager will not start without rg and socat. Debian's npm package is
 # installed only when no npm command exists: a nodejs package that bundles npm (a repack of

@@ -17,6 +17,7 @@
 #include "sandbox-internal.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -202,20 +203,56 @@ static void setup_confinement(struct pdk_sandbox *sb, struct pdk_child_error *ce
 		child_fail(sb, ce, rc);
 }
 
+/*
+ * SECURITY: if the supervisor dies, the sandbox dies with it. The signal
+ * is armed only for a death still to come: a supervisor killed between
+ * the clone and the prctl() sends none. The supervisor's end of the sync
+ * socket is its own alone (see drop_parent_ends()) and closes when it
+ * dies, before the kernel would signal us: a hung-up socket after the
+ * prctl() means it is gone already, and we end here.
+ */
+static void arm_parent_death(struct pdk_sandbox *sb, struct pdk_child_error *ce)
+{
+	struct pollfd pfd = {.fd = sb->sync[1], .events = POLLIN};
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		child_fail(sb, ce,
+			   pdk_child_error_set(ce, errno, "cannot set parent-death signal"));
+	if (poll(&pfd, 1, 0) < 0)
+		child_fail(sb, ce, pdk_child_error_set(ce, errno, "cannot poll the sync socket"));
+	if (pfd.revents & (POLLHUP | POLLERR))
+		child_fail(sb, ce,
+			   pdk_child_error_set(ce, EPIPE, "the supervisor died during setup"));
+}
+
+/*
+ * SECURITY: the child's copies of the supervisor's ends of the sync and
+ * control sockets go first. Held here, they would outlive a dead
+ * supervisor: our sends (the exec-tracing listener among them) would
+ * queue in a socket we hold ourselves, and our execveat of the init would
+ * wait forever on a listener no one can read. Without them, the
+ * supervisor's death fails our next send, and frees a listener in flight
+ * with its queue, which fails the traced execveat (ENOSYS).
+ * Our fd table is our own: sb, whose memory we share, is left as it is.
+ */
+static void drop_parent_ends(struct pdk_sandbox *sb)
+{
+	(void)close(sb->sync[0]);
+	(void)close(sb->ctl[0]);
+}
+
 int pdk__sandbox_child(void *arg)
 {
 	struct pdk_sandbox *sb = arg;
 	struct pdk_child_error ce = {0}; /* what failed, for the parent (child.h) */
 	int rc;
 
+	drop_parent_ends(sb);
 	/* SECURITY: not one step of setup runs outside the sandbox's cgroup. */
 	rc = pdk_cgroup_join_child(sb->cg_procs, sb->n_cg_procs, &ce);
 	if (rc < 0)
 		child_fail(sb, &ce, rc);
-	/* SECURITY: if the supervisor dies, the sandbox dies with it. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		child_fail(sb, &ce,
-			   pdk_child_error_set(&ce, errno, "cannot set parent-death signal"));
+	arm_parent_death(sb, &ce);
 	reset_signals(sb, &ce);
 	setup_namespaces(sb, &ce);
 	setup_filesystem(sb, &ce);

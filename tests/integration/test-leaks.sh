@@ -66,6 +66,66 @@ is "$left" 0 "user: nothing left under the delegated cgroup"
 PRUN_ENV=()
 undelegate_cgroup
 
+# A supervisor killed while its sandbox's child is still setting up, between the clone and the
+# child's parent-death signal (a loaded machine once held a child there, under a daemon
+# stopped with --kill-on-exit): strace holds the child's first prctl(), PR_SET_PDEATHSIG, for
+# 5 s and the supervisor is SIGKILLed meanwhile. The child must end by itself (it once waited
+# forever on its own traced execveat of the init); its cgroups, which nobody is left to remove
+# after a `paddock run` killed by SIGKILL, are empty: rmdir removes them.
+killed_in_setup() { # WHO
+	local who=$1 log="$T/setup-kill-$1.log" n=0 tracer child="" sup cgs i alive left c g
+	local PRUN
+	prun_cmd "$who"
+	[ "$who" = root ] || n=5 # setpriv and its 4 options: strace runs as the user too
+	: >"$log"
+	[ "$who" = root ] || chown "$UNPRIV_UID:$UNPRIV_UID" "$log"
+	(cd "$T/home" && exec "${PRUN[@]:0:n}" strace -f -qq -o "$log" -e trace=prctl \
+		-e inject=prctl:delay_enter=5000000:when=1 "${PRUN[@]:n}" run -- /bin/true) \
+		>/dev/null 2>&1 &
+	tracer=$!
+	for ((i = 0; i < 300; i++)); do
+		child=$(sed -n 's/^\([0-9]*\) *prctl(PR_SET_PDEATHSIG.*/\1/p' "$log" 2>/dev/null | head -1)
+		[ -n "$child" ] && break
+		sleep 0.1
+	done
+	sup=$(ps -o ppid= -p "${child:-0}" | tr -d ' ')
+	[ -n "$child" ] || sed "s/^/# strace: /" "$log" | head -5
+	cgs=$(sed -n 's/^[0-9]*:[^:]*:\(.*paddock-[0-9a-f]*\)$/\1/p' "/proc/${child:-0}/cgroup" 2>/dev/null | sort -u)
+	[ -n "$child" ] && [ -n "$sup" ] && kill -9 "$sup"
+	ok $? "$who: the supervisor was killed while its child's parent-death signal was held"
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$tracer" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$tracer" 2>/dev/null
+	alive=$?
+	is "$alive" 1 "$who: the sandbox's child ended by itself after its supervisor died during setup"
+	if [ "$alive" = 0 ]; then
+		echo "# left: $(ps -o pid=,ppid=,stat=,wchan:32=,args= -p "$child")"
+		kill -9 "$child" "$tracer" 2>/dev/null
+	fi
+	wait "$tracer"
+	grep -q "^$sup *+++ killed by SIGKILL" "$log" && ! grep -q "^$child *+++ exited with 0" "$log"
+	ok $? "$who: the supervisor died before the child set its parent-death signal; the init never ran"
+	[ -n "$cgs" ]; ok $? "$who: the child was in its sandbox's cgroups ($(echo $cgs))"
+	left=0
+	for c in $CG_CONTROLLERS ""; do # "": the unified hierarchy
+		for g in $cgs; do
+			[ -d "/sys/fs/cgroup/$c$g" ] && [ "$c$g" != "$g" -o -f /sys/fs/cgroup/cgroup.controllers ] || continue
+			[ -s "/sys/fs/cgroup/$c$g/cgroup.procs" ] && left=$((left + 1))
+			rmdir "/sys/fs/cgroup/$c$g" || left=$((left + 1))
+		done
+	done
+	is "$left" 0 "$who: no process is left in the sandbox's cgroups, which rmdir removes"
+}
+PRUN_ENV=(PADDOCK_CGROUP_PARENT="$ROOT_CG")
+killed_in_setup root
+delegate_cgroup
+PRUN_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
+killed_in_setup user
+PRUN_ENV=()
+undelegate_cgroup
+
 # fds: the command sees exactly stdio (ls adds the one it reads /proc/self/fd with).
 for who in root user; do
 	out=$(prun "$who" -- ls /proc/self/fd 3</dev/null 4</dev/null 2>/dev/null | tr '\n' ' ')

@@ -78,12 +78,69 @@ leak_cycles() {
 	ok $? "$who: paddock audit verify passes over $n cycles of events"
 }
 
+# What an engineer once did: a daemon with a warm pool stopped with --kill-on-exit while a
+# pool member was still starting. strace holds the member's sandbox child at its first
+# prctl(), PR_SET_PDEATHSIG, for 5 s; the daemon is stopped meanwhile and kills the member's
+# supervisor. The child must end by itself (it once waited forever on its own traced
+# execveat of the init, docs/internals/sandbox.md); the sandbox's cgroups are empty (the
+# supervisor died before it wrote where they are, so the daemon cannot remove them: rmdir
+# does).
+stopped_while_filling() { # WHO
+	local who=$1 log="$T/fill-$1.log" daemon="" tracer child="" sup cgs i alive left=0 c g
+	mkdir -p "$T/serve-$who"
+	: >"$log"
+	[ "$who" = user ] && chown $UNPRIV_UID:$UNPRIV_UID "$T/serve-$who" "$log"
+	(as_exec "$who" strace -f -qq -o "$log" -e trace=prctl \
+		-e inject=prctl:delay_enter=5000000:when=1 \
+		"$T/bin/paddock" serve --pool default=1 --kill-on-exit >"$T/serve-$who.log" 2>&1) &
+	tracer=$!
+	# The member's sandbox child: the one prctl() caller that is pid 1 of a pid namespace.
+	for ((i = 0; i < 600; i++)); do
+		for c in $(sed -n 's/^\([0-9]*\) *prctl(PR_SET_PDEATHSIG.*/\1/p' "$log"); do
+			grep -qE '^NSpid:.*[[:space:]]1$' "/proc/$c/status" 2>/dev/null && child=$c
+		done
+		[ -n "$child" ] && break
+		sleep 0.1
+	done
+	sup=$(ps -o ppid= -p "${child:-0}" | tr -d ' ')
+	daemon=$(pgrep -P "$tracer" | head -1)
+	cgs=$(sed -n 's/^[0-9]*:[^:]*:\(.*paddock-[0-9a-f]*\)$/\1/p' "/proc/${child:-0}/cgroup" 2>/dev/null | sort -u)
+	[ -n "$child" ] && [ -n "$daemon" ] && kill -TERM "$daemon"
+	ok $? "$who: the daemon was stopped while its pool member's child was held in setup"
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$tracer" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$tracer" 2>/dev/null
+	alive=$?
+	is "$alive" 1 "$who: the daemon, the member's supervisor and its sandbox's child all ended"
+	if [ "$alive" = 0 ]; then
+		echo "# left: $(ps -o pid=,ppid=,stat=,wchan:32=,args= -p "$child")"
+		kill -9 "$child" "$daemon" "$tracer" 2>/dev/null
+	fi
+	wait "$tracer"
+	grep -q "^$sup *+++ killed by SIGKILL" "$log" && ! grep -q "^$child *+++ exited with 0" "$log"
+	ok $? "$who: the supervisor was killed before the child set its parent-death signal; the init never ran"
+	[ -n "$cgs" ]; ok $? "$who: the child was in its sandbox's cgroups ($(echo $cgs))"
+	for c in $CG_CONTROLLERS ""; do # "": the unified hierarchy
+		for g in $cgs; do
+			[ -d "/sys/fs/cgroup/$c$g" ] && [ "$c$g" != "$g" -o -f /sys/fs/cgroup/cgroup.controllers ] || continue
+			[ -s "/sys/fs/cgroup/$c$g/cgroup.procs" ] && left=$((left + 1))
+			rmdir "/sys/fs/cgroup/$c$g" || left=$((left + 1))
+		done
+	done
+	is "$left" 0 "$who: no process is left in the sandbox's cgroups, which rmdir removes"
+	rm -rf "$T/serve-$who"
+}
+
 SERVE_ENV=(PADDOCK_CGROUP_PARENT="$ROOT_CG")
+stopped_while_filling root
 leak_cycles root "$CYCLES"
 is "$(find /sys/fs/cgroup/*"$ROOT_CG" -mindepth 1 -type d 2>/dev/null | wc -l)" 0 \
 	"root: nothing left under the suite's cgroup"
 delegate_cgroup
 SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
+stopped_while_filling user
 leak_cycles user "$(( (CYCLES + 3) / 4 ))"
 is "$(find /sys/fs/cgroup/*"$DELEGATED" -mindepth 1 -type d 2>/dev/null | wc -l)" 0 \
 	"user: nothing left under the delegated cgroup"
