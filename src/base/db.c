@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <time.h>
 
 enum { TXN_BEGIN, TXN_BEGIN_IMMEDIATE, TXN_COMMIT, TXN_ROLLBACK };
 
@@ -190,13 +191,37 @@ static void wal_housekeeping(struct pdk_db *db)
 						NULL);
 }
 
+/*
+ * The store in WAL mode. Switching a new store to WAL needs it alone, and
+ * two processes that open a new store at once (two runs folding their
+ * spools into a store made a moment ago) can each hold the lock the other
+ * waits for: SQLite then answers SQLITE_BUSY at once, without the busy
+ * handler, to break the deadlock ("database is locked" after no wait).
+ * The switch is tried again, 1 ms apart, for up to the store's busy
+ * timeout; on a store in WAL already it is a read, and passes first time.
+ */
+static int set_wal(struct pdk_db *db, struct pdk_error **err)
+{
+	static const char sql[] = "PRAGMA journal_mode=WAL";
+	uint64_t end = pdk_now_mono_ns() + (uint64_t)db->spec->busy_timeout_ms * 1000000ULL;
+	const struct timespec ms = {.tv_nsec = 1000000};
+	int rc;
+
+	while ((rc = sqlite3_exec(db->conn, sql, NULL, NULL, NULL)) != SQLITE_OK &&
+	       (rc & 0xff) == SQLITE_BUSY && pdk_now_mono_ns() < end)
+		(void)nanosleep(&ms, NULL);
+	if (rc != SQLITE_OK)
+		return pdk_db_error(db, err, sql);
+	return 0;
+}
+
 static int configure(struct pdk_db *db, struct pdk_error **err)
 {
 	const struct pdk_db_spec *spec = db->spec;
 
 	(void)sqlite3_busy_timeout(db->conn, spec->busy_timeout_ms); /* cannot fail on an open db */
 	(void)sqlite3_extended_result_codes(db->conn, 1);
-	if (pdk_db_exec(db, "PRAGMA journal_mode=WAL", err) < 0)
+	if (set_wal(db, err) < 0)
 		return -EIO;
 	/*
 	 * No fsync per commit: in WAL mode NORMAL still survives a crash of
