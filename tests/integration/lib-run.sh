@@ -187,3 +187,28 @@ pws() {
 	shift
 	(cd "$T/home" && exec "${PRUN[@]}" ws "$@")
 }
+
+# wait_gone PID: up to 60 s for PID to end (a bound, not a timing check); 0 when it ended.
+wait_gone() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# cgroups_removed CGS...: each cgroup (a path below every hierarchy, as /proc/PID/cgroup
+# names it) removed in every hierarchy that has it; prints how many held a process or
+# could not be removed.
+cgroups_removed() {
+	local c g left=0
+	for c in $CG_CONTROLLERS ""; do # "": the unified hierarchy
+		for g in "$@"; do
+			[ -d "/sys/fs/cgroup/$c$g" ] && [ "$c$g" != "$g" -o -f /sys/fs/cgroup/cgroup.controllers ] || continue
+			[ -s "/sys/fs/cgroup/$c$g/cgroup.procs" ] && left=$((left + 1))
+			rmdir "/sys/fs/cgroup/$c$g" || left=$((left + 1))
+		done
+	done
+	echo "$left"
+}

@@ -107,12 +107,8 @@ stopped_while_filling() { # WHO
 	cgs=$(sed -n 's/^[0-9]*:[^:]*:\(.*paddock-[0-9a-f]*\)$/\1/p' "/proc/${child:-0}/cgroup" 2>/dev/null | sort -u)
 	[ -n "$child" ] && [ -n "$daemon" ] && kill -TERM "$daemon"
 	ok $? "$who: the daemon was stopped while its pool member's child was held in setup"
-	for ((i = 0; i < 600; i++)); do
-		kill -0 "$tracer" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$tracer" 2>/dev/null
-	alive=$?
+	wait_gone "$tracer"
+	alive=$((1 - $?))
 	is "$alive" 1 "$who: the daemon, the member's supervisor and its sandbox's child all ended"
 	if [ "$alive" = 0 ]; then
 		echo "# left: $(ps -o pid=,ppid=,stat=,wchan:32=,args= -p "$child")"
@@ -122,13 +118,7 @@ stopped_while_filling() { # WHO
 	grep -q "^$sup *+++ killed by SIGKILL" "$log" && ! grep -q "^$child *+++ exited with 0" "$log"
 	ok $? "$who: the supervisor was killed before the child set its parent-death signal; the init never ran"
 	[ -n "$cgs" ]; ok $? "$who: the child was in its sandbox's cgroups ($(echo $cgs))"
-	for c in $CG_CONTROLLERS ""; do # "": the unified hierarchy
-		for g in $cgs; do
-			[ -d "/sys/fs/cgroup/$c$g" ] && [ "$c$g" != "$g" -o -f /sys/fs/cgroup/cgroup.controllers ] || continue
-			[ -s "/sys/fs/cgroup/$c$g/cgroup.procs" ] && left=$((left + 1))
-			rmdir "/sys/fs/cgroup/$c$g" || left=$((left + 1))
-		done
-	done
+	left=$(cgroups_removed $cgs)
 	is "$left" 0 "$who: no process is left in the sandbox's cgroups, which rmdir removes"
 	rm -rf "$T/serve-$who"
 }
