@@ -873,4 +873,87 @@ struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_su
 /* No more records for `s` (safe from within its own callback). NULL-safe. */
 void pdk_ctl_unsubscribe(struct pdk_ctl_sub *s);
 
+/* ---- approvals (approvals.c) ---- */
+
+/*
+ * One queue for every action a human must allow (docs/approvals.md): a
+ * changed or new tool definition, a gateway call whose policy says
+ * require_approval, a commit to the host, a new egress host. The queue is
+ * STATE/approvals.db, shared by every paddock process of the state
+ * directory: a `paddock gateway` or `paddock mcp` asks, and the daemon's
+ * API, the CLI (on the state directory itself) and the dashboard decide.
+ * The process that asked records approval.requested, then
+ * approval.granted / approval.denied (with the approver) or
+ * approval.timeout in its audit store, and calls back its waiter.
+ *
+ * States: "pending", then "approved", "denied", "timed_out" (nobody decided
+ * before the timeout) or "withdrawn" (the asker gave up: its client went
+ * away, or it ended).
+ */
+#define PDK_CTL_APPROVAL_TIMEOUT_S    300  /* the default wait */
+#define PDK_CTL_APPROVALS_PENDING_MAX 1000 /* pending requests in one state directory */
+
+struct pdk_ctl_approval_req {
+	const char *kind;      /* "tool.call", "tool.pin", "commit", "egress.host" */
+	const char *principal; /* who asked (the agent's identity) */
+	const char *sandbox;   /* the sandbox concerned, or NULL */
+	const char *summary;   /* one line: what would happen ("fs__write_file /etc/x") */
+	const char *reason;    /* why it needs approval ("rule writes-need-approval") */
+	json_t *detail;        /* redacted arguments, a pin's diff... (borrowed; NULL: none) */
+	uint64_t timeout_s;    /* how long it stays pending (0: PDK_CTL_APPROVAL_TIMEOUT_S) */
+};
+
+/* A decided request, as its waiter is told (borrowed for the call). */
+struct pdk_ctl_approval {
+	const char *id;
+	const char *state;    /* "approved", "denied", "timed_out", "withdrawn" */
+	const char *approver; /* who decided (NULL: nobody) */
+	const char *note;     /* what they said (NULL: nothing) */
+};
+
+typedef void (*pdk_ctl_approval_cb)(void *ctx, const struct pdk_ctl_approval *a);
+
+struct pdk_ctl_approval_wait; /* one waiter (opaque) */
+
+/*
+ * Queue request `r` and wait for its decision: `id` (37 bytes) gets its
+ * id, approval.requested is recorded, and `cb` is called once, on the
+ * loop, when it is decided (by any process) or times out. *out (may be
+ * NULL) is the waiter, valid until `cb`. -EDQUOT past
+ * PDK_CTL_APPROVALS_PENDING_MAX pending, -EINVAL (field) for a missing
+ * kind, principal or summary, -EIO when the queue cannot be written.
+ */
+PDK_MUST_CHECK int pdk_ctl_approval_ask(struct pdk_ctl *c, const struct pdk_ctl_approval_req *r,
+					pdk_ctl_approval_cb cb, void *ctx, char id[37],
+					struct pdk_ctl_approval_wait **out, struct pdk_error **err);
+
+/* The asker gave up: the request is withdrawn, and `cb` is not called. NULL-safe. */
+void pdk_ctl_approval_withdraw(struct pdk_ctl_approval_wait *w);
+
+/*
+ * The requests of the state directory (new reference): an array of
+ * Approval objects (id, kind, state, principal, sandbox, summary, reason,
+ * detail, created_at, timeout_at, decided_at, approver, note, asker_pid),
+ * pending ones only unless `all`, oldest first. A pending one whose asker
+ * is gone is answered "withdrawn" first.
+ */
+PDK_MUST_CHECK int pdk_ctl_approvals_list(const char *state_dir, bool all, json_t **out,
+					  struct pdk_error **err);
+
+/* The Approval object `id` (new reference); -ENOENT when unknown. */
+PDK_MUST_CHECK int pdk_ctl_approval_get(const char *state_dir, const char *id, json_t **out,
+					struct pdk_error **err);
+
+/*
+ * Decide pending request `id`: approved or denied by `approver` (a token's
+ * principal, "uid:NAME" for the CLI) with `note` (NULL: none). *out (may
+ * be NULL) gets the Approval object after. -ENOENT when unknown, -EALREADY
+ * when it is no longer pending (field "state", the message naming it).
+ * Works on the state directory without a control object, so the CLI needs
+ * no daemon; the asker records the decision in its audit store.
+ */
+PDK_MUST_CHECK int pdk_ctl_approval_decide(const char *state_dir, const char *id, bool approve,
+					   const char *approver, const char *note, json_t **out,
+					   struct pdk_error **err);
+
 #endif

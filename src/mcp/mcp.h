@@ -21,6 +21,7 @@
 #include "common.h"
 #include "base.h"
 #include "control.h"
+#include "jschema.h"
 #include "jsonrpc.h"
 
 struct event_base;
