@@ -24,6 +24,9 @@ struct pdk_mcp {
 	json_t *tools;         /* the tools/list "tools" array, built once */
 	bool fixtures;         /* the conformance fixtures are served too (fixtures.h) */
 	unsigned char key[32]; /* the MRTR requestState key (mrtr.c), random per server */
+	const struct pdk_mcp_provider *provider; /* someone else's tools, or NULL */
+	bool own_tools;                          /* paddock's own tools are served */
+	struct pdk_mcp_conn *conns;              /* open connections (list_changed goes to them) */
 };
 
 enum pdk_mcp_tool_flags {
@@ -47,7 +50,9 @@ struct pdk_mcp_tool {
 
 struct pdk_mcp_conn {
 	struct pdk_mcp *m;
+	struct pdk_mcp_conn *next_conn; /* in m->conns while open */
 	char *identity, *transport;
+	char *principal; /* who the transport authenticated (the identity unless told) */
 	pdk_mcp_send_cb send;
 	void *send_ctx;
 	bool closed;      /* the client is gone: nothing more is sent */
@@ -83,6 +88,9 @@ struct pdk_mcp_call {
 	json_t *input_responses;   /* modern, MRTR retry: inputResponses (or NULL) */
 	const char *request_state; /* modern, MRTR retry: into `params` (or NULL) */
 	json_t *params;            /* the request's params (a reference) */
+	bool provided;             /* a provider's call: it answers (pdk_mcp_call_reply()) */
+	bool list_changed;         /* a subscription that asked for toolsListChanged */
+	void *data;                /* the provider's */
 };
 
 /* ---- server.c ---- */
@@ -98,6 +106,8 @@ json_t *pdk__mcp_modern_result(json_t *result);
 #define PDK_RPC_HEADER_MISMATCH     (-32020)
 #define PDK_RPC_MISSING_CAPABILITY  (-32021)
 #define PDK_RPC_UNSUPPORTED_VERSION (-32022)
+/* The principal of `c` when it is not its identity (a legacy HTTP session's). */
+void pdk__mcp_conn_set_principal(struct pdk_mcp_conn *c, const char *principal);
 /* Drop a reference; the last one of a closed connection frees it. */
 void pdk__mcp_conn_unref(struct pdk_mcp_conn *c);
 
