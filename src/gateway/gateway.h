@@ -123,6 +123,12 @@ struct pdk_gw_config {
  */
 PDK_MUST_CHECK int pdk_gw_config_load(const char *path, struct pdk_gw_config **out,
 				      struct pdk_error **err);
+/*
+ * The same for `len` bytes of YAML at `data` (a file already read), named
+ * `path` in messages and in c->path.
+ */
+PDK_MUST_CHECK int pdk_gw_config_parse(const char *path, const char *data, size_t len,
+				       struct pdk_gw_config **out, struct pdk_error **err);
 void pdk_gw_config_free(struct pdk_gw_config *c);
 
 /* The server `id`, or NULL. */
