@@ -855,7 +855,7 @@ int pdk__gw_up_start(struct pdk_ctl *ctl, struct event_base *base, const struct 
 		     const char *profile_path, const struct pdk_gw_up_cbs *cbs, void *ctx,
 		     struct pdk_gw_up **out, struct pdk_error **err)
 {
-	_cleanup_json_ json_t *labels = NULL;
+	_cleanup_json_ json_t *labels = NULL, *ws = NULL;
 	struct pdk_ctl_create r = {.profile = profile_path, .image = s->image};
 	struct pdk_gw_up *u;
 	int rc;
@@ -866,9 +866,17 @@ int pdk__gw_up_start(struct pdk_ctl *ctl, struct event_base *base, const struct 
 					   "sandbox",
 					   s->id);
 	labels = json_pack("{s:s, s:s}", "gateway", "1", "gateway_server", s->id);
-	if (labels == NULL)
+	ws = json_pack("{s:s}", "mode", "none");
+	if (labels == NULL || ws == NULL)
 		pdk_oom();
 	r.labels = labels;
+	/*
+	 * SECURITY: no workspace, whatever the profile says: a create without
+	 * one would overlay the gateway's own working directory. The server
+	 * sees the paths its manifest grants, nothing else; and a request with
+	 * a workspace is never given a warm-pool member made for someone else.
+	 */
+	r.workspace = ws;
 	u = pdk_xcalloc(1, sizeof(*u));
 	u->ctl = ctl;
 	u->base = base;
