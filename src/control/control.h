@@ -125,6 +125,9 @@ void pdk_ctl_shutdown(struct pdk_ctl *c, bool destroy, uint64_t wait_s);
  */
 void pdk_ctl_free(struct pdk_ctl *c);
 
+/* The state directory the object took (borrowed for its life). */
+const char *pdk_ctl_state_dir(const struct pdk_ctl *c);
+
 /* The number of sandboxes known (live, starting, lost). */
 size_t pdk_ctl_sandbox_count(struct pdk_ctl *c);
 
@@ -731,6 +734,12 @@ size_t pdk_ctl_ports(struct pdk_ctl_sb *sb, struct pdk_ctl_port *out, size_t roo
 struct pdk_ctl_auth {
 	bool admin;
 	struct pdk_token_claims sb; /* when not admin: the sandbox token's claims */
+	/*
+	 * Who an admin is, as the records name them (an approval's approver):
+	 * the admin token's name, or what the front door set ("unix:UID" for
+	 * the unix socket's owner); "" when unknown.
+	 */
+	char name[72];
 };
 
 /*

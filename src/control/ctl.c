@@ -71,6 +71,11 @@ bool pdk_ctl_image_known(struct pdk_ctl *c, const char *ref)
 	return known;
 }
 
+const char *pdk_ctl_state_dir(const struct pdk_ctl *c)
+{
+	return c->state_dir;
+}
+
 size_t pdk_ctl_sandbox_count(struct pdk_ctl *c)
 {
 	size_t n = 0;
