@@ -51,6 +51,8 @@ int pdk_cmd_sandbox(int argc, char **argv);
 int pdk_cmd_commit(int argc, char **argv);
 int pdk_cmd_port(int argc, char **argv);
 int pdk_cmd_mcp(int argc, char **argv);
+/* gateway, and its check, pins and token subcommands (cmd-gateway.c). */
+int pdk_cmd_gateway(int argc, char **argv);
 int pdk_cmd_events(int argc, char **argv);
 int pdk_cmd_image(int argc, char **argv);
 /* approvals, approve and deny: argv[0] says which (cmd-approvals.c). */

@@ -75,4 +75,32 @@ struct pdk_daemon_mcp_opts {
  */
 PDK_MUST_CHECK int pdk_daemon_mcp(const struct pdk_daemon_mcp_opts *opts, struct pdk_error **err);
 
+struct pdk_gw_config;
+
+/* What `paddock gateway` was asked for (cmd-gateway.c fills it; every member borrowed). */
+struct pdk_daemon_gateway_opts {
+	const struct pdk_gw_config *cfg; /* the config, loaded and checked */
+	const char *state_dir;           /* the state directory (base/paths.h) */
+	const char *run_dir;             /* the runtime directory (base/paths.h) */
+	const char *listen;              /* "HOST:PORT": Streamable HTTP at /mcp instead of stdio */
+	const char *principal;           /* the stdio client's principal (NULL: "local") */
+	/* Secret values to redact: NAME, VALUE, ... NULL-terminated (PADDOCK_SECRET_NAME). */
+	char *const *secrets;
+	size_t max_message;        /* the largest message (0: 4 MiB) */
+	char *const *envp;         /* the environment supervisors are started with */
+	const struct pdk_log *log; /* where messages go (NULL: nowhere) */
+};
+
+/*
+ * Serve the MCP gateway (docs/gateway.md, "Running") on stdin and stdout
+ * until the client closes stdin, or on Streamable HTTP at
+ * http://LISTEN/mcp, until SIGTERM/SIGINT; with a control object of its
+ * own on the state directory. Every upstream runs in a sandbox of its own;
+ * at the end each is destroyed and waited for. 0, or negative + *err when
+ * it could not start (-EINVAL: the config asks what cannot be served, a
+ * --listen beyond loopback without principals).
+ */
+PDK_MUST_CHECK int pdk_daemon_gateway(const struct pdk_daemon_gateway_opts *opts,
+				      struct pdk_error **err);
+
 #endif
