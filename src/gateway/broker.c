@@ -393,6 +393,16 @@ static json_t *pin_of(const struct pdk__gw_call *gc)
 	return json_pack("{s:s, s:s}", "state", states[gc->t->state], "hash", gc->t->hash);
 }
 
+/* The client's request id as a string. */
+static json_t *call_id(const struct pdk_mcp_call *mc)
+{
+	const json_t *id = pdk_mcp_call_id(mc);
+
+	if (json_is_string(id))
+		return json_incref((json_t *)id);
+	return json_sprintf("%lld", (long long)json_integer_value(id));
+}
+
 /* SECURITY: every call, however it ended, is one tool.call record with its arguments redacted. */
 static void call_record(struct pdk__gw_call *gc, const char *decision, const json_t *result)
 {
@@ -415,6 +425,12 @@ static void call_record(struct pdk__gw_call *gc, const char *decision, const jso
 			  "args", (json_int_t)gc->red_args, "result", (json_int_t)gc->red_result);
 	if (attrs == NULL)
 		pdk_oom();
+	/* The OTLP export's span lasts duration_ms; mcp_method and session are MCP's conventions.
+	 */
+	pdk_json_set(attrs, "duration_ms",
+		     json_integer(json_integer_value(json_object_get(attrs, "latency_ms"))));
+	pdk_json_set(attrs, "mcp_method", json_string("tools/call"));
+	pdk_json_set(attrs, "call_id", call_id(gc->mc));
 	pdk_json_set(attrs, "approval", gc->approval[0] ? json_string(gc->approval) : NULL);
 	pdk_json_set(attrs, "error", json_is_string(code) ? json_incref((json_t *)code) : NULL);
 	(void)pdk_redact_json(gc->g->redact, attrs);

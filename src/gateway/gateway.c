@@ -14,6 +14,12 @@
 
 #define BACKOFF_MAX_S 30
 
+static const char instructions[] =
+	"Tools of MCP servers that each run in a paddock sandbox, named SERVER__TOOL. Every "
+	"call goes through the gateway's policy and budgets, its arguments are checked against "
+	"the tool's pinned schema, secrets are redacted both ways, and it is audited. An error "
+	"result's structuredContent.error.code says why a call was refused.";
+
 static void srv_start(struct pdk__gw_srv *sv);
 
 struct pdk__gw_srv *pdk__gw_srv_find(struct pdk_gw *g, const char *id, size_t len)
@@ -202,7 +208,8 @@ int pdk_gw_new(const struct pdk_gw_opts *o, struct pdk_gw **out, struct pdk_erro
 						    .base = o->base,
 						    .log = o->log,
 						    .max_message = o->max_message,
-						    .provider = &g->provider});
+						    .provider = &g->provider,
+						    .instructions = instructions});
 	dir = pdk_xasprintf("%s/profiles", o->run_dir);
 	if (servers_start(g, dir, err) < 0) {
 		pdk_gw_free(g);

@@ -183,6 +183,11 @@ const json_t *pdk_mcp_call_progress_token(const struct pdk_mcp_call *call)
 	return call->progress;
 }
 
+const json_t *pdk_mcp_call_id(const struct pdk_mcp_call *call)
+{
+	return call->id;
+}
+
 bool pdk_mcp_call_cancelled(const struct pdk_mcp_call *call)
 {
 	return call->cancelled;

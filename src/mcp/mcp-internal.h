@@ -26,6 +26,7 @@ struct pdk_mcp {
 	unsigned char key[32]; /* the MRTR requestState key (mrtr.c), random per server */
 	const struct pdk_mcp_provider *provider; /* someone else's tools, or NULL */
 	bool own_tools;                          /* paddock's own tools are served */
+	char *instructions;                      /* initialize's and server/discover's */
 	struct pdk_mcp_conn *conns;              /* open connections (list_changed goes to them) */
 };
 

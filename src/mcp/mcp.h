@@ -52,6 +52,8 @@ struct pdk_mcp_opts {
 	 * Borrowed; outlives the server.
 	 */
 	const struct pdk_mcp_provider *provider;
+	/* What initialize and server/discover tell the client (NULL: paddock mcp's text). */
+	const char *instructions;
 };
 
 /* A new server (caller frees with pdk_mcp_free() after every connection's end). Never NULL. */
@@ -142,6 +144,8 @@ void pdk_mcp_call_progress(struct pdk_mcp_call *call, const json_t *params);
 
 /* The client's progress token of `call`, or NULL (borrowed). */
 const json_t *pdk_mcp_call_progress_token(const struct pdk_mcp_call *call);
+/* The client's JSON-RPC id of `call` (borrowed). */
+const json_t *pdk_mcp_call_id(const struct pdk_mcp_call *call);
 /* Whether the client cancelled `call` (or its connection ended). */
 bool pdk_mcp_call_cancelled(const struct pdk_mcp_call *call);
 /* The connection `call` came on (borrowed). */

@@ -13,6 +13,12 @@
 
 static const char *const versions[] = {PDK_MCP_VERSION_LATEST, PDK_MCP_VERSION_PREV};
 
+static const char instructions[] =
+	"Tools run in paddock sandboxes: no network beyond the profile's allowlist, a "
+	"workspace whose changes are a reviewable change set, every call audited. Calls "
+	"without sandbox_id share one sandbox per session (2025 revisions); in the 2026-07-28 "
+	"revision, create one with sandbox_create and pass its sandbox_id.";
+
 struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o)
 {
 	struct pdk_mcp *m = pdk_xcalloc(1, sizeof(*m));
@@ -27,6 +33,7 @@ struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o)
 	m->workspace = o->workspace ? pdk_xstrdup(o->workspace) : NULL;
 	m->provider = o->provider;
 	m->own_tools = o->provider == NULL || o->provider->own_tools;
+	m->instructions = pdk_xstrdup(o->instructions ? o->instructions : instructions);
 	m->tools = m->own_tools ? pdk__mcp_tools_json() : json_array();
 	m->fixtures = o->conformance_fixtures;
 	if (m->fixtures) {
@@ -44,6 +51,7 @@ void pdk_mcp_free(struct pdk_mcp *m)
 	if (m == NULL)
 		return;
 	json_decref(m->tools);
+	free(m->instructions);
 	free(m->profile);
 	free(m->workspace);
 	free(m);
@@ -187,12 +195,6 @@ static json_t *server_info(void)
 	return json_pack("{s:s, s:s, s:s}", "name", "paddock", "title", "paddock sandboxes",
 			 "version", PDK_VERSION);
 }
-
-static const char instructions[] =
-	"Tools run in paddock sandboxes: no network beyond the profile's allowlist, a "
-	"workspace whose changes are a reviewable change set, every call audited. Calls "
-	"without sandbox_id share one sandbox per session (2025 revisions); in the 2026-07-28 "
-	"revision, create one with sandbox_create and pass its sandbox_id.";
 
 static json_t *progress_token(const json_t *params)
 {
@@ -366,7 +368,7 @@ static void on_initialize(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 	c->initialized = true;
 	r = json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", c->version, "capabilities",
 		      "tools", "listChanged", c->m->provider != NULL, "serverInfo", server_info(),
-		      "instructions", instructions);
+		      "instructions", c->m->instructions);
 	if (c->m->fixtures)
 		pdk__mcp_fixture_caps(json_object_get(r, "capabilities"));
 	pdk__mcp_send(c, m->id, pdk_rpc_result(m->id, r));
@@ -443,7 +445,7 @@ static void answer_modern(struct pdk_mcp_conn *c, const json_t *id, json_t *resu
 static void on_discover(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 {
 	json_t *r = json_pack("{s:o, s:{s:{}}, s:s, s:i, s:s}", "supportedVersions", supported(),
-			      "capabilities", "tools", "instructions", instructions, "ttlMs",
+			      "capabilities", "tools", "instructions", c->m->instructions, "ttlMs",
 			      LIST_TTL_MS, "cacheScope", "public");
 
 	if (c->m->provider != NULL)
