@@ -26,8 +26,8 @@ done
 [ -f "$INSPECTOR" ] || { echo "Bail out! $INSPECTOR is missing: run make test-setup"; exit 1; }
 
 # config WHO: a gateway config for WHO's three servers in $CFG; the filesystem server's root
-# $FSROOT and the memory server's directory $MEMDIR, both WHO's. Node starts a dozen
-# threads (libuv's pool, V8's workers): each server's pids limit leaves it room.
+# $FSROOT and the memory server's directory $MEMDIR, both WHO's. The manifests are what a
+# user writes: no limits (the defaults leave Node's dozen threads room).
 config() {
 	local who=$1 d="$T/gw-$1"
 	FSROOT="$d/fsroot"
@@ -41,18 +41,15 @@ servers:
     command: [/usr/bin/node, $MCPNM/server-everything/dist/index.js, stdio]
     permissions:
       filesystem: {read: [$NM]}
-    limits: {pids: 64}
   fs:
     command: [/usr/bin/node, $MCPNM/server-filesystem/dist/index.js, $FSROOT]
     permissions:
       filesystem: {read: [$NM], write: [$FSROOT]}
-    limits: {pids: 64}
   memory:
     command: [/usr/bin/node, $MCPNM/server-memory/dist/index.js]
     permissions:
       filesystem: {read: [$NM], write: [$MEMDIR]}
       environment: {MEMORY_FILE_PATH: $MEMDIR/memory.jsonl}
-    limits: {pids: 64}
 policy:
   default: allow
 EOF
