@@ -185,8 +185,8 @@ case_poison() {
 	http "$WHO" '[{"op": "list", "want": ["poison__notes"], "within": 30000},
 		{"op": "call", "name": "poison__notes", "args": {"note": "after"}}]'
 	jqok "$(nth 1)" '[.tools[].name] | index("poison__notes") != null' "$l: approved, poison__notes is listed"
-	jqok "$(nth 2)" '.result.structuredContent.error.code? != "tool_pending_approval" and .throw == null' \
-		"$l: approved, a call of poison__notes is forwarded"
+	jqok "$(nth 2)" '(.result.structuredContent.error.code? // "") != "tool_pending_approval"' \
+		"$l: approved, a call of poison__notes is no longer refused"
 	is "$(logged poison "$(is_call notes)")" 1 "$l: the approved call reached the upstream"
 }
 
