@@ -921,7 +921,12 @@ struct pdk_ctl_approval_wait; /* one waiter (opaque) */
  * loop, when it is decided (by any process) or times out. *out (may be
  * NULL) is the waiter, valid until `cb`. -EDQUOT past
  * PDK_CTL_APPROVALS_PENDING_MAX pending, -EINVAL (field) for a missing
- * kind, principal or summary, -EIO when the queue cannot be written.
+ * kind, principal or summary, -E2BIG (field "detail") for a detail over
+ * 1 MiB of JSON, -EIO when the queue cannot be written. A summary or
+ * reason over 1024 bytes is cut there. A pending request whose asker ended
+ * (its pid and start time, judged only from the asker's pid namespace) is
+ * answered "withdrawn" by the next list, get, decide or ask of any process;
+ * one past its timeout, "timed_out".
  */
 PDK_MUST_CHECK int pdk_ctl_approval_ask(struct pdk_ctl *c, const struct pdk_ctl_approval_req *r,
 					pdk_ctl_approval_cb cb, void *ctx, char id[37],
