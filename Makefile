@@ -24,7 +24,8 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	zlib1g-dev libzstd-dev libpcre2-dev \
 	python3-jsonschema man-db
 # The test clients nobody here wrote (tests/clients/package.json, `npm ci`): the MCP SDKs,
-# inspector and conformance suite, E2B's SDKs, playwright-core driving Debian's chromium.
+# inspector and conformance suite, the reference MCP servers the gateway runs as upstreams,
+# E2B's SDKs, playwright-core driving Debian's chromium.
 # The images suites and the code interpreter use the rest; the leaks suite holds a sandbox's
 # setup at one syscall with strace's fault injection; the jschema unit suite runs Debian's
 # json-schema-test-suite (docs/json-schema.md).
@@ -188,6 +189,7 @@ bench: build bench-setup test-setup
 	python3 bench/egress-tls ./$(BUILD)/paddock
 	python3 bench/daemon ./$(BUILD)/paddock --quick
 	python3 bench/mcp ./$(BUILD)/paddock
+	python3 bench/gateway ./$(BUILD)/paddock
 	bash bench/e2b ./$(BUILD)/paddock
 	python3 bench/images ./$(BUILD)/paddock
 
