@@ -40,9 +40,18 @@ servers:
     command: [/usr/bin/python3, $T/bin/gw-upstream.py, --mode, exit-at-start]
     permissions:
       filesystem: {read: [$T/bin]}
+  rug:
+    command: [/usr/bin/python3, $T/bin/gw-upstream.py, --mode, rugpull, --rug-after, "1000000"]
+    permissions:
+      filesystem: {read: [$T/bin]}
 policy:
   default: allow
   rules:
+    - name: writes-need-a-human
+      server: fx
+      tool: write_file
+      action: require_approval
+      reason: writes need a human
     - name: no-env
       server: fx
       tool: env
@@ -106,7 +115,7 @@ case_cli() {
 
 case_stdio() {
 	local l="$WHO: stdio"
-	steps "$WHO" v1 '[{"op": "list", "want": ["fx__echo", "fx__add"]},
+	steps "$WHO" v1 '[{"op": "list", "want": ["fx__echo", "fx__add", "rug__echo"]},
 		{"op": "call", "name": "fx__echo", "args": {"text": "hello through the gateway"}},
 		{"op": "call", "name": "fx__env", "args": {}},
 		{"op": "call", "name": "fx__add", "args": {"a": 1, "b": "two"}},
@@ -116,7 +125,8 @@ case_stdio() {
 		stdio "$T/bin/paddock" gateway --config "$CFG" --principal agent-s
 	is "$RC" 0 "$l: the SDK client's session ends 0"
 	jqok "$(nth 1)" '[.tools[].name] | (index("fx__echo") != null and index("fx__add") != null
-		and all(startswith("fx__")))' "$l: tools/list names the tools SERVER__TOOL (fx's only: dead is down)"
+		and index("rug__echo") != null and all(startswith("dead__") | not))' \
+		"$l: tools/list names the tools SERVER__TOOL (none of dead: it is down)"
 	jqok "$(nth 2)" '.result.isError != true and .result.content[0].text == "hello through the gateway"' \
 		"$l: a call is forwarded and answered"
 	jqok "$(nth 3)" '.result.isError == true and .result.structuredContent.error.code == "denied" and
@@ -185,11 +195,84 @@ case_http() {
 	no_process_left "$l"
 }
 
+# The process of a client session run in the background, and its output file.
+BG=""
+case_progress_cancel() {
+	local l="$WHO: progress, cancel"
+	steps "$WHO" v1 '[{"op": "list", "want": ["fx__slow"]},
+		{"op": "call", "name": "fx__slow", "args": {"ms": 500}, "progress": true},
+		{"op": "call", "name": "fx__slow", "args": {"ms": 600000}, "timeout": 1500}]' \
+		stdio "$T/bin/paddock" gateway --config "$CFG"
+	jqok "$(nth 2)" '.result.content[0].text == "slept 500 ms" and (.progress | length) > 0' \
+		"$l: the upstream's progress notifications reach the client's token"
+	jqok "$(nth 3)" '.throw != null' "$l: the client gives up on a slow call (its timeout)"
+	is "$(logged '.method == "notifications/cancelled"')" 1 \
+		"$l: the client's cancellation reached the upstream as notifications/cancelled"
+	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
+	jqok "$(jq -s . "$T/audit.json")" 'any(.[]; .attrs.tool == "slow" and .attrs.decision == "cancelled")' \
+		"$l: the cancelled call is a tool.call record, decision cancelled"
+	no_process_left "$l"
+}
+
+# approval_of KIND JQ: the id of the pending approval of KIND whose object passes JQ, in $AID.
+approval_of() {
+	local i
+	AID=""
+	for i in $(seq 1 300); do
+		AID=$(mcp_as "$WHO" "$T/bin/paddock" approvals --json 2>/dev/null |
+			jq -r '[.[] | select(.kind == "'"$1"'" and .state == "pending") | select('"$2"')] | last | .id // empty' 2>/dev/null)
+		[ -n "$AID" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+case_approvals() {
+	local l="$WHO: approvals"
+	if ! gw_listen "$WHO" "$CFG"; then
+		ok 1 "$l: paddock gateway --listen starts"
+		return
+	fi
+	# A call the policy sends to a human: it waits until `paddock approve`.
+	(GW_TOKEN=$TOKEN_A steps "$WHO" v1 '[{"op": "list", "want": ["fx__write_file"]},
+		{"op": "call", "name": "fx__write_file", "args": {"path": "'"$D/log/approved.txt"'", "text": "yes"}}]' \
+		http "$GW_URL"; printf '%s\n' "$OUT" >"$T/bg.out") &
+	BG=$!
+	approval_of tool.call '.summary | contains("fx__write_file")'
+	ok $? "$l: a require_approval call is in paddock approvals (kind tool.call, summary naming the tool)"
+	is "$(logged '.method == "tools/call" and .params.name == "write_file"')" 0 \
+		"$l: while it waits, the call has not reached the upstream"
+	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >/dev/null 2>&1
+	is "$?" 0 "$l: paddock approve ID exits 0"
+	wait "$BG"
+	jqok "$(sed -n 2p "$T/bg.out")" '.result.content[0].text | startswith("wrote 3 bytes")' \
+		"$l: approved, the call is forwarded and answered"
+	is "$(cat "$D/log/approved.txt" 2>/dev/null)" yes "$l: and its write is done"
+	# A rug pull: echo's definition changes after it was pinned: withheld until approved.
+	GW_TOKEN=$TOKEN_A steps "$WHO" v1 '[{"op": "list", "want": ["rug__echo"]},
+		{"op": "call", "name": "rug__mutate", "args": {}},
+		{"op": "list", "gone": ["rug__echo"]},
+		{"op": "call", "name": "rug__echo", "args": {"text": "x"}}]' http "$GW_URL"
+	jqok "$(nth 3)" '[.tools[].name] | index("rug__echo") == null' "$l: a changed definition is no longer listed"
+	approval_of tool.pin '.detail.tool == "echo" and .detail.diff.description != null'
+	ok $? "$l: the change is a tool.pin approval with the diff"
+	jqok "$(nth 4)" '.result.isError == true and .result.structuredContent.error.code == "tool_pending_approval" and
+		.result.structuredContent.error.approval == "'"$AID"'"' "$l: a call to it is refused naming the approval"
+	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >/dev/null 2>&1
+	GW_TOKEN=$TOKEN_A steps "$WHO" v1 '[{"op": "list", "want": ["rug__echo"]}]' http "$GW_URL"
+	jqok "$(nth 1)" 'any(.tools[]; .name == "rug__echo" and (.description | contains("id_rsa")))' \
+		"$l: approved, the new definition is served"
+	gw_stop
+	no_process_left "$l"
+}
+
 for WHO in root user; do
 	config "$WHO"
 	case_cli
 	case_stdio
 	case_modern
 	case_http
+	case_progress_cancel
+	case_approvals
 done
 done_testing
