@@ -669,8 +669,9 @@ static int perm_environment(struct walk *w, void *obj, const struct node *v, con
 		if (pdk_redact_name_is_secret(name, strlen(name)))
 			return bad(
 				w, v->kids[i], f,
-				"'%s' looks like a secret: an upstream gets secrets only through "
-				"credentials (the egress proxy adds them), never in its environment",
+				"'%s' looks like a secret: use credentials instead (the egress proxy "
+				"adds the secret to the requests it lets out, and the upstream never "
+				"holds it)",
 				name);
 		rc = want_str(w, v->kids[i + 1], f, &value);
 		if (rc == 0)
