@@ -940,6 +940,14 @@ static int top_servers(struct walk *w, void *obj, const struct node *v, const ch
 	if (rc == 0)
 		c->servers = pdk_xcalloc(v->n / 2 + 1, sizeof(*c->servers));
 	for (size_t i = 0; rc == 0 && i + 1 < v->n; i += 2) {
+		const struct pdk_gw_server *dup = v->kids[i]->type == N_SCALAR
+							  ? pdk_gw_config_server(c, v->kids[i]->str)
+							  : NULL;
+
+		if (dup != NULL)
+			return bad(w, v->kids[i], field,
+				   "server id '%s' is declared twice (first on line %d)", dup->id,
+				   dup->line);
 		rc = check_key(w, v, i, field);
 		if (rc == 0)
 			rc = walk_server(w, &c->servers[c->n_servers++], v->kids[i],

@@ -228,7 +228,9 @@ Test(gateway, refused_fields)
 	load_bad("servers:\n  fs: {}\n", 2, "servers.fs", "needs 'command'");
 	load_bad(FS "    url: https://h/mcp\n", 4, "servers.fs", "not both");
 	load_bad("servers:\n  Fs_1: {url: https://h/mcp}\n", 2, "servers.Fs_1", "not a server id");
-	load_bad(FS "  fs: {url: https://h/mcp}\n", 4, "servers", "key 'fs' appears twice");
+	load_bad(FS "  fs: {url: https://h/mcp}\n", 4, "servers",
+		 "server id 'fs' is declared twice (first on line 2)");
+	load_bad(FS "    cwd: /a\n    cwd: /b\n", 5, "servers.fs", "key 'cwd' appears twice");
 	load_bad("servers:\n  r: {url: ftp://h/}\n", 2, "servers.r.url", "not an http");
 	load_bad("servers:\n  r:\n    url: https://h/\n    cwd: /tmp\n", 4, "servers.r.cwd",
 		 "only a server with 'command'");
