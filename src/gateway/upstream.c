@@ -334,7 +334,6 @@ static void fail(struct pdk_gw_up *u, const struct pdk_error *why)
 	u->state = UP_FAILED;
 	event_del(u->timer);
 	json_decref(steal_ptr(&u->tools));
-	pdk_log(u->log, PDK_LOG_WARN, "gateway: %s", why->msg);
 	if (u->x != NULL)
 		pdk_ctl_exec_cancel(u->x);
 	if (u->sandbox != NULL && !u->destroying) {
