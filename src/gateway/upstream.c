@@ -23,19 +23,20 @@
 #include "common.h"
 #include "gateway-internal.h"
 #include "control.h"
-#include "jsonrpc.h"
+#include "mcp.h"
 
 #include <event2/event.h>
 #include <inttypes.h>
 #include <string.h>
 
-#define CALLS_MAX                64    /* calls in flight to one upstream */
-#define LIST_PAGES_MAX           100   /* tools/list pages followed */
-#define LIST_TOOLS_MAX           10000 /* tools listed */
-#define EXCERPT_MAX              160   /* bytes of a bad message named in an error */
-#define STDERR_LINES             4     /* the last stderr lines named in a failure */
-#define DENIED_NAMED             3     /* refused destinations named in a failure */
-#define OUTPUT_CAP               4096  /* control/'s minimum is 64; streaming keeps nothing */
+#define CALLS_MAX                64          /* calls in flight to one upstream */
+#define LIST_PAGES_MAX           100         /* tools/list pages followed */
+#define LIST_TOOLS_MAX           10000       /* tools listed */
+#define LIST_BYTES_MAX           (16u << 20) /* every page of one listing together */
+#define EXCERPT_MAX              160         /* bytes of a bad message named in an error */
+#define STDERR_LINES             4           /* the last stderr lines named in a failure */
+#define DENIED_NAMED             3           /* refused destinations named in a failure */
+#define OUTPUT_CAP               4096        /* control/'s minimum is 64; streaming keeps nothing */
 #define START_TIMEOUT_MS_DEFAULT 30000
 #define CALL_TIMEOUT_MS_DEFAULT  60000
 
@@ -92,7 +93,9 @@ struct pdk_gw_up {
 	struct event *timer;         /* the start and tools/list timer */
 	json_t *tools;               /* the pages listed so far */
 	unsigned pages;
-	bool relist; /* a list_changed came while a list was being read */
+	size_t list_bytes; /* their size as sent */
+	size_t line_len;   /* the size of the message being handled */
+	bool relist;       /* a list_changed came while a list was being read */
 	struct pdk_gw_up_call *calls;
 	size_t n_calls;
 	unsigned depth; /* callbacks of ours running: a free waits for the last */
@@ -292,16 +295,19 @@ static int send_msg(struct pdk_gw_up *u, json_t *msg, struct pdk_error **err)
 	_cleanup_json_ json_t *m = msg;
 	_cleanup_free_ char *line = pdk_json_dump_line(m);
 	struct pdk_ctl_sb *sb = NULL;
+	int rc;
 
 	if (line == NULL)
 		pdk_oom();
 	if (u->exec_id == 0)
 		return pdk_error_setx(err, ENOTCONN, "server %s: its command has not started",
 				      u->s->id);
-	if (pdk_ctl_find(u->ctl, u->sandbox, PDK_CTL_FIND_LIVE, &sb, err) < 0 ||
-	    pdk_ctl_exec_stdin(sb, u->exec_id, line, strlen(line), false, err) < 0)
-		return pdk_error_wrap(err, "server %s", u->s->id);
-	return 0;
+	rc = pdk_ctl_find(u->ctl, u->sandbox, PDK_CTL_FIND_LIVE, &sb, err);
+	if (rc == 0)
+		rc = pdk_ctl_exec_stdin(sb, u->exec_id, line, strlen(line), false, err);
+	if (rc < 0 && err != NULL && *err != NULL)
+		(void)pdk_error_wrap(err, "server %s", u->s->id);
+	return rc;
 }
 
 /* A message of ours nobody waits an answer for: a failure to send it is only logged. */
@@ -334,7 +340,6 @@ static void fail(struct pdk_gw_up *u, const struct pdk_error *why)
 	u->state = UP_FAILED;
 	event_del(u->timer);
 	json_decref(steal_ptr(&u->tools));
-	pdk_log(u->log, PDK_LOG_WARN, "gateway: %s", why->msg);
 	if (u->x != NULL)
 		pdk_ctl_exec_cancel(u->x);
 	if (u->sandbox != NULL && !u->destroying) {
@@ -384,6 +389,7 @@ static void list_page(struct pdk_gw_up *u, const json_t *cursor)
 	if (u->tools == NULL) {
 		u->tools = json_array();
 		u->pages = 0;
+		u->list_bytes = 0;
 		if (u->tools == NULL)
 			pdk_oom();
 	}
@@ -441,7 +447,7 @@ static void on_list_answer(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 	const json_t *cursor = json_object_get(m->result, "nextCursor");
 
 	if (m->error != NULL) {
-		failf(u, EPROTO, "server %s: refused tools/list: %s", u->s->id,
+		failf(u, EPROTO, "server %s: refused tools/list: %.200s", u->s->id,
 		      json_string_value(json_object_get(m->error, "message")));
 		return;
 	}
@@ -449,9 +455,12 @@ static void on_list_answer(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 		return;
 	if (json_array_extend(u->tools, (json_t *)tools) < 0)
 		pdk_oom();
-	if (++u->pages >= LIST_PAGES_MAX || json_array_size(u->tools) > LIST_TOOLS_MAX) {
-		failf(u, E2BIG, "server %s: listed more than %u pages or %u tools", u->s->id,
-		      LIST_PAGES_MAX, LIST_TOOLS_MAX);
+	/* SECURITY: pages of 4 MiB each would add up without bound: the whole list has one. */
+	u->list_bytes += u->line_len;
+	if (++u->pages > LIST_PAGES_MAX || json_array_size(u->tools) > LIST_TOOLS_MAX ||
+	    u->list_bytes > LIST_BYTES_MAX) {
+		failf(u, E2BIG, "server %s: listed more than %u pages, %u tools or %u MiB of them",
+		      u->s->id, LIST_PAGES_MAX, LIST_TOOLS_MAX, LIST_BYTES_MAX >> 20);
 		return;
 	}
 	if (json_is_string(cursor))
@@ -476,7 +485,7 @@ static void on_init_answer(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 {
 	u->init_id = 0;
 	if (m->error != NULL) {
-		failf(u, EPROTO, "server %s: refused initialize: %s", u->s->id,
+		failf(u, EPROTO, "server %s: refused initialize: %.200s", u->s->id,
 		      json_string_value(json_object_get(m->error, "message")));
 		return;
 	}
@@ -550,9 +559,9 @@ static void on_request(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 		send_quiet(u, pdk_rpc_result(m->id, json_object()));
 		return;
 	}
-	pdk_log(u->log, PDK_LOG_INFO, "gateway: server %s asked for %s: refused", u->s->id,
+	pdk_log(u->log, PDK_LOG_INFO, "gateway: server %s asked for %.100s: refused", u->s->id,
 		m->method);
-	text = pdk_xasprintf("the gateway grants no %s to its servers", m->method);
+	text = pdk_xasprintf("the gateway grants no %.100s to its servers", m->method);
 	send_quiet(u, pdk_rpc_error(m->id, PDK_RPC_METHOD_NOT_FOUND, text, NULL));
 }
 
@@ -600,7 +609,7 @@ static void on_notification(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 	}
 	/* logging/message and the rest: logged, nothing passes on. */
 	text = m->params ? json_dumps(m->params, JSON_COMPACT) : NULL;
-	pdk_log(u->log, PDK_LOG_INFO, "gateway: server %s: %s %.512s", u->s->id, m->method,
+	pdk_log(u->log, PDK_LOG_INFO, "gateway: server %s: %.100s %.512s", u->s->id, m->method,
 		text ? text : "");
 }
 
@@ -622,6 +631,7 @@ static void one_line(struct pdk_gw_up *u, const char *p, size_t n)
 		pdk_rpc_refusal_release(&why);
 		return;
 	}
+	u->line_len = n;
 	switch (m.kind) {
 	case PDK_RPC_REQUEST:
 		on_request(u, &m);
@@ -899,7 +909,9 @@ int pdk__gw_up_start(struct pdk_ctl *ctl, struct event_base *base, const struct 
 		*out = NULL;
 	}
 	unhold(u);
-	return rc < 0 ? pdk_error_wrap(err, "server %s", s->id) : 0;
+	if (rc < 0 && err != NULL && *err != NULL)
+		(void)pdk_error_wrap(err, "server %s", s->id);
+	return rc < 0 ? rc : 0;
 }
 
 void pdk__gw_up_set_log(struct pdk_gw_up *u, const struct pdk_log *log)
@@ -967,6 +979,7 @@ int pdk__gw_up_call(struct pdk_gw_up *u, const char *tool, const json_t *args,
 	_cleanup_json_ json_t *id = NULL;
 	struct pdk_gw_up_call *c;
 	json_int_t n;
+	int rc;
 
 	if (!pdk__gw_up_ready(u))
 		return pdk_error_setx(err, ENOTCONN, "server %s is not ready: %s", u->s->id,
@@ -978,10 +991,11 @@ int pdk__gw_up_call(struct pdk_gw_up *u, const char *tool, const json_t *args,
 				      u->s->id, CALLS_MAX);
 	n = ++u->next_id;
 	id = json_integer(n);
-	if (send_msg(u,
-		     pdk_rpc_request(id, "tools/call", call_params(tool, args, progress_token, n)),
-		     err) < 0)
-		return -(*err)->status;
+	rc = send_msg(u,
+		      pdk_rpc_request(id, "tools/call", call_params(tool, args, progress_token, n)),
+		      err);
+	if (rc < 0)
+		return rc;
 	c = pdk_xcalloc(1, sizeof(*c));
 	*c = (struct pdk_gw_up_call){.u = u,
 				     .next = u->calls,
