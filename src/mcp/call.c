@@ -151,6 +151,9 @@ void pdk__mcp_call_cancel(struct pdk_mcp_call *call)
 	/* SECURITY: the command's process group is killed, not only left unanswered. */
 	if (call->x != NULL)
 		pdk_ctl_exec_cancel(call->x);
+	/* A request for a human's approval is withdrawn: nobody can grant it any more. */
+	if (call->approval != NULL)
+		pdk__tool_ws_withdraw(call);
 }
 
 static void tick(evutil_socket_t fd, short what, void *arg)

@@ -25,6 +25,7 @@ struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o)
 	m->profile = pdk_xstrdup(o->profile ? o->profile : "default");
 	m->ttl_s = o->ttl_s ? o->ttl_s : DEFAULT_TTL_S;
 	m->workspace = o->workspace ? pdk_xstrdup(o->workspace) : NULL;
+	m->approval_timeout_s = o->approval_timeout_s;
 	m->tools = pdk__mcp_tools_json();
 	m->fixtures = o->conformance_fixtures;
 	if (m->fixtures) {
