@@ -147,7 +147,7 @@ case_stdio() {
 		"$l: the invalid arguments never reached the upstream (its log)"
 	is "$(logged '.method == "tools/call" and .params.name == "env"')" 0 \
 		"$l: the denied call never reached the upstream (its log)"
-	is "$(logged '.method == "tools/call" and .params.name == "echo"')" 1 \
+	is "$(logged '.method == "tools/call" and .params.name == "echo" and .params.arguments.text == "hello through the gateway"')" 1 \
 		"$l: the allowed call reached the upstream once (its log)"
 	no_process_left "$l"
 	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
@@ -201,11 +201,15 @@ case_progress_cancel() {
 	local l="$WHO: progress, cancel"
 	steps "$WHO" v1 '[{"op": "list", "want": ["fx__slow"]},
 		{"op": "call", "name": "fx__slow", "args": {"ms": 500}, "progress": true},
-		{"op": "call", "name": "fx__slow", "args": {"ms": 600000}, "timeout": 1500}]' \
+		{"op": "call", "name": "fx__slow", "args": {"ms": 600000}, "timeout": 1500},
+		{"op": "call", "name": "fx__echo", "args": {"text": "after the cancel"}}]' \
 		stdio "$T/bin/paddock" gateway --config "$CFG"
 	jqok "$(nth 2)" '.result.content[0].text == "slept 500 ms" and (.progress | length) > 0' \
 		"$l: the upstream's progress notifications reach the client's token"
 	jqok "$(nth 3)" '.throw != null' "$l: the client gives up on a slow call (its timeout)"
+	# The upstream reads its input in order: once it answered the next call, it had the
+	# cancellation sent before it.
+	jqok "$(nth 4)" '.result.content[0].text == "after the cancel"' "$l: the next call is served"
 	is "$(logged '.method == "notifications/cancelled"')" 1 \
 		"$l: the client's cancellation reached the upstream as notifications/cancelled"
 	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
