@@ -143,6 +143,9 @@ case_stdio() {
 	jqok "$(nth 7)" '.result.isError == true and .result.structuredContent.error.code == "upstream_failed" and
 		.result.structuredContent.error.server == "dead" and (.result.content[0].text | contains("dead"))' \
 		"$l: a call to an upstream that cannot start names it and why"
+	grep -q "upstream dead failed: .*dead.*exit" "$T/steps.err"
+	ok $? "$l: the upstream that cannot start is logged, naming it and why" ||
+		head -5 "$T/steps.err" | sed 's/^/#   /'
 	is "$(logged '.method == "tools/call" and .params.name == "add" and .params.arguments.b == "two"')" 0 \
 		"$l: the invalid arguments never reached the upstream (its log)"
 	is "$(logged '.method == "tools/call" and .params.name == "env"')" 0 \
@@ -186,6 +189,9 @@ case_http() {
 	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
 		-H 'Accept: application/json, text/event-stream' --data '{"jsonrpc":"2.0","id":1,"method":"ping"}' "$GW_URL")
 	is "$code" 401 "$l: a request without a token is refused 401"
+	is "$(logged '.method == "initialize" and .params.clientInfo.name != "paddock-gateway"')" 0 \
+		"$l: the upstream is initialized by the gateway, not by the client (its log)"
+	is "$(grep -c "$TOKEN_A" "$D/log/fx.log")" 0 "$l: the client's bearer token never reaches the upstream"
 	gw_stop
 	is "$GW_RC" 0 "$l: SIGTERM ends the gateway with 0"
 	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
