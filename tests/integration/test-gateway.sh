@@ -106,6 +106,11 @@ case_cli() {
 	is "$rc" 122 "$l: a remote upstream is refused at start (122)"
 	printf '%s' "$out" | grep -q 'servers.remote.url: remote upstreams are not supported yet'
 	ok $? "$l: the refusal names servers.remote.url" || printf '%s\n' "$out" | sed 's/^/#   /'
+	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway check --config "$D/remote.yaml" 2>&1)
+	rc=$?
+	is "$rc" 122 "$l: gateway check refuses a remote upstream too (122)"
+	printf '%s' "$out" | grep -q "$D/remote.yaml:2: servers.remote.url: remote upstreams are not supported yet"
+	ok $? "$l: naming FILE:LINE and servers.remote.url" || printf '%s\n' "$out" | sed 's/^/#   /'
 	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway token agent-b 2>&1)
 	rc=$?
 	is "$rc" 0 "$l: gateway token exits 0"
