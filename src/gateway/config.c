@@ -669,8 +669,9 @@ static int perm_environment(struct walk *w, void *obj, const struct node *v, con
 		if (pdk_redact_name_is_secret(name, strlen(name)))
 			return bad(
 				w, v->kids[i], f,
-				"'%s' looks like a secret: an upstream gets secrets only through "
-				"credentials (the egress proxy adds them), never in its environment",
+				"'%s' looks like a secret: use credentials instead (the egress proxy "
+				"adds the secret to the requests it lets out, and the upstream never "
+				"holds it)",
 				name);
 		rc = want_str(w, v->kids[i + 1], f, &value);
 		if (rc == 0)
@@ -939,6 +940,14 @@ static int top_servers(struct walk *w, void *obj, const struct node *v, const ch
 	if (rc == 0)
 		c->servers = pdk_xcalloc(v->n / 2 + 1, sizeof(*c->servers));
 	for (size_t i = 0; rc == 0 && i + 1 < v->n; i += 2) {
+		const struct pdk_gw_server *dup = v->kids[i]->type == N_SCALAR
+							  ? pdk_gw_config_server(c, v->kids[i]->str)
+							  : NULL;
+
+		if (dup != NULL)
+			return bad(w, v->kids[i], field,
+				   "server id '%s' is declared twice (first on line %d)", dup->id,
+				   dup->line);
 		rc = check_key(w, v, i, field);
 		if (rc == 0)
 			rc = walk_server(w, &c->servers[c->n_servers++], v->kids[i],

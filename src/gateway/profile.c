@@ -147,18 +147,37 @@ static void put_env(FILE *f, const struct pdk_gw_server *s)
 	}
 }
 
+/* What a server's limits start from (strict's, but no end of life: it lives with the gateway). */
+static void put_limit(FILE *f, const struct pdk_gw_server *s, const char *key, const char *dflt)
+{
+	json_t *v = json_object_get(s->limits, key);
+
+	fprintf(f, "  %s: ", key);
+	if (json_is_string(v))
+		put_quoted(f, json_string_value(v));
+	else
+		fputs(dflt, f);
+	fputc('\n', f);
+}
+
 /* Limit names were checked at load (lowercase words); the server's own win. */
 static void put_limits(FILE *f, const struct pdk_gw_server *s)
 {
+	static const char *const own[] = {"pids", "wall", "cpu_time"};
 	const char *key;
 	json_t *v;
 
 	fputs("limits:\n", f);
-	fprintf(f, "  pids: %s\n", s->perm.process ? PIDS_PROCESS : PIDS_NO_PROCESS);
-	fputs("  wall: none\n  cpu_time: none\n", f);
+	put_limit(f, s, "pids", s->perm.process ? PIDS_PROCESS : PIDS_NO_PROCESS);
+	put_limit(f, s, "wall", "none");
+	put_limit(f, s, "cpu_time", "none");
 	json_object_foreach(s->limits, key, v)
 	{
-		if (json_is_string(v) &&
+		bool done = false;
+
+		for (size_t i = 0; i < PDK_ARRAY_SIZE(own); i++)
+			done = done || strcmp(key, own[i]) == 0;
+		if (!done && json_is_string(v) &&
 		    strspn(key, "abcdefghijklmnopqrstuvwxyz_") == strlen(key)) {
 			fprintf(f, "  %s: ", key);
 			put_quoted(f, json_string_value(v));
