@@ -23,7 +23,7 @@
 #include "common.h"
 #include "gateway-internal.h"
 #include "control.h"
-#include "jsonrpc.h"
+#include "mcp.h"
 
 #include <event2/event.h>
 #include <inttypes.h>
@@ -292,16 +292,19 @@ static int send_msg(struct pdk_gw_up *u, json_t *msg, struct pdk_error **err)
 	_cleanup_json_ json_t *m = msg;
 	_cleanup_free_ char *line = pdk_json_dump_line(m);
 	struct pdk_ctl_sb *sb = NULL;
+	int rc;
 
 	if (line == NULL)
 		pdk_oom();
 	if (u->exec_id == 0)
 		return pdk_error_setx(err, ENOTCONN, "server %s: its command has not started",
 				      u->s->id);
-	if (pdk_ctl_find(u->ctl, u->sandbox, PDK_CTL_FIND_LIVE, &sb, err) < 0 ||
-	    pdk_ctl_exec_stdin(sb, u->exec_id, line, strlen(line), false, err) < 0)
-		return pdk_error_wrap(err, "server %s", u->s->id);
-	return 0;
+	rc = pdk_ctl_find(u->ctl, u->sandbox, PDK_CTL_FIND_LIVE, &sb, err);
+	if (rc == 0)
+		rc = pdk_ctl_exec_stdin(sb, u->exec_id, line, strlen(line), false, err);
+	if (rc < 0 && err != NULL && *err != NULL)
+		(void)pdk_error_wrap(err, "server %s", u->s->id);
+	return rc;
 }
 
 /* A message of ours nobody waits an answer for: a failure to send it is only logged. */
@@ -334,7 +337,6 @@ static void fail(struct pdk_gw_up *u, const struct pdk_error *why)
 	u->state = UP_FAILED;
 	event_del(u->timer);
 	json_decref(steal_ptr(&u->tools));
-	pdk_log(u->log, PDK_LOG_WARN, "gateway: %s", why->msg);
 	if (u->x != NULL)
 		pdk_ctl_exec_cancel(u->x);
 	if (u->sandbox != NULL && !u->destroying) {
@@ -550,9 +552,9 @@ static void on_request(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 		send_quiet(u, pdk_rpc_result(m->id, json_object()));
 		return;
 	}
-	pdk_log(u->log, PDK_LOG_INFO, "gateway: server %s asked for %s: refused", u->s->id,
+	pdk_log(u->log, PDK_LOG_INFO, "gateway: server %s asked for %.100s: refused", u->s->id,
 		m->method);
-	text = pdk_xasprintf("the gateway grants no %s to its servers", m->method);
+	text = pdk_xasprintf("the gateway grants no %.100s to its servers", m->method);
 	send_quiet(u, pdk_rpc_error(m->id, PDK_RPC_METHOD_NOT_FOUND, text, NULL));
 }
 
@@ -600,7 +602,7 @@ static void on_notification(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 	}
 	/* logging/message and the rest: logged, nothing passes on. */
 	text = m->params ? json_dumps(m->params, JSON_COMPACT) : NULL;
-	pdk_log(u->log, PDK_LOG_INFO, "gateway: server %s: %s %.512s", u->s->id, m->method,
+	pdk_log(u->log, PDK_LOG_INFO, "gateway: server %s: %.100s %.512s", u->s->id, m->method,
 		text ? text : "");
 }
 
@@ -899,7 +901,9 @@ int pdk__gw_up_start(struct pdk_ctl *ctl, struct event_base *base, const struct 
 		*out = NULL;
 	}
 	unhold(u);
-	return rc < 0 ? pdk_error_wrap(err, "server %s", s->id) : 0;
+	if (rc < 0 && err != NULL && *err != NULL)
+		(void)pdk_error_wrap(err, "server %s", s->id);
+	return rc < 0 ? rc : 0;
 }
 
 void pdk__gw_up_set_log(struct pdk_gw_up *u, const struct pdk_log *log)
@@ -967,6 +971,7 @@ int pdk__gw_up_call(struct pdk_gw_up *u, const char *tool, const json_t *args,
 	_cleanup_json_ json_t *id = NULL;
 	struct pdk_gw_up_call *c;
 	json_int_t n;
+	int rc;
 
 	if (!pdk__gw_up_ready(u))
 		return pdk_error_setx(err, ENOTCONN, "server %s is not ready: %s", u->s->id,
@@ -978,10 +983,11 @@ int pdk__gw_up_call(struct pdk_gw_up *u, const char *tool, const json_t *args,
 				      u->s->id, CALLS_MAX);
 	n = ++u->next_id;
 	id = json_integer(n);
-	if (send_msg(u,
-		     pdk_rpc_request(id, "tools/call", call_params(tool, args, progress_token, n)),
-		     err) < 0)
-		return -(*err)->status;
+	rc = send_msg(u,
+		      pdk_rpc_request(id, "tools/call", call_params(tool, args, progress_token, n)),
+		      err);
+	if (rc < 0)
+		return rc;
 	c = pdk_xcalloc(1, sizeof(*c));
 	*c = (struct pdk_gw_up_call){.u = u,
 				     .next = u->calls,
