@@ -54,16 +54,17 @@ PDK_MUST_CHECK int pdk_daemon_serve(const struct pdk_daemon_opts *opts, struct p
 
 /* What `paddock mcp` was asked for (cmd-mcp.c fills it; every member borrowed). */
 struct pdk_daemon_mcp_opts {
-	const char *state_dir;     /* the state directory (base/paths.h) */
-	const char *run_dir;       /* the runtime directory (base/paths.h) */
-	const char *profile;       /* sandboxes made without a profile (NULL: "default") */
-	uint64_t ttl_s;            /* their TTL (0: 1 hour) */
-	const char *workspace;     /* the host directory they overlay (NULL: a private one) */
-	const char *listen;        /* "HOST:PORT" (loopback): Streamable HTTP instead of stdio */
-	size_t max_message;        /* the largest message (0: 4 MiB) */
-	bool conformance_fixtures; /* also serve the conformance suite's fixtures (tests only) */
-	char *const *envp;         /* the environment supervisors are started with */
-	const struct pdk_log *log; /* where messages go (NULL: nowhere) */
+	const char *state_dir;       /* the state directory (base/paths.h) */
+	const char *run_dir;         /* the runtime directory (base/paths.h) */
+	const char *profile;         /* sandboxes made without a profile (NULL: "default") */
+	uint64_t ttl_s;              /* their TTL (0: 1 hour) */
+	const char *workspace;       /* the host directory they overlay (NULL: a private one) */
+	const char *listen;          /* "HOST:PORT" (loopback): Streamable HTTP instead of stdio */
+	size_t max_message;          /* the largest message (0: 4 MiB) */
+	uint64_t approval_timeout_s; /* how long an approval request waits (0: 5 minutes) */
+	bool conformance_fixtures;   /* also serve the conformance suite's fixtures (tests only) */
+	char *const *envp;           /* the environment supervisors are started with */
+	const struct pdk_log *log;   /* where messages go (NULL: nowhere) */
 };
 
 /*

@@ -155,6 +155,9 @@ void pdk__mcp_call_cancel(struct pdk_mcp_call *call)
 	/* SECURITY: the command's process group is killed, not only left unanswered. */
 	if (call->x != NULL)
 		pdk_ctl_exec_cancel(call->x);
+	/* A request for a human's approval is withdrawn: nobody can grant it any more. */
+	if (call->approval != NULL)
+		pdk__tool_ws_withdraw(call);
 	/* Last: the provider may answer, and so free, the call. */
 	if (call->provided && p->cancel != NULL)
 		p->cancel(p->ctx, call);

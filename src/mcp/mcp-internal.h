@@ -20,10 +20,11 @@ struct pdk_mcp {
 	size_t max_message;
 	char *profile;
 	uint64_t ttl_s;
-	char *workspace;       /* the host directory sandboxes overlay, or NULL: a private one */
-	json_t *tools;         /* the tools/list "tools" array, built once */
-	bool fixtures;         /* the conformance fixtures are served too (fixtures.h) */
-	unsigned char key[32]; /* the MRTR requestState key (mrtr.c), random per server */
+	char *workspace; /* the host directory sandboxes overlay, or NULL: a private one */
+	uint64_t approval_timeout_s; /* how long an approval request waits (tool-ws.c) */
+	json_t *tools;               /* the tools/list "tools" array, built once */
+	bool fixtures;               /* the conformance fixtures are served too (fixtures.h) */
+	unsigned char key[32];       /* the MRTR requestState key (mrtr.c), random per server */
 	const struct pdk_mcp_provider *provider; /* someone else's tools, or NULL */
 	bool own_tools;                          /* paddock's own tools are served */
 	char *instructions;                      /* initialize's and server/discover's */
@@ -92,6 +93,8 @@ struct pdk_mcp_call {
 	bool provided;             /* a provider's call: it answers (pdk_mcp_call_reply()) */
 	bool list_changed;         /* a subscription that asked for toolsListChanged */
 	void *data;                /* the provider's */
+	/* A human's decision it waits for (tool-ws.c), withdrawn if it is cancelled. */
+	struct pdk_ctl_approval_wait *approval;
 };
 
 /* ---- server.c ---- */
@@ -202,6 +205,11 @@ void pdk__tool_ws_diff(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
 void pdk__tool_ws_snapshot(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
 void pdk__tool_ws_rollback(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
 void pdk__tool_ws_propose_commit(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+/*
+ * The call's approval request is withdrawn (it was cancelled): the call ends
+ * on the loop's next turn, as its canceller may still hold it.
+ */
+void pdk__tool_ws_withdraw(struct pdk_mcp_call *call);
 void pdk__tool_egress_rules(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
 void pdk__tool_egress_denials(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
 void pdk__tool_egress_request_allow(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);

@@ -44,6 +44,8 @@ struct pdk_mcp_opts {
 	const char *profile;       /* the profile of sandboxes made without one (NULL: "default") */
 	uint64_t ttl_s;            /* the TTL of sandboxes made without one (0: 1 hour) */
 	const char *workspace;     /* a host directory every sandbox overlays (NULL: private) */
+	/* How long a request for a human's approval waits (0: PDK_CTL_APPROVAL_TIMEOUT_S). */
+	uint64_t approval_timeout_s;
 	/* Also serve the MCP conformance suite's fixtures (fixtures.h): for its tests only. */
 	bool conformance_fixtures;
 	/*
