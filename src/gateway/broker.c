@@ -25,6 +25,8 @@
 
 /* The longest tool name an upstream may list (MCP's own bound is 128 for SERVER__TOOL). */
 #define TOOL_NAME_MAX 64
+/* Where an error result of a tool with an outputSchema carries its error object. */
+#define PDK_GW_ERROR_META "io.paddock/error"
 /* The arguments shown in an approval's summary. */
 #define EXCERPT_MAX 80
 
@@ -57,8 +59,14 @@ struct fail {
 
 /* ---- errors the client sees ---- */
 
+/*
+ * An isError result: its text starts with the code; structuredContent is
+ * {"error": {...}}, except for a tool with an outputSchema (`structured`
+ * false), whose clients check any structuredContent against that schema
+ * (the official SDK does, error or not): the object goes in _meta instead.
+ */
 static json_t *error_result(const char *server, const char *rule, const struct fail *f,
-			    const char *msg)
+			    const char *msg, bool structured)
 {
 	_cleanup_free_ char *text = pdk_xasprintf("%s: %s", f->code, msg);
 	json_t *e = json_pack("{s:s, s:s, s:s}", "code", f->code, "message", msg, "server", server);
@@ -70,7 +78,8 @@ static json_t *error_result(const char *server, const char *rule, const struct f
 	pdk_json_set(e, "field", f->field ? json_string(f->field) : NULL);
 	pdk_json_set(e, "approval", f->approval ? json_string(f->approval) : NULL);
 	r = json_pack("{s:[{s:s, s:s}], s:{s:o}, s:b}", "content", "type", "text", "text", text,
-		      "structuredContent", "error", e, "isError", 1);
+		      structured ? "structuredContent" : "_meta",
+		      structured ? "error" : PDK_GW_ERROR_META, e, "isError", 1);
 	if (r == NULL)
 		pdk_oom();
 	return r;
@@ -393,6 +402,14 @@ static json_t *pin_of(const struct pdk__gw_call *gc)
 	return json_pack("{s:s, s:s}", "state", states[gc->t->state], "hash", gc->t->hash);
 }
 
+/* An error result's error object (in structuredContent, or in _meta), or NULL. */
+static const json_t *error_of(const json_t *result)
+{
+	const json_t *e = json_object_get(json_object_get(result, "structuredContent"), "error");
+
+	return e ? e : json_object_get(json_object_get(result, "_meta"), PDK_GW_ERROR_META);
+}
+
 /* The client's request id as a string. */
 static json_t *call_id(const struct pdk_mcp_call *mc)
 {
@@ -408,8 +425,7 @@ static void call_record(struct pdk__gw_call *gc, const char *decision, const jso
 {
 	_cleanup_free_ char *line = result ? pdk_json_dump_line(result) : NULL;
 	const char *client = pdk_mcp_conn_client(pdk_mcp_call_conn(gc->mc));
-	const json_t *code = json_object_get(
-		json_object_get(json_object_get(result, "structuredContent"), "error"), "code");
+	const json_t *code = json_object_get(error_of(result), "code");
 	char hash[65];
 	json_t *attrs;
 
@@ -474,7 +490,9 @@ static void call_fail(struct pdk__gw_call *gc, const struct fail *f, const char 
 	if (vasprintf(&msg, fmt, ap) < 0)
 		pdk_oom();
 	va_end(ap);
-	call_end(gc, f->decision, error_result(gc->sv->s->id, gc->rule, f, msg));
+	call_end(
+		gc, f->decision,
+		error_result(gc->sv->s->id, gc->rule, f, msg, gc->t == NULL || gc->t->out == NULL));
 }
 
 static void on_progress(void *ctx, const json_t *params)

@@ -234,8 +234,11 @@ int pdk_gw_pin_list(struct pdk_gw_pins *p, const char *server, json_t **out, str
 
 	if (rc < 0)
 		return rc;
+	/* A kept statement keeps its bindings: a walk of every server binds NULL. */
 	if (server != NULL)
 		(void)sqlite3_bind_text(w.st, 1, server, -1, SQLITE_STATIC);
+	else
+		(void)sqlite3_bind_null(w.st, 1);
 	while ((rc = sqlite3_step(w.st)) == SQLITE_ROW) {
 		json_t *row = json_object();
 

@@ -29,13 +29,14 @@
 #include <inttypes.h>
 #include <string.h>
 
-#define CALLS_MAX                64    /* calls in flight to one upstream */
-#define LIST_PAGES_MAX           100   /* tools/list pages followed */
-#define LIST_TOOLS_MAX           10000 /* tools listed */
-#define EXCERPT_MAX              160   /* bytes of a bad message named in an error */
-#define STDERR_LINES             4     /* the last stderr lines named in a failure */
-#define DENIED_NAMED             3     /* refused destinations named in a failure */
-#define OUTPUT_CAP               4096  /* control/'s minimum is 64; streaming keeps nothing */
+#define CALLS_MAX                64          /* calls in flight to one upstream */
+#define LIST_PAGES_MAX           100         /* tools/list pages followed */
+#define LIST_TOOLS_MAX           10000       /* tools listed */
+#define LIST_BYTES_MAX           (16u << 20) /* every page of one listing together */
+#define EXCERPT_MAX              160         /* bytes of a bad message named in an error */
+#define STDERR_LINES             4           /* the last stderr lines named in a failure */
+#define DENIED_NAMED             3           /* refused destinations named in a failure */
+#define OUTPUT_CAP               4096        /* control/'s minimum is 64; streaming keeps nothing */
 #define START_TIMEOUT_MS_DEFAULT 30000
 #define CALL_TIMEOUT_MS_DEFAULT  60000
 
@@ -92,7 +93,9 @@ struct pdk_gw_up {
 	struct event *timer;         /* the start and tools/list timer */
 	json_t *tools;               /* the pages listed so far */
 	unsigned pages;
-	bool relist; /* a list_changed came while a list was being read */
+	size_t list_bytes; /* their size as sent */
+	size_t line_len;   /* the size of the message being handled */
+	bool relist;       /* a list_changed came while a list was being read */
 	struct pdk_gw_up_call *calls;
 	size_t n_calls;
 	unsigned depth; /* callbacks of ours running: a free waits for the last */
@@ -386,6 +389,7 @@ static void list_page(struct pdk_gw_up *u, const json_t *cursor)
 	if (u->tools == NULL) {
 		u->tools = json_array();
 		u->pages = 0;
+		u->list_bytes = 0;
 		if (u->tools == NULL)
 			pdk_oom();
 	}
@@ -443,7 +447,7 @@ static void on_list_answer(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 	const json_t *cursor = json_object_get(m->result, "nextCursor");
 
 	if (m->error != NULL) {
-		failf(u, EPROTO, "server %s: refused tools/list: %s", u->s->id,
+		failf(u, EPROTO, "server %s: refused tools/list: %.200s", u->s->id,
 		      json_string_value(json_object_get(m->error, "message")));
 		return;
 	}
@@ -451,9 +455,12 @@ static void on_list_answer(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 		return;
 	if (json_array_extend(u->tools, (json_t *)tools) < 0)
 		pdk_oom();
-	if (++u->pages >= LIST_PAGES_MAX || json_array_size(u->tools) > LIST_TOOLS_MAX) {
-		failf(u, E2BIG, "server %s: listed more than %u pages or %u tools", u->s->id,
-		      LIST_PAGES_MAX, LIST_TOOLS_MAX);
+	/* SECURITY: pages of 4 MiB each would add up without bound: the whole list has one. */
+	u->list_bytes += u->line_len;
+	if (++u->pages > LIST_PAGES_MAX || json_array_size(u->tools) > LIST_TOOLS_MAX ||
+	    u->list_bytes > LIST_BYTES_MAX) {
+		failf(u, E2BIG, "server %s: listed more than %u pages, %u tools or %u MiB of them",
+		      u->s->id, LIST_PAGES_MAX, LIST_TOOLS_MAX, LIST_BYTES_MAX >> 20);
 		return;
 	}
 	if (json_is_string(cursor))
@@ -478,7 +485,7 @@ static void on_init_answer(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 {
 	u->init_id = 0;
 	if (m->error != NULL) {
-		failf(u, EPROTO, "server %s: refused initialize: %s", u->s->id,
+		failf(u, EPROTO, "server %s: refused initialize: %.200s", u->s->id,
 		      json_string_value(json_object_get(m->error, "message")));
 		return;
 	}
@@ -624,6 +631,7 @@ static void one_line(struct pdk_gw_up *u, const char *p, size_t n)
 		pdk_rpc_refusal_release(&why);
 		return;
 	}
+	u->line_len = n;
 	switch (m.kind) {
 	case PDK_RPC_REQUEST:
 		on_request(u, &m);

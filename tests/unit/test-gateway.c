@@ -684,6 +684,9 @@ Test(gateway, pins_two_stores)
 	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(list, 0), "tool")),
 			 "issues");
 	json_decref(list);
+	cr_assert_eq(pdk_gw_pin_list(p1, NULL, &list, &err), 0);
+	cr_assert_eq(json_array_size(list), 2, "a list of one server, then of all");
+	json_decref(list);
 	pdk_gw_pins_free(p1);
 	pdk_gw_pins_free(p2);
 	json_decref(t);
