@@ -74,10 +74,8 @@ void pdk__route_approvals(struct pdk_route *r)
 		route_decide(r, r->segs[1], true);
 	else if (r->nsegs == 3 && post && strcmp(r->segs[2], "deny") == 0)
 		route_decide(r, r->segs[1], false);
-	else if (r->nsegs <= 3)
-		pdk_http_error(r->req, r->nsegs == 3 && get ? 405 : 404,
-			       r->nsegs == 3 && get ? "bad_request" : "not_found", NULL,
-			       r->nsegs == 3 && get ? "method not allowed" : "no such route");
+	else if (r->nsegs == 3 && get)
+		pdk_http_error(r->req, 405, "bad_request", NULL, "method not allowed");
 	else
 		pdk_http_error(r->req, 404, "not_found", NULL, "no such route");
 }

@@ -169,9 +169,11 @@ def cancel():
        "the server's end withdraws the request it was waiting for", states)
 
 
-def api(method, path, body=None):
+def api(method, path, body=None, token=None):
     args = AS + ["curl", "-s", "--unix-socket", SOCK, "-X", method,
                  "-w", "\n%{http_code}", "http://paddock/v1" + path]
+    if token is not None:
+        args += ["-H", "Authorization: Bearer " + token]
     if body is not None:
         args += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
     p = subprocess.run(args, capture_output=True, text=True, timeout=60)
@@ -224,6 +226,15 @@ def approve_with_api():
         return c.close()
     code, body = api("GET", "/approvals")
     ok(code == 200 and a["id"] in body, "GET /v1/approvals lists it", body)
+    # A sandbox's own token decides nothing: the routes are an admin's.
+    code, body = api("POST", "/sandboxes", {"labels": {"session": "approvals"}})
+    sb = json.loads(body) if code == 201 else {}
+    code, body = api("POST", "/approvals/%s/approve" % a["id"], token=sb.get("token", "x"))
+    ok(code == 403, "a sandbox token's approve is refused 403", body)
+    code, body = api("GET", "/approvals", token=sb.get("token", "x"))
+    ok(code == 403, "a sandbox token's GET /v1/approvals is refused 403", body)
+    if sb.get("id"):
+        api("DELETE", "/sandboxes/" + sb["id"])
     code, body = api("POST", "/approvals/%s/approve" % a["id"], {"note": "via the API"})
     uid = "0" if WHO == "root" else str(os.stat(WS).st_uid)
     ok(code == 200 and json.loads(body).get("approver") == "unix:" + uid,
