@@ -99,7 +99,7 @@ stdio_session() {
 	no_paddock_left "$l"
 	# Every call is a tool.call record, attributed to the stdio principal.
 	mcp_as "$who" "$T/bin/paddock" audit tail -n 200 --kind tool.call --json >"$T/audit.json" 2>&1
-	jqok "$(cat "$T/audit.json")" '[.. | objects | select(.kind? == "tool.call") | .attrs] |
+	jqok "$(jq -cs . "$T/audit.json" 2>/dev/null)" '[.. | objects | select(.kind? == "tool.call") | .attrs] |
 		any(.server == "fs" and .tool == "write_file" and .principal == "local" and .decision == "allowed")' \
 		"$l: fs__write_file is a tool.call audit record (principal local, allowed)"
 }
@@ -127,13 +127,14 @@ http_session() {
 	is "$GW_RC" 0 "$l: paddock gateway --listen ends with 0 on SIGTERM"
 }
 
-# inspect_list WHO LABEL TARGET...: the inspector's CLI lists the gateway's tools.
+# inspect_list WHO LABEL URL | -- COMMAND...: the inspector's CLI lists the gateway's tools
+# (a command after --: the inspector's own options end there).
 inspect_list() {
 	local who=$1 l=$2 MCP_CMD kv
 	local -a envs=()
 	shift 2
 	mcp_cmd "$who"
-	if [ "${1#http}" = "$1" ]; then
+	if [ "$1" = -- ]; then
 		for kv in "${MCP_CMD[@]}"; do
 			case $kv in PADDOCK_*=* | HOME=*) envs+=(-e "$kv") ;; esac
 		done
@@ -151,7 +152,7 @@ for who in root user; do
 	stdio_session "$who"
 	http_session "$who"
 	# Over stdio the inspector starts the gateway; the upstreams start before it lists.
-	inspect_list "$who" "$who: inspector --cli over stdio" "$T/bin/paddock" gateway --config "$CFG"
+	inspect_list "$who" "$who: inspector --cli over stdio" -- "$T/bin/paddock" gateway --config "$CFG"
 	no_paddock_left "$who: inspector over stdio"
 done
 done_testing
