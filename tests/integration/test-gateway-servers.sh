@@ -84,8 +84,11 @@ stdio_session() {
 		"$l: everything__echo answers the message"
 	jqok "$(nth 3)" '.result.isError != true and (.result.content[0].text | test("\\b42\\b"))' \
 		"$l: everything__get-sum 2 + 40 answers 42"
-	jqok "$(nth 4)" '.result.isError != true and (.progress | length) >= 3 and .progress[-1].progress == 3' \
-		"$l: a long-running operation's progress reaches the client (3 steps)"
+	# The SDK's client handles a notification a turn after the response that follows it: the
+	# last step's, written just before the result, may find its call over (bare too).
+	jqok "$(nth 4)" '.result.isError != true and (.progress | length) >= 2 and
+		(.progress | map(.progress)) == ([range(1; (.progress | length) + 1)]) and all(.progress[]; .total == 3)' \
+		"$l: a long-running operation's progress reaches the client (steps 1, 2, ... of 3)"
 	jqok "$(nth 5)" '.result.isError != true' "$l: fs__write_file inside its root succeeds"
 	is "$(cat "$FSROOT/note.txt" 2>/dev/null)" "$text" "$l: the file is on the host, in the server's root"
 	is "$(stat -c %u "$FSROOT/note.txt" 2>/dev/null)" "$uid" "$l: the file belongs to the gateway's caller ($uid)"
