@@ -8,7 +8,8 @@
 #                                   gateway-steps.mjs) as WHO: TARGET is `stdio CMD...` or
 #                                   `http URL`; its JSON lines in $OUT, status in $RC
 #   nth N                           the Nth JSON line of $OUT
-#   jqok JSON FILTER DESC           JSON passes the jq FILTER, as a subtest
+#   jqok JSON FILTER DESC           JSON passes the jq FILTER, as a subtest ($JQ_DEFS, jq
+#                                   definitions, before it)
 #   whouid WHO                      0 or nobody's uid
 # GW_TOKEN, when set, is the bearer token the client sends over HTTP.
 GW_PID=""
@@ -66,8 +67,11 @@ nth() {
 }
 
 jqok() {
-	[ -n "$1" ] && printf '%s' "$1" | jq -e "$2" >/dev/null 2>&1
-	if ! ok $? "$3"; then printf '%s\n' "$1" | head -c 1500 | sed 's/^/#   /'; echo; fi
+	local rc
+	[ -n "$1" ] && printf '%s' "$1" | jq -e "${JQ_DEFS:-}$2" >/dev/null 2>&1
+	rc=$?
+	ok $rc "$3"
+	[ $rc = 0 ] || { printf '%s\n' "$1" | head -c 1500 | sed 's/^/#   /'; echo; }
 }
 
 whouid() {

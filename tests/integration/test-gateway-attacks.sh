@@ -12,7 +12,8 @@
 #               approved -> served again
 #   ~/.ssh      a key planted in the gateway user's HOME: the upstream's read fails in its
 #               sandbox (the fixture's own error)
-#   write       outside its write paths: fails (the fixture's error), nothing on the host
+#   write       into its read path: fails (the fixture's error); beside its write paths (the
+#               sandbox's own tmpfs /tmp): nothing on the host
 #   network     a listener on the host's loopback and an origin in a network namespace the
 #               suite makes: no connection reaches either (their logs), from a server with
 #               no network and from one with an allowlist (the egress proxy refuses; a
@@ -34,6 +35,9 @@ set -u
 . "$(dirname "$0")/lib-mcp.sh"
 . "$(dirname "$0")/lib-gateway-clients.sh"
 mcp_cgroups
+# A gateway error's object: structuredContent.error, or _meta's io.paddock/error for a tool
+# with an outputSchema (its structuredContent must match that schema).
+JQ_DEFS='def err: (.result.structuredContent.error // .result._meta["io.paddock/error"]); '
 FIXTURE="$TESTS_DIR/integration/gw-upstream.py"
 [ -f "$FIXTURE" ] || { echo "Bail out! $FIXTURE is missing"; exit 1; }
 cp "$FIXTURE" "$TESTS_DIR/integration/listener.py" "$T/bin/"
@@ -57,6 +61,12 @@ origin_start() {
 		ip link set lo up && ip addr add "$2/30" dev "$1" && ip link set "$1" up &&
 		exec python3 "$3" tcp-any "$4" "$5"' _ "${NS_IF}n" "$NS_IP" "$T/bin/listener.py" "$1" "$2" &
 	NS_PID=$!
+	# The peer goes into the namespace once unshare has made it (before, it is the host's).
+	local i
+	for i in $(seq 100); do
+		[ "$(readlink "/proc/$NS_PID/ns/net")" != "$(readlink /proc/self/ns/net)" ] && break
+		sleep 0.05
+	done
 	ip link add "$NS_IF" type veth peer name "${NS_IF}n" netns "$NS_PID" &&
 		ip addr add "$HOST_IP/30" dev "$NS_IF" && ip link set "$NS_IF" up
 }
@@ -83,6 +93,7 @@ fixture() {
 	local name=$1 mode=$2 extra=""
 	shift 2
 	[ $# = 0 ] || extra=$(printf ', %s' "$@")
+	mkdir -p "$D/data-$name"
 	cat <<EOF
   $name:
     command: [/usr/bin/python3, $T/bin/gw-upstream.py, --mode, $mode, --log, $D/log/$name.log$extra]
@@ -133,7 +144,7 @@ EOF
 # `paddock approvals --json` shows it), in $APPROVAL; its id in $AID.
 pending_approval() {
 	mcp_as "$WHO" "$T/bin/paddock" approvals --json >"$T/approvals.json" 2>"$T/approvals.err"
-	APPROVAL=$(jq -c '[.. | objects | select(.kind? == "tool.pin" and .state? == "pending" and
+	APPROVAL=$(jq -cs '[.. | objects | select(.kind? == "tool.pin" and .state? == "pending" and
 		.detail.server? == "'"$1"'" and .detail.tool? == "'"$2"'")] | last // empty' "$T/approvals.json" 2>/dev/null)
 	AID=$(printf '%s' "$APPROVAL" | jq -r '.id // empty' 2>/dev/null)
 	[ -n "$AID" ] || { echo "# paddock approvals --json:"; head -c 2000 "$T/approvals.json" "$T/approvals.err" | sed 's/^/#   /'; }
@@ -148,10 +159,10 @@ is_call() {
 	echo '.method == "tools/call" and .params.name == "'"$1"'"'
 }
 
-# gw_error JSON CODE DESC: an isError result whose structuredContent.error.code is CODE and
-# whose text starts with it.
+# gw_error JSON CODE DESC: an isError result whose error object's code is CODE and whose
+# text starts with it.
 gw_error() {
-	jqok "$1" '.result.isError == true and .result.structuredContent.error.code == "'"$2"'" and
+	jqok "$1" '.result.isError == true and err.code == "'"$2"'" and
 		(.result.content[0].text | startswith("'"$2"'"))' "$3"
 }
 
@@ -177,7 +188,7 @@ case_poison() {
 	grep -q "$AID" "$T/approvals.txt" && grep -q "poison__notes" "$T/approvals.txt"
 	ok $? "$l: paddock approvals lists it (id and tool)" || sed 's/^/#   /' "$T/approvals.txt" | head -5
 	gw_error "$(nth 2)" tool_pending_approval "$l: a call of the withheld tool is refused tool_pending_approval"
-	jqok "$(nth 2)" '.result.structuredContent.error.approval == "'"$AID"'" and
+	jqok "$(nth 2)" 'err.approval == "'"$AID"'" and
 		(.result.content[0].text | contains("'"$AID"'"))' "$l: the refusal names the approval id"
 	is "$(logged poison "$(is_call notes)")" 0 "$l: no call of notes reached the upstream (its log)"
 	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >"$T/approve.out" 2>&1
@@ -185,7 +196,7 @@ case_poison() {
 	http "$WHO" '[{"op": "list", "want": ["poison__notes"], "within": 30000},
 		{"op": "call", "name": "poison__notes", "args": {"note": "after"}}]'
 	jqok "$(nth 1)" '[.tools[].name] | index("poison__notes") != null' "$l: approved, poison__notes is listed"
-	jqok "$(nth 2)" '(.result.structuredContent.error.code? // "") != "tool_pending_approval"' \
+	jqok "$(nth 2)" '(err.code? // "") != "tool_pending_approval"' \
 		"$l: approved, a call of poison__notes is no longer refused"
 	is "$(logged poison "$(is_call notes)")" 1 "$l: the approved call reached the upstream"
 }
@@ -204,7 +215,7 @@ case_rugpull() {
 	pending_approval rug echo
 	ok $([ -n "$AID" ]; echo $?) "$l: a pending tool.pin approval asks about rug__echo ($AID)"
 	gw_error "$(nth 5)" tool_pending_approval "$l: a call of rug__echo is refused tool_pending_approval"
-	jqok "$(nth 5)" '.result.structuredContent.error.approval == "'"$AID"'"' "$l: the refusal names the approval id"
+	jqok "$(nth 5)" 'err.approval == "'"$AID"'"' "$l: the refusal names the approval id"
 	jqok "$APPROVAL" '[.. | objects | select(has("before") and has("after"))] | any(
 		(.before | tostring | contains("Echoes text.")) and (.after | tostring | contains("id_rsa")))' \
 		"$l: the approval carries the diff (the description before and after)"
@@ -228,9 +239,10 @@ case_files() {
 	http "$WHO" '[{"op": "list", "want": ["fx__read_file", "fx__write_file"]},
 		{"op": "call", "name": "fx__read_file", "args": {"path": "'"$key"'"}},
 		{"op": "call", "name": "fx__read_file", "args": {"path": "'"$T/bin/gw-upstream.py"'"}},
-		{"op": "call", "name": "fx__write_file", "args": {"path": "'"$D/outside.txt"'", "text": "escaped"}},
+		{"op": "call", "name": "fx__write_file", "args": {"path": "'"$T/bin/planted.py"'", "text": "escaped"}},
 		{"op": "call", "name": "fx__write_file", "args": {"path": "'"$HOMEDIR/.ssh/authorized_keys"'", "text": "escaped"}},
-		{"op": "call", "name": "fx__write_file", "args": {"path": "'"$D/data-fx/inside.txt"'", "text": "inside"}}]'
+		{"op": "call", "name": "fx__write_file", "args": {"path": "'"$D/data-fx/inside.txt"'", "text": "inside"}},
+		{"op": "call", "name": "fx__write_file", "args": {"path": "'"$D/outside.txt"'", "text": "escaped"}}]'
 	is "$(logged fx "$(is_call read_file) and .params.arguments.path == \"$key\"")" 1 \
 		"$l: the read of ~/.ssh/id_rsa was tried (it reached the upstream)"
 	jqok "$(nth 2)" '.result.isError == true and (.result.content[0].text | startswith("cannot read '"$key"'"))' \
@@ -238,14 +250,18 @@ case_files() {
 	jqok "$(nth 2)" '(tostring | contains("'"$secret"'")) | not' "$l: the key's text is nowhere in the answer"
 	jqok "$(nth 3)" '.result.isError != true and (.result.content[0].text | contains("A stdio MCP server"))' \
 		"$l: a file in its read path is read (the read itself works)"
-	jqok "$(nth 4)" '.result.isError == true and (.result.content[0].text | startswith("cannot write '"$D"'/outside.txt"))' \
-		"$l: a write outside its write paths fails (its own error)"
+	jqok "$(nth 4)" '.result.isError == true and (.result.content[0].text | startswith("cannot write '"$T"'/bin/planted.py"))' \
+		"$l: a write into its read path fails (its own error)"
 	jqok "$(nth 5)" '.result.isError == true and (.result.content[0].text | startswith("cannot write"))' \
 		"$l: a write to ~/.ssh/authorized_keys fails (its own error)"
-	ok $([ ! -e "$D/outside.txt" ] && [ ! -e "$HOMEDIR/.ssh/authorized_keys" ]; echo $?) \
+	# Elsewhere under the host's /tmp it writes into its sandbox's own /tmp (strict's tmpfs).
+	ok $([ ! -e "$T/bin/planted.py" ] && [ ! -e "$HOMEDIR/.ssh/authorized_keys" ]; echo $?) \
 		"$l: neither file exists on the host"
 	jqok "$(nth 6)" '.result.isError != true' "$l: a write inside its write path succeeds"
 	is "$(cat "$D/data-fx/inside.txt" 2>/dev/null)" "inside" "$l: that file is on the host"
+	is "$(logged fx "$(is_call write_file) and .params.arguments.path == \"$D/outside.txt\"")" 1 \
+		"$l: a write beside its write paths was tried (it reached the upstream)"
+	ok $([ ! -e "$D/outside.txt" ]; echo $?) "$l: that file is not on the host (it went to the sandbox's own /tmp)"
 }
 
 case_network() {
@@ -271,7 +287,7 @@ case_network() {
 	jqok "$(nth 5)" '.result.isError == true and (.result.content[0].text | test("^cannot connect to '"$NS_IP:$nport"': proxy answered [^2]"))' \
 		"$l: an allowlist without it: the egress proxy refuses the origin"
 	gw_error "$(nth 6)" upstream_failed "$l: the upstream that exits on the refusal fails the call upstream_failed"
-	jqok "$(nth 6)" '.result.structuredContent.error.server == "egress"' "$l: the failure names the upstream (egress)"
+	jqok "$(nth 6)" 'err.server == "egress"' "$l: the failure names the upstream (egress)"
 	local i
 	for i in $(seq 100); do grep -q "$NS_IP:$nport" "$GW_LOG" && break; sleep 0.1; done
 	grep -q "egress.*refused.*$NS_IP:$nport\|refused.*$NS_IP:$nport.*egress" "$GW_LOG"
@@ -305,8 +321,8 @@ case_secrets() {
 		"$l: sent as an argument to another server, the call reached it"
 	is "$(logged fx "$(is_call echo) and ((.params.arguments.text // \"\") | contains(\"ghp_\"))")" 0 \
 		"$l: the token reached that server redacted (its log has no ghp_)"
-	is "$(logged fx "$(is_call echo) and ((.params.arguments.text // \"\") | contains(\"[REDACTED]\"))")" 2 \
-		"$l: both secrets arrived as [REDACTED] (its log)"
+	is "$(logged fx "$(is_call echo) and ((.params.arguments.text // \"\") | contains(\"[REDACTED\"))")" 2 \
+		"$l: both secrets arrived redacted, [REDACTED...] in their place (its log)"
 	is "$(grep -c "$CONF_SECRET" "$D/log/fx.log")" 0 "$l: the PADDOCK_SECRET_ value never reached it"
 	jqok "$(nth 3)$(nth 4)" '(tostring | contains("ghp_") or contains("'"$CONF_SECRET"'")) | not' \
 		"$l: nor came back to the client"
@@ -330,7 +346,7 @@ case_schema() {
 	jqok "$(nth 5)" '.result.content[0].text | contains("required")' "$l: the refusal names the keyword required"
 	is "$(logged fx "$(is_call add)")" 1 "$l: only the valid call reached the upstream (its log)"
 	gw_error "$(nth 6)" denied "$l: a call a deny rule matches is refused denied"
-	jqok "$(nth 6)" '.result.structuredContent.error.rule == "no-env" and (.result.content[0].text | contains("no-env"))' \
+	jqok "$(nth 6)" 'err.rule == "no-env" and (.result.content[0].text | contains("no-env"))' \
 		"$l: the denial names the rule (no-env)"
 	is "$(logged fx "$(is_call env)")" 0 "$l: the denied call never reached the upstream"
 }
@@ -352,7 +368,7 @@ case_survival() {
 	n=2
 	for up in crash hang flood malformed; do
 		gw_error "$(nth $n)" upstream_failed "$l: $up: the call fails upstream_failed"
-		jqok "$(nth $n)" '.result.structuredContent.error.server == "'"$up"'" and (.result.content[0].text | contains("'"$up"'"))' \
+		jqok "$(nth $n)" 'err.server == "'"$up"'" and (.result.content[0].text | contains("'"$up"'"))' \
 			"$l: $up: the failure names the upstream"
 		jqok "$(nth $((n + 1)))" '.result.isError != true and .result.content[0].text == "after '"$up"'"' \
 			"$l: $up: the gateway still serves the other upstreams"
@@ -381,13 +397,13 @@ case_tokens() {
 	is "$(code -H "Authorization: Bearer $TOKEN_A")" 200 "$l: agent-a's token is accepted"
 	is "$(code -H "Authorization: Bearer $TOKEN_OLD")" 200 "$l: agent-old's token is accepted while it is configured"
 	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
-	jqok "$(cat "$T/audit.json")" '[.. | objects | select(.kind? == "tool.call") | .attrs] |
+	jqok "$(jq -cs . "$T/audit.json" 2>/dev/null)" '[.. | objects | select(.kind? == "tool.call") | .attrs] |
 		(any(.principal == "agent-a" and .server == "fx" and .tool == "add" and .decision == "allowed")
 		and any(.tool == "add" and .decision == "invalid_arguments")
 		and any(.tool == "env" and .decision == "denied" and .rule == "no-env"))' \
 		"$l: the calls are tool.call audit records of principal agent-a (allowed, invalid_arguments, denied by no-env)"
-	jqok "$(cat "$T/audit.json")" '[.. | objects | select(.kind? == "tool.call") | .attrs |
-		select(.server == "fx" and .tool == "echo")] | (tostring | contains("ghp_") | not) and any(.redactions > 0)' \
+	jqok "$(jq -cs . "$T/audit.json" 2>/dev/null)" '[.. | objects | select(.kind? == "tool.call") | .attrs |
+		select(.server == "fx" and .tool == "echo")] | (tostring | contains("ghp_") | not) and any(.redactions.args > 0)' \
 		"$l: the audit records hold the arguments redacted, and count the redactions"
 	# Revoked: the gateway restarted without agent-old.
 	gw_stop
@@ -427,7 +443,7 @@ EOF
 		{"op": "call", "name": "fx__add", "args": {"a": 3, "b": 3}}]' stdio "$T/bin/paddock" gateway --config "$cfg"
 	jqok "$(nth 3)" '.result.structuredContent.sum == 4' "$l: the second call of the session is served"
 	gw_error "$(nth 4)" budget "$l: the third is refused budget"
-	jqok "$(nth 4)" '(.result.structuredContent.error.field == "calls_per_session") and (.result.content[0].text | contains("calls_per_session"))' \
+	jqok "$(nth 4)" '(err.field == "calls_per_session") and (.result.content[0].text | contains("calls_per_session"))' \
 		"$l: the refusal names calls_per_session"
 	is "$(logged fx "$(is_call add)")" 2 "$l: two calls reached the upstream (its log)"
 	no_paddock_left "$l"
@@ -441,10 +457,10 @@ EOF
 	is "$(logged fx "$(is_call echo) and ((.params.arguments.text // \"\") | startswith(\"approve-me\"))")" 0 \
 		"$l: the call never reached the upstream (its log)"
 	mcp_as "$WHO" "$T/bin/paddock" approvals --all --json >"$T/approvals.json" 2>&1
-	jqok "$(cat "$T/approvals.json")" '[.. | objects | select(.kind? == "tool.call")] | any(.state == "timed_out" and (.summary | contains("fx__echo")))' \
+	jqok "$(jq -cs . "$T/approvals.json" 2>/dev/null)" '[.. | objects | select(.kind? == "tool.call")] | any(.state == "timed_out" and (.summary | contains("fx__echo")))' \
 		"$l: paddock approvals --all shows the request timed_out"
 	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind approval.timeout --json >"$T/audit.json" 2>&1
-	jqok "$(cat "$T/audit.json")" '[.. | objects | select(.kind? == "approval.timeout")] | length >= 1' \
+	jqok "$(jq -cs . "$T/audit.json" 2>/dev/null)" '[.. | objects | select(.kind? == "approval.timeout")] | length >= 1' \
 		"$l: an approval.timeout audit record"
 	no_paddock_left "$l"
 }
