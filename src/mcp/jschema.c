@@ -1180,6 +1180,11 @@ static int resolve_one(struct cctx *c, struct jnode *n)
 		return pdk_error_set_field(c->err, EINVAL, at,
 					   "$ref: '%s' resolves to nothing in this schema",
 					   n->ref_src);
+	if (!json_is_object(target) && !json_is_boolean(target))
+		return pdk_error_set_field(
+			c->err, EINVAL, at, "$ref: '%s' names %s %s, not a schema", n->ref_src,
+			json_is_array(target) || json_is_integer(target) ? "an" : "a",
+			type_of(target));
 	n->ref = json_is_object(target) ? map_get(c, target) : NULL;
 	if (n->ref != NULL)
 		return 0;
