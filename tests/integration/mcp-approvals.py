@@ -63,6 +63,11 @@ def server(timeout="60s"):
     return c
 
 
+def close(c, what):
+    rc, err = c.close()
+    ok(rc == 0, "paddock mcp exits 0 after %s" % what, err[-600:])
+
+
 def propose(c, change):
     """Make a change in the sandbox, send workspace_propose_commit (not waited for)."""
     r = c.call("run_command", {"command": "echo %s > %s.txt" % (change, change)})
@@ -106,7 +111,7 @@ def approve_with_cli():
     ok(rc == 1 and "'no-such-id'" in err, "deny of an unknown id exits 1 naming it", err)
     rc, _, err = cli("approve")
     ok(rc == 122, "approve without an ID is a usage error (122)", err)
-    c.close()
+    close(c, "an approved commit")
 
 
 def deny_with_cli():
@@ -123,7 +128,7 @@ def deny_with_cli():
     rc, out, _ = cli("approvals", "--all", "--json")
     states = {x["id"]: x["state"] for x in json.loads(out)} if rc == 0 else {}
     ok(states.get(a["id"]) == "denied", "paddock approvals --all shows it denied", out)
-    c.close()
+    close(c, "a denied commit")
 
 
 def time_out():
@@ -137,7 +142,7 @@ def time_out():
     if a is not None:
         rc, _, err = cli("approve", a["id"])
         ok(rc == 1 and "timed_out" in err, "approving it later exits 1: timed_out", err)
-    c.close()
+    close(c, "a timed-out request")
 
 
 def cancel():
@@ -158,11 +163,11 @@ def cancel():
     rc, _, err = cli("approve", a["id"])
     ok(rc == 1 and "withdrawn" in err, "a withdrawn request cannot be approved", err)
     ok(not host_has("cancelled.txt"), "the host directory is unchanged")
-    c.close()
+    close(c, "a cancelled call")
     # The asker's end withdraws too: the server ends with a request pending.
     c = server()
     rid, a = propose(c, "ended")
-    c.close()
+    close(c, "its client left with a request pending")
     rc, out, _ = cli("approvals", "--all", "--json")
     states = {x["id"]: x["state"] for x in json.loads(out)} if rc == 0 else {}
     ok(a is not None and states.get(a["id"]) == "withdrawn",
@@ -245,7 +250,7 @@ def approve_with_api():
     ok(r is not None and not is_error(r) and structured(r).get("approver") == "unix:" + uid,
        "the waiting call completes, committed", r)
     ok(host_has("viaapi.txt"), "the host directory has the change")
-    c.close()
+    close(c, "a commit approved through the API")
     seen = sse_read(sse, data_naming(a["id"]))
     sse.kill()
     ok(seen is not None and seen["kind"] == "approval.requested"

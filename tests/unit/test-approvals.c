@@ -63,6 +63,8 @@ static void fix_close(struct fix *f)
 	pdk_ctl_free(f->c);
 	f->c = NULL;
 	event_base_free(f->base);
+	free(f->state);
+	free(f->run);
 }
 
 static void ask(struct fix *f, const char *summary, uint64_t timeout_s, struct answer *an,
@@ -249,7 +251,7 @@ Test(approvals, withdrawn_by_the_asker_or_its_end_is_not_decidable_and_not_calle
 	f.c = NULL;
 	cr_assert_str_eq(state_of(&f, id2), "withdrawn");
 	cr_assert_eq(a1.calls + a2.calls, 0);
-	event_base_free(f.base);
+	fix_close(&f);
 }
 
 /* A raw row, as another process would have written it (asker `pid`, started at `start`). */
