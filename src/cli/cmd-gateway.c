@@ -231,9 +231,16 @@ static int do_check(const struct gw_args *a)
 		const struct pdk_gw_server *s = &cfg->servers[i];
 		_cleanup_free_ char *yaml = s->command ? pdk_gw_profile_yaml(s) : NULL;
 
-		printf("# server %s (%s:%d): %s\n", s->id, cfg->path, s->line,
-		       s->command ? "stdio, in a sandbox of its own"
-				  : "remote: not supported yet (paddock gateway refuses it)");
+		if (s->command == NULL) {
+			pdk_cli_error("gateway: %s:%d: servers.%s.url: remote upstreams are not "
+				      "supported yet: run the server as a stdio command (command:) "
+				      "instead",
+				      cfg->path, s->line, s->id);
+			pdk_gw_config_free(cfg);
+			return PDK_EXIT_POLICY;
+		}
+		printf("# server %s (%s:%d): stdio, in a sandbox of its own\n", s->id, cfg->path,
+		       s->line);
 		if (yaml != NULL)
 			printf("%s%s", yaml, yaml[0] && yaml[strlen(yaml) - 1] == '\n' ? "" : "\n");
 	}

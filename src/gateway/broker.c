@@ -329,6 +329,27 @@ static struct pdk__gw_tool *tool_of(struct pdk__gw_srv *sv, const json_t *def, c
 	return t;
 }
 
+/*
+ * A tool of the previous listing: one the new listing does not keep is no
+ * longer offered, so the approval of its definition is withdrawn even while
+ * a call still holds it (approving it would pin what nobody serves).
+ */
+static void tool_drop(struct pdk__gw_tool *t, struct pdk__gw_tool **kept, size_t n)
+{
+	bool still = false;
+
+	for (size_t i = 0; i < n; i++)
+		still = still || kept[i] == t;
+	if (!still) {
+		pdk_ctl_approval_withdraw(t->wait);
+		t->wait = NULL;
+		if (t->state == PDK__GW_TOOL_PENDING)
+			t->state = PDK__GW_TOOL_REFUSED;
+	}
+	t->srv = NULL;
+	pdk__gw_tool_unref(t);
+}
+
 void pdk__gw_tools_listed(struct pdk__gw_srv *sv, const json_t *tools)
 {
 	struct pdk__gw_tool **now = pdk_xcalloc(json_array_size(tools) + 1, sizeof(*now));
@@ -348,10 +369,8 @@ void pdk__gw_tools_listed(struct pdk__gw_srv *sv, const json_t *tools)
 		}
 		now[n++] = tool_of(sv, def, name);
 	}
-	for (i = 0; i < sv->n_tools; i++) {
-		sv->tools[i]->srv = NULL;
-		pdk__gw_tool_unref(sv->tools[i]);
-	}
+	for (i = 0; i < sv->n_tools; i++)
+		tool_drop(sv->tools[i], now, n);
 	free(sv->tools);
 	for (i = 0; i < n; i++)
 		now[i]->srv = sv;
@@ -431,14 +450,15 @@ static void call_record(struct pdk__gw_call *gc, const char *decision, const jso
 
 	args_sha256(gc->args, hash);
 	attrs = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:s, s:s, s:o, s:s, s:s?, s:o, s:I, s:I, "
-			  "s:{s:I, s:I}}",
+			  "s:I, s:{s:I, s:I}}",
 			  "principal", gc->principal, "session", gc->session, "client", client,
 			  "server", gc->sv->s->id, "tool", gc->tool, "mcp_transport", "gateway",
 			  "args_sha256", hash, "args", pdk_mcp_audit_args(gc->g->redact, gc->args),
 			  "decision", decision, "rule", gc->rule, "pin", pin_of(gc), "latency_ms",
 			  (json_int_t)((pdk_now_mono_ns() - gc->start_ns) / 1000000),
 			  "result_bytes", (json_int_t)(line ? strlen(line) : 0), "redactions",
-			  "args", (json_int_t)gc->red_args, "result", (json_int_t)gc->red_result);
+			  (json_int_t)(gc->red_args + gc->red_result), "redacted", "args",
+			  (json_int_t)gc->red_args, "result", (json_int_t)gc->red_result);
 	if (attrs == NULL)
 		pdk_oom();
 	/* The OTLP export's span lasts duration_ms; mcp_method and session are MCP's conventions.

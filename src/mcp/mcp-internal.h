@@ -90,11 +90,11 @@ struct pdk_mcp_call {
 	json_t *input_responses;   /* modern, MRTR retry: inputResponses (or NULL) */
 	const char *request_state; /* modern, MRTR retry: into `params` (or NULL) */
 	json_t *params;            /* the request's params (a reference) */
-	bool provided;             /* a provider's call: it answers (pdk_mcp_call_reply()) */
-	bool list_changed;         /* a subscription that asked for toolsListChanged */
-	void *data;                /* the provider's */
 	/* A human's decision it waits for (tool-ws.c), withdrawn if it is cancelled. */
 	struct pdk_ctl_approval_wait *approval;
+	bool provided;     /* a provider's call: it answers (pdk_mcp_call_reply()) */
+	bool list_changed; /* a subscription that asked for toolsListChanged */
+	void *data;        /* the provider's */
 };
 
 /* ---- server.c ---- */

@@ -106,6 +106,11 @@ case_cli() {
 	is "$rc" 122 "$l: a remote upstream is refused at start (122)"
 	printf '%s' "$out" | grep -q 'servers.remote.url: remote upstreams are not supported yet'
 	ok $? "$l: the refusal names servers.remote.url" || printf '%s\n' "$out" | sed 's/^/#   /'
+	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway check --config "$D/remote.yaml" 2>&1)
+	rc=$?
+	is "$rc" 122 "$l: gateway check refuses a remote upstream too (122)"
+	printf '%s' "$out" | grep -q "$D/remote.yaml:2: servers.remote.url: remote upstreams are not supported yet"
+	ok $? "$l: naming FILE:LINE and servers.remote.url" || printf '%s\n' "$out" | sed 's/^/#   /'
 	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway token agent-b 2>&1)
 	rc=$?
 	is "$rc" 0 "$l: gateway token exits 0"
@@ -143,11 +148,14 @@ case_stdio() {
 	jqok "$(nth 7)" '.result.isError == true and .result.structuredContent.error.code == "upstream_failed" and
 		.result.structuredContent.error.server == "dead" and (.result.content[0].text | contains("dead"))' \
 		"$l: a call to an upstream that cannot start names it and why"
+	grep -q "upstream dead failed: .*dead.*exit" "$T/steps.err"
+	ok $? "$l: the upstream that cannot start is logged, naming it and why" ||
+		head -5 "$T/steps.err" | sed 's/^/#   /'
 	is "$(logged '.method == "tools/call" and .params.name == "add" and .params.arguments.b == "two"')" 0 \
 		"$l: the invalid arguments never reached the upstream (its log)"
 	is "$(logged '.method == "tools/call" and .params.name == "env"')" 0 \
 		"$l: the denied call never reached the upstream (its log)"
-	is "$(logged '.method == "tools/call" and .params.name == "echo"')" 1 \
+	is "$(logged '.method == "tools/call" and .params.name == "echo" and .params.arguments.text == "hello through the gateway"')" 1 \
 		"$l: the allowed call reached the upstream once (its log)"
 	no_process_left "$l"
 	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
@@ -186,6 +194,9 @@ case_http() {
 	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
 		-H 'Accept: application/json, text/event-stream' --data '{"jsonrpc":"2.0","id":1,"method":"ping"}' "$GW_URL")
 	is "$code" 401 "$l: a request without a token is refused 401"
+	is "$(logged '.method == "initialize" and .params.clientInfo.name != "paddock-gateway"')" 0 \
+		"$l: the upstream is initialized by the gateway, not by the client (its log)"
+	is "$(grep -c "$TOKEN_A" "$D/log/fx.log")" 0 "$l: the client's bearer token never reaches the upstream"
 	gw_stop
 	is "$GW_RC" 0 "$l: SIGTERM ends the gateway with 0"
 	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
@@ -201,11 +212,15 @@ case_progress_cancel() {
 	local l="$WHO: progress, cancel"
 	steps "$WHO" v1 '[{"op": "list", "want": ["fx__slow"]},
 		{"op": "call", "name": "fx__slow", "args": {"ms": 500}, "progress": true},
-		{"op": "call", "name": "fx__slow", "args": {"ms": 600000}, "timeout": 1500}]' \
+		{"op": "call", "name": "fx__slow", "args": {"ms": 600000}, "timeout": 1500},
+		{"op": "call", "name": "fx__echo", "args": {"text": "after the cancel"}}]' \
 		stdio "$T/bin/paddock" gateway --config "$CFG"
 	jqok "$(nth 2)" '.result.content[0].text == "slept 500 ms" and (.progress | length) > 0' \
 		"$l: the upstream's progress notifications reach the client's token"
 	jqok "$(nth 3)" '.throw != null' "$l: the client gives up on a slow call (its timeout)"
+	# The upstream reads its input in order: once it answered the next call, it had the
+	# cancellation sent before it.
+	jqok "$(nth 4)" '.result.content[0].text == "after the cancel"' "$l: the next call is served"
 	is "$(logged '.method == "notifications/cancelled"')" 1 \
 		"$l: the client's cancellation reached the upstream as notifications/cancelled"
 	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
