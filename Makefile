@@ -103,12 +103,16 @@ test-setup: setup
 test-clients-setup: test-setup
 	@$(call npm_ci,tests/clients/claude)
 
-# Claude Code drives paddock mcp as an agent would, against a fake Messages API on loopback,
-# in a network namespace of its own (no traffic beyond it); as root and as nobody.
+# Claude Code drives paddock mcp and paddock gateway as an agent would, against a fake
+# Messages API on loopback, in a network namespace of its own (no traffic beyond it); as
+# root and as nobody.
 test-clients: build test-clients-setup
 	@PADDOCK='$(CURDIR)/$(BUILD)/paddock' PADDOCK_INIT='$(CURDIR)/$(BUILD)/paddock-init' \
 		TESTS_DIR='$(CURDIR)/tests' BUILD_DIR='$(CURDIR)/$(BUILD)' \
 		bash tests/integration/test-claude.sh
+	@PADDOCK='$(CURDIR)/$(BUILD)/paddock' PADDOCK_INIT='$(CURDIR)/$(BUILD)/paddock-init' \
+		TESTS_DIR='$(CURDIR)/tests' BUILD_DIR='$(CURDIR)/$(BUILD)' \
+		bash tests/integration/test-claude-gateway.sh
 
 bench-setup: setup
 	@$(call deb_install,$(BENCH_DEB_PACKAGES))

@@ -403,7 +403,7 @@ case_tokens() {
 		and any(.tool == "env" and .decision == "denied" and .rule == "no-env"))' \
 		"$l: the calls are tool.call audit records of principal agent-a (allowed, invalid_arguments, denied by no-env)"
 	jqok "$(jq -cs . "$T/audit.json" 2>/dev/null)" '[.. | objects | select(.kind? == "tool.call") | .attrs |
-		select(.server == "fx" and .tool == "echo")] | (tostring | contains("ghp_") | not) and any(.redactions.args > 0)' \
+		select(.server == "fx" and .tool == "echo")] | (tostring | contains("ghp_") | not) and any((.redactions | if type == "object" then .args else . end) > 0)' \
 		"$l: the audit records hold the arguments redacted, and count the redactions"
 	# Revoked: the gateway restarted without agent-old.
 	gw_stop
