@@ -21,14 +21,15 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	util-linux procps musl-tools libcap2-bin clang-format bsdutils diffutils patch \
 	libsqlite3-dev libssl-dev sqlite3 openssl libcurl4-openssl-dev \
 	libevent-dev libhttp-parser-dev libidn2-dev libunistring-dev curl python3-yaml jq \
-	zlib1g-dev libzstd-dev \
+	zlib1g-dev libzstd-dev libpcre2-dev \
 	python3-jsonschema man-db
 # The test clients nobody here wrote (tests/clients/package.json, `npm ci`): the MCP SDKs,
 # inspector and conformance suite, E2B's SDKs, playwright-core driving Debian's chromium.
 # The images suites and the code interpreter use the rest; the leaks suite holds a sandbox's
-# setup at one syscall with strace's fault injection.
+# setup at one syscall with strace's fault injection; the jschema unit suite runs Debian's
+# json-schema-test-suite (docs/json-schema.md).
 TEST_DEB_PACKAGES := nodejs chromium umoci mmdebstrap busybox-static zstd \
-	python3-ipykernel python3-jupyter-client python3-matplotlib strace
+	python3-ipykernel python3-jupyter-client python3-matplotlib strace json-schema-test-suite
 # Only for the benches: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
 # whose SandboxManager will not start without rg and socat. Debian's npm package is
 # installed only when no npm command exists: a nodejs package that bundles npm (a repack of
