@@ -450,15 +450,14 @@ static void call_record(struct pdk__gw_call *gc, const char *decision, const jso
 
 	args_sha256(gc->args, hash);
 	attrs = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:s, s:s, s:o, s:s, s:s?, s:o, s:I, s:I, "
-			  "s:I, s:{s:I, s:I}}",
+			  "s:{s:I, s:I}}",
 			  "principal", gc->principal, "session", gc->session, "client", client,
 			  "server", gc->sv->s->id, "tool", gc->tool, "mcp_transport", "gateway",
 			  "args_sha256", hash, "args", pdk_mcp_audit_args(gc->g->redact, gc->args),
 			  "decision", decision, "rule", gc->rule, "pin", pin_of(gc), "latency_ms",
 			  (json_int_t)((pdk_now_mono_ns() - gc->start_ns) / 1000000),
 			  "result_bytes", (json_int_t)(line ? strlen(line) : 0), "redactions",
-			  (json_int_t)(gc->red_args + gc->red_result), "redacted", "args",
-			  (json_int_t)gc->red_args, "result", (json_int_t)gc->red_result);
+			  "args", (json_int_t)gc->red_args, "result", (json_int_t)gc->red_result);
 	if (attrs == NULL)
 		pdk_oom();
 	/* The OTLP export's span lasts duration_ms; mcp_method and session are MCP's conventions.

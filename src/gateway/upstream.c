@@ -861,6 +861,26 @@ static void on_start_timeout(evutil_socket_t fd, short what, void *arg)
 	unhold(u);
 }
 
+static struct pdk_gw_up *up_new(struct pdk_ctl *ctl, struct event_base *base,
+				const struct pdk_gw_server *s, const struct pdk_gw_up_cbs *cbs,
+				void *ctx)
+{
+	struct pdk_gw_up *u = pdk_xcalloc(1, sizeof(*u));
+
+	u->ctl = ctl;
+	u->base = base;
+	u->s = s;
+	u->cbs = *cbs;
+	u->ctx = ctx;
+	u->link = pdk_xcalloc(1, sizeof(*u->link));
+	*u->link = (struct up_link){.u = u, .ctl = ctl, .server = pdk_xstrdup(s->id), .refs = 1};
+	pdk_buf_init(&u->line, PDK_GW_UP_MESSAGE_MAX);
+	u->timer = evtimer_new(base, on_start_timeout, u);
+	if (u->timer == NULL)
+		pdk_oom();
+	return u;
+}
+
 int pdk__gw_up_start(struct pdk_ctl *ctl, struct event_base *base, const struct pdk_gw_server *s,
 		     const char *profile_path, const struct pdk_gw_up_cbs *cbs, void *ctx,
 		     struct pdk_gw_up **out, struct pdk_error **err)
@@ -887,18 +907,7 @@ int pdk__gw_up_start(struct pdk_ctl *ctl, struct event_base *base, const struct 
 	 * a workspace is never given a warm-pool member made for someone else.
 	 */
 	r.workspace = ws;
-	u = pdk_xcalloc(1, sizeof(*u));
-	u->ctl = ctl;
-	u->base = base;
-	u->s = s;
-	u->cbs = *cbs;
-	u->ctx = ctx;
-	u->link = pdk_xcalloc(1, sizeof(*u->link));
-	*u->link = (struct up_link){.u = u, .ctl = ctl, .server = pdk_xstrdup(s->id), .refs = 1};
-	pdk_buf_init(&u->line, PDK_GW_UP_MESSAGE_MAX);
-	u->timer = evtimer_new(base, on_start_timeout, u);
-	if (u->timer == NULL)
-		pdk_oom();
+	u = up_new(ctl, base, s, cbs, ctx);
 	timer_arm(u->timer, start_timeout_ms(u));
 	*out = u;
 	hold(u);
