@@ -35,6 +35,7 @@ struct gw_run {
 	struct pdk_gw *gw;
 	const struct pdk_gw_config *cfg;
 	struct pdk_mcp_stdio *stdio;
+	const char *listen, *principal;
 	struct event *sig_term, *sig_int, *sig_chld, *tick;
 	char *own_dir;
 	const struct pdk_log *log;
@@ -206,6 +207,21 @@ static struct event *add_event(struct gw_run *r, int sig, event_callback_fn fn)
 	return ev;
 }
 
+/*
+ * Every upstream has listed its tools or failed once: the stdio client is
+ * read from now on (its initialize waits in the pipe meanwhile), so its
+ * first tools/list already has every tool that could start.
+ */
+static void on_started(void *arg, struct pdk_gw *g)
+{
+	struct gw_run *r = arg;
+
+	if (r->listen != NULL || r->stdio != NULL)
+		return;
+	r->stdio = pdk_mcp_stdio_new(pdk_gw_mcp(g), STDIN_FILENO, STDOUT_FILENO,
+				     r->principal ? r->principal : "local", on_eof, r);
+}
+
 static int start_gateway(struct gw_run *r, const struct pdk_daemon_gateway_opts *o,
 			 struct pdk_error **err)
 {
@@ -216,7 +232,9 @@ static int start_gateway(struct gw_run *r, const struct pdk_daemon_gateway_opts 
 				 .run_dir = r->own_dir,
 				 .log = o->log,
 				 .secrets = o->secrets,
-				 .max_message = o->max_message};
+				 .max_message = o->max_message,
+				 .started = on_started,
+				 .started_arg = r};
 
 	return pdk_gw_new(&go, &r->gw, err);
 }
@@ -232,6 +250,8 @@ static int start(struct gw_run *r, const struct pdk_daemon_gateway_opts *o, stru
 
 	r->log = o->log;
 	r->cfg = o->cfg;
+	r->listen = o->listen;
+	r->principal = o->principal;
 	pdk_make_id(id);
 	r->own_dir = pdk_xasprintf("%s/gateway/%.8s-%d", o->run_dir, id, (int)getpid());
 	r->base = event_base_new();
@@ -251,9 +271,7 @@ static int start(struct gw_run *r, const struct pdk_daemon_gateway_opts *o, stru
 		return -EINVAL;
 	if (o->listen != NULL)
 		return listen_http(r, o, err);
-	r->stdio = pdk_mcp_stdio_new(pdk_gw_mcp(r->gw), STDIN_FILENO, STDOUT_FILENO,
-				     o->principal ? o->principal : "local", on_eof, r);
-	return 0;
+	return 0; /* stdio: served from on_started() */
 }
 
 static void stop(struct gw_run *r)

@@ -42,6 +42,7 @@ struct pdk__gw_srv {
 	char *profile;                 /* the profile file written for it */
 	struct pdk_gw_up *up;          /* running or failed, or NULL */
 	bool failed;                   /* up failed: freed and started again at retry_ns */
+	bool settled;                  /* it listed its tools or failed, at least once */
 	char *last_error;              /* why it failed last (NULL: never) */
 	uint64_t retry_ns;
 	unsigned backoff_s;
@@ -63,6 +64,9 @@ struct pdk_gw {
 	size_t n_srvs;
 	struct pdk__gw_call *calls; /* in flight (cancelled ones too, until answered) */
 	bool stopping;
+	bool starting; /* pdk_gw_new() is starting the upstreams */
+	void (*started)(void *arg, struct pdk_gw *g);
+	void *started_arg; /* `started` is NULL once it was called */
 };
 
 /* ---- broker.c ---- */
@@ -77,6 +81,8 @@ bool pdk__gw_call(void *ctx, struct pdk_mcp_call *call, const char *name, const 
 void pdk__gw_cancel(void *ctx, struct pdk_mcp_call *call);
 /* Every call still in flight is answered (the gateway stops). */
 void pdk__gw_calls_end(struct pdk_gw *g);
+/* `sv` listed its tools or failed: `started` is called when every upstream has. */
+void pdk__gw_settled(struct pdk__gw_srv *sv);
 /* The server `id`, or NULL. */
 struct pdk__gw_srv *pdk__gw_srv_find(struct pdk_gw *g, const char *id, size_t len);
 

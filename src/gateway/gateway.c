@@ -32,6 +32,21 @@ struct pdk__gw_srv *pdk__gw_srv_find(struct pdk_gw *g, const char *id, size_t le
 
 /* ---- an upstream's life ---- */
 
+void pdk__gw_settled(struct pdk__gw_srv *sv)
+{
+	struct pdk_gw *g = sv->g;
+	void (*cb)(void *arg, struct pdk_gw *gw) = g->started;
+
+	sv->settled = true;
+	for (size_t i = 0; i < g->n_srvs; i++)
+		if (!g->srvs[i].settled)
+			return;
+	if (cb == NULL || g->starting)
+		return;
+	g->started = NULL;
+	cb(g->started_arg, g);
+}
+
 static void on_tools(void *ctx, struct pdk_gw_up *u, const json_t *tools)
 {
 	struct pdk__gw_srv *sv = ctx;
@@ -41,6 +56,7 @@ static void on_tools(void *ctx, struct pdk_gw_up *u, const json_t *tools)
 		pdk_log(&sv->g->log, PDK_LOG_INFO, "upstream %s is running again", sv->s->id);
 	sv->backoff_s = 0;
 	pdk__gw_tools_listed(sv, tools);
+	pdk__gw_settled(sv);
 }
 
 /* Failed: logged, its tools unlisted; tick frees it and starts it again after the backoff. */
@@ -58,6 +74,7 @@ static void srv_failed(struct pdk__gw_srv *sv, const char *msg)
 	/* Its tools are not listed while it is down. */
 	if (sv->n_tools > 0)
 		pdk_mcp_tools_changed(sv->g->mcp);
+	pdk__gw_settled(sv);
 }
 
 static void on_failed(void *ctx, struct pdk_gw_up *u, const struct pdk_error *err)
@@ -174,9 +191,25 @@ static int servers_start(struct pdk_gw *g, const char *dir, struct pdk_error **e
 		if (write_profile(sv, dir, err) < 0)
 			return -EIO;
 	}
+	g->starting = true;
 	for (size_t i = 0; i < g->n_srvs; i++)
 		srv_start(&g->srvs[i]);
+	g->starting = false;
 	return 0;
+}
+
+/* Every upstream settled while they were being started (or there is none). */
+static void announce(struct pdk_gw *g)
+{
+	void (*cb)(void *arg, struct pdk_gw *gw) = g->started;
+
+	for (size_t i = 0; i < g->n_srvs; i++)
+		if (!g->srvs[i].settled)
+			return;
+	if (cb != NULL) {
+		g->started = NULL;
+		cb(g->started_arg, g);
+	}
 }
 
 int pdk_gw_new(const struct pdk_gw_opts *o, struct pdk_gw **out, struct pdk_error **err)
@@ -210,12 +243,15 @@ int pdk_gw_new(const struct pdk_gw_opts *o, struct pdk_gw **out, struct pdk_erro
 						    .max_message = o->max_message,
 						    .provider = &g->provider,
 						    .instructions = instructions});
+	g->started = o->started;
+	g->started_arg = o->started_arg;
 	dir = pdk_xasprintf("%s/profiles", o->run_dir);
 	if (servers_start(g, dir, err) < 0) {
 		pdk_gw_free(g);
 		return -EIO;
 	}
 	*out = g;
+	announce(g);
 	return 0;
 }
 

@@ -240,6 +240,15 @@ struct pdk_gw_opts {
 	 */
 	char *const *secrets;
 	size_t max_message; /* the largest downstream message (0: PDK_RPC_MESSAGE_MAX) */
+	/*
+	 * Called once, when every upstream has listed its tools or failed its
+	 * first start (each is bounded by its start_timeout; at once without
+	 * upstreams): a front end that serves one client (stdio) starts reading
+	 * it then, so that the client's first tools/list sees every upstream
+	 * that could start. May be called from pdk_gw_new(). NULL: none.
+	 */
+	void (*started)(void *arg, struct pdk_gw *g);
+	void *started_arg;
 };
 
 /*

@@ -172,10 +172,13 @@ case_stdio() {
 
 case_modern() {
 	local l="$WHO: stdio, 2026-07-28"
-	steps "$WHO" v2 '[{"op": "list", "want": ["fx__echo"]},
+	# The first tools/list, not asked again: the gateway reads its client once every upstream
+	# has started or failed.
+	steps "$WHO" v2 '[{"op": "list"},
 		{"op": "call", "name": "fx__echo", "args": {"text": "modern era"}},
 		{"op": "call", "name": "fx__env", "args": {}}]' stdio "$T/bin/paddock" gateway --config "$CFG"
-	jqok "$(nth 1)" '[.tools[].name] | index("fx__echo") != null' "$l: tools/list names fx__echo"
+	jqok "$(nth 1)" '[.tools[].name] | index("fx__echo") != null and index("rug__echo") != null' \
+		"$l: the client's first tools/list already names every upstream's tools"
 	jqok "$(nth 2)" '.result.content[0].text == "modern era"' "$l: a call is forwarded and answered"
 	jqok "$(nth 3)" '.result.structuredContent.error.rule == "no-env"' "$l: the deny rule is named"
 	no_process_left "$l"
