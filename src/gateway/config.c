@@ -480,7 +480,10 @@ static const struct node *map_get(const struct node *map, const char *key)
 	return NULL;
 }
 
-/* A list of strings, each checked by `one` (NULL: any string), into *out (a new vector). */
+/*
+ * A list of strings into *out (a new vector): a set of entries each checked
+ * by `one`, or, with `one` NULL, an argv (any strings, repeats allowed).
+ */
 static int want_strv(struct walk *w, const struct node *n, const char *field,
 		     int (*one)(struct walk *w, const struct node *n, const char *field,
 				const char **s),
@@ -494,7 +497,7 @@ static int want_strv(struct walk *w, const struct node *n, const char *field,
 		const char *s = NULL;
 
 		rc = one ? one(w, n->kids[i], f, &s) : want_str(w, n->kids[i], f, &s);
-		for (size_t j = 0; rc == 0 && v[j]; j++) {
+		for (size_t j = 0; rc == 0 && one != NULL && v[j]; j++) {
 			if (strcmp(v[j], s) == 0)
 				rc = bad(w, n->kids[i], f, "'%s' is listed twice", s);
 		}
@@ -713,7 +716,6 @@ static int srv_command(struct walk *w, void *obj, const struct node *v, const ch
 		rc = bad(w, v, field,
 			 "expected the program and its arguments, such as [node, "
 			 "/path/to/server.js]");
-	/* Arguments may repeat: want_strv's check is for sets. */
 	return rc;
 }
 

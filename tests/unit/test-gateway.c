@@ -171,6 +171,10 @@ Test(gateway, full_example)
 Test(gateway, defaults)
 {
 	struct pdk_gw_config *c = load_ok(FS);
+	struct pdk_gw_config *argv = load_ok("servers:\n  s:\n    command: [sh, -c, sh]\n");
+
+	cr_assert_str_eq(argv->servers[0].command[2], "sh", "arguments may repeat");
+	pdk_gw_config_free(argv);
 
 	cr_assert_eq(c->dflt, PDK_GW_DENY);
 	cr_assert_eq(c->approval_timeout_s, 300);
