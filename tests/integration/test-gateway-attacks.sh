@@ -7,6 +7,7 @@
 # `paddock gateway --listen` with a principal's bearer token, or over stdio.
 #   poison      a description hiding instructions: withheld, an approval lists the findings,
 #               `paddock approve ID` serves it
+#   denied      the same, denied by `paddock deny ID`: it stays withheld (tool_refused)
 #   rug pull    a description changed after first contact: withheld (not listed, a call gets
 #               tool_pending_approval naming the approval), the approval carries the diff;
 #               approved -> served again
@@ -114,6 +115,7 @@ config() {
 		fixture fx ok
 		fixture secret plant-secret
 		fixture poison poison
+		fixture poison2 poison
 		fixture rug rugpull --rug-after 1000000
 		fixture egress ok
 		echo "      network: {client: [allowed.example.org]}"
@@ -199,6 +201,32 @@ case_poison() {
 	jqok "$(nth 2)" '(err.code? // "") != "tool_pending_approval"' \
 		"$l: approved, a call of poison__notes is no longer refused"
 	is "$(logged poison "$(is_call notes)")" 1 "$l: the approved call reached the upstream"
+}
+
+# A poisoned tool a human denies stays withheld: a call gets tool_refused naming the approval.
+case_denied() {
+	local l="$WHO: denied"
+	http "$WHO" '[{"op": "list", "want": ["poison2__echo"]}]'
+	pending_approval poison2 notes
+	ok $([ -n "$AID" ]; echo $?) "$l: a pending tool.pin approval asks about poison2__notes ($AID)"
+	mcp_as "$WHO" "$T/bin/paddock" deny "$AID" --note "it asks for my keys" >"$T/deny.out" 2>&1
+	is "$?" 0 "$l: paddock deny $AID exits 0" || sed 's/^/#   /' "$T/deny.out"
+	# The gateway has taken the decision in once it recorded it (approval.denied).
+	local i
+	for i in $(seq 600); do
+		mcp_as "$WHO" "$T/bin/paddock" audit tail -n 50 --kind approval.denied --json 2>/dev/null |
+			grep -q "$AID" && break
+		sleep 0.1
+	done
+	http "$WHO" '[{"op": "list"}, {"op": "call", "name": "poison2__notes", "args": {"note": "x"}}]'
+	jqok "$(nth 1)" '[.tools[].name] | index("poison2__notes") == null and index("poison2__echo") != null' \
+		"$l: denied, poison2__notes stays withheld from tools/list"
+	gw_error "$(nth 2)" tool_refused "$l: a call of it is refused tool_refused"
+	jqok "$(nth 2)" 'err.approval == "'"$AID"'"' "$l: the refusal names the denied approval"
+	is "$(logged poison2 "$(is_call notes)")" 0 "$l: no call of notes reached the upstream (its log)"
+	mcp_as "$WHO" "$T/bin/paddock" approvals --all --json >"$T/approvals.json" 2>&1
+	jqok "$(jq -cs . "$T/approvals.json" 2>/dev/null)" '[.. | objects | select(.id? == "'"$AID"'")] |
+		any(.state == "denied" and (.note | contains("my keys")))' "$l: paddock approvals --all shows it denied, with the note"
 }
 
 case_rugpull() {
@@ -298,7 +326,11 @@ case_network() {
 	ok $? "$l: the host itself reaches its loopback listener"
 	reach "$NS_IP" "$nport"
 	ok $? "$l: the host itself reaches the origin"
-	sleep 0.2
+	# Each listener logs a connection once it accepted it: wait for the host's (a bound).
+	for i in $(seq 100); do
+		[ "$(cat "$T/lo-$WHO.log" "$T/ns-$WHO.log" 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.1
+	done
 	is "$(wc -l <"$T/lo-$WHO.log" 2>/dev/null)" 1 "$l: the loopback listener saw only the host's connection"
 	is "$(wc -l <"$T/ns-$WHO.log" 2>/dev/null)" 1 "$l: the origin saw only the host's connection"
 	kill "$lpid" "$NS_PID" 2>/dev/null
@@ -474,6 +506,7 @@ for WHO in root user; do
 		continue
 	fi
 	case_poison
+	case_denied
 	case_rugpull
 	case_files
 	case_network
