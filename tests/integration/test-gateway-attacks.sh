@@ -152,6 +152,12 @@ pending_approval() {
 	[ -n "$AID" ] || { echo "# paddock approvals --json:"; head -c 2000 "$T/approvals.json" "$T/approvals.err" | sed 's/^/#   /'; }
 }
 
+# diag STATUS DESC FILE: a subtest; when it failed, FILE's last lines as diagnostics.
+diag() {
+	ok "$1" "$2"
+	[ "$1" = 0 ] || tail -8 "$3" | sed 's/^/#   /'
+}
+
 # logged NAME JQ-FILTER: how many messages in NAME's fixture log pass the filter.
 logged() {
 	jq -c "select($2)" "$D/log/$1.log" 2>/dev/null | wc -l
@@ -183,12 +189,13 @@ case_poison() {
 	jqok "$(nth 1)" '[.tools[].name] | index("poison__notes") == null and index("poison__echo") != null' \
 		"$l: the poisoned tool is withheld from tools/list (its clean neighbour is served)"
 	pending_approval poison notes
-	ok $([ -n "$AID" ]; echo $?) "$l: a pending tool.pin approval asks about poison__notes ($AID)"
+	[ -n "$AID" ]
+	ok $? "$l: a pending tool.pin approval asks about poison__notes ($AID)"
 	jqok "$APPROVAL" '[.detail.findings[].shape] | (index("invisible") != null and index("credentials") != null and index("conceal") != null)' \
 		"$l: the approval lists the findings (invisible, credentials, conceal)"
 	mcp_as "$WHO" "$T/bin/paddock" approvals >"$T/approvals.txt" 2>&1
 	grep -q "$AID" "$T/approvals.txt" && grep -q "poison__notes" "$T/approvals.txt"
-	ok $? "$l: paddock approvals lists it (id and tool)" || sed 's/^/#   /' "$T/approvals.txt" | head -5
+	diag $? "$l: paddock approvals lists it (id and tool)" "$T/approvals.txt"
 	gw_error "$(nth 2)" tool_pending_approval "$l: a call of the withheld tool is refused tool_pending_approval"
 	jqok "$(nth 2)" 'err.approval == "'"$AID"'" and
 		(.result.content[0].text | contains("'"$AID"'"))' "$l: the refusal names the approval id"
@@ -208,7 +215,8 @@ case_denied() {
 	local l="$WHO: denied"
 	http "$WHO" '[{"op": "list", "want": ["poison2__echo"]}]'
 	pending_approval poison2 notes
-	ok $([ -n "$AID" ]; echo $?) "$l: a pending tool.pin approval asks about poison2__notes ($AID)"
+	[ -n "$AID" ]
+	ok $? "$l: a pending tool.pin approval asks about poison2__notes ($AID)"
 	mcp_as "$WHO" "$T/bin/paddock" deny "$AID" --note "it asks for my keys" >"$T/deny.out" 2>&1
 	is "$?" 0 "$l: paddock deny $AID exits 0" || sed 's/^/#   /' "$T/deny.out"
 	# The gateway has taken the decision in once it recorded it (approval.denied).
@@ -241,7 +249,8 @@ case_rugpull() {
 	jqok "$(nth 4)" '[.tools[].name] | index("rug__echo") == null and index("rug__mutate") != null' \
 		"$l: the changed rug__echo disappears from tools/list (the old pin is not served either)"
 	pending_approval rug echo
-	ok $([ -n "$AID" ]; echo $?) "$l: a pending tool.pin approval asks about rug__echo ($AID)"
+	[ -n "$AID" ]
+	ok $? "$l: a pending tool.pin approval asks about rug__echo ($AID)"
 	gw_error "$(nth 5)" tool_pending_approval "$l: a call of rug__echo is refused tool_pending_approval"
 	jqok "$(nth 5)" 'err.approval == "'"$AID"'"' "$l: the refusal names the approval id"
 	jqok "$APPROVAL" '[.. | objects | select(has("before") and has("after"))] | any(
@@ -283,13 +292,15 @@ case_files() {
 	jqok "$(nth 5)" '.result.isError == true and (.result.content[0].text | startswith("cannot write"))' \
 		"$l: a write to ~/.ssh/authorized_keys fails (its own error)"
 	# Elsewhere under the host's /tmp it writes into its sandbox's own /tmp (strict's tmpfs).
-	ok $([ ! -e "$T/bin/planted.py" ] && [ ! -e "$HOMEDIR/.ssh/authorized_keys" ]; echo $?) \
+	[ ! -e "$T/bin/planted.py" ] && [ ! -e "$HOMEDIR/.ssh/authorized_keys" ]
+	ok $? \
 		"$l: neither file exists on the host"
 	jqok "$(nth 6)" '.result.isError != true' "$l: a write inside its write path succeeds"
 	is "$(cat "$D/data-fx/inside.txt" 2>/dev/null)" "inside" "$l: that file is on the host"
 	is "$(logged fx "$(is_call write_file) and .params.arguments.path == \"$D/outside.txt\"")" 1 \
 		"$l: a write beside its write paths was tried (it reached the upstream)"
-	ok $([ ! -e "$D/outside.txt" ]; echo $?) "$l: that file is not on the host (it went to the sandbox's own /tmp)"
+	[ ! -e "$D/outside.txt" ]
+	ok $? "$l: that file is not on the host (it went to the sandbox's own /tmp)"
 }
 
 case_network() {
@@ -319,8 +330,7 @@ case_network() {
 	local i
 	for i in $(seq 100); do grep -q "$NS_IP:$nport" "$GW_LOG" && break; sleep 0.1; done
 	grep -q "egress.*refused.*$NS_IP:$nport\|refused.*$NS_IP:$nport.*egress" "$GW_LOG"
-	ok $? "$l: the gateway names the upstream and the refused destination" ||
-		grep -i "egress" "$GW_LOG" | tail -5 | sed 's/^/#   /'
+	diag $? "$l: the gateway names the upstream and the refused destination" "$GW_LOG"
 	# The host reaches both: what the sandboxes did not reach was there.
 	reach 127.0.0.1 "$lport"
 	ok $? "$l: the host itself reaches its loopback listener"
@@ -413,8 +423,7 @@ case_survival() {
 	jqok "$(nth 11)" '[.tools[].name] | (index("fx__echo") != null and (map(select(startswith("dead__"))) | length) == 0)' \
 		"$l: the upstream that exits at start lists no tools; the others stay listed"
 	grep -q "dead.*exiting at start\|dead.*status 2" "$GW_LOG"
-	ok $? "$l: the gateway's log names the upstream that exits at start and why" ||
-		grep -i dead "$GW_LOG" | tail -3 | sed 's/^/#   /'
+	diag $? "$l: the gateway's log names the upstream that exits at start and why" "$GW_LOG"
 }
 
 case_tokens() {
