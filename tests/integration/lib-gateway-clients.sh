@@ -10,8 +10,6 @@
 #   nth N                           the Nth JSON line of $OUT
 #   jqok JSON FILTER DESC           JSON passes the jq FILTER, as a subtest ($JQ_DEFS, jq
 #                                   definitions, before it)
-#   todo_ok STATUS DESC REASON      a subtest of a known gap (TAP's TODO: its failure is
-#                                   expected and fails nothing; its pass shows the gap closed)
 #   whouid WHO                      0 or nobody's uid
 # GW_TOKEN, when set, is the bearer token the client sends over HTTP.
 GW_PID=""
@@ -74,11 +72,6 @@ jqok() {
 	rc=$?
 	ok $rc "$3"
 	[ $rc = 0 ] || { printf '%s\n' "$1" | head -c 1500 | sed 's/^/#   /'; echo; }
-}
-
-todo_ok() {
-	ok "$1" "$2 # TODO $3"
-	[ "$1" = 0 ] || TAP_FAILED=$((TAP_FAILED - 1))
 }
 
 whouid() {

@@ -7,6 +7,7 @@
 # `paddock gateway --listen` with a principal's bearer token, or over stdio.
 #   poison      a description hiding instructions: withheld, an approval lists the findings,
 #               `paddock approve ID` serves it
+#   denied      the same, denied by `paddock deny ID`: it stays withheld (tool_refused)
 #   rug pull    a description changed after first contact: withheld (not listed, a call gets
 #               tool_pending_approval naming the approval), the approval carries the diff;
 #               approved -> served again
@@ -114,6 +115,7 @@ config() {
 		fixture fx ok
 		fixture secret plant-secret
 		fixture poison poison
+		fixture poison2 poison
 		fixture rug rugpull --rug-after 1000000
 		fixture egress ok
 		echo "      network: {client: [allowed.example.org]}"
@@ -150,6 +152,12 @@ pending_approval() {
 	[ -n "$AID" ] || { echo "# paddock approvals --json:"; head -c 2000 "$T/approvals.json" "$T/approvals.err" | sed 's/^/#   /'; }
 }
 
+# diag STATUS DESC FILE: a subtest; when it failed, FILE's last lines as diagnostics.
+diag() {
+	ok "$1" "$2"
+	[ "$1" = 0 ] || tail -8 "$3" | sed 's/^/#   /'
+}
+
 # logged NAME JQ-FILTER: how many messages in NAME's fixture log pass the filter.
 logged() {
 	jq -c "select($2)" "$D/log/$1.log" 2>/dev/null | wc -l
@@ -181,12 +189,13 @@ case_poison() {
 	jqok "$(nth 1)" '[.tools[].name] | index("poison__notes") == null and index("poison__echo") != null' \
 		"$l: the poisoned tool is withheld from tools/list (its clean neighbour is served)"
 	pending_approval poison notes
-	ok $([ -n "$AID" ]; echo $?) "$l: a pending tool.pin approval asks about poison__notes ($AID)"
+	[ -n "$AID" ]
+	ok $? "$l: a pending tool.pin approval asks about poison__notes ($AID)"
 	jqok "$APPROVAL" '[.detail.findings[].shape] | (index("invisible") != null and index("credentials") != null and index("conceal") != null)' \
 		"$l: the approval lists the findings (invisible, credentials, conceal)"
 	mcp_as "$WHO" "$T/bin/paddock" approvals >"$T/approvals.txt" 2>&1
 	grep -q "$AID" "$T/approvals.txt" && grep -q "poison__notes" "$T/approvals.txt"
-	ok $? "$l: paddock approvals lists it (id and tool)" || sed 's/^/#   /' "$T/approvals.txt" | head -5
+	diag $? "$l: paddock approvals lists it (id and tool)" "$T/approvals.txt"
 	gw_error "$(nth 2)" tool_pending_approval "$l: a call of the withheld tool is refused tool_pending_approval"
 	jqok "$(nth 2)" 'err.approval == "'"$AID"'" and
 		(.result.content[0].text | contains("'"$AID"'"))' "$l: the refusal names the approval id"
@@ -201,6 +210,33 @@ case_poison() {
 	is "$(logged poison "$(is_call notes)")" 1 "$l: the approved call reached the upstream"
 }
 
+# A poisoned tool a human denies stays withheld: a call gets tool_refused naming the approval.
+case_denied() {
+	local l="$WHO: denied"
+	http "$WHO" '[{"op": "list", "want": ["poison2__echo"]}]'
+	pending_approval poison2 notes
+	[ -n "$AID" ]
+	ok $? "$l: a pending tool.pin approval asks about poison2__notes ($AID)"
+	mcp_as "$WHO" "$T/bin/paddock" deny "$AID" --note "it asks for my keys" >"$T/deny.out" 2>&1
+	is "$?" 0 "$l: paddock deny $AID exits 0" || sed 's/^/#   /' "$T/deny.out"
+	# The gateway has taken the decision in once it recorded it (approval.denied).
+	local i
+	for i in $(seq 600); do
+		mcp_as "$WHO" "$T/bin/paddock" audit tail -n 50 --kind approval.denied --json 2>/dev/null |
+			grep -q "$AID" && break
+		sleep 0.1
+	done
+	http "$WHO" '[{"op": "list"}, {"op": "call", "name": "poison2__notes", "args": {"note": "x"}}]'
+	jqok "$(nth 1)" '[.tools[].name] | index("poison2__notes") == null and index("poison2__echo") != null' \
+		"$l: denied, poison2__notes stays withheld from tools/list"
+	gw_error "$(nth 2)" tool_refused "$l: a call of it is refused tool_refused"
+	jqok "$(nth 2)" 'err.approval == "'"$AID"'"' "$l: the refusal names the denied approval"
+	is "$(logged poison2 "$(is_call notes)")" 0 "$l: no call of notes reached the upstream (its log)"
+	mcp_as "$WHO" "$T/bin/paddock" approvals --all --json >"$T/approvals.json" 2>&1
+	jqok "$(jq -cs . "$T/approvals.json" 2>/dev/null)" '[.. | objects | select(.id? == "'"$AID"'")] |
+		any(.state == "denied" and (.note | contains("my keys")))' "$l: paddock approvals --all shows it denied, with the note"
+}
+
 case_rugpull() {
 	local l="$WHO: rug pull"
 	http "$WHO" '[{"op": "list", "want": ["rug__echo", "rug__mutate"]},
@@ -213,7 +249,8 @@ case_rugpull() {
 	jqok "$(nth 4)" '[.tools[].name] | index("rug__echo") == null and index("rug__mutate") != null' \
 		"$l: the changed rug__echo disappears from tools/list (the old pin is not served either)"
 	pending_approval rug echo
-	ok $([ -n "$AID" ]; echo $?) "$l: a pending tool.pin approval asks about rug__echo ($AID)"
+	[ -n "$AID" ]
+	ok $? "$l: a pending tool.pin approval asks about rug__echo ($AID)"
 	gw_error "$(nth 5)" tool_pending_approval "$l: a call of rug__echo is refused tool_pending_approval"
 	jqok "$(nth 5)" 'err.approval == "'"$AID"'"' "$l: the refusal names the approval id"
 	jqok "$APPROVAL" '[.. | objects | select(has("before") and has("after"))] | any(
@@ -255,13 +292,15 @@ case_files() {
 	jqok "$(nth 5)" '.result.isError == true and (.result.content[0].text | startswith("cannot write"))' \
 		"$l: a write to ~/.ssh/authorized_keys fails (its own error)"
 	# Elsewhere under the host's /tmp it writes into its sandbox's own /tmp (strict's tmpfs).
-	ok $([ ! -e "$T/bin/planted.py" ] && [ ! -e "$HOMEDIR/.ssh/authorized_keys" ]; echo $?) \
+	[ ! -e "$T/bin/planted.py" ] && [ ! -e "$HOMEDIR/.ssh/authorized_keys" ]
+	ok $? \
 		"$l: neither file exists on the host"
 	jqok "$(nth 6)" '.result.isError != true' "$l: a write inside its write path succeeds"
 	is "$(cat "$D/data-fx/inside.txt" 2>/dev/null)" "inside" "$l: that file is on the host"
 	is "$(logged fx "$(is_call write_file) and .params.arguments.path == \"$D/outside.txt\"")" 1 \
 		"$l: a write beside its write paths was tried (it reached the upstream)"
-	ok $([ ! -e "$D/outside.txt" ]; echo $?) "$l: that file is not on the host (it went to the sandbox's own /tmp)"
+	[ ! -e "$D/outside.txt" ]
+	ok $? "$l: that file is not on the host (it went to the sandbox's own /tmp)"
 }
 
 case_network() {
@@ -291,14 +330,17 @@ case_network() {
 	local i
 	for i in $(seq 100); do grep -q "$NS_IP:$nport" "$GW_LOG" && break; sleep 0.1; done
 	grep -q "egress.*refused.*$NS_IP:$nport\|refused.*$NS_IP:$nport.*egress" "$GW_LOG"
-	ok $? "$l: the gateway names the upstream and the refused destination" ||
-		grep -i "egress" "$GW_LOG" | tail -5 | sed 's/^/#   /'
+	diag $? "$l: the gateway names the upstream and the refused destination" "$GW_LOG"
 	# The host reaches both: what the sandboxes did not reach was there.
 	reach 127.0.0.1 "$lport"
 	ok $? "$l: the host itself reaches its loopback listener"
 	reach "$NS_IP" "$nport"
 	ok $? "$l: the host itself reaches the origin"
-	sleep 0.2
+	# Each listener logs a connection once it accepted it: wait for the host's (a bound).
+	for i in $(seq 100); do
+		[ "$(cat "$T/lo-$WHO.log" "$T/ns-$WHO.log" 2>/dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.1
+	done
 	is "$(wc -l <"$T/lo-$WHO.log" 2>/dev/null)" 1 "$l: the loopback listener saw only the host's connection"
 	is "$(wc -l <"$T/ns-$WHO.log" 2>/dev/null)" 1 "$l: the origin saw only the host's connection"
 	kill "$lpid" "$NS_PID" 2>/dev/null
@@ -381,8 +423,7 @@ case_survival() {
 	jqok "$(nth 11)" '[.tools[].name] | (index("fx__echo") != null and (map(select(startswith("dead__"))) | length) == 0)' \
 		"$l: the upstream that exits at start lists no tools; the others stay listed"
 	grep -q "dead.*exiting at start\|dead.*status 2" "$GW_LOG"
-	ok $? "$l: the gateway's log names the upstream that exits at start and why" ||
-		grep -i dead "$GW_LOG" | tail -3 | sed 's/^/#   /'
+	diag $? "$l: the gateway's log names the upstream that exits at start and why" "$GW_LOG"
 }
 
 case_tokens() {
@@ -474,6 +515,7 @@ for WHO in root user; do
 		continue
 	fi
 	case_poison
+	case_denied
 	case_rugpull
 	case_files
 	case_network
