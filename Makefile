@@ -24,7 +24,8 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 	zlib1g-dev libzstd-dev libpcre2-dev \
 	python3-jsonschema man-db
 # The test clients nobody here wrote (tests/clients/package.json, `npm ci`): the MCP SDKs,
-# inspector and conformance suite, E2B's SDKs, playwright-core driving Debian's chromium.
+# inspector and conformance suite, the reference MCP servers the gateway runs as upstreams,
+# E2B's SDKs, playwright-core driving Debian's chromium.
 # The images suites and the code interpreter use the rest; the leaks suite holds a sandbox's
 # setup at one syscall with strace's fault injection; the jschema unit suite runs Debian's
 # json-schema-test-suite (docs/json-schema.md).
@@ -102,12 +103,16 @@ test-setup: setup
 test-clients-setup: test-setup
 	@$(call npm_ci,tests/clients/claude)
 
-# Claude Code drives paddock mcp as an agent would, against a fake Messages API on loopback,
-# in a network namespace of its own (no traffic beyond it); as root and as nobody.
+# Claude Code drives paddock mcp and paddock gateway as an agent would, against a fake
+# Messages API on loopback, in a network namespace of its own (no traffic beyond it); as
+# root and as nobody.
 test-clients: build test-clients-setup
 	@PADDOCK='$(CURDIR)/$(BUILD)/paddock' PADDOCK_INIT='$(CURDIR)/$(BUILD)/paddock-init' \
 		TESTS_DIR='$(CURDIR)/tests' BUILD_DIR='$(CURDIR)/$(BUILD)' \
 		bash tests/integration/test-claude.sh
+	@PADDOCK='$(CURDIR)/$(BUILD)/paddock' PADDOCK_INIT='$(CURDIR)/$(BUILD)/paddock-init' \
+		TESTS_DIR='$(CURDIR)/tests' BUILD_DIR='$(CURDIR)/$(BUILD)' \
+		bash tests/integration/test-claude-gateway.sh
 
 bench-setup: setup
 	@$(call deb_install,$(BENCH_DEB_PACKAGES))
@@ -188,6 +193,7 @@ bench: build bench-setup test-setup
 	python3 bench/egress-tls ./$(BUILD)/paddock
 	python3 bench/daemon ./$(BUILD)/paddock --quick
 	python3 bench/mcp ./$(BUILD)/paddock
+	python3 bench/gateway ./$(BUILD)/paddock
 	bash bench/e2b ./$(BUILD)/paddock
 	python3 bench/images ./$(BUILD)/paddock
 

@@ -77,7 +77,7 @@ pids="$pids $fuzz_pid"
 fuzz_t=$(date +%s)
 
 t=$(date +%s)
-asan_suites="run profile egress egress-tls egress-tunnel exectrace audit supervise serve serve-gaps serve-body cli-daemon mcp mcp-conformance"
+asan_suites="run profile egress egress-tls egress-tunnel exectrace audit supervise serve serve-gaps serve-body cli-daemon mcp mcp-conformance approvals"
 phase "unit tests and the $(echo "$asan_suites" | tr ' ' /) suites under ASan+UBSan ($asan)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	meson test -C "$asan" --no-rebuild --print-errorlogs --num-processes "$jobs" \

@@ -104,6 +104,10 @@ void pdk__route_events(struct pdk_route *r);
 void pdk__sse_keepalive(struct pdk_api *a);
 void pdk__sse_close_all(struct pdk_api *a);
 
+/* ---- route-approvals.c ---- */
+/* /v1/approvals[/{id}[/approve|/deny]]: admins only. */
+void pdk__route_approvals(struct pdk_route *r);
+
 /* ---- route-ports.c ---- */
 /* /v1/sandboxes/{id}/ports[/{port}]: open, list, close a forwarded port. */
 void pdk__route_ports(struct pdk_route *r, const char *id);

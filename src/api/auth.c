@@ -9,14 +9,15 @@
 #include "base.h"
 
 #include <event2/bufferevent.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
 /*
  * Whether the unix socket's peer is the daemon's owner: NULL when it is, else why not
- * (a new string, for the auth.failure event and the 401 answer).
+ * (a new string, for the auth.failure event and the 401 answer). *uid gets the peer's uid.
  */
-static char *peer_not_owner(struct pdk_api *a, struct evhttp_request *req)
+static char *peer_not_owner(struct pdk_api *a, struct evhttp_request *req, uid_t *uid)
 {
 	struct evhttp_connection *c = evhttp_request_get_connection(req);
 	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
@@ -28,6 +29,7 @@ static char *peer_not_owner(struct pdk_api *a, struct evhttp_request *req)
 
 	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return pdk_xstrdup("a bearer token is needed");
+	*uid = cred.uid;
 	/* SECURITY: the socket is 0600, and the peer is checked again: the daemon's uid or root. */
 	if (cred.uid != a->uid && cred.uid != 0)
 		return pdk_xstrdup("a bearer token is needed");
@@ -69,11 +71,15 @@ int pdk__api_authenticate(struct pdk_route *r, bool unix_peer)
 
 	memset(&r->auth, 0, sizeof(r->auth));
 	if (h == NULL) {
-		_cleanup_free_ char *why = unix_peer ? peer_not_owner(r->a, r->req)
+		uid_t uid = 0;
+		_cleanup_free_ char *why = unix_peer ? peer_not_owner(r->a, r->req, &uid)
 						     : pdk_xstrdup("a bearer token is needed");
 
 		if (why == NULL) {
 			r->auth.admin = true;
+			/* The records name the socket's owner so (an approval's approver). */
+			(void)snprintf(r->auth.name, sizeof(r->auth.name), "unix:%u",
+				       (unsigned)uid);
 			return 0;
 		}
 		pdk__api_auth_failed(r, 401, why);

@@ -1035,6 +1035,20 @@ int pdk_req_parse_name(const char *body, size_t len, const char *key, bool requi
 	return 0;
 }
 
+int pdk_req_parse_approval(const char *body, size_t len, char **note, struct pdk_req_error *e)
+{
+	const struct field fields[] = {{"note", chk_str, 0}};
+	_cleanup_json_ json_t *j = load(body, len, e);
+
+	*note = NULL;
+	if (j == NULL || check_object(j, "", fields, 1, note, e) < 0) {
+		free(*note);
+		*note = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int sig;

@@ -278,6 +278,8 @@ static void dispatch(struct pdk_route *r)
 		pdk__route_events(r);
 	else if (r->nsegs >= 2 && strcmp(r->segs[0], "sandboxes") == 0)
 		route_sandbox(r);
+	else if (strcmp(r->segs[0], "approvals") == 0)
+		pdk__route_approvals(r);
 	else if (!pdk__api_allowed(r, NULL, 0))
 		return;
 	else if (is(r, 1, "sandboxes", EVHTTP_REQ_POST))

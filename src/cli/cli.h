@@ -51,8 +51,12 @@ int pdk_cmd_sandbox(int argc, char **argv);
 int pdk_cmd_commit(int argc, char **argv);
 int pdk_cmd_port(int argc, char **argv);
 int pdk_cmd_mcp(int argc, char **argv);
+/* gateway, and its check, pins and token subcommands (cmd-gateway.c). */
+int pdk_cmd_gateway(int argc, char **argv);
 int pdk_cmd_events(int argc, char **argv);
 int pdk_cmd_image(int argc, char **argv);
+/* approvals, approve and deny: argv[0] says which (cmd-approvals.c). */
+int pdk_cmd_approvals(int argc, char **argv);
 /* `paddock image build` (argv[0] is "build"; cmd-image-build.c). */
 int pdk_cmd_image_build(int argc, char **argv);
 struct pdk_image_store;

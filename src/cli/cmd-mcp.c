@@ -51,6 +51,10 @@ static void usage(FILE *out)
 	      "  --allow-home        let --workspace be (or hold) your home directory\n"
 	      "  --ttl DURATION      the lifetime of a sandbox made without a ttl (default 1h)\n"
 	      "  --max-message SIZE  the largest message a client may send (default 4M)\n"
+	      "  --approval-timeout DURATION\n"
+	      "                      how long workspace_propose_commit waits for a human's\n"
+	      "                      decision (paddock approvals, paddock approve ID) before\n"
+	      "                      it is refused as timed out (default 5m; 1s to 7d)\n"
 	      "  --state-dir DIR     the state directory (default $PADDOCK_STATE_DIR, else\n"
 	      "                      $XDG_STATE_HOME/paddock, ~/.local/state/paddock, or\n"
 	      "                      /var/lib/paddock for root)\n"
@@ -74,7 +78,8 @@ enum {
 	OPT_WORKSPACE,
 	OPT_LISTEN,
 	OPT_FIXTURES,
-	OPT_ALLOW_HOME
+	OPT_ALLOW_HOME,
+	OPT_APPROVAL_TIMEOUT
 };
 
 static const struct option long_opts[] = {
@@ -85,6 +90,7 @@ static const struct option long_opts[] = {
 	{"conformance-fixtures", no_argument, NULL, OPT_FIXTURES},
 	{"allow-home", no_argument, NULL, OPT_ALLOW_HOME},
 	{"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
+	{"approval-timeout", required_argument, NULL, OPT_APPROVAL_TIMEOUT},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
@@ -114,6 +120,20 @@ static int parse_ttl(const char *arg, uint64_t *out_s)
 
 	if (pdk_parse_duration(arg, &ms) < 0 || ms < 1000 || ms / 1000 > 7 * 24 * 3600) {
 		pdk_cli_error("mcp: --ttl wants a duration from 1s to 7d (30m, 1h), not '%s'", arg);
+		return -1;
+	}
+	*out_s = ms / 1000;
+	return 0;
+}
+
+static int parse_approval_timeout(const char *arg, uint64_t *out_s)
+{
+	uint64_t ms;
+
+	if (pdk_parse_duration(arg, &ms) < 0 || ms < 1000 || ms / 1000 > 7 * 24 * 3600) {
+		pdk_cli_error("mcp: --approval-timeout wants a duration from 1s to 7d (30s, 5m), "
+			      "not '%s'",
+			      arg);
 		return -1;
 	}
 	*out_s = ms / 1000;
@@ -167,6 +187,8 @@ static int mcp_opt(int c, struct mcp_args *a)
 		return parse_ttl(optarg, &a->o.ttl_s);
 	case OPT_MAX_MESSAGE:
 		return parse_size(optarg, &a->o.max_message);
+	case OPT_APPROVAL_TIMEOUT:
+		return parse_approval_timeout(optarg, &a->o.approval_timeout_s);
 	case OPT_STATE_DIR:
 		a->o.state_dir = optarg;
 		return 0;

@@ -36,7 +36,12 @@ static const struct pdk_command commands[] = {
 	 "forward a sandbox's port to the host's loopback (or list, --close)"},
 	{"kill", pdk_cmd_sandbox, "destroy sandboxes: by id, session, workflow, agent or label"},
 	{"mcp", pdk_cmd_mcp, "serve the Model Context Protocol: tools that run in sandboxes"},
+	{"gateway", pdk_cmd_gateway,
+	 "one MCP endpoint before MCP servers that each run in a sandbox"},
 	{"events", pdk_cmd_events, "print the daemon's audit events (--follow: live)"},
+	{"approvals", pdk_cmd_approvals, "list the requests waiting for a human's approval"},
+	{"approve", pdk_cmd_approvals, "approve a pending request (paddock approvals lists them)"},
+	{"deny", pdk_cmd_approvals, "deny a pending request"},
 	{"image", pdk_cmd_image, "import, list, inspect or remove sandbox images"},
 	{"version", pdk_cmd_version, "print the version"},
 	{"supervise", pdk_cmd_supervise, NULL}, /* started by the daemon: not listed */

@@ -43,7 +43,14 @@ struct pdk_ctl {
 	struct event *held_ev;          /* stores the held events if no append takes them first */
 	struct event *turn_ev;          /* stores the queued events at the turn's end (events.c) */
 	bool turn_pending;              /* c->held has a pdk_ctl_event() record */
+	/* The approval queue, opened at the first request this object asks (approvals.c). */
+	struct pdk_db *approvals;
+	struct pdk_ctl_approval_wait *approval_waiters; /* its requests being waited for */
+	struct event *approval_ev; /* the pass over them, while there are any */
 };
+
+/* approvals.c: withdraw the requests still waited for, close the queue (the object's end). */
+void pdk__approvals_free(struct pdk_ctl *c);
 
 /* handles.c: forget every handle (the control object's end). */
 void pdk__handles_free_all(struct pdk_ctl *c);

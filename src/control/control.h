@@ -125,6 +125,9 @@ void pdk_ctl_shutdown(struct pdk_ctl *c, bool destroy, uint64_t wait_s);
  */
 void pdk_ctl_free(struct pdk_ctl *c);
 
+/* The state directory the object took (borrowed for its life). */
+const char *pdk_ctl_state_dir(const struct pdk_ctl *c);
+
 /* The number of sandboxes known (live, starting, lost). */
 size_t pdk_ctl_sandbox_count(struct pdk_ctl *c);
 
@@ -731,6 +734,12 @@ size_t pdk_ctl_ports(struct pdk_ctl_sb *sb, struct pdk_ctl_port *out, size_t roo
 struct pdk_ctl_auth {
 	bool admin;
 	struct pdk_token_claims sb; /* when not admin: the sandbox token's claims */
+	/*
+	 * Who an admin is, as the records name them (an approval's approver):
+	 * the admin token's name, or what the front door set ("unix:UID" for
+	 * the unix socket's owner); "" when unknown.
+	 */
+	char name[72];
 };
 
 /*
@@ -921,7 +930,12 @@ struct pdk_ctl_approval_wait; /* one waiter (opaque) */
  * loop, when it is decided (by any process) or times out. *out (may be
  * NULL) is the waiter, valid until `cb`. -EDQUOT past
  * PDK_CTL_APPROVALS_PENDING_MAX pending, -EINVAL (field) for a missing
- * kind, principal or summary, -EIO when the queue cannot be written.
+ * kind, principal or summary, -E2BIG (field "detail") for a detail over
+ * 1 MiB of JSON, -EIO when the queue cannot be written. A summary or
+ * reason over 1024 bytes is cut there. A pending request whose asker ended
+ * (its pid and start time, judged only from the asker's pid namespace) is
+ * answered "withdrawn" by the next list, get, decide or ask of any process;
+ * one past its timeout, "timed_out".
  */
 PDK_MUST_CHECK int pdk_ctl_approval_ask(struct pdk_ctl *c, const struct pdk_ctl_approval_req *r,
 					pdk_ctl_approval_cb cb, void *ctx, char id[37],

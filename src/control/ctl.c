@@ -71,6 +71,11 @@ bool pdk_ctl_image_known(struct pdk_ctl *c, const char *ref)
 	return known;
 }
 
+const char *pdk_ctl_state_dir(const struct pdk_ctl *c)
+{
+	return c->state_dir;
+}
+
 size_t pdk_ctl_sandbox_count(struct pdk_ctl *c)
 {
 	size_t n = 0;
@@ -258,6 +263,8 @@ void pdk_ctl_free(struct pdk_ctl *c)
 	if (c->fold_ev != NULL)
 		event_free(c->fold_ev);
 	free(c->fold_err);
+	/* Before the held events are stored: the withdrawals are recorded with them. */
+	pdk__approvals_free(c);
 	pdk__ctl_held_free(c);
 	if (c->audit != NULL && pdk_audit_checkpoint(c->audit, &err) < 0)
 		pdk__ctl_log(c, PDK_LOG_ERROR, "audit checkpoint: %s", err->msg);

@@ -8,11 +8,13 @@
 #include "control-internal.h"
 #include "telemetry.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int pdk_ctl_authenticate(struct pdk_ctl *c, const char *token, struct pdk_ctl_auth *out,
 			 struct pdk_error **err)
 {
+	_cleanup_free_ char *name = NULL;
 	char hash[65];
 
 	memset(out, 0, sizeof(*out));
@@ -20,9 +22,10 @@ int pdk_ctl_authenticate(struct pdk_ctl *c, const char *token, struct pdk_ctl_au
 		return pdk_error_setx(err, EACCES, "the token is too long");
 	if (strncmp(token, PDK_TOKEN_ADM_PREFIX, strlen(PDK_TOKEN_ADM_PREFIX)) == 0) {
 		pdk_token_sha256_hex(token, hash);
-		if (pdk_store_token_check(c->store, hash, NULL, NULL) < 0)
+		if (pdk_store_token_check(c->store, hash, &name, NULL) < 0)
 			return pdk_error_setx(err, EACCES, "unknown or revoked admin token");
 		out->admin = true;
+		(void)snprintf(out->name, sizeof(out->name), "%s", name != NULL ? name : "admin");
 		return 0;
 	}
 	return pdk_token_verify(c->key, token, pdk_now_real_ns() / 1000000000ULL, &out->sb, err);

@@ -54,16 +54,17 @@ PDK_MUST_CHECK int pdk_daemon_serve(const struct pdk_daemon_opts *opts, struct p
 
 /* What `paddock mcp` was asked for (cmd-mcp.c fills it; every member borrowed). */
 struct pdk_daemon_mcp_opts {
-	const char *state_dir;     /* the state directory (base/paths.h) */
-	const char *run_dir;       /* the runtime directory (base/paths.h) */
-	const char *profile;       /* sandboxes made without a profile (NULL: "default") */
-	uint64_t ttl_s;            /* their TTL (0: 1 hour) */
-	const char *workspace;     /* the host directory they overlay (NULL: a private one) */
-	const char *listen;        /* "HOST:PORT" (loopback): Streamable HTTP instead of stdio */
-	size_t max_message;        /* the largest message (0: 4 MiB) */
-	bool conformance_fixtures; /* also serve the conformance suite's fixtures (tests only) */
-	char *const *envp;         /* the environment supervisors are started with */
-	const struct pdk_log *log; /* where messages go (NULL: nowhere) */
+	const char *state_dir;       /* the state directory (base/paths.h) */
+	const char *run_dir;         /* the runtime directory (base/paths.h) */
+	const char *profile;         /* sandboxes made without a profile (NULL: "default") */
+	uint64_t ttl_s;              /* their TTL (0: 1 hour) */
+	const char *workspace;       /* the host directory they overlay (NULL: a private one) */
+	const char *listen;          /* "HOST:PORT" (loopback): Streamable HTTP instead of stdio */
+	size_t max_message;          /* the largest message (0: 4 MiB) */
+	uint64_t approval_timeout_s; /* how long an approval request waits (0: 5 minutes) */
+	bool conformance_fixtures;   /* also serve the conformance suite's fixtures (tests only) */
+	char *const *envp;           /* the environment supervisors are started with */
+	const struct pdk_log *log;   /* where messages go (NULL: nowhere) */
 };
 
 /*
@@ -74,5 +75,33 @@ struct pdk_daemon_mcp_opts {
  * start.
  */
 PDK_MUST_CHECK int pdk_daemon_mcp(const struct pdk_daemon_mcp_opts *opts, struct pdk_error **err);
+
+struct pdk_gw_config;
+
+/* What `paddock gateway` was asked for (cmd-gateway.c fills it; every member borrowed). */
+struct pdk_daemon_gateway_opts {
+	const struct pdk_gw_config *cfg; /* the config, loaded and checked */
+	const char *state_dir;           /* the state directory (base/paths.h) */
+	const char *run_dir;             /* the runtime directory (base/paths.h) */
+	const char *listen;              /* "HOST:PORT": Streamable HTTP at /mcp instead of stdio */
+	const char *principal;           /* the stdio client's principal (NULL: "local") */
+	/* Secret values to redact: NAME, VALUE, ... NULL-terminated (PADDOCK_SECRET_NAME). */
+	char *const *secrets;
+	size_t max_message;        /* the largest message (0: 4 MiB) */
+	char *const *envp;         /* the environment supervisors are started with */
+	const struct pdk_log *log; /* where messages go (NULL: nowhere) */
+};
+
+/*
+ * Serve the MCP gateway (docs/gateway.md, "Running") on stdin and stdout
+ * until the client closes stdin, or on Streamable HTTP at
+ * http://LISTEN/mcp, until SIGTERM/SIGINT; with a control object of its
+ * own on the state directory. Every upstream runs in a sandbox of its own;
+ * at the end each is destroyed and waited for. 0, or negative + *err when
+ * it could not start (-EINVAL: the config asks what cannot be served, a
+ * --listen beyond loopback without principals).
+ */
+PDK_MUST_CHECK int pdk_daemon_gateway(const struct pdk_daemon_gateway_opts *opts,
+				      struct pdk_error **err);
 
 #endif

@@ -179,6 +179,7 @@ static int start(struct mcp_run *r, const struct pdk_daemon_mcp_opts *o, struct 
 				       .profile = o->profile,
 				       .ttl_s = o->ttl_s,
 				       .workspace = o->workspace,
+				       .approval_timeout_s = o->approval_timeout_s,
 				       .conformance_fixtures = o->conformance_fixtures});
 	(void)signal(SIGPIPE, SIG_IGN);
 	r->sig_term = add_event(r, SIGTERM, on_stop);

@@ -53,6 +53,13 @@ PDK_MUST_CHECK int pdk__gw_up_start(struct pdk_ctl *ctl, struct event_base *base
 				    const struct pdk_gw_up_cbs *cbs, void *ctx,
 				    struct pdk_gw_up **out, struct pdk_error **err);
 
+/*
+ * Where what is nobody's answer goes (borrowed; NULL: dropped): the
+ * server's log notifications, the requests of it refused, a late answer,
+ * a sandbox that could not be destroyed. Call it right after the start.
+ */
+void pdk__gw_up_set_log(struct pdk_gw_up *u, const struct pdk_log *log);
+
 /* Its server's config (borrowed). */
 const struct pdk_gw_server *pdk__gw_up_server(const struct pdk_gw_up *u);
 /* Its sandbox's control id, or NULL before it runs. */

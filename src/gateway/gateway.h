@@ -123,6 +123,12 @@ struct pdk_gw_config {
  */
 PDK_MUST_CHECK int pdk_gw_config_load(const char *path, struct pdk_gw_config **out,
 				      struct pdk_error **err);
+/*
+ * The same for `len` bytes of YAML at `data` (a file already read), named
+ * `path` in messages and in c->path.
+ */
+PDK_MUST_CHECK int pdk_gw_config_parse(const char *path, const char *data, size_t len,
+				       struct pdk_gw_config **out, struct pdk_error **err);
 void pdk_gw_config_free(struct pdk_gw_config *c);
 
 /* The server `id`, or NULL. */
@@ -214,5 +220,62 @@ PDK_MUST_CHECK int pdk_gw_pin_set(struct pdk_gw_pins *p, const char *server, con
  */
 PDK_MUST_CHECK int pdk_gw_pin_list(struct pdk_gw_pins *p, const char *server, json_t **out,
 				   struct pdk_error **err);
+
+/* ---- the gateway (gateway.c, broker.c) ---- */
+
+struct event_base;
+struct pdk_gw;
+
+struct pdk_gw_opts {
+	struct pdk_ctl *ctl;             /* borrowed; outlives the gateway */
+	struct event_base *base;         /* the loop (borrowed) */
+	const struct pdk_gw_config *cfg; /* borrowed; outlives the gateway */
+	const char *state_dir;           /* the pin store's (STATE/gateway/pins.db) */
+	const char *run_dir;       /* the gateway's own directory: profiles are written there */
+	const struct pdk_log *log; /* borrowed; NULL: dropped */
+	/*
+	 * Secret values never to reach an upstream or the client: NAME, VALUE,
+	 * NAME, VALUE... NULL-terminated (the CLI read them from
+	 * PADDOCK_SECRET_NAME); borrowed for the call. NULL: none.
+	 */
+	char *const *secrets;
+	size_t max_message; /* the largest downstream message (0: PDK_RPC_MESSAGE_MAX) */
+	/*
+	 * Called once, when every upstream has listed its tools or failed its
+	 * first start (each is bounded by its start_timeout; at once without
+	 * upstreams): a front end that serves one client (stdio) starts reading
+	 * it then, so that the client's first tools/list sees every upstream
+	 * that could start. May be called from pdk_gw_new(). NULL: none.
+	 */
+	void (*started)(void *arg, struct pdk_gw *g);
+	void *started_arg;
+};
+
+/*
+ * A gateway (docs/gateway.md, "Running"): the pin store opened, every
+ * stdio upstream started in a sandbox of its own (its profile written to
+ * run_dir), and the downstream MCP server (pdk_gw_mcp()) whose tools are
+ * the upstreams' served ones, named SERVER__TOOL. An upstream that fails
+ * is logged naming it and why, and started again after 1 s, 2 s, ... up to
+ * 30 s; it is not an error here. -EINVAL (field) for a remote upstream
+ * (servers.ID.url: not supported yet), the pin store's errors. *out is the
+ * caller's (pdk_gw_free()).
+ */
+PDK_MUST_CHECK int pdk_gw_new(const struct pdk_gw_opts *o, struct pdk_gw **out,
+			      struct pdk_error **err);
+
+/* The downstream MCP server (borrowed): transports serve it (mcp.h). */
+struct pdk_mcp *pdk_gw_mcp(struct pdk_gw *g);
+
+/* Once a second or so: failed upstreams whose backoff passed start again. */
+void pdk_gw_tick(struct pdk_gw *g);
+
+/*
+ * Stop: every call in flight is answered, every upstream's command killed
+ * and its sandbox destroyed (the control object's shutdown waits for
+ * them), pending approvals withdrawn. Free every downstream transport
+ * first. NULL-safe.
+ */
+void pdk_gw_free(struct pdk_gw *g);
 
 #endif

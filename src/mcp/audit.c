@@ -35,7 +35,7 @@ static void cut_long(json_t *v)
 }
 
 /* SECURITY: the arguments as the audit store may keep them: no secret, nothing huge. */
-static json_t *redacted_args(const json_t *args)
+json_t *pdk_mcp_audit_args(const struct pdk_redact *secrets, const json_t *args)
 {
 	json_t *a = json_deep_copy(args);
 	json_t *env = json_object_get(a, "env");
@@ -49,7 +49,7 @@ static json_t *redacted_args(const json_t *args)
 		(void)json_object_set_new(env, k, json_string(r));
 	}
 	cut_long(a);
-	(void)pdk_redact_json(NULL, a);
+	(void)pdk_redact_json(secrets, a);
 	return a;
 }
 
@@ -96,7 +96,7 @@ void pdk__mcp_audit(const struct pdk_mcp_call *call, const json_t *result)
 			  call->modern ? PDK_MCP_VERSION_MODERN
 			  : c->version ? c->version
 				       : "legacy",
-			  "arguments", redacted_args(call->args), "decision",
+			  "arguments", pdk_mcp_audit_args(NULL, call->args), "decision",
 			  decision_of(call, result), "duration_ms",
 			  (json_int_t)((pdk_now_mono_ns() - call->start_ns) / 1000000),
 			  "result_bytes", (json_int_t)(line ? strlen(line) : 0));

@@ -145,12 +145,70 @@ char *pdk__mcp_arg_path(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb, const 
 
 void pdk__mcp_call_cancel(struct pdk_mcp_call *call)
 {
+	const struct pdk_mcp_provider *p = call->conn->m->provider;
+
+	if (call->cancelled)
+		return; /* told once: a provider answers it once */
 	call->cancelled = true;
 	if (call->ticker != NULL)
 		event_del(call->ticker);
 	/* SECURITY: the command's process group is killed, not only left unanswered. */
 	if (call->x != NULL)
 		pdk_ctl_exec_cancel(call->x);
+	/* A request for a human's approval is withdrawn: nobody can grant it any more. */
+	if (call->approval != NULL)
+		pdk__tool_ws_withdraw(call);
+	/* Last: the provider may answer, and so free, the call. */
+	if (call->provided && p->cancel != NULL)
+		p->cancel(p->ctx, call);
+}
+
+/* ---- a provider's calls (mcp.h) ---- */
+
+void pdk_mcp_call_reply(struct pdk_mcp_call *call, json_t *result)
+{
+	pdk__mcp_call_finish(call, result);
+}
+
+void pdk_mcp_call_progress(struct pdk_mcp_call *call, const json_t *params)
+{
+	json_t *p;
+
+	if (call->progress == NULL || call->cancelled)
+		return;
+	p = json_is_object(params) ? json_deep_copy(params) : json_object();
+	pdk_json_set(p, "progressToken", json_incref(call->progress));
+	pdk__mcp_send(call->conn, call->id, pdk_rpc_notification("notifications/progress", p));
+}
+
+const json_t *pdk_mcp_call_progress_token(const struct pdk_mcp_call *call)
+{
+	return call->progress;
+}
+
+const json_t *pdk_mcp_call_id(const struct pdk_mcp_call *call)
+{
+	return call->id;
+}
+
+bool pdk_mcp_call_cancelled(const struct pdk_mcp_call *call)
+{
+	return call->cancelled;
+}
+
+struct pdk_mcp_conn *pdk_mcp_call_conn(const struct pdk_mcp_call *call)
+{
+	return call->conn;
+}
+
+void pdk_mcp_call_set_data(struct pdk_mcp_call *call, void *data)
+{
+	call->data = data;
+}
+
+void *pdk_mcp_call_data(const struct pdk_mcp_call *call)
+{
+	return call->data;
 }
 
 static void tick(evutil_socket_t fd, short what, void *arg)

@@ -241,6 +241,7 @@ static struct session *session_new(struct pdk_mcp_http *h, const char *principal
 	/* The session is the client: its handles are its own, whoever else holds the token. */
 	identity = pdk_xasprintf("%s/session:%s", principal, s->id);
 	s->conn = pdk_mcp_conn_new(h->m, identity, "http", send_session, s);
+	pdk__mcp_conn_set_principal(s->conn, principal);
 	s->next = h->sessions;
 	h->sessions = s;
 	return s;

@@ -20,10 +20,15 @@ struct pdk_mcp {
 	size_t max_message;
 	char *profile;
 	uint64_t ttl_s;
-	char *workspace;       /* the host directory sandboxes overlay, or NULL: a private one */
-	json_t *tools;         /* the tools/list "tools" array, built once */
-	bool fixtures;         /* the conformance fixtures are served too (fixtures.h) */
-	unsigned char key[32]; /* the MRTR requestState key (mrtr.c), random per server */
+	char *workspace; /* the host directory sandboxes overlay, or NULL: a private one */
+	uint64_t approval_timeout_s; /* how long an approval request waits (tool-ws.c) */
+	json_t *tools;               /* the tools/list "tools" array, built once */
+	bool fixtures;               /* the conformance fixtures are served too (fixtures.h) */
+	unsigned char key[32];       /* the MRTR requestState key (mrtr.c), random per server */
+	const struct pdk_mcp_provider *provider; /* someone else's tools, or NULL */
+	bool own_tools;                          /* paddock's own tools are served */
+	char *instructions;                      /* initialize's and server/discover's */
+	struct pdk_mcp_conn *conns;              /* open connections (list_changed goes to them) */
 };
 
 enum pdk_mcp_tool_flags {
@@ -47,7 +52,9 @@ struct pdk_mcp_tool {
 
 struct pdk_mcp_conn {
 	struct pdk_mcp *m;
+	struct pdk_mcp_conn *next_conn; /* in m->conns while open */
 	char *identity, *transport;
+	char *principal; /* who the transport authenticated (the identity unless told) */
 	pdk_mcp_send_cb send;
 	void *send_ctx;
 	bool closed;      /* the client is gone: nothing more is sent */
@@ -83,6 +90,11 @@ struct pdk_mcp_call {
 	json_t *input_responses;   /* modern, MRTR retry: inputResponses (or NULL) */
 	const char *request_state; /* modern, MRTR retry: into `params` (or NULL) */
 	json_t *params;            /* the request's params (a reference) */
+	/* A human's decision it waits for (tool-ws.c), withdrawn if it is cancelled. */
+	struct pdk_ctl_approval_wait *approval;
+	bool provided;     /* a provider's call: it answers (pdk_mcp_call_reply()) */
+	bool list_changed; /* a subscription that asked for toolsListChanged */
+	void *data;        /* the provider's */
 };
 
 /* ---- server.c ---- */
@@ -98,6 +110,8 @@ json_t *pdk__mcp_modern_result(json_t *result);
 #define PDK_RPC_HEADER_MISMATCH     (-32020)
 #define PDK_RPC_MISSING_CAPABILITY  (-32021)
 #define PDK_RPC_UNSUPPORTED_VERSION (-32022)
+/* The principal of `c` when it is not its identity (a legacy HTTP session's). */
+void pdk__mcp_conn_set_principal(struct pdk_mcp_conn *c, const char *principal);
 /* Drop a reference; the last one of a closed connection frees it. */
 void pdk__mcp_conn_unref(struct pdk_mcp_conn *c);
 
@@ -191,6 +205,11 @@ void pdk__tool_ws_diff(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
 void pdk__tool_ws_snapshot(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
 void pdk__tool_ws_rollback(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
 void pdk__tool_ws_propose_commit(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
+/*
+ * The call's approval request is withdrawn (it was cancelled): the call ends
+ * on the loop's next turn, as its canceller may still hold it.
+ */
+void pdk__tool_ws_withdraw(struct pdk_mcp_call *call);
 void pdk__tool_egress_rules(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
 void pdk__tool_egress_denials(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);
 void pdk__tool_egress_request_allow(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb);

@@ -27,6 +27,8 @@
 struct event_base;
 struct pdk_mcp;
 struct pdk_mcp_conn;
+struct pdk_mcp_call;
+struct pdk_mcp_provider;
 
 /* The protocol revisions spoken (docs/mcp.md, "Eras"): the legacy ones, newest first. */
 #define PDK_MCP_VERSION_LATEST "2025-11-25"
@@ -42,8 +44,18 @@ struct pdk_mcp_opts {
 	const char *profile;       /* the profile of sandboxes made without one (NULL: "default") */
 	uint64_t ttl_s;            /* the TTL of sandboxes made without one (0: 1 hour) */
 	const char *workspace;     /* a host directory every sandbox overlays (NULL: private) */
+	/* How long a request for a human's approval waits (0: PDK_CTL_APPROVAL_TIMEOUT_S). */
+	uint64_t approval_timeout_s;
 	/* Also serve the MCP conformance suite's fixtures (fixtures.h): for its tests only. */
 	bool conformance_fixtures;
+	/*
+	 * Tools of someone else (the gateway): listed after paddock's own (or
+	 * instead of them, see below) and called through it. NULL: none.
+	 * Borrowed; outlives the server.
+	 */
+	const struct pdk_mcp_provider *provider;
+	/* What initialize and server/discover tell the client (NULL: paddock mcp's text). */
+	const char *instructions;
 };
 
 /* A new server (caller frees with pdk_mcp_free() after every connection's end). Never NULL. */
@@ -85,6 +97,90 @@ void pdk_mcp_conn_close(struct pdk_mcp_conn *c);
 
 /* Calls of the connection still in flight. */
 size_t pdk_mcp_conn_calls(const struct pdk_mcp_conn *c);
+
+/* ---- tools of a provider (the gateway's upstreams) ---- */
+
+/*
+ * A provider answers tools/list and tools/call for tools the server does
+ * not have itself. The server neither validates its calls' arguments (its
+ * schema checker knows paddock's own tools only: the provider validates)
+ * nor records them in the audit store (the provider does). Every callback
+ * runs on the loop's thread.
+ */
+struct pdk_mcp_provider {
+	void *ctx;
+	/* Also serve paddock's own tools (run_command, ...) besides the provider's. */
+	bool own_tools;
+	/* The tools connection `c` may see (new reference: an array of tool definitions). */
+	json_t *(*list)(void *ctx, struct pdk_mcp_conn *c);
+	/*
+	 * Call tool `name` with `args` (an object; both borrowed for the call).
+	 * false: no such tool (the client gets the server's unknown-tool error
+	 * and `call` is gone); true: the provider owns `call` until it answers
+	 * it with pdk_mcp_call_reply(), now or later, exactly once.
+	 */
+	bool (*call)(void *ctx, struct pdk_mcp_call *call, const char *name, const json_t *args);
+	/*
+	 * The client cancelled `call` (notifications/cancelled) or its
+	 * connection ended: nothing more is sent for it. The provider stops its
+	 * work and still answers it with pdk_mcp_call_reply() (the result is
+	 * dropped), now or later. May be NULL: the call just runs to its end.
+	 */
+	void (*cancel)(void *ctx, struct pdk_mcp_call *call);
+	/* Connection `c` ended (after every call of it was cancelled). May be NULL. */
+	void (*conn_end)(void *ctx, struct pdk_mcp_conn *c);
+};
+
+/*
+ * Answer a provider's call with `result` (taken: a CallToolResult object,
+ * isError or not) and free the call: sent unless the call was cancelled.
+ */
+void pdk_mcp_call_reply(struct pdk_mcp_call *call, json_t *result);
+
+/*
+ * A notifications/progress for `call`: `params` (borrowed) with the
+ * client's progressToken put in. Dropped when the client gave no token or
+ * cancelled the call.
+ */
+void pdk_mcp_call_progress(struct pdk_mcp_call *call, const json_t *params);
+
+/* The client's progress token of `call`, or NULL (borrowed). */
+const json_t *pdk_mcp_call_progress_token(const struct pdk_mcp_call *call);
+/* The client's JSON-RPC id of `call` (borrowed). */
+const json_t *pdk_mcp_call_id(const struct pdk_mcp_call *call);
+/* Whether the client cancelled `call` (or its connection ended). */
+bool pdk_mcp_call_cancelled(const struct pdk_mcp_call *call);
+/* The connection `call` came on (borrowed). */
+struct pdk_mcp_conn *pdk_mcp_call_conn(const struct pdk_mcp_call *call);
+/* The provider's own pointer for `call` (NULL until set). */
+void pdk_mcp_call_set_data(struct pdk_mcp_call *call, void *data);
+void *pdk_mcp_call_data(const struct pdk_mcp_call *call);
+
+/*
+ * Who the connection's client is: the principal its transport
+ * authenticated ("loopback", a token's name, the stdio identity).
+ */
+const char *pdk_mcp_conn_principal(const struct pdk_mcp_conn *c);
+/* The connection's session: its identity (a legacy HTTP session's own, or the principal). */
+const char *pdk_mcp_conn_session(const struct pdk_mcp_conn *c);
+/* The client's clientInfo.name, or NULL (borrowed). */
+const char *pdk_mcp_conn_client(const struct pdk_mcp_conn *c);
+
+/*
+ * The provider's tools changed: notifications/tools/list_changed to every
+ * connection that can take it (legacy era: those that initialized; the
+ * 2026-07-28 era: each subscriptions/listen stream that asked for
+ * toolsListChanged).
+ */
+void pdk_mcp_tools_changed(struct pdk_mcp *m);
+
+/*
+ * Arguments as an audit record keeps them (new reference): secret-looking
+ * env names' values, the secrets `r` holds (NULL: none) and token shapes
+ * redacted, strings past 1 KiB cut (audit.c; the gateway's records too).
+ */
+struct pdk_redact;
+json_t *pdk_mcp_audit_args(const struct pdk_redact *r, const json_t *args);
 
 /* ---- the stdio transport (stdio.c) ---- */
 

@@ -13,6 +13,12 @@
 
 static const char *const versions[] = {PDK_MCP_VERSION_LATEST, PDK_MCP_VERSION_PREV};
 
+static const char instructions[] =
+	"Tools run in paddock sandboxes: no network beyond the profile's allowlist, a "
+	"workspace whose changes are a reviewable change set, every call audited. Calls "
+	"without sandbox_id share one sandbox per session (2025 revisions); in the 2026-07-28 "
+	"revision, create one with sandbox_create and pass its sandbox_id.";
+
 struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o)
 {
 	struct pdk_mcp *m = pdk_xcalloc(1, sizeof(*m));
@@ -25,7 +31,11 @@ struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o)
 	m->profile = pdk_xstrdup(o->profile ? o->profile : "default");
 	m->ttl_s = o->ttl_s ? o->ttl_s : DEFAULT_TTL_S;
 	m->workspace = o->workspace ? pdk_xstrdup(o->workspace) : NULL;
-	m->tools = pdk__mcp_tools_json();
+	m->approval_timeout_s = o->approval_timeout_s;
+	m->provider = o->provider;
+	m->own_tools = o->provider == NULL || o->provider->own_tools;
+	m->instructions = pdk_xstrdup(o->instructions ? o->instructions : instructions);
+	m->tools = m->own_tools ? pdk__mcp_tools_json() : json_array();
 	m->fixtures = o->conformance_fixtures;
 	if (m->fixtures) {
 		json_t *more = pdk__mcp_fixture_tools();
@@ -42,6 +52,7 @@ void pdk_mcp_free(struct pdk_mcp *m)
 	if (m == NULL)
 		return;
 	json_decref(m->tools);
+	free(m->instructions);
 	free(m->profile);
 	free(m->workspace);
 	free(m);
@@ -56,16 +67,50 @@ struct pdk_mcp_conn *pdk_mcp_conn_new(struct pdk_mcp *m, const char *identity,
 
 	c->m = m;
 	c->identity = pdk_xstrdup(identity);
+	c->principal = pdk_xstrdup(identity);
 	c->transport = pdk_xstrdup(transport);
 	c->send = send;
 	c->send_ctx = ctx;
 	c->refs = 1; /* the transport's */
+	c->next_conn = m->conns;
+	m->conns = c;
 	return c;
+}
+
+void pdk__mcp_conn_set_principal(struct pdk_mcp_conn *c, const char *principal)
+{
+	free(c->principal);
+	c->principal = pdk_xstrdup(principal);
+}
+
+const char *pdk_mcp_conn_principal(const struct pdk_mcp_conn *c)
+{
+	return c->principal;
+}
+
+const char *pdk_mcp_conn_session(const struct pdk_mcp_conn *c)
+{
+	return c->identity;
+}
+
+const char *pdk_mcp_conn_client(const struct pdk_mcp_conn *c)
+{
+	return json_string_value(json_object_get(c->client, "name"));
+}
+
+static void conn_unlink(struct pdk_mcp_conn *c)
+{
+	for (struct pdk_mcp_conn **p = &c->m->conns; *p != NULL; p = &(*p)->next_conn)
+		if (*p == c) {
+			*p = c->next_conn;
+			return;
+		}
 }
 
 static void conn_free(struct pdk_mcp_conn *c)
 {
 	free(c->identity);
+	free(c->principal);
 	free(c->transport);
 	free(c->version);
 	free(c->own_sb);
@@ -107,12 +152,18 @@ void pdk_mcp_conn_close(struct pdk_mcp_conn *c)
 	struct pdk_mcp_call *next;
 
 	c->closed = true;
+	conn_unlink(c);
 	for (struct pdk_mcp_call *x = c->calls; x != NULL; x = next) {
+		bool listen = x->listen;
+
 		next = x->next;
+		/* A provider may answer (and free) the call from its cancel callback. */
 		pdk__mcp_call_cancel(x);
-		if (x->listen)
+		if (listen)
 			pdk__mcp_call_finish(x, NULL); /* nothing runs for it */
 	}
+	if (c->m->provider != NULL && c->m->provider->conn_end != NULL)
+		c->m->provider->conn_end(c->m->provider->ctx, c);
 	for (struct pdk_mcp_call *x = c->waiting; x != NULL; x = x->next)
 		x->cancelled = true;
 	/* The session's own sandbox ends with it; sandboxes made with a handle end at their TTL. */
@@ -146,17 +197,28 @@ static json_t *server_info(void)
 			 "version", PDK_VERSION);
 }
 
-static const char instructions[] =
-	"Tools run in paddock sandboxes: no network beyond the profile's allowlist, a "
-	"workspace whose changes are a reviewable change set, every call audited. Calls "
-	"without sandbox_id share one sandbox per session (2025 revisions); in the 2026-07-28 "
-	"revision, create one with sandbox_create and pass its sandbox_id.";
-
 static json_t *progress_token(const json_t *params)
 {
 	json_t *t = json_object_get(json_object_get(params, "_meta"), "progressToken");
 
 	return json_is_string(t) || json_is_integer(t) ? json_incref(t) : NULL;
+}
+
+/* The tools connection `c` sees: paddock's own, then the provider's (new reference). */
+static json_t *tools_of(struct pdk_mcp_conn *c)
+{
+	json_t *all = json_copy(c->m->tools);
+	const struct pdk_mcp_provider *p = c->m->provider;
+
+	if (all == NULL)
+		pdk_oom();
+	if (p != NULL && p->list != NULL) {
+		_cleanup_json_ json_t *more = p->list(p->ctx, c);
+
+		if (json_is_array(more))
+			json_array_extend(all, more);
+	}
+	return all;
 }
 
 /* A call whose arguments do not fit the tool's schema: an isError result naming the field. */
@@ -186,16 +248,49 @@ static struct pdk_mcp_call *call_new(struct pdk_mcp_conn *c, const struct pdk_rp
 	return call;
 }
 
+static void unknown_tool(struct pdk_mcp_conn *c, const json_t *id, const char *name)
+{
+	answer_error(c, id, PDK_RPC_INVALID_PARAMS, "unknown tool: see tools/list",
+		     json_pack("{s:s}", "name", name));
+}
+
+/*
+ * A tools/call the provider answers. SECURITY: its arguments are not
+ * checked here (schema.c knows paddock's own tools only): the provider
+ * validates them against the tool's own inputSchema before anything runs.
+ */
+static void provided_call(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, const char *name,
+			  bool modern)
+{
+	const struct pdk_mcp_provider *p = c->m->provider;
+	json_t *args = json_object_get(m->params, "arguments");
+	struct pdk_mcp_call *call = call_new(c, m);
+
+	call->provided = true;
+	call->modern = modern;
+	call->args = args ? json_deep_copy(args) : json_object();
+	if (p->call(p->ctx, call, name, call->args))
+		return;
+	unknown_tool(c, m->id, name);
+	call->answered = true;
+	pdk__mcp_call_finish(call, NULL);
+}
+
 /* tools/call: `caps` the modern request's clientCapabilities (NULL: legacy). */
 static void on_tools_call(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, bool modern,
 			  const json_t *caps)
 {
 	const char *name = json_string_value(json_object_get(m->params, "name"));
 	json_t *args = json_object_get(m->params, "arguments");
-	const struct pdk_mcp_tool *t = name ? pdk__mcp_tool_find(name) : NULL;
+	const struct pdk_mcp_tool *t = name && c->m->own_tools ? pdk__mcp_tool_find(name) : NULL;
 	_cleanup_json_ json_t *schema = NULL;
 	struct pdk_mcp_call *call;
 
+	if (name != NULL && t == NULL && c->m->provider != NULL &&
+	    (args == NULL || json_is_object(args))) {
+		provided_call(c, m, name, modern);
+		return;
+	}
 	if (name == NULL || t == NULL) {
 		answer_error(c, m->id, PDK_RPC_INVALID_PARAMS,
 			     name ? "unknown tool: see tools/list"
@@ -226,9 +321,12 @@ static void on_cancelled(struct pdk_mcp_conn *c, const json_t *params)
 
 	for (struct pdk_mcp_call *x = c->calls; id != NULL && x != NULL; x = x->next)
 		if (json_equal(x->id, (json_t *)id)) {
+			bool listen = x->listen;
+
+			/* A provider may answer (and free) the call from its cancel callback. */
 			pdk__mcp_call_cancel(x);
 			/* A subscription has nothing running: it ends here, silently. */
-			if (x->listen)
+			if (listen)
 				pdk__mcp_call_finish(x, NULL);
 			return;
 		}
@@ -270,8 +368,8 @@ static void on_initialize(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 	c->client = json_incref(info);
 	c->initialized = true;
 	r = json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", c->version, "capabilities",
-		      "tools", "listChanged", 0, "serverInfo", server_info(), "instructions",
-		      instructions);
+		      "tools", "listChanged", c->m->provider != NULL, "serverInfo", server_info(),
+		      "instructions", c->m->instructions);
 	if (c->m->fixtures)
 		pdk__mcp_fixture_caps(json_object_get(r, "capabilities"));
 	pdk__mcp_send(c, m->id, pdk_rpc_result(m->id, r));
@@ -293,7 +391,7 @@ static void on_legacy(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 		return; /* a conformance fixture answered */
 	else if (strcmp(m->method, "tools/list") == 0)
 		pdk__mcp_send(c, m->id,
-			      pdk_rpc_result(m->id, json_pack("{s:O}", "tools", c->m->tools)));
+			      pdk_rpc_result(m->id, json_pack("{s:o}", "tools", tools_of(c))));
 	else if (strcmp(m->method, "tools/call") == 0)
 		on_tools_call(c, m, false, NULL);
 	else
@@ -348,15 +446,22 @@ static void answer_modern(struct pdk_mcp_conn *c, const json_t *id, json_t *resu
 static void on_discover(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 {
 	json_t *r = json_pack("{s:o, s:{s:{}}, s:s, s:i, s:s}", "supportedVersions", supported(),
-			      "capabilities", "tools", "instructions", instructions, "ttlMs",
+			      "capabilities", "tools", "instructions", c->m->instructions, "ttlMs",
 			      LIST_TTL_MS, "cacheScope", "public");
 
+	if (c->m->provider != NULL)
+		pdk_json_set(json_object_get(r, "capabilities"), "tools",
+			     json_pack("{s:b}", "listChanged", 1));
 	if (c->m->fixtures)
 		pdk__mcp_fixture_caps(json_object_get(r, "capabilities"));
 	answer_modern(c, m->id, r);
 }
 
-/* subscriptions/listen: the tools never change, so the stream only ever says it is open. */
+/*
+ * subscriptions/listen: paddock's own tools never change, so without a
+ * provider the stream only ever says it is open; a provider's changes go to
+ * the streams that asked for toolsListChanged (pdk_mcp_tools_changed()).
+ */
 static void on_listen(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 {
 	const json_t *want = json_object_get(m->params, "notifications");
@@ -365,12 +470,28 @@ static void on_listen(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 
 	call->listen = true;
 	call->modern = true;
-	if (json_is_true(json_object_get(want, "toolsListChanged")))
+	if (json_is_true(json_object_get(want, "toolsListChanged"))) {
 		pdk_json_set(granted, "toolsListChanged", json_true());
+		call->list_changed = true;
+	}
 	pdk__mcp_send(c, m->id,
 		      pdk_rpc_notification("notifications/subscriptions/acknowledged",
 					   json_pack("{s:{s:O}, s:o}", "_meta", META_SUB, m->id,
 						     "notifications", granted)));
+}
+
+/*
+ * A provider's tools change while the binary runs and may depend on the
+ * principal: its list is private and not kept.
+ */
+static void on_modern_list(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
+{
+	bool fixed = c->m->provider == NULL;
+
+	answer_modern(c, m->id,
+		      json_pack("{s:o, s:i, s:s}", "tools", tools_of(c), "ttlMs",
+				fixed ? LIST_TTL_MS : 0, "cacheScope",
+				fixed ? "public" : "private"));
 }
 
 static bool modern_ok(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, const char *version)
@@ -405,9 +526,7 @@ static void on_modern(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, const
 	if (strcmp(m->method, "server/discover") == 0)
 		on_discover(c, m);
 	else if (strcmp(m->method, "tools/list") == 0)
-		answer_modern(c, m->id,
-			      json_pack("{s:O, s:i, s:s}", "tools", c->m->tools, "ttlMs",
-					LIST_TTL_MS, "cacheScope", "public"));
+		on_modern_list(c, m);
 	else if (strcmp(m->method, "tools/call") == 0)
 		on_tools_call(c, m, true, json_object_get(meta, META_CAPS));
 	else if (strcmp(m->method, "subscriptions/listen") == 0)
@@ -417,6 +536,28 @@ static void on_modern(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, const
 			     "method not found in 2026-07-28: this server offers server/discover, "
 			     "tools/list, tools/call and subscriptions/listen",
 			     NULL);
+}
+
+/* ---- a provider's tools changed ---- */
+
+static void notify_changed(struct pdk_mcp_conn *c)
+{
+	if (c->initialized)
+		pdk__mcp_send(c, NULL,
+			      pdk_rpc_notification("notifications/tools/list_changed", NULL));
+	for (struct pdk_mcp_call *x = c->calls; x != NULL; x = x->next)
+		if (x->listen && x->list_changed && !x->cancelled)
+			pdk__mcp_send(c, x->id,
+				      pdk_rpc_notification(
+					      "notifications/tools/list_changed",
+					      json_pack("{s:{s:O}}", "_meta", META_SUB, x->id)));
+}
+
+void pdk_mcp_tools_changed(struct pdk_mcp *m)
+{
+	for (struct pdk_mcp_conn *c = m->conns; c != NULL; c = c->next_conn)
+		if (!c->closed)
+			notify_changed(c);
 }
 
 /* ---- dispatch ---- */

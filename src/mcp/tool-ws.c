@@ -2,8 +2,9 @@
  * tool-ws.c - the workspace review tools (diff, snapshot, rollback, and the
  * commit a human approves) and the egress tools (the allowlist, recent
  * refusals, and the request a human approves). Nothing here applies a
- * change to the host or widens the network: until an approval mechanism
- * exists, those answer with the command a human runs (docs/mcp.md).
+ * change to the host before a human approves it: a proposed commit waits in
+ * the approval queue (control.h, "approvals") for the decision; a request
+ * to widen the network answers with what a human does (docs/mcp.md).
  */
 #include "common.h"
 #include "mcp-internal.h"
@@ -81,15 +82,16 @@ void pdk__tool_ws_rollback(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 }
 
 /*
- * A request only a human may grant: refused, with what the human runs. An
- * isError result, so a model does not take it as done.
+ * A request only a human may grant and this server cannot apply (a live
+ * sandbox's allowlist cannot be widened yet): refused, with what the human
+ * runs. An isError result, so a model does not take it as done.
  */
 static void needs_human(struct pdk_mcp_call *call, const char *what, const char *command,
 			json_t *structured)
 {
 	_cleanup_free_ char *text = pdk_xasprintf(
-		"refused: %s needs a human's approval, and this server has no approval "
-		"mechanism yet. Ask the user to review and run: %s",
+		"refused: %s needs a human's approval, and a running sandbox's allowlist cannot "
+		"be widened yet. Ask the user to review and run: %s",
 		what, command);
 	json_t *r = pdk__mcp_result(text, structured);
 
@@ -97,14 +99,190 @@ static void needs_human(struct pdk_mcp_call *call, const char *what, const char 
 	pdk__mcp_call_finish(call, r);
 }
 
+/* ---- workspace_propose_commit: the approval queue, then the commit ---- */
+
+/* The most changes listed in an approval request's detail (the rest are counted). */
+#define PROPOSE_LIST_MAX 1000
+
+/* An isError result of `text` and `structured` (taken). */
+static void refused(struct pdk_mcp_call *call, const char *text, json_t *structured)
+{
+	json_t *r = pdk__mcp_result(text, structured);
+
+	pdk_json_set(r, "isError", json_true());
+	pdk__mcp_call_finish(call, r);
+}
+
+/* "5m", "90s": how long a request waits, as the user set it. Caller frees. */
+static char *timeout_text(uint64_t s)
+{
+	if (s % 3600 == 0)
+		return pdk_xasprintf("%lluh", (unsigned long long)(s / 3600));
+	if (s % 60 == 0)
+		return pdk_xasprintf("%llum", (unsigned long long)(s / 60));
+	return pdk_xasprintf("%llus", (unsigned long long)s);
+}
+
+/* The approver, kept for the commit's answer. */
+struct approved {
+	struct pdk_mcp_call *call;
+	char *approver;
+};
+
+static void committed(void *ctx, json_t *doc, const struct pdk_error *err)
+{
+	struct approved *a = ctx;
+	struct pdk_mcp_call *call = a->call;
+	_cleanup_free_ char *approver = a->approver, *text = NULL, *line = NULL;
+
+	free(a);
+	if (err != NULL) {
+		pdk__mcp_call_fail(call, err);
+		return;
+	}
+	line = pdk_json_dump_line(doc);
+	text = pdk_xasprintf("approved by %s; committed: %s", approver, line);
+	pdk__mcp_call_finish(
+		call, pdk__mcp_result(text, json_pack("{s:s, s:s, s:O}", "status", "committed",
+						      "approver", approver, "commit", doc)));
+}
+
+static void commit_now(struct pdk_mcp_call *call, const struct pdk_ctl_approval *a)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct approved *ctx = pdk_xcalloc(1, sizeof(*ctx));
+	struct pdk_ctl_sb *sb = NULL;
+
+	ctx->call = call;
+	ctx->approver = pdk_xstrdup(a->approver ? a->approver : "?");
+	/* The sandbox is found again: it may have ended while the human decided. */
+	if (pdk_ctl_find(call->conn->m->ctl, call->sandbox, PDK_CTL_FIND_LIVE, &sb, &err) < 0 ||
+	    pdk_ctl_commit(sb, 0, committed, ctx, &err) < 0) {
+		free(ctx->approver);
+		free(ctx);
+		pdk__mcp_call_fail(call, err);
+	}
+}
+
+static void propose_decided(void *ctx, const struct pdk_ctl_approval *a)
+{
+	struct pdk_mcp_call *call = ctx;
+	_cleanup_free_ char *text = NULL, *wait = NULL;
+	const char *who = a->approver ? a->approver : "?";
+
+	call->approval = NULL;
+	if (strcmp(a->state, "approved") == 0) {
+		commit_now(call, a);
+		return;
+	}
+	if (strcmp(a->state, "denied") == 0) {
+		text = pdk_xasprintf("denied by %s: %s", who, a->note ? a->note : "(no note)");
+		refused(call, text,
+			json_pack("{s:s, s:s, s:s, s:s?}", "status", "denied", "approval_id", a->id,
+				  "approver", who, "note", a->note));
+		return;
+	}
+	wait = timeout_text(call->conn->m->approval_timeout_s ?: PDK_CTL_APPROVAL_TIMEOUT_S);
+	text = strcmp(a->state, "timed_out") == 0
+		       ? pdk_xasprintf("not applied: nobody approved within %s (approval request "
+				       "%s timed out; a human approves with 'paddock approve %s' "
+				       "while it waits)",
+				       wait, a->id, a->id)
+		       : pdk_xasprintf("not applied: approval request %s was %s", a->id, a->state);
+	refused(call, text, json_pack("{s:s, s:s}", "status", a->state, "approval_id", a->id));
+}
+
+/* What the human sees: the change list (at most PROPOSE_LIST_MAX entries) and its count. */
+static json_t *propose_detail(const struct pdk_mcp_call *call, const json_t *changes)
+{
+	json_t *list = json_array(), *c;
+	size_t i;
+
+	json_array_foreach(changes, i, c)
+	{
+		if (i == PROPOSE_LIST_MAX)
+			break;
+		json_array_append_new(list,
+				      json_pack("{s:O?, s:O?}", "kind", json_object_get(c, "kind"),
+						"path", json_object_get(c, "path")));
+	}
+	return json_pack("{s:s, s:s?, s:o, s:I}", "sandbox", call->sandbox, "workspace",
+			 call->conn->m->workspace, "changes", list, "total",
+			 (json_int_t)json_array_size(changes));
+}
+
+static void propose_diffed(void *ctx, json_t *doc, const struct pdk_error *err)
+{
+	struct pdk_mcp_call *call = ctx;
+	_cleanup_error_ struct pdk_error *e = NULL;
+	_cleanup_json_ json_t *detail = NULL;
+	_cleanup_free_ char *summary = NULL;
+	const json_t *changes = json_object_get(doc, "changes");
+	size_t n = json_array_size(changes);
+	char id[37];
+
+	if (err != NULL || call->cancelled) {
+		(void)pdk_error_setx(&e, ECANCELED, "the call was cancelled");
+		pdk__mcp_call_fail(call, err != NULL ? err : e);
+		return;
+	}
+	if (n == 0) {
+		pdk__mcp_call_finish(call,
+				     pdk__mcp_result("no changes: nothing to commit",
+						     json_pack("{s:s}", "status", "no_changes")));
+		return;
+	}
+	summary = pdk_xasprintf("commit %zu change(s) of sandbox %s to %s", n, call->sandbox,
+				call->conn->m->workspace ?: "its workspace's host directory");
+	detail = propose_detail(call, changes);
+	if (pdk_ctl_approval_ask(
+		    call->conn->m->ctl,
+		    &(struct pdk_ctl_approval_req){
+			    .kind = "commit",
+			    .principal = call->conn->identity,
+			    .sandbox = call->sandbox,
+			    .summary = summary,
+			    .reason = "workspace_propose_commit: applying a change set to the host "
+				      "needs a human's approval",
+			    .detail = detail,
+			    .timeout_s = call->conn->m->approval_timeout_s},
+		    propose_decided, call, id, &call->approval, &e) < 0) {
+		pdk__mcp_call_fail(call, e);
+		return;
+	}
+	/* Progress while the human decides: a client may extend its own timeout on it. */
+	pdk__mcp_call_ticker(call);
+}
+
+/*
+ * SECURITY: nothing reaches the host until a human approves this very change
+ * set's request (paddock approve, the daemon's API): the call waits for the
+ * decision; denied, timed out or withdrawn, nothing is applied.
+ */
 void pdk__tool_ws_propose_commit(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 {
-	_cleanup_free_ char *cmd = pdk_xasprintf("paddock ws commit %s", call->sandbox);
+	_cleanup_error_ struct pdk_error *err = NULL;
 
-	(void)sb;
-	needs_human(call, "applying the change set to the host directory", cmd,
-		    json_pack("{s:s, s:s, s:s}", "status", "refused", "reason", "approval_required",
-			      "command", cmd));
+	if (pdk_ctl_diff(sb, propose_diffed, call, &err) < 0)
+		pdk__mcp_call_fail(call, err);
+}
+
+static void withdrawn_end(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	refused(arg, "cancelled: the approval request was withdrawn",
+		json_pack("{s:s}", "status", "withdrawn"));
+}
+
+void pdk__tool_ws_withdraw(struct pdk_mcp_call *call)
+{
+	struct timeval now = {0, 0};
+
+	pdk_ctl_approval_withdraw(call->approval);
+	call->approval = NULL;
+	if (event_base_once(call->conn->m->base, -1, EV_TIMEOUT, withdrawn_end, call, &now) < 0)
+		pdk_oom();
 }
 
 void pdk__tool_egress_request_allow(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)

@@ -227,9 +227,11 @@ static const struct pdk_mcp_tool tools[] = {
 	 "Put the workspace back to a snapshot: later changes are lost.", SB | DEST, in_ws_rollback,
 	 NULL, pdk__tool_ws_rollback},
 	{"workspace_propose_commit", "Propose the change set",
-	 "Ask for the change set to be applied to the host directory. A human approves it: the "
-	 "answer names the command they run.",
-	 SB | RO, in_handle_only, NULL, pdk__tool_ws_propose_commit},
+	 "Ask for the change set to be applied to the host directory. A human approves or denies "
+	 "it (paddock approvals, paddock approve ID), and the call waits for the decision; "
+	 "approved, the change set is committed and the commit's result answered; denied or not "
+	 "decided in time, nothing is applied.",
+	 SB | DEST, in_handle_only, NULL, pdk__tool_ws_propose_commit},
 	{"egress_rules", "Network allowlist",
 	 "The sandbox's network mode and the destinations it may reach.", SB | RO, in_handle_only,
 	 NULL, pdk__tool_egress_rules},

@@ -202,6 +202,8 @@ static const struct {
 	{NULL, "tool_call_id", "gen_ai.tool.call.id"},
 	{"tool.call", "name", "gen_ai.tool.name"},
 	{"tool.call", "description", "gen_ai.tool.description"},
+	{"tool.call", "mcp_method", "mcp.method.name"},
+	{"tool.call", "session", "mcp.session.id"},
 };
 
 static json_t *any_value(const json_t *v, int depth);

@@ -3,7 +3,7 @@
 against the schema the document gives for its status and content type (what a
 generated SDK would decode).
 
-   api-conform.py SOCKET API_YAML WORKSPACE
+   api-conform.py SOCKET API_YAML WORKSPACE [STATE_DIR]
 
 One line per check on stdout: "PASS what" or "FAIL what: why" (test-api-schema.sh
 turns them into TAP). Runs as the daemon's user: the unix socket is the credential.
@@ -20,6 +20,7 @@ import jsonschema
 import yaml
 
 SOCK, SPEC_PATH, WS = sys.argv[1], sys.argv[2], sys.argv[3]
+STATE = sys.argv[4] if len(sys.argv) > 4 else None
 with open(SPEC_PATH) as f:
     SPEC = yaml.safe_load(f)
 # Which event of an exec stream carries which schema.
@@ -202,6 +203,53 @@ def stream_exec(sid, req, during):
     return read_sse(what, "POST", "/sandboxes/{id}/exec", resp, conn, on_event)
 
 
+def own_start_time():
+    with open("/proc/self/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def ask_raw(summary):
+    """A pending request of the daemon's queue, asked by this (live) process, as a
+    `paddock mcp` or `paddock gateway` of the same state directory would ask one."""
+    import os
+    import sqlite3
+    import time
+    import uuid
+    rid = str(uuid.uuid4())
+    now = time.time_ns()
+    db = sqlite3.connect(os.path.join(STATE, "approvals.db"), timeout=10)
+    db.execute("INSERT INTO approvals (id, kind, state, principal, sandbox, summary, reason,"
+               " detail, created_ns, timeout_ns, asker_pid, asker_start, asker_ns)"
+               " VALUES (?, 'commit', 'pending', 'conform', NULL, ?, 'a test', '{\"n\":1}',"
+               " ?, ?, ?, ?, ?)",
+               (rid, summary, now, now + 600 * 10**9, os.getpid(), own_start_time(),
+                os.stat("/proc/self/ns/pid").st_ino))
+    db.commit()
+    db.close()
+    return rid
+
+
+def approvals():
+    call("GET", "/approvals", "/approvals", want=200)  # makes the queue
+    if STATE is None:
+        return
+    a1, a2 = ask_raw("one"), ask_raw("two")
+    call("GET", "/approvals/{approval_id}", "/approvals/" + a1, want=200)
+    call("POST", "/approvals/{approval_id}/approve", "/approvals/%s/approve" % a1,
+         {"note": "conform"}, want=200)
+    call("POST", "/approvals/{approval_id}/deny", "/approvals/%s/deny" % a2, want=200)
+    call("POST", "/approvals/{approval_id}/approve", "/approvals/%s/approve" % a1, want=409)
+    call("POST", "/approvals/{approval_id}/deny", "/approvals/%s/deny" % a2, {"nope": 1},
+         want=400)
+    call("GET", "/approvals/{approval_id}", "/approvals/" + str(uuid_like()), want=404)
+    call("GET", "/approvals", "/approvals?all=true", want=200)
+
+
+def uuid_like():
+    import uuid
+    return uuid.uuid4()
+
+
 def main():
     call("GET", "/health", "/health", want=200)
     call("GET", "/openapi.yaml", "/openapi.yaml", want=200)
@@ -264,6 +312,7 @@ def main():
     call("GET", "/events", "/events?follow=0&sandbox=" + sid, want=200)
     call("GET", "/pools", "/pools", want=200)
     call("PUT", "/pools/{profile}", "/pools/default", {"size": 0})
+    approvals()
     # Errors are answers too: a refusal's body is an Error.
     call("GET", "/sandboxes/{id}", "/sandboxes/01a20000-0000-7000-8000-000000000000", want=404)
     call("POST", "/sandboxes/{id}/exec", sbp + "/exec", {"argv": ["true"], "output_cap": 1},

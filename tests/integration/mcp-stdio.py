@@ -242,10 +242,12 @@ def review(c):
     ok(not is_error(r), "workspace_rollback", r)
     r = c.call("file_stat", {"path": "later.txt"})
     ok(is_error(r), "after the rollback the later file is gone", r)
+    # Nobody decides here (the server waits --approval-timeout 1s): nothing is applied.
     r = c.call("workspace_propose_commit", {})
-    ok(is_error(r) and "paddock ws commit " in text(r)
-       and structured(r).get("reason") == "approval_required",
-       "workspace_propose_commit is refused, naming paddock ws commit ID", r)
+    ok(is_error(r) and "paddock approve " in text(r)
+       and structured(r).get("status") == "timed_out",
+       "workspace_propose_commit waits for a human: undecided, it is refused as timed out, "
+       "naming paddock approve ID", r)
     r = c.call("egress_rules", {})
     ok(not is_error(r) and "mode" in structured(r), "egress_rules says the network mode", r)
     r = c.call("egress_denials", {})

@@ -37,7 +37,8 @@ for who in root user; do
 	chmod -R a+rwX "$ws"
 	cp "$TESTS_DIR/integration/api-conform.py" "$TESTS_DIR/../docs/api.yaml" "$T/"
 	chmod 0644 "$T/api-conform.py" "$T/api.yaml"
-	(cd "$T/home" && as "$who" $PY "$T/api-conform.py" "$(sock_of "$who")" "$T/api.yaml" "$ws") \
+	(cd "$T/home" && as "$who" $PY "$T/api-conform.py" "$(sock_of "$who")" "$T/api.yaml" "$ws" \
+		"$T/serve-$who/state") \
 		>"$T/conform-$who" 2>"$T/conform-$who.err"
 	rc=$?
 	while IFS= read -r line; do

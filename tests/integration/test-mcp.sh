@@ -52,7 +52,8 @@ mcp_tests() {
 	echo "host secret $RANDOM$RANDOM" >"$T/host-secret"
 	chmod 0644 "$T/host-secret"
 	tap_of < <(python3 "$HERE/mcp-stdio.py" "$who" "$ws" "$T/host-secret" -- \
-		$(as_argv "$who") "$T/bin/paddock" mcp --workspace "$ws" --max-message 16K)
+		$(as_argv "$who") "$T/bin/paddock" mcp --workspace "$ws" --max-message 16K \
+		--approval-timeout 1s)
 	tap_of < <(python3 "$HERE/mcp-audit.py" "$who" -- $(as_argv "$who") "$T/bin/paddock")
 	run="$T/serve-$who/run"
 	is "$(live_supervisors "$run")" 0 "$who: after the client closed stdin, no supervisor runs"

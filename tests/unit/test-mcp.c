@@ -184,3 +184,150 @@ Test(mrtr, state_verifies_for_its_call_only)
 		free(*x);
 	}
 }
+
+/* ---- a tool provider (mcp.h): the gateway's way in ---- */
+
+struct prov {
+	json_t *sent;              /* every message the client got */
+	struct pdk_mcp_call *held; /* the call the provider holds */
+	int calls, cancels, ends;
+	bool reply_on_cancel;
+};
+
+static void prov_send(void *ctx, const json_t *related, const json_t *msg)
+{
+	struct prov *f = ctx;
+
+	(void)related;
+	if (msg != NULL)
+		json_array_append(f->sent, (json_t *)msg);
+}
+
+static json_t *prov_list(void *ctx, struct pdk_mcp_conn *c)
+{
+	(void)ctx;
+	cr_assert_str_eq(pdk_mcp_conn_principal(c), "agent-a");
+	return json_pack("[{s:s, s:{s:s}}]", "name", "up__echo", "inputSchema", "type", "object");
+}
+
+static bool prov_call(void *ctx, struct pdk_mcp_call *call, const char *name, const json_t *args)
+{
+	struct prov *f = ctx;
+
+	if (strcmp(name, "up__echo") != 0)
+		return false;
+	/* Not checked by the server: the provider validates. */
+	cr_assert(json_is_object(args));
+	f->calls++;
+	f->held = call;
+	return true;
+}
+
+static void prov_cancel(void *ctx, struct pdk_mcp_call *call)
+{
+	struct prov *f = ctx;
+
+	f->cancels++;
+	cr_assert(pdk_mcp_call_cancelled(call));
+	if (f->reply_on_cancel) {
+		f->held = NULL;
+		pdk_mcp_call_reply(call, pdk__mcp_result("dropped", NULL));
+	}
+}
+
+static void prov_end(void *ctx, struct pdk_mcp_conn *c)
+{
+	struct prov *f = ctx;
+
+	(void)c;
+	f->ends++;
+}
+
+static void msg(struct pdk_mcp_conn *c, const char *s)
+{
+	pdk_mcp_conn_message(c, s, strlen(s));
+}
+
+/* The last message the client got whose key `k` is the JSON `want`, or NULL. */
+static const json_t *got(struct prov *f, const char *k, const char *want)
+{
+	json_t *w = json_loads(want, JSON_DECODE_ANY, NULL);
+	const json_t *found = NULL;
+	size_t i;
+	json_t *m;
+
+	json_array_foreach(f->sent, i, m) if (json_equal(json_object_get(m, k), w)) found = m;
+	json_decref(w);
+	return found;
+}
+
+#define INIT                                                                                       \
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":" \
+	"\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}"
+
+Test(provider, list_call_reply_progress_cancel_list_changed)
+{
+	struct prov f = {.sent = json_array(), .reply_on_cancel = true};
+	struct pdk_mcp_provider p = {.ctx = &f,
+				     .list = prov_list,
+				     .call = prov_call,
+				     .cancel = prov_cancel,
+				     .conn_end = prov_end};
+	struct pdk_mcp *m = pdk_mcp_new(&(struct pdk_mcp_opts){.provider = &p});
+	struct pdk_mcp_conn *c = pdk_mcp_conn_new(m, "agent-a", "stdio", prov_send, &f);
+	struct pdk_mcp_conn *quiet = pdk_mcp_conn_new(m, "agent-a", "stdio", prov_send, &f);
+	const json_t *r;
+
+	msg(c, INIT);
+	r = got(&f, "id", "1");
+	cr_assert(json_is_true(json_object_get(
+		json_object_get(json_object_get(json_object_get(r, "result"), "capabilities"),
+				"tools"),
+		"listChanged")));
+	/* Only the provider's tools: own_tools is false. */
+	msg(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+	r = json_object_get(json_object_get(got(&f, "id", "2"), "result"), "tools");
+	cr_assert_eq(json_array_size(r), 1);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(r, 0), "name")),
+			 "up__echo");
+	/* An unknown tool: the server's error; the provider's: held, answered later. */
+	msg(c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+	       "\"run_command\",\"arguments\":{}}}");
+	cr_assert_eq(json_integer_value(
+			     json_object_get(json_object_get(got(&f, "id", "3"), "error"), "code")),
+		     PDK_RPC_INVALID_PARAMS);
+	msg(c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+	       "\"up__echo\",\"arguments\":{\"x\":[1]},\"_meta\":{\"progressToken\":\"tok\"}}}");
+	cr_assert_eq(f.calls, 1);
+	cr_assert_null(got(&f, "id", "4"));
+	cr_assert_str_eq(json_string_value(pdk_mcp_call_progress_token(f.held)), "tok");
+	pdk_mcp_call_progress(f.held, json_pack("{s:i}", "progress", 5));
+	r = got(&f, "method", "\"notifications/progress\"");
+	cr_assert_str_eq(
+		json_string_value(json_object_get(json_object_get(r, "params"), "progressToken")),
+		"tok");
+	pdk_mcp_call_reply(f.held, pdk__mcp_result("done", NULL));
+	cr_assert_not_null(got(&f, "id", "4"));
+	/* Cancelled: the provider is told once and its answer is not sent. */
+	msg(c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+	       "\"up__echo\"}}");
+	msg(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+	       "{\"requestId\":5}}");
+	cr_assert_eq(f.cancels, 1);
+	cr_assert_null(got(&f, "id", "5"));
+	/* list_changed: to the connection that initialized, not to the other. */
+	json_array_clear(f.sent);
+	pdk_mcp_tools_changed(m);
+	cr_assert_eq(json_array_size(f.sent), 1);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(f.sent, 0), "method")),
+			 "notifications/tools/list_changed");
+	/* The connection's end cancels what the provider holds and tells it. */
+	msg(c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":"
+	       "\"up__echo\"}}");
+	pdk_mcp_conn_close(c);
+	cr_assert_eq(f.cancels, 2);
+	cr_assert_eq(f.ends, 1);
+	pdk_mcp_conn_close(quiet);
+	pdk_mcp_free(m);
+	json_decref(f.sent);
+}

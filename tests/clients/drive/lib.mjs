@@ -8,8 +8,9 @@ export const MODERN = '2026-07-28';
 // A client and a transport of the SDK `name` (v1: @modelcontextprotocol/sdk, legacy era;
 // v2: @modelcontextprotocol/client, pinned to the modern era) over `transport` (stdio:
 // `target` is the command and `args` its arguments, started with this process's whole
-// environment; http: `target` is the URL of the endpoint).
-export async function loadSdk(name, transport, target, args = [], clientName = 'paddock-test') {
+// environment; http: `target` is the URL of the endpoint, `httpOpts` the transport's options,
+// such as {requestInit: {headers: {Authorization: ...}}}).
+export async function loadSdk(name, transport, target, args = [], clientName = 'paddock-test', httpOpts = {}) {
 	const info = { name: `${clientName}-${name}`, version: '1.0.0' };
 	if (name === 'v1') {
 		const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
@@ -19,7 +20,7 @@ export async function loadSdk(name, transport, target, args = [], clientName = '
 			return { client, transport: new StdioClientTransport({ command: target, args, env: process.env, stderr: 'inherit' }) };
 		}
 		const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
-		return { client, transport: new StreamableHTTPClientTransport(new URL(target)) };
+		return { client, transport: new StreamableHTTPClientTransport(new URL(target), httpOpts) };
 	}
 	const sdk = await import('@modelcontextprotocol/client');
 	const client = new sdk.Client(info, { capabilities: {}, versionNegotiation: { mode: { pin: MODERN } } });
@@ -27,7 +28,7 @@ export async function loadSdk(name, transport, target, args = [], clientName = '
 		const { StdioClientTransport } = await import('@modelcontextprotocol/client/stdio');
 		return { client, transport: new StdioClientTransport({ command: target, args, env: process.env, stderr: 'inherit' }) };
 	}
-	return { client, transport: new sdk.StreamableHTTPClientTransport(new URL(target)) };
+	return { client, transport: new sdk.StreamableHTTPClientTransport(new URL(target), httpOpts) };
 }
 
 // v1's callTool may answer in the pre-2024 shape ({toolResult}); both SDKs otherwise answer

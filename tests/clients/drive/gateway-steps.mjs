@@ -1,0 +1,105 @@
+// One session of an official SDK client with `paddock gateway` (or any MCP server), running
+// a list of steps and printing what each got as one JSON line, for the gateway suites to
+// check with jq (tests/integration/test-gateway-servers.sh, test-gateway-attacks.sh).
+//
+//   GW_STEPS='[STEP...]' node gateway-steps.mjs v1|v2 stdio COMMAND [ARGS...]
+//   GW_STEPS='[STEP...]' [GW_TOKEN=T] node gateway-steps.mjs v1|v2 http URL
+//
+// v1 is @modelcontextprotocol/sdk (legacy era), v2 @modelcontextprotocol/client pinned to the
+// modern era (lib.mjs). Over HTTP, GW_TOKEN is sent as "Authorization: Bearer T". Steps:
+//   {"op": "list", "want": [NAME...], "gone": [NAME...], "within": MS}
+//       tools/list (every page). With `want` (or `gone`), asked again every 100 ms until each
+//       NAME is listed (or none of `gone` is), for at most `within` ms (default 60000): the
+//       gateway lists an upstream's tools once that upstream has started.
+//       Prints {"op": "list", "tools": [{name, description}], "waited_ms": N}.
+//   {"op": "call", "name": NAME, "args": {...}, "progress": true, "timeout": MS}
+//       tools/call; with `progress`, a progress token is sent and the notifications counted.
+//       Prints {"op": "call", "name", "result": R, "progress": [{progress, total, message}]},
+//       or {"op": "call", "name", "throw": MESSAGE, "code": N} when the SDK throws (a
+//       JSON-RPC error).
+//   {"op": "sleep", "ms": MS}
+// A failed connect prints {"op": "connect", "throw": MESSAGE, "code": N} and exits 3; the
+// session otherwise exits 0 whatever the steps got (the suite judges them).
+import { loadSdk, toolResult } from './lib.mjs';
+
+const [, , sdkName, transportName, target, ...rest] = process.argv;
+
+function out(obj) {
+	process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+function thrown(op, e, extra = {}) {
+	return { op, ...extra, throw: String(e && e.message), code: e && e.code };
+}
+
+async function listAll(client) {
+	const tools = [];
+	let cursor;
+	for (let page = 0; page < 100; page++) {
+		const r = await client.listTools(cursor ? { cursor } : undefined);
+		tools.push(...r.tools.map((t) => ({ name: t.name, description: t.description })));
+		cursor = r.nextCursor;
+		if (!cursor) break;
+	}
+	return tools;
+}
+
+async function list(client, step) {
+	const want = step.want || [];
+	const gone = step.gone || [];
+	const t0 = Date.now();
+	for (;;) {
+		const tools = await listAll(client);
+		const names = new Set(tools.map((t) => t.name));
+		const done = want.every((n) => names.has(n)) && !gone.some((n) => names.has(n));
+		if (done || Date.now() - t0 >= (step.within || 60000))
+			return { op: 'list', tools, waited_ms: Date.now() - t0 };
+		await new Promise((r) => setTimeout(r, 100));
+	}
+}
+
+async function call(client, step) {
+	const progress = [];
+	const opts = { timeout: step.timeout || 120000 };
+	if (step.progress) {
+		opts.onprogress = (p) => progress.push({ progress: p.progress, total: p.total, message: p.message });
+		opts.resetTimeoutOnProgress = true;
+	}
+	const params = { name: step.name, arguments: step.args || {} };
+	try {
+		const r = sdkName === 'v1' ? await client.callTool(params, undefined, opts) : await client.callTool(params, opts);
+		return { op: 'call', name: step.name, result: toolResult(r), progress };
+	} catch (e) {
+		return thrown('call', e, { name: step.name, progress });
+	}
+}
+
+async function run(client, step) {
+	if (step.op === 'list') return list(client, step).catch((e) => thrown('list', e));
+	if (step.op === 'call') return call(client, step);
+	if (step.op === 'sleep') {
+		await new Promise((r) => setTimeout(r, step.ms));
+		return { op: 'sleep' };
+	}
+	return { op: step.op, throw: `unknown step ${step.op}` };
+}
+
+async function main() {
+	const steps = JSON.parse(process.env.GW_STEPS || '[]');
+	const token = process.env.GW_TOKEN;
+	const httpOpts = token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {};
+	const { client, transport } = await loadSdk(sdkName, transportName, target, rest, 'paddock-gateway-test', httpOpts);
+	try {
+		await client.connect(transport);
+	} catch (e) {
+		out(thrown('connect', e));
+		process.exit(3);
+	}
+	for (const step of steps) out(await run(client, step));
+	await client.close().catch(() => {});
+}
+
+main().then(() => process.exit(0), (e) => {
+	out(thrown('driver', e));
+	process.exit(4);
+});

@@ -1,0 +1,69 @@
+#!/bin/bash
+# The approval queue (docs/approvals.md) as a user meets it, as root and as an unprivileged
+# user (TAP): an MCP client calls workspace_propose_commit on `paddock mcp --workspace` with
+# a change; `paddock approvals` lists it; `paddock approve ID` lets the call complete and the
+# host directory gets the change; `paddock deny ID` gives the client the denial and leaves
+# the host directory as it was; nobody deciding within `--approval-timeout` is a clear
+# refusal; a cancelled call and the server's end withdraw the request. Then beside `paddock
+# serve` on the same state directory: /v1/events carries the approval.requested that paddock
+# mcp recorded, POST /v1/approvals/ID/approve lets the call complete, and the audit store
+# records the API's principal as the approver (mcp-approvals.py).
+. "$(dirname "$0")/lib-run.sh"
+. "$(dirname "$0")/lib-serve.sh"
+
+if ! have_supervisor; then
+	echo "Bail out! this build has no 'paddock supervise'"
+	exit 1
+fi
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+# TAP lines without numbers from a driver, numbered here.
+tap_of() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok 0 "${line#ok - }" ;;
+		"not ok - "*) ok 1 "${line#not ok - }" ;;
+		*) echo "$line" ;;
+		esac
+	done
+}
+
+# as_argv WHO: the argv prefix `as` runs a command with (for a driver that starts it).
+as_argv() {
+	if [ "$1" = root ]; then
+		echo env PADDOCK_INIT="$T/bin/paddock-init" PADDOCK_STATE_DIR="$T/serve-root/state" \
+			PADDOCK_RUNTIME_DIR="$T/serve-root/run" "${SERVE_ENV[@]}"
+	else
+		echo setpriv --reuid=$UNPRIV_UID --regid=$UNPRIV_UID --clear-groups --inh-caps=-all \
+			env HOME="$T/home" PADDOCK_INIT="$T/bin/paddock-init" \
+			PADDOCK_STATE_DIR="$T/serve-user/state" PADDOCK_RUNTIME_DIR="$T/serve-user/run" \
+			"${SERVE_ENV[@]}"
+	fi
+}
+
+approval_tests() {
+	local who=$1 ws
+	mkdir -p "$T/serve-$who"
+	[ "$who" = user ] && chown $UNPRIV_UID:$UNPRIV_UID "$T/serve-$who"
+	ws=$(mkws)
+	echo "host file" >"$ws/host.txt"
+	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$ws"
+	tap_of < <(python3 "$HERE/mcp-approvals.py" "$who" "$ws" cli -- \
+		$(as_argv "$who") "$T/bin/paddock")
+	is "$(ls -A "$ws" | sort | tr '\n' ' ')" "approved.txt host.txt " \
+		"$who: the host directory has the approved change alone"
+	serve_start "$who" || return
+	tap_of < <(python3 "$HERE/mcp-approvals.py" "$who" "$ws" api "$(sock_of "$who")" -- \
+		$(as_argv "$who") "$T/bin/paddock")
+	serve_stop "$who"
+	is "$SERVE_RC" 0 "$who: paddock serve stops cleanly"
+}
+
+approval_tests root
+delegate_cgroup
+SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
+approval_tests user
+SERVE_ENV=()
+done_testing

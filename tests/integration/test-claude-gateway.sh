@@ -1,0 +1,110 @@
+#!/bin/bash
+# Claude Code (tests/clients/claude, `make test-clients-setup`) as a real MCP client of
+# `paddock gateway`, as root and as nobody, in a network namespace that holds only loopback:
+# - `claude mcp add tools -- paddock gateway --config FILE` in a private HOME, then
+#   `claude mcp list` reports it connected;
+# - `claude -p` against the fake Messages API (fake-messages.py) that plays a model calling
+#   mcp__tools__fx__echo, then mcp__tools__fx__add with an argument its pinned inputSchema
+#   refuses: the upstream (tests/integration/gw-upstream.py in its sandbox) received the echo
+#   (its --log) and not the add; the model was handed the echo's text and the refusal
+#   (invalid_arguments naming /b); the answer quotes the last result; both calls are
+#   tool.call audit records; nothing of paddock is left once Claude Code exits.
+# Run by `make test-clients` (Claude Code is large, so it is not part of make test).
+set -u
+if [ -z "${PDK_NET_NS:-}" ]; then
+	# SECURITY: nothing here may reach beyond loopback; a namespace without a route
+	# guarantees it whatever Claude Code would try.
+	PDK_NET_NS=1 exec unshare --net bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
+fi
+. "$(dirname "$0")/lib-run.sh"
+. "$(dirname "$0")/lib-mcp.sh"
+mcp_cgroups
+CLAUDE="$CLIENTS/claude/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
+if [ ! -x "$CLAUDE" ] || ! "$CLAUDE" --version >/dev/null 2>&1; then
+	echo "Bail out! Claude Code is missing ($CLAUDE): run make test-clients-setup"
+	exit 1
+fi
+cp "$TESTS_DIR/integration/gw-upstream.py" "$T/bin/"
+chmod 0755 "$T/bin/gw-upstream.py"
+ECHO=mcp__tools__fx__echo
+ADD=mcp__tools__fx__add
+
+claude_as() {
+	local who=$1
+	shift
+	(cd "$T/proj-$who" && mcp_as "$who" env HOME="$T/home-$who" \
+		CLAUDE_CONFIG_DIR="$T/home-$who/.claude" PATH="$T/bin:$PATH" \
+		ANTHROPIC_BASE_URL="http://127.0.0.1:$API_PORT" ANTHROPIC_API_KEY=sk-ant-test-dummy \
+		DISABLE_AUTOUPDATER=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+		DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 ENABLE_TOOL_SEARCH=false \
+		timeout 300 "$CLAUDE" "$@")
+}
+
+for who in root user; do
+	d="$T/gw-$who"
+	mkdir -p "$T/home-$who" "$T/proj-$who" "$d/log"
+	cat >"$d/gateway.yaml" <<EOF
+servers:
+  fx:
+    command: [/usr/bin/python3, $T/bin/gw-upstream.py, --log, $d/log/fx.log]
+    permissions:
+      filesystem: {read: [$T/bin], write: [$d/log]}
+policy:
+  default: allow
+EOF
+	[ $who = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$T/home-$who" "$T/proj-$who" "$d"
+	chmod -R a+rX "$d"
+	chmod 0777 "$T/proj-$who"
+	token=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+	plan=$(printf '[{"tool": "%s", "input": {"text": "claude-%s"}}, {"tool": "%s", "input": {"a": 1, "b": "two"}}]' \
+		"$ECHO" "$token" "$ADD")
+	rm -f "$T/api-port" "$T/api-$who.log"
+	python3 "$TESTS_DIR/integration/fake-messages.py" "$T/api-port" "$T/api-$who.log" "$plan" &
+	api_pid=$!
+	for i in $(seq 1 200); do [ -f "$T/api-port" ] && break; sleep 0.05; done
+	API_PORT=$(cat "$T/api-port" 2>/dev/null)
+	ok $? "$who: the fake Messages API listens on loopback"
+
+	# The user's own words: claude mcp add tools -- paddock gateway --config FILE.
+	mcp_cmd "$who"
+	envs=()
+	for kv in "${MCP_CMD[@]}"; do case $kv in PADDOCK_*=*) envs+=(-e "$kv") ;; esac; done
+	claude_as "$who" mcp add tools "${envs[@]}" -- paddock gateway --config "$d/gateway.yaml" \
+		>"$T/add.out" 2>&1
+	ok $? "$who: claude mcp add tools -- paddock gateway --config FILE ($(head -c 120 "$T/add.out"))"
+	claude_as "$who" mcp list >"$T/list.out" 2>&1
+	grep -E '^tools: .*Connected' "$T/list.out" >/dev/null
+	ok $? "$who: claude mcp list reports the gateway connected"
+	grep -q '^tools' "$T/list.out" || sed 's/^/#   /' "$T/list.out"
+
+	claude_as "$who" -p "Echo with the tools." --allowedTools "$ECHO" "$ADD" \
+		--output-format json >"$T/p.out" 2>"$T/p.err"
+	rc=$?
+	is "$rc" 0 "$who: claude -p exits 0" || tail -5 "$T/p.err" | sed 's/^/#   /'
+	calls=$(jq -s '[.[] | select(.answer == "tool_use")] | length' "$T/api-$who.log" 2>/dev/null)
+	is "$calls" 2 "$who: the model was offered the gateway's tools and called $ECHO, then $ADD"
+	res=$(jq -rs '[.[] | .tool_results[]?] | .[0].text // ""' "$T/api-$who.log" 2>/dev/null)
+	printf '%s' "$res" | grep -q "claude-$token"
+	ok $? "$who: the echo's text came back through Claude Code"
+	res=$(jq -rs '[.[] | .tool_results[]?] | last | .text // ""' "$T/api-$who.log" 2>/dev/null)
+	printf '%s' "$res" | grep -q 'invalid_arguments.*/b'
+	rc=$?
+	ok $rc "$who: the model was handed the refusal of add (invalid_arguments naming /b)"
+	[ $rc = 0 ] || printf '%s\n' "$res" | head -3 | sed 's/^/#   /'
+	n=$(jq -c 'select(.method == "tools/call" and .params.name == "echo" and .params.arguments.text == "claude-'"$token"'")' \
+		"$d/log/fx.log" 2>/dev/null | wc -l)
+	is "$n" 1 "$who: the upstream received the echo in its sandbox (its log)"
+	n=$(jq -c 'select(.method == "tools/call" and .params.name == "add")' "$d/log/fx.log" 2>/dev/null | wc -l)
+	is "$n" 0 "$who: the refused add never reached the upstream"
+	jq -e --arg t "invalid_arguments" '.result | contains($t)' "$T/p.out" >/dev/null 2>&1
+	ok $? "$who: claude -p's answer quotes the last tool result"
+	no_paddock_left "$who: claude -p"
+	mcp_as "$who" "$T/bin/paddock" audit tail -n 100 --kind tool.call --json >"$T/audit.json" 2>&1
+	jq -se '[.[] | .attrs] | (any(.tool == "echo" and .decision == "allowed") and
+		any(.tool == "add" and .decision == "invalid_arguments"))' "$T/audit.json" >/dev/null 2>&1
+	ok $? "$who: both calls are tool.call audit records (allowed, invalid_arguments)"
+	[ -z "${KEEP_API_LOG:-}" ] || cp "$T/api-$who.log" "$KEEP_API_LOG.$who"
+	kill "$api_pid"
+	wait "$api_pid" 2>/dev/null
+done
+done_testing

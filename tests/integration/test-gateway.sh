@@ -1,0 +1,296 @@
+#!/bin/bash
+# `paddock gateway` as a user runs it, as root and as nobody: the CLI (--help, check of a good
+# and a bad config, token, pins, a remote upstream refused), then the official SDK clients
+# (tests/clients/drive/gateway-steps.mjs) over stdio in both protocol eras and over
+# Streamable HTTP with a principal's bearer token, against the fixture upstream
+# tests/integration/gw-upstream.py in its sandbox: the tools are listed as SERVER__TOOL, a call
+# is forwarded and answered, a deny rule is named, arguments against the pinned inputSchema
+# are refused before the upstream sees them (the fixture's --log), an upstream that cannot
+# start is named with why, every call is a tool.call record with its principal, and when the
+# client ends nothing is left running in the suite's cgroups.
+set -u
+. "$(dirname "$0")/lib-run.sh"
+. "$(dirname "$0")/lib-mcp.sh"
+. "$(dirname "$0")/lib-gateway-clients.sh"
+mcp_cgroups
+FIXTURE="$TESTS_DIR/integration/gw-upstream.py"
+[ -f "$FIXTURE" ] || { echo "Bail out! $FIXTURE is missing"; exit 1; }
+cp "$FIXTURE" "$T/bin/"
+chmod 0755 "$T/bin"/*
+TOKEN_A=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+
+sha() {
+	printf '%s' "$1" | sha256sum | cut -d' ' -f1
+}
+
+# config WHO: the suite's config in $CFG (servers fx: ok, dead: exits at start), the
+# fixture's log at $D/fx.log; a principal agent-a with $TOKEN_A.
+config() {
+	local who=$1
+	D="$T/gw-$who"
+	CFG="$D/gateway.yaml"
+	mkdir -p "$D/log"
+	cat >"$CFG" <<EOF
+servers:
+  fx:
+    command: [/usr/bin/python3, $T/bin/gw-upstream.py, --log, $D/log/fx.log]
+    permissions:
+      filesystem: {read: [$T/bin], write: [$D/log]}
+  dead:
+    command: [/usr/bin/python3, $T/bin/gw-upstream.py, --mode, exit-at-start]
+    permissions:
+      filesystem: {read: [$T/bin]}
+  rug:
+    command: [/usr/bin/python3, $T/bin/gw-upstream.py, --mode, rugpull, --rug-after, "1000000"]
+    permissions:
+      filesystem: {read: [$T/bin]}
+policy:
+  default: allow
+  rules:
+    - name: writes-need-a-human
+      server: fx
+      tool: write_file
+      action: require_approval
+      reason: writes need a human
+    - name: no-env
+      server: fx
+      tool: env
+      action: deny
+      reason: the environment is private
+principals:
+  - {name: agent-a, token_sha256: $(sha "$TOKEN_A")}
+EOF
+	[ "$who" = root ] || chown -R $UNPRIV_UID:$UNPRIV_UID "$D"
+	chmod -R a+rX "$D"
+}
+
+# logged FILTER: how many messages the fixture received that pass the jq FILTER.
+logged() {
+	jq -c "select($1)" "$D/log/fx.log" 2>/dev/null | wc -l
+}
+
+# no_process_left LABEL: the suite's cgroups hold no process once the gateway ended.
+no_process_left() {
+	local cg=$ROOT_CG procs i
+	[ "$WHO" = root ] || cg=$DELEGATED
+	for i in $(seq 1 600); do
+		procs=$(find /sys/fs/cgroup -path "*$cg/*" -name cgroup.procs -exec cat {} + 2>/dev/null | wc -l)
+		[ "$procs" = 0 ] && break
+		sleep 0.1
+	done
+	is "$procs" 0 "$1: no process is left in the suite's cgroups (every upstream's sandbox ended)"
+}
+
+case_cli() {
+	local l="$WHO: cli" out rc
+	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway --help 2>&1)
+	rc=$?
+	is "$rc" 0 "$l: paddock gateway --help exits 0"
+	printf '%s' "$out" | grep -q -- '--config FILE'
+	ok $? "$l: --help names --config FILE"
+	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway check --config "$CFG" 2>&1)
+	rc=$?
+	is "$rc" 0 "$l: gateway check of a good config exits 0"
+	printf '%s' "$out" | grep -q '^# server fx' && printf '%s' "$out" | grep -q '^extends: strict'
+	ok $? "$l: gateway check prints each server and its profile (extends: strict)" ||
+		printf '%s\n' "$out" | head -5 | sed 's/^/#   /'
+	printf 'servers:\n  fx:\n    command: [/bin/true]\n    colour: blue\n' >"$D/bad.yaml"
+	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway check --config "$D/bad.yaml" 2>&1)
+	rc=$?
+	is "$rc" 122 "$l: gateway check of a config with an unknown key exits 122"
+	printf '%s' "$out" | grep -q "$D/bad.yaml:4: .*colour"
+	ok $? "$l: the error names FILE:LINE and the field" || printf '%s\n' "$out" | sed 's/^/#   /'
+	printf 'servers:\n  remote:\n    url: https://mcp.example.com/mcp\n' >"$D/remote.yaml"
+	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway --config "$D/remote.yaml" </dev/null 2>&1)
+	rc=$?
+	is "$rc" 122 "$l: a remote upstream is refused at start (122)"
+	printf '%s' "$out" | grep -q 'servers.remote.url: remote upstreams are not supported yet'
+	ok $? "$l: the refusal names servers.remote.url" || printf '%s\n' "$out" | sed 's/^/#   /'
+	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway check --config "$D/remote.yaml" 2>&1)
+	rc=$?
+	is "$rc" 122 "$l: gateway check refuses a remote upstream too (122)"
+	printf '%s' "$out" | grep -q "$D/remote.yaml:2: servers.remote.url: remote upstreams are not supported yet"
+	ok $? "$l: naming FILE:LINE and servers.remote.url" || printf '%s\n' "$out" | sed 's/^/#   /'
+	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway token agent-b 2>&1)
+	rc=$?
+	is "$rc" 0 "$l: gateway token exits 0"
+	is "$(printf '%s\n' "$out" | sed -n 's/.*token_sha256: \([0-9a-f]*\)}.*/\1/p')" \
+		"$(sha "$(printf '%s\n' "$out" | head -1)")" "$l: gateway token's principals entry holds the token's SHA-256"
+}
+
+case_stdio() {
+	local l="$WHO: stdio"
+	steps "$WHO" v1 '[{"op": "list", "want": ["fx__echo", "fx__add", "rug__echo"]},
+		{"op": "call", "name": "fx__echo", "args": {"text": "hello through the gateway"}},
+		{"op": "call", "name": "fx__env", "args": {}},
+		{"op": "call", "name": "fx__add", "args": {"a": 1, "b": "two"}},
+		{"op": "call", "name": "fx__add", "args": {"a": 2, "b": 3}},
+		{"op": "call", "name": "fx__nope", "args": {}},
+		{"op": "call", "name": "dead__echo", "args": {"text": "x"}}]' \
+		stdio "$T/bin/paddock" gateway --config "$CFG" --principal agent-s
+	is "$RC" 0 "$l: the SDK client's session ends 0"
+	jqok "$(nth 1)" '[.tools[].name] | (index("fx__echo") != null and index("fx__add") != null
+		and index("rug__echo") != null and all(startswith("dead__") | not))' \
+		"$l: tools/list names the tools SERVER__TOOL (none of dead: it is down)"
+	jqok "$(nth 2)" '.result.isError != true and .result.content[0].text == "hello through the gateway"' \
+		"$l: a call is forwarded and answered"
+	jqok "$(nth 3)" '.result.isError == true and .result.structuredContent.error.code == "denied" and
+		.result.structuredContent.error.rule == "no-env" and (.result.content[0].text | startswith("denied")
+		and contains("no-env"))' "$l: a deny rule refuses the call, naming the rule"
+	# add has an outputSchema: the SDK checks any structuredContent against it, so the error
+	# object is in _meta (docs/gateway.md, ERRORS).
+	jqok "$(nth 4)" '.result.isError == true and .result._meta["io.paddock/error"].code == "invalid_arguments" and
+		.result._meta["io.paddock/error"].field == "/b" and (.result.content[0].text |
+		startswith("invalid_arguments") and contains("/b") and contains("type"))' \
+		"$l: arguments against the inputSchema are refused, naming the pointer and keyword"
+	jqok "$(nth 5)" '.result.structuredContent.sum == 5' "$l: valid arguments are forwarded (2 + 3 = 5)"
+	jqok "$(nth 6)" '.throw != null and .code == -32602' "$l: an unknown tool is the protocol's unknown-tool error"
+	jqok "$(nth 7)" '.result.isError == true and .result.structuredContent.error.code == "upstream_failed" and
+		.result.structuredContent.error.server == "dead" and (.result.content[0].text | contains("dead"))' \
+		"$l: a call to an upstream that cannot start names it and why"
+	grep -q "upstream dead failed: .*dead.*exit" "$T/steps.err"
+	ok $? "$l: the upstream that cannot start is logged, naming it and why" ||
+		head -5 "$T/steps.err" | sed 's/^/#   /'
+	is "$(logged '.method == "tools/call" and .params.name == "add" and .params.arguments.b == "two"')" 0 \
+		"$l: the invalid arguments never reached the upstream (its log)"
+	is "$(logged '.method == "tools/call" and .params.name == "env"')" 0 \
+		"$l: the denied call never reached the upstream (its log)"
+	is "$(logged '.method == "tools/call" and .params.name == "echo" and .params.arguments.text == "hello through the gateway"')" 1 \
+		"$l: the allowed call reached the upstream once (its log)"
+	no_process_left "$l"
+	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
+	jqok "$(jq -s . "$T/audit.json")" '[.. | objects | select(.kind? == "tool.call") | .attrs | select(.principal == "agent-s")] |
+		(any(.server == "fx" and .tool == "echo" and .decision == "allowed" and (.args_sha256 | length) == 64
+		     and .pin.state == "pinned")
+		and any(.tool == "env" and .decision == "denied" and .rule == "no-env")
+		and any(.tool == "add" and .decision == "invalid_arguments"))' \
+		"$l: each call is a tool.call record (principal, server, tool, decision, rule, args hash, pin)"
+	mcp_as "$WHO" "$T/bin/paddock" gateway pins --json >"$T/pins.json" 2>&1
+	jqok "$(cat "$T/pins.json")" 'any(.[]; .server == "fx" and .tool == "echo" and .approver == "first-contact")' \
+		"$l: paddock gateway pins lists fx's echo, pinned at first contact"
+}
+
+case_modern() {
+	local l="$WHO: stdio, 2026-07-28"
+	# The first tools/list, not asked again: the gateway reads its client once every upstream
+	# has started or failed.
+	steps "$WHO" v2 '[{"op": "list"},
+		{"op": "call", "name": "fx__echo", "args": {"text": "modern era"}},
+		{"op": "call", "name": "fx__env", "args": {}}]' stdio "$T/bin/paddock" gateway --config "$CFG"
+	jqok "$(nth 1)" '[.tools[].name] | index("fx__echo") != null and index("rug__echo") != null' \
+		"$l: the client's first tools/list already names every upstream's tools"
+	jqok "$(nth 2)" '.result.content[0].text == "modern era"' "$l: a call is forwarded and answered"
+	jqok "$(nth 3)" '.result.structuredContent.error.rule == "no-env"' "$l: the deny rule is named"
+	no_process_left "$l"
+}
+
+case_http() {
+	local l="$WHO: http" code
+	if ! gw_listen "$WHO" "$CFG"; then
+		ok 1 "$l: paddock gateway --listen starts"
+		return
+	fi
+	GW_TOKEN=$TOKEN_A steps "$WHO" v1 '[{"op": "list", "want": ["fx__echo"]},
+		{"op": "call", "name": "fx__echo", "args": {"text": "over http"}}]' http "$GW_URL"
+	jqok "$(nth 1)" '[.tools[].name] | index("fx__echo") != null' "$l: tools/list names fx__echo"
+	jqok "$(nth 2)" '.result.content[0].text == "over http"' "$l: a call with agent-a's token is answered"
+	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+		-H 'Accept: application/json, text/event-stream' --data '{"jsonrpc":"2.0","id":1,"method":"ping"}' "$GW_URL")
+	is "$code" 401 "$l: a request without a token is refused 401"
+	is "$(logged '.method == "initialize" and .params.clientInfo.name != "paddock-gateway"')" 0 \
+		"$l: the upstream is initialized by the gateway, not by the client (its log)"
+	is "$(grep -c "$TOKEN_A" "$D/log/fx.log")" 0 "$l: the client's bearer token never reaches the upstream"
+	gw_stop
+	is "$GW_RC" 0 "$l: SIGTERM ends the gateway with 0"
+	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
+	jqok "$(jq -s . "$T/audit.json")" '[.. | objects | select(.kind? == "tool.call") | .attrs] |
+		any(.principal == "agent-a" and .tool == "echo" and .decision == "allowed")' \
+		"$l: the call's record names principal agent-a"
+	no_process_left "$l"
+}
+
+# The process of a client session run in the background, and its output file.
+BG=""
+case_progress_cancel() {
+	local l="$WHO: progress, cancel"
+	steps "$WHO" v1 '[{"op": "list", "want": ["fx__slow"]},
+		{"op": "call", "name": "fx__slow", "args": {"ms": 500}, "progress": true},
+		{"op": "call", "name": "fx__slow", "args": {"ms": 600000}, "timeout": 1500},
+		{"op": "call", "name": "fx__echo", "args": {"text": "after the cancel"}}]' \
+		stdio "$T/bin/paddock" gateway --config "$CFG"
+	jqok "$(nth 2)" '.result.content[0].text == "slept 500 ms" and (.progress | length) > 0' \
+		"$l: the upstream's progress notifications reach the client's token"
+	jqok "$(nth 3)" '.throw != null' "$l: the client gives up on a slow call (its timeout)"
+	# The upstream reads its input in order: once it answered the next call, it had the
+	# cancellation sent before it.
+	jqok "$(nth 4)" '.result.content[0].text == "after the cancel"' "$l: the next call is served"
+	is "$(logged '.method == "notifications/cancelled"')" 1 \
+		"$l: the client's cancellation reached the upstream as notifications/cancelled"
+	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
+	jqok "$(jq -s . "$T/audit.json")" 'any(.[]; .attrs.tool == "slow" and .attrs.decision == "cancelled")' \
+		"$l: the cancelled call is a tool.call record, decision cancelled"
+	no_process_left "$l"
+}
+
+# approval_of KIND JQ: the id of the pending approval of KIND whose object passes JQ, in $AID.
+approval_of() {
+	local i
+	AID=""
+	for i in $(seq 1 300); do
+		AID=$(mcp_as "$WHO" "$T/bin/paddock" approvals --json 2>/dev/null |
+			jq -r '[.[] | select(.kind == "'"$1"'" and .state == "pending") | select('"$2"')] | last | .id // empty' 2>/dev/null)
+		[ -n "$AID" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+case_approvals() {
+	local l="$WHO: approvals"
+	if ! gw_listen "$WHO" "$CFG"; then
+		ok 1 "$l: paddock gateway --listen starts"
+		return
+	fi
+	# A call the policy sends to a human: it waits until `paddock approve`.
+	(GW_TOKEN=$TOKEN_A steps "$WHO" v1 '[{"op": "list", "want": ["fx__write_file"]},
+		{"op": "call", "name": "fx__write_file", "args": {"path": "'"$D/log/approved.txt"'", "text": "yes"}}]' \
+		http "$GW_URL"; printf '%s\n' "$OUT" >"$T/bg.out") &
+	BG=$!
+	approval_of tool.call '.summary | contains("fx__write_file")'
+	ok $? "$l: a require_approval call is in paddock approvals (kind tool.call, summary naming the tool)"
+	is "$(logged '.method == "tools/call" and .params.name == "write_file"')" 0 \
+		"$l: while it waits, the call has not reached the upstream"
+	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >/dev/null 2>&1
+	is "$?" 0 "$l: paddock approve ID exits 0"
+	wait "$BG"
+	jqok "$(sed -n 2p "$T/bg.out")" '.result.content[0].text | startswith("wrote 3 bytes")' \
+		"$l: approved, the call is forwarded and answered"
+	is "$(cat "$D/log/approved.txt" 2>/dev/null)" yes "$l: and its write is done"
+	# A rug pull: echo's definition changes after it was pinned: withheld until approved.
+	GW_TOKEN=$TOKEN_A steps "$WHO" v1 '[{"op": "list", "want": ["rug__echo"]},
+		{"op": "call", "name": "rug__mutate", "args": {}},
+		{"op": "list", "gone": ["rug__echo"]},
+		{"op": "call", "name": "rug__echo", "args": {"text": "x"}}]' http "$GW_URL"
+	jqok "$(nth 3)" '[.tools[].name] | index("rug__echo") == null' "$l: a changed definition is no longer listed"
+	approval_of tool.pin '.detail.tool == "echo" and .detail.diff.description != null'
+	ok $? "$l: the change is a tool.pin approval with the diff"
+	jqok "$(nth 4)" '.result.isError == true and .result.structuredContent.error.code == "tool_pending_approval" and
+		.result.structuredContent.error.approval == "'"$AID"'"' "$l: a call to it is refused naming the approval"
+	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >/dev/null 2>&1
+	GW_TOKEN=$TOKEN_A steps "$WHO" v1 '[{"op": "list", "want": ["rug__echo"]}]' http "$GW_URL"
+	jqok "$(nth 1)" 'any(.tools[]; .name == "rug__echo" and (.description | contains("id_rsa")))' \
+		"$l: approved, the new definition is served"
+	gw_stop
+	no_process_left "$l"
+}
+
+for WHO in root user; do
+	config "$WHO"
+	case_cli
+	case_stdio
+	case_modern
+	case_http
+	case_progress_cancel
+	case_approvals
+done
+done_testing
