@@ -277,6 +277,7 @@ Test(provider, list_call_reply_progress_cancel_list_changed)
 	struct pdk_mcp_conn *c = pdk_mcp_conn_new(m, "agent-a", "stdio", prov_send, &f);
 	struct pdk_mcp_conn *quiet = pdk_mcp_conn_new(m, "agent-a", "stdio", prov_send, &f);
 	const json_t *r;
+	json_t *progress;
 
 	msg(c, INIT);
 	r = got(&f, "id", "1");
@@ -301,7 +302,9 @@ Test(provider, list_call_reply_progress_cancel_list_changed)
 	cr_assert_eq(f.calls, 1);
 	cr_assert_null(got(&f, "id", "4"));
 	cr_assert_str_eq(json_string_value(pdk_mcp_call_progress_token(f.held)), "tok");
-	pdk_mcp_call_progress(f.held, json_pack("{s:i}", "progress", 5));
+	progress = json_pack("{s:i}", "progress", 5);
+	pdk_mcp_call_progress(f.held, progress); /* borrowed */
+	json_decref(progress);
 	r = got(&f, "method", "\"notifications/progress\"");
 	cr_assert_str_eq(
 		json_string_value(json_object_get(json_object_get(r, "params"), "progressToken")),
