@@ -66,14 +66,22 @@ char *pdk_xstrdup(const char *s)
 	return p;
 }
 
-char *pdk_xasprintf(const char *fmt, ...)
+char *pdk_xvasprintf(const char *fmt, va_list ap)
 {
 	char *p = NULL;
+
+	if (vasprintf(&p, fmt, ap) < 0)
+		pdk_oom();
+	return p;
+}
+
+char *pdk_xasprintf(const char *fmt, ...)
+{
+	char *p;
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (vasprintf(&p, fmt, ap) < 0)
-		pdk_oom();
+	p = pdk_xvasprintf(fmt, ap);
 	va_end(ap);
 	return p;
 }

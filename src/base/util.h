@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -27,6 +28,8 @@ void *pdk_xcalloc(size_t nmemb, size_t size);
 void *pdk_xrealloc(void *p, size_t n);
 char *pdk_xstrdup(const char *s);
 char *pdk_xasprintf(const char *fmt, ...) PDK_PRINTF(1, 2);
+/* pdk_xasprintf() of a va_list (`ap` is used up, as by vasprintf()). Never NULL. */
+char *pdk_xvasprintf(const char *fmt, va_list ap) PDK_PRINTF(1, 0);
 
 /* NULL-terminated string vectors. */
 size_t pdk_strv_len(char *const *v);

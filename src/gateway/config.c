@@ -283,8 +283,7 @@ static int bad(struct walk *w, const struct node *n, const char *field, const ch
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		pdk_oom();
+	msg = pdk_xvasprintf(fmt, ap);
 	va_end(ap);
 	if (field[0] == '\0')
 		pdk_error_setx(w->err, EINVAL, "%s:%d: %s", w->file, n ? n->line : 1, msg);
