@@ -106,6 +106,16 @@ PDK_MUST_CHECK int pdk_read_file_at(int dirfd, const char *path, size_t max, cha
 				    struct pdk_error **err);
 
 /*
+ * Read a file a user names (a profile, a recipe, a gateway config): a
+ * regular file, of which at most `max` + 1 bytes are read, so that the
+ * caller can tell it is too long (*len > max) and say so in its words.
+ * *out is NUL-terminated and the caller's; errors name `what` ("profile")
+ * and the path: -errno (open, stat, read), -EINVAL (not a regular file).
+ */
+PDK_MUST_CHECK int pdk_read_regular_file(const char *path, const char *what, size_t max, char **out,
+					 size_t *len, struct pdk_error **err);
+
+/*
  * Copy `size` bytes from in_fd to out_fd (both at offset 0), keeping holes:
  * data ranges found with SEEK_DATA/SEEK_HOLE go through copy_file_range()
  * (read/write where the kernel cannot), and out_fd is extended to `size`.
