@@ -31,7 +31,18 @@
 #define MAX_NAME    64   /* bytes of a rule's or a principal's name */
 #define MAX_RATE    100000
 
-/* ---- the tree ---- */
+/*
+ * ---- the tree ----
+ *
+ * The same event-to-tree reading as profiles' (policy/policy-tree.c), kept
+ * apart on purpose: that reader reports into the profile report's
+ * diagnostic sink ("FILE:LINE:COL", every problem of a profile listed) and
+ * allows 32 levels without an entry limit; this one ends at the first
+ * problem with one pdk_error ("FILE:LINE: FIELD: message", err->field
+ * set, as `paddock gateway` shows it), 16 levels and MAX_ENTRIES entries
+ * per collection, and its own messages. Sharing it would put the tree's
+ * node type into policy.h and change either reader's limits or messages.
+ */
 
 enum node_type { N_SCALAR, N_SEQ, N_MAP };
 
