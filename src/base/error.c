@@ -17,8 +17,7 @@ static int set_v(struct pdk_error **err, int status, bool with_str, const char *
 		status = status < 0 ? -status : EINVAL;
 	if (err == NULL || *err != NULL)
 		return -status;
-	if (vasprintf(&msg, fmt, ap) < 0)
-		pdk_oom();
+	msg = pdk_xvasprintf(fmt, ap);
 	if (with_str) {
 		char *full = pdk_xasprintf("%s: %s", msg, strerror(status));
 		free(msg);
@@ -63,8 +62,7 @@ int pdk_error_wrap(struct pdk_error **err, const char *fmt, ...)
 	if (err == NULL || *err == NULL)
 		return -EINVAL;
 	va_start(ap, fmt);
-	if (vasprintf(&ctx, fmt, ap) < 0)
-		pdk_oom();
+	ctx = pdk_xvasprintf(fmt, ap);
 	va_end(ap);
 	/* A context the message already starts with is not said twice ("policy: policy: ..."). */
 	if (pdk_error_has_context((*err)->msg, ctx)) {

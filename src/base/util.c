@@ -66,14 +66,22 @@ char *pdk_xstrdup(const char *s)
 	return p;
 }
 
-char *pdk_xasprintf(const char *fmt, ...)
+char *pdk_xvasprintf(const char *fmt, va_list ap)
 {
 	char *p = NULL;
+
+	if (vasprintf(&p, fmt, ap) < 0)
+		pdk_oom();
+	return p;
+}
+
+char *pdk_xasprintf(const char *fmt, ...)
+{
+	char *p;
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (vasprintf(&p, fmt, ap) < 0)
-		pdk_oom();
+	p = pdk_xvasprintf(fmt, ap);
 	va_end(ap);
 	return p;
 }
@@ -181,6 +189,36 @@ int pdk_read_file_at(int dirfd, const char *path, size_t max, char **out, struct
 	if ((size_t)n > max)
 		return pdk_error_setx(err, E2BIG, "'%s' is larger than %zu bytes", path, max);
 	buf[n] = '\0';
+	*out = steal_ptr(&buf);
+	return 0;
+}
+
+/*
+ * SECURITY: O_NONBLOCK and the regular-file check keep a FIFO or a device
+ * named by a user (a profile's `extends`, --config) from blocking or
+ * streaming forever.
+ */
+int pdk_read_regular_file(const char *path, const char *what, size_t max, char **out, size_t *len,
+			  struct pdk_error **err)
+{
+	_cleanup_close_ int fd =
+		TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0)
+		return pdk_error_set(err, errno, "cannot open %s '%s'", what, path);
+	if (fstat(fd, &st) < 0)
+		return pdk_error_set(err, errno, "cannot stat %s '%s'", what, path);
+	if (!S_ISREG(st.st_mode))
+		return pdk_error_setx(err, EINVAL, "%s '%s' is not a regular file", what, path);
+	buf = pdk_xmalloc(max + 2);
+	n = pdk_read_all(fd, buf, max + 1);
+	if (n < 0)
+		return pdk_error_set(err, (int)-n, "cannot read %s '%s'", what, path);
+	buf[n] = '\0';
+	*len = (size_t)n;
 	*out = steal_ptr(&buf);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -27,6 +28,8 @@ void *pdk_xcalloc(size_t nmemb, size_t size);
 void *pdk_xrealloc(void *p, size_t n);
 char *pdk_xstrdup(const char *s);
 char *pdk_xasprintf(const char *fmt, ...) PDK_PRINTF(1, 2);
+/* pdk_xasprintf() of a va_list (`ap` is used up, as by vasprintf()). Never NULL. */
+char *pdk_xvasprintf(const char *fmt, va_list ap) PDK_PRINTF(1, 0);
 
 /* NULL-terminated string vectors. */
 size_t pdk_strv_len(char *const *v);
@@ -101,6 +104,16 @@ PDK_MUST_CHECK int pdk_write_file_at(int dirfd, const char *path, const char *da
  */
 PDK_MUST_CHECK int pdk_read_file_at(int dirfd, const char *path, size_t max, char **out,
 				    struct pdk_error **err);
+
+/*
+ * Read a file a user names (a profile, a recipe, a gateway config): a
+ * regular file, of which at most `max` + 1 bytes are read, so that the
+ * caller can tell it is too long (*len > max) and say so in its words.
+ * *out is NUL-terminated and the caller's; errors name `what` ("profile")
+ * and the path: -errno (open, stat, read), -EINVAL (not a regular file).
+ */
+PDK_MUST_CHECK int pdk_read_regular_file(const char *path, const char *what, size_t max, char **out,
+					 size_t *len, struct pdk_error **err);
 
 /*
  * Copy `size` bytes from in_fd to out_fd (both at offset 0), keeping holes:

@@ -506,8 +506,7 @@ static void call_fail(struct pdk__gw_call *gc, const struct fail *f, const char 
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		pdk_oom();
+	msg = pdk_xvasprintf(fmt, ap);
 	va_end(ap);
 	call_end(
 		gc, f->decision,

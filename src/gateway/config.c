@@ -31,7 +31,18 @@
 #define MAX_NAME    64   /* bytes of a rule's or a principal's name */
 #define MAX_RATE    100000
 
-/* ---- the tree ---- */
+/*
+ * ---- the tree ----
+ *
+ * The same event-to-tree reading as profiles' (policy/policy-tree.c), kept
+ * apart on purpose: that reader reports into the profile report's
+ * diagnostic sink ("FILE:LINE:COL", every problem of a profile listed) and
+ * allows 32 levels without an entry limit; this one ends at the first
+ * problem with one pdk_error ("FILE:LINE: FIELD: message", err->field
+ * set, as `paddock gateway` shows it), 16 levels and MAX_ENTRIES entries
+ * per collection, and its own messages. Sharing it would put the tree's
+ * node type into policy.h and change either reader's limits or messages.
+ */
 
 enum node_type { N_SCALAR, N_SEQ, N_MAP };
 
@@ -283,8 +294,7 @@ static int bad(struct walk *w, const struct node *n, const char *field, const ch
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		pdk_oom();
+	msg = pdk_xvasprintf(fmt, ap);
 	va_end(ap);
 	if (field[0] == '\0')
 		pdk_error_setx(w->err, EINVAL, "%s:%d: %s", w->file, n ? n->line : 1, msg);
@@ -1297,34 +1307,20 @@ static int walk_top(struct walk *w, const struct node *root)
 /* ---- the file ---- */
 
 /*
- * Read the file: a regular file of at most PDK_GW_CONFIG_MAX bytes.
- * O_NONBLOCK and the regular-file check keep a FIFO or a device from
- * blocking or streaming forever.
+ * Read the file: a regular file (pdk_read_regular_file(), which keeps a
+ * FIFO or a device from blocking or streaming forever) of at most
+ * PDK_GW_CONFIG_MAX bytes.
  */
 static int read_config(const char *path, char **out, size_t *len, struct pdk_error **err)
 {
-	_cleanup_close_ int fd =
-		TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
 	_cleanup_free_ char *buf = NULL;
-	struct stat st;
-	ssize_t n;
+	int rc = pdk_read_regular_file(path, "gateway config", PDK_GW_CONFIG_MAX, &buf, len, err);
 
-	if (fd < 0)
-		return pdk_error_set(err, errno, "cannot open gateway config '%s'", path);
-	if (fstat(fd, &st) < 0)
-		return pdk_error_set(err, errno, "cannot stat gateway config '%s'", path);
-	if (!S_ISREG(st.st_mode))
-		return pdk_error_setx(err, EINVAL, "gateway config '%s' is not a regular file",
-				      path);
-	buf = pdk_xmalloc(PDK_GW_CONFIG_MAX + 2);
-	n = pdk_read_all(fd, buf, PDK_GW_CONFIG_MAX + 1);
-	if (n < 0)
-		return pdk_error_set(err, (int)-n, "cannot read gateway config '%s'", path);
-	if ((size_t)n > PDK_GW_CONFIG_MAX)
+	if (rc < 0)
+		return rc;
+	if (*len > PDK_GW_CONFIG_MAX)
 		return pdk_error_setx(err, EINVAL, "gateway config '%s' is larger than %u bytes",
 				      path, PDK_GW_CONFIG_MAX);
-	buf[n] = '\0';
-	*len = (size_t)n;
 	*out = steal_ptr(&buf);
 	return 0;
 }

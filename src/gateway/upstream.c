@@ -365,8 +365,7 @@ static void failf(struct pdk_gw_up *u, int status, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (vasprintf(&e.msg, fmt, ap) < 0)
-		pdk_oom();
+	e.msg = pdk_xvasprintf(fmt, ap);
 	va_end(ap);
 	fail(u, &e);
 	free(e.msg);

@@ -100,8 +100,7 @@ void pdk__mcp_call_bad(struct pdk_mcp_call *call, const char *field, const char 
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		pdk_oom();
+	msg = pdk_xvasprintf(fmt, ap);
 	va_end(ap);
 	(void)pdk_error_set_field(&err, EINVAL, field, "%s", msg);
 	pdk__mcp_call_fail(call, err);

@@ -1357,8 +1357,7 @@ static int fail(struct vctx *v, const struct ptr *p, const char *fmt, ...)
 	if (v->err == NULL)
 		return -EINVAL;
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		pdk_oom();
+	msg = pdk_xvasprintf(fmt, ap);
 	va_end(ap);
 	at = ptr_str(p);
 	return pdk_error_set_field(v->err, EINVAL, at, "%s", msg);

@@ -233,11 +233,6 @@ void pdk__policy_parse_text(struct pdk__policy_walk *w, const struct pdk__policy
 void pdk__policy_parse_env(struct pdk__policy_walk *w, const struct pdk__policy_node *n,
 			   const char *path, const struct pdk__policy_field *f);
 
-/* The file's text, read as a profile is (a regular file of at most `max` bytes, plus one
- * byte so that the caller can tell it is too long); `what` names it in errors ("profile"). */
-PDK_MUST_CHECK int pdk__policy_read_file(const char *path, const char *what, size_t max, char **out,
-					 size_t *len, struct pdk_error **err);
-
 /*
  * Walk a document's root mapping over w->pol (the defaults or the base
  * profile), then apply the whole-policy rules (name, source, /tmp).

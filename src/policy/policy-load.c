@@ -232,36 +232,6 @@ static int check_chain(const char *id, const char *name, const struct pdk__polic
 	return 0;
 }
 
-/*
- * Read a profile (or a build recipe: recipe.c). O_NONBLOCK and the regular-file check keep a FIFO
- * or a device named by `extends` from blocking or streaming forever; one byte more than `max` is
- * read so that the parser can report the size.
- */
-int pdk__policy_read_file(const char *path, const char *what, size_t max, char **out, size_t *len,
-			  struct pdk_error **err)
-{
-	_cleanup_close_ int fd =
-		TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-	_cleanup_free_ char *buf = NULL;
-	struct stat st;
-	ssize_t n;
-
-	if (fd < 0)
-		return pdk_error_set(err, errno, "cannot open %s '%s'", what, path);
-	if (fstat(fd, &st) < 0)
-		return pdk_error_set(err, errno, "cannot stat %s '%s'", what, path);
-	if (!S_ISREG(st.st_mode))
-		return pdk_error_setx(err, EINVAL, "%s '%s' is not a regular file", what, path);
-	buf = pdk_xmalloc(max + 2);
-	n = pdk_read_all(fd, buf, max + 1);
-	if (n < 0)
-		return pdk_error_set(err, (int)-n, "cannot read %s '%s'", what, path);
-	buf[n] = '\0';
-	*len = (size_t)n;
-	*out = steal_ptr(&buf);
-	return 0;
-}
-
 static struct pdk_policy *load_ref(struct pdk__policy_sink *s, const char *ref, const char *dir,
 				   const struct pdk__policy_chain *up, struct pdk_error **err)
 {
@@ -283,7 +253,7 @@ static struct pdk_policy *load_ref(struct pdk__policy_sink *s, const char *ref, 
 	if (check_chain(id, name, up, err) < 0)
 		return NULL;
 	if (text == NULL) {
-		if (pdk__policy_read_file(name, "profile", MAX_PROFILE_BYTES, &data, &len, err) < 0)
+		if (pdk_read_regular_file(name, "profile", MAX_PROFILE_BYTES, &data, &len, err) < 0)
 			return NULL;
 		text = data;
 		own_dir = dir_of(name);

@@ -52,8 +52,7 @@ void pdk__policy_diag(struct pdk__policy_sink *s, const char *file, int line, in
 	d->column = col;
 	d->field = pdk_xstrdup(field);
 	va_start(ap, fmt);
-	if (vasprintf(&d->msg, fmt, ap) < 0)
-		pdk_oom();
+	d->msg = pdk_xvasprintf(fmt, ap);
 	va_end(ap);
 }
 

@@ -42,8 +42,7 @@ void pdk__policy_bad(struct pdk__policy_walk *w, const struct pdk__policy_node *
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		pdk_oom();
+	msg = pdk_xvasprintf(fmt, ap);
 	va_end(ap);
 	pdk__policy_diag(w->sink, w->src->name, n->line, n->column, path, "%s", msg);
 }

@@ -435,7 +435,7 @@ struct pdk_recipe *pdk_recipe_load(const char *path, struct pdk_policy_report *r
 	_cleanup_free_ char *data = NULL;
 	size_t len = 0;
 
-	if (pdk__policy_read_file(path, "recipe", MAX_RECIPE_BYTES, &data, &len, err) < 0)
+	if (pdk_read_regular_file(path, "recipe", MAX_RECIPE_BYTES, &data, &len, err) < 0)
 		return NULL;
 	return pdk_recipe_parse(path, data, len, report, err);
 }
