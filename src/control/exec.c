@@ -413,6 +413,25 @@ static void input_writable(evutil_socket_t fd, short what, void *arg)
 		input_close(x); /* EOF for the command */
 }
 
+/*
+ * What pdk_ctl_exec_stdin() queued, written at once when nothing is waiting
+ * for the descriptor: a streaming command fed one message at a time (an MCP
+ * upstream, one request per call) then costs one write per message, not an
+ * epoll_ctl to watch the descriptor, a turn of the loop, and another
+ * epoll_ctl to stop watching it. What the pipe does not take now is written
+ * when it is writable, as before; the order of the bytes is the queue's.
+ */
+static void input_push(struct pdk_ctl_exec *x)
+{
+	if (x->in_off >= x->in_len && !event_pending(x->in_ev, EV_WRITE, NULL)) {
+		input_writable(x->in_fd, EV_WRITE, x);
+		if (x->in_ev == NULL || inq_empty(x))
+			return; /* all written (or stdin closed: the command stopped reading) */
+	}
+	if (event_add(x->in_ev, NULL) < 0)
+		pdk_oom();
+}
+
 static void kill_sent(void *ctx, json_t *doc, const struct pdk_error *err)
 {
 	(void)ctx;
@@ -749,8 +768,7 @@ int pdk_ctl_exec_stdin(struct pdk_ctl_sb *sb, uint64_t exec_id, const char *data
 		pdk__ctl_buf_add(x->inq, "\x04", 1);
 	else if (eof)
 		x->in_eof = true;
-	if (event_add(x->in_ev, NULL) < 0)
-		pdk_oom();
+	input_push(x);
 	return 0;
 }
 

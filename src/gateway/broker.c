@@ -405,11 +405,16 @@ static void args_sha256(const json_t *args, char hex[65])
 	_cleanup_free_ char *s = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
 	unsigned char h[32];
 	unsigned int len = 0;
+	static const char digits[] = "0123456789abcdef";
 
 	if (s == NULL || EVP_Digest(s, strlen(s), h, &len, EVP_sha256(), NULL) != 1)
 		pdk_oom();
-	for (unsigned i = 0; i < 32; i++)
-		(void)snprintf(hex + 2 * i, 3, "%02x", h[i]);
+	/* By hand, not 32 snprintf() calls: this runs for every call. */
+	for (unsigned i = 0; i < 32; i++) {
+		hex[2 * i] = digits[h[i] >> 4];
+		hex[2 * i + 1] = digits[h[i] & 0xf];
+	}
+	hex[64] = '\0';
 }
 
 static json_t *pin_of(const struct pdk__gw_call *gc)
@@ -439,10 +444,19 @@ static json_t *call_id(const struct pdk_mcp_call *mc)
 	return json_sprintf("%lld", (long long)json_integer_value(id));
 }
 
+/*
+ * The size of the result's line as the client gets it (pdk_json_dump_line():
+ * compact, ASCII, a newline), counted without building it (the order of the
+ * keys changes no size).
+ */
+static size_t result_size(const json_t *result)
+{
+	return result ? json_dumpb(result, NULL, 0, JSON_COMPACT | JSON_ENSURE_ASCII) + 1 : 0;
+}
+
 /* SECURITY: every call, however it ended, is one tool.call record with its arguments redacted. */
 static void call_record(struct pdk__gw_call *gc, const char *decision, const json_t *result)
 {
-	_cleanup_free_ char *line = result ? pdk_json_dump_line(result) : NULL;
 	const char *client = pdk_mcp_conn_client(pdk_mcp_call_conn(gc->mc));
 	const json_t *code = json_object_get(error_of(result), "code");
 	char hash[65];
@@ -456,8 +470,8 @@ static void call_record(struct pdk__gw_call *gc, const char *decision, const jso
 			  "args_sha256", hash, "args", pdk_mcp_audit_args(gc->g->redact, gc->args),
 			  "decision", decision, "rule", gc->rule, "pin", pin_of(gc), "latency_ms",
 			  (json_int_t)((pdk_now_mono_ns() - gc->start_ns) / 1000000),
-			  "result_bytes", (json_int_t)(line ? strlen(line) : 0), "redactions",
-			  "args", (json_int_t)gc->red_args, "result", (json_int_t)gc->red_result);
+			  "result_bytes", (json_int_t)result_size(result), "redactions", "args",
+			  (json_int_t)gc->red_args, "result", (json_int_t)gc->red_result);
 	if (attrs == NULL)
 		pdk_oom();
 	/* The OTLP export's span lasts duration_ms; mcp_method and session are MCP's conventions.
@@ -715,7 +729,8 @@ static struct pdk__gw_call *call_new(struct pdk_gw *g, struct pdk_mcp_call *mc,
 	gc->mc = mc;
 	gc->sv = sv;
 	gc->tool = pdk_xstrdup(tool);
-	gc->args = json_deep_copy(args);
+	/* Borrowed from the client's request, never changed (copies are made to redact). */
+	gc->args = json_incref((json_t *)args);
 	gc->principal = pdk_xstrdup(pdk_mcp_conn_principal(c));
 	gc->session = pdk_xstrdup(pdk_mcp_conn_session(c));
 	gc->start_ns = pdk_now_mono_ns();

@@ -6,8 +6,9 @@
 # tests/integration/gw-upstream.py in its sandbox: the tools are listed as SERVER__TOOL, a call
 # is forwarded and answered, a deny rule is named, arguments against the pinned inputSchema
 # are refused before the upstream sees them (the fixture's --log), an upstream that cannot
-# start is named with why, every call is a tool.call record with its principal, and when the
-# client ends nothing is left running in the suite's cgroups.
+# start is named with why, every call is a tool.call record with its principal (stored even
+# when the gateway is killed right after answering), and when the client ends nothing is left
+# running in the suite's cgroups.
 set -u
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-mcp.sh"
@@ -15,7 +16,7 @@ set -u
 mcp_cgroups
 FIXTURE="$TESTS_DIR/integration/gw-upstream.py"
 [ -f "$FIXTURE" ] || { echo "Bail out! $FIXTURE is missing"; exit 1; }
-cp "$FIXTURE" "$T/bin/"
+cp "$FIXTURE" "$TESTS_DIR/integration/gw-kill.py" "$T/bin/"
 chmod 0755 "$T/bin"/*
 TOKEN_A=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
@@ -284,6 +285,40 @@ case_approvals() {
 	no_process_left "$l"
 }
 
+# A gateway killed (SIGKILL) the moment its client has read an answer: that call's tool.call
+# record is in the audit store all the same and the chain verifies (docs/gateway.md, AUDIT: a
+# record is stored before the answer of its call is written).
+case_kill() {
+	local l="$WHO: killed after an answer" marker out
+	marker="kill-$WHO-$$-$RANDOM"
+	out=$(mcp_as "$WHO" timeout 120 python3 "$T/bin/gw-kill.py" "$marker" "$T/bin/paddock" \
+		gateway --config "$CFG" --principal agent-k 2>"$T/kill.err")
+	jqok "$out" '.signal == 9 and .answer.result.isError != true and
+		.answer.result.content[0].text == "'"$marker"'"' \
+		"$l: the call is answered, then the gateway is killed with SIGKILL" ||
+		head -5 "$T/kill.err" | sed 's/^/#   /'
+	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
+	jqok "$(jq -s . "$T/audit.json")" 'any(.. | objects | select(.kind? == "tool.call") | .attrs;
+		.principal == "agent-k" and .server == "fx" and .tool == "echo" and .decision == "allowed"
+		and .args.text == "'"$marker"'")' "$l: the answered call's tool.call record is stored"
+	mcp_as "$WHO" "$T/bin/paddock" audit verify >"$T/verify.out" 2>&1
+	ok $? "$l: paddock audit verify passes after the kill" || head -5 "$T/verify.out" | sed 's/^/#   /'
+	# A killed gateway cannot end its upstream's sandbox: its supervisor outlives it (as a
+	# daemon's do, for adoption). Stopped here, it ends the sandbox.
+	stop_supervisors
+	no_process_left "$l"
+}
+
+# stop_supervisors: SIGTERM to the sandbox supervisors of this round's state directory (only
+# what the suite started: their environment names it).
+stop_supervisors() {
+	local p
+	for p in $(pgrep -f 'supervise --id'); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PADDOCK_STATE_DIR=$T/state-$WHO" &&
+			kill -TERM "$p" 2>/dev/null
+	done
+}
+
 for WHO in root user; do
 	config "$WHO"
 	case_cli
@@ -292,5 +327,6 @@ for WHO in root user; do
 	case_http
 	case_progress_cancel
 	case_approvals
+	case_kill
 done
 done_testing
