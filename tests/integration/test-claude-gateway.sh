@@ -11,34 +11,11 @@
 #   tool.call audit records; nothing of paddock is left once Claude Code exits.
 # Run by `make test-clients` (Claude Code is large, so it is not part of make test).
 set -u
-if [ -z "${PDK_NET_NS:-}" ]; then
-	# SECURITY: nothing here may reach beyond loopback; a namespace without a route
-	# guarantees it whatever Claude Code would try.
-	PDK_NET_NS=1 exec unshare --net bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
-fi
-. "$(dirname "$0")/lib-run.sh"
-. "$(dirname "$0")/lib-mcp.sh"
-mcp_cgroups
-CLAUDE="$CLIENTS/claude/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
-if [ ! -x "$CLAUDE" ] || ! "$CLAUDE" --version >/dev/null 2>&1; then
-	echo "Bail out! Claude Code is missing ($CLAUDE): run make test-clients-setup"
-	exit 1
-fi
+. "$(dirname "$0")/lib-claude.sh"
 cp "$TESTS_DIR/integration/gw-upstream.py" "$T/bin/"
 chmod 0755 "$T/bin/gw-upstream.py"
 ECHO=mcp__tools__fx__echo
 ADD=mcp__tools__fx__add
-
-claude_as() {
-	local who=$1
-	shift
-	(cd "$T/proj-$who" && mcp_as "$who" env HOME="$T/home-$who" \
-		CLAUDE_CONFIG_DIR="$T/home-$who/.claude" PATH="$T/bin:$PATH" \
-		ANTHROPIC_BASE_URL="http://127.0.0.1:$API_PORT" ANTHROPIC_API_KEY=sk-ant-test-dummy \
-		DISABLE_AUTOUPDATER=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
-		DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 ENABLE_TOOL_SEARCH=false \
-		timeout 300 "$CLAUDE" "$@")
-}
 
 for who in root user; do
 	d="$T/gw-$who"
@@ -58,18 +35,11 @@ EOF
 	token=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 	plan=$(printf '[{"tool": "%s", "input": {"text": "claude-%s"}}, {"tool": "%s", "input": {"a": 1, "b": "two"}}]' \
 		"$ECHO" "$token" "$ADD")
-	rm -f "$T/api-port" "$T/api-$who.log"
-	python3 "$TESTS_DIR/integration/fake-messages.py" "$T/api-port" "$T/api-$who.log" "$plan" &
-	api_pid=$!
-	for i in $(seq 1 200); do [ -f "$T/api-port" ] && break; sleep 0.05; done
-	API_PORT=$(cat "$T/api-port" 2>/dev/null)
-	ok $? "$who: the fake Messages API listens on loopback"
+	claude_api_start "$who" "$plan"
 
 	# The user's own words: claude mcp add tools -- paddock gateway --config FILE.
-	mcp_cmd "$who"
-	envs=()
-	for kv in "${MCP_CMD[@]}"; do case $kv in PADDOCK_*=*) envs+=(-e "$kv") ;; esac; done
-	claude_as "$who" mcp add tools "${envs[@]}" -- paddock gateway --config "$d/gateway.yaml" \
+	claude_mcp_envs "$who"
+	claude_as "$who" mcp add tools "${ENVS[@]}" -- paddock gateway --config "$d/gateway.yaml" \
 		>"$T/add.out" 2>&1
 	ok $? "$who: claude mcp add tools -- paddock gateway --config FILE ($(head -c 120 "$T/add.out"))"
 	claude_as "$who" mcp list >"$T/list.out" 2>&1
@@ -103,8 +73,6 @@ EOF
 	jq -se '[.[] | .attrs] | (any(.tool == "echo" and .decision == "allowed") and
 		any(.tool == "add" and .decision == "invalid_arguments"))' "$T/audit.json" >/dev/null 2>&1
 	ok $? "$who: both calls are tool.call audit records (allowed, invalid_arguments)"
-	[ -z "${KEEP_API_LOG:-}" ] || cp "$T/api-$who.log" "$KEEP_API_LOG.$who"
-	kill "$api_pid"
-	wait "$api_pid" 2>/dev/null
+	claude_api_stop "$who"
 done
 done_testing

@@ -12,34 +12,9 @@
 #   left running once Claude Code exits.
 # Run by `make test-clients` (Claude Code is large, so it is not part of make test).
 set -u
-if [ -z "${PDK_NET_NS:-}" ]; then
-	# SECURITY: nothing here may reach beyond loopback; a namespace without a route
-	# guarantees it whatever Claude Code would try.
-	PDK_NET_NS=1 exec unshare --net bash -c 'ip link set lo up && exec bash "$0" "$@"' "$0" "$@"
-fi
-. "$(dirname "$0")/lib-run.sh"
-. "$(dirname "$0")/lib-mcp.sh"
-mcp_cgroups
-CLAUDE="$CLIENTS/claude/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
-if [ ! -x "$CLAUDE" ] || ! "$CLAUDE" --version >/dev/null 2>&1; then
-	echo "Bail out! Claude Code is missing ($CLAUDE): run make test-clients-setup"
-	exit 1
-fi
+. "$(dirname "$0")/lib-claude.sh"
 TOOL=mcp__paddock__run_command
 CREATE=mcp__paddock__sandbox_create
-
-# claude_as WHO ARGS...: Claude Code as WHO in WHO's private home (the configuration of
-# `claude mcp add` lives there), with the fake API and no traffic of its own.
-claude_as() {
-	local who=$1
-	shift
-	(cd "$T/proj-$who" && mcp_as "$who" env HOME="$T/home-$who" \
-		CLAUDE_CONFIG_DIR="$T/home-$who/.claude" PATH="$T/bin:$PATH" \
-		ANTHROPIC_BASE_URL="http://127.0.0.1:$API_PORT" ANTHROPIC_API_KEY=sk-ant-test-dummy \
-		DISABLE_AUTOUPDATER=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
-		DISABLE_TELEMETRY=1 DISABLE_ERROR_REPORTING=1 ENABLE_TOOL_SEARCH=false \
-		timeout 300 "$CLAUDE" "$@")
-}
 
 for who in root user; do
 	mkdir -p "$T/home-$who" "$T/proj-$who"
@@ -49,18 +24,11 @@ for who in root user; do
 	input=$(printf '{"command": "echo claude-%s > claude.txt && cat claude.txt && id -u && tr %s %s </proc/1/cmdline", "sandbox_id": "{{sandbox_id}}"}' \
 		"$token" "'\\\\0'" "' '")
 	plan=$(printf '[{"tool": "%s", "input": {}}, {"tool": "%s", "input": %s}]' "$CREATE" "$TOOL" "$input")
-	rm -f "$T/api-port" "$T/api-$who.log"
-	python3 "$TESTS_DIR/integration/fake-messages.py" "$T/api-port" "$T/api-$who.log" "$plan" &
-	api_pid=$!
-	for i in $(seq 1 200); do [ -f "$T/api-port" ] && break; sleep 0.05; done
-	API_PORT=$(cat "$T/api-port" 2>/dev/null)
-	ok $? "$who: the fake Messages API listens on loopback"
+	claude_api_start "$who" "$plan"
 
 	# The user's own words: claude mcp add paddock -- paddock mcp (with where its state is).
-	mcp_cmd "$who"
-	envs=()
-	for kv in "${MCP_CMD[@]}"; do case $kv in PADDOCK_*=*) envs+=(-e "$kv") ;; esac; done
-	claude_as "$who" mcp add paddock "${envs[@]}" -- paddock mcp >"$T/add.out" 2>&1
+	claude_mcp_envs "$who"
+	claude_as "$who" mcp add paddock "${ENVS[@]}" -- paddock mcp >"$T/add.out" 2>&1
 	ok $? "$who: claude mcp add paddock -- paddock mcp ($(head -c 120 "$T/add.out"))"
 	claude_as "$who" mcp list >"$T/list.out" 2>&1
 	grep -E '^paddock: .*Connected' "$T/list.out" >/dev/null
@@ -93,9 +61,6 @@ for who in root user; do
 	[ -e "$T/proj-$who/claude.txt" ]
 	is $? 1 "$who: the sandbox's write is not in the project directory (its workspace is its own)"
 	no_paddock_left "$who: claude -p"
-	# KEEP_API_LOG=PATH keeps what the fake API saw (PATH.root, PATH.user) for a look.
-	[ -z "${KEEP_API_LOG:-}" ] || cp "$T/api-$who.log" "$KEEP_API_LOG.$who"
-	kill "$api_pid"
-	wait "$api_pid" 2>/dev/null
+	claude_api_stop "$who"
 done
 done_testing
