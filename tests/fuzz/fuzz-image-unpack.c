@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -28,6 +29,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char scratch[] = "/tmp/fuzz-image-XXXXXX";
+static bool scratch_made;
 
 /* The scratch directory goes with the process. */
 static void remove_scratch(void)
@@ -106,9 +108,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pdk__img_in in;
 	int mfd, top, root, rc;
 
-	if (scratch[sizeof(scratch) - 2] == 'X') {
+	/* A flag, not the template's last byte: mkdtemp() may end the name in 'X'. */
+	if (!scratch_made) {
 		if (mkdtemp(scratch) == NULL || atexit(remove_scratch) != 0)
 			abort();
+		scratch_made = true;
 	}
 	top = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (top < 0 || pdk_rm_rf_at(top, "root") < 0 || mkdirat(top, "root", 0755) < 0)

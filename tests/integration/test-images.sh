@@ -318,12 +318,15 @@ serve_checks() {
 	out=$(pc "$who" image rm oci:v2 2>&1); rc=$?
 	printf '%s' "$out" | grep -q "in use by a running sandbox"; is "$rc:$?" "1:0" "$who: rm while a daemon sandbox holds the image is refused"
 	# The pool of a profile that names the image: a create of that profile claims from it.
-	for _ in $(seq 200); do
-		pc "$who" ps --all | grep -q "oci:v2@.* ready *$" && break
-		sleep 0.05
+	# The pool fills in the background; on a loaded machine (CI runs the fuzzers beside
+	# this suite) that takes seconds, so wait on a deadline rather than a count.
+	local deadline=$((SECONDS + 60))
+	until pc "$who" ps --all | grep -q "oci:v2@.* ready *$"; do
+		[ $SECONDS -ge $deadline ] && break
+		sleep 0.1
 	done
 	out=$(pc "$who" create -p onv2 2>/dev/null)
-	pc "$who" ps | grep "^$out" | grep -q "oci:v2@${digest:0:19} *claimed *$"; ok $? "$who: a create of the image's profile is claimed from its warm pool, on the image"
+	pc "$who" ps | grep "^$out" | grep -q "oci:v2@${digest:0:19} *claimed *$"; ok $? "$who: a create of the image's profile is claimed from its warm pool, on the image ($(pc "$who" ps --all | grep "oci:v2" | tr -s ' ' | tr '\n' ';' | head -c 300))"
 	serve_stop "$who"
 	reap_supervisors
 	SERVE_ENV=()
