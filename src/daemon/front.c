@@ -11,9 +11,12 @@
 #include "http.h"
 #include "mcp.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -91,6 +94,85 @@ static struct event *add_event(struct pdk_front *f, int sig, event_callback_fn f
 	return ev;
 }
 
+/*
+ * Whether RUNDIR/KIND/NAME was left by a process that is gone: NAME ends
+ * in "-PID" and no process has that PID. A live PID (its own, or a reused
+ * one) keeps the directory: a front that is still starting has not taken
+ * its lock yet.
+ */
+static bool left_by_dead(const char *name)
+{
+	const char *dash = strrchr(name, '-');
+	char *end;
+	long pid;
+
+	if (dash == NULL || dash[1] == '\0')
+		return false;
+	errno = 0;
+	pid = strtol(dash + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || pid <= 1 || pid == (long)getpid())
+		return false;
+	return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/*
+ * SECURITY: what a killed predecessor left running is ended. A private
+ * directory whose process is gone belongs to a `paddock mcp` or gateway
+ * killed before its stop (SIGKILL, the OOM killer): its sandboxes (an
+ * agent's, a gateway's upstream servers) would run on with nobody to end
+ * them. A control object on that directory takes its lock (a lock still
+ * held means the process lives after all: skipped), re-adopts the
+ * sandboxes it stored and destroys them; then the directory goes.
+ */
+static void reap_one(struct pdk_front *f, const struct pdk_front_opts *o, const char *dir)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_ctl_opts co = {.state_dir = o->state_dir,
+				  .run_dir = o->run_dir,
+				  .envp = o->envp,
+				  .log = o->log,
+				  .actor = o->actor,
+				  .base = f->base,
+				  .own_dir = dir};
+	struct pdk_ctl *c = NULL;
+	size_t n;
+
+	if (pdk_ctl_new(&co, &c, &err) < 0) {
+		pdk_log(f->log, PDK_LOG_INFO, "left as it is: %s", err->msg);
+		return;
+	}
+	pdk_ctl_start(c);
+	n = pdk_ctl_sandbox_count(c);
+	pdk_ctl_shutdown(c, true, STOP_WAIT_S);
+	if (n > 0)
+		pdk_log(f->log, PDK_LOG_WARN,
+			"'%s' was left by a paddock %s that did not stop: its %zu sandbox%s "
+			"destroyed",
+			dir, o->kind, n, n == 1 ? "" : "es");
+	pdk_ctl_free(c);
+	if (pdk_rm_rf_at(AT_FDCWD, dir) < 0)
+		pdk_log(f->log, PDK_LOG_WARN, "cannot remove '%s'", dir);
+}
+
+static void reap_stale(struct pdk_front *f, const struct pdk_front_opts *o)
+{
+	_cleanup_free_ char *parent = pdk_xasprintf("%s/%s", o->run_dir, o->kind);
+	DIR *d = opendir(parent);
+	struct dirent *de;
+
+	if (d == NULL)
+		return; /* nothing was ever started here */
+	while ((de = readdir(d)) != NULL) {
+		_cleanup_free_ char *dir = NULL;
+
+		if (de->d_name[0] == '.' || !left_by_dead(de->d_name))
+			continue;
+		dir = pdk_xasprintf("%s/%s", parent, de->d_name);
+		reap_one(f, o, dir);
+	}
+	(void)closedir(d);
+}
+
 int pdk__front_open(struct pdk_front *f, const struct pdk_front_opts *o, struct pdk_error **err)
 {
 	char id[37];
@@ -106,6 +188,7 @@ int pdk__front_open(struct pdk_front *f, const struct pdk_front_opts *o, struct 
 	f->base = event_base_new();
 	if (f->base == NULL)
 		return pdk_error_setx(err, EIO, "cannot create the event loop");
+	reap_stale(f, o);
 	co.base = f->base;
 	co.own_dir = f->own_dir;
 	if (pdk_ctl_new(&co, &f->ctl, err) < 0)

@@ -319,6 +319,40 @@ stop_supervisors() {
 	done
 }
 
+# supervisors: how many sandbox supervisors of this round's state directory run.
+supervisors() {
+	local p n=0
+	for p in $(pgrep -f 'supervise --id'); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PADDOCK_STATE_DIR=$T/state-$WHO" &&
+			n=$((n + 1))
+	done
+	echo $n
+}
+
+# A gateway killed with SIGKILL leaves its upstreams' sandboxes running (nobody is left to end
+# them); the next gateway on the same runtime directory finds its private directory, destroys
+# them and removes it.
+case_reap() {
+	local l="$WHO: the sandboxes of a killed gateway" out n dirs
+	out=$(mcp_as "$WHO" timeout 120 python3 "$T/bin/gw-kill.py" "reap-$WHO-$RANDOM" "$T/bin/paddock" \
+		gateway --config "$CFG" --principal agent-k 2>"$T/reap.err")
+	jqok "$out" '.signal == 9' "$l: a gateway answered a call and was killed with SIGKILL"
+	n=$(supervisors)
+	[ "$n" -ge 1 ]; ok $? "$l: its upstreams' supervisors outlive it ($n)"
+	dirs=$(find "$T/run-$WHO/gateway" -mindepth 1 -maxdepth 1 -type d | wc -l)
+	[ "$dirs" -ge 1 ]; ok $? "$l: and so does its private directory ($dirs)"
+	out=$(mcp_as "$WHO" timeout 120 "$T/bin/paddock" gateway --config "$CFG" </dev/null 2>&1)
+	is "$?" 0 "$l: the next gateway starts and stops (stdin closed)" ||
+		printf '%s\n' "$out" | head -5 | sed 's/^/#   /'
+	printf '%s' "$out" | grep -q "was left by a paddock gateway that did not stop: its [0-9]* sandbox"
+	ok $? "$l: it says it destroyed what the killed one left" ||
+		printf '%s\n' "$out" | head -5 | sed 's/^/#   /'
+	is "$(supervisors)" 0 "$l: no supervisor of the killed gateway is left"
+	is "$(find "$T/run-$WHO/gateway" -mindepth 1 -maxdepth 1 | wc -l)" 0 \
+		"$l: no private directory is left"
+	no_process_left "$l"
+}
+
 for WHO in root user; do
 	config "$WHO"
 	case_cli
@@ -328,5 +362,6 @@ for WHO in root user; do
 	case_progress_cancel
 	case_approvals
 	case_kill
+	case_reap
 done
 done_testing
