@@ -1338,6 +1338,8 @@ int pdk_gw_config_parse(const char *path, const char *data, size_t len, struct p
 	rc = tree_load(path, data, len, &root, err);
 	if (rc == 0)
 		rc = walk_top(&w, root);
+	if (rc == 0)
+		rc = pdk_gw_rules_compile(c, err);
 	if (rc < 0) {
 		pdk_gw_config_free(c);
 		return rc;
@@ -1397,6 +1399,7 @@ void pdk_gw_config_free(struct pdk_gw_config *c)
 		free(c->rules[i].principal);
 		free(c->rules[i].server);
 		free(c->rules[i].tool);
+		pdk_gw_rule_release(&c->rules[i]);
 		json_decref(c->rules[i].args);
 		free(c->rules[i].reason);
 	}

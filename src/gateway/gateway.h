@@ -82,6 +82,9 @@ struct pdk_gw_rule {
 	json_t *args;
 	enum pdk_gw_action action;
 	char *reason; /* shown to the client and the approver (NULL: none) */
+	/* The `regex` conditions of args, compiled once at load (policy.c; owned). */
+	struct pdk_gw_rule_regex *regex;
+	size_t n_regex;
 };
 
 /* A principal of the HTTP endpoint: its bearer token is known by its SHA-256 only. */
@@ -149,6 +152,15 @@ struct pdk_gw_call_info {
 	const char *principal, *server, *tool; /* tool: the upstream's own name */
 	const json_t *args;                    /* an object */
 };
+
+/*
+ * Compile every rule's `regex` conditions (the config reader calls it
+ * once, after the rules are read). -EINVAL + *err naming the rule when one
+ * does not compile (the reader checked each already).
+ */
+PDK_MUST_CHECK int pdk_gw_rules_compile(struct pdk_gw_config *c, struct pdk_error **err);
+/* Free a rule's compiled conditions. */
+void pdk_gw_rule_release(struct pdk_gw_rule *r);
 
 /* The first rule that matches `ci`, or NULL: the default decides. */
 const struct pdk_gw_rule *pdk_gw_policy_match(const struct pdk_gw_config *c,

@@ -69,20 +69,63 @@ static char *arg_text(const json_t *v)
 	return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 }
 
-static bool regex_holds(const char *re_text, const char *s)
-{
+/* One compiled `regex` condition: its text is the string in the rule's args. */
+struct pdk_gw_rule_regex {
+	const char *text; /* borrowed from r->args */
 	regex_t re;
-	bool ok;
+};
 
-	/* Compiled at load too, which refused a bad one: failing here is fail-closed. */
-	if (regcomp(&re, re_text, REG_EXTENDED | REG_NOSUB) != 0)
-		return false;
-	ok = regexec(&re, s, 0, NULL, 0) == 0;
-	regfree(&re);
-	return ok;
+int pdk_gw_rules_compile(struct pdk_gw_config *c, struct pdk_error **err)
+{
+	for (size_t i = 0; i < c->n_rules; i++) {
+		struct pdk_gw_rule *r = &c->rules[i];
+		const char *arg, *op;
+		json_t *cond, *want;
+
+		json_object_foreach(r->args, arg, cond)
+		{
+			json_object_foreach(cond, op, want)
+			{
+				struct pdk_gw_rule_regex *x;
+
+				if (strcmp(op, "regex") != 0 || !json_is_string(want))
+					continue;
+				r->regex = pdk_xrealloc(r->regex,
+							(r->n_regex + 1) * sizeof(*r->regex));
+				x = &r->regex[r->n_regex];
+				x->text = json_string_value(want);
+				if (regcomp(&x->re, x->text, REG_EXTENDED | REG_NOSUB) != 0)
+					return pdk_error_setx(err, EINVAL,
+							      "policy rule '%s': '%s' is not a "
+							      "POSIX extended regex",
+							      r->name, x->text);
+				r->n_regex++;
+			}
+		}
+	}
+	return 0;
 }
 
-static bool op_holds(const char *op, const char *want, const char *s)
+void pdk_gw_rule_release(struct pdk_gw_rule *r)
+{
+	for (size_t i = 0; i < r->n_regex; i++)
+		regfree(&r->regex[i].re);
+	free(r->regex);
+	r->regex = NULL;
+	r->n_regex = 0;
+}
+
+/* The condition's compiled form is found by its text's address: one rule, one string. */
+static bool regex_holds(const struct pdk_gw_rule *r, const char *re_text, const char *s)
+{
+	for (size_t i = 0; i < r->n_regex; i++) {
+		if (r->regex[i].text == re_text)
+			return regexec(&r->regex[i].re, s, 0, NULL, 0) == 0;
+	}
+	return false; /* not compiled: fail closed */
+}
+
+static bool op_holds(const struct pdk_gw_rule *r, const char *op, const char *want, const char *s)
 {
 	if (strcmp(op, "equals") == 0)
 		return strcmp(s, want) == 0;
@@ -93,11 +136,12 @@ static bool op_holds(const char *op, const char *want, const char *s)
 	if (strcmp(op, "contains") == 0)
 		return strstr(s, want) != NULL;
 	if (strcmp(op, "regex") == 0)
-		return regex_holds(want, s);
+		return regex_holds(r, want, s);
 	return false;
 }
 
-static bool cond_holds(const char *arg, const json_t *cond, const json_t *args)
+static bool cond_holds(const struct pdk_gw_rule *r, const char *arg, const json_t *cond,
+		       const json_t *args)
 {
 	const json_t *v = arg[0] == '/' ? pointer_get(args, arg) : json_object_get(args, arg);
 	_cleanup_free_ char *s = NULL;
@@ -111,7 +155,7 @@ static bool cond_holds(const char *arg, const json_t *cond, const json_t *args)
 		return false;
 	json_object_foreach((json_t *)cond, op, want)
 	{
-		if (!json_is_string(want) || !op_holds(op, json_string_value(want), s))
+		if (!json_is_string(want) || !op_holds(r, op, json_string_value(want), s))
 			return false;
 	}
 	return json_object_size(cond) > 0;
@@ -127,7 +171,7 @@ static bool rule_holds(const struct pdk_gw_rule *r, const struct pdk_gw_call_inf
 		return false;
 	json_object_foreach(r->args, arg, cond)
 	{
-		if (!cond_holds(arg, cond, ci->args))
+		if (!cond_holds(r, arg, cond, ci->args))
 			return false;
 	}
 	return true;
