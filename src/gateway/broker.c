@@ -384,16 +384,21 @@ static bool srv_ready(const struct pdk__gw_srv *sv)
 	return sv->up != NULL && !sv->failed && pdk__gw_up_ready(sv->up);
 }
 
-json_t *pdk__gw_list(struct pdk_gw *g)
+/* A tool a principal can never call is not shown to it: the model is not offered it. */
+json_t *pdk__gw_list(struct pdk_gw *g, const char *principal)
 {
 	json_t *all = json_array();
 
 	for (size_t i = 0; i < g->n_srvs; i++) {
 		const struct pdk__gw_srv *sv = &g->srvs[i];
 
-		for (size_t k = 0; srv_ready(sv) && k < sv->n_tools; k++)
-			if (sv->tools[k]->state == PDK__GW_TOOL_SERVED)
-				(void)json_array_append(all, sv->tools[k]->def);
+		for (size_t k = 0; srv_ready(sv) && k < sv->n_tools; k++) {
+			const struct pdk__gw_tool *t = sv->tools[k];
+
+			if (t->state == PDK__GW_TOOL_SERVED &&
+			    !pdk_gw_policy_denies_all(g->cfg, principal, sv->s->id, t->name))
+				(void)json_array_append(all, t->def);
+		}
 	}
 	return all;
 }

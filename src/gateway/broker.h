@@ -74,8 +74,11 @@ struct pdk_gw {
 void pdk__gw_tools_listed(struct pdk__gw_srv *sv, const json_t *tools);
 /* Drop a reference to `t`; the last frees it. */
 void pdk__gw_tool_unref(struct pdk__gw_tool *t);
-/* The tools of a ready upstream that are served (new reference, for tools/list). */
-json_t *pdk__gw_list(struct pdk_gw *g);
+/*
+ * The tools of a ready upstream that are served, but for those every call of
+ * `principal` to is denied (new reference, for tools/list).
+ */
+json_t *pdk__gw_list(struct pdk_gw *g, const char *principal);
 /* The provider's tools/call, cancel and conn_end (mcp.h). */
 bool pdk__gw_call(void *ctx, struct pdk_mcp_call *call, const char *name, const json_t *args);
 void pdk__gw_cancel(void *ctx, struct pdk_mcp_call *call);

@@ -148,8 +148,7 @@ static void on_conn_end(void *ctx, struct pdk_mcp_conn *c)
 
 static json_t *on_list(void *ctx, struct pdk_mcp_conn *c)
 {
-	(void)c;
-	return pdk__gw_list(ctx);
+	return pdk__gw_list(ctx, pdk_mcp_conn_principal(c));
 }
 
 static struct pdk_redact *redact_of(char *const *secrets)

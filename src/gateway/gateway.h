@@ -165,6 +165,15 @@ void pdk_gw_rule_release(struct pdk_gw_rule *r);
 /* The first rule that matches `ci`, or NULL: the default decides. */
 const struct pdk_gw_rule *pdk_gw_policy_match(const struct pdk_gw_config *c,
 					      const struct pdk_gw_call_info *ci);
+/*
+ * Whether every call of `principal` to `server`'s `tool` is denied, whatever
+ * its arguments: the first rule that matches the three without argument
+ * conditions denies (or, with none, the default does), and no rule before it
+ * that holds for some arguments allows or asks. Such a tool is not listed
+ * to that principal.
+ */
+bool pdk_gw_policy_denies_all(const struct pdk_gw_config *c, const char *principal,
+			      const char *server, const char *tool);
 
 /* Call counters against the budgets (one per gateway). */
 struct pdk_gw_budget;

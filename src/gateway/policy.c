@@ -187,6 +187,24 @@ const struct pdk_gw_rule *pdk_gw_policy_match(const struct pdk_gw_config *c,
 	return NULL;
 }
 
+bool pdk_gw_policy_denies_all(const struct pdk_gw_config *c, const char *principal,
+			      const char *server, const char *tool)
+{
+	for (size_t i = 0; i < c->n_rules; i++) {
+		const struct pdk_gw_rule *r = &c->rules[i];
+
+		if (!pattern_holds(r->principal, principal) || !pattern_holds(r->server, server) ||
+		    !pattern_holds(r->tool, tool))
+			continue;
+		if (json_object_size(r->args) == 0)
+			return r->action == PDK_GW_DENY;
+		/* It decides for some arguments: only a deny leaves the others to what follows. */
+		if (r->action != PDK_GW_DENY)
+			return false;
+	}
+	return c->dflt == PDK_GW_DENY;
+}
+
 /* ---- counters ---- */
 
 #define MAX_TRACKED 10000

@@ -133,6 +133,8 @@ case_stdio() {
 	jqok "$(nth 1)" '[.tools[].name] | (index("fx__echo") != null and index("fx__add") != null
 		and index("rug__echo") != null and all(startswith("dead__") | not))' \
 		"$l: tools/list names the tools SERVER__TOOL (none of dead: it is down)"
+	jqok "$(nth 1)" '[.tools[].name] | index("fx__env") == null' \
+		"$l: a tool every call of which the policy denies (fx env, rule no-env) is not listed"
 	jqok "$(nth 2)" '.result.isError != true and .result.content[0].text == "hello through the gateway"' \
 		"$l: a call is forwarded and answered"
 	jqok "$(nth 3)" '.result.isError == true and .result.structuredContent.error.code == "denied" and

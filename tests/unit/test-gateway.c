@@ -495,6 +495,32 @@ Test(gateway, policy_args)
 	pdk_gw_config_free(c);
 }
 
+Test(gateway, policy_denies_all)
+{
+	struct pdk_gw_config *c = load_ok(
+		FS "policy:\n  default: allow\n  rules:\n"
+		   "    - {name: rm-root, tool: rm, args: {path: {equals: /}}, action: deny}\n"
+		   "    - {name: no-env, server: fs, tool: env, action: deny}\n"
+		   "    - {name: guest-writes, principal: guest, tool: \"write*\", action: deny}\n"
+		   "    - {name: ask-exec, tool: exec, args: {cmd: {prefix: rm}}, action: "
+		   "require_approval}\n"
+		   "    - {name: no-exec, tool: exec, action: deny}\n");
+
+	cr_assert(pdk_gw_policy_denies_all(c, "p", "fs", "env"), "an unconditional deny hides it");
+	cr_assert(!pdk_gw_policy_denies_all(c, "p", "other", "env"), "another server's env");
+	cr_assert(!pdk_gw_policy_denies_all(c, "p", "fs", "rm"), "denied for some arguments only");
+	cr_assert(pdk_gw_policy_denies_all(c, "guest", "fs", "write_file"), "the guest's writes");
+	cr_assert(!pdk_gw_policy_denies_all(c, "agent", "fs", "write_file"), "not another's");
+	cr_assert(!pdk_gw_policy_denies_all(c, "p", "fs", "exec"),
+		  "an earlier rule may ask for some arguments");
+	cr_assert(!pdk_gw_policy_denies_all(c, "p", "fs", "read"), "the default allows");
+	pdk_gw_config_free(c);
+	c = load_ok(FS "policy:\n  rules:\n    - {name: read, tool: read, action: allow}\n");
+	cr_assert(pdk_gw_policy_denies_all(c, "p", "fs", "write"), "the default (deny) decides");
+	cr_assert(!pdk_gw_policy_denies_all(c, "p", "fs", "read"));
+	pdk_gw_config_free(c);
+}
+
 Test(gateway, action_names)
 {
 	cr_assert_str_eq(pdk_gw_action_name(PDK_GW_ALLOW), "allow");
