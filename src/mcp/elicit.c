@@ -2,7 +2,7 @@
  * elicit.c - approval in band (docs/approvals.md, IN BAND): a call waiting
  * in the approval queue also asks its client, by elicitation/create, when
  * the client declared it can be asked. The answer is one more decider of
- * the queue request (pdk_ctl_approval_decide(), as `paddock approve` and
+ * the queue request (pdk_ctl_approval_decide_ctl(), as `paddock approve` and
  * the API are), so the asker hears of the decision from the queue alone,
  * and of two deciders the first wins: the queue's transaction settles it.
  */
@@ -55,8 +55,7 @@ static void decide(const struct elicit *e, const json_t *result)
 		"%s in band by MCP client %s", verdict(action, yes), client ? client : "(unnamed)");
 
 	/* SECURITY: anything but an explicit approve denies; the queue's row is the one truth. */
-	if (pdk_ctl_approval_decide(pdk_ctl_state_dir(c->m->ctl), e->id, yes, approver, note, NULL,
-				    &err) == 0)
+	if (pdk_ctl_approval_decide_ctl(c->m->ctl, e->id, yes, approver, note, NULL, &err) == 0)
 		return;
 	pdk_log(&c->m->log, PDK_LOG_NOTICE,
 		"the elicitation answer of %s to approval %s changes nothing: %s", c->principal,
@@ -88,9 +87,10 @@ static char *message_of(const struct pdk_mcp_call *call, const struct pdk_mcp_ap
 	/* A dialog, not a review tool: a long detail is cut (the queue keeps it whole). */
 	if (args != NULL && strlen(args) > MESSAGE_ARGS_MAX)
 		(void)snprintf(args + MESSAGE_ARGS_MAX - 4, 4, "...");
-	return pdk_xasprintf("%s asks to run: %s\nWhy it needs your approval: %s\n%s%s%s"
+	/* A summary may end in a newline of its own (a JSON line): one is enough. */
+	return pdk_xasprintf("%s asks to run: %.*s\nWhy it needs your approval: %s\n%s%s%s"
 			     "Approval request %s (also in 'paddock approvals').",
-			     call->conn->principal, r->summary,
+			     call->conn->principal, (int)strcspn(r->summary, "\n"), r->summary,
 			     r->reason ? r->reason : "(no reason)",
 			     args ? "Details (secrets redacted): " : "", args ? args : "",
 			     args ? "\n" : "", r->id);
@@ -116,7 +116,9 @@ bool pdk_mcp_call_elicit_approval(struct pdk_mcp_call *call,
 	uint64_t timeout_s = r->timeout_s ? r->timeout_s : PDK_CTL_APPROVAL_TIMEOUT_S;
 	struct elicit *e;
 
-	if (call->elicit != NULL || !pdk_mcp_call_can_elicit(call))
+	/* SECURITY: off, the queue's deciders alone decide (docs/approvals.md, SECURITY). */
+	if (!call->conn->m->elicit_approvals || call->elicit != NULL ||
+	    !pdk_mcp_call_can_elicit(call))
 		return false;
 	e = pdk_xcalloc(1, sizeof(*e));
 	e->call = call;

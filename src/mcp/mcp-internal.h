@@ -22,6 +22,7 @@ struct pdk_mcp {
 	uint64_t ttl_s;
 	char *workspace; /* the host directory sandboxes overlay, or NULL: a private one */
 	uint64_t approval_timeout_s; /* how long an approval request waits (tool-ws.c) */
+	bool elicit_approvals;       /* approvals are asked in band too (elicit.c) */
 	json_t *tools;               /* the tools/list "tools" array, built once */
 	bool fixtures;               /* the conformance fixtures are served too (fixtures.h) */
 	unsigned char key[32];       /* the MRTR requestState key (mrtr.c), random per server */

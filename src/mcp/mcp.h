@@ -46,6 +46,8 @@ struct pdk_mcp_opts {
 	const char *workspace;     /* a host directory every sandbox overlays (NULL: private) */
 	/* How long a request for a human's approval waits (0: PDK_CTL_APPROVAL_TIMEOUT_S). */
 	uint64_t approval_timeout_s;
+	/* Never ask a client for an approval by elicitation (pdk_mcp_call_elicit_approval()). */
+	bool no_elicit_approvals;
 	/* Also serve the MCP conformance suite's fixtures (fixtures.h): for its tests only. */
 	bool conformance_fixtures;
 	/*
@@ -218,11 +220,12 @@ struct pdk_mcp_approval_elicit {
 };
 
 /*
- * Approval in band (docs/approvals.md, IN BAND): when the client of `call`
- * can elicit (pdk_mcp_call_can_elicit()), ask it elicitation/create about
+ * Approval in band (docs/approvals.md, IN BAND): unless the server's
+ * no_elicit_approvals is set, when the client of `call` can elicit
+ * (pdk_mcp_call_can_elicit()), ask it elicitation/create about
  * queue request r->id (what is asked, by whom, why, the redacted
  * arguments; requestedSchema {approve: boolean}) beside the queue. Its
- * answer decides the queue request through pdk_ctl_approval_decide(), so
+ * answer decides the queue request through pdk_ctl_approval_decide_ctl(), so
  * the asker learns the decision from the queue as from any other decider,
  * and the first decision wins: `accept` with approve true approves it as
  * "elicitation:PRINCIPAL", anything else the client answers (decline,

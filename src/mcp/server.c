@@ -32,6 +32,7 @@ struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o)
 	m->ttl_s = o->ttl_s ? o->ttl_s : DEFAULT_TTL_S;
 	m->workspace = o->workspace ? pdk_xstrdup(o->workspace) : NULL;
 	m->approval_timeout_s = o->approval_timeout_s;
+	m->elicit_approvals = !o->no_elicit_approvals;
 	m->provider = o->provider;
 	m->own_tools = o->provider == NULL || o->provider->own_tools;
 	m->instructions = pdk_xstrdup(o->instructions ? o->instructions : instructions);
