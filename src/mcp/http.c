@@ -4,8 +4,10 @@
  * belongs to a session that initialize opened (Mcp-Session-Id); a modern one
  * (2026-07-28, its _meta says so) stands alone, its headers checked against
  * its body. Each request's answer is one JSON object, or an event stream
- * when notifications come first (progress) or when closing it must cancel
- * the call (2026-07-28 tools/call, subscriptions/listen).
+ * when notifications or requests of the server come first (progress, an
+ * elicitation: ask.c) or when closing it must cancel the call (2026-07-28
+ * tools/call, subscriptions/listen). A client's answer to a request of the
+ * server is a POST of its own, in the session it names.
  */
 #include "common.h"
 #include "mcp-internal.h"

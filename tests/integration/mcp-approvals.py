@@ -263,6 +263,23 @@ def in_band_late():
        "in band: the late answer is logged as ignored, naming its id", err[-600:])
 
 
+def in_band_off():
+    """--no-elicit-approvals: a client that could be asked is not; the queue alone decides."""
+    c = Stdio(PREFIX + ["mcp", "--workspace", WS, "--no-elicit-approvals"])
+    c.initialize(caps=ELICIT)
+    rid, a = propose(c, "off")
+    if not ok(a is not None, "in band off: the proposal is pending"):
+        return c.close()
+    rc, _, err = cli("approve", a["id"])
+    r = c.wait(rid, 60)
+    ok(r is not None and not is_error(r) and structured(r).get("approver", "").startswith("uid:"),
+       "in band off: paddock approve lets the call complete, approved by uid:NAME", r)
+    ok(not [n for n in c.notes if n.get("method") == "elicitation/create"],
+       "in band off: the client that declared elicitation was sent no elicitation/create",
+       c.notes)
+    close(c, "a commit with in-band approvals off")
+
+
 def api(method, path, body=None, token=None):
     args = AS + ["curl", "-s", "--unix-socket", SOCK, "-X", method,
                  "-w", "\n%{http_code}", "http://paddock/v1" + path]
@@ -361,5 +378,6 @@ if MODE == "cli":
     in_band_accept()
     in_band_decline()
     in_band_late()
+    in_band_off()
 else:
     approve_with_api()

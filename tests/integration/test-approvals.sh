@@ -86,7 +86,7 @@ approval_tests() {
 	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$ws"
 	tap_of < <(python3 "$HERE/mcp-approvals.py" "$who" "$ws" cli -- \
 		$(as_argv "$who") "$T/bin/paddock")
-	is "$(ls -A "$ws" | sort | tr '\n' ' ')" "approved.txt host.txt inband.txt " \
+	is "$(ls -A "$ws" | sort | tr '\n' ' ')" "approved.txt host.txt inband.txt off.txt " \
 		"$who: the host directory has the approved changes alone (the CLI's, in band)"
 	sdk_in_band "$who" "$ws"
 	serve_start "$who" || return

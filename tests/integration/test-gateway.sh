@@ -316,6 +316,28 @@ in_band_call() {
 		{"op": "call", "name": "fx__write_file", "args": {"path": "'"$file"'", "text": "yes"}}]' "$@"
 }
 
+# approvals.in_band false: a client that declared elicitation is not asked, the queue decides;
+# a value other than a boolean is refused naming the field.
+in_band_off() {
+	local l="$WHO: in band off" out rc
+	{ cat "$CFG"; printf 'approvals:\n  in_band: false\n'; } >"$D/off.yaml"
+	(in_band_call v1 accept agent-s "$D/log/inband-off.txt" stdio "$T/bin/paddock" gateway \
+		--config "$D/off.yaml" --principal agent-s; printf '%s\n' "$OUT" >"$T/bg.out") &
+	BG=$!
+	approval_of tool.call '.detail.path // "" | contains("inband-off")'
+	ok $? "$l: the call waits in the queue"
+	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >/dev/null 2>&1
+	wait "$BG"
+	jqok "$(sed -n 2p "$T/bg.out")" '.result.isError != true' "$l: paddock approve lets it complete"
+	jqok "$(sed -n 3p "$T/bg.out")" '.got == []' "$l: the client that declared elicitation was not asked"
+	printf 'servers:\n  fx:\n    command: [/bin/true]\napprovals:\n  in_band: maybe\n' >"$D/bad-in-band.yaml"
+	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway check --config "$D/bad-in-band.yaml" 2>&1)
+	rc=$?
+	is "$rc" 122 "$l: gateway check refuses approvals.in_band: maybe (122)"
+	printf '%s' "$out" | grep -q "$D/bad-in-band.yaml:5: approvals.in_band: expected true or false"
+	ok $? "$l: naming FILE:LINE, approvals.in_band and what it expects" || printf '%s\n' "$out" | sed 's/^/#   /'
+}
+
 # Approval in band (docs/approvals.md, IN BAND): a client that declared elicitation is asked
 # beside the queue, and its answer decides (the record names elicitation:PRINCIPAL); a
 # decline is the denial; a modern (2026-07-28) client is asked nothing, the queue decides.
@@ -334,6 +356,7 @@ case_elicit() {
 	jqok "$(nth 2)" '.result.isError == true and (.result.content[0].text | startswith("approval_denied")
 		and contains("denied by elicitation:agent-s") and contains("declined"))' 		"$l: stdio: declined, the client gets the denial naming the approver"
 	is "$(logged '.method == "tools/call" and .params.arguments.path == "'"$f"'"')" 0 		"$l: stdio: the declined call never reached the upstream (its log)"
+	in_band_off
 	if ! gw_listen "$WHO" "$CFG"; then
 		ok 1 "$l: paddock gateway --listen starts"
 		return
