@@ -77,6 +77,35 @@ sdk_in_band() {
 	is "$(cat "$ws/sdk.txt" 2>/dev/null)" sdk "$who: SDK v1 with elicitation: the host directory has the change"
 }
 
+# sdk_in_band_http WHO WS: the same over Streamable HTTP (`paddock mcp --listen`): the question
+# comes on the call's event stream, the SDK POSTs its accept in the session.
+sdk_in_band_http() {
+	local who=$1 ws=$2 port out pid i rc
+	port=$(free_port)
+	(cd "$ws" && exec $(as_argv "$who") "$T/bin/paddock" mcp --listen "127.0.0.1:$port" \
+		--workspace "$ws" >"$T/listen-$who.log" 2>&1) &
+	pid=$!
+	for i in $(seq 1 400); do
+		python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
+			"$port" 2>/dev/null && break
+		sleep 0.05
+	done
+	out=$(cd "$ws" && GW_ELICIT=accept GW_STEPS='[{"op": "call", "name": "run_command",
+		"args": {"command": "echo sdkhttp > sdkhttp.txt"}}, {"op": "call", "name": "workspace_propose_commit"}]' \
+		$(as_argv "$who") "$NODE" "$DRIVE/gateway-steps.mjs" v1 http "http://127.0.0.1:$port/mcp" \
+		2>"$T/sdk-http.err")
+	jq_ok "$(printf '%s\n' "$out" | sed -n 3p)" '.got | length == 1 and (.[0].message | contains("sdkhttp.txt"))' \
+		"$who: SDK v1 over HTTP with elicitation: asked in band, on the call's stream"
+	jq_ok "$(printf '%s\n' "$out" | sed -n 2p)" '.result.structuredContent.status == "committed" and
+		(.result.structuredContent.approver | startswith("elicitation:"))' \
+		"$who: SDK v1 over HTTP with elicitation: accepted, the commit is done"
+	is "$(cat "$ws/sdkhttp.txt" 2>/dev/null)" sdkhttp "$who: SDK v1 over HTTP: the host directory has the change"
+	kill -TERM "$pid" 2>/dev/null
+	wait "$pid"
+	rc=$?
+	is "$rc" 0 "$who: paddock mcp --listen stops cleanly" || tail -5 "$T/listen-$who.log" | sed 's/^/#   /'
+}
+
 approval_tests() {
 	local who=$1 ws
 	mkdir -p "$T/serve-$who"
@@ -89,6 +118,7 @@ approval_tests() {
 	is "$(ls -A "$ws" | sort | tr '\n' ' ')" "approved.txt host.txt inband.txt off.txt " \
 		"$who: the host directory has the approved changes alone (the CLI's, in band)"
 	sdk_in_band "$who" "$ws"
+	sdk_in_band_http "$who" "$ws"
 	serve_start "$who" || return
 	tap_of < <(python3 "$HERE/mcp-approvals.py" "$who" "$ws" api "$(sock_of "$who")" -- \
 		$(as_argv "$who") "$T/bin/paddock")
