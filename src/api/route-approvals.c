@@ -52,8 +52,8 @@ static void route_decide(struct pdk_route *r, const char *id, bool approve)
 	if (pdk__route_json_body(r) < 0 ||
 	    !pdk__route_valid(r, pdk_req_parse_approval(r->body, r->body_len, &note, &e), &e))
 		return;
-	if (pdk_ctl_approval_decide(pdk_ctl_state_dir(r->a->ctl), id, approve, who, note, &out,
-				    &err) < 0)
+	/* The daemon may ask too (its /mcp): decided on its own queue connection. */
+	if (pdk_ctl_approval_decide_ctl(r->a->ctl, id, approve, who, note, &out, &err) < 0)
 		pdk_api_error(r->req, err);
 	else
 		pdk_http_json(r->req, 200, out);

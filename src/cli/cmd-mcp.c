@@ -55,6 +55,9 @@ static void usage(FILE *out)
 	      "                      how long workspace_propose_commit waits for a human's\n"
 	      "                      decision (paddock approvals, paddock approve ID) before\n"
 	      "                      it is refused as timed out (default 5m; 1s to 7d)\n"
+	      "  --no-elicit-approvals\n"
+	      "                      never ask a client for an approval by elicitation: the\n"
+	      "                      approval queue alone decides (docs/approvals.md, IN BAND)\n"
 	      "  --state-dir DIR     the state directory (default $PADDOCK_STATE_DIR, else\n"
 	      "                      $XDG_STATE_HOME/paddock, ~/.local/state/paddock, or\n"
 	      "                      /var/lib/paddock for root)\n"
@@ -79,7 +82,8 @@ enum {
 	OPT_LISTEN,
 	OPT_FIXTURES,
 	OPT_ALLOW_HOME,
-	OPT_APPROVAL_TIMEOUT
+	OPT_APPROVAL_TIMEOUT,
+	OPT_NO_ELICIT_APPROVALS
 };
 
 static const struct option long_opts[] = {
@@ -91,6 +95,7 @@ static const struct option long_opts[] = {
 	{"allow-home", no_argument, NULL, OPT_ALLOW_HOME},
 	{"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
 	{"approval-timeout", required_argument, NULL, OPT_APPROVAL_TIMEOUT},
+	{"no-elicit-approvals", no_argument, NULL, OPT_NO_ELICIT_APPROVALS},
 	{"state-dir", required_argument, NULL, OPT_STATE_DIR},
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
@@ -189,6 +194,9 @@ static int mcp_opt(int c, struct mcp_args *a)
 		return parse_size(optarg, &a->o.max_message);
 	case OPT_APPROVAL_TIMEOUT:
 		return parse_approval_timeout(optarg, &a->o.approval_timeout_s);
+	case OPT_NO_ELICIT_APPROVALS:
+		a->o.no_elicit_approvals = true;
+		return 0;
 	case OPT_STATE_DIR:
 		a->o.state_dir = optarg;
 		return 0;

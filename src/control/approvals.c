@@ -352,6 +352,21 @@ static int decide_in_txn(struct pdk_db *db, const char *id, bool approve, const 
 	return pdk_db_step_done(db, st, err);
 }
 
+/* The decision on the open queue `db`, and the Approval object after it when `out`. */
+static int decide_on(struct pdk_db *db, const char *id, bool approve, const char *approver,
+		     const char *note, json_t **out, struct pdk_error **err)
+{
+	int rc = pdk_db_begin(db, PDK_DB_WRITE, err);
+
+	if (rc == 0 && (rc = decide_in_txn(db, id, approve, approver, note, err)) < 0)
+		(void)pdk_db_rollback(db, rc);
+	else if (rc == 0 && (rc = pdk_db_commit(db, err)) < 0)
+		(void)pdk_db_rollback(db, rc);
+	if (rc == 0 && out != NULL)
+		rc = row_get(db, id, out, err);
+	return rc;
+}
+
 int pdk_ctl_approval_decide(const char *state_dir, const char *id, bool approve,
 			    const char *approver, const char *note, json_t **out,
 			    struct pdk_error **err)
@@ -367,18 +382,37 @@ int pdk_ctl_approval_decide(const char *state_dir, const char *id, bool approve,
 	rc = queue_open(state_dir, &db, err);
 	if (rc < 0)
 		return rc;
-	rc = pdk_db_begin(&db, PDK_DB_WRITE, err);
-	if (rc == 0 && (rc = decide_in_txn(&db, id, approve, approver, note, err)) < 0)
-		(void)pdk_db_rollback(&db, rc);
-	else if (rc == 0 && (rc = pdk_db_commit(&db, err)) < 0)
-		(void)pdk_db_rollback(&db, rc);
-	if (rc == 0 && out != NULL)
-		rc = row_get(&db, id, &row, err);
+	rc = decide_on(&db, id, approve, approver, note, out != NULL ? &row : NULL, err);
 	pdk_db_close(&db);
 	if (out != NULL)
 		*out = row;
-	else
-		json_decref(row);
+	return rc;
+}
+
+static int asker_db(struct pdk_ctl *c, struct pdk_error **err);
+
+int pdk_ctl_approval_decide_ctl(struct pdk_ctl *c, const char *id, bool approve,
+				const char *approver, const char *note, json_t **out,
+				struct pdk_error **err)
+{
+	json_t *row = NULL;
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if (approver == NULL || approver[0] == '\0')
+		return pdk_error_set_field(err, EINVAL, "approver", "an approver is required");
+	/*
+	 * The control object's own connection to the queue, never a second one:
+	 * POSIX locks are the process's, so closing a second connection of this
+	 * process to approvals.db could drop what the first one holds, and
+	 * another process's close would then delete the WAL under it.
+	 */
+	if (asker_db(c, err) < 0)
+		return -EIO;
+	rc = decide_on(c->approvals, id, approve, approver, note, out != NULL ? &row : NULL, err);
+	if (out != NULL)
+		*out = row;
 	return rc;
 }
 

@@ -970,4 +970,15 @@ PDK_MUST_CHECK int pdk_ctl_approval_decide(const char *state_dir, const char *id
 					   const char *approver, const char *note, json_t **out,
 					   struct pdk_error **err);
 
+/*
+ * pdk_ctl_approval_decide() on the state directory of `c`, through the
+ * queue connection `c` asks on (opened at the first use): what a process
+ * that may ask itself (a daemon, paddock mcp, the gateway) decides with, as
+ * a second SQLite connection of one process to the queue would share, and
+ * on its close could drop, that process's POSIX locks on it. Same results.
+ */
+PDK_MUST_CHECK int pdk_ctl_approval_decide_ctl(struct pdk_ctl *c, const char *id, bool approve,
+					       const char *approver, const char *note, json_t **out,
+					       struct pdk_error **err);
+
 #endif

@@ -62,6 +62,7 @@ struct pdk_daemon_mcp_opts {
 	const char *listen;          /* "HOST:PORT" (loopback): Streamable HTTP instead of stdio */
 	size_t max_message;          /* the largest message (0: 4 MiB) */
 	uint64_t approval_timeout_s; /* how long an approval request waits (0: 5 minutes) */
+	bool no_elicit_approvals;    /* approvals in the queue only, never asked in band */
 	bool conformance_fixtures;   /* also serve the conformance suite's fixtures (tests only) */
 	char *const *envp;           /* the environment supervisors are started with */
 	const struct pdk_log *log;   /* where messages go (NULL: nowhere) */

@@ -39,6 +39,7 @@ static int start(struct pdk_front *f, struct pdk_mcp **mcp, const struct pdk_dae
 						  .ttl_s = o->ttl_s,
 						  .workspace = o->workspace,
 						  .approval_timeout_s = o->approval_timeout_s,
+						  .no_elicit_approvals = o->no_elicit_approvals,
 						  .conformance_fixtures = o->conformance_fixtures});
 	pdk__front_start(f);
 	/*

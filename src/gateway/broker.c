@@ -646,6 +646,8 @@ static void on_call_decided(void *ctx, const struct pdk_ctl_approval *a)
 	struct fail f = {.approval = gc->approval};
 
 	gc->wait = NULL;
+	/* The queue decided (perhaps through the client's own answer): its question is moot. */
+	pdk_mcp_call_elicit_end(gc->mc);
 	if (strcmp(a->state, "approved") == 0) {
 		gc->approved = true;
 		call_check(gc);
@@ -698,7 +700,15 @@ static void call_ask(struct pdk__gw_call *gc, const struct pdk_gw_rule *rule)
 		call_fail(gc,
 			  &(struct fail){.code = "approval_denied", .decision = "approval_denied"},
 			  "the approval cannot be asked: %s", err->msg);
+		return;
 	}
+	/* In band too, when the client can be asked: the first decision wins (elicit.c). */
+	(void)pdk_mcp_call_elicit_approval(
+		gc->mc, &(struct pdk_mcp_approval_elicit){.id = gc->approval,
+							  .summary = summary,
+							  .reason = reason,
+							  .detail = detail,
+							  .timeout_s = r.timeout_s});
 }
 
 /* Policy: the first rule that matches decides; none: policy.default. Fail closed. */

@@ -1204,9 +1204,14 @@ static int appr_timeout(struct walk *w, void *obj, const struct node *v, const c
 	return rc;
 }
 
+static int appr_in_band(struct walk *w, void *obj, const struct node *v, const char *field)
+{
+	return want_bool(w, v, field, &((struct pdk_gw_config *)obj)->approvals_in_band);
+}
+
 static int top_approvals(struct walk *w, void *obj, const struct node *v, const char *field)
 {
-	static const struct key keys[] = {{"timeout", appr_timeout}};
+	static const struct key keys[] = {{"timeout", appr_timeout}, {"in_band", appr_in_band}};
 
 	return walk_map(w, obj, v, field, keys, PDK_ARRAY_SIZE(keys));
 }
@@ -1335,6 +1340,7 @@ int pdk_gw_config_parse(const char *path, const char *data, size_t len, struct p
 
 	c->path = pdk_xstrdup(path);
 	c->approval_timeout_s = 300;
+	c->approvals_in_band = true;
 	rc = tree_load(path, data, len, &root, err);
 	if (rc == 0)
 		rc = walk_top(&w, root);

@@ -236,12 +236,14 @@ int pdk_gw_new(const struct pdk_gw_opts *o, struct pdk_gw **out, struct pdk_erro
 	}
 	g->budget = pdk_gw_budget_new(&o->cfg->budgets);
 	g->redact = redact_of(o->secrets);
-	g->mcp = pdk_mcp_new(&(struct pdk_mcp_opts){.ctl = o->ctl,
-						    .base = o->base,
-						    .log = o->log,
-						    .max_message = o->max_message,
-						    .provider = &g->provider,
-						    .instructions = instructions});
+	g->mcp = pdk_mcp_new(
+		&(struct pdk_mcp_opts){.ctl = o->ctl,
+				       .base = o->base,
+				       .log = o->log,
+				       .max_message = o->max_message,
+				       .provider = &g->provider,
+				       .no_elicit_approvals = !o->cfg->approvals_in_band,
+				       .instructions = instructions});
 	g->started = o->started;
 	g->started_arg = o->started_arg;
 	dir = pdk_xasprintf("%s/profiles", o->run_dir);

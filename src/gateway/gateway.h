@@ -113,6 +113,7 @@ struct pdk_gw_config {
 	struct pdk_gw_budgets budgets;
 	uint64_t approval_timeout_s; /* approvals.timeout (default 300) */
 	bool approve_first_contact;  /* pinning.first_contact: approve (default: trust) */
+	bool approvals_in_band;      /* approvals.in_band (default true): clients asked too */
 };
 
 /*

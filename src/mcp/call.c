@@ -39,6 +39,8 @@ static void call_free(struct pdk_mcp_call *call)
 
 void pdk__mcp_call_finish(struct pdk_mcp_call *call, json_t *result)
 {
+	/* A question to the client about the call is moot once it ends (before its answer). */
+	pdk_mcp_call_elicit_end(call);
 	/* A cancelled request gets nothing more (2025-06-18 basic/utilities/cancellation). */
 	if (!call->cancelled && call->modern)
 		result = pdk__mcp_modern_result(result);
@@ -155,6 +157,7 @@ void pdk__mcp_call_cancel(struct pdk_mcp_call *call)
 	if (call->x != NULL)
 		pdk_ctl_exec_cancel(call->x);
 	/* A request for a human's approval is withdrawn: nobody can grant it any more. */
+	pdk_mcp_call_elicit_end(call);
 	if (call->approval != NULL)
 		pdk__tool_ws_withdraw(call);
 	/* Last: the provider may answer, and so free, the call. */

@@ -4,8 +4,10 @@
  * belongs to a session that initialize opened (Mcp-Session-Id); a modern one
  * (2026-07-28, its _meta says so) stands alone, its headers checked against
  * its body. Each request's answer is one JSON object, or an event stream
- * when notifications come first (progress) or when closing it must cancel
- * the call (2026-07-28 tools/call, subscriptions/listen).
+ * when notifications or requests of the server come first (progress, an
+ * elicitation: ask.c) or when closing it must cancel the call (2026-07-28
+ * tools/call, subscriptions/listen). A client's answer to a request of the
+ * server is a POST of its own, in the session it names.
  */
 #include "common.h"
 #include "mcp-internal.h"
@@ -524,6 +526,28 @@ static void delete_session(struct pdk_mcp_http *h, struct evhttp_request *req,
 
 /* ---- the endpoint ---- */
 
+/*
+ * A client's answer to a request of the server (ask.c): it belongs to the
+ * session it names, and only to one of this principal (2025-11-25
+ * transports: the client POSTs it with Mcp-Session-Id). Without one it
+ * answers nothing the server asked: accepted and dropped.
+ */
+static void serve_answer(struct pdk_mcp_http *h, struct evhttp_request *req,
+			 const struct pdk_rpc_msg *m, const char *principal)
+{
+	const char *sid = header(req, "Mcp-Session-Id");
+	struct session *s = sid ? session_find(h, sid, principal) : NULL;
+
+	if (sid != NULL && s == NULL) {
+		refuse(req, 404, NULL, PDK_RPC_INVALID_REQUEST,
+		       "no session '%.64s': it ended or never was", sid);
+		return;
+	}
+	if (s != NULL)
+		pdk__mcp_dispatch(s->conn, m);
+	evhttp_send_reply(req, 202, "Accepted", NULL);
+}
+
 static void serve_post(struct pdk_mcp_http *h, struct evhttp_request *req, const char *principal)
 {
 	_cleanup_free_ char *body = NULL;
@@ -544,8 +568,7 @@ static void serve_post(struct pdk_mcp_http *h, struct evhttp_request *req, const
 		return;
 	}
 	if (m.kind == PDK_RPC_RESPONSE || m.kind == PDK_RPC_ERROR)
-		evhttp_send_reply(req, 202, "Accepted",
-				  NULL); /* we ask nothing: nothing to match */
+		serve_answer(h, req, &m, principal);
 	else if ((modern = pdk__mcp_modern_version(&m)) != NULL)
 		serve_modern(h, req, &m, principal, modern);
 	else if (!modern_without_meta(req, &m))

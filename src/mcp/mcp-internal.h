@@ -22,6 +22,7 @@ struct pdk_mcp {
 	uint64_t ttl_s;
 	char *workspace; /* the host directory sandboxes overlay, or NULL: a private one */
 	uint64_t approval_timeout_s; /* how long an approval request waits (tool-ws.c) */
+	bool elicit_approvals;       /* approvals are asked in band too (elicit.c) */
 	json_t *tools;               /* the tools/list "tools" array, built once */
 	bool fixtures;               /* the conformance fixtures are served too (fixtures.h) */
 	unsigned char key[32];       /* the MRTR requestState key (mrtr.c), random per server */
@@ -29,6 +30,7 @@ struct pdk_mcp {
 	bool own_tools;                          /* paddock's own tools are served */
 	char *instructions;                      /* initialize's and server/discover's */
 	struct pdk_mcp_conn *conns;              /* open connections (list_changed goes to them) */
+	uint64_t asks;                           /* requests sent to clients so far (their ids) */
 };
 
 enum pdk_mcp_tool_flags {
@@ -66,6 +68,7 @@ struct pdk_mcp_conn {
 	bool own_creating;
 	struct pdk_mcp_call *waiting; /* calls waiting for own_sb */
 	struct pdk_mcp_call *calls;   /* calls in flight */
+	struct pdk_mcp_ask *asks;     /* requests sent to the client, waiting for its answer */
 	unsigned refs;                /* the transport's, and one per control callback to come */
 };
 
@@ -92,9 +95,10 @@ struct pdk_mcp_call {
 	json_t *params;            /* the request's params (a reference) */
 	/* A human's decision it waits for (tool-ws.c), withdrawn if it is cancelled. */
 	struct pdk_ctl_approval_wait *approval;
-	bool provided;     /* a provider's call: it answers (pdk_mcp_call_reply()) */
-	bool list_changed; /* a subscription that asked for toolsListChanged */
-	void *data;        /* the provider's */
+	bool provided;              /* a provider's call: it answers (pdk_mcp_call_reply()) */
+	bool list_changed;          /* a subscription that asked for toolsListChanged */
+	void *data;                 /* the provider's */
+	struct pdk_mcp_ask *elicit; /* the client asked for an approval (elicit.c), or NULL */
 };
 
 /* ---- server.c ---- */
@@ -114,6 +118,12 @@ json_t *pdk__mcp_modern_result(json_t *result);
 void pdk__mcp_conn_set_principal(struct pdk_mcp_conn *c, const char *principal);
 /* Drop a reference; the last one of a closed connection frees it. */
 void pdk__mcp_conn_unref(struct pdk_mcp_conn *c);
+
+/* ---- ask.c ---- */
+/* A response of the client (`m`, borrowed): to the ask it answers, or logged and ignored. */
+void pdk__mcp_answer(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m);
+/* The connection ended: every ask still open gets ECONNRESET. */
+void pdk__mcp_asks_fail(struct pdk_mcp_conn *c);
 
 /* ---- call.c ---- */
 /* Start a validated call: find or make its sandbox, then run the tool. */

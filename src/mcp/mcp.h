@@ -46,6 +46,8 @@ struct pdk_mcp_opts {
 	const char *workspace;     /* a host directory every sandbox overlays (NULL: private) */
 	/* How long a request for a human's approval waits (0: PDK_CTL_APPROVAL_TIMEOUT_S). */
 	uint64_t approval_timeout_s;
+	/* Never ask a client for an approval by elicitation (pdk_mcp_call_elicit_approval()). */
+	bool no_elicit_approvals;
 	/* Also serve the MCP conformance suite's fixtures (fixtures.h): for its tests only. */
 	bool conformance_fixtures;
 	/*
@@ -155,6 +157,89 @@ struct pdk_mcp_conn *pdk_mcp_call_conn(const struct pdk_mcp_call *call);
 /* The provider's own pointer for `call` (NULL until set). */
 void pdk_mcp_call_set_data(struct pdk_mcp_call *call, void *data);
 void *pdk_mcp_call_data(const struct pdk_mcp_call *call);
+
+/* ---- requests of the server to the client (ask.c) ---- */
+
+/*
+ * A request the server sends its client (a 2025-era server-to-client
+ * request: elicitation/create), about one call in flight: over stdio it is
+ * a line on the output, over Streamable HTTP an event on the stream of the
+ * POST that carries the call (the call then answers in SSE). Its id is the
+ * server's own ("paddock-N"), never one of the client's; the client's
+ * answer (a response with that id) is routed to the callback. An answer to
+ * an id the server does not wait for is ignored and logged.
+ */
+struct pdk_mcp_ask;
+
+/*
+ * The end of an ask, called exactly once on the loop: `result` (borrowed)
+ * the client's result object and `err` NULL, or `result` NULL and `err`:
+ * EPROTO the client answered a JSON-RPC error (its code and message in the
+ * text), ETIMEDOUT nobody answered in time (the client is told
+ * notifications/cancelled), ECONNRESET the connection ended, ECANCELED the
+ * asker cancelled it (pdk_mcp_ask_cancel(), from within that call). The
+ * ask is freed after it returns.
+ */
+typedef void (*pdk_mcp_answer_cb)(void *ctx, const json_t *result, const struct pdk_error *err);
+
+/*
+ * Whether the client of `call` can be asked elicitation/create in form
+ * mode: it declared `elicitation` (with `form`, or empty) at initialize,
+ * the call is of the 2025 era (the 2026-07-28 one has no server-to-client
+ * requests: see docs/internals/mcp.md), and it is neither cancelled nor
+ * its connection closed.
+ */
+bool pdk_mcp_call_can_elicit(const struct pdk_mcp_call *call);
+
+/*
+ * Send request `method` with `params` (taken) to the client of `call`,
+ * about that call; `cb` gets its answer, an error, or the end after
+ * `timeout_ms` (0: none). *out (may be NULL) is the ask, valid until `cb`
+ * returns. -ENOTSUP (nothing sent, `cb` never called) when the call's
+ * connection cannot carry a request of the server (a 2026-07-28 call, a
+ * closed connection, a cancelled call).
+ */
+PDK_MUST_CHECK int pdk_mcp_call_ask(struct pdk_mcp_call *call, const char *method, json_t *params,
+				    uint64_t timeout_ms, pdk_mcp_answer_cb cb, void *ctx,
+				    struct pdk_mcp_ask **out, struct pdk_error **err);
+
+/*
+ * The asker no longer needs the answer: the client is told
+ * notifications/cancelled, and `cb` is called with ECANCELED before this
+ * returns. NULL-safe.
+ */
+void pdk_mcp_ask_cancel(struct pdk_mcp_ask *a);
+
+/* A request for a human's approval, as the client of the call is asked it (elicit.c). */
+struct pdk_mcp_approval_elicit {
+	const char *id;       /* the approval queue's request id (control.h) */
+	const char *summary;  /* what would happen ("fx__write_file {...}") */
+	const char *reason;   /* why it needs approval (a rule's reason) */
+	const json_t *detail; /* the redacted arguments, or NULL (borrowed) */
+	uint64_t timeout_s;   /* the queue request's timeout (0: PDK_CTL_APPROVAL_TIMEOUT_S) */
+};
+
+/*
+ * Approval in band (docs/approvals.md, IN BAND): unless the server's
+ * no_elicit_approvals is set, when the client of `call` can elicit
+ * (pdk_mcp_call_can_elicit()), ask it elicitation/create about
+ * queue request r->id (what is asked, by whom, why, the redacted
+ * arguments; requestedSchema {approve: boolean}) beside the queue. Its
+ * answer decides the queue request through pdk_ctl_approval_decide_ctl(), so
+ * the asker learns the decision from the queue as from any other decider,
+ * and the first decision wins: `accept` with approve true approves it as
+ * "elicitation:PRINCIPAL", anything else the client answers (decline,
+ * cancel, approve false) denies it; an error or no answer decides nothing.
+ * An answer after the queue decided changes nothing (it is logged). The
+ * asker ends the elicitation with pdk_mcp_call_elicit_end() once the queue
+ * told it the decision; a call's cancellation and its end end it too.
+ * Returns whether the client was asked.
+ */
+bool pdk_mcp_call_elicit_approval(struct pdk_mcp_call *call,
+				  const struct pdk_mcp_approval_elicit *r);
+
+/* The call's approval elicitation, if one is open, is cancelled (its answer moot). NULL-safe. */
+void pdk_mcp_call_elicit_end(struct pdk_mcp_call *call);
 
 /*
  * Who the connection's client is: the principal its transport

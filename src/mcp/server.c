@@ -32,6 +32,7 @@ struct pdk_mcp *pdk_mcp_new(const struct pdk_mcp_opts *o)
 	m->ttl_s = o->ttl_s ? o->ttl_s : DEFAULT_TTL_S;
 	m->workspace = o->workspace ? pdk_xstrdup(o->workspace) : NULL;
 	m->approval_timeout_s = o->approval_timeout_s;
+	m->elicit_approvals = !o->no_elicit_approvals;
 	m->provider = o->provider;
 	m->own_tools = o->provider == NULL || o->provider->own_tools;
 	m->instructions = pdk_xstrdup(o->instructions ? o->instructions : instructions);
@@ -164,6 +165,8 @@ void pdk_mcp_conn_close(struct pdk_mcp_conn *c)
 	}
 	if (c->m->provider != NULL && c->m->provider->conn_end != NULL)
 		c->m->provider->conn_end(c->m->provider->ctx, c);
+	/* What the server still asks the client is answered by nobody now. */
+	pdk__mcp_asks_fail(c);
 	for (struct pdk_mcp_call *x = c->waiting; x != NULL; x = x->next)
 		x->cancelled = true;
 	/* The session's own sandbox ends with it; sandboxes made with a handle end at their TTL. */
@@ -573,13 +576,15 @@ void pdk__mcp_dispatch(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m)
 {
 	const char *modern;
 
-	/* The server sends no requests of its own: a response answers nothing. */
 	if (m->kind == PDK_RPC_NOTIFICATION) {
 		on_notification(c, m);
 		return;
 	}
-	if (m->kind != PDK_RPC_REQUEST)
+	/* A response answers one of the server's own requests (ask.c), or nothing. */
+	if (m->kind != PDK_RPC_REQUEST) {
+		pdk__mcp_answer(c, m);
 		return;
+	}
 	modern = pdk__mcp_modern_version(m);
 	if (modern != NULL)
 		on_modern(c, m, modern);

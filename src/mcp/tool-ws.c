@@ -171,6 +171,8 @@ static void propose_decided(void *ctx, const struct pdk_ctl_approval *a)
 	const char *who = a->approver ? a->approver : "?";
 
 	call->approval = NULL;
+	/* The queue decided (perhaps through the client's own answer): its question is moot. */
+	pdk_mcp_call_elicit_end(call);
 	if (strcmp(a->state, "approved") == 0) {
 		commit_now(call, a);
 		return;
@@ -219,6 +221,8 @@ static void propose_diffed(void *ctx, json_t *doc, const struct pdk_error *err)
 	_cleanup_free_ char *summary = NULL;
 	const json_t *changes = json_object_get(doc, "changes");
 	size_t n = json_array_size(changes);
+	const char *reason = "workspace_propose_commit: applying a change set to the host needs a "
+			     "human's approval";
 	char id[37];
 
 	if (err != NULL || call->cancelled) {
@@ -237,19 +241,25 @@ static void propose_diffed(void *ctx, json_t *doc, const struct pdk_error *err)
 	detail = propose_detail(call, changes);
 	if (pdk_ctl_approval_ask(
 		    call->conn->m->ctl,
-		    &(struct pdk_ctl_approval_req){
-			    .kind = "commit",
-			    .principal = call->conn->identity,
-			    .sandbox = call->sandbox,
-			    .summary = summary,
-			    .reason = "workspace_propose_commit: applying a change set to the host "
-				      "needs a human's approval",
-			    .detail = detail,
-			    .timeout_s = call->conn->m->approval_timeout_s},
+		    &(struct pdk_ctl_approval_req){.kind = "commit",
+						   .principal = call->conn->identity,
+						   .sandbox = call->sandbox,
+						   .summary = summary,
+						   .reason = reason,
+						   .detail = detail,
+						   .timeout_s = call->conn->m->approval_timeout_s},
 		    propose_decided, call, id, &call->approval, &e) < 0) {
 		pdk__mcp_call_fail(call, e);
 		return;
 	}
+	/* In band too, when the client can be asked: the first decision wins (elicit.c). */
+	(void)pdk_mcp_call_elicit_approval(
+		call,
+		&(struct pdk_mcp_approval_elicit){.id = id,
+						  .summary = summary,
+						  .reason = reason,
+						  .detail = detail,
+						  .timeout_s = call->conn->m->approval_timeout_s});
 	/* Progress while the human decides: a client may extend its own timeout on it. */
 	pdk__mcp_call_ticker(call);
 }

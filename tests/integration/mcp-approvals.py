@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The approval queue as a user meets it (TAP lines without numbers, test-approvals.sh
 numbers them): an MCP client calls workspace_propose_commit on a `paddock mcp` whose
-workspace has a change, and a human decides with the CLI of the same state directory.
+workspace has a change, and a human decides with the CLI of the same state directory, or, for
+a client that declared elicitation, in band (accept, decline, an answer after the CLI's).
 
    mcp-approvals.py WHO WS MODE -- PREFIX...
 
@@ -57,10 +58,20 @@ def wait_pending(before):
     return None
 
 
-def server(timeout="60s"):
+def server(timeout="60s", caps=None):
     c = Stdio(PREFIX + ["mcp", "--workspace", WS, "--approval-timeout", timeout])
-    c.initialize()
+    c.initialize(caps=caps)
     return c
+
+
+def asked(c, method="elicitation/create"):
+    """The first request (or notification) `method` the server sent (waits for it, bounded)."""
+    for _ in range(600):
+        found = [n for n in c.notes if n.get("method") == method]
+        if found:
+            return found[0]
+        c.pump(0.1)
+    return None
 
 
 def close(c, what):
@@ -99,6 +110,8 @@ def approve_with_cli():
     rc, _, err = cli("approve", a["id"], "--note", "looks right")
     ok(rc == 0, "paddock approve ID exits 0", err)
     r = c.wait(rid, 60)
+    ok(not [n for n in c.notes if n.get("method") == "elicitation/create"],
+       "a client that declared no elicitation is sent no elicitation/create", c.notes)
     s = structured(r)
     ok(r is not None and not is_error(r) and s.get("status") == "committed"
        and s.get("approver", "").startswith("uid:"),
@@ -172,6 +185,99 @@ def cancel():
     states = {x["id"]: x["state"] for x in json.loads(out)} if rc == 0 else {}
     ok(a is not None and states.get(a["id"]) == "withdrawn",
        "the server's end withdraws the request it was waiting for", states)
+
+
+ELICIT = {"elicitation": {}}
+
+
+def state_of(aid):
+    rc, out, _ = cli("approvals", "--all", "--json")
+    return {x["id"]: x for x in json.loads(out)}.get(aid, {}) if rc == 0 else {}
+
+
+def in_band_accept():
+    """A client that declared elicitation is asked too; its accept approves (docs/approvals.md)."""
+    c = server(caps=ELICIT)
+    rid, a = propose(c, "inband")
+    q = asked(c)
+    if not ok(a is not None and q is not None,
+              "in band: the request is queued and the client is sent elicitation/create"):
+        return c.close()
+    p = q.get("params", {})
+    ok(str(q.get("id", "")).startswith("paddock-") and a["id"] in p.get("message", "")
+       and "workspace_propose_commit" in p.get("message", "") and "inband.txt" in p["message"]
+       and p.get("requestedSchema", {}).get("properties", {}).get("approve", {}).get("type")
+       == "boolean", "in band: it names the request, why, what changes; {approve: boolean}", q)
+    c.send({"jsonrpc": "2.0", "id": q["id"],
+            "result": {"action": "accept", "content": {"approve": True}}})
+    r = c.wait(rid, 60)
+    s = structured(r)
+    ok(r is not None and not is_error(r) and s.get("status") == "committed"
+       and s.get("approver", "").startswith("elicitation:stdio:"),
+       "in band: accepted, the call completes, approved by elicitation:PRINCIPAL", r)
+    ok(host_has("inband.txt"), "in band: the host directory has the change")
+    row = state_of(a["id"])
+    ok(row.get("state") == "approved" and row.get("approver", "").startswith("elicitation:")
+       and "in band by MCP client mcp-suite" in (row.get("note") or ""),
+       "in band: the queue records it approved by elicitation:PRINCIPAL, the client named", row)
+    close(c, "a commit approved in band")
+
+
+def in_band_decline():
+    c = server(caps=ELICIT)
+    rid, a = propose(c, "declined")
+    q = asked(c)
+    if not ok(q is not None, "in band: a second proposal is asked"):
+        return c.close()
+    c.send({"jsonrpc": "2.0", "id": q["id"], "result": {"action": "decline"}})
+    r = c.wait(rid, 60)
+    ok(r is not None and is_error(r) and "denied by elicitation:" in text(r)
+       and "declined" in text(r), "in band: declined, the client gets the denial", r)
+    ok(not host_has("declined.txt"), "in band: the host directory is unchanged")
+    close(c, "a commit declined in band")
+
+
+def in_band_late():
+    """The queue decides first: the question is cancelled and a late answer changes nothing."""
+    c = server(caps=ELICIT)
+    rid, a = propose(c, "late-answer")
+    q = asked(c)
+    if not ok(a is not None and q is not None, "in band: a third proposal is asked"):
+        return c.close()
+    rc, _, err = cli("deny", a["id"], "--note", "no")
+    r = c.wait(rid, 60)
+    ok(r is not None and is_error(r) and "denied by uid:" in text(r),
+       "in band: paddock deny before the client answered: the call is denied", r)
+    gone = asked(c, "notifications/cancelled")
+    ok(gone is not None and gone["params"].get("requestId") == q["id"],
+       "in band: the server cancels its question (notifications/cancelled, its id)", c.notes)
+    c.send({"jsonrpc": "2.0", "id": q["id"],
+            "result": {"action": "accept", "content": {"approve": True}}})
+    c.pump(0.5)
+    row = state_of(a["id"])
+    ok(row.get("state") == "denied" and row.get("approver", "").startswith("uid:"),
+       "in band: the late accept changes nothing: still denied by uid:NAME", row)
+    ok(not host_has("late-answer.txt"), "in band: the host directory is unchanged")
+    rc, err = c.close()
+    ok(rc == 0 and "is ignored" in err and q["id"] in err,
+       "in band: the late answer is logged as ignored, naming its id", err[-600:])
+
+
+def in_band_off():
+    """--no-elicit-approvals: a client that could be asked is not; the queue alone decides."""
+    c = Stdio(PREFIX + ["mcp", "--workspace", WS, "--no-elicit-approvals"])
+    c.initialize(caps=ELICIT)
+    rid, a = propose(c, "off")
+    if not ok(a is not None, "in band off: the proposal is pending"):
+        return c.close()
+    rc, _, err = cli("approve", a["id"])
+    r = c.wait(rid, 60)
+    ok(r is not None and not is_error(r) and structured(r).get("approver", "").startswith("uid:"),
+       "in band off: paddock approve lets the call complete, approved by uid:NAME", r)
+    ok(not [n for n in c.notes if n.get("method") == "elicitation/create"],
+       "in band off: the client that declared elicitation was sent no elicitation/create",
+       c.notes)
+    close(c, "a commit with in-band approvals off")
 
 
 def api(method, path, body=None, token=None):
@@ -269,5 +375,9 @@ if MODE == "cli":
     deny_with_cli()
     time_out()
     cancel()
+    in_band_accept()
+    in_band_decline()
+    in_band_late()
+    in_band_off()
 else:
     approve_with_api()

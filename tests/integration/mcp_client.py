@@ -80,8 +80,8 @@ class Stdio:
             params["_meta"] = meta
         return self.request("tools/call", params, timeout)
 
-    def initialize(self, version="2025-11-25"):
-        r = self.request("initialize", {"protocolVersion": version, "capabilities": {},
+    def initialize(self, version="2025-11-25", caps=None):
+        r = self.request("initialize", {"protocolVersion": version, "capabilities": caps or {},
                                         "clientInfo": {"name": "mcp-suite", "version": "1"}})
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return r

@@ -7,7 +7,9 @@
 # refusal; a cancelled call and the server's end withdraw the request. Then beside `paddock
 # serve` on the same state directory: /v1/events carries the approval.requested that paddock
 # mcp recorded, POST /v1/approvals/ID/approve lets the call complete, and the audit store
-# records the API's principal as the approver (mcp-approvals.py).
+# records the API's principal as the approver (mcp-approvals.py). In band: a client that declared
+# elicitation is asked too (the raw client and the official SDK's): its accept commits, its
+# decline denies, and its answer after the CLI's decision changes nothing.
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
 
@@ -43,6 +45,67 @@ as_argv() {
 	fi
 }
 
+# The official SDK client (tests/clients), for approval in band; missing, the suite fails.
+NODE="$TESTS_DIR/clients/node_modules/.bin/node"
+DRIVE="$TESTS_DIR/clients/drive"
+if [ ! -x "$NODE" ] || [ ! -d "$TESTS_DIR/clients/node_modules/@modelcontextprotocol/sdk" ]; then
+	echo "Bail out! the test clients are missing ($TESTS_DIR/clients/node_modules): run make test-setup"
+	exit 1
+fi
+
+# jq_ok JSON FILTER DESC: JSON passes the jq FILTER, as a subtest.
+jq_ok() {
+	printf '%s' "$1" | jq -e "$2" >/dev/null 2>&1
+	ok $? "$3" || printf '%s\n' "$1" | head -c 1500 | sed 's/^/#   /'
+}
+
+# sdk_in_band WHO WS: the SDK v1 client, declaring elicitation and accepting, makes a change
+# and proposes its commit to `paddock mcp --workspace WS` over stdio: asked in band, its
+# accept commits.
+sdk_in_band() {
+	local who=$1 ws=$2 out
+	out=$(cd "$ws" && GW_ELICIT=accept GW_STEPS='[{"op": "call", "name": "run_command",
+		"args": {"command": "echo sdk > sdk.txt"}}, {"op": "call", "name": "workspace_propose_commit"}]' \
+		$(as_argv "$who") "$NODE" "$DRIVE/gateway-steps.mjs" v1 stdio "$T/bin/paddock" mcp \
+		--workspace "$ws" 2>"$T/sdk.err")
+	jq_ok "$(printf '%s\n' "$out" | sed -n 3p)" '.got | length == 1 and (.[0].message |
+		contains("workspace_propose_commit") and contains("sdk.txt"))' \
+		"$who: SDK v1 with elicitation: asked in band what the commit changes"
+	jq_ok "$(printf '%s\n' "$out" | sed -n 2p)" '.result.structuredContent.status == "committed" and
+		(.result.structuredContent.approver | startswith("elicitation:"))' \
+		"$who: SDK v1 with elicitation: accepted, the commit is done, approved by elicitation:PRINCIPAL"
+	is "$(cat "$ws/sdk.txt" 2>/dev/null)" sdk "$who: SDK v1 with elicitation: the host directory has the change"
+}
+
+# sdk_in_band_http WHO WS: the same over Streamable HTTP (`paddock mcp --listen`): the question
+# comes on the call's event stream, the SDK POSTs its accept in the session.
+sdk_in_band_http() {
+	local who=$1 ws=$2 port out pid i rc
+	port=$(free_port)
+	(cd "$ws" && exec $(as_argv "$who") "$T/bin/paddock" mcp --listen "127.0.0.1:$port" \
+		--workspace "$ws" >"$T/listen-$who.log" 2>&1) &
+	pid=$!
+	for i in $(seq 1 400); do
+		python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1)' \
+			"$port" 2>/dev/null && break
+		sleep 0.05
+	done
+	out=$(cd "$ws" && GW_ELICIT=accept GW_STEPS='[{"op": "call", "name": "run_command",
+		"args": {"command": "echo sdkhttp > sdkhttp.txt"}}, {"op": "call", "name": "workspace_propose_commit"}]' \
+		$(as_argv "$who") "$NODE" "$DRIVE/gateway-steps.mjs" v1 http "http://127.0.0.1:$port/mcp" \
+		2>"$T/sdk-http.err")
+	jq_ok "$(printf '%s\n' "$out" | sed -n 3p)" '.got | length == 1 and (.[0].message | contains("sdkhttp.txt"))' \
+		"$who: SDK v1 over HTTP with elicitation: asked in band, on the call's stream"
+	jq_ok "$(printf '%s\n' "$out" | sed -n 2p)" '.result.structuredContent.status == "committed" and
+		(.result.structuredContent.approver | startswith("elicitation:"))' \
+		"$who: SDK v1 over HTTP with elicitation: accepted, the commit is done"
+	is "$(cat "$ws/sdkhttp.txt" 2>/dev/null)" sdkhttp "$who: SDK v1 over HTTP: the host directory has the change"
+	kill -TERM "$pid" 2>/dev/null
+	wait "$pid"
+	rc=$?
+	is "$rc" 0 "$who: paddock mcp --listen stops cleanly" || tail -5 "$T/listen-$who.log" | sed 's/^/#   /'
+}
+
 approval_tests() {
 	local who=$1 ws
 	mkdir -p "$T/serve-$who"
@@ -52,8 +115,10 @@ approval_tests() {
 	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$ws"
 	tap_of < <(python3 "$HERE/mcp-approvals.py" "$who" "$ws" cli -- \
 		$(as_argv "$who") "$T/bin/paddock")
-	is "$(ls -A "$ws" | sort | tr '\n' ' ')" "approved.txt host.txt " \
-		"$who: the host directory has the approved change alone"
+	is "$(ls -A "$ws" | sort | tr '\n' ' ')" "approved.txt host.txt inband.txt off.txt " \
+		"$who: the host directory has the approved changes alone (the CLI's, in band)"
+	sdk_in_band "$who" "$ws"
+	sdk_in_band_http "$who" "$ws"
 	serve_start "$who" || return
 	tap_of < <(python3 "$HERE/mcp-approvals.py" "$who" "$ws" api "$(sock_of "$who")" -- \
 		$(as_argv "$who") "$T/bin/paddock")

@@ -7,8 +7,9 @@
 # is forwarded and answered, a deny rule is named, arguments against the pinned inputSchema
 # are refused before the upstream sees them (the fixture's --log), an upstream that cannot
 # start is named with why, every call is a tool.call record with its principal (stored even
-# when the gateway is killed right after answering), and when the client ends nothing is left
-# running in the suite's cgroups.
+# when the gateway is killed right after answering), a require_approval call is asked in band
+# of a client that declared elicitation (accept, decline, no answer; SDK v1 and v2, stdio and
+# HTTP), and when the client ends nothing is left running in the suite's cgroups.
 set -u
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-mcp.sh"
@@ -269,6 +270,20 @@ case_approvals() {
 	jqok "$(sed -n 2p "$T/bg.out")" '.result.content[0].text | startswith("wrote 3 bytes")' \
 		"$l: approved, the call is forwarded and answered"
 	is "$(cat "$D/log/approved.txt" 2>/dev/null)" yes "$l: and its write is done"
+	jqok "$(sed -n 3p "$T/bg.out")" '.got == []' \
+		"$l: a client that declared no elicitation was sent no elicitation/create"
+	# A client asked in band that does not answer: the queue's decision first, its question moot.
+	(GW_TOKEN=$TOKEN_A in_band_call v1 wait agent-a "$D/log/approved-2.txt" http "$GW_URL"
+		printf '%s\n' "$OUT" >"$T/bg.out") &
+	BG=$!
+	approval_of tool.call '.detail.path // "" | contains("approved-2")'
+	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >/dev/null 2>&1
+	wait "$BG"
+	jqok "$(sed -n 2p "$T/bg.out")" '.result.isError != true' \
+		"$l: a client asked in band that does not answer: paddock approve lets the call complete"
+	jqok "$(sed -n 3p "$T/bg.out")" '.got | length == 1 and .[0].cancelled == true' \
+		"$l: and the server cancelled its question (notifications/cancelled)"
+	is "$(cat "$D/log/approved-2.txt" 2>/dev/null)" yes "$l: and its write is done"
 	# A rug pull: echo's definition changes after it was pinned: withheld until approved.
 	GW_TOKEN=$TOKEN_A steps "$WHO" v1 '[{"op": "list", "want": ["rug__echo"]},
 		{"op": "call", "name": "rug__mutate", "args": {}},
@@ -283,6 +298,91 @@ case_approvals() {
 	GW_TOKEN=$TOKEN_A steps "$WHO" v1 '[{"op": "list", "want": ["rug__echo"]}]' http "$GW_URL"
 	jqok "$(nth 1)" 'any(.tools[]; .name == "rug__echo" and (.description | contains("id_rsa")))' \
 		"$l: approved, the new definition is served"
+	gw_stop
+	no_process_left "$l"
+}
+
+# granted_by APPROVER: whether the audit store records approval.granted by APPROVER.
+granted_by() {
+	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind approval.granted --json >"$T/granted.json" 2>&1
+	jq -e -s 'any(.[]; .attrs.approver == "'"$1"'")' "$T/granted.json" >/dev/null 2>&1
+}
+
+# in_band_call SDK ANSWER PRINCIPAL FILE TARGET...: a client that declared elicitation (it
+# answers ANSWER: accept, decline, wait) calls fx__write_file of FILE, which the policy sends
+# to a human; its lines in $OUT.
+in_band_call() {
+	local sdk=$1 answer=$2 file=$4
+	shift 4
+	GW_ELICIT=$answer steps "$WHO" "$sdk" '[{"op": "list", "want": ["fx__write_file"]},
+		{"op": "call", "name": "fx__write_file", "args": {"path": "'"$file"'", "text": "yes"}}]' "$@"
+}
+
+# approvals.in_band false: a client that declared elicitation is not asked, the queue decides;
+# a value other than a boolean is refused naming the field.
+in_band_off() {
+	local l="$WHO: in band off" out rc
+	{ cat "$CFG"; printf 'approvals:\n  in_band: false\n'; } >"$D/off.yaml"
+	(in_band_call v1 accept agent-s "$D/log/inband-off.txt" stdio "$T/bin/paddock" gateway \
+		--config "$D/off.yaml" --principal agent-s; printf '%s\n' "$OUT" >"$T/bg.out") &
+	BG=$!
+	approval_of tool.call '.detail.path // "" | contains("inband-off")'
+	ok $? "$l: the call waits in the queue"
+	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >/dev/null 2>&1
+	wait "$BG"
+	jqok "$(sed -n 2p "$T/bg.out")" '.result.isError != true' "$l: paddock approve lets it complete"
+	jqok "$(sed -n 3p "$T/bg.out")" '.got == []' "$l: the client that declared elicitation was not asked"
+	printf 'servers:\n  fx:\n    command: [/bin/true]\napprovals:\n  in_band: maybe\n' >"$D/bad-in-band.yaml"
+	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway check --config "$D/bad-in-band.yaml" 2>&1)
+	rc=$?
+	is "$rc" 122 "$l: gateway check refuses approvals.in_band: maybe (122)"
+	printf '%s' "$out" | grep -q "$D/bad-in-band.yaml:5: approvals.in_band: expected true or false"
+	ok $? "$l: naming FILE:LINE, approvals.in_band and what it expects" || printf '%s\n' "$out" | sed 's/^/#   /'
+}
+
+# Approval in band (docs/approvals.md, IN BAND): a client that declared elicitation is asked
+# beside the queue, and its answer decides (the record names elicitation:PRINCIPAL); a
+# decline is the denial; a modern (2026-07-28) client is asked nothing, the queue decides.
+case_elicit() {
+	local l="$WHO: in band" f="$D/log/inband-1.txt"
+	in_band_call v1 accept agent-s "$f" stdio "$T/bin/paddock" gateway --config "$CFG" --principal agent-s
+	jqok "$(nth 3)" '.got | length == 1 and (.[0].message | contains("agent-s") and
+		contains("fx__write_file") and contains("writes need a human")) and
+		.[0].requestedSchema.properties.approve.type == "boolean"' 		"$l: stdio: the client is asked elicitation/create naming who, what and why, {approve: boolean}"
+	jqok "$(nth 2)" '.result.isError != true and (.result.content[0].text | startswith("wrote 3 bytes"))' 		"$l: stdio: accepted, the call is forwarded and answered"
+	is "$(cat "$f" 2>/dev/null)" yes "$l: stdio: and its write is done"
+	granted_by elicitation:agent-s
+	ok $? "$l: stdio: the audit store records approval.granted by elicitation:agent-s"
+	f="$D/log/inband-2.txt"
+	in_band_call v1 decline agent-s "$f" stdio "$T/bin/paddock" gateway --config "$CFG" --principal agent-s
+	jqok "$(nth 2)" '.result.isError == true and (.result.content[0].text | startswith("approval_denied")
+		and contains("denied by elicitation:agent-s") and contains("declined"))' 		"$l: stdio: declined, the client gets the denial naming the approver"
+	is "$(logged '.method == "tools/call" and .params.arguments.path == "'"$f"'"')" 0 		"$l: stdio: the declined call never reached the upstream (its log)"
+	in_band_off
+	if ! gw_listen "$WHO" "$CFG"; then
+		ok 1 "$l: paddock gateway --listen starts"
+		return
+	fi
+	f="$D/log/inband-3.txt"
+	GW_TOKEN=$TOKEN_A in_band_call v1 accept agent-a "$f" http "$GW_URL"
+	jqok "$(nth 2)" '.result.isError != true' "$l: http, SDK v1: accepted in the POST's stream, the call is answered"
+	is "$(cat "$f" 2>/dev/null)" yes "$l: http, SDK v1: and its write is done"
+	granted_by elicitation:agent-a
+	ok $? "$l: http: the audit store records approval.granted by elicitation:agent-a (the token's principal)"
+	f="$D/log/inband-4.txt"
+	GW_TOKEN=$TOKEN_A in_band_call v2-legacy decline agent-a "$f" http "$GW_URL"
+	jqok "$(nth 3)" '.got | length == 1' "$l: http, SDK v2 (2025 era): the client is asked"
+	jqok "$(nth 2)" '.result.isError == true and (.result.content[0].text | contains("denied by elicitation:agent-a"))' 		"$l: http, SDK v2 (2025 era): declined, the client gets the denial"
+	# The 2026-07-28 era has no server-to-client request: the queue alone decides.
+	f="$D/log/inband-5.txt"
+	(GW_TOKEN=$TOKEN_A in_band_call v2 accept agent-a "$f" http "$GW_URL"; printf '%s\n' "$OUT" >"$T/bg.out") &
+	BG=$!
+	approval_of tool.call '.detail.path // "" | contains("inband-5")'
+	ok $? "$l: http, SDK v2 (2026-07-28): the call waits in the queue"
+	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >/dev/null 2>&1
+	wait "$BG"
+	jqok "$(sed -n 2p "$T/bg.out")" '.result.isError != true' "$l: http, SDK v2 (2026-07-28): paddock approve lets it complete"
+	jqok "$(sed -n 3p "$T/bg.out")" '.got == []' "$l: http, SDK v2 (2026-07-28): no elicitation/create was sent"
 	gw_stop
 	no_process_left "$l"
 }
@@ -363,6 +463,7 @@ for WHO in root user; do
 	case_http
 	case_progress_cancel
 	case_approvals
+	case_elicit
 	case_kill
 	case_reap
 done

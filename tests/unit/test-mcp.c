@@ -1,7 +1,8 @@
 /*
  * test-mcp.c - the MCP layer's pure parts: the JSON-RPC parser's answers
  * (src/mcp/jsonrpc.h), the argument check against a tool's schema
- * (src/mcp/schema.c), and the MRTR requestState (src/mcp/mrtr.c).
+ * (src/mcp/schema.c), the MRTR requestState (src/mcp/mrtr.c), and the
+ * requests the server sends its client (src/mcp/ask.c).
  */
 #include "common.h"
 #include "mcp-internal.h"
@@ -331,6 +332,98 @@ Test(provider, list_call_reply_progress_cancel_list_changed)
 	cr_assert_eq(f.cancels, 2);
 	cr_assert_eq(f.ends, 1);
 	pdk_mcp_conn_close(quiet);
+	pdk_mcp_free(m);
+	json_decref(f.sent);
+}
+
+/* ---- requests of the server to its client (ask.c) ---- */
+
+struct answers {
+	int n;
+	int last_status; /* the last error's status, 0 for a result */
+	json_t *last;    /* the last result (a copy) */
+};
+
+static void on_answer(void *ctx, const json_t *result, const struct pdk_error *err)
+{
+	struct answers *a = ctx;
+
+	a->n++;
+	a->last_status = err ? err->status : 0;
+	json_decref(a->last);
+	a->last = result ? json_deep_copy(result) : NULL;
+}
+
+#define INIT_ELICIT                                                                                \
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":" \
+	"\"2025-11-25\",\"capabilities\":{\"elicitation\":{}},\"clientInfo\":{\"name\":\"t\","     \
+	"\"version\":\"1\"}}}"
+
+/* Ask the held call's client; the request sent is returned (borrowed from f->sent). */
+static const json_t *ask(struct prov *f, struct answers *a, const char *want_id)
+{
+	cr_assert_eq(pdk_mcp_call_ask(f->held, "elicitation/create",
+				      json_pack("{s:s}", "message", "approve?"), 0, on_answer, a,
+				      NULL, NULL),
+		     0);
+	return got(f, "id", want_id);
+}
+
+Test(ask, ids_answers_errors_cancel_and_the_end)
+{
+	struct prov f = {.sent = json_array(), .reply_on_cancel = true};
+	struct pdk_mcp_provider p = {
+		.ctx = &f, .list = prov_list, .call = prov_call, .cancel = prov_cancel};
+	struct pdk_mcp *m = pdk_mcp_new(&(struct pdk_mcp_opts){.provider = &p});
+	struct pdk_mcp_conn *c = pdk_mcp_conn_new(m, "agent-a", "stdio", prov_send, &f);
+	struct pdk_mcp_conn *plain = pdk_mcp_conn_new(m, "agent-a", "stdio", prov_send, &f);
+	struct answers a = {0};
+	const json_t *r;
+
+	/* A client that declared nothing is never asked. */
+	msg(plain, INIT);
+	msg(plain, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":"
+		   "\"up__echo\"}}");
+	cr_assert_not(pdk_mcp_call_can_elicit(f.held));
+	pdk_mcp_conn_close(plain);
+	msg(c, INIT_ELICIT);
+	msg(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+	       "\"up__echo\"}}");
+	cr_assert(pdk_mcp_call_can_elicit(f.held));
+	/* The server's own ids; an answer to another id (one of the client's) changes nothing. */
+	r = ask(&f, &a, "\"paddock-1\"");
+	cr_assert_str_eq(json_string_value(json_object_get(r, "method")), "elicitation/create");
+	msg(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"action\":\"accept\"}}");
+	msg(c, "{\"jsonrpc\":\"2.0\",\"id\":\"paddock-77\",\"result\":{}}");
+	cr_assert_eq(a.n, 0);
+	msg(c, "{\"jsonrpc\":\"2.0\",\"id\":\"paddock-1\",\"result\":{\"action\":\"accept\"}}");
+	cr_assert_eq(a.n, 1);
+	cr_assert_eq(a.last_status, 0);
+	cr_assert_str_eq(json_string_value(json_object_get(a.last, "action")), "accept");
+	/* Answered once: the same answer again is ignored. */
+	msg(c, "{\"jsonrpc\":\"2.0\",\"id\":\"paddock-1\",\"result\":{\"action\":\"decline\"}}");
+	cr_assert_eq(a.n, 1);
+	/* The client's error. */
+	ask(&f, &a, "\"paddock-2\"");
+	msg(c, "{\"jsonrpc\":\"2.0\",\"id\":\"paddock-2\",\"error\":{\"code\":-32601,\"message\":"
+	       "\"no\"}}");
+	cr_assert_eq(a.n, 2);
+	cr_assert_eq(a.last_status, EPROTO);
+	/* Cancelled by the asker: called back at once, and the client is told. */
+	ask(&f, &a, "\"paddock-3\"");
+	pdk_mcp_ask_cancel(f.held->conn->asks);
+	cr_assert_eq(a.n, 3);
+	cr_assert_eq(a.last_status, ECANCELED);
+	r = got(&f, "method", "\"notifications/cancelled\"");
+	cr_assert_str_eq(
+		json_string_value(json_object_get(json_object_get(r, "params"), "requestId")),
+		"paddock-3");
+	/* The connection's end fails what is still asked. */
+	ask(&f, &a, "\"paddock-4\"");
+	pdk_mcp_conn_close(c);
+	cr_assert_eq(a.n, 4);
+	cr_assert_eq(a.last_status, ECONNRESET);
+	json_decref(a.last);
 	pdk_mcp_free(m);
 	json_decref(f.sent);
 }

@@ -18,6 +18,12 @@
 //       or {"op": "call", "name", "throw": MESSAGE, "code": N} when the SDK throws (a
 //       JSON-RPC error).
 //   {"op": "sleep", "ms": MS}
+// GW_ELICIT (accept, decline, wait; unset: none) declares the elicitation capability and
+// answers every elicitation/create so: accept with {approve: true}, decline, or no answer
+// until the server cancels it. After the steps, a last line
+// {"op": "elicitations", "got": [{message, requestedSchema, cancelled}]} lists what the
+// server asked (empty without GW_ELICIT: a client that declared nothing is asked nothing).
+// SDK v2-legacy is @modelcontextprotocol/client in the legacy era (lib.mjs).
 // A failed connect prints {"op": "connect", "throw": MESSAGE, "code": N} and exits 3; the
 // session otherwise exits 0 whatever the steps got (the suite judges them).
 import { loadSdk, toolResult } from './lib.mjs';
@@ -84,11 +90,40 @@ async function run(client, step) {
 	return { op: step.op, throw: `unknown step ${step.op}` };
 }
 
+// The elicitation/create requests the server sent, as GW_ELICIT answers them.
+const elicited = [];
+
+function answer(params, signal) {
+	const got = { message: params.message, requestedSchema: params.requestedSchema, cancelled: false };
+	elicited.push(got);
+	const mode = process.env.GW_ELICIT;
+	if (mode === 'accept') return { action: 'accept', content: { approve: true } };
+	if (mode === 'decline') return { action: 'decline' };
+	return new Promise((resolve) => {
+		signal.addEventListener('abort', () => {
+			got.cancelled = true;
+			resolve({ action: 'cancel' });
+		});
+	});
+}
+
+async function handleElicitation(client) {
+	if (sdkName === 'v1') {
+		const { ElicitRequestSchema } = await import('@modelcontextprotocol/sdk/types.js');
+		client.setRequestHandler(ElicitRequestSchema, (req, extra) => answer(req.params, extra.signal));
+	} else {
+		client.setRequestHandler('elicitation/create', (req, ctx) =>
+			answer(req.params, (ctx && (ctx.signal || (ctx.mcpReq && ctx.mcpReq.signal))) || new AbortController().signal));
+	}
+}
+
 async function main() {
 	const steps = JSON.parse(process.env.GW_STEPS || '[]');
 	const token = process.env.GW_TOKEN;
 	const httpOpts = token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {};
-	const { client, transport } = await loadSdk(sdkName, transportName, target, rest, 'paddock-gateway-test', httpOpts);
+	const caps = process.env.GW_ELICIT ? { elicitation: {} } : {};
+	const { client, transport } = await loadSdk(sdkName, transportName, target, rest, 'paddock-gateway-test', httpOpts, caps);
+	if (process.env.GW_ELICIT) await handleElicitation(client);
 	try {
 		await client.connect(transport);
 	} catch (e) {
@@ -96,6 +131,7 @@ async function main() {
 		process.exit(3);
 	}
 	for (const step of steps) out(await run(client, step));
+	out({ op: 'elicitations', got: elicited });
 	await client.close().catch(() => {});
 }
 

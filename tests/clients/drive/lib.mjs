@@ -6,15 +6,16 @@ import fs from 'node:fs';
 export const MODERN = '2026-07-28';
 
 // A client and a transport of the SDK `name` (v1: @modelcontextprotocol/sdk, legacy era;
-// v2: @modelcontextprotocol/client, pinned to the modern era) over `transport` (stdio:
-// `target` is the command and `args` its arguments, started with this process's whole
-// environment; http: `target` is the URL of the endpoint, `httpOpts` the transport's options,
-// such as {requestInit: {headers: {Authorization: ...}}}).
-export async function loadSdk(name, transport, target, args = [], clientName = 'paddock-test', httpOpts = {}) {
+// v2: @modelcontextprotocol/client, pinned to the modern era; v2-legacy: the same client with
+// its default negotiation, the legacy era) over `transport` (stdio: `target` is the command
+// and `args` its arguments, started with this process's whole environment; http: `target` is
+// the URL of the endpoint, `httpOpts` the transport's options, such as
+// {requestInit: {headers: {Authorization: ...}}}), declaring `capabilities`.
+export async function loadSdk(name, transport, target, args = [], clientName = 'paddock-test', httpOpts = {}, capabilities = {}) {
 	const info = { name: `${clientName}-${name}`, version: '1.0.0' };
 	if (name === 'v1') {
 		const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
-		const client = new Client(info, { capabilities: {} });
+		const client = new Client(info, { capabilities });
 		if (transport === 'stdio') {
 			const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
 			return { client, transport: new StdioClientTransport({ command: target, args, env: process.env, stderr: 'inherit' }) };
@@ -23,7 +24,8 @@ export async function loadSdk(name, transport, target, args = [], clientName = '
 		return { client, transport: new StreamableHTTPClientTransport(new URL(target), httpOpts) };
 	}
 	const sdk = await import('@modelcontextprotocol/client');
-	const client = new sdk.Client(info, { capabilities: {}, versionNegotiation: { mode: { pin: MODERN } } });
+	const negotiation = name === 'v2-legacy' ? {} : { versionNegotiation: { mode: { pin: MODERN } } };
+	const client = new sdk.Client(info, { capabilities, ...negotiation });
 	if (transport === 'stdio') {
 		const { StdioClientTransport } = await import('@modelcontextprotocol/client/stdio');
 		return { client, transport: new StdioClientTransport({ command: target, args, env: process.env, stderr: 'inherit' }) };
