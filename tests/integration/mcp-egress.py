@@ -107,7 +107,15 @@ def approve_with_cli():
     out = curl(c)
     ok(refused(out), "the sandbox's curl to %s is refused: exit 22, the proxy's 403" % ORIGIN,
        out)
-    r = c.call("egress_denials", {})
+    # The supervisor's records reach the audit store a moment later (its spool, ingested):
+    # wait for the denial there, a bound on the wait and not a check.
+    for _ in range(200):
+        r = c.call("egress_denials", {})
+        if any(d.get("host") == IP and str(d.get("port")) == PORT
+               and "no network.allow rule" in (d.get("reason") or "")
+               for d in structured(r).get("denied", [])):
+            break
+        time.sleep(0.05)
     ok(any(d.get("host") == IP and str(d.get("port")) == PORT
            and "no network.allow rule" in (d.get("reason") or "")
            for d in structured(r).get("denied", [])),
