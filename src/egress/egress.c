@@ -146,6 +146,11 @@ const struct pdk_net_rule *pdk__egress_match_addr(struct pdk_egress *e, const st
 	return r;
 }
 
+bool pdk_egress_allows_host(struct pdk_egress *e, const char *host, uint16_t port)
+{
+	return e != NULL && pdk__egress_match_host(e, host, port) != NULL;
+}
+
 void pdk_egress_allow(struct pdk_egress *e, struct pdk_net_rule *r)
 {
 	struct pdk_net_rule *mine = pdk_xmalloc(sizeof(*mine));

@@ -114,6 +114,12 @@ struct pdk_egress *pdk_egress_start(const struct pdk_egress_config *cfg, int lis
 void pdk_egress_allow(struct pdk_egress *e, struct pdk_net_rule *r);
 
 /*
+ * Does a rule of the running proxy (configured or added) allow the
+ * normalized name `host` on `port`? Safe from any thread. NULL: false.
+ */
+bool pdk_egress_allows_host(struct pdk_egress *e, const char *host, uint16_t port);
+
+/*
  * Stop the loop, close every connection (each open one gets its
  * net.connect event), join the thread and free. NULL-safe.
  */

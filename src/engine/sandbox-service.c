@@ -233,7 +233,9 @@ int pdk_sandbox_resume(struct pdk_sandbox *sb, struct pdk_error **err)
 
 int pdk_sandbox_egress_allow(struct pdk_sandbox *sb, struct pdk_net_rule *r, struct pdk_error **err)
 {
-	if (sb == NULL || sb->egress == NULL)
+	if (sb == NULL)
+		return pdk_error_setx(err, ESRCH, "the sandbox is not running");
+	if (sb->egress == NULL)
 		return pdk_error_setx(err, ENOTSUP,
 				      "the sandbox has no egress proxy (network.mode is not "
 				      "allowlist): there is no allowlist to widen");

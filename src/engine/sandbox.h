@@ -222,8 +222,9 @@ PDK_MUST_CHECK int pdk_sandbox_resume(struct pdk_sandbox *sb, struct pdk_error *
  * Widen the running sandbox's egress allowlist by the rule `r` (its
  * contents taken on success: egress.h, pdk_egress_allow()): the next
  * request the proxy judges may match it. -ENOTSUP when the sandbox has no
- * proxy (network.mode none or host; *r is left to the caller). The
- * sandbox's policy is the caller's to change, so that a restart keeps it.
+ * proxy (network.mode none or host), -ESRCH when it is not running (*r is
+ * left to the caller on failure). The sandbox's policy is the caller's to
+ * change, so that a restart keeps it.
  */
 PDK_MUST_CHECK int pdk_sandbox_egress_allow(struct pdk_sandbox *sb, struct pdk_net_rule *r,
 					    struct pdk_error **err);

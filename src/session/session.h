@@ -209,8 +209,9 @@ void pdk_session_free(struct pdk_session *s);
  * Returns 0 when added, 1 when the allowlist held it already (nothing
  * changed), or negative + *err: -EINVAL (field "host") for an entry the
  * grammar refuses, -ENOTSUP when network.mode is none or host (the message
- * says why there is nothing to widen). SECURITY: the caller decides who may
- * widen (a human's approval, an admin); the sandbox never reaches this.
+ * says why there is nothing to widen), -ESRCH when the sandbox is not
+ * running. SECURITY: the caller decides who may widen (a human's approval,
+ * an admin); the sandbox never reaches this.
  */
 PDK_MUST_CHECK int pdk_session_net_allow(struct pdk_session *s, const char *entry, char **canonical,
 					 struct pdk_error **err);

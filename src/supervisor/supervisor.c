@@ -124,10 +124,13 @@ void pdk__sv_op_egress_allow(struct pdk_supervisor *s, json_int_t req, json_t *m
 	if (host == NULL)
 		return pdk__sv_reply_errorx(s, req, "bad_request", "host", "no 'host'");
 	rc = pdk_session_net_allow(s->session, host, &entry, &err);
+	/* No allowlist, or no sandbox running (a failed init restart): nothing to widen. */
 	if (rc < 0)
-		return pdk__sv_reply_error(
-			s, req, err->status == ENOTSUP ? "conflict" : pdk_svc_code_of(err->status),
-			err->field, err);
+		return pdk__sv_reply_error(s, req,
+					   err->status == ENOTSUP || err->status == ESRCH
+						   ? "conflict"
+						   : pdk_svc_code_of(err->status),
+					   err->field, err);
 	pdk_log(s->log, PDK_LOG_INFO, "sandbox %s: network.allow '%s' %s", s->id, entry,
 		rc == 0 ? "added" : "was listed already");
 	pdk__sv_send(s,
