@@ -11,7 +11,8 @@ origin in a network namespace of the suite's own). PREFIX runs a command as WHO 
 state directory (test-approvals.sh's as_argv). MODE: cli (approve, deny, time out, network
 none, a bad entry, through `paddock approve/deny`, and the audit records) or api SOCKET
 (`paddock serve` on the same state directory: the approval through POST
-/v1/approvals/ID/approve, and an admin's POST /v1/sandboxes/ID/egress/allow).
+/v1/approvals/ID/approve, and an admin's POST /v1/sandboxes/ID/egress/allow, whose sandbox
+is left running and named in widened-WHO beside PROFILE for the suite's adoption check).
 """
 import json
 import os
@@ -302,7 +303,9 @@ def admin_route():
     ok(len(add) == 1 and add[0]["attrs"].get("actor", "").startswith("unix:")
        and add[0]["attrs"].get("approval_id") is None,
        "net.allow.added records the admin (unix:UID) as actor, once", add)
-    api("DELETE", "/sandboxes/" + sid)
+    # Left running for the suite, which restarts the daemon and looks again (adoption).
+    with open(os.path.join(os.path.dirname(PROFILE), "widened-" + WHO), "w") as f:
+        f.write(sid)
     code, body = api("POST", "/sandboxes", {"labels": {"suite": "approvals-egress"}})
     none = json.loads(body).get("id") if code == 201 else None
     code, body = api("POST", "/sandboxes/%s/egress/allow" % none, {"host": ORIGIN})

@@ -86,7 +86,7 @@ as_argv() {
 }
 
 approval_tests() {
-	local who=$1 ws
+	local who=$1 ws sid
 	mkdir -p "$T/serve-$who"
 	[ "$who" = user ] && chown $UNPRIV_UID:$UNPRIV_UID "$T/serve-$who"
 	ws=$(mkws)
@@ -103,6 +103,18 @@ approval_tests() {
 		$(as_argv "$who") "$T/bin/paddock")
 	tap_of < <(python3 "$HERE/mcp-egress.py" "$who" "$T/egress.yaml" "$ORIGIN" api \
 		"$(sock_of "$who")" -- $(as_argv "$who") "$T/bin/paddock")
+	# The daemon dies (SIGKILL) and a new one adopts the widened sandbox: the entry is the
+	# supervisor's, so it holds.
+	sid=$(cat "$T/widened-$who" 2>/dev/null)
+	serve_stop "$who" KILL
+	serve_start "$who" || return
+	api "$who" GET "/v1/sandboxes/$sid"
+	is "$CODE $(printf '%s' "$BODY" | jq -r --arg o "$ORIGIN" '.network.allow | index($o) != null')" \
+		"200 true" "$who: the restarted daemon adopts the widened sandbox: network.allow lists the origin"
+	api "$who" POST "/v1/sandboxes/$sid/exec" "{\"cmd\":\"curl -sS -f -m 10 http://$ORIGIN/hello\"}"
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "hello-egress" \
+		"$who: ... and its curl to the origin still gets through"
+	api "$who" DELETE "/v1/sandboxes/$sid"
 	serve_stop "$who"
 	is "$SERVE_RC" 0 "$who: paddock serve stops cleanly"
 }
