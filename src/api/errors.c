@@ -19,6 +19,7 @@ int pdk_api_http_status(int status, const char **code)
 		{EACCES, 403, "forbidden"},    {EPERM, 403, "forbidden"},
 		{EBUSY, 409, "busy"},          {ENOTCONN, 503, "unavailable"},
 		{EDQUOT, 429, "limit"},        {EAGAIN, 429, "limit"},
+		{ENOTSUP, 409, "conflict"},
 	};
 
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(map); i++)

@@ -1049,6 +1049,21 @@ int pdk_req_parse_approval(const char *body, size_t len, char **note, struct pdk
 	return 0;
 }
 
+int pdk_req_parse_egress_allow(const char *body, size_t len, char **host, struct pdk_req_error *e)
+{
+	const struct field fields[] = {{"host", chk_str, 0}};
+	_cleanup_json_ json_t *j = load(body, len, e);
+
+	*host = NULL;
+	if (j == NULL || check_object(j, "", fields, 1, host, e) < 0 ||
+	    (*host == NULL && fail(e, "host", "'host' is required: a network.allow entry") < 0)) {
+		free(*host);
+		*host = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int sig;

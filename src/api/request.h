@@ -110,6 +110,8 @@ int pdk_req_parse_ws(const char *body, size_t len, const char *key, bool require
 		     bool *restart, struct pdk_req_error *e);
 /* {"note":"..."}, optional (POST /v1/approvals/{id}/approve and /deny); *note NULL: none. */
 int pdk_req_parse_approval(const char *body, size_t len, char **note, struct pdk_req_error *e);
+/* {"host":"ENTRY"}, required (POST /v1/sandboxes/{id}/egress/allow); *host the caller's. */
+int pdk_req_parse_egress_allow(const char *body, size_t len, char **host, struct pdk_req_error *e);
 /* {"signal":"TERM"|"SIGTERM"|15} */
 int pdk_req_parse_signal(const char *body, size_t len, int *sig, struct pdk_req_error *e);
 /* {"cols":N,"rows":N}, both 1..1000 (POST .../exec/{exec_id}/resize) */

@@ -268,6 +268,50 @@ static void exec_session_route(struct pdk_route *r, const char *id)
 		exec_signal(r, sb, eid);
 }
 
+/* ---- the network allowlist, widened by an admin ---- */
+
+static void egress_allowed(void *ctx, json_t *doc, const struct pdk_error *err)
+{
+	struct evhttp_request *req = ctx;
+
+	if (err != NULL)
+		pdk_api_error(req, err);
+	else
+		pdk_http_json(req, 200, json_incref(doc));
+}
+
+/*
+ * POST /v1/sandboxes/{id}/egress/allow {"host": ENTRY}. SECURITY: admins
+ * only (a sandbox token cannot widen its own sandbox's network); the
+ * actor recorded is who authenticated.
+ */
+static void route_egress(struct pdk_route *r, const char *id)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *host = NULL;
+	struct pdk_req_error e = {0};
+	struct pdk_ctl_sb *sb;
+
+	if (r->nsegs != 4 || strcmp(r->segs[3], "allow") != 0) {
+		pdk_http_error(r->req, 404, "not_found", NULL, "no such route");
+		return;
+	}
+	if (r->method != EVHTTP_REQ_POST) {
+		pdk_http_error(r->req, 405, "bad_request", NULL, "method not allowed");
+		return;
+	}
+	if (!pdk__api_allowed(r, NULL, 0) || pdk__route_json_body(r) < 0 ||
+	    !pdk__route_valid(r, pdk_req_parse_egress_allow(r->body, r->body_len, &host, &e), &e))
+		return;
+	if (pdk_ctl_find(r->a->ctl, id, PDK_CTL_FIND_LIVE, &sb, &err) < 0 ||
+	    pdk_ctl_egress_allow(sb,
+				 &(struct pdk_ctl_egress_allow_req){
+					 .host = host,
+					 .actor = r->auth.name[0] != '\0' ? r->auth.name : "admin"},
+				 egress_allowed, r->req, &err) < 0)
+		pdk_api_error(r->req, err);
+}
+
 /* ---- dispatch ---- */
 
 struct sb_route {
@@ -318,6 +362,10 @@ void pdk__route_sandbox_sub(struct pdk_route *r, const char *id)
 	}
 	if (strcmp(what, "ports") == 0) {
 		pdk__route_ports(r, id);
+		return;
+	}
+	if (strcmp(what, "egress") == 0) {
+		route_egress(r, id);
 		return;
 	}
 	if (route == NULL || r->nsegs != 3) {

@@ -606,6 +606,46 @@ PDK_MUST_CHECK int pdk_ctl_ls(struct pdk_ctl_sb *sb, const char *path, pdk_ctl_d
 PDK_MUST_CHECK int pdk_ctl_signal(struct pdk_ctl_sb *sb, uint64_t exec_id, int sig,
 				  pdk_ctl_doc_cb cb, void *ctx, struct pdk_error **err);
 
+/* ---- the network allowlist, widened while the sandbox runs (netallow.c) ---- */
+
+/*
+ * Judge `host` as a request to widen sandbox `sb`'s allowlist: it must be
+ * one `network.allow` entry in a profile's grammar (docs/policy.md:
+ * "host[:port]", "*.suffix[:port]", an IP literal), and the sandbox's
+ * network.mode allowlist. *canonical gets the entry as it would be listed
+ * (caller frees), *port (may be NULL) its port (0: the default ports, 80
+ * and 443). -EINVAL (field "host") for an entry the grammar refuses,
+ * -ENOTSUP (field "network.mode") for a sandbox of mode none or host, the
+ * message saying why there is nothing to widen.
+ */
+PDK_MUST_CHECK int pdk_ctl_egress_allow_check(const struct pdk_ctl_sb *sb, const char *host,
+					      char **canonical, unsigned *port,
+					      struct pdk_error **err);
+
+/* Who widens, and on whose word (borrowed for the call). */
+struct pdk_ctl_egress_allow_req {
+	const char *host;        /* the network.allow entry */
+	const char *actor;       /* who decided: an approver, an admin token's name, "unix:UID" */
+	const char *approval_id; /* the approval it carries out, or NULL (an admin's request) */
+};
+
+/*
+ * Widen the running sandbox's egress allowlist by the entry r->host, live:
+ * its supervisor adds it to the proxy's rules (the next connection to it
+ * is allowed, without a restart) and to the sandbox's policy (an init
+ * restart keeps it; its facts, network.allow, list it). The callback gets
+ * {"allow": the entry as listed, "added": false when it was listed
+ * already, "network": {"mode", "allow"}}. An added entry is recorded as
+ * net.allow.added {allow, actor, approval_id}. Errors before the call as
+ * pdk_ctl_egress_allow_check(), -ENOTCONN / -EIO when the supervisor
+ * cannot be asked; its refusals come to the callback. SECURITY: the
+ * caller is an admin or carries out a human's approval; nothing in the
+ * sandbox reaches this.
+ */
+PDK_MUST_CHECK int pdk_ctl_egress_allow(struct pdk_ctl_sb *sb,
+					const struct pdk_ctl_egress_allow_req *r, pdk_ctl_doc_cb cb,
+					void *ctx, struct pdk_error **err);
+
 /*
  * A supervisor's error answer (`reply` NULL: the connection was lost) as a
  * control error in *err: its code as a status (not_found ENOENT,

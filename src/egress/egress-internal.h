@@ -307,9 +307,28 @@ struct pdk_egress {
 	int failed_fd;
 	bool events_failed;
 	struct pdk_error *events_err;
+	/*
+	 * The rules added while the proxy runs (pdk_egress_allow()), each its own
+	 * allocation, so a connection's c->rule stays valid while the array grows;
+	 * live_lock guards the array and its count (the owner's thread adds, the
+	 * loop's thread matches). Freed by pdk_egress_stop() alone.
+	 */
+	pthread_mutex_t live_lock;
+	struct pdk_net_rule **live;
+	size_t n_live;
 };
 
 /* ---- egress.c: events, answers, budgets, connections, the loop ---- */
+
+/*
+ * The rule that allows the normalized name `host` (or, for _addr, the
+ * address `sa`) on `port`: the configuration's rules first, then those
+ * pdk_egress_allow() added; NULL when none does. The loop's thread only.
+ */
+const struct pdk_net_rule *pdk__egress_match_host(struct pdk_egress *e, const char *host,
+						  uint16_t port);
+const struct pdk_net_rule *pdk__egress_match_addr(struct pdk_egress *e, const struct sockaddr *sa,
+						  uint16_t port);
 
 /*
  * Emit an event of the proxy (ownership of `attrs` taken). SECURITY: an

@@ -133,10 +133,9 @@ static bool allowed(struct pdk__egress_conn *c)
 	_cleanup_free_ char *why = NULL, *hint = NULL;
 
 	if (h->host_is_ip)
-		c->rule = pdk_net_match_addr(cfg->rules, cfg->n_rules, (struct sockaddr *)&h->ip,
-					     h->port);
+		c->rule = pdk__egress_match_addr(c->e, (struct sockaddr *)&h->ip, h->port);
 	else
-		c->rule = pdk_net_match_host(cfg->rules, cfg->n_rules, h->host, h->port);
+		c->rule = pdk__egress_match_host(c->e, h->host, h->port);
 	if (c->rule != NULL)
 		return true;
 	hint = pdk_net_allow_hint(h->host, h->port);

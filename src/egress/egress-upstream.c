@@ -113,7 +113,7 @@ static const char *judge_addr(const struct pdk__egress_conn *c, const struct soc
 {
 	enum pdk_net_addr_class cls = pdk_net_classify(sa);
 
-	if (pdk_net_match_addr(c->e->cfg.rules, c->e->cfg.n_rules, sa, c->head.port) != NULL)
+	if (pdk__egress_match_addr(c->e, sa, c->head.port) != NULL)
 		return NULL;
 	if (cls == PDK_NET_ADDR_PUBLIC && is_local(c->e, sa))
 		cls = PDK_NET_ADDR_HOST;

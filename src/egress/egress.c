@@ -115,6 +115,64 @@ bool pdk__egress_recording(struct pdk__egress_conn *c)
 	return false;
 }
 
+/* ---- the rules, and those added live ---- */
+
+/*
+ * The configuration's rules are read without a lock: they do not change
+ * while the proxy runs. The live ones are few (a human approved each), so
+ * they are matched one by one under the lock.
+ */
+const struct pdk_net_rule *pdk__egress_match_host(struct pdk_egress *e, const char *host,
+						  uint16_t port)
+{
+	const struct pdk_net_rule *r = pdk_net_match_host(e->cfg.rules, e->cfg.n_rules, host, port);
+
+	(void)pthread_mutex_lock(&e->live_lock);
+	for (size_t i = 0; r == NULL && i < e->n_live; i++)
+		r = pdk_net_match_host(e->live[i], 1, host, port);
+	(void)pthread_mutex_unlock(&e->live_lock);
+	return r;
+}
+
+const struct pdk_net_rule *pdk__egress_match_addr(struct pdk_egress *e, const struct sockaddr *sa,
+						  uint16_t port)
+{
+	const struct pdk_net_rule *r = pdk_net_match_addr(e->cfg.rules, e->cfg.n_rules, sa, port);
+
+	(void)pthread_mutex_lock(&e->live_lock);
+	for (size_t i = 0; r == NULL && i < e->n_live; i++)
+		r = pdk_net_match_addr(e->live[i], 1, sa, port);
+	(void)pthread_mutex_unlock(&e->live_lock);
+	return r;
+}
+
+bool pdk_egress_allows_host(struct pdk_egress *e, const char *host, uint16_t port)
+{
+	return e != NULL && pdk__egress_match_host(e, host, port) != NULL;
+}
+
+void pdk_egress_allow(struct pdk_egress *e, struct pdk_net_rule *r)
+{
+	struct pdk_net_rule *mine = pdk_xmalloc(sizeof(*mine));
+
+	*mine = *r;
+	memset(r, 0, sizeof(*r));
+	(void)pthread_mutex_lock(&e->live_lock);
+	e->live = pdk_xrealloc(e->live, (e->n_live + 1) * sizeof(*e->live));
+	e->live[e->n_live++] = mine;
+	(void)pthread_mutex_unlock(&e->live_lock);
+}
+
+static void live_free(struct pdk_egress *e)
+{
+	for (size_t i = 0; i < e->n_live; i++) {
+		pdk_net_rule_release(e->live[i]);
+		free(e->live[i]);
+	}
+	free(e->live);
+	(void)pthread_mutex_destroy(&e->live_lock);
+}
+
 /* ---- answers and closing ---- */
 
 static const char *status_text(int status)
@@ -551,6 +609,7 @@ struct pdk_egress *pdk_egress_start(const struct pdk_egress_config *cfg, int lis
 	event_set_log_callback(quiet_log);
 	e->cfg = *cfg;
 	e->wake_fd[0] = e->wake_fd[1] = e->failed_fd = -1;
+	(void)pthread_mutex_init(&e->live_lock, NULL);
 	if (setup(e, listen_fd, err) < 0) {
 		pdk_egress_stop(e);
 		(void)pdk_error_wrap(err, "egress proxy");
@@ -594,6 +653,7 @@ void pdk_egress_stop(struct pdk_egress *e)
 	pdk_egress_tls_ctx_free(e->tls_client);
 	free(e->tls_error);
 	pdk_error_free(&e->events_err);
+	live_free(e);
 	free(e);
 }
 

@@ -103,6 +103,23 @@ struct pdk_egress *pdk_egress_start(const struct pdk_egress_config *cfg, int lis
 				    struct pdk_error **err);
 
 /*
+ * Allow one more destination while the proxy runs: the rule `r` (parsed
+ * with pdk_net_rule_parse(); its contents are taken and *r is zeroed)
+ * joins cfg->rules, and every request judged after this returns may match
+ * it, without a restart. Safe from any thread while the proxy runs; the
+ * rule stays until pdk_egress_stop() (nothing removes one). The caller
+ * decides who may widen the network (SECURITY: control/, on an approval
+ * or an admin's request; never the sandbox).
+ */
+void pdk_egress_allow(struct pdk_egress *e, struct pdk_net_rule *r);
+
+/*
+ * Does a rule of the running proxy (configured or added) allow the
+ * normalized name `host` on `port`? Safe from any thread. NULL: false.
+ */
+bool pdk_egress_allows_host(struct pdk_egress *e, const char *host, uint16_t port);
+
+/*
  * Stop the loop, close every connection (each open one gets its
  * net.connect event), join the thread and free. NULL-safe.
  */

@@ -231,6 +231,18 @@ int pdk_sandbox_resume(struct pdk_sandbox *sb, struct pdk_error **err)
 	return 0;
 }
 
+int pdk_sandbox_egress_allow(struct pdk_sandbox *sb, struct pdk_net_rule *r, struct pdk_error **err)
+{
+	if (sb == NULL)
+		return pdk_error_setx(err, ESRCH, "the sandbox is not running");
+	if (sb->egress == NULL)
+		return pdk_error_setx(err, ENOTSUP,
+				      "the sandbox has no egress proxy (network.mode is not "
+				      "allowlist): there is no allowlist to widen");
+	pdk_egress_allow(sb->egress, r);
+	return 0;
+}
+
 char *pdk_sandbox_cgroup_describe(const struct pdk_sandbox *sb)
 {
 	return pdk_cgroup_describe(sb != NULL ? sb->cgroup : NULL);

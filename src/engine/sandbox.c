@@ -64,8 +64,9 @@ static const char *dns_refusal(struct pdk_sandbox *sb, const char *name)
 {
 	if (sb->cfg->policy->network.mode != PDK_NET_ALLOWLIST)
 		return "name lookup, network.mode none";
-	if (pdk_net_match_host(sb->egress_rules, sb->n_egress_rules, name, 443) != NULL ||
-	    pdk_net_match_host(sb->egress_rules, sb->n_egress_rules, name, 80) != NULL)
+	/* The proxy's rules: the policy's and those added while it runs. */
+	if (pdk_egress_allows_host(sb->egress, name, 443) ||
+	    pdk_egress_allows_host(sb->egress, name, 80))
 		return NULL;
 	return "name lookup, no network.allow entry";
 }

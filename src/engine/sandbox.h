@@ -218,6 +218,17 @@ bool pdk_sandbox_alive(const struct pdk_sandbox *sb);
 PDK_MUST_CHECK int pdk_sandbox_pause(struct pdk_sandbox *sb, struct pdk_error **err);
 PDK_MUST_CHECK int pdk_sandbox_resume(struct pdk_sandbox *sb, struct pdk_error **err);
 
+/*
+ * Widen the running sandbox's egress allowlist by the rule `r` (its
+ * contents taken on success: egress.h, pdk_egress_allow()): the next
+ * request the proxy judges may match it. -ENOTSUP when the sandbox has no
+ * proxy (network.mode none or host), -ESRCH when it is not running (*r is
+ * left to the caller on failure). The sandbox's policy is the caller's to
+ * change, so that a restart keeps it.
+ */
+PDK_MUST_CHECK int pdk_sandbox_egress_allow(struct pdk_sandbox *sb, struct pdk_net_rule *r,
+					    struct pdk_error **err);
+
 struct pdk_sandbox_usage {
 	uint64_t cpu_ns; /* every task ever in the sandbox's cgroup */
 	uint64_t memory_current;

@@ -3,8 +3,8 @@
  * commit a human approves) and the egress tools (the allowlist, recent
  * refusals, and the request a human approves). Nothing here applies a
  * change to the host before a human approves it: a proposed commit waits in
- * the approval queue (control.h, "approvals") for the decision; a request
- * to widen the network answers with what a human does (docs/mcp.md).
+ * the approval queue (control.h, "approvals") for the decision, and so
+ * does a request to widen the sandbox's network allowlist (docs/mcp.md).
  */
 #include "common.h"
 #include "mcp-internal.h"
@@ -79,24 +79,6 @@ void pdk__tool_ws_rollback(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 	}
 	if (pdk_ctl_rollback(sb, name, false, pdk__mcp_call_doc, call, &err) < 0)
 		pdk__mcp_call_fail(call, err);
-}
-
-/*
- * A request only a human may grant and this server cannot apply (a live
- * sandbox's allowlist cannot be widened yet): refused, with what the human
- * runs. An isError result, so a model does not take it as done.
- */
-static void needs_human(struct pdk_mcp_call *call, const char *what, const char *command,
-			json_t *structured)
-{
-	_cleanup_free_ char *text = pdk_xasprintf(
-		"refused: %s needs a human's approval, and a running sandbox's allowlist cannot "
-		"be widened yet. Ask the user to review and run: %s",
-		what, command);
-	json_t *r = pdk__mcp_result(text, structured);
-
-	pdk_json_set(r, "isError", json_true());
-	pdk__mcp_call_finish(call, r);
 }
 
 /* ---- workspace_propose_commit: the approval queue, then the commit ---- */
@@ -295,16 +277,135 @@ void pdk__tool_ws_withdraw(struct pdk_mcp_call *call)
 		pdk_oom();
 }
 
+/* ---- egress_request_allow: the approval queue, then the live allowlist ---- */
+
+static void egress_widened(void *ctx, json_t *doc, const struct pdk_error *err)
+{
+	struct approved *a = ctx;
+	struct pdk_mcp_call *call = a->call;
+	_cleanup_free_ char *approver = a->approver, *text = NULL;
+	const char *entry = json_string_value(json_object_get(doc, "allow"));
+
+	free(a);
+	if (err != NULL) {
+		pdk__mcp_call_fail(call, err);
+		return;
+	}
+	text = pdk_xasprintf("approved by %s; the sandbox may now reach %s (its network.allow "
+			     "lists '%s'; no restart)",
+			     approver, entry, entry);
+	pdk__mcp_call_finish(
+		call,
+		pdk__mcp_result(text, json_pack("{s:s, s:s, s:s, s:O?}", "status", "allowed",
+						"host", entry, "approver", approver, "allow",
+						json_object_get(json_object_get(doc, "network"),
+								"allow"))));
+}
+
+/* SECURITY: widened only now, on this very request's approval, recorded with its approver. */
+static void egress_widen(struct pdk_mcp_call *call, const struct pdk_ctl_approval *a)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct approved *ctx = pdk_xcalloc(1, sizeof(*ctx));
+	struct pdk_ctl_sb *sb = NULL;
+
+	ctx->call = call;
+	ctx->approver = pdk_xstrdup(a->approver ? a->approver : "?");
+	/* The sandbox is found again: it may have ended while the human decided. */
+	if (pdk_ctl_find(call->conn->m->ctl, call->sandbox, PDK_CTL_FIND_LIVE, &sb, &err) < 0 ||
+	    pdk_ctl_egress_allow(
+		    sb,
+		    &(struct pdk_ctl_egress_allow_req){.host = pdk__mcp_arg_str(call, "host"),
+						       .actor = ctx->approver,
+						       .approval_id = a->id},
+		    egress_widened, ctx, &err) < 0) {
+		free(ctx->approver);
+		free(ctx);
+		pdk__mcp_call_fail(call, err);
+	}
+}
+
+static void egress_decided(void *ctx, const struct pdk_ctl_approval *a)
+{
+	struct pdk_mcp_call *call = ctx;
+	_cleanup_free_ char *text = NULL, *wait = NULL;
+	const char *who = a->approver ? a->approver : "?";
+
+	call->approval = NULL;
+	if (strcmp(a->state, "approved") == 0) {
+		egress_widen(call, a);
+		return;
+	}
+	if (strcmp(a->state, "denied") == 0) {
+		text = pdk_xasprintf("denied by %s: %s", who, a->note ? a->note : "(no note)");
+		refused(call, text,
+			json_pack("{s:s, s:s, s:s, s:s?}", "status", "denied", "approval_id", a->id,
+				  "approver", who, "note", a->note));
+		return;
+	}
+	wait = timeout_text(call->conn->m->approval_timeout_s ?: PDK_CTL_APPROVAL_TIMEOUT_S);
+	text = strcmp(a->state, "timed_out") == 0
+		       ? pdk_xasprintf("not allowed: nobody approved within %s (approval request "
+				       "%s timed out; a human approves with 'paddock approve %s' "
+				       "while it waits)",
+				       wait, a->id, a->id)
+		       : pdk_xasprintf("not allowed: approval request %s was %s", a->id, a->state);
+	refused(call, text, json_pack("{s:s, s:s}", "status", a->state, "approval_id", a->id));
+}
+
+/* A request that cannot be granted at all (no allowlist, a bad entry): no human is asked. */
+static void egress_unfit(struct pdk_mcp_call *call, const char *host, const struct pdk_error *err)
+{
+	_cleanup_free_ char *text = pdk_xasprintf("refused: %s", err->msg);
+
+	refused(call, text,
+		json_pack("{s:s, s:s, s:s?, s:s}", "status", "refused", "reason",
+			  err->status == ENOTSUP ? "no_allowlist" : "invalid_host", "host", host,
+			  "error", err->msg));
+}
+
+/*
+ * SECURITY: the agent only asks; a human approves this very request (paddock
+ * approve, the daemon's API) before control/ widens the sandbox's allowlist
+ * by the one entry shown, in the profile's grammar. Denied, timed out or
+ * withdrawn, the allowlist is as it was.
+ */
 void pdk__tool_egress_request_allow(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 {
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *entry = NULL, *summary = NULL;
+	_cleanup_json_ json_t *detail = NULL;
 	const char *host = pdk__mcp_arg_str(call, "host");
-	_cleanup_free_ char *cmd = pdk_xasprintf(
-		"add '%s' to network.allow of the sandbox's profile (paddock profile show)", host);
+	unsigned port = 0;
+	char id[37];
 
-	(void)sb;
-	needs_human(call, "widening the network allowlist", cmd,
-		    json_pack("{s:s, s:s, s:s, s:s}", "status", "refused", "reason",
-			      "approval_required", "host", host, "command", cmd));
+	if (pdk_ctl_egress_allow_check(sb, host, &entry, &port, &err) < 0) {
+		egress_unfit(call, host, err);
+		return;
+	}
+	summary = pdk_xasprintf("allow sandbox %s to reach %s", call->sandbox, entry);
+	detail = json_pack("{s:s, s:s, s:s?, s:s?}", "sandbox", call->sandbox, "host", entry,
+			   "requested", host, "reason", pdk__mcp_arg_str(call, "reason"));
+	if (port != 0)
+		pdk_json_set(detail, "port", json_integer(port));
+	if (pdk_ctl_approval_ask(
+		    call->conn->m->ctl,
+		    &(struct pdk_ctl_approval_req){
+			    .kind = "egress.host",
+			    .principal = call->conn->identity,
+			    .sandbox = call->sandbox,
+			    .summary = summary,
+			    .reason =
+				    "egress_request_allow: widening a sandbox's network allowlist "
+				    "needs a human's approval",
+			    .detail = detail,
+			    .timeout_s = call->conn->m->approval_timeout_s},
+		    egress_decided, call, id, &call->approval, &err) < 0) {
+		pdk__mcp_call_fail(call, err);
+		return;
+	}
+	/* Progress while the human decides: a client may extend its own timeout on it. */
+	pdk__mcp_call_ticker(call);
 }
 
 void pdk__tool_egress_rules(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)

@@ -172,8 +172,9 @@ static json_t *in_ws_rollback(void)
 static json_t *in_request_allow(void)
 {
 	return with_handle(REQ("host", "reason"), "host",
-			   pdk__schema_str("the host (and :port) the sandbox needs"), "reason",
-			   pdk__schema_str("why, for the human who decides"), NULL);
+			   pdk__schema_str("the host the sandbox needs, as a network.allow entry: "
+					   "host[:port], *.suffix[:port] or an IP literal"),
+			   "reason", pdk__schema_str("why, for the human who decides"), NULL);
 }
 
 #define SB   PDK_MCP_TOOL_SANDBOX
@@ -239,8 +240,11 @@ static const struct pdk_mcp_tool tools[] = {
 	 "The sandbox's recent connections the egress proxy refused.", SB | RO, in_handle_only,
 	 NULL, pdk__tool_egress_denials},
 	{"egress_request_allow", "Ask to reach a host",
-	 "Ask a human to allow the sandbox to reach a host: the answer names what they do.",
-	 SB | RO, in_request_allow, NULL, pdk__tool_egress_request_allow},
+	 "Ask a human to allow the sandbox to reach a host (a network.allow entry). The call waits "
+	 "for the decision (paddock approvals, paddock approve ID); approved, the sandbox's "
+	 "allowlist is widened at once, without a restart; denied or not decided in time, it "
+	 "stays as it was.",
+	 SB, in_request_allow, NULL, pdk__tool_egress_request_allow},
 };
 
 const struct pdk_mcp_tool *pdk__mcp_tool_find(const char *name)

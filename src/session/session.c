@@ -507,6 +507,58 @@ void pdk_session_free(struct pdk_session *s)
 	free(s);
 }
 
+/* ---- the network, widened while it runs ---- */
+
+static bool listed(char *const *v, const char *entry)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		if (strcmp(v[i], entry) == 0)
+			return true;
+	return false;
+}
+
+/* Why a sandbox of this network mode has no allowlist to widen. */
+static int no_allowlist(enum pdk_net_mode mode, struct pdk_error **err)
+{
+	if (mode == PDK_NET_HOST)
+		return pdk_error_setx(err, ENOTSUP,
+				      "the sandbox's network.mode is host: it reaches every "
+				      "destination already, there is no allowlist to widen");
+	return pdk_error_setx(err, ENOTSUP,
+			      "the sandbox's network.mode is none: it has no egress proxy whose "
+			      "allowlist could be widened; create a sandbox with network.mode "
+			      "allowlist (--allow HOST) to reach chosen hosts");
+}
+
+int pdk_session_net_allow(struct pdk_session *s, const char *entry, char **canonical,
+			  struct pdk_error **err)
+{
+	_cleanup_free_ char *why = NULL, *text = NULL;
+	struct pdk_net_rule r = {0};
+	int rc;
+
+	if (s->policy->network.mode != PDK_NET_ALLOWLIST)
+		return no_allowlist(s->policy->network.mode, err);
+	/* SECURITY: one grammar: an entry means what it means in a profile's network.allow. */
+	if (pdk_net_rule_parse(entry, &r, &why) < 0)
+		return pdk_error_set_field(err, EINVAL, "host", "network.allow entry '%s': %s",
+					   entry, why);
+	text = pdk_xstrdup(r.text);
+	if (listed(s->policy->network.allow, text)) {
+		pdk_net_rule_release(&r);
+		*canonical = steal_ptr(&text);
+		return 1;
+	}
+	rc = pdk_sandbox_egress_allow(pdk_session_sandbox(s), &r, err);
+	pdk_net_rule_release(&r);
+	if (rc < 0)
+		return rc;
+	/* In the policy too: an init restart starts the new proxy with it. */
+	pdk_strv_push(&s->policy->network.allow, text);
+	*canonical = steal_ptr(&text);
+	return 0;
+}
+
 /* ---- what it holds ---- */
 
 const char *pdk_session_id(const struct pdk_session *s)

@@ -199,6 +199,23 @@ void pdk_session_result_release(struct pdk_session_result *res);
  */
 void pdk_session_free(struct pdk_session *s);
 
+/*
+ * Widen the running sandbox's network allowlist by one `network.allow`
+ * entry, in a profile's grammar (policy/netrule.h: "host[:port]",
+ * "*.suffix[:port]", an IP literal): its egress proxy matches it from the
+ * next request on, without a restart, and the session's policy lists it,
+ * so an init restart (pdk_session_start() again) keeps it. *canonical gets
+ * the entry as listed (caller frees) on success, also when it was there.
+ * Returns 0 when added, 1 when the allowlist held it already (nothing
+ * changed), or negative + *err: -EINVAL (field "host") for an entry the
+ * grammar refuses, -ENOTSUP when network.mode is none or host (the message
+ * says why there is nothing to widen), -ESRCH when the sandbox is not
+ * running. SECURITY: the caller decides who may widen (a human's approval,
+ * an admin); the sandbox never reaches this.
+ */
+PDK_MUST_CHECK int pdk_session_net_allow(struct pdk_session *s, const char *entry, char **canonical,
+					 struct pdk_error **err);
+
 /* What the session holds, borrowed until pdk_session_free(). */
 const char *pdk_session_id(const struct pdk_session *s);
 const struct pdk_policy *pdk_session_policy(const struct pdk_session *s); /* overrides applied */

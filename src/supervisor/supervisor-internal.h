@@ -137,6 +137,16 @@ const struct pdk_policy *pdk__sv_policy(const struct pdk_supervisor *s);
  */
 json_t *pdk__sv_facts(const struct pdk_supervisor *s);
 
+/*
+ * {"op":"egress_allow","host":ENTRY}: widen the running sandbox's
+ * allowlist by one network.allow entry (pdk_session_net_allow()), answered
+ * {"allow": the entry as listed, "added": false when it was listed already,
+ * "facts"}; "conflict" when network.mode is none or host, "bad_request"
+ * (field "host") for an entry the grammar refuses. SECURITY: only the
+ * daemon drives the control socket (its peer check), never the sandbox.
+ */
+void pdk__sv_op_egress_allow(struct pdk_supervisor *s, json_int_t req, json_t *msg);
+
 /* ---- supervisor-loop.c ---- */
 
 /* The sandbox's wall time so far, paused time left out. */

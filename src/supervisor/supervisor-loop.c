@@ -208,6 +208,8 @@ static void handle(struct pdk_supervisor *s, json_t *msg, int *fds, size_t nfds)
 	else if (strcmp(op, "snapshot") == 0 || strcmp(op, "rollback") == 0 ||
 		 strcmp(op, "commit") == 0)
 		pdk__sv_op_ws(s, req, msg, op);
+	else if (strcmp(op, "egress_allow") == 0)
+		pdk__sv_op_egress_allow(s, req, msg);
 	else if (strcmp(op, "destroy") == 0)
 		s->destroy_requested = req ? req : -1;
 	else if (!pdk__sv_file_op(s, op, req, msg))

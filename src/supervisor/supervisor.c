@@ -112,6 +112,33 @@ json_t *pdk__sv_facts(const struct pdk_supervisor *s)
 	return facts;
 }
 
+/* ---- the network, widened ---- */
+
+void pdk__sv_op_egress_allow(struct pdk_supervisor *s, json_int_t req, json_t *msg)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *entry = NULL;
+	const char *host = json_string_value(json_object_get(msg, "host"));
+	int rc;
+
+	if (host == NULL)
+		return pdk__sv_reply_errorx(s, req, "bad_request", "host", "no 'host'");
+	rc = pdk_session_net_allow(s->session, host, &entry, &err);
+	/* No allowlist, or no sandbox running (a failed init restart): nothing to widen. */
+	if (rc < 0)
+		return pdk__sv_reply_error(s, req,
+					   err->status == ENOTSUP || err->status == ESRCH
+						   ? "conflict"
+						   : pdk_svc_code_of(err->status),
+					   err->field, err);
+	pdk_log(s->log, PDK_LOG_INFO, "sandbox %s: network.allow '%s' %s", s->id, entry,
+		rc == 0 ? "added" : "was listed already");
+	pdk__sv_send(s,
+		     json_pack("{s:I, s:s, s:b, s:o}", "req", req, "allow", entry, "added", rc == 0,
+			       "facts", pdk__sv_facts(s)),
+		     NULL, 0);
+}
+
 /* ---- setup ---- */
 
 /* Signals: SIGTERM/SIGINT end the sandbox; SIGPIPE never kills us. */

@@ -23,7 +23,7 @@ CONTRACT = [
     ("post", "/sandboxes/{id}/pause"), ("post", "/sandboxes/{id}/resume"),
     ("post", "/sandboxes/{id}/snapshot"), ("post", "/sandboxes/{id}/rollback"),
     ("get", "/sandboxes/{id}/diff"), ("post", "/sandboxes/{id}/commit"),
-    ("post", "/sandboxes/{id}/tokens"),
+    ("post", "/sandboxes/{id}/tokens"), ("post", "/sandboxes/{id}/egress/allow"),
     ("post", "/kill"), ("get", "/events"),
     ("get", "/pools"), ("put", "/pools/{profile}"),
 ]

@@ -317,6 +317,15 @@ def main():
     call("GET", "/sandboxes/{id}", "/sandboxes/01a20000-0000-7000-8000-000000000000", want=404)
     call("POST", "/sandboxes/{id}/exec", sbp + "/exec", {"argv": ["true"], "output_cap": 1},
          want=400)
+    # The allowlist widened live: 200 on a sandbox of network allowlist, 409 on one of none.
+    _, sb3 = call("POST", "/sandboxes", "/sandboxes",
+                  {"labels": {"session": "conform"},
+                   "overrides": {"network": {"mode": "allowlist", "allow": ["a.test"]}}},
+                  want=201)
+    call("POST", "/sandboxes/{id}/egress/allow", "/sandboxes/%s/egress/allow" % sb3["id"],
+         {"host": "b.test:8443"}, want=200)
+    call("POST", "/sandboxes/{id}/egress/allow", sbp + "/egress/allow", {"host": "b.test"},
+         want=409)
     call("POST", "/kill", "/kill", {"session": "conform", "reason": "conform"}, want=200)
     _, sb2 = call("POST", "/sandboxes", "/sandboxes", {"labels": {"session": "conform2"}},
                   want=201)

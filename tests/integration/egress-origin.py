@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """An origin server for the egress tests, on 127.0.0.1 outside the sandbox.
 
-  egress-origin.py PORTFILE [LOG]
-Binds an ephemeral port, writes it to PORTFILE, serves HTTP/1.1 (keep-alive) until killed
+  egress-origin.py PORTFILE [LOG [ADDRESS]]
+Binds an ephemeral port on ADDRESS (default 127.0.0.1; LOG "" for none), writes it to
+PORTFILE, serves HTTP/1.1 (keep-alive) until killed
 (bounded to 15 minutes):
   GET /hello      -> "hello-egress\n"
   GET /big        -> 65536 bytes of 'x'
@@ -51,7 +52,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = read_body(self)
-        if len(sys.argv) > 2:
+        if len(sys.argv) > 2 and sys.argv[2]:
             with open(sys.argv[2], "a") as log:
                 log.write("echo %d\n" % len(body))
         self.reply(body)
@@ -61,7 +62,7 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
 
-srv = Server(("127.0.0.1", 0), Handler)
+srv = Server((sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1", 0), Handler)
 threading.Thread(target=lambda: (time.sleep(900), srv.shutdown()), daemon=True).start()
 with open(sys.argv[1] + ".tmp", "w") as f:
     f.write(str(srv.server_address[1]))

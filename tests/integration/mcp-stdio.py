@@ -253,8 +253,9 @@ def review(c):
     r = c.call("egress_denials", {})
     ok(not is_error(r) and "denied" in structured(r), "egress_denials answers a list", r)
     r = c.call("egress_request_allow", {"host": "example.com", "reason": "docs"})
-    ok(is_error(r) and structured(r).get("reason") == "approval_required",
-       "egress_request_allow is refused: a human decides", r)
+    ok(is_error(r) and structured(r).get("reason") == "no_allowlist"
+       and "network.mode is none" in text(r),
+       "egress_request_allow on a sandbox of network.mode none is refused, saying why", r)
 
 
 def handles(c, other):

@@ -10,6 +10,12 @@
 # records the API's principal as the approver (mcp-approvals.py). In band: a client that declared
 # elicitation is asked too (the raw client and the official SDK's): its accept commits, its
 # decline denies, and its answer after the CLI's decision changes nothing.
+# A new egress host the same way (mcp-egress.py): a sandbox of `paddock mcp` whose allowlist
+# lacks an origin (in a network namespace of the suite's own) is refused; the agent's
+# egress_request_allow waits for `paddock approve ID` (or the API's approve), then the same
+# curl gets through without a restart; a denial and a timeout leave it refused; a sandbox
+# of network none and a bad entry are refused without asking; an admin's POST
+# /v1/sandboxes/ID/egress/allow widens a daemon sandbox; the audit store has each record.
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
 
@@ -17,8 +23,44 @@ if ! have_supervisor; then
 	echo "Bail out! this build has no 'paddock supervise'"
 	exit 1
 fi
-trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors; sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
+NS_PID=""
+NS_IF="apv$TEST_ID"
+trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervisors;
+	[ -z "$NS_PID" ] || kill "$NS_PID" 2>/dev/null; ip link del "$NS_IF" 2>/dev/null
+	sleep 0.2; undelegate_cgroup; rm -rf "$T"' EXIT
 HERE=$(cd "$(dirname "$0")" && pwd)
+
+# ---- the origin of the egress cases: in a network namespace of the suite's own ----
+# A /30 of 10.214/16 named after the suite's pid: the host end and the origin's end of a
+# veth pair. The egress proxy (in the supervisor, on the host's side) reaches it; nothing
+# leaves the machine.
+NS_IP="10.214.$(((TEST_ID / 64) % 256)).$(((TEST_ID % 64) * 4 + 2))"
+HOST_IP="10.214.$(((TEST_ID / 64) % 256)).$(((TEST_ID % 64) * 4 + 1))"
+origin_start() {
+	unshare --net bash -c 'for i in $(seq 100); do ip link show "$1" >/dev/null 2>&1 && break; sleep 0.05; done
+		ip link set lo up && ip addr add "$2/30" dev "$1" && ip link set "$1" up &&
+		exec python3 "$3" "$4" "" "$2"' _ "${NS_IF}n" "$NS_IP" "$HERE/egress-origin.py" \
+		"$T/origin.port" &
+	NS_PID=$!
+	# The peer goes into the namespace once unshare has made it (before, it is the host's).
+	local i
+	for i in $(seq 100); do
+		[ "$(readlink "/proc/$NS_PID/ns/net")" != "$(readlink /proc/self/ns/net)" ] && break
+		sleep 0.05
+	done
+	ip link add "$NS_IF" type veth peer name "${NS_IF}n" netns "$NS_PID" &&
+		ip addr add "$HOST_IP/30" dev "$NS_IF" && ip link set "$NS_IF" up || return 1
+	for i in $(seq 200); do [ -s "$T/origin.port" ] && break; sleep 0.05; done
+	[ -s "$T/origin.port" ] || return 1
+	ORIGIN="$NS_IP:$(cat "$T/origin.port")"
+	# The host itself reaches it (what the sandbox is refused is there).
+	curl -sS -m 10 "http://$ORIGIN/hello" | grep -q hello-egress
+}
+origin_start || { echo "Bail out! the origin in its network namespace did not start"; exit 1; }
+# The agent's profile: network.mode allowlist, the origin not listed.
+printf 'name: approvals-egress\nextends: default\nnetwork:\n  mode: allowlist\n  allow: [other.test]\n' \
+	>"$T/egress.yaml"
+chmod 0644 "$T/egress.yaml"
 
 # TAP lines without numbers from a driver, numbered here.
 tap_of() {
@@ -107,7 +149,7 @@ sdk_in_band_http() {
 }
 
 approval_tests() {
-	local who=$1 ws
+	local who=$1 ws sid
 	mkdir -p "$T/serve-$who"
 	[ "$who" = user ] && chown $UNPRIV_UID:$UNPRIV_UID "$T/serve-$who"
 	ws=$(mkws)
@@ -119,9 +161,25 @@ approval_tests() {
 		"$who: the host directory has the approved changes alone (the CLI's, in band)"
 	sdk_in_band "$who" "$ws"
 	sdk_in_band_http "$who" "$ws"
+	tap_of < <(python3 "$HERE/mcp-egress.py" "$who" "$T/egress.yaml" "$ORIGIN" cli -- \
+		$(as_argv "$who") "$T/bin/paddock")
 	serve_start "$who" || return
 	tap_of < <(python3 "$HERE/mcp-approvals.py" "$who" "$ws" api "$(sock_of "$who")" -- \
 		$(as_argv "$who") "$T/bin/paddock")
+	tap_of < <(python3 "$HERE/mcp-egress.py" "$who" "$T/egress.yaml" "$ORIGIN" api \
+		"$(sock_of "$who")" -- $(as_argv "$who") "$T/bin/paddock")
+	# The daemon dies (SIGKILL) and a new one adopts the widened sandbox: the entry is the
+	# supervisor's, so it holds.
+	sid=$(cat "$T/widened-$who" 2>/dev/null)
+	serve_stop "$who" KILL
+	serve_start "$who" || return
+	api "$who" GET "/v1/sandboxes/$sid"
+	is "$CODE $(printf '%s' "$BODY" | jq -r --arg o "$ORIGIN" '.network.allow | index($o) != null')" \
+		"200 true" "$who: the restarted daemon adopts the widened sandbox: network.allow lists the origin"
+	api "$who" POST "/v1/sandboxes/$sid/exec" "{\"cmd\":\"curl -sS -f -m 10 http://$ORIGIN/hello\"}"
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "hello-egress" \
+		"$who: ... and its curl to the origin still gets through"
+	api "$who" DELETE "/v1/sandboxes/$sid"
 	serve_stop "$who"
 	is "$SERVE_RC" 0 "$who: paddock serve stops cleanly"
 }

@@ -250,6 +250,63 @@ Test(egress, match_ip_literals)
 	rules_release(&rs);
 }
 
+/* ---- rules added while the proxy runs (pdk_egress_allow) ---- */
+
+/* A proxy that was never started: only its rules, as pdk_egress_start() would set them. */
+static struct pdk_egress *rules_only(const struct rules *rs)
+{
+	struct pdk_egress *e = pdk_xcalloc(1, sizeof(*e));
+
+	e->cfg.rules = rs->r;
+	e->cfg.n_rules = rs->n;
+	e->wake_fd[0] = e->wake_fd[1] = e->failed_fd = -1;
+	cr_assert_eq(pthread_mutex_init(&e->live_lock, NULL), 0);
+	return e;
+}
+
+static void allow_live(struct pdk_egress *e, const char *entry)
+{
+	_cleanup_free_ char *why = NULL;
+	struct pdk_net_rule r;
+
+	cr_assert_eq(pdk_net_rule_parse(entry, &r, &why), 0, "%s: %s", entry, why);
+	pdk_egress_allow(e, &r);
+	cr_assert_null(r.text, "the rule's contents are taken");
+}
+
+Test(egress, live_rules_match_after_the_configured)
+{
+	struct rules rs = {0};
+	struct pdk_egress *e;
+	const struct pdk_net_rule *kept;
+	struct sockaddr_storage a = sa_of("10.1.2.3");
+
+	rules_add(&rs, "a.test");
+	e = rules_only(&rs);
+	cr_assert_null(pdk__egress_match_host(e, "b.test", 443));
+	allow_live(e, "b.test");
+	kept = pdk__egress_match_host(e, "b.test", 443);
+	cr_assert_not_null(kept, "an added rule allows at once");
+	cr_assert_str_eq(kept->text, "b.test");
+	cr_assert_eq(pdk__egress_match_host(e, "a.test", 80), &rs.r[0], "the configured first");
+	cr_assert_null(pdk__egress_match_host(e, "b.test", 8080), "default ports only");
+	cr_assert_null(pdk__egress_match_addr(e, (struct sockaddr *)&a, 8080));
+	allow_live(e, "10.1.2.3:8080");
+	cr_assert_not_null(pdk__egress_match_addr(e, (struct sockaddr *)&a, 8080));
+	cr_assert_null(pdk__egress_match_addr(e, (struct sockaddr *)&a, 80));
+	cr_assert_null(pdk__egress_match_host(e, "10.1.2.3", 8080), "an IP rule is no name rule");
+	for (int i = 0; i < 40; i++) {
+		_cleanup_free_ char *name = pdk_xasprintf("n%d.test", i);
+
+		allow_live(e, name);
+	}
+	/* A connection keeps the rule that allowed it: the array grew, the rule did not move. */
+	cr_assert_eq(pdk__egress_match_host(e, "b.test", 443), kept);
+	cr_assert_not_null(pdk__egress_match_host(e, "n39.test", 443));
+	pdk_egress_stop(e);
+	rules_release(&rs);
+}
+
 /* ---- address classes ---- */
 
 static void cls(const char *text, enum pdk_net_addr_class want)
