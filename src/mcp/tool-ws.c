@@ -332,6 +332,8 @@ static void egress_decided(void *ctx, const struct pdk_ctl_approval *a)
 	const char *who = a->approver ? a->approver : "?";
 
 	call->approval = NULL;
+	/* The queue decided (perhaps through the client's own answer): its question is moot. */
+	pdk_mcp_call_elicit_end(call);
 	if (strcmp(a->state, "approved") == 0) {
 		egress_widen(call, a);
 		return;
@@ -404,6 +406,14 @@ void pdk__tool_egress_request_allow(struct pdk_mcp_call *call, struct pdk_ctl_sb
 		pdk__mcp_call_fail(call, err);
 		return;
 	}
+	/* In band too, when the client can be asked: the first decision wins (elicit.c). */
+	(void)pdk_mcp_call_elicit_approval(
+		call,
+		&(struct pdk_mcp_approval_elicit){.id = id,
+						  .summary = summary,
+						  .reason = "the agent asks to reach a new host",
+						  .detail = detail,
+						  .timeout_s = call->conn->m->approval_timeout_s});
 	/* Progress while the human decides: a client may extend its own timeout on it. */
 	pdk__mcp_call_ticker(call);
 }

@@ -316,8 +316,40 @@ def admin_route():
         api("DELETE", "/sandboxes/" + none)
 
 
+def in_band():
+    """A client that declared elicitation is asked too; its accept widens the allowlist."""
+    c = Stdio(PREFIX + ["mcp", "--approval-timeout", "60s", "--profile", PROFILE])
+    c.initialize(caps={"elicitation": {}})
+    ok(refused(curl(c)), "in band: the sandbox's curl is refused first")
+    rid, a = ask(c, ORIGIN)
+    q = None
+    for _ in range(600):
+        found = [n for n in c.notes if n.get("method") == "elicitation/create"]
+        if found:
+            q = found[0]
+            break
+        c.pump(0.1)
+    if not ok(a is not None and q is not None,
+              "in band: the request is queued and the client is sent elicitation/create", q):
+        return c.close()
+    p = q.get("params", {})
+    ok(a["id"] in p.get("message", "") and ORIGIN in p.get("message", ""),
+       "in band: the question names the request and the host", q)
+    c.send({"jsonrpc": "2.0", "id": q["id"],
+            "result": {"action": "accept", "content": {"approve": True}}})
+    r = c.wait(rid, 60)
+    s = structured(r)
+    ok(r is not None and not is_error(r) and s.get("status") == "allowed"
+       and s.get("approver", "").startswith("elicitation:"),
+       "in band: accepted, the call answers allowed, approved by elicitation:PRINCIPAL", r)
+    out = curl(c)
+    ok("hello-egress" in out and "rc=0" in out, "in band: the same curl now gets the page", out)
+    close(c, "an egress host approved in band")
+
+
 if MODE == "cli":
     approve_with_cli()
+    in_band()
     deny_with_cli()
     time_out()
     unfit()
