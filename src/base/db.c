@@ -145,12 +145,20 @@ int pdk_db_rollback(struct pdk_db *db, int rc)
 	return rc;
 }
 
-/* SECURITY: the store is created 0600 before SQLite opens it (its -wal and -shm follow). */
+/*
+ * SECURITY: the store is created 0600 before SQLite opens it (its -wal and
+ * -shm follow). O_EXCL: an existing store is never opened here, because
+ * POSIX locks belong to the process, and closing any descriptor of the file
+ * would drop the locks another connection of this process holds on it (its
+ * WAL could then be deleted under it by another process's last close).
+ */
 static int create_file(struct pdk_db *db, struct pdk_error **err)
 {
-	int fd =
-		TEMP_FAILURE_RETRY(open(db->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+	int fd = TEMP_FAILURE_RETRY(
+		open(db->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
 
+	if (fd < 0 && errno == EEXIST)
+		return 0; /* a link is refused by SQLITE_OPEN_NOFOLLOW below */
 	if (fd < 0)
 		return pdk_error_set(err, errno, "cannot open %s '%s'", db->spec->name, db->path);
 	(void)close(fd);

@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static char dir[64];
 
@@ -45,6 +47,44 @@ static struct pdk_store_sandbox row(const char *id, const char *key)
 		.idle_timeout_s = 60,
 	};
 	return sb;
+}
+
+/* Whether another process sees a lock of this one on the file at `path`. */
+static bool locked_for_others(const char *path)
+{
+	pid_t pid = fork();
+	int status = -1;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open(path, O_RDWR | O_CLOEXEC);
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+
+		_exit(fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * POSIX locks are the process's: a second connection's open and close must
+ * not drop what the first holds, or another process's last close deletes
+ * the WAL under the first (the approval queue lost its requests so).
+ */
+Test(store, a_second_connection_keeps_the_first_ones_locks)
+{
+	struct pdk_store *a = open_store(), *b;
+	_cleanup_free_ char *path = pdk_xasprintf("%s/daemon.db", dir);
+	struct pdk_store_sandbox out = {0};
+	struct pdk_error *err = NULL;
+
+	(void)!pdk_store_sandbox_get(a, "none", &out, &err);
+	pdk_error_free(&err);
+	cr_assert(locked_for_others(path), "an open WAL store holds its shared lock");
+	b = open_store();
+	pdk_store_free(b);
+	cr_assert(locked_for_others(path), "the first connection's lock survives a second's life");
+	pdk_store_free(a);
 }
 
 Test(store, created_private_and_round_trips)
