@@ -221,6 +221,22 @@ static struct pdk_gw_config *load_config(const struct gw_args *a)
 	return cfg;
 }
 
+/* A remote server as `gateway check` shows it: its url, trust and the names of its headers. */
+static void check_remote(const struct pdk_gw_config *cfg, const struct pdk_gw_server *s)
+{
+	printf("# server %s (%s:%d): remote, Streamable HTTP at %s\n", s->id, cfg->path, s->line,
+	       s->url);
+	if (strncmp(s->url, "https://", 8) == 0)
+		printf("#   trusts: %s\n", s->ca_file ? s->ca_file : "the system's CA store");
+	else
+		printf("#   plain http%s\n",
+		       s->insecure_http ? " (insecure_http: true)" : ", loopback");
+	/* The names only: a value may be a literal token. */
+	for (size_t i = 0; s->headers != NULL && s->headers[i] != NULL; i++)
+		printf("#   header: %.*s%s\n", (int)strcspn(s->headers[i], ":"), s->headers[i],
+		       strstr(s->headers[i], "${secret:") ? " (a secret)" : "");
+}
+
 static int do_check(const struct gw_args *a)
 {
 	struct pdk_gw_config *cfg = load_config(a);
@@ -232,12 +248,8 @@ static int do_check(const struct gw_args *a)
 		_cleanup_free_ char *yaml = s->command ? pdk_gw_profile_yaml(s) : NULL;
 
 		if (s->command == NULL) {
-			pdk_cli_error("gateway: %s:%d: servers.%s.url: remote upstreams are not "
-				      "supported yet: run the server as a stdio command (command:) "
-				      "instead",
-				      cfg->path, s->line, s->id);
-			pdk_gw_config_free(cfg);
-			return PDK_EXIT_POLICY;
+			check_remote(cfg, s);
+			continue;
 		}
 		printf("# server %s (%s:%d): stdio, in a sandbox of its own\n", s->id, cfg->path,
 		       s->line);
