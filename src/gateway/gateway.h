@@ -261,12 +261,14 @@ struct pdk_gw_opts {
 /*
  * A gateway (docs/gateway.md, "Running"): the pin store opened, every
  * stdio upstream started in a sandbox of its own (its profile written to
- * run_dir), and the downstream MCP server (pdk_gw_mcp()) whose tools are
+ * run_dir), every remote one connected to with its headers' secrets
+ * resolved from o->secrets, and the downstream MCP server (pdk_gw_mcp()) whose tools are
  * the upstreams' served ones, named SERVER__TOOL. An upstream that fails
  * is logged naming it and why, and started again after 1 s, 2 s, ... up to
  * 30 s; it is not an error here. -EINVAL (field) for a remote upstream
- * (servers.ID.headers[N]: a secret that is not set; servers.ID.ca_file:
- * a trust store that cannot be read), the pin store's errors. *out is the
+ * that cannot be started (servers.ID.headers[N]: a secret that is not
+ * set; servers.ID.ca_file: a trust store that cannot be read), the pin
+ * store's errors. *out is the
  * caller's (pdk_gw_free()).
  */
 PDK_MUST_CHECK int pdk_gw_new(const struct pdk_gw_opts *o, struct pdk_gw **out,
