@@ -730,6 +730,15 @@ static int srv_command(struct walk *w, void *obj, const struct node *v, const ch
 	return rc;
 }
 
+/* SECURITY: the url goes into a request line: nothing that could end or split it. */
+static bool url_printable(const char *url)
+{
+	for (const char *p = url; *p; p++)
+		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+			return false;
+	return true;
+}
+
 static int srv_url(struct walk *w, void *obj, const struct node *v, const char *field)
 {
 	struct pdk_gw_server *s = obj;
@@ -740,8 +749,9 @@ static int srv_url(struct walk *w, void *obj, const struct node *v, const char *
 		return rc;
 	if (strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0)
 		return bad(w, v, field, "'%s' is not an http:// or https:// URL", url);
-	if (strlen(url) > 2048 || strpbrk(url, " \t\r\n") != NULL)
-		return bad(w, v, field, "expected a URL without spaces, at most 2048 bytes");
+	if (strlen(url) > 2048 || !url_printable(url))
+		return bad(w, v, field,
+			   "expected a URL of printable ASCII without spaces, at most 2048 bytes");
 	s->url = pdk_xstrdup(url);
 	return 0;
 }

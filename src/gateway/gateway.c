@@ -20,12 +20,20 @@
 #define END_SESSIONS_WAIT_NS (2500ull * 1000000) /* a little past remote.c's DELETE limit */
 
 static const char instructions[] =
-	"Tools of MCP servers that each run in a paddock sandbox, named SERVER__TOOL. Every "
-	"call goes through the gateway's policy and budgets, its arguments are checked against "
-	"the tool's pinned schema, secrets are redacted both ways, and it is audited. An error "
-	"result's structuredContent.error.code says why a call was refused.";
+	"Tools of MCP servers, each run in a paddock sandbox or reached over HTTP, named "
+	"SERVER__TOOL. Every call goes through the gateway's policy and budgets, its arguments "
+	"are checked against the tool's pinned schema, secrets are redacted both ways, and it is "
+	"audited. An error result's structuredContent.error.code says why a call was refused.";
 
 static void srv_start(struct pdk__gw_srv *sv);
+
+/* SECURITY: resolved headers hold secret values: wiped before they are freed. NULL-safe. */
+static void headers_free(char **h)
+{
+	for (size_t i = 0; h != NULL && h[i] != NULL; i++)
+		explicit_bzero(h[i], strlen(h[i]));
+	pdk_strv_free(h);
+}
 
 struct pdk__gw_srv *pdk__gw_srv_find(struct pdk_gw *g, const char *id, size_t len)
 {
@@ -124,10 +132,7 @@ static void srv_free(struct pdk__gw_srv *sv)
 	free(sv->tools);
 	free(sv->profile);
 	free(sv->last_error);
-	/* SECURITY: the resolved headers hold secret values: wiped before they are freed. */
-	for (size_t i = 0; sv->headers != NULL && sv->headers[i] != NULL; i++)
-		explicit_bzero(sv->headers[i], strlen(sv->headers[i]));
-	pdk_strv_free(sv->headers);
+	headers_free(sv->headers);
 }
 
 void pdk_gw_tick(struct pdk_gw *g)
@@ -205,7 +210,7 @@ static char *header_resolve(const char *h, char *const *secrets, char **missing)
 static char **headers_resolve(const struct pdk_gw_config *cfg, const struct pdk_gw_server *s,
 			      char *const *secrets, struct pdk_error **err)
 {
-	_cleanup_strv_ char **out = pdk_xcalloc(1, sizeof(*out));
+	char **out = pdk_xcalloc(1, sizeof(*out));
 
 	for (size_t i = 0; s->headers != NULL && s->headers[i] != NULL; i++) {
 		_cleanup_free_ char *missing = NULL, *f = NULL;
@@ -221,9 +226,10 @@ static char **headers_resolve(const struct pdk_gw_config *cfg, const struct pdk_
 					  "PADDOCK_SECRET_%s (one line, not empty) in the "
 					  "environment the gateway runs in",
 					  cfg->path, s->line, f, missing, missing);
+		headers_free(out);
 		return NULL;
 	}
-	return steal_ptr(&out);
+	return out;
 }
 
 /* Every remote server of the config: its secrets are set, its trust store can be read. */
@@ -232,7 +238,7 @@ static int servers_check(const struct pdk_gw_config *cfg, char *const *secrets,
 {
 	for (size_t i = 0; i < cfg->n_servers; i++) {
 		const struct pdk_gw_server *s = &cfg->servers[i];
-		_cleanup_strv_ char **h = NULL;
+		char **h;
 		_cleanup_error_ struct pdk_error *why = NULL;
 		struct ssl_ctx_st *tls;
 		_cleanup_free_ char *f = NULL;
@@ -242,6 +248,7 @@ static int servers_check(const struct pdk_gw_config *cfg, char *const *secrets,
 		h = headers_resolve(cfg, s, secrets, err);
 		if (h == NULL)
 			return -EINVAL;
+		headers_free(h);
 		if (s->ca_file == NULL)
 			continue;
 		tls = pdk_egress_tls_client_ctx(s->ca_file, &why);
