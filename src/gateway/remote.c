@@ -48,6 +48,7 @@
 #define ERROR_BODY_KEEP    512        /* bytes of an error body kept to name it */
 #define DRAIN_MAX          (4u << 20) /* bytes of an error body read before it is closed */
 #define EXCERPT_MAX        160        /* bytes of a body named in an error */
+#define SCRUB_MIN          8          /* a header's word shorter than this is not taken out */
 #define DELETE_WAIT_S      2          /* the DELETE of a session, at most */
 #define STREAM_RETRY_S     2          /* the GET stream, opened again after it ended */
 #define STREAM_RETRY_MAX_S 30
@@ -117,20 +118,37 @@ static int open_xfer(struct pdk__gw_remote *r, enum xfer_kind kind, const char *
 
 /* ---- texts ---- */
 
-/* `text` with every configured header value taken out (a server may echo what it got). */
+/* `text` (taken) with every occurrence of the `n` bytes at `v` replaced by [REDACTED]. */
+static char *cut(char *text, const char *v, size_t n)
+{
+	char *at;
+
+	while (n >= SCRUB_MIN && (at = memmem(text, strlen(text), v, n)) != NULL) {
+		char *out = pdk_xasprintf("%.*s[REDACTED]%s", (int)(at - text), text, at + n);
+
+		free(text);
+		text = out;
+	}
+	return text;
+}
+
+/*
+ * SECURITY: `text` (taken) with the configured header values taken out, whole
+ * and word by word (a server may echo what it got, or only the token of
+ * "Bearer TOKEN"): it is logged and shown to the client.
+ */
 static char *scrub(const struct pdk__gw_remote *r, char *text)
 {
 	for (size_t i = 0; r->headers != NULL && r->headers[i] != NULL; i++) {
 		const char *v = strchr(r->headers[i], ':') + 1;
-		char *at;
 
 		v += strspn(v, " \t");
-		while (*v != '\0' && strlen(v) >= 4 && (at = strstr(text, v)) != NULL) {
-			char *out = pdk_xasprintf("%.*s[REDACTED]%s", (int)(at - text), text,
-						  at + strlen(v));
+		text = cut(text, v, strlen(v));
+		for (const char *w = v; *w != '\0'; w += strspn(w, " \t")) {
+			size_t n = strcspn(w, " \t");
 
-			free(text);
-			text = out;
+			text = cut(text, w, n);
+			w += n;
 		}
 	}
 	return text;

@@ -9,7 +9,7 @@
 //   /hang       reads the request and never answers
 //   /malformed  answers initialize with a body that is not JSON-RPC
 //   /flood      answers initialize with one SSE event of 5 MiB
-//   /err500     answers HTTP 500 with a short body
+//   /err500     answers HTTP 500 with a short body that quotes the Authorization it got
 // Each log line: {http: METHOD, path, tls: BOOL, headers, body}.
 // Tools: echo {text}, add {a, b} (numbers), slow {ms} (progress every 100 ms), hang {},
 // whoami {} (the Authorization and X-Team it got), drop {} (removes tool extra, then
@@ -114,7 +114,7 @@ function post(req, res, mode, m) {
 	return send(res, mode, { jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no method ' + m.method } }, true);
 }
 
-function misbehave(res, path) {
+function misbehave(req, res, path) {
 	if (path === '/hang') return;
 	if (path === '/malformed') {
 		res.writeHead(200, { 'Content-Type': 'application/json' });
@@ -128,7 +128,7 @@ function misbehave(res, path) {
 		return res.end('"}}\n\n');
 	}
 	res.writeHead(500, { 'Content-Type': 'text/plain' });
-	res.end('internal trouble at the remote end');
+	res.end('internal trouble at the remote end (you sent ' + (req.headers.authorization || 'nothing') + ')');
 }
 
 function handle(req, res) {
@@ -140,7 +140,7 @@ function handle(req, res) {
 		let m = null;
 		try { m = body ? JSON.parse(body) : null; } catch { m = null; }
 		log({ http: req.method, path, tls: Boolean(req.socket.encrypted), headers: req.headers, body: m });
-		if (!['/mcp', '/json'].includes(path)) return misbehave(res, path);
+		if (!['/mcp', '/json'].includes(path)) return misbehave(req, res, path);
 		const sid = req.headers['mcp-session-id'];
 		if (req.method === 'GET') {
 			if (!sessions.has(sid)) { res.writeHead(404); return res.end(); }

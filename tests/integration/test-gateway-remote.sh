@@ -118,7 +118,9 @@ servers:
     start_timeout: 2s
   bad: {url: "http://127.0.0.1:$RT_PORT/malformed"}
   flood: {url: "http://127.0.0.1:$RT_PORT/flood"}
-  e500: {url: "http://127.0.0.1:$RT_PORT/err500"}
+  e500:
+    url: http://127.0.0.1:$RT_PORT/err500
+    headers: ["Authorization: Bearer \${secret:rt_token}"]
   dead: {url: "http://127.0.0.1:$DEAD_PORT/mcp"}
 policy:
   default: allow
@@ -280,7 +282,7 @@ check_failures() {
 		"upstream hang failed: server hang: did not answer initialize within 2 s" \
 		"upstream bad failed: server bad: sent something that is not JSON-RPC" \
 		"upstream flood failed: server flood: sent a message longer than 4 MiB" \
-		"upstream e500 failed: server e500: POST http://127.0.0.1:$RT_PORT/err500 answered HTTP 500: 'internal trouble"; do
+		"upstream e500 failed: server e500: POST http://127.0.0.1:$RT_PORT/err500 answered HTTP 500: 'internal trouble at the remote end (you sent \[REDACTED\])'"; do
 		grep -q -- "$pat" "$log"
 		ok $? "$l: the gateway's log names ${pat%% failed*} and why" ||
 			grep 'failed' "$log" | head -3 | sed 's/^/#   /'
