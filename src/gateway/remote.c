@@ -494,10 +494,9 @@ static void exchange_done(struct xfer *x, unsigned status)
 		post_refused(x, status);
 		return;
 	}
+	/* An SSE event the stream's end cut short is dropped, as the format says. */
 	if (!x->sse && x->body.len > 0)
 		tell_message(r, pdk_buf_str(&x->body), x->body.len);
-	else if (x->sse)
-		sse_dispatch(x); /* an event the stream's end completes */
 	tell_end(r, x->id, NULL);
 }
 
