@@ -5,7 +5,7 @@
 //   /mcp        answers tools/call in SSE (progress first), initialize and the rest in JSON;
 //               a session id per initialize, 404 for an unknown one, a GET stream for
 //               list_changed, DELETE ends a session
-//   /json       the same, every answer one JSON body
+//   /json       the same, every answer one JSON body, and no GET stream (405)
 //   /hang       reads the request and never answers
 //   /malformed  answers initialize with a body that is not JSON-RPC
 //   /flood      answers initialize with one SSE event of 5 MiB
@@ -142,6 +142,7 @@ function handle(req, res) {
 		log({ http: req.method, path, tls: Boolean(req.socket.encrypted), headers: req.headers, body: m });
 		if (!['/mcp', '/json'].includes(path)) return misbehave(req, res, path);
 		const sid = req.headers['mcp-session-id'];
+		if (req.method === 'GET' && mode === 'json') { res.writeHead(405); return res.end(); }
 		if (req.method === 'GET') {
 			if (!sessions.has(sid)) { res.writeHead(404); return res.end(); }
 			sse(res);

@@ -260,6 +260,8 @@ check_upstream_log() {
 		"$l: the server's sampling request was refused (a JSON-RPC error POSTed back)"
 	is "$(rtlog '.http == "GET" and .path == "/mcp" and .headers.accept == "text/event-stream"')" 2 \
 		"$l: a GET stream per session for the server's own messages"
+	is "$(rtlog '.http == "GET" and .path == "/json"')" 1 \
+		"$l: a server without a GET stream (405) is not asked again, and serves (js__add)"
 	is "$(rtlog '.body.method == "tools/call" and .body.params.name == "add" and .body.params.arguments.b == "three"')" 0 \
 		"$l: the invalid arguments never reached the upstream"
 	is "$(rtlog '.path == "/mcp" and .body.method == "initialize"')" 2 \
