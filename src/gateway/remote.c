@@ -482,6 +482,14 @@ static void exchange_done(struct xfer *x, unsigned status)
 	struct pdk__gw_remote *r = x->r;
 	bool ok = status >= 200 && status < 300;
 
+	if (x->kind == X_GET && status == 404 && x->sid != NULL && r->session != NULL &&
+	    strcmp(x->sid, r->session) == 0) {
+		/* The session ended while no request was on its way: a new one now, not at the
+		 * next call. */
+		if (!r->stopped)
+			r->cbs.session_lost(r->ctx, 0, true);
+		return;
+	}
 	if (x->kind == X_GET) {
 		/* 405: the server has no stream of its own; list_changed then waits for a call. */
 		if (status != 405)

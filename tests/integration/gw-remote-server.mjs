@@ -14,7 +14,7 @@
 // Tools: echo {text}, add {a, b} (numbers), slow {ms} (progress every 100 ms), hang {},
 // whoami {} (the Authorization and X-Team it got), drop {} (removes tool extra, then
 // notifications/tools/list_changed on the GET streams), forget {} (every session is
-// forgotten after this answer), ask {} (asks sampling/createMessage of the client first),
+// forgotten after this answer), forget_quietly {} (the same, and the GET streams end), ask {} (asks sampling/createMessage of the client first),
 // extra {}.
 //
 //   node gw-remote-server.mjs --port P --log FILE [--tls-port Q --cert PEM --key PEM]
@@ -39,6 +39,7 @@ const baseTools = [
 	{ name: 'whoami', description: 'Says what credentials it got', inputSchema: { type: 'object' } },
 	{ name: 'drop', description: 'Drops the tool extra', inputSchema: { type: 'object' } },
 	{ name: 'forget', description: 'Forgets every session', inputSchema: { type: 'object' } },
+	{ name: 'forget_quietly', description: 'Forgets every session, ends the streams', inputSchema: { type: 'object' } },
 	{ name: 'ask', description: 'Asks the client for sampling', inputSchema: { type: 'object' } },
 	{ name: 'extra', description: 'Listed until drop', inputSchema: { type: 'object' } },
 ];
@@ -71,6 +72,12 @@ async function call(req, res, mode, m) {
 	if (name === 'hang') return mode === 'json' ? undefined : sse(res);
 	if (name === 'forget') {
 		answer(text('forgotten'));
+		sessions.clear();
+		return;
+	}
+	if (name === 'forget_quietly') {
+		answer(text('forgotten'));
+		for (const s of sessions.values()) for (const st of s.streams) st.end();
 		sessions.clear();
 		return;
 	}
