@@ -331,7 +331,8 @@ static int run(struct drive *d, struct drive_opts *o, const char *own_dir)
 	pdk_ctl_start(d->ctl);
 	d->server.id = o->rest[1];
 	d->server.command = o->rest + 2;
-	if (pdk__gw_up_start(d->ctl, d->base, &d->server, o->rest[0], &cbs, d, &d->up, &err) < 0) {
+	if (pdk__gw_up_start(d->ctl, d->base, &d->server, o->rest[0], NULL, &cbs, d, &d->up, &err) <
+	    0) {
 		fprintf(stderr, "gw-upstream-drive: %s\n", err->msg);
 		return 1;
 	}

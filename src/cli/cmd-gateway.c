@@ -29,11 +29,12 @@ static const char run_help[] =
 	"\n"
 	"Serve one MCP endpoint in front of the MCP servers FILE lists (docs/gateway.md).\n"
 	"Each stdio server runs in a paddock sandbox of its own, under the profile its\n"
-	"permission manifest maps to; its tools are offered as SERVER__TOOL once their\n"
-	"definitions are pinned (a new or changed one waits for 'paddock approve'); each\n"
-	"call goes through the config's policy and budgets, is validated against the\n"
-	"tool's pinned inputSchema, has secrets redacted both ways, and is recorded in\n"
-	"the audit store as a tool.call event. Register it with a client, for example:\n"
+	"permission manifest maps to; a remote one (url) is reached over Streamable\n"
+	"HTTP. Their tools are offered as SERVER__TOOL once their definitions are\n"
+	"pinned (a new or changed one waits for 'paddock approve'); each call goes\n"
+	"through the config's policy and budgets, is validated against the tool's\n"
+	"pinned inputSchema, has secrets redacted both ways, and is recorded in the\n"
+	"audit store as a tool.call event. Register it with a client, for example:\n"
 	"\n"
 	"  claude mcp add tools -- paddock gateway --config ~/gateway.yaml\n"
 	"\n"
@@ -53,8 +54,8 @@ static const char run_help[] =
 	"  -q, --quiet         no log lines on stderr but errors\n"
 	"  -h, --help          this help\n"
 	"\n"
-	"A secret a credential names is read from PADDOCK_SECRET_NAME; every such value\n"
-	"is redacted out of arguments and results.\n"
+	"A secret a credential or a remote server's header names is read from\n"
+	"PADDOCK_SECRET_NAME; every such value is redacted out of arguments and results.\n"
 	"\n"
 	"exit status: 0 when the client closed stdin (or at SIGTERM, SIGINT); 1 when the\n"
 	"gateway could not start; 122 for a bad option or a bad config (the message says\n"
@@ -221,6 +222,22 @@ static struct pdk_gw_config *load_config(const struct gw_args *a)
 	return cfg;
 }
 
+/* A remote server as `gateway check` shows it: its url, trust and the names of its headers. */
+static void check_remote(const struct pdk_gw_config *cfg, const struct pdk_gw_server *s)
+{
+	printf("# server %s (%s:%d): remote, Streamable HTTP at %s\n", s->id, cfg->path, s->line,
+	       s->url);
+	if (strncmp(s->url, "https://", 8) == 0)
+		printf("#   trusts: %s\n", s->ca_file ? s->ca_file : "the system's CA store");
+	else
+		printf("#   plain http%s\n",
+		       s->insecure_http ? " (insecure_http: true)" : ", loopback");
+	/* The names only: a value may be a literal token. */
+	for (size_t i = 0; s->headers != NULL && s->headers[i] != NULL; i++)
+		printf("#   header: %.*s%s\n", (int)strcspn(s->headers[i], ":"), s->headers[i],
+		       strstr(s->headers[i], "${secret:") ? " (a secret)" : "");
+}
+
 static int do_check(const struct gw_args *a)
 {
 	struct pdk_gw_config *cfg = load_config(a);
@@ -232,12 +249,8 @@ static int do_check(const struct gw_args *a)
 		_cleanup_free_ char *yaml = s->command ? pdk_gw_profile_yaml(s) : NULL;
 
 		if (s->command == NULL) {
-			pdk_cli_error("gateway: %s:%d: servers.%s.url: remote upstreams are not "
-				      "supported yet: run the server as a stdio command (command:) "
-				      "instead",
-				      cfg->path, s->line, s->id);
-			pdk_gw_config_free(cfg);
-			return PDK_EXIT_POLICY;
+			check_remote(cfg, s);
+			continue;
 		}
 		printf("# server %s (%s:%d): stdio, in a sandbox of its own\n", s->id, cfg->path,
 		       s->line);

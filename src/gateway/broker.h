@@ -35,15 +35,16 @@ struct pdk__gw_tool {
 	struct pdk_jschema *in, *out;       /* compiled at pin time (out may be NULL) */
 };
 
-/* One configured stdio upstream. */
+/* One configured upstream, stdio or remote. */
 struct pdk__gw_srv {
 	struct pdk_gw *g;
 	const struct pdk_gw_server *s; /* the config's (borrowed) */
-	char *profile;                 /* the profile file written for it */
-	struct pdk_gw_up *up;          /* running or failed, or NULL */
-	bool failed;                   /* up failed: freed and started again at retry_ns */
-	bool settled;                  /* it listed its tools or failed, at least once */
-	char *last_error;              /* why it failed last (NULL: never) */
+	char *profile;                 /* stdio: the profile file written for it */
+	char **headers;       /* remote: its headers, secrets resolved (wiped at the end) */
+	struct pdk_gw_up *up; /* running or failed, or NULL */
+	bool failed;          /* up failed: freed and started again at retry_ns */
+	bool settled;         /* it listed its tools or failed, at least once */
+	char *last_error;     /* why it failed last (NULL: never) */
 	uint64_t retry_ns;
 	unsigned backoff_s;
 	struct pdk__gw_tool **tools; /* as last listed */

@@ -17,6 +17,7 @@
 #include "telemetry.h"
 #include "gateway.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <regex.h>
 #include <stdarg.h>
@@ -729,6 +730,15 @@ static int srv_command(struct walk *w, void *obj, const struct node *v, const ch
 	return rc;
 }
 
+/* SECURITY: the url goes into a request line: nothing that could end or split it. */
+static bool url_printable(const char *url)
+{
+	for (const char *p = url; *p; p++)
+		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+			return false;
+	return true;
+}
+
 static int srv_url(struct walk *w, void *obj, const struct node *v, const char *field)
 {
 	struct pdk_gw_server *s = obj;
@@ -739,10 +749,108 @@ static int srv_url(struct walk *w, void *obj, const struct node *v, const char *
 		return rc;
 	if (strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0)
 		return bad(w, v, field, "'%s' is not an http:// or https:// URL", url);
-	if (strlen(url) > 2048 || strpbrk(url, " \t\r\n") != NULL)
-		return bad(w, v, field, "expected a URL without spaces, at most 2048 bytes");
+	if (strlen(url) > 2048 || !url_printable(url))
+		return bad(w, v, field,
+			   "expected a URL of printable ASCII without spaces, at most 2048 bytes");
 	s->url = pdk_xstrdup(url);
 	return 0;
+}
+
+/* Fields the gateway sets itself, or that would change how the message is framed. */
+static const char *const reserved_headers[] = {
+	"host",
+	"content-length",
+	"content-type",
+	"accept",
+	"connection",
+	"transfer-encoding",
+	"te",
+	"trailer",
+	"upgrade",
+	"keep-alive",
+	"mcp-session-id",
+	"mcp-protocol-version",
+	"last-event-id",
+	"user-agent",
+};
+
+/* What is wrong with header `h` ("Name: value"), or NULL. New string. */
+static char *header_problem(const char *h)
+{
+	const char *colon = strchr(h, ':');
+	_cleanup_free_ char *name = NULL, *secret = NULL, *why = NULL;
+	size_t n = colon ? (size_t)(colon - h) : 0;
+
+	if (colon == NULL || n == 0 ||
+	    strspn(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		      "0123456789-") != n)
+		return pdk_xstrdup("expected 'Name: value' with a field name of letters, digits "
+				   "and '-'");
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(reserved_headers); i++)
+		if (strlen(reserved_headers[i]) == n && strncasecmp(h, reserved_headers[i], n) == 0)
+			return pdk_xasprintf("'%.*s' is set by the gateway itself", (int)n, h);
+	if (strncasecmp(h, "proxy-", 6) == 0)
+		return pdk_xasprintf("'%.*s' is a hop-by-hop field", (int)n, h);
+	for (const char *p = colon + 1; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			return pdk_xstrdup("the header may hold printable ASCII only");
+	if (colon[1 + strspn(colon + 1, " \t")] == '\0')
+		return pdk_xstrdup("the header has no value");
+	/* A secret is one ${secret:NAME}, checked as the egress proxy's credentials are. */
+	if (strstr(colon, "${") != NULL && pdk_net_cred_parse(h, &name, &secret, &why) < 0)
+		return steal_ptr(&why);
+	return NULL;
+}
+
+static int srv_header(struct walk *w, const struct node *n, const char *field, const char **s)
+{
+	_cleanup_free_ char *why = NULL;
+	int rc = want_str(w, n, field, s);
+
+	if (rc == 0 && (why = header_problem(*s)) != NULL)
+		rc = bad(w, n, field, "%s", why);
+	return rc;
+}
+
+static int srv_headers(struct walk *w, void *obj, const struct node *v, const char *field)
+{
+	return want_strv(w, v, field, srv_header, &((struct pdk_gw_server *)obj)->headers);
+}
+
+static int srv_ca_file(struct walk *w, void *obj, const struct node *v, const char *field)
+{
+	struct pdk_gw_server *s = obj;
+	const char *p = NULL;
+	int rc = want_abs_path(w, v, field, &p);
+
+	if (rc == 0)
+		s->ca_file = pdk_xstrdup(p);
+	return rc;
+}
+
+static int srv_insecure_http(struct walk *w, void *obj, const struct node *v, const char *field)
+{
+	return want_bool(w, v, field, &((struct pdk_gw_server *)obj)->insecure_http);
+}
+
+/* Whether `url` (http:// or https://) names a loopback host: localhost, 127.0.0.0/8 or ::1. */
+static bool url_loopback(const char *url)
+{
+	const char *h = strstr(url, "://") + 3;
+	size_t n = strcspn(h, "/?#");
+
+	if (memchr(h, '@', n) != NULL)
+		return false;
+	if (strncmp(h, "[::1]", 5) == 0)
+		return n == 5 || h[5] == ':';
+	if (strncasecmp(h, "localhost", 9) == 0)
+		return n == 9 || h[9] == ':';
+	if (strncmp(h, "127.", 4) != 0)
+		return false;
+	for (size_t i = 4; i < n && h[i] != ':'; i++)
+		if (!isdigit((unsigned char)h[i]) && h[i] != '.')
+			return false;
+	return true;
 }
 
 static int srv_cwd(struct walk *w, void *obj, const struct node *v, const char *field)
@@ -856,6 +964,9 @@ static int srv_start_timeout(struct walk *w, void *obj, const struct node *v, co
 static const struct key server_keys[] = {
 	{"command", srv_command},
 	{"url", srv_url},
+	{"headers", srv_headers},
+	{"ca_file", srv_ca_file},
+	{"insecure_http", srv_insecure_http},
 	{"cwd", srv_cwd},
 	{"image", srv_image},
 	{"permissions", srv_permissions},
@@ -873,8 +984,23 @@ static bool id_ok(const char *id)
 	       strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
 }
 
-/* What only a sandboxed (stdio) server has. */
+/* What only a sandboxed (stdio) server has, and what only a remote one has. */
 static const char *const stdio_only[] = {"cwd", "image", "permissions", "limits", "credentials"};
+static const char *const remote_only[] = {"headers", "ca_file", "insecure_http"};
+
+static int only_for(struct walk *w, const struct node *v, const char *field,
+		    const char *const *keys, size_t n, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (map_get(v, keys[i]) != NULL) {
+			_cleanup_free_ char *f = field_join(field, keys[i]);
+
+			return bad(w, map_get(v, keys[i]), f, "only a server with %s has '%s'",
+				   what, keys[i]);
+		}
+	}
+	return 0;
+}
 
 static int server_shape(struct walk *w, const struct pdk_gw_server *s, const struct node *v,
 			const char *field)
@@ -886,14 +1012,26 @@ static int server_shape(struct walk *w, const struct pdk_gw_server *s, const str
 	if (s->command != NULL && s->url != NULL)
 		return bad(w, map_get(v, "url"), field,
 			   "a server has 'command' or 'url', not both");
-	for (size_t i = 0; s->url != NULL && i < PDK_ARRAY_SIZE(stdio_only); i++) {
-		if (map_get(v, stdio_only[i]) != NULL) {
-			_cleanup_free_ char *f = field_join(field, stdio_only[i]);
+	if (s->url != NULL && only_for(w, v, field, stdio_only, PDK_ARRAY_SIZE(stdio_only),
+				       "'command' (run in a sandbox)") < 0)
+		return -EINVAL;
+	if (s->url == NULL && only_for(w, v, field, remote_only, PDK_ARRAY_SIZE(remote_only),
+				       "'url' (a remote server)") < 0)
+		return -EINVAL;
+	/* SECURITY: fail closed: headers (a token) never cross a network in clear text. */
+	if (s->url != NULL && strncmp(s->url, "http://", 7) == 0 && !url_loopback(s->url) &&
+	    !s->insecure_http) {
+		_cleanup_free_ char *f = field_join(field, "url");
 
-			return bad(w, map_get(v, stdio_only[i]), f,
-				   "only a server with 'command' (run in a sandbox) has '%s'",
-				   stdio_only[i]);
-		}
+		return bad(w, map_get(v, "url"), f,
+			   "'%s' is plain http to a host that is not loopback: use https://, or "
+			   "set insecure_http: true to send its traffic (headers too) in clear",
+			   s->url);
+	}
+	if (s->url != NULL && strncmp(s->url, "http://", 7) == 0 && s->ca_file != NULL) {
+		_cleanup_free_ char *f = field_join(field, "ca_file");
+
+		return bad(w, map_get(v, "ca_file"), f, "ca_file is for an https:// url");
 	}
 	return 0;
 }
@@ -1379,6 +1517,8 @@ static void server_release(struct pdk_gw_server *s)
 	free(s->id);
 	pdk_strv_free(s->command);
 	free(s->url);
+	pdk_strv_free(s->headers);
+	free(s->ca_file);
 	free(s->cwd);
 	free(s->image);
 	pdk_strv_free(s->perm.fs_read);

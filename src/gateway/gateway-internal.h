@@ -1,7 +1,8 @@
 /*
  * gateway-internal.h - what the gateway's files share: one upstream MCP
- * server run in a sandbox of its own and spoken to as a JSON-RPC client
- * (upstream.c), used by the broker (broker.c).
+ * server, run in a sandbox of its own or reached over Streamable HTTP, and
+ * spoken to as a JSON-RPC client (upstream.c, remote.c), used by the
+ * broker (broker.c).
  */
 #ifndef PDK_GATEWAY_INTERNAL_H
 #define PDK_GATEWAY_INTERNAL_H
@@ -40,18 +41,23 @@ struct pdk_gw_up_cbs {
 };
 
 /*
- * Start stdio server `s` (borrowed: outlives the upstream): a sandbox
+ * Start server `s` (borrowed: outlives the upstream). A remote one (s->url)
+ * is reached over Streamable HTTP (remote.c) with `headers` (its
+ * configured "Name: value" lines, secrets resolved; copied), then
+ * initialize, notifications/initialized and tools/list as below;
+ * `ctl` and `profile_path` are not used for it. A stdio one: a sandbox
  * created through `ctl` with profile `profile_path` (a file the caller
  * wrote from pdk_gw_profile_yaml()), labelled {"gateway": "1",
  * "gateway_server": ID}, then its command streamed with stdin open, then
  * initialize, notifications/initialized and tools/list. `cbs` report what
- * follows. -EINVAL for a server without a command (a remote one); the
- * control errors of a create that fails at once.
+ * follows. -EINVAL for a server with neither a command nor a url, or a
+ * url that cannot be used (its ca_file cannot be read); the control errors
+ * of a create that fails at once.
  */
 PDK_MUST_CHECK int pdk__gw_up_start(struct pdk_ctl *ctl, struct event_base *base,
 				    const struct pdk_gw_server *s, const char *profile_path,
-				    const struct pdk_gw_up_cbs *cbs, void *ctx,
-				    struct pdk_gw_up **out, struct pdk_error **err);
+				    char *const *headers, const struct pdk_gw_up_cbs *cbs,
+				    void *ctx, struct pdk_gw_up **out, struct pdk_error **err);
 
 /*
  * Where what is nobody's answer goes (borrowed; NULL: dropped): the
@@ -100,5 +106,70 @@ void pdk__gw_up_cancel(struct pdk_gw_up_call *c);
  * object's shutdown waits). NULL-safe.
  */
 void pdk__gw_up_free(struct pdk_gw_up *u);
+
+/* ---- remote.c: the Streamable HTTP transport of a remote server ---- */
+
+struct pdk__gw_remote;
+
+/* What the transport tells upstream.c. Pointers are borrowed for the call. */
+struct pdk__gw_remote_cbs {
+	/* One JSON-RPC message the server sent (`n` bytes, at most PDK_GW_UP_MESSAGE_MAX). */
+	void (*message)(void *ctx, const char *p, size_t n);
+	/*
+	 * The exchange that carried request `id` ended: `err` NULL when its
+	 * answer was read (every message in it was given to `message`), else
+	 * why the server refused it (EPROTO: "server ID: POST TARGET answered
+	 * HTTP 500: 'start of the body'").
+	 */
+	void (*request_end)(void *ctx, json_int_t id, const struct pdk_error *err);
+	/*
+	 * The POST that carried request `id` (0: a notification or an answer)
+	 * was answered 404 in a session: the server does not know it (any
+	 * more). `current` when that session is the one the transport still
+	 * holds; else a newer one was made since. No request_end follows.
+	 */
+	void (*session_lost)(void *ctx, json_int_t id, bool current);
+	/*
+	 * The transport broke: the server cannot be reached (its name does not
+	 * resolve, the connection is refused, TLS failed: each named), it sent
+	 * what is not HTTP, or a message past PDK_GW_UP_MESSAGE_MAX. Once;
+	 * nothing is reported after.
+	 */
+	void (*failed)(void *ctx, const struct pdk_error *err);
+};
+
+/*
+ * The transport of `s` (s->url; s borrowed for the call), sending
+ * `headers` ("Name: value", copied) with each request. https is verified
+ * against s->ca_file, or the system's store. NULL + *err (field "url" or
+ * "servers.ID.ca_file") when the url or the trust store cannot be used.
+ */
+struct pdk__gw_remote *pdk__gw_remote_new(struct event_base *base, const struct pdk_gw_server *s,
+					  char *const *headers,
+					  const struct pdk__gw_remote_cbs *cbs, void *ctx,
+					  struct pdk_error **err);
+void pdk__gw_remote_set_log(struct pdk__gw_remote *r, const struct pdk_log *log);
+/*
+ * POST `msg` (borrowed). A request (a method and an integer id) gets its
+ * request_end; the Mcp-Session-Id of initialize's answer goes with every
+ * later request. -ENOTCONN once the transport ended.
+ */
+PDK_MUST_CHECK int pdk__gw_remote_send(struct pdk__gw_remote *r, const json_t *msg,
+				       struct pdk_error **err);
+/* The session is forgotten (and the GET stream closed): the next initialize makes a new one. */
+void pdk__gw_remote_reset(struct pdk__gw_remote *r);
+/* initialize was answered with `version`: sent as MCP-Protocol-Version; the GET stream opens. */
+void pdk__gw_remote_initialized(struct pdk__gw_remote *r, const char *version);
+/* Close the exchange of request `id` (its caller gave up): no request_end comes for it. */
+void pdk__gw_remote_abort(struct pdk__gw_remote *r, json_int_t id);
+/* End every exchange: nothing more is reported. */
+void pdk__gw_remote_stop(struct pdk__gw_remote *r);
+/* Stop, DELETE the session (not waited for: at most 2 s), and free. NULL-safe. */
+void pdk__gw_remote_free(struct pdk__gw_remote *r);
+/*
+ * How many freed transports still end their sessions (in this process):
+ * the gateway's end runs the loop until none is left, or 2 s passed.
+ */
+size_t pdk__gw_remote_ending(void);
 
 #endif

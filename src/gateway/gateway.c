@@ -2,25 +2,38 @@
  * gateway.c - the gateway object (docs/gateway.md, "Running";
  * docs/internals/gateway.md): the pin store, the budgets, the redaction
  * of secrets, the downstream MCP server whose tool provider is the broker,
- * and the life of each stdio upstream: its profile written, its sandbox
- * started, a failure logged naming it and why, and a new start after a
- * backoff (1 s, 2 s, 4 s ... 30 s).
+ * and the life of each upstream: a stdio one's profile written, a remote
+ * one's headers given their secrets, its start, a failure logged naming it
+ * and why, and a new start after a backoff (1 s, 2 s, 4 s ... 30 s).
  */
 #include "common.h"
 #include "broker.h"
+#include "egress.h"
 #include "telemetry.h"
 
+#include <ctype.h>
+#include <event2/event.h>
 #include <string.h>
+#include <strings.h>
 
-#define BACKOFF_MAX_S 30
+#define BACKOFF_MAX_S        30
+#define END_SESSIONS_WAIT_NS (2500ull * 1000000) /* a little past remote.c's DELETE limit */
 
 static const char instructions[] =
-	"Tools of MCP servers that each run in a paddock sandbox, named SERVER__TOOL. Every "
-	"call goes through the gateway's policy and budgets, its arguments are checked against "
-	"the tool's pinned schema, secrets are redacted both ways, and it is audited. An error "
-	"result's structuredContent.error.code says why a call was refused.";
+	"Tools of MCP servers, each run in a paddock sandbox or reached over HTTP, named "
+	"SERVER__TOOL. Every call goes through the gateway's policy and budgets, its arguments "
+	"are checked against the tool's pinned schema, secrets are redacted both ways, and it is "
+	"audited. An error result's structuredContent.error.code says why a call was refused.";
 
 static void srv_start(struct pdk__gw_srv *sv);
+
+/* SECURITY: resolved headers hold secret values: wiped before they are freed. NULL-safe. */
+static void headers_free(char **h)
+{
+	for (size_t i = 0; h != NULL && h[i] != NULL; i++)
+		explicit_bzero(h[i], strlen(h[i]));
+	pdk_strv_free(h);
+}
 
 struct pdk__gw_srv *pdk__gw_srv_find(struct pdk_gw *g, const char *id, size_t len)
 {
@@ -101,8 +114,8 @@ static void srv_start(struct pdk__gw_srv *sv)
 	_cleanup_error_ struct pdk_error *err = NULL;
 
 	sv->failed = false;
-	if (pdk__gw_up_start(sv->g->ctl, sv->g->base, sv->s, sv->profile, &up_cbs, sv, &sv->up,
-			     &err) < 0) {
+	if (pdk__gw_up_start(sv->g->ctl, sv->g->base, sv->s, sv->profile, sv->headers, &up_cbs, sv,
+			     &sv->up, &err) < 0) {
 		sv->up = NULL;
 		srv_failed(sv, err->msg);
 	}
@@ -119,6 +132,7 @@ static void srv_free(struct pdk__gw_srv *sv)
 	free(sv->tools);
 	free(sv->profile);
 	free(sv->last_error);
+	headers_free(sv->headers);
 }
 
 void pdk_gw_tick(struct pdk_gw *g)
@@ -160,24 +174,96 @@ static struct pdk_redact *redact_of(char *const *secrets)
 	return r;
 }
 
-/* Every server of the config: remote ones are refused (not in this release). */
-static int servers_check(const struct pdk_gw_config *cfg, struct pdk_error **err)
+/* The value of secret `name` (as in ${secret:name}) among NAME, VALUE... pairs, or NULL. */
+static const char *secret_value(char *const *secrets, const char *name, size_t len)
 {
-	for (size_t i = 0; i < cfg->n_servers; i++)
-		if (cfg->servers[i].url != NULL) {
-			_cleanup_free_ char *f =
-				pdk_xasprintf("servers.%s.url", cfg->servers[i].id);
+	for (size_t i = 0; secrets != NULL && secrets[i] != NULL && secrets[i + 1] != NULL; i += 2)
+		if (strlen(secrets[i]) == len && strncasecmp(secrets[i], name, len) == 0)
+			return secrets[i + 1];
+	return NULL;
+}
 
-			return pdk_error_set_field(
-				err, EINVAL, f,
-				"%s:%d: %s: remote upstreams are not supported yet: run the "
-				"server as a stdio command (command:) instead",
-				cfg->path, cfg->servers[i].line, f);
+/*
+ * Header `h` with its ${secret:NAME} replaced by the secret's value (new
+ * string), or NULL when the secret is not set (or could end the line).
+ */
+static char *header_resolve(const char *h, char *const *secrets, char **missing)
+{
+	const char *ref = strstr(h, "${secret:"), *end = ref ? strchr(ref, '}') : NULL;
+	const char *v;
+
+	if (ref == NULL || end == NULL)
+		return pdk_xstrdup(h);
+	v = secret_value(secrets, ref + 9, (size_t)(end - ref - 9));
+	/* SECURITY: fail closed; a value that could end the header line is refused. */
+	if (v == NULL || *v == '\0' || strpbrk(v, "\r\n") != NULL) {
+		*missing = pdk_xasprintf("%.*s", (int)(end - ref - 9), ref + 9);
+		for (char *p = *missing; *p; p++)
+			*p = (char)toupper((unsigned char)*p);
+		return NULL;
+	}
+	return pdk_xasprintf("%.*s%s%s", (int)(ref - h), h, v, end + 1);
+}
+
+/* Server `s`'s headers with their secrets (new strv), or NULL + *err naming the one not set. */
+static char **headers_resolve(const struct pdk_gw_config *cfg, const struct pdk_gw_server *s,
+			      char *const *secrets, struct pdk_error **err)
+{
+	char **out = pdk_xcalloc(1, sizeof(*out));
+
+	for (size_t i = 0; s->headers != NULL && s->headers[i] != NULL; i++) {
+		_cleanup_free_ char *missing = NULL, *f = NULL;
+		char *h = header_resolve(s->headers[i], secrets, &missing);
+
+		if (h != NULL) {
+			pdk_strv_push_take(&out, h);
+			continue;
 		}
+		f = pdk_xasprintf("servers.%s.headers[%zu]", s->id, i);
+		(void)pdk_error_set_field(err, EINVAL, f,
+					  "%s:%d: %s: secret '%s' is not set: set "
+					  "PADDOCK_SECRET_%s (one line, not empty) in the "
+					  "environment the gateway runs in",
+					  cfg->path, s->line, f, missing, missing);
+		headers_free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* Every remote server of the config: its secrets are set, its trust store can be read. */
+static int servers_check(const struct pdk_gw_config *cfg, char *const *secrets,
+			 struct pdk_error **err)
+{
+	for (size_t i = 0; i < cfg->n_servers; i++) {
+		const struct pdk_gw_server *s = &cfg->servers[i];
+		char **h;
+		_cleanup_error_ struct pdk_error *why = NULL;
+		struct ssl_ctx_st *tls;
+		_cleanup_free_ char *f = NULL;
+
+		if (s->url == NULL)
+			continue;
+		h = headers_resolve(cfg, s, secrets, err);
+		if (h == NULL)
+			return -EINVAL;
+		headers_free(h);
+		if (s->ca_file == NULL)
+			continue;
+		tls = pdk_egress_tls_client_ctx(s->ca_file, &why);
+		pdk_egress_tls_ctx_free(tls);
+		if (tls != NULL)
+			continue;
+		f = pdk_xasprintf("servers.%s.ca_file", s->id);
+		return pdk_error_set_field(err, EINVAL, f,
+					   "%s:%d: %s: %s: give a PEM file of CA certificates",
+					   cfg->path, s->line, f, why->msg);
+	}
 	return 0;
 }
 
-static int servers_start(struct pdk_gw *g, const char *dir, struct pdk_error **err)
+static int servers_start(struct pdk_gw *g, char *const *secrets, const char *dir,
+			 struct pdk_error **err)
 {
 	if (pdk_mkdir_p(dir, err) < 0)
 		return -EIO;
@@ -187,6 +273,12 @@ static int servers_start(struct pdk_gw *g, const char *dir, struct pdk_error **e
 
 		sv->g = g;
 		sv->s = &g->cfg->servers[i];
+		if (sv->s->url != NULL) {
+			sv->headers = headers_resolve(g->cfg, sv->s, secrets, err);
+			if (sv->headers == NULL)
+				return -EINVAL;
+			continue;
+		}
 		if (write_profile(sv, dir, err) < 0)
 			return -EIO;
 	}
@@ -217,7 +309,7 @@ int pdk_gw_new(const struct pdk_gw_opts *o, struct pdk_gw **out, struct pdk_erro
 	_cleanup_free_ char *dir = NULL;
 
 	*out = NULL;
-	if (servers_check(o->cfg, err) < 0)
+	if (servers_check(o->cfg, o->secrets, err) < 0)
 		return -EINVAL;
 	g = pdk_xcalloc(1, sizeof(*g));
 	g->ctl = o->ctl;
@@ -247,7 +339,7 @@ int pdk_gw_new(const struct pdk_gw_opts *o, struct pdk_gw **out, struct pdk_erro
 	g->started = o->started;
 	g->started_arg = o->started_arg;
 	dir = pdk_xasprintf("%s/profiles", o->run_dir);
-	if (servers_start(g, dir, err) < 0) {
+	if (servers_start(g, o->secrets, dir, err) < 0) {
 		pdk_gw_free(g);
 		return -EIO;
 	}
@@ -261,6 +353,20 @@ struct pdk_mcp *pdk_gw_mcp(struct pdk_gw *g)
 	return g->mcp;
 }
 
+/*
+ * The remote upstreams' sessions are ended (a DELETE each, bounded): the
+ * loop runs a little longer for them. Outside the loop only: inside it, a
+ * nested run returns at once, and the DELETEs go when the loop goes on.
+ */
+static void end_sessions(struct event_base *base)
+{
+	uint64_t deadline = pdk_now_mono_ns() + END_SESSIONS_WAIT_NS;
+
+	while (pdk__gw_remote_ending() > 0 && pdk_now_mono_ns() < deadline)
+		if (event_base_loop(base, EVLOOP_ONCE) < 0)
+			return;
+}
+
 void pdk_gw_free(struct pdk_gw *g)
 {
 	if (g == NULL)
@@ -271,6 +377,7 @@ void pdk_gw_free(struct pdk_gw *g)
 	for (size_t i = 0; i < g->n_srvs; i++)
 		srv_free(&g->srvs[i]);
 	free(g->srvs);
+	end_sessions(g->base);
 	pdk_mcp_free(g->mcp);
 	pdk_gw_budget_free(g->budget);
 	pdk_gw_pins_free(g->pins);

@@ -55,8 +55,15 @@ struct pdk_gw_server {
 	int line;       /* where it is declared in the file */
 	char **command; /* stdio: the argv run in its sandbox; NULL for a remote one */
 	char *url;      /* remote Streamable HTTP endpoint; NULL for a stdio one */
-	char *cwd;      /* stdio: its working directory in the sandbox (NULL: /) */
-	char *image;    /* stdio: the root's image (NULL: the host's root, read-only) */
+	/*
+	 * remote: "Name: value" sent with every request; a value may hold one
+	 * ${secret:NAME} (PADDOCK_SECRET_NAME's value; NULL: none)
+	 */
+	char **headers;
+	char *ca_file;      /* remote https: the PEM trust store (NULL: the system's) */
+	bool insecure_http; /* remote: plain http to a host that is not loopback is allowed */
+	char *cwd;          /* stdio: its working directory in the sandbox (NULL: /) */
+	char *image;        /* stdio: the root's image (NULL: the host's root, read-only) */
 	struct pdk_gw_manifest perm;
 	struct pdk_gw_cred *creds;
 	size_t n_creds;
@@ -276,11 +283,14 @@ struct pdk_gw_opts {
 /*
  * A gateway (docs/gateway.md, "Running"): the pin store opened, every
  * stdio upstream started in a sandbox of its own (its profile written to
- * run_dir), and the downstream MCP server (pdk_gw_mcp()) whose tools are
+ * run_dir), every remote one connected to with its headers' secrets
+ * resolved from o->secrets, and the downstream MCP server (pdk_gw_mcp()) whose tools are
  * the upstreams' served ones, named SERVER__TOOL. An upstream that fails
  * is logged naming it and why, and started again after 1 s, 2 s, ... up to
  * 30 s; it is not an error here. -EINVAL (field) for a remote upstream
- * (servers.ID.url: not supported yet), the pin store's errors. *out is the
+ * that cannot be started (servers.ID.headers[N]: a secret that is not
+ * set; servers.ID.ca_file: a trust store that cannot be read), the pin
+ * store's errors. *out is the
  * caller's (pdk_gw_free()).
  */
 PDK_MUST_CHECK int pdk_gw_new(const struct pdk_gw_opts *o, struct pdk_gw **out,

@@ -1,6 +1,7 @@
 /*
- * upstream.c - one stdio MCP server run in a sandbox of its own and spoken
- * to as a JSON-RPC client (docs/internals/gateway.md, "Upstreams").
+ * upstream.c - one MCP server spoken to as a JSON-RPC client: a stdio one
+ * run in a sandbox of its own, or a remote one over Streamable HTTP
+ * (docs/internals/gateway.md, "Upstreams", "Remote upstreams").
  *
  * The life of one: a sandbox is created through control/ with the profile
  * the caller wrote from the server's manifest; the server's command is
@@ -19,6 +20,12 @@
  * rather than the upstream itself: the owner may free the upstream before
  * they come, and then they only clean up (destroy a sandbox made too late)
  * and log.
+ *
+ * A remote server has no sandbox: its messages go through remote.c (a POST
+ * each) and come back as whole messages rather than lines. Everything else
+ * (the handshake, the listing and its caps, the ids, the progress tokens,
+ * the timeouts, the refused requests) is this file's for both, so that the
+ * two kinds keep the same rules.
  */
 #include "common.h"
 #include "gateway-internal.h"
@@ -39,6 +46,7 @@
 #define OUTPUT_CAP               4096        /* control/'s minimum is 64; streaming keeps nothing */
 #define START_TIMEOUT_MS_DEFAULT 30000
 #define CALL_TIMEOUT_MS_DEFAULT  60000
+#define REINITS_MAX              3 /* sessions a remote server may lose before its tools are listed */
 
 enum up_state {
 	UP_CREATING, /* the sandbox is being made */
@@ -69,6 +77,9 @@ struct pdk_gw_up_call {
 	pdk_gw_up_progress_cb progress;
 	void *ctx;
 	struct event *timer;
+	json_t *params; /* a remote call's, kept to send it again in a new session (else NULL) */
+	bool resend;    /* its session ended before it was answered: sent again once ready */
+	bool resent;
 };
 
 struct pdk_gw_up {
@@ -98,7 +109,9 @@ struct pdk_gw_up {
 	bool relist;       /* a list_changed came while a list was being read */
 	struct pdk_gw_up_call *calls;
 	size_t n_calls;
-	unsigned depth; /* callbacks of ours running: a free waits for the last */
+	struct pdk__gw_remote *remote; /* a remote server's transport, or NULL */
+	unsigned reinits;              /* sessions lost (404) since the last listing */
+	unsigned depth;                /* callbacks of ours running: a free waits for the last */
 	bool freed;
 };
 
@@ -263,6 +276,7 @@ static void call_unlink(struct pdk_gw_up_call *c)
 static void call_free(struct pdk_gw_up_call *c)
 {
 	event_free(c->timer);
+	json_decref(c->params);
 	json_decref(c->token);
 	free(c->tool);
 	free(c);
@@ -299,6 +313,8 @@ static int send_msg(struct pdk_gw_up *u, json_t *msg, struct pdk_error **err)
 
 	if (line == NULL)
 		pdk_oom();
+	if (u->remote != NULL)
+		return pdk__gw_remote_send(u->remote, m, err);
 	if (u->exec_id == 0)
 		return pdk_error_setx(err, ENOTCONN, "server %s: its command has not started",
 				      u->s->id);
@@ -340,6 +356,8 @@ static void fail(struct pdk_gw_up *u, const struct pdk_error *why)
 	u->state = UP_FAILED;
 	event_del(u->timer);
 	json_decref(steal_ptr(&u->tools));
+	if (u->remote != NULL)
+		pdk__gw_remote_stop(u->remote);
 	if (u->x != NULL)
 		pdk_ctl_exec_cancel(u->x);
 	if (u->sandbox != NULL && !u->destroying) {
@@ -422,6 +440,38 @@ static int page_check(struct pdk_gw_up *u, const json_t *tools)
 	return 0;
 }
 
+static struct pdk_gw_up_call *first_resend(struct pdk_gw_up *u)
+{
+	for (struct pdk_gw_up_call *c = u->calls; c != NULL; c = c->next)
+		if (c->resend)
+			return c;
+	return NULL;
+}
+
+/*
+ * The calls whose session ended before they were answered go again, in
+ * the session that is now the server's (a 404 says the server did not
+ * take them). One at a time from the start: a result callback may end
+ * others.
+ */
+static void resend_calls(struct pdk_gw_up *u)
+{
+	struct pdk_gw_up_call *c;
+
+	hold(u);
+	while (alive(u) && (c = first_resend(u)) != NULL) {
+		_cleanup_error_ struct pdk_error *err = NULL;
+		_cleanup_json_ json_t *id = json_integer(c->id);
+
+		c->resend = false;
+		c->resent = true;
+		if (send_msg(u, pdk_rpc_request(id, "tools/call", json_incref(c->params)), &err) <
+		    0)
+			call_finish(c, NULL, err);
+	}
+	unhold(u);
+}
+
 /* The whole list is read: the owner gets it, and a list_changed that came meanwhile lists again. */
 static void list_done(struct pdk_gw_up *u)
 {
@@ -431,8 +481,11 @@ static void list_done(struct pdk_gw_up *u)
 	u->phase = NULL;
 	event_del(u->timer);
 	u->state = UP_READY;
+	u->reinits = 0;
 	hold(u);
 	u->cbs.tools(u->ctx, u, tools);
+	if (alive(u))
+		resend_calls(u);
 	if (alive(u) && u->relist) {
 		u->relist = false;
 		list_page(u, NULL);
@@ -482,17 +535,23 @@ static json_t *initialize_request(json_int_t id)
 
 static void on_init_answer(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 {
+	const char *version = json_string_value(json_object_get(m->result, "protocolVersion"));
+
 	u->init_id = 0;
 	if (m->error != NULL) {
 		failf(u, EPROTO, "server %s: refused initialize: %.200s", u->s->id,
 		      json_string_value(json_object_get(m->error, "message")));
 		return;
 	}
-	if (!json_is_string(json_object_get(m->result, "protocolVersion"))) {
+	if (version == NULL || strlen(version) > 32 ||
+	    strspn(version, "0123456789-") != strlen(version)) {
 		failf(u, EPROTO, "server %s: answered initialize without a protocolVersion",
 		      u->s->id);
 		return;
 	}
+	/* A remote server is told the version on every request after this one. */
+	if (u->remote != NULL)
+		pdk__gw_remote_initialized(u->remote, version);
 	send_quiet(u, pdk_rpc_notification("notifications/initialized", NULL));
 	if (alive(u))
 		list_page(u, NULL);
@@ -612,16 +671,12 @@ static void on_notification(struct pdk_gw_up *u, const struct pdk_rpc_msg *m)
 		text ? text : "");
 }
 
-/* One line of its stdout: a JSON-RPC message, or the end of it. */
-static void one_line(struct pdk_gw_up *u, const char *p, size_t n)
+/* One message it sent: a JSON-RPC message, or the end of it. */
+static void one_message(struct pdk_gw_up *u, const char *p, size_t n)
 {
 	struct pdk_rpc_msg m;
 	struct pdk_rpc_refusal why;
 
-	if (n > 0 && p[n - 1] == '\r')
-		n--;
-	if (n == 0)
-		return;
 	if (pdk_rpc_parse(p, n, PDK_GW_UP_MESSAGE_MAX, &m, &why) < 0) {
 		_cleanup_free_ char *ex = excerpt(p, n, EXCERPT_MAX);
 
@@ -646,6 +701,15 @@ static void one_line(struct pdk_gw_up *u, const char *p, size_t n)
 		break;
 	}
 	pdk_rpc_msg_release(&m);
+}
+
+/* One line of its stdout. */
+static void one_line(struct pdk_gw_up *u, const char *p, size_t n)
+{
+	if (n > 0 && p[n - 1] == '\r')
+		n--;
+	if (n > 0)
+		one_message(u, p, n);
 }
 
 /* Take in `n` bytes of its stdout: every complete line is a message. */
@@ -880,15 +944,149 @@ static struct pdk_gw_up *up_new(struct pdk_ctl *ctl, struct event_base *base,
 	return u;
 }
 
+/* ---- a remote server ---- */
+
+static void remote_message(void *ctx, const char *p, size_t n)
+{
+	struct pdk_gw_up *u = ctx;
+
+	if (!alive(u))
+		return;
+	hold(u);
+	one_message(u, p, n);
+	unhold(u);
+}
+
+/* The exchange of request `id` ended: a request it did not answer fails as the server would. */
+static void remote_request_end(void *ctx, json_int_t id, const struct pdk_error *err)
+{
+	struct pdk_gw_up *u = ctx;
+	struct pdk_gw_up_call *c = call_find(u, id);
+	_cleanup_free_ char *text = NULL;
+	struct pdk_error e = {.status = EPROTO};
+
+	if (!alive(u) || (c == NULL && id != u->init_id && id != u->list_id))
+		return;
+	text = err != NULL ? pdk_xstrdup(err->msg)
+			   : pdk_xasprintf("server %s: ended its answer to %s without a JSON-RPC "
+					   "response",
+					   u->s->id, c != NULL ? "tools/call" : u->phase);
+	e.msg = text;
+	hold(u);
+	if (c != NULL)
+		call_finish(c, NULL, &e);
+	else
+		fail(u, &e);
+	unhold(u);
+}
+
+/* A remote server's session ended: initialize again (bounded), then list, then resend. */
+static void reinit(struct pdk_gw_up *u)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (++u->reinits > REINITS_MAX) {
+		failf(u, ENOTCONN,
+		      "server %s: its session ended (HTTP 404) %u times before its tools could be "
+		      "listed",
+		      u->s->id, REINITS_MAX);
+		return;
+	}
+	pdk_log(u->log, PDK_LOG_INFO,
+		"gateway: server %s: its session ended (HTTP 404): initializing again", u->s->id);
+	pdk__gw_remote_reset(u->remote);
+	json_decref(steal_ptr(&u->tools));
+	u->list_id = 0;
+	u->relist = false;
+	u->state = UP_STARTING;
+	u->init_id = ++u->next_id;
+	if (send_msg(u, initialize_request(u->init_id), &err) < 0) {
+		fail(u, err);
+		return;
+	}
+	u->phase = "initialize";
+	timer_arm(u->timer, start_timeout_ms(u));
+}
+
+/*
+ * A POST that carried request `id` was answered 404 in a session:
+ * `current` when that is still the session we hold (else a new one was
+ * made meanwhile). A call goes again once, in the new session.
+ */
+static void remote_session_lost(void *ctx, json_int_t id, bool current)
+{
+	struct pdk_gw_up *u = ctx;
+	struct pdk_gw_up_call *c = call_find(u, id);
+
+	if (!alive(u))
+		return;
+	hold(u);
+	if (c != NULL && c->resent) {
+		_cleanup_free_ char *text = pdk_xasprintf(
+			"server %s: lost its session twice while tool %s was called (HTTP 404)",
+			u->s->id, c->tool);
+		struct pdk_error e = {.status = ENOTCONN, .msg = text};
+
+		call_finish(c, NULL, &e);
+	} else if (c != NULL) {
+		c->resend = true;
+	}
+	if (alive(u) && current)
+		reinit(u);
+	else if (alive(u) && u->state == UP_READY)
+		resend_calls(u);
+	unhold(u);
+}
+
+static void remote_failed(void *ctx, const struct pdk_error *err)
+{
+	struct pdk_gw_up *u = ctx;
+
+	hold(u);
+	fail(u, err);
+	unhold(u);
+}
+
+/* A remote server: no sandbox; initialize is its first POST. */
+static int remote_start(struct pdk_gw_up *u, char *const *headers, struct pdk_error **err)
+{
+	static const struct pdk__gw_remote_cbs cbs = {.message = remote_message,
+						      .request_end = remote_request_end,
+						      .session_lost = remote_session_lost,
+						      .failed = remote_failed};
+
+	u->remote = pdk__gw_remote_new(u->base, u->s, headers, &cbs, u, err);
+	if (u->remote == NULL)
+		return -EINVAL;
+	u->init_id = ++u->next_id;
+	if (send_msg(u, initialize_request(u->init_id), err) < 0)
+		return -ENOTCONN;
+	u->state = UP_STARTING;
+	u->phase = "initialize";
+	timer_arm(u->timer, start_timeout_ms(u));
+	return 0;
+}
+
 int pdk__gw_up_start(struct pdk_ctl *ctl, struct event_base *base, const struct pdk_gw_server *s,
-		     const char *profile_path, const struct pdk_gw_up_cbs *cbs, void *ctx,
-		     struct pdk_gw_up **out, struct pdk_error **err)
+		     const char *profile_path, char *const *headers,
+		     const struct pdk_gw_up_cbs *cbs, void *ctx, struct pdk_gw_up **out,
+		     struct pdk_error **err)
 {
 	_cleanup_json_ json_t *labels = NULL, *ws = NULL;
 	struct pdk_ctl_create r = {.profile = profile_path, .image = s->image};
 	struct pdk_gw_up *u;
 	int rc;
 
+	if (s->url != NULL) {
+		u = up_new(ctl, base, s, cbs, ctx);
+		rc = remote_start(u, headers, err);
+		if (rc < 0) {
+			pdk__gw_up_free(u);
+			u = NULL;
+		}
+		*out = u;
+		return rc;
+	}
 	if (s->command == NULL || s->command[0] == NULL)
 		return pdk_error_set_field(err, EINVAL, "command",
 					   "server %s: only a stdio server (command) runs in a "
@@ -926,6 +1124,8 @@ void pdk__gw_up_set_log(struct pdk_gw_up *u, const struct pdk_log *log)
 {
 	u->log = log;
 	u->link->log = log;
+	if (u->remote != NULL)
+		pdk__gw_remote_set_log(u->remote, log);
 }
 
 const struct pdk_gw_server *pdk__gw_up_server(const struct pdk_gw_up *u)
@@ -958,6 +1158,8 @@ static void on_call_timeout(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	hold(u);
+	if (u->remote != NULL)
+		pdk__gw_remote_abort(u->remote, c->id);
 	send_cancelled(u, c->id, reason);
 	if (alive(u))
 		call_finish(c, NULL, &e);
@@ -986,6 +1188,7 @@ int pdk__gw_up_call(struct pdk_gw_up *u, const char *tool, const json_t *args,
 {
 	_cleanup_json_ json_t *id = NULL;
 	struct pdk_gw_up_call *c;
+	json_t *params, *keep;
 	json_int_t n;
 	int rc;
 
@@ -999,11 +1202,13 @@ int pdk__gw_up_call(struct pdk_gw_up *u, const char *tool, const json_t *args,
 				      u->s->id, CALLS_MAX);
 	n = ++u->next_id;
 	id = json_integer(n);
-	rc = send_msg(u,
-		      pdk_rpc_request(id, "tools/call", call_params(tool, args, progress_token, n)),
-		      err);
-	if (rc < 0)
+	params = call_params(tool, args, progress_token, n);
+	keep = u->remote != NULL ? json_incref(params) : NULL;
+	rc = send_msg(u, pdk_rpc_request(id, "tools/call", params), err);
+	if (rc < 0) {
+		json_decref(keep);
 		return rc;
+	}
 	c = pdk_xcalloc(1, sizeof(*c));
 	*c = (struct pdk_gw_up_call){.u = u,
 				     .next = u->calls,
@@ -1013,7 +1218,8 @@ int pdk__gw_up_call(struct pdk_gw_up *u, const char *tool, const json_t *args,
 					     progress_token ? json_deep_copy(progress_token) : NULL,
 				     .done = done,
 				     .progress = progress,
-				     .ctx = ctx};
+				     .ctx = ctx,
+				     .params = keep};
 	if (u->calls != NULL)
 		u->calls->prev = c;
 	u->calls = c;
@@ -1032,6 +1238,8 @@ void pdk__gw_up_cancel(struct pdk_gw_up_call *c)
 	struct pdk_gw_up *u = c->u;
 
 	call_unlink(c);
+	if (alive(u) && u->remote != NULL)
+		pdk__gw_remote_abort(u->remote, c->id);
 	if (alive(u))
 		send_cancelled(u, c->id, "the client cancelled the call");
 	call_free(c);
@@ -1063,6 +1271,7 @@ void pdk__gw_up_free(struct pdk_gw_up *u)
 	if (u->x != NULL)
 		pdk_ctl_exec_cancel(u->x);
 	u->x = NULL;
+	pdk__gw_remote_free(steal_ptr(&u->remote));
 	if (u->sandbox != NULL && !u->destroying) {
 		u->destroying = true;
 		destroy_sandbox(u->link, u->sandbox);

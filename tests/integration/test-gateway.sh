@@ -1,6 +1,6 @@
 #!/bin/bash
 # `paddock gateway` as a user runs it, as root and as nobody: the CLI (--help, check of a good
-# and a bad config, token, pins, a remote upstream refused), then the official SDK clients
+# and a bad config, token, pins, a remote upstream's config checked), then the official SDK clients
 # (tests/clients/drive/gateway-steps.mjs) over stdio in both protocol eras and over
 # Streamable HTTP with a principal's bearer token, against the fixture upstream
 # tests/integration/gw-upstream.py in its sandbox: the tools are listed as SERVER__TOOL, a call
@@ -102,17 +102,19 @@ case_cli() {
 	is "$rc" 122 "$l: gateway check of a config with an unknown key exits 122"
 	printf '%s' "$out" | grep -q "$D/bad.yaml:4: .*colour"
 	ok $? "$l: the error names FILE:LINE and the field" || printf '%s\n' "$out" | sed 's/^/#   /'
-	printf 'servers:\n  remote:\n    url: https://mcp.example.com/mcp\n' >"$D/remote.yaml"
+	# Remote upstreams run in gateway-remote; here, the config's rules about them.
+	printf 'servers:\n  remote:\n    url: http://mcp.example.com/mcp\n' >"$D/remote.yaml"
 	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway --config "$D/remote.yaml" </dev/null 2>&1)
 	rc=$?
-	is "$rc" 122 "$l: a remote upstream is refused at start (122)"
-	printf '%s' "$out" | grep -q 'servers.remote.url: remote upstreams are not supported yet'
-	ok $? "$l: the refusal names servers.remote.url" || printf '%s\n' "$out" | sed 's/^/#   /'
+	is "$rc" 122 "$l: a remote upstream over plain http to a host not loopback is refused at start (122)"
+	printf '%s' "$out" | grep -q "$D/remote.yaml:3: servers.remote.url: .*plain http.*insecure_http"
+	ok $? "$l: the refusal names FILE:LINE, servers.remote.url and what to do" || printf '%s\n' "$out" | sed 's/^/#   /'
+	printf 'servers:\n  remote:\n    url: https://mcp.example.com/mcp\n' >"$D/remote.yaml"
 	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway check --config "$D/remote.yaml" 2>&1)
 	rc=$?
-	is "$rc" 122 "$l: gateway check refuses a remote upstream too (122)"
-	printf '%s' "$out" | grep -q "$D/remote.yaml:2: servers.remote.url: remote upstreams are not supported yet"
-	ok $? "$l: naming FILE:LINE and servers.remote.url" || printf '%s\n' "$out" | sed 's/^/#   /'
+	is "$rc" 0 "$l: gateway check of an https remote upstream exits 0"
+	printf '%s' "$out" | grep -q "^# server remote ($D/remote.yaml:2): remote, Streamable HTTP at https://mcp.example.com/mcp"
+	ok $? "$l: naming it, FILE:LINE and its url" || printf '%s\n' "$out" | sed 's/^/#   /'
 	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway token agent-b 2>&1)
 	rc=$?
 	is "$rc" 0 "$l: gateway token exits 0"

@@ -113,6 +113,13 @@ Test(gateway, full_example)
 		"    start_timeout: 10s\n"
 		"  remote:\n"
 		"    url: https://mcp.example.com/mcp\n"
+		"    headers: [\"Authorization: Bearer ${secret:github}\", \"X-Team: blue\"]\n"
+		"    ca_file: /etc/ssl/certs/ca-certificates.crt\n"
+		"  local:\n"
+		"    url: http://127.0.0.1:8080/mcp\n"
+		"  lan:\n"
+		"    url: http://mcp.lan:8080/mcp\n"
+		"    insecure_http: true\n"
 		"policy:\n"
 		"  default: require_approval\n"
 		"  rules:\n"
@@ -131,7 +138,7 @@ Test(gateway, full_example)
 		"principals:\n"
 		"  - {name: agent-a, token_sha256: "
 		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff}\n");
-	cr_assert_eq(c->n_servers, 2);
+	cr_assert_eq(c->n_servers, 4);
 	s = pdk_gw_config_server(c, "fs");
 	cr_assert_not_null(s);
 	cr_assert_eq(s->line, 2);
@@ -151,6 +158,15 @@ Test(gateway, full_example)
 	cr_assert_str_eq(s->url, "https://mcp.example.com/mcp");
 	cr_assert_null(s->command);
 	cr_assert_eq(s->timeout_ms, 60000);
+	cr_assert_str_eq(s->headers[0], "Authorization: Bearer ${secret:github}");
+	cr_assert_str_eq(s->headers[1], "X-Team: blue");
+	cr_assert_null(s->headers[2]);
+	cr_assert_str_eq(s->ca_file, "/etc/ssl/certs/ca-certificates.crt");
+	cr_assert_not(s->insecure_http);
+	s = pdk_gw_config_server(c, "local");
+	cr_assert_null(s->headers);
+	cr_assert_null(s->ca_file);
+	cr_assert(pdk_gw_config_server(c, "lan")->insecure_http);
 	cr_assert_null(pdk_gw_config_server(c, "nope"));
 	cr_assert_eq(c->dflt, PDK_GW_APPROVE);
 	cr_assert_eq(c->n_rules, 2);
@@ -238,6 +254,30 @@ Test(gateway, refused_fields)
 	load_bad("servers:\n  r: {url: ftp://h/}\n", 2, "servers.r.url", "not an http");
 	load_bad("servers:\n  r:\n    url: https://h/\n    cwd: /tmp\n", 4, "servers.r.cwd",
 		 "only a server with 'command'");
+	load_bad("servers:\n  r: {url: \"http://mcp.example.com/mcp\"}\n", 2, "servers.r.url",
+		 "plain http to a host that is not loopback: use https://, or set insecure_http");
+	load_bad("servers:\n  r: {url: \"http://127.0.0.1.example.com/mcp\"}\n", 2, "servers.r.url",
+		 "not loopback");
+	load_bad("servers:\n  r: {url: \"http://localhost@evil.example/mcp\"}\n", 2,
+		 "servers.r.url", "not loopback");
+	load_bad("servers:\n  r:\n    url: http://127.0.0.1/mcp\n    ca_file: /etc/hosts\n", 4,
+		 "servers.r.ca_file", "https://");
+	load_bad(FS "    headers: [\"X-A: b\"]\n", 4, "servers.fs.headers",
+		 "only a server with 'url'");
+	load_bad(FS "    insecure_http: true\n", 4, "servers.fs.insecure_http",
+		 "only a server with 'url'");
+	load_bad("servers:\n  r:\n    url: https://h/\n    headers: [\"Authorization\"]\n", 4,
+		 "servers.r.headers[0]", "expected 'Name: value'");
+	load_bad("servers:\n  r:\n    url: https://h/\n    headers: [\"Mcp-Session-Id: x\"]\n", 4,
+		 "servers.r.headers[0]", "set by the gateway itself");
+	load_bad("servers:\n  r:\n    url: https://h/\n    headers: [\"Host: evil\"]\n", 4,
+		 "servers.r.headers[0]", "set by the gateway itself");
+	load_bad("servers:\n  r:\n    url: https://h/\n    headers: [\"X-A: ${env:HOME}\"]\n", 4,
+		 "servers.r.headers[0]", "${secret:NAME}");
+	load_bad("servers:\n  r:\n    url: https://h/\n    headers: [\"X-A: \"]\n", 4,
+		 "servers.r.headers[0]", "no value");
+	load_bad("servers:\n  r:\n    url: https://h/\n    ca_file: certs.pem\n", 4,
+		 "servers.r.ca_file", "not an absolute path");
 	load_bad("servers:\n  fs:\n    command: []\n", 3, "servers.fs.command",
 		 "expected the program");
 	load_bad(FS "    cwd: data\n", 4, "servers.fs.cwd", "not an absolute path");
