@@ -33,6 +33,7 @@ static void call_free(struct pdk_mcp_call *call)
 	json_decref(call->caps);
 	json_decref(call->params);
 	free(call->sandbox);
+	free(call->name);
 	free(call);
 	pdk__mcp_conn_unref(c);
 }

@@ -241,6 +241,54 @@ bool pdk_mcp_call_elicit_approval(struct pdk_mcp_call *call,
 /* The call's approval elicitation, if one is open, is cancelled (its answer moot). NULL-safe. */
 void pdk_mcp_call_elicit_end(struct pdk_mcp_call *call);
 
+/* ---- approval in band for the 2026-07-28 era: MRTR (elicit-mrtr.c) ---- */
+
+/*
+ * Whether the client of `call` is asked for an approval in band by an
+ * input_required result (2026-07-28 basic/patterns/mrtr): a 2026-07-28
+ * call whose clientCapabilities declare `elicitation` (with `form`, or
+ * empty), in-band approvals not off (no_elicit_approvals), the call not
+ * cancelled.
+ */
+bool pdk_mcp_call_can_input(const struct pdk_mcp_call *call);
+
+/* Whether `call` is a 2026-07-28 retry: it carries a requestState. */
+bool pdk_mcp_call_is_retry(const struct pdk_mcp_call *call);
+
+/*
+ * Round 1: queue request `r` (pdk_ctl_approval_ask(): `id` gets its id,
+ * approval.requested is recorded) with a waiter of the server's own, not of
+ * the call: the call ends at once with *result (new reference), an
+ * input_required result whose inputRequests.approve is elicitation/create
+ * (the same question as pdk_mcp_call_elicit_approval()'s) and whose
+ * requestState, signed, names the principal, the tool, the arguments'
+ * digest and `id`. The request stays pending for the queue's deciders and
+ * the client's retry; its waiter records approval.granted, .denied or
+ * .timeout as for any asker, and keeps the decision for the retry until the
+ * state expires (10 minutes past the request's timeout). Errors as
+ * pdk_ctl_approval_ask() (then nothing is queued).
+ */
+PDK_MUST_CHECK int pdk_mcp_call_approval_input(struct pdk_mcp_call *call,
+					       const struct pdk_ctl_approval_req *r, char id[37],
+					       json_t **result, struct pdk_error **err);
+
+/*
+ * The retry of round 1 (pdk_mcp_call_is_retry()): 0 when its requestState
+ * verifies for this principal, tool and arguments and names an approval
+ * this server holds (`id` gets it): the client's answer
+ * (inputResponses.approve) decides it when it is still pending, as
+ * pdk_mcp_call_elicit_approval()'s answer does (an operator's decision made
+ * first stands), and `cb` is called once with the decision, perhaps before
+ * this returns (then the caller touches neither `call` nor `ctx` after). The decision is consumed:
+ * a granted approval runs one call. -EINVAL: the state does not verify (forged, another call's,
+ * expired): the client was answered JSON-RPC invalid params, and the caller ends the call (its
+ * result is not sent). -ENOENT: the approval was consumed by an earlier retry, is waited for by
+ * another one, or was forgotten: the caller refuses the call (`id` names it). The call's end
+ * (pdk_mcp_call_elicit_end()) detaches `cb`.
+ */
+PDK_MUST_CHECK int pdk_mcp_call_approval_retry(struct pdk_mcp_call *call, pdk_ctl_approval_cb cb,
+					       void *ctx, char id[37]);
+
 /*
  * Who the connection's client is: the principal its transport
  * authenticated ("loopback", a token's name, the stdio identity).
