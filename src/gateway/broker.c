@@ -678,9 +678,9 @@ static char *args_excerpt(const json_t *redacted)
  * the approval; the decision, the client's answer or an operator's first,
  * goes to on_call_decided() as in the 2025 era.
  */
-static void call_retry(struct pdk__gw_call *gc)
+static void call_retry(struct pdk__gw_call *gc, const json_t *detail)
 {
-	int rc = pdk_mcp_call_approval_retry(gc->mc, on_call_decided, gc, gc->approval);
+	int rc = pdk_mcp_call_approval_retry(gc->mc, detail, on_call_decided, gc, gc->approval);
 
 	if (rc == 0)
 		return;
@@ -728,7 +728,7 @@ static void call_ask(struct pdk__gw_call *gc, const struct pdk_gw_rule *rule)
 	int rc;
 
 	if (pdk_mcp_call_is_retry(gc->mc)) {
-		call_retry(gc);
+		call_retry(gc, detail);
 		return;
 	}
 	if (pdk_mcp_call_can_input(gc->mc))

@@ -11,6 +11,7 @@
 #include "common.h"
 #include "mcp-internal.h"
 
+#include <openssl/sha.h>
 #include <string.h>
 
 /* How long a decision is kept past the request's timeout: the state's own lifetime. */
@@ -24,6 +25,7 @@ struct pdk__mcp_held {
 	bool decided;
 	char *state, *approver, *note; /* once decided */
 	uint64_t forget_s;             /* CLOCK_REALTIME (s): a decided one is forgotten after */
+	unsigned char detail[SHA256_DIGEST_LENGTH]; /* what the human was shown: its digest */
 	/* A retry waiting for the decision, or NULL. */
 	struct pdk_mcp_call *call;
 	pdk_ctl_approval_cb cb;
@@ -42,6 +44,14 @@ static void held_unlink(struct pdk__mcp_held *h)
 			*p = h->next;
 			return;
 		}
+}
+
+/* The digest of a request's detail (NULL: none), as its JSON line. */
+static void detail_digest(const json_t *detail, unsigned char out[SHA256_DIGEST_LENGTH])
+{
+	_cleanup_free_ char *line = detail != NULL ? pdk_json_dump_line(detail) : pdk_xstrdup("");
+
+	SHA256((const unsigned char *)line, strlen(line), out);
 }
 
 static void held_free(struct pdk__mcp_held *h)
@@ -160,6 +170,7 @@ int pdk_mcp_call_approval_input(struct pdk_mcp_call *call, const struct pdk_ctl_
 		return rc;
 	}
 	h->forget_s = now_s() + timeout_s + HELD_TTL_S;
+	detail_digest(r->detail, h->detail);
 	h->next = m->held;
 	m->held = h;
 	memcpy(id, h->id, 37);
@@ -170,18 +181,19 @@ int pdk_mcp_call_approval_input(struct pdk_mcp_call *call, const struct pdk_ctl_
 /* SECURITY: a state this server did not sign for this very call is a protocol error. */
 static int refuse_state(struct pdk_mcp_call *call)
 {
-	pdk__mcp_send(call->conn, call->id,
-		      pdk_rpc_error(call->id, PDK_RPC_INVALID_PARAMS,
-				    "requestState does not verify: it is not one this server gave "
-				    "for this call (principal, tool, arguments), or it expired",
-				    NULL));
+	call->refusal =
+		pdk_rpc_error(call->id, PDK_RPC_INVALID_PARAMS,
+			      "requestState does not verify: it is not one this server gave "
+			      "for this call (principal, tool, arguments), or it expired",
+			      NULL);
 	call->answered = true;
 	return -EINVAL;
 }
 
-int pdk_mcp_call_approval_retry(struct pdk_mcp_call *call, pdk_ctl_approval_cb cb, void *ctx,
-				char id[37])
+int pdk_mcp_call_approval_retry(struct pdk_mcp_call *call, const json_t *detail,
+				pdk_ctl_approval_cb cb, void *ctx, char id[37])
 {
+	unsigned char digest[SHA256_DIGEST_LENGTH];
 	struct pdk__mcp_held *h;
 
 	if (!pdk__mrtr_verify_approval(call, call->request_state, id))
@@ -191,6 +203,11 @@ int pdk_mcp_call_approval_retry(struct pdk_mcp_call *call, pdk_ctl_approval_cb c
 	/* SECURITY: one decision runs one call: a second retry of the same state is refused. */
 	if (h == NULL || h->cb != NULL)
 		return -ENOENT;
+	/* SECURITY: a decision is about what the human was shown: a changed change set is not it.
+	 */
+	detail_digest(detail, digest);
+	if (memcmp(digest, h->detail, sizeof(digest)) != 0)
+		return -ESTALE;
 	h->call = call;
 	h->cb = cb;
 	h->ctx = ctx;

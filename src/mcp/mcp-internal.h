@@ -102,6 +102,7 @@ struct pdk_mcp_call {
 	void *data;                 /* the provider's */
 	struct pdk_mcp_ask *elicit; /* the client asked for an approval (elicit.c), or NULL */
 	char *name;                 /* a provider's call: the tool's name */
+	json_t *refusal;            /* the JSON-RPC error its end answers instead, or NULL */
 	struct pdk__mcp_held *held; /* a retry waiting for its approval's decision, or NULL */
 };
 

@@ -277,17 +277,21 @@ PDK_MUST_CHECK int pdk_mcp_call_approval_input(struct pdk_mcp_call *call,
  * verifies for this principal, tool and arguments and names an approval
  * this server holds (`id` gets it): the client's answer
  * (inputResponses.approve) decides it when it is still pending, as
- * pdk_mcp_call_elicit_approval()'s answer does (an operator's decision made
- * first stands), and `cb` is called once with the decision, perhaps before
- * this returns (then the caller touches neither `call` nor `ctx` after). The decision is consumed:
- * a granted approval runs one call. -EINVAL: the state does not verify (forged, another call's,
- * expired): the client was answered JSON-RPC invalid params, and the caller ends the call (its
- * result is not sent). -ENOENT: the approval was consumed by an earlier retry, is waited for by
- * another one, or was forgotten: the caller refuses the call (`id` names it). The call's end
- * (pdk_mcp_call_elicit_end()) detaches `cb`.
+ * pdk_mcp_call_elicit_approval()'s answer does (an operator's decision
+ * made first stands), and `cb` is called once with the decision, perhaps
+ * before this returns (then the caller touches neither `call` nor `ctx`
+ * after). The decision is consumed: a granted approval runs one call.
+ * -EINVAL: the state does not verify (forged, another call's, expired):
+ * the caller ends the call, whose end answers JSON-RPC invalid params
+ * instead of its result. -ENOENT: the approval was consumed by an
+ * earlier retry, is waited for by another one, or was forgotten; -ESTALE:
+ * `detail` (what the request would show now, borrowed; NULL: none) is not
+ * what round 1's request showed (a change set that changed since): the
+ * caller refuses the call (`id` names the approval), which stays as it
+ * is. The call's end (pdk_mcp_call_elicit_end()) detaches `cb`.
  */
-PDK_MUST_CHECK int pdk_mcp_call_approval_retry(struct pdk_mcp_call *call, pdk_ctl_approval_cb cb,
-					       void *ctx, char id[37]);
+PDK_MUST_CHECK int pdk_mcp_call_approval_retry(struct pdk_mcp_call *call, const json_t *detail,
+					       pdk_ctl_approval_cb cb, void *ctx, char id[37]);
 
 /*
  * Who the connection's client is: the principal its transport
