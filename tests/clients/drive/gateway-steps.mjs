@@ -28,6 +28,8 @@
 //       requestState as is (S "kept", the default), with its signature's last digit changed
 //       ("forged"), or another one ("other": the one kept before the last). Prints as "call"
 //       does, or the input_required result it got.
+//   In "call", "ask" and "retry" args, "@SANDBOX@" is the last sandbox_id a result named (a
+//   2026-07-28 client of paddock mcp passes sandbox_create's handle).
 //   {"op": "exec", "argv": [...]}
 //       Runs a command ("@APPROVAL@" in argv is the last "ask"'s approval id); prints
 //       {"op": "exec", "status": N}.
@@ -84,21 +86,33 @@ async function call(client, step) {
 		opts.onprogress = (p) => progress.push({ progress: p.progress, total: p.total, message: p.message });
 		opts.resetTimeoutOnProgress = true;
 	}
-	const params = { name: step.name, arguments: step.args || {} };
+	const params = { name: step.name, arguments: subst(step.args) };
 	try {
 		const r = sdkName === 'v1' ? await client.callTool(params, undefined, opts) : await client.callTool(params, opts);
-		return { op: 'call', name: step.name, result: toolResult(r), progress };
+		return { op: 'call', name: step.name, result: seen(toolResult(r)), progress };
 	} catch (e) {
 		return thrown('call', e, { name: step.name, progress });
 	}
 }
 
-// The requestStates kept by "ask" steps (last last) and the last approval asked.
+// The requestStates kept by "ask" steps (last last), the last approval asked, the last
+// sandbox_id a result named.
 const states = [];
 let approval = '';
+let sandbox = '';
+
+function subst(args) {
+	return JSON.parse(JSON.stringify(args || {}).replaceAll('@SANDBOX@', sandbox));
+}
+
+function seen(r) {
+	const id = r && r.structuredContent && r.structuredContent.sandbox_id;
+	if (typeof id === 'string') sandbox = id;
+	return r;
+}
 
 async function ask(client, step) {
-	const params = { name: step.name, arguments: step.args || {} };
+	const params = { name: step.name, arguments: subst(step.args) };
 	try {
 		const r = await client.callTool(params, { timeout: 120000, allowInputRequired: true });
 		const msg = r.inputRequests?.approve?.params?.message || '';
@@ -120,10 +134,10 @@ function stateOf(which) {
 
 async function retry(client, step) {
 	const content = step.answer === 'accept' ? { action: 'accept', content: { approve: true } } : { action: 'decline' };
-	const params = { name: step.name, arguments: step.args || {}, inputResponses: { approve: content }, requestState: stateOf(step.state) };
+	const params = { name: step.name, arguments: subst(step.args), inputResponses: { approve: content }, requestState: stateOf(step.state) };
 	try {
 		const r = await client.callTool(params, { timeout: 120000, allowInputRequired: true });
-		return { op: 'retry', name: step.name, result: toolResult(r) };
+		return { op: 'retry', name: step.name, result: seen(toolResult(r)) };
 	} catch (e) {
 		return thrown('retry', e, { name: step.name });
 	}
