@@ -186,8 +186,8 @@ typedef void (*pdk_mcp_answer_cb)(void *ctx, const json_t *result, const struct 
  * Whether the client of `call` can be asked elicitation/create in form
  * mode: it declared `elicitation` (with `form`, or empty) at initialize,
  * the call is of the 2025 era (the 2026-07-28 one has no server-to-client
- * requests: see docs/internals/mcp.md), and it is neither cancelled nor
- * its connection closed.
+ * requests: it is asked by input_required, pdk_mcp_call_can_input()), and it is neither cancelled
+ * nor its connection closed.
  */
 bool pdk_mcp_call_can_elicit(const struct pdk_mcp_call *call);
 
