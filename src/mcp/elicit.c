@@ -42,6 +42,7 @@ static const char *verdict(const char *action, bool yes)
 	return "refused (approve was not true)";
 }
 
+/* The queue request is decided by the client's answer, unless someone decided it first. */
 static void decide(const struct elicit *e, const json_t *result)
 {
 	pdk__mcp_approval_answer(e->call, e->id, result);

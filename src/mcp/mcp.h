@@ -238,7 +238,11 @@ struct pdk_mcp_approval_elicit {
 bool pdk_mcp_call_elicit_approval(struct pdk_mcp_call *call,
 				  const struct pdk_mcp_approval_elicit *r);
 
-/* The call's approval elicitation, if one is open, is cancelled (its answer moot). NULL-safe. */
+/*
+ * The call's approval elicitation, if one is open, is cancelled (its answer
+ * moot), and a retry waiting for its approval (pdk_mcp_call_approval_retry())
+ * is no longer called back. NULL-safe.
+ */
 void pdk_mcp_call_elicit_end(struct pdk_mcp_call *call);
 
 /* ---- approval in band for the 2026-07-28 era: MRTR (elicit-mrtr.c) ---- */
