@@ -673,7 +673,39 @@ static char *args_excerpt(const json_t *redacted)
 	return pdk_xasprintf("%.*s...", EXCERPT_MAX, s);
 }
 
-/* SECURITY: the rule says a human decides: the call waits, holding only its own request. */
+/*
+ * A 2026-07-28 retry of a call asked in band (MRTR): its signed state names
+ * the approval; the decision, the client's answer or an operator's first,
+ * goes to on_call_decided() as in the 2025 era.
+ */
+static void call_retry(struct pdk__gw_call *gc, const json_t *detail)
+{
+	int rc = pdk_mcp_call_approval_retry(gc->mc, detail, on_call_decided, gc, gc->approval);
+
+	if (rc == 0)
+		return;
+	if (rc == -EINVAL) {
+		/* The client was answered invalid params: this ends the call and records it. */
+		gc->approval[0] = '\0';
+		call_fail(gc,
+			  &(struct fail){.code = "invalid_request_state", .decision = "refused"},
+			  "requestState does not verify for this call");
+		return;
+	}
+	call_fail(gc,
+		  &(struct fail){.code = "approval_denied",
+				 .decision = "approval_denied",
+				 .approval = gc->approval},
+		  "approval %s was used by an earlier retry or is no longer known: call the tool "
+		  "again to be asked anew",
+		  gc->approval);
+}
+
+/*
+ * SECURITY: the rule says a human decides: the call waits, holding only its
+ * own request; a 2026-07-28 client that declared elicitation is answered
+ * input_required at once instead, and its retry waits for the decision.
+ */
 static void call_ask(struct pdk__gw_call *gc, const struct pdk_gw_rule *rule)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
@@ -692,14 +724,29 @@ static void call_ask(struct pdk__gw_call *gc, const struct pdk_gw_rule *rule)
 					 .reason = reason,
 					 .detail = detail,
 					 .timeout_s = gc->g->cfg->approval_timeout_s};
+	json_t *input = NULL;
+	int rc;
 
-	if (pdk_ctl_approval_ask(gc->g->ctl, &r, on_call_decided, gc, gc->approval, &gc->wait,
-				 &err) < 0) {
+	if (pdk_mcp_call_is_retry(gc->mc)) {
+		call_retry(gc, detail);
+		return;
+	}
+	if (pdk_mcp_call_can_input(gc->mc))
+		rc = pdk_mcp_call_approval_input(gc->mc, &r, gc->approval, &input, &err);
+	else
+		rc = pdk_ctl_approval_ask(gc->g->ctl, &r, on_call_decided, gc, gc->approval,
+					  &gc->wait, &err);
+	if (rc < 0) {
 		gc->wait = NULL;
 		gc->approval[0] = '\0';
 		call_fail(gc,
 			  &(struct fail){.code = "approval_denied", .decision = "approval_denied"},
 			  "the approval cannot be asked: %s", err->msg);
+		return;
+	}
+	/* MRTR: round 1 ends here; the queue's own waiter records what is decided. */
+	if (input != NULL) {
+		call_end(gc, "input_required", input);
 		return;
 	}
 	/* In band too, when the client can be asked: the first decision wins (elicit.c). */

@@ -33,6 +33,8 @@ static void call_free(struct pdk_mcp_call *call)
 	json_decref(call->caps);
 	json_decref(call->params);
 	free(call->sandbox);
+	free(call->name);
+	json_decref(call->refusal);
 	free(call);
 	pdk__mcp_conn_unref(c);
 }
@@ -45,7 +47,11 @@ void pdk__mcp_call_finish(struct pdk_mcp_call *call, json_t *result)
 	if (!call->cancelled && call->modern)
 		result = pdk__mcp_modern_result(result);
 	pdk__mcp_audit(call, result);
-	if (!call->cancelled && !call->answered)
+	/* A refusal is sent at the end: over HTTP the answer may end the connection. */
+	if (!call->cancelled && call->refusal != NULL) {
+		pdk__mcp_send(call->conn, call->id, steal_ptr(&call->refusal));
+		json_decref(result);
+	} else if (!call->cancelled && !call->answered)
 		pdk__mcp_send(call->conn, call->id, pdk_rpc_result(call->id, result));
 	else
 		json_decref(result);

@@ -45,8 +45,13 @@ static const char *verdict(const char *action, bool yes)
 /* The queue request is decided by the client's answer, unless someone decided it first. */
 static void decide(const struct elicit *e, const json_t *result)
 {
+	pdk__mcp_approval_answer(e->call, e->id, result);
+}
+
+void pdk__mcp_approval_answer(const struct pdk_mcp_call *call, const char *id, const json_t *result)
+{
 	_cleanup_error_ struct pdk_error *err = NULL;
-	struct pdk_mcp_conn *c = e->call->conn;
+	struct pdk_mcp_conn *c = call->conn;
 	const char *client = pdk_mcp_conn_client(c);
 	const char *action = json_string_value(json_object_get(result, "action"));
 	bool yes = grants(result);
@@ -55,11 +60,11 @@ static void decide(const struct elicit *e, const json_t *result)
 		"%s in band by MCP client %s", verdict(action, yes), client ? client : "(unnamed)");
 
 	/* SECURITY: anything but an explicit approve denies; the queue's row is the one truth. */
-	if (pdk_ctl_approval_decide_ctl(c->m->ctl, e->id, yes, approver, note, NULL, &err) == 0)
+	if (pdk_ctl_approval_decide_ctl(c->m->ctl, id, yes, approver, note, NULL, &err) == 0)
 		return;
 	pdk_log(&c->m->log, PDK_LOG_NOTICE,
-		"the elicitation answer of %s to approval %s changes nothing: %s", c->principal,
-		e->id, err->msg);
+		"the elicitation answer of %s to approval %s changes nothing: %s", c->principal, id,
+		err->msg);
 }
 
 static void answered(void *ctx, const json_t *result, const struct pdk_error *err)
@@ -96,7 +101,8 @@ static char *message_of(const struct pdk_mcp_call *call, const struct pdk_mcp_ap
 			     args ? "\n" : "", r->id);
 }
 
-static json_t *params_of(const struct pdk_mcp_call *call, const struct pdk_mcp_approval_elicit *r)
+json_t *pdk__mcp_approval_question(const struct pdk_mcp_call *call,
+				   const struct pdk_mcp_approval_elicit *r)
 {
 	_cleanup_free_ char *msg = message_of(call, r);
 	json_t *p = json_pack("{s:s, s:{s:s, s:{s:{s:s, s:s, s:s}}, s:[s]}}", "message", msg,
@@ -124,8 +130,8 @@ bool pdk_mcp_call_elicit_approval(struct pdk_mcp_call *call,
 	e->call = call;
 	(void)snprintf(e->id, sizeof(e->id), "%s", r->id);
 	/* The question stays open as long as the queue request does. */
-	if (pdk_mcp_call_ask(call, "elicitation/create", params_of(call, r), timeout_s * 1000,
-			     answered, e, &call->elicit, &err) < 0) {
+	if (pdk_mcp_call_ask(call, "elicitation/create", pdk__mcp_approval_question(call, r),
+			     timeout_s * 1000, answered, e, &call->elicit, &err) < 0) {
 		free(e);
 		return false;
 	}
@@ -134,6 +140,8 @@ bool pdk_mcp_call_elicit_approval(struct pdk_mcp_call *call,
 
 void pdk_mcp_call_elicit_end(struct pdk_mcp_call *call)
 {
-	if (call != NULL)
-		pdk_mcp_ask_cancel(call->elicit);
+	if (call == NULL)
+		return;
+	pdk_mcp_ask_cancel(call->elicit);
+	pdk__mcp_held_detach(call);
 }

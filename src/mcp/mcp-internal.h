@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 struct pdk_mcp_call;
+struct pdk__mcp_held;
 
 struct pdk_mcp {
 	struct pdk_ctl *ctl;
@@ -31,6 +32,7 @@ struct pdk_mcp {
 	char *instructions;                      /* initialize's and server/discover's */
 	struct pdk_mcp_conn *conns;              /* open connections (list_changed goes to them) */
 	uint64_t asks;                           /* requests sent to clients so far (their ids) */
+	struct pdk__mcp_held *held;              /* approvals asked by input_required (elicit.c) */
 };
 
 enum pdk_mcp_tool_flags {
@@ -99,6 +101,9 @@ struct pdk_mcp_call {
 	bool list_changed;          /* a subscription that asked for toolsListChanged */
 	void *data;                 /* the provider's */
 	struct pdk_mcp_ask *elicit; /* the client asked for an approval (elicit.c), or NULL */
+	char *name;                 /* a provider's call: the tool's name */
+	json_t *refusal;            /* the JSON-RPC error its end answers instead, or NULL */
+	struct pdk__mcp_held *held; /* a retry waiting for its approval's decision, or NULL */
 };
 
 /* ---- server.c ---- */
@@ -162,14 +167,50 @@ json_t *pdk__mcp_workspace(const struct pdk_mcp *m);
 /* Record the call's tool.call event: `result` its result (NULL: a protocol error). */
 void pdk__mcp_audit(const struct pdk_mcp_call *call, const json_t *result);
 
+/* ---- elicit.c ---- */
+/*
+ * The client's answer `result` (an elicitation/create result, borrowed; NULL:
+ * none) decides queue request `id` unless it is decided already: accept
+ * with approve true approves it as "elicitation:PRINCIPAL", anything else
+ * denies it (pdk_ctl_approval_decide_ctl()).
+ */
+void pdk__mcp_approval_answer(const struct pdk_mcp_call *call, const char *id,
+			      const json_t *result);
+/* elicitation/create's params asking for approval `r` (new reference). */
+json_t *pdk__mcp_approval_question(const struct pdk_mcp_call *call,
+				   const struct pdk_mcp_approval_elicit *r);
+
+/* ---- elicit-mrtr.c ---- */
+/* A retry that waits for its approval's decision no longer does: its callback is not called. */
+void pdk__mcp_held_detach(struct pdk_mcp_call *call);
+/*
+ * The server ends: the approvals asked by input_required are forgotten
+ * (their waiters are the control object's, which withdraws them on its
+ * end; the loop runs no more).
+ */
+void pdk__mcp_held_free(struct pdk_mcp *m);
+
 /* ---- mrtr.c ---- */
 /*
  * A requestState for `call` (caller frees): its principal, tool, arguments'
  * digest and an expiry, signed with the server's key (HMAC-SHA256).
  */
 char *pdk__mrtr_state(const struct pdk_mcp_call *call);
+/*
+ * The same for an approval asked in band: the state names queue request
+ * `approval` too, and expires STATE_TTL_S after `wait_s` (the request's
+ * timeout), so a client may retry once it is decided.
+ */
+char *pdk__mrtr_state_approval(const struct pdk_mcp_call *call, const char *approval,
+			       uint64_t wait_s);
 /* Whether `state` is one pdk__mrtr_state() made for this very call, not expired. */
 bool pdk__mrtr_verify(const struct pdk_mcp_call *call, const char *state);
+/*
+ * Whether `state` is one pdk__mrtr_state_approval() made for this very call,
+ * not expired; `approval` gets the queue request's id it names.
+ */
+bool pdk__mrtr_verify_approval(const struct pdk_mcp_call *call, const char *state,
+			       char approval[37]);
 /* The key, from the kernel's CSPRNG. */
 void pdk__mrtr_key(unsigned char key[32]);
 

@@ -186,8 +186,8 @@ typedef void (*pdk_mcp_answer_cb)(void *ctx, const json_t *result, const struct 
  * Whether the client of `call` can be asked elicitation/create in form
  * mode: it declared `elicitation` (with `form`, or empty) at initialize,
  * the call is of the 2025 era (the 2026-07-28 one has no server-to-client
- * requests: see docs/internals/mcp.md), and it is neither cancelled nor
- * its connection closed.
+ * requests: it is asked by input_required, pdk_mcp_call_can_input()), and it is neither cancelled
+ * nor its connection closed.
  */
 bool pdk_mcp_call_can_elicit(const struct pdk_mcp_call *call);
 
@@ -238,8 +238,64 @@ struct pdk_mcp_approval_elicit {
 bool pdk_mcp_call_elicit_approval(struct pdk_mcp_call *call,
 				  const struct pdk_mcp_approval_elicit *r);
 
-/* The call's approval elicitation, if one is open, is cancelled (its answer moot). NULL-safe. */
+/*
+ * The call's approval elicitation, if one is open, is cancelled (its answer
+ * moot), and a retry waiting for its approval (pdk_mcp_call_approval_retry())
+ * is no longer called back. NULL-safe.
+ */
 void pdk_mcp_call_elicit_end(struct pdk_mcp_call *call);
+
+/* ---- approval in band for the 2026-07-28 era: MRTR (elicit-mrtr.c) ---- */
+
+/*
+ * Whether the client of `call` is asked for an approval in band by an
+ * input_required result (2026-07-28 basic/patterns/mrtr): a 2026-07-28
+ * call whose clientCapabilities declare `elicitation` (with `form`, or
+ * empty), in-band approvals not off (no_elicit_approvals), the call not
+ * cancelled.
+ */
+bool pdk_mcp_call_can_input(const struct pdk_mcp_call *call);
+
+/* Whether `call` is a 2026-07-28 retry: it carries a requestState. */
+bool pdk_mcp_call_is_retry(const struct pdk_mcp_call *call);
+
+/*
+ * Round 1: queue request `r` (pdk_ctl_approval_ask(): `id` gets its id,
+ * approval.requested is recorded) with a waiter of the server's own, not of
+ * the call: the call ends at once with *result (new reference), an
+ * input_required result whose inputRequests.approve is elicitation/create
+ * (the same question as pdk_mcp_call_elicit_approval()'s) and whose
+ * requestState, signed, names the principal, the tool, the arguments'
+ * digest and `id`. The request stays pending for the queue's deciders and
+ * the client's retry; its waiter records approval.granted, .denied or
+ * .timeout as for any asker, and keeps the decision for the retry until the
+ * state expires (10 minutes past the request's timeout). Errors as
+ * pdk_ctl_approval_ask() (then nothing is queued).
+ */
+PDK_MUST_CHECK int pdk_mcp_call_approval_input(struct pdk_mcp_call *call,
+					       const struct pdk_ctl_approval_req *r, char id[37],
+					       json_t **result, struct pdk_error **err);
+
+/*
+ * The retry of round 1 (pdk_mcp_call_is_retry()): 0 when its requestState
+ * verifies for this principal, tool and arguments and names an approval
+ * this server holds (`id` gets it): the client's answer
+ * (inputResponses.approve) decides it when it is still pending, as
+ * pdk_mcp_call_elicit_approval()'s answer does (an operator's decision
+ * made first stands), and `cb` is called once with the decision, perhaps
+ * before this returns (then the caller touches neither `call` nor `ctx`
+ * after). The decision is consumed: a granted approval runs one call.
+ * -EINVAL: the state does not verify (forged, another call's, expired):
+ * the caller ends the call, whose end answers JSON-RPC invalid params
+ * instead of its result. -ENOENT: the approval was consumed by an
+ * earlier retry, is waited for by another one, or was forgotten; -ESTALE:
+ * `detail` (what the request would show now, borrowed; NULL: none) is not
+ * what round 1's request showed (a change set that changed since): the
+ * caller refuses the call (`id` names the approval), which stays as it
+ * is. The call's end (pdk_mcp_call_elicit_end()) detaches `cb`.
+ */
+PDK_MUST_CHECK int pdk_mcp_call_approval_retry(struct pdk_mcp_call *call, const json_t *detail,
+					       pdk_ctl_approval_cb cb, void *ctx, char id[37]);
 
 /*
  * Who the connection's client is: the principal its transport

@@ -3,11 +3,13 @@
  * basic/patterns/mrtr): what the server needs to finish a call on the
  * client's retry travels with the client, so it is signed. The state names
  * the principal it was given to, the tool, a digest of the call's arguments
- * and an expiry; a retry whose state does not verify, or verifies for
- * another principal, call or time, is refused.
+ * and an expiry, and for an approval asked in band the approval queue's
+ * request id; a retry whose state does not verify, or verifies for another
+ * principal, call, approval or time, is refused.
  *
  *   requestState = base64url(payload) "." hex(HMAC-SHA256(key, payload))
- *   payload      = {"d": sha256(args), "e": expiry (UNIX s), "n": tool, "p": principal}
+ *   payload      = {"a": approval id (only when one is asked),
+ *                   "d": sha256(args), "e": expiry (UNIX s), "n": tool, "p": principal}
  */
 #include "common.h"
 #include "mcp-internal.h"
@@ -67,14 +69,20 @@ static char *b64url(const char *p, size_t n)
 	return out;
 }
 
-static char *payload_of(const struct pdk_mcp_call *call, uint64_t exp)
+/* The tool's name: paddock's own, or the one a provider serves. */
+static const char *tool_name(const struct pdk_mcp_call *call)
+{
+	return call->tool != NULL ? call->tool->name : call->name;
+}
+
+static char *payload_of(const struct pdk_mcp_call *call, uint64_t exp, const char *approval)
 {
 	char digest[65];
 	_cleanup_json_ json_t *p = NULL;
 
 	args_digest(call, digest);
-	p = json_pack("{s:s, s:I, s:s, s:s}", "d", digest, "e", (json_int_t)exp, "n",
-		      call->tool->name, "p", call->conn->identity);
+	p = json_pack("{s:s?, s:s, s:I, s:s, s:s}", "a", approval, "d", digest, "e",
+		      (json_int_t)exp, "n", tool_name(call), "p", call->conn->identity);
 	if (p == NULL)
 		pdk_oom();
 	return pdk_json_dump_line(p);
@@ -82,8 +90,14 @@ static char *payload_of(const struct pdk_mcp_call *call, uint64_t exp)
 
 char *pdk__mrtr_state(const struct pdk_mcp_call *call)
 {
-	_cleanup_free_ char *payload =
-		payload_of(call, pdk_now_real_ns() / 1000000000ULL + STATE_TTL_S);
+	return pdk__mrtr_state_approval(call, NULL, 0);
+}
+
+char *pdk__mrtr_state_approval(const struct pdk_mcp_call *call, const char *approval,
+			       uint64_t wait_s)
+{
+	_cleanup_free_ char *payload = payload_of(
+		call, pdk_now_real_ns() / 1000000000ULL + wait_s + STATE_TTL_S, approval);
 	_cleanup_free_ char *enc = b64url(payload, strlen(payload));
 	char sig[65];
 
@@ -127,21 +141,43 @@ static char *verified_payload(const struct pdk_mcp_call *call, const char *state
 	return payload;
 }
 
-bool pdk__mrtr_verify(const struct pdk_mcp_call *call, const char *state)
+/*
+ * Whether `state` verifies for `call`; `approval` (37 bytes, or NULL: a
+ * state without one) gets the approval id it names, which must be one.
+ */
+static bool verify(const struct pdk_mcp_call *call, const char *state, char *approval)
 {
 	_cleanup_free_ char *payload = verified_payload(call, state);
 	_cleanup_free_ char *want = NULL;
 	_cleanup_json_ json_t *p = NULL;
+	const char *a;
 	uint64_t exp;
 
 	if (payload == NULL || (p = json_loads(payload, 0, NULL)) == NULL)
 		return false;
 	exp = (uint64_t)json_integer_value(json_object_get(p, "e"));
+	a = json_string_value(json_object_get(p, "a"));
 	if (exp < pdk_now_real_ns() / 1000000000ULL)
 		return false;
+	/* SECURITY: a state of an approval fits only the retry of that approval, and back. */
+	if ((approval != NULL) != (a != NULL) || (a != NULL && strlen(a) != 36))
+		return false;
+	if (approval != NULL)
+		memcpy(approval, a, 37);
 	/* The same principal, tool and arguments: the state of one call fits no other. */
-	want = payload_of(call, exp);
+	want = payload_of(call, exp, a);
 	want[strcspn(want, "\n")] = '\0';
 	payload[strcspn(payload, "\n")] = '\0';
 	return strcmp(want, payload) == 0;
+}
+
+bool pdk__mrtr_verify(const struct pdk_mcp_call *call, const char *state)
+{
+	return verify(call, state, NULL);
+}
+
+bool pdk__mrtr_verify_approval(const struct pdk_mcp_call *call, const char *state,
+			       char approval[37])
+{
+	return verify(call, state, approval);
 }

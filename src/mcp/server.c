@@ -52,6 +52,7 @@ void pdk_mcp_free(struct pdk_mcp *m)
 {
 	if (m == NULL)
 		return;
+	pdk__mcp_held_free(m);
 	json_decref(m->tools);
 	free(m->instructions);
 	free(m->profile);
@@ -257,20 +258,32 @@ static void unknown_tool(struct pdk_mcp_conn *c, const json_t *id, const char *n
 		     json_pack("{s:s}", "name", name));
 }
 
+/* A 2026-07-28 call (`caps` its clientCapabilities; NULL: legacy): what an MRTR retry carries. */
+static void call_modern(struct pdk_mcp_call *call, const json_t *caps)
+{
+	call->modern = caps != NULL;
+	if (caps == NULL)
+		return;
+	call->caps = json_deep_copy(caps);
+	call->input_responses = json_object_get(call->params, "inputResponses");
+	call->request_state = json_string_value(json_object_get(call->params, "requestState"));
+}
+
 /*
  * A tools/call the provider answers. SECURITY: its arguments are not
  * checked here (schema.c knows paddock's own tools only): the provider
  * validates them against the tool's own inputSchema before anything runs.
  */
 static void provided_call(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, const char *name,
-			  bool modern)
+			  const json_t *caps)
 {
 	const struct pdk_mcp_provider *p = c->m->provider;
 	json_t *args = json_object_get(m->params, "arguments");
 	struct pdk_mcp_call *call = call_new(c, m);
 
 	call->provided = true;
-	call->modern = modern;
+	call->name = pdk_xstrdup(name);
+	call_modern(call, caps);
 	call->args = args ? json_deep_copy(args) : json_object();
 	if (p->call(p->ctx, call, name, call->args))
 		return;
@@ -291,7 +304,7 @@ static void on_tools_call(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, b
 
 	if (name != NULL && t == NULL && c->m->provider != NULL &&
 	    (args == NULL || json_is_object(args))) {
-		provided_call(c, m, name, modern);
+		provided_call(c, m, name, modern ? caps : NULL);
 		return;
 	}
 	if (name == NULL || t == NULL) {
@@ -309,10 +322,7 @@ static void on_tools_call(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, b
 	call = call_new(c, m);
 	call->tool = t;
 	call->args = args ? json_deep_copy(args) : json_object();
-	call->modern = modern;
-	call->caps = caps ? json_deep_copy(caps) : NULL;
-	call->input_responses = json_object_get(call->params, "inputResponses");
-	call->request_state = json_string_value(json_object_get(call->params, "requestState"));
+	call_modern(call, modern ? caps : NULL);
 	schema = t->input();
 	if (args_ok(call, schema))
 		pdk__mcp_call_start(call);

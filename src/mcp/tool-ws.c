@@ -195,6 +195,67 @@ static json_t *propose_detail(const struct pdk_mcp_call *call, const json_t *cha
 			 (json_int_t)json_array_size(changes));
 }
 
+/*
+ * A 2026-07-28 retry of a proposal asked in band (MRTR): the decision, the
+ * client's answer or an operator's first, goes to propose_decided() as in
+ * the 2025 era, for this very change set.
+ */
+static void propose_retry(struct pdk_mcp_call *call, const json_t *detail)
+{
+	_cleanup_free_ char *text = NULL;
+	char id[37] = "";
+	int rc = pdk_mcp_call_approval_retry(call, detail, propose_decided, call, id);
+
+	if (rc == 0)
+		return;
+	if (rc == -EINVAL) {
+		pdk__mcp_call_finish(call, NULL); /* answered invalid params */
+		return;
+	}
+	text = rc == -ESTALE
+		       ? pdk_xasprintf("not applied: the sandbox's changes are no longer "
+				       "those approval request %s showed: call "
+				       "workspace_propose_commit again to be asked anew",
+				       id)
+		       : pdk_xasprintf("not applied: approval request %s was used by an earlier "
+				       "retry or is no longer known: call "
+				       "workspace_propose_commit again to be asked anew",
+				       id);
+	refused(call, text,
+		json_pack("{s:s, s:s}", "status", rc == -ESTALE ? "changed" : "used", "approval_id",
+			  id));
+}
+
+/* Ask the queue (and the client, in band, when it can be asked): the first decision wins. */
+static void propose_ask(struct pdk_mcp_call *call, const struct pdk_ctl_approval_req *r)
+{
+	_cleanup_error_ struct pdk_error *e = NULL;
+	json_t *input = NULL;
+	char id[37];
+
+	if (pdk_mcp_call_can_input(call)) {
+		/* MRTR: round 1 ends here; the queue's own waiter records what is decided. */
+		if (pdk_mcp_call_approval_input(call, r, id, &input, &e) < 0)
+			pdk__mcp_call_fail(call, e);
+		else
+			pdk__mcp_call_finish(call, input);
+		return;
+	}
+	if (pdk_ctl_approval_ask(call->conn->m->ctl, r, propose_decided, call, id, &call->approval,
+				 &e) < 0) {
+		pdk__mcp_call_fail(call, e);
+		return;
+	}
+	(void)pdk_mcp_call_elicit_approval(
+		call, &(struct pdk_mcp_approval_elicit){.id = id,
+							.summary = r->summary,
+							.reason = r->reason,
+							.detail = r->detail,
+							.timeout_s = r->timeout_s});
+	/* Progress while the human decides: a client may extend its own timeout on it. */
+	pdk__mcp_call_ticker(call);
+}
+
 static void propose_diffed(void *ctx, json_t *doc, const struct pdk_error *err)
 {
 	struct pdk_mcp_call *call = ctx;
@@ -203,9 +264,6 @@ static void propose_diffed(void *ctx, json_t *doc, const struct pdk_error *err)
 	_cleanup_free_ char *summary = NULL;
 	const json_t *changes = json_object_get(doc, "changes");
 	size_t n = json_array_size(changes);
-	const char *reason = "workspace_propose_commit: applying a change set to the host needs a "
-			     "human's approval";
-	char id[37];
 
 	if (err != NULL || call->cancelled) {
 		(void)pdk_error_setx(&e, ECANCELED, "the call was cancelled");
@@ -221,29 +279,20 @@ static void propose_diffed(void *ctx, json_t *doc, const struct pdk_error *err)
 	summary = pdk_xasprintf("commit %zu change(s) of sandbox %s to %s", n, call->sandbox,
 				call->conn->m->workspace ?: "its workspace's host directory");
 	detail = propose_detail(call, changes);
-	if (pdk_ctl_approval_ask(
-		    call->conn->m->ctl,
-		    &(struct pdk_ctl_approval_req){.kind = "commit",
-						   .principal = call->conn->identity,
-						   .sandbox = call->sandbox,
-						   .summary = summary,
-						   .reason = reason,
-						   .detail = detail,
-						   .timeout_s = call->conn->m->approval_timeout_s},
-		    propose_decided, call, id, &call->approval, &e) < 0) {
-		pdk__mcp_call_fail(call, e);
+	if (pdk_mcp_call_is_retry(call)) {
+		propose_retry(call, detail);
 		return;
 	}
-	/* In band too, when the client can be asked: the first decision wins (elicit.c). */
-	(void)pdk_mcp_call_elicit_approval(
-		call,
-		&(struct pdk_mcp_approval_elicit){.id = id,
-						  .summary = summary,
-						  .reason = reason,
-						  .detail = detail,
-						  .timeout_s = call->conn->m->approval_timeout_s});
-	/* Progress while the human decides: a client may extend its own timeout on it. */
-	pdk__mcp_call_ticker(call);
+	propose_ask(call,
+		    &(struct pdk_ctl_approval_req){
+			    .kind = "commit",
+			    .principal = call->conn->identity,
+			    .sandbox = call->sandbox,
+			    .summary = summary,
+			    .reason = "workspace_propose_commit: applying a change set to the "
+				      "host needs a human's approval",
+			    .detail = detail,
+			    .timeout_s = call->conn->m->approval_timeout_s});
 }
 
 /*

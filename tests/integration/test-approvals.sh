@@ -9,7 +9,8 @@
 # mcp recorded, POST /v1/approvals/ID/approve lets the call complete, and the audit store
 # records the API's principal as the approver (mcp-approvals.py). In band: a client that declared
 # elicitation is asked too (the raw client and the official SDK's): its accept commits, its
-# decline denies, and its answer after the CLI's decision changes nothing.
+# decline denies, and its answer after the CLI's decision changes nothing; a 2026-07-28 client
+# (SDK v2) is asked by input_required and its retry decides, unless an operator did first.
 # A new egress host the same way (mcp-egress.py): a sandbox of `paddock mcp` whose allowlist
 # lacks an origin (in a network namespace of the suite's own) is refused; the agent's
 # egress_request_allow waits for `paddock approve ID` (or the API's approve), then the same
@@ -119,6 +120,44 @@ sdk_in_band() {
 	is "$(cat "$ws/sdk.txt" 2>/dev/null)" sdk "$who: SDK v1 with elicitation: the host directory has the change"
 }
 
+# sdk_in_band_modern WHO WS: the SDK v2 client in the 2026-07-28 era, declaring elicitation,
+# over stdio: workspace_propose_commit is answered input_required (MRTR) and the SDK's retry
+# with its accept commits; then by hand, an operator's `paddock deny` between the rounds stands
+# against the retry's accept, and a forged requestState is refused (invalid params).
+sdk_in_band_modern() {
+	local who=$1 ws=$2 out
+	out=$(cd "$ws" && GW_ELICIT=accept GW_STEPS='[{"op": "call", "name": "sandbox_create"},
+		{"op": "call", "name": "run_command", "args": {"sandbox_id": "@SANDBOX@", "command": "echo modern > modern.txt"}},
+		{"op": "call", "name": "workspace_propose_commit", "args": {"sandbox_id": "@SANDBOX@"}}]' \
+		$(as_argv "$who") "$NODE" "$DRIVE/gateway-steps.mjs" v2 stdio "$T/bin/paddock" mcp \
+		--workspace "$ws" 2>"$T/sdk-modern.err")
+	jq_ok "$(printf '%s\n' "$out" | sed -n 4p)" '.got | length == 1 and (.[0].message |
+		contains("workspace_propose_commit") and contains("modern.txt"))' \
+		"$who: SDK v2 (2026-07-28) with elicitation: asked by input_required what the commit changes"
+	jq_ok "$(printf '%s\n' "$out" | sed -n 3p)" '.result.structuredContent.status == "committed" and
+		(.result.structuredContent.approver | startswith("elicitation:"))' \
+		"$who: SDK v2 (2026-07-28): its retry with accept commits, approved by elicitation:PRINCIPAL"
+	is "$(cat "$ws/modern.txt" 2>/dev/null)" modern "$who: SDK v2 (2026-07-28): the host directory has the change"
+	out=$(cd "$ws" && GW_ELICIT=accept GW_STEPS='[{"op": "call", "name": "sandbox_create"},
+		{"op": "call", "name": "run_command", "args": {"sandbox_id": "@SANDBOX@", "command": "echo no > modern-denied.txt"}},
+		{"op": "ask", "name": "workspace_propose_commit", "args": {"sandbox_id": "@SANDBOX@"}},
+		{"op": "exec", "argv": ["'"$T/bin/paddock"'", "deny", "@APPROVAL@"]},
+		{"op": "retry", "name": "workspace_propose_commit", "args": {"sandbox_id": "@SANDBOX@"}, "answer": "accept", "state": "forged"},
+		{"op": "retry", "name": "workspace_propose_commit", "args": {"sandbox_id": "@SANDBOX@"}, "answer": "accept"}]' \
+		$(as_argv "$who") "$NODE" "$DRIVE/gateway-steps.mjs" v2 stdio "$T/bin/paddock" mcp \
+		--workspace "$ws" 2>"$T/sdk-modern.err")
+	jq_ok "$(printf '%s\n' "$out" | sed -n 3p)" '.result.resultType == "input_required" and
+		.result.inputRequests.approve.method == "elicitation/create" and (.approval | length == 36)' \
+		"$who: SDK v2 (2026-07-28), by hand: the proposal is answered input_required naming its approval"
+	jq_ok "$(printf '%s\n' "$out" | sed -n 5p)" '.code == -32602' \
+		"$who: SDK v2 (2026-07-28): a forged requestState is refused (invalid params)"
+	jq_ok "$(printf '%s\n' "$out" | sed -n 6p)" '.result.isError == true and .result.structuredContent.status == "denied" and
+		(.result.structuredContent.approver | startswith("uid:"))' \
+		"$who: SDK v2 (2026-07-28): after paddock deny, the retry's accept is refused, naming the operator"
+	[ ! -e "$ws/modern-denied.txt" ]
+	ok $? "$who: SDK v2 (2026-07-28): the denied change is not in the host directory"
+}
+
 # sdk_in_band_http WHO WS: the same over Streamable HTTP (`paddock mcp --listen`): the question
 # comes on the call's event stream, the SDK POSTs its accept in the session.
 sdk_in_band_http() {
@@ -160,6 +199,7 @@ approval_tests() {
 	is "$(ls -A "$ws" | sort | tr '\n' ' ')" "approved.txt host.txt inband.txt off.txt " \
 		"$who: the host directory has the approved changes alone (the CLI's, in band)"
 	sdk_in_band "$who" "$ws"
+	sdk_in_band_modern "$who" "$ws"
 	sdk_in_band_http "$who" "$ws"
 	tap_of < <(python3 "$HERE/mcp-egress.py" "$who" "$T/egress.yaml" "$ORIGIN" cli -- \
 		$(as_argv "$who") "$T/bin/paddock")

@@ -9,6 +9,12 @@
 #   (its --log) and not the add; the model was handed the echo's text and the refusal
 #   (invalid_arguments naming /b); the answer quotes the last result; both calls are
 #   tool.call audit records; nothing of paddock is left once Claude Code exits.
+# - approval in band (docs/approvals.md, IN BAND): a second gateway, `gated`, whose policy
+#   sends fx__write_file to a human: Claude Code (2026-07-28) is answered input_required and
+#   asks its user; `claude -p` has none and cancels: the call is denied by
+#   elicitation:agent-c and the upstream never sees it; with the project's Elicitation hook
+#   answering accept {approve: true} (.claude/settings.json, the user's own way to answer in
+#   -p), the retry is granted by elicitation:agent-c and the write is done.
 # Run by `make test-clients` (Claude Code is large, so it is not part of make test).
 set -u
 . "$(dirname "$0")/lib-claude.sh"
@@ -16,6 +22,58 @@ cp "$TESTS_DIR/integration/gw-upstream.py" "$T/bin/"
 chmod 0755 "$T/bin/gw-upstream.py"
 ECHO=mcp__tools__fx__echo
 ADD=mcp__tools__fx__add
+
+GATED=mcp__gated__fx__write_file
+
+# in_band_run WHO D FILE: claude -p plays a model that calls $GATED to write FILE.
+in_band_run() {
+	local who=$1 d=$2 file=$3
+	claude_api_start "$who" "$(printf '[{"tool": "%s", "input": {"path": "%s", "text": "yes"}}]' "$GATED" "$file")"
+	claude_as "$who" -p "Write with the tools." --allowedTools "$GATED" --output-format json \
+		>"$T/p.out" 2>"$T/p.err"
+	is "$?" 0 "$who: in band: claude -p exits 0" || tail -5 "$T/p.err" | sed 's/^/#   /'
+	RES=$(jq -rs '[.[] | .tool_results[]?] | last | .text // ""' "$T/api-$who.log" 2>/dev/null)
+	claude_api_stop "$who"
+	mcp_as "$who" "$T/bin/paddock" audit tail -n 200 --json >"$T/audit.json" 2>&1
+}
+
+# in_band WHO D: the `gated` gateway (fx__write_file needs a human), asked by input_required.
+in_band() {
+	local who=$1 d=$2 hooks="$T/proj-$1/.claude"
+	sed '/^policy:/,$d' "$d/gateway.yaml" >"$d/gated.yaml"
+	printf '%s\n' 'policy:' '  default: allow' '  rules:' \
+		'    - {name: writes-need-a-human, server: fx, tool: write_file, action: require_approval, reason: writes need a human}' \
+		>>"$d/gated.yaml"
+	chmod a+r "$d/gated.yaml"
+	claude_as "$who" mcp add gated "${ENVS[@]}" -- paddock gateway --config "$d/gated.yaml" \
+		--principal agent-c >"$T/add.out" 2>&1
+	ok $? "$who: in band: claude mcp add gated -- paddock gateway (a require_approval rule)"
+	in_band_run "$who" "$d" "$d/log/cancel.txt"
+	printf '%s' "$RES" | grep -q 'approval_denied.*denied by elicitation:agent-c: cancelled in band by MCP client claude-code'
+	ok $? "$who: in band: claude -p, asked by input_required with nobody to ask, cancels: the model is handed the denial" ||
+		printf '%s\n' "$RES" | head -3 | sed 's/^/#   /'
+	jq -se 'any(.[]; .kind == "tool.call" and .attrs.decision == "input_required" and
+		.attrs.client == "claude-code" and .attrs.args.path == "'"$d/log/cancel.txt"'")' "$T/audit.json" >/dev/null 2>&1
+	ok $? "$who: in band: the first round is a tool.call record, decision input_required, client claude-code"
+	n=$(jq -c 'select(.method == "tools/call" and .params.name == "write_file")' "$d/log/fx.log" 2>/dev/null | wc -l)
+	is "$n" 0 "$who: in band: the cancelled call never reached the upstream"
+	# The user's own answer in -p: an Elicitation hook of the project that accepts.
+	mkdir -p "$hooks"
+	printf '#!/bin/sh\ncat >/dev/null\necho %s\n' \
+		"'{\"hookSpecificOutput\": {\"hookEventName\": \"Elicitation\", \"action\": \"accept\", \"content\": {\"approve\": true}}}'" \
+		>"$T/bin/elicit-accept.sh"
+	chmod 0755 "$T/bin/elicit-accept.sh"
+	printf '{"hooks": {"Elicitation": [{"matcher": "", "hooks": [{"type": "command", "command": "%s"}]}]}}\n' \
+		"$T/bin/elicit-accept.sh" >"$hooks/settings.json"
+	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$hooks"
+	in_band_run "$who" "$d" "$d/log/accept.txt"
+	is "$(cat "$d/log/accept.txt" 2>/dev/null)" yes "$who: in band: the Elicitation hook accepts: the retry runs the write"
+	jq -se 'any(.[]; .kind == "approval.granted" and .attrs.approver == "elicitation:agent-c" and
+		(.attrs.note | contains("claude-code")))' "$T/audit.json" >/dev/null 2>&1
+	ok $? "$who: in band: approval.granted by elicitation:agent-c (Claude Code's answer)"
+	rm -f "$hooks/settings.json"
+	no_paddock_left "$who: in band"
+}
 
 for who in root user; do
 	d="$T/gw-$who"
@@ -74,5 +132,6 @@ EOF
 		any(.tool == "add" and .decision == "invalid_arguments"))' "$T/audit.json" >/dev/null 2>&1
 	ok $? "$who: both calls are tool.call audit records (allowed, invalid_arguments)"
 	claude_api_stop "$who"
+	in_band "$who" "$d"
 done
 done_testing

@@ -310,6 +310,16 @@ granted_by() {
 	jq -e -s 'any(.[]; .attrs.approver == "'"$1"'")' "$T/granted.json" >/dev/null 2>&1
 }
 
+# granted_for FILE APPROVER: whether the call that wrote FILE ran on an approval the audit
+# store records approval.granted by APPROVER (its tool.call names the approval).
+granted_for() {
+	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 1000 --json >"$T/granted.json" 2>&1
+	jq -e -s '([.[] | select(.kind == "tool.call" and .attrs.decision == "approved" and
+		.attrs.args.path == "'"$1"'") | .attrs.approval] | last) as $a | $a != null and
+		any(.[]; .kind == "approval.granted" and .attrs.id == $a and .attrs.approver == "'"$2"'")' \
+		"$T/granted.json" >/dev/null 2>&1
+}
+
 # in_band_call SDK ANSWER PRINCIPAL FILE TARGET...: a client that declared elicitation (it
 # answers ANSWER: accept, decline, wait) calls fx__write_file of FILE, which the policy sends
 # to a human; its lines in $OUT.
@@ -334,6 +344,15 @@ in_band_off() {
 	wait "$BG"
 	jqok "$(sed -n 2p "$T/bg.out")" '.result.isError != true' "$l: paddock approve lets it complete"
 	jqok "$(sed -n 3p "$T/bg.out")" '.got == []' "$l: the client that declared elicitation was not asked"
+	(in_band_call v2 accept agent-s "$D/log/inband-off-2.txt" stdio "$T/bin/paddock" gateway \
+		--config "$D/off.yaml" --principal agent-s; printf '%s\n' "$OUT" >"$T/bg.out") &
+	BG=$!
+	approval_of tool.call '.detail.path // "" | contains("inband-off-2")'
+	ok $? "$l: SDK v2 (2026-07-28): the call waits in the queue"
+	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >/dev/null 2>&1
+	wait "$BG"
+	jqok "$(sed -n 2p "$T/bg.out")" '.result.isError != true' "$l: SDK v2 (2026-07-28): paddock approve lets it complete"
+	jqok "$(sed -n 3p "$T/bg.out")" '.got == []' "$l: SDK v2 (2026-07-28): no input_required asked the client"
 	printf 'servers:\n  fx:\n    command: [/bin/true]\napprovals:\n  in_band: maybe\n' >"$D/bad-in-band.yaml"
 	out=$(mcp_as "$WHO" "$T/bin/paddock" gateway check --config "$D/bad-in-band.yaml" 2>&1)
 	rc=$?
@@ -342,9 +361,76 @@ in_band_off() {
 	ok $? "$l: naming FILE:LINE, approvals.in_band and what it expects" || printf '%s\n' "$out" | sed 's/^/#   /'
 }
 
+# The 2026-07-28 era (SDK v2, MRTR) over the running gateway --listen: the call is answered
+# input_required (elicitation/create and a signed requestState naming the approval) and the
+# retry's answer decides it. Driven by hand (the SDK's manual multi round-trip path): an
+# operator's `paddock deny` between the rounds stands against the retry's accept; a forged
+# state and another call's state are refused (invalid params); a granted state runs once.
+in_band_mrtr() {
+	local l=$1 f="$D/log/inband-6.txt" g="$D/log/inband-7.txt" h="$D/log/inband-8.txt" fa ga ha
+	fa='{"path": "'"$f"'", "text": "yes"}'
+	ga='{"path": "'"$g"'", "text": "yes"}'
+	ha='{"path": "'"$h"'", "text": "yes"}'
+	GW_TOKEN=$TOKEN_A GW_ELICIT=accept steps "$WHO" v2 '[{"op": "list", "want": ["fx__write_file"]},
+		{"op": "ask", "name": "fx__write_file", "args": '"$fa"'},
+		{"op": "exec", "argv": ["'"$T/bin/paddock"'", "deny", "@APPROVAL@"]},
+		{"op": "retry", "name": "fx__write_file", "args": '"$fa"', "answer": "accept"},
+		{"op": "ask", "name": "fx__write_file", "args": '"$ha"'},
+		{"op": "ask", "name": "fx__write_file", "args": '"$ga"'},
+		{"op": "retry", "name": "fx__write_file", "args": '"$ga"', "answer": "accept", "state": "forged"},
+		{"op": "retry", "name": "fx__write_file", "args": '"$ga"', "answer": "accept", "state": "other"},
+		{"op": "retry", "name": "fx__write_file", "args": '"$ga"', "answer": "accept"},
+		{"op": "retry", "name": "fx__write_file", "args": '"$ga"', "answer": "accept"}]' http "$GW_URL"
+	jqok "$(nth 2)" '.result.resultType == "input_required" and
+		.result.inputRequests.approve.method == "elicitation/create" and
+		.result.inputRequests.approve.params.requestedSchema.properties.approve.type == "boolean" and
+		(.result.inputRequests.approve.params.message | contains("agent-a") and contains("writes need a human")) and
+		(.result.requestState | type == "string") and (.approval | length == 36)' \
+		"$l: http, SDK v2 (2026-07-28): the call is answered input_required: elicitation/create {approve: boolean} and a requestState"
+	jqok "$(nth 3)" '.status == 0' "$l: http, SDK v2: paddock deny decides the pending approval between the rounds"
+	jqok "$(nth 4)" '.result.isError == true and (.result.content[0].text | startswith("approval_denied") and
+		contains("denied by uid:"))' "$l: http, SDK v2: the retry's accept after the operator's deny is refused, naming the operator"
+	is "$(logged '.method == "tools/call" and .params.arguments.path == "'"$f"'"')" 0 \
+		"$l: http, SDK v2: the denied call never reached the upstream (its log)"
+	jqok "$(nth 7)" '.code == -32602 and (.throw | contains("requestState does not verify"))' \
+		"$l: http, SDK v2: a forged requestState is refused (invalid params)"
+	jqok "$(nth 8)" '.code == -32602' "$l: http, SDK v2: another call's requestState is refused (invalid params)"
+	jqok "$(nth 9)" '.result.isError != true and (.result.content[0].text | startswith("wrote 3 bytes"))' \
+		"$l: http, SDK v2: the retry with its own state and accept runs the call"
+	is "$(cat "$g" 2>/dev/null)" yes "$l: http, SDK v2: and its write is done"
+	granted_for "$g" elicitation:agent-a
+	ok $? "$l: http, SDK v2: the record names approval.granted by elicitation:agent-a"
+	jqok "$(nth 10)" '.result.isError == true and (.result.content[0].text | contains("used by an earlier retry"))' \
+		"$l: http, SDK v2: the same granted state again does not run the call twice"
+	is "$(logged '.method == "tools/call" and .params.arguments.path == "'"$g"'"')" 1 \
+		"$l: http, SDK v2: the upstream saw that call once"
+	is "$(logged '.method == "tools/call" and .params.arguments.path == "'"$h"'"')" 0 \
+		"$l: http, SDK v2: a call asked and never retried never reaches the upstream"
+}
+
+# The 2026-07-28 era: the SDK v2 client answers input_required by itself (its elicitation
+# handler, then the retry): accept runs the call, decline denies it; then in_band_mrtr.
+in_band_modern() {
+	local l=$1 f="$D/log/inband-5.txt"
+	GW_TOKEN=$TOKEN_A in_band_call v2 accept agent-a "$f" http "$GW_URL"
+	jqok "$(nth 3)" '.got | length == 1 and (.[0].message | contains("agent-a") and contains("fx__write_file"))' \
+		"$l: http, SDK v2 (2026-07-28): the client is asked by input_required (elicitation/create)"
+	jqok "$(nth 2)" '.result.isError != true' "$l: http, SDK v2 (2026-07-28): accepted, its retry is answered"
+	is "$(cat "$f" 2>/dev/null)" yes "$l: http, SDK v2 (2026-07-28): and its write is done"
+	granted_for "$f" elicitation:agent-a
+	ok $? "$l: http, SDK v2 (2026-07-28): the record names approval.granted by elicitation:agent-a"
+	f="$D/log/inband-5d.txt"
+	GW_TOKEN=$TOKEN_A in_band_call v2 decline agent-a "$f" http "$GW_URL"
+	jqok "$(nth 2)" '.result.isError == true and (.result.content[0].text | contains("denied by elicitation:agent-a"))' \
+		"$l: http, SDK v2 (2026-07-28): declined, the retry gets the denial"
+	is "$(logged '.method == "tools/call" and .params.arguments.path == "'"$f"'"')" 0 \
+		"$l: http, SDK v2 (2026-07-28): the declined call never reached the upstream (its log)"
+	in_band_mrtr "$l"
+}
+
 # Approval in band (docs/approvals.md, IN BAND): a client that declared elicitation is asked
 # beside the queue, and its answer decides (the record names elicitation:PRINCIPAL); a
-# decline is the denial; a modern (2026-07-28) client is asked nothing, the queue decides.
+# decline is the denial; a modern (2026-07-28) client is asked by input_required (MRTR).
 case_elicit() {
 	local l="$WHO: in band" f="$D/log/inband-1.txt"
 	in_band_call v1 accept agent-s "$f" stdio "$T/bin/paddock" gateway --config "$CFG" --principal agent-s
@@ -375,16 +461,7 @@ case_elicit() {
 	GW_TOKEN=$TOKEN_A in_band_call v2-legacy decline agent-a "$f" http "$GW_URL"
 	jqok "$(nth 3)" '.got | length == 1' "$l: http, SDK v2 (2025 era): the client is asked"
 	jqok "$(nth 2)" '.result.isError == true and (.result.content[0].text | contains("denied by elicitation:agent-a"))' 		"$l: http, SDK v2 (2025 era): declined, the client gets the denial"
-	# The 2026-07-28 era has no server-to-client request: the queue alone decides.
-	f="$D/log/inband-5.txt"
-	(GW_TOKEN=$TOKEN_A in_band_call v2 accept agent-a "$f" http "$GW_URL"; printf '%s\n' "$OUT" >"$T/bg.out") &
-	BG=$!
-	approval_of tool.call '.detail.path // "" | contains("inband-5")'
-	ok $? "$l: http, SDK v2 (2026-07-28): the call waits in the queue"
-	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >/dev/null 2>&1
-	wait "$BG"
-	jqok "$(sed -n 2p "$T/bg.out")" '.result.isError != true' "$l: http, SDK v2 (2026-07-28): paddock approve lets it complete"
-	jqok "$(sed -n 3p "$T/bg.out")" '.got == []' "$l: http, SDK v2 (2026-07-28): no elicitation/create was sent"
+	in_band_modern "$l"
 	gw_stop
 	no_process_left "$l"
 }

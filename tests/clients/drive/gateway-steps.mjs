@@ -18,6 +18,21 @@
 //       or {"op": "call", "name", "throw": MESSAGE, "code": N} when the SDK throws (a
 //       JSON-RPC error).
 //   {"op": "sleep", "ms": MS}
+//   {"op": "ask", "name": NAME, "args": {...}}
+//       SDK v2 (2026-07-28) only: tools/call that hands back an input_required result instead
+//       of answering it (the SDK's manual multi round-trip path). Prints {"op": "ask", "result":
+//       R, "approval": ID} (ID: the approval request its question names) and keeps R's
+//       requestState for the next retry.
+//   {"op": "retry", "name": NAME, "args": {...}, "answer": "accept"|"decline", "state": S}
+//       SDK v2: tools/call again with inputResponses {approve: the answer} and the kept
+//       requestState as is (S "kept", the default), with its signature's last digit changed
+//       ("forged"), or another one ("other": the one kept before the last). Prints as "call"
+//       does, or the input_required result it got.
+//   In "call", "ask" and "retry" args, "@SANDBOX@" is the last sandbox_id a result named (a
+//   2026-07-28 client of paddock mcp passes sandbox_create's handle).
+//   {"op": "exec", "argv": [...]}
+//       Runs a command ("@APPROVAL@" in argv is the last "ask"'s approval id); prints
+//       {"op": "exec", "status": N}.
 // GW_ELICIT (accept, decline, wait; unset: none) declares the elicitation capability and
 // answers every elicitation/create so: accept with {approve: true}, decline, or no answer
 // until the server cancels it. After the steps, a last line
@@ -71,16 +86,74 @@ async function call(client, step) {
 		opts.onprogress = (p) => progress.push({ progress: p.progress, total: p.total, message: p.message });
 		opts.resetTimeoutOnProgress = true;
 	}
-	const params = { name: step.name, arguments: step.args || {} };
+	const params = { name: step.name, arguments: subst(step.args) };
 	try {
 		const r = sdkName === 'v1' ? await client.callTool(params, undefined, opts) : await client.callTool(params, opts);
-		return { op: 'call', name: step.name, result: toolResult(r), progress };
+		return { op: 'call', name: step.name, result: seen(toolResult(r)), progress };
 	} catch (e) {
 		return thrown('call', e, { name: step.name, progress });
 	}
 }
 
+// The requestStates kept by "ask" steps (last last), the last approval asked, the last
+// sandbox_id a result named.
+const states = [];
+let approval = '';
+let sandbox = '';
+
+function subst(args) {
+	return JSON.parse(JSON.stringify(args || {}).replaceAll('@SANDBOX@', sandbox));
+}
+
+function seen(r) {
+	const id = r && r.structuredContent && r.structuredContent.sandbox_id;
+	if (typeof id === 'string') sandbox = id;
+	return r;
+}
+
+async function ask(client, step) {
+	const params = { name: step.name, arguments: subst(step.args) };
+	try {
+		const r = await client.callTool(params, { timeout: 120000, allowInputRequired: true });
+		const msg = r.inputRequests?.approve?.params?.message || '';
+		approval = (msg.match(/Approval request ([0-9a-f-]{36})/) || [, ''])[1];
+		if (r.requestState) states.push(r.requestState);
+		return { op: 'ask', name: step.name, result: r, approval };
+	} catch (e) {
+		return thrown('ask', e, { name: step.name });
+	}
+}
+
+function stateOf(which) {
+	const kept = states[states.length - 1] || '';
+	if (which === 'other') return states[states.length - 2] || '';
+	if (which !== 'forged') return kept;
+	const last = kept.slice(-1);
+	return kept.slice(0, -1) + (last === '0' ? '1' : '0');
+}
+
+async function retry(client, step) {
+	const content = step.answer === 'accept' ? { action: 'accept', content: { approve: true } } : { action: 'decline' };
+	const params = { name: step.name, arguments: subst(step.args), inputResponses: { approve: content }, requestState: stateOf(step.state) };
+	try {
+		const r = await client.callTool(params, { timeout: 120000, allowInputRequired: true });
+		return { op: 'retry', name: step.name, result: seen(toolResult(r)) };
+	} catch (e) {
+		return thrown('retry', e, { name: step.name });
+	}
+}
+
+async function exec(step) {
+	const { spawnSync } = await import('node:child_process');
+	const argv = step.argv.map((a) => a.replace('@APPROVAL@', approval));
+	const r = spawnSync(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'inherit'] });
+	return { op: 'exec', status: r.status };
+}
+
 async function run(client, step) {
+	if (step.op === 'ask') return ask(client, step);
+	if (step.op === 'retry') return retry(client, step);
+	if (step.op === 'exec') return exec(step);
 	if (step.op === 'list') return list(client, step).catch((e) => thrown('list', e));
 	if (step.op === 'call') return call(client, step);
 	if (step.op === 'sleep') {
