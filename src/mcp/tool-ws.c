@@ -196,15 +196,17 @@ static json_t *propose_detail(const struct pdk_mcp_call *call, const json_t *cha
 }
 
 /*
- * A 2026-07-28 retry of a proposal asked in band (MRTR): the decision, the
- * client's answer or an operator's first, goes to propose_decided() as in
- * the 2025 era, for this very change set.
+ * A 2026-07-28 retry of a request asked in band (MRTR): the decision, the
+ * client's answer or an operator's first, goes to `decided` as in the 2025
+ * era, for this very request (`detail` as round 1 showed it). `tool` and
+ * `what` name the call and what may have changed since, for the refusals.
  */
-static void propose_retry(struct pdk_mcp_call *call, const json_t *detail)
+static void approval_retry(struct pdk_mcp_call *call, const json_t *detail,
+			   pdk_ctl_approval_cb decided, const char *tool, const char *what)
 {
 	_cleanup_free_ char *text = NULL;
 	char id[37] = "";
-	int rc = pdk_mcp_call_approval_retry(call, detail, propose_decided, call, id);
+	int rc = pdk_mcp_call_approval_retry(call, detail, decided, call, id);
 
 	if (rc == 0)
 		return;
@@ -212,22 +214,21 @@ static void propose_retry(struct pdk_mcp_call *call, const json_t *detail)
 		pdk__mcp_call_finish(call, NULL); /* answered invalid params */
 		return;
 	}
-	text = rc == -ESTALE
-		       ? pdk_xasprintf("not applied: the sandbox's changes are no longer "
-				       "those approval request %s showed: call "
-				       "workspace_propose_commit again to be asked anew",
-				       id)
-		       : pdk_xasprintf("not applied: approval request %s was used by an earlier "
-				       "retry or is no longer known: call "
-				       "workspace_propose_commit again to be asked anew",
-				       id);
+	text = rc == -ESTALE ? pdk_xasprintf("not applied: %s no longer those approval request "
+					     "%s showed: call %s again to be asked anew",
+					     what, id, tool)
+			     : pdk_xasprintf("not applied: approval request %s was used by an "
+					     "earlier retry or is no longer known: call %s again "
+					     "to be asked anew",
+					     id, tool);
 	refused(call, text,
 		json_pack("{s:s, s:s}", "status", rc == -ESTALE ? "changed" : "used", "approval_id",
 			  id));
 }
 
 /* Ask the queue (and the client, in band, when it can be asked): the first decision wins. */
-static void propose_ask(struct pdk_mcp_call *call, const struct pdk_ctl_approval_req *r)
+static void approval_ask(struct pdk_mcp_call *call, const struct pdk_ctl_approval_req *r,
+			 pdk_ctl_approval_cb decided)
 {
 	_cleanup_error_ struct pdk_error *e = NULL;
 	json_t *input = NULL;
@@ -241,8 +242,8 @@ static void propose_ask(struct pdk_mcp_call *call, const struct pdk_ctl_approval
 			pdk__mcp_call_finish(call, input);
 		return;
 	}
-	if (pdk_ctl_approval_ask(call->conn->m->ctl, r, propose_decided, call, id, &call->approval,
-				 &e) < 0) {
+	if (pdk_ctl_approval_ask(call->conn->m->ctl, r, decided, call, id, &call->approval, &e) <
+	    0) {
 		pdk__mcp_call_fail(call, e);
 		return;
 	}
@@ -280,19 +281,21 @@ static void propose_diffed(void *ctx, json_t *doc, const struct pdk_error *err)
 				call->conn->m->workspace ?: "its workspace's host directory");
 	detail = propose_detail(call, changes);
 	if (pdk_mcp_call_is_retry(call)) {
-		propose_retry(call, detail);
+		approval_retry(call, detail, propose_decided, "workspace_propose_commit",
+			       "the sandbox's changes are");
 		return;
 	}
-	propose_ask(call,
-		    &(struct pdk_ctl_approval_req){
-			    .kind = "commit",
-			    .principal = call->conn->identity,
-			    .sandbox = call->sandbox,
-			    .summary = summary,
-			    .reason = "workspace_propose_commit: applying a change set to the "
-				      "host needs a human's approval",
-			    .detail = detail,
-			    .timeout_s = call->conn->m->approval_timeout_s});
+	approval_ask(call,
+		     &(struct pdk_ctl_approval_req){
+			     .kind = "commit",
+			     .principal = call->conn->identity,
+			     .sandbox = call->sandbox,
+			     .summary = summary,
+			     .reason = "workspace_propose_commit: applying a change set to the "
+				       "host needs a human's approval",
+			     .detail = detail,
+			     .timeout_s = call->conn->m->approval_timeout_s},
+		     propose_decided);
 }
 
 /*
@@ -428,7 +431,6 @@ void pdk__tool_egress_request_allow(struct pdk_mcp_call *call, struct pdk_ctl_sb
 	_cleanup_json_ json_t *detail = NULL;
 	const char *host = pdk__mcp_arg_str(call, "host");
 	unsigned port = 0;
-	char id[37];
 
 	if (pdk_ctl_egress_allow_check(sb, host, &entry, &port, &err) < 0) {
 		egress_unfit(call, host, err);
@@ -439,32 +441,22 @@ void pdk__tool_egress_request_allow(struct pdk_mcp_call *call, struct pdk_ctl_sb
 			   "requested", host, "reason", pdk__mcp_arg_str(call, "reason"));
 	if (port != 0)
 		pdk_json_set(detail, "port", json_integer(port));
-	if (pdk_ctl_approval_ask(
-		    call->conn->m->ctl,
-		    &(struct pdk_ctl_approval_req){
-			    .kind = "egress.host",
-			    .principal = call->conn->identity,
-			    .sandbox = call->sandbox,
-			    .summary = summary,
-			    .reason =
-				    "egress_request_allow: widening a sandbox's network allowlist "
-				    "needs a human's approval",
-			    .detail = detail,
-			    .timeout_s = call->conn->m->approval_timeout_s},
-		    egress_decided, call, id, &call->approval, &err) < 0) {
-		pdk__mcp_call_fail(call, err);
+	if (pdk_mcp_call_is_retry(call)) {
+		approval_retry(call, detail, egress_decided, "egress_request_allow",
+			       "the request is");
 		return;
 	}
-	/* In band too, when the client can be asked: the first decision wins (elicit.c). */
-	(void)pdk_mcp_call_elicit_approval(
-		call,
-		&(struct pdk_mcp_approval_elicit){.id = id,
-						  .summary = summary,
-						  .reason = "the agent asks to reach a new host",
-						  .detail = detail,
-						  .timeout_s = call->conn->m->approval_timeout_s});
-	/* Progress while the human decides: a client may extend its own timeout on it. */
-	pdk__mcp_call_ticker(call);
+	approval_ask(call,
+		     &(struct pdk_ctl_approval_req){
+			     .kind = "egress.host",
+			     .principal = call->conn->identity,
+			     .sandbox = call->sandbox,
+			     .summary = summary,
+			     .reason = "egress_request_allow: widening a sandbox's network "
+				       "allowlist needs a human's approval",
+			     .detail = detail,
+			     .timeout_s = call->conn->m->approval_timeout_s},
+		     egress_decided);
 }
 
 void pdk__tool_egress_rules(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)

@@ -187,6 +187,37 @@ sdk_in_band_http() {
 	is "$rc" 0 "$who: paddock mcp --listen stops cleanly" || tail -5 "$T/listen-$who.log" | sed 's/^/#   /'
 }
 
+# sdk_egress_modern WHO: the SDK v2 client in the 2026-07-28 era, declaring elicitation and
+# accepting, asks for the suite's origin: egress_request_allow is answered input_required
+# (MRTR), the SDK's retry with its accept widens the allowlist, and the sandbox's curl that was
+# refused gets the page, without a restart.
+sdk_egress_modern() {
+	local who=$1 out curl="curl -sS -f -m 10 http://$ORIGIN/hello; echo rc=\$?"
+	# sandbox_create takes a profile by name: the suite's, in a config directory of its own.
+	mkdir -p "$T/xdg-egress/paddock/profiles"
+	cp "$T/egress.yaml" "$T/xdg-egress/paddock/profiles/approvals-egress.yaml"
+	chmod -R a+rX "$T/xdg-egress"
+	out=$(GW_ELICIT=accept GW_STEPS='[{"op": "call", "name": "sandbox_create"},
+		{"op": "call", "name": "run_command", "args": {"sandbox_id": "@SANDBOX@", "command": "'"$curl"'"}},
+		{"op": "call", "name": "egress_request_allow", "args": {"sandbox_id": "@SANDBOX@", "host": "'"$ORIGIN"'", "reason": "the modern client fetches the page"}},
+		{"op": "call", "name": "run_command", "args": {"sandbox_id": "@SANDBOX@", "command": "'"$curl"'"}}]' \
+		$(as_argv "$who") XDG_CONFIG_HOME="$T/xdg-egress" "$NODE" "$DRIVE/gateway-steps.mjs" v2 \
+		stdio "$T/bin/paddock" mcp --profile approvals-egress 2>"$T/sdk-egress.err")
+	jq_ok "$(printf '%s\n' "$out" | sed -n 2p)" '.result.structuredContent.stdout.text | contains("rc=22")' \
+		"$who: SDK v2 (2026-07-28): the sandbox's curl to the origin is refused first" ||
+		printf '%s\n' "$out" | head -c 1200 | sed 's/^/#   /'
+	jq_ok "$(printf '%s\n' "$out" | sed -n 5p)" '.got | length == 1 and (.[0].message |
+		contains("egress_request_allow") and contains("'"$ORIGIN"'"))' \
+		"$who: SDK v2 (2026-07-28) with elicitation: asked by input_required for the host"
+	jq_ok "$(printf '%s\n' "$out" | sed -n 3p)" '.result.structuredContent.status == "allowed" and
+		(.result.structuredContent.approver | startswith("elicitation:"))' \
+		"$who: SDK v2 (2026-07-28): its retry with accept is allowed, approved by elicitation:PRINCIPAL"
+	jq_ok "$(printf '%s\n' "$out" | sed -n 4p)" '.result.structuredContent.stdout.text |
+		contains("hello-egress") and contains("rc=0")' \
+		"$who: SDK v2 (2026-07-28): the same curl now gets the page, without a restart" ||
+		head -c 600 "$T/sdk-egress.err" | sed 's/^/#   /'
+}
+
 approval_tests() {
 	local who=$1 ws sid
 	mkdir -p "$T/serve-$who"
@@ -203,6 +234,7 @@ approval_tests() {
 	sdk_in_band_http "$who" "$ws"
 	tap_of < <(python3 "$HERE/mcp-egress.py" "$who" "$T/egress.yaml" "$ORIGIN" cli -- \
 		$(as_argv "$who") "$T/bin/paddock")
+	sdk_egress_modern "$who"
 	serve_start "$who" || return
 	tap_of < <(python3 "$HERE/mcp-approvals.py" "$who" "$ws" api "$(sock_of "$who")" -- \
 		$(as_argv "$who") "$T/bin/paddock")
