@@ -152,7 +152,7 @@ static int spare_take(const char *dir, const char *id, const char *path)
 			return -1;
 		if (rename(spare, path) == 0)
 			return TEMP_FAILURE_RETRY(
-				open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+				open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
 		if (errno != ENOENT)
 			return -1;
 	}
@@ -170,10 +170,13 @@ static int spool_open(const char *dir, const char *id, const char *path, bool *s
 	if (fd >= 0)
 		return fd;
 	return TEMP_FAILURE_RETRY(
-		open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+		open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
 }
 
-/* STATE/audit-spool/ID.jsonl taken or made, and locked: its fd, or -errno with *err. */
+/*
+ * STATE/audit-spool/ID.jsonl taken or made, and locked: its fd, or -errno
+ * with *err. Readable too: a journal folds its own spool through it.
+ */
 static int spool_create(const char *state_dir, const char *id, struct pdk_error **err)
 {
 	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
@@ -566,4 +569,148 @@ int pdk_audit_spool_count(const char *state_dir)
 	while (d != NULL && (de = readdir(d)) != NULL)
 		n += has_suffix(de->d_name, SPOOL_EXT);
 	return n;
+}
+
+/* ---- a long-lived writer's spool ---- */
+
+struct pdk_audit_journal {
+	char *state_dir, *id;
+	uint64_t gen;     /* the generation: its file is ID-GEN.jsonl */
+	int fd, dirfd;    /* the generation's file (-1: not made yet), the spool directory */
+	char *name;       /* ID-GEN.jsonl while fd is open */
+	uint64_t size;    /* bytes written to it: where the next line starts */
+	uint64_t pending; /* lines written to it and not folded */
+};
+
+struct pdk_audit_journal *pdk_audit_journal_new(const char *state_dir, const char *id)
+{
+	struct pdk_audit_journal *j = pdk_xcalloc(1, sizeof(*j));
+
+	j->state_dir = pdk_xstrdup(state_dir);
+	j->id = pdk_xstrdup(id);
+	j->fd = j->dirfd = -1;
+	return j;
+}
+
+/* The generation's file made (or a spare taken) and locked, as a run's spool is. */
+static int journal_open(struct pdk_audit_journal *j, struct pdk_error **err)
+{
+	_cleanup_free_ char *id = pdk_xasprintf("%s-%08" PRIx64, j->id, j->gen);
+	int fd = spool_create(j->state_dir, id, err);
+
+	if (fd < 0)
+		return fd;
+	if (j->dirfd < 0) {
+		_cleanup_free_ char *dir =
+			pdk_xasprintf("%s/%s", j->state_dir, PDK_AUDIT_SPOOL_DIR);
+
+		j->dirfd = TEMP_FAILURE_RETRY(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+		if (j->dirfd < 0) {
+			(void)close(fd);
+			return pdk_error_set(err, errno, "cannot open '%s'", dir);
+		}
+	}
+	j->fd = fd;
+	j->name = pdk_xasprintf("%s" SPOOL_EXT, id);
+	j->size = j->pending = 0;
+	return 0;
+}
+
+/* The generation is over: its lock released; the next record makes the next one. */
+static void journal_next(struct pdk_audit_journal *j)
+{
+	(void)close(steal_fd(&j->fd));
+	free(j->name);
+	j->name = NULL;
+	j->gen++;
+	j->size = j->pending = 0;
+}
+
+int pdk_audit_journal_append(struct pdk_audit_journal *j, const json_t *event,
+			     struct pdk_error **err)
+{
+	_cleanup_free_ char *line = pdk_json_dump_line(event);
+	size_t n;
+	int rc;
+
+	if (line == NULL)
+		return pdk_error_setx(err, ENOMEM, "audit: cannot serialise an event");
+	if (j->fd < 0 && journal_open(j, err) < 0)
+		return -EIO;
+	n = strlen(line);
+	/* One write() per record, as a run's: a process killed at any point leaves whole lines. */
+	rc = pdk_write_all(j->fd, line, n);
+	if (rc < 0) {
+		/*
+		 * A line cut short would make the next one unreadable: it is cut
+		 * off, or else the file is left to the folds of dead spools
+		 * (which drop a torn last line) and the next record starts the
+		 * next generation.
+		 */
+		rc = pdk_error_set(err, -rc, "audit: cannot write event '%s' to the spool '%s'",
+				   json_string_value(json_object_get(event, "kind")), j->name);
+		if (ftruncate(j->fd, (off_t)j->size) < 0)
+			journal_next(j);
+		return rc;
+	}
+	j->size += n;
+	j->pending++;
+	return 0;
+}
+
+uint64_t pdk_audit_journal_pending(const struct pdk_audit_journal *j)
+{
+	return j->fd >= 0 ? j->pending : 0;
+}
+
+/* Whether the generation's file was removed (a fold that failed after it removed the file). */
+static bool journal_gone(const struct pdk_audit_journal *j)
+{
+	struct stat st;
+
+	return fstat(j->fd, &st) == 0 && st.st_nlink == 0;
+}
+
+int pdk_audit_journal_fold(struct pdk_audit_journal *j, struct pdk_audit *a, uint64_t *records,
+			   struct pdk_error **err)
+{
+	struct pdk_audit_fold res = {0};
+	struct spool sp = {.name = j->name, .fd = j->fd, .size = j->size};
+	int rc;
+
+	if (records != NULL)
+		*records = 0;
+	if (j->fd < 0 || j->pending == 0)
+		return 0;
+	/*
+	 * The same steps as the fold of a dead run's spool, under the lock we
+	 * hold: the lines from the saved offset, each batch with its offset,
+	 * then the file removed, then the offset forgotten. Killed anywhere in
+	 * between, the file is a dead spool any fold takes up from there.
+	 */
+	sp.source = pdk_xasprintf(SOURCE_PFX "%.*s", (int)(strlen(j->name) - strlen(SPOOL_EXT)),
+				  j->name);
+	rc = fold_locked(a, j->dirfd, &sp, NULL, &res, err);
+	free(sp.source);
+	if (records != NULL)
+		*records = res.records;
+	/* SECURITY: a file that is removed is never written to again (its records would be lost).
+	 */
+	if (rc == 0 || journal_gone(j))
+		journal_next(j);
+	return rc < 0 ? pdk_error_wrap(err, "audit: fold the spool") : 0;
+}
+
+void pdk_audit_journal_free(struct pdk_audit_journal *j)
+{
+	if (j == NULL)
+		return;
+	if (j->fd >= 0)
+		(void)close(j->fd);
+	if (j->dirfd >= 0)
+		(void)close(j->dirfd);
+	free(j->name);
+	free(j->state_dir);
+	free(j->id);
+	free(j);
 }

@@ -488,7 +488,8 @@ static void call_record(struct pdk__gw_call *gc, const char *decision, const jso
 	pdk_json_set(attrs, "approval", gc->approval[0] ? json_string(gc->approval) : NULL);
 	pdk_json_set(attrs, "error", json_is_string(code) ? json_incref((json_t *)code) : NULL);
 	(void)pdk_redact_json(gc->g->redact, attrs);
-	pdk_ctl_event(gc->g->ctl, sandbox_of(gc->sv), NULL, "tool.call", attrs);
+	/* SECURITY: on disk (the control object's spool) before call_end() answers. */
+	pdk_ctl_event_spooled(gc->g->ctl, sandbox_of(gc->sv), NULL, "tool.call", attrs);
 }
 
 /* ---- a call ---- */
