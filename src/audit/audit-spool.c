@@ -174,14 +174,15 @@ static int spool_open(const char *dir, const char *id, const char *path, bool *s
 }
 
 /*
- * STATE/audit-spool/ID.jsonl taken or made, and locked: its fd, or -errno
- * with *err. Readable too: a journal folds its own spool through it.
+ * STATE/audit-spool/ID.jsonl taken (a spare, when `spare`) or made, and
+ * locked: its fd, or -errno with *err. Readable too: a journal folds its
+ * own spool through it.
  */
-static int spool_create(const char *state_dir, const char *id, struct pdk_error **err)
+static int spool_create(const char *state_dir, const char *id, bool spare, struct pdk_error **err)
 {
 	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
 	_cleanup_free_ char *path = pdk_xasprintf("%s/%s" SPOOL_EXT, dir, id);
-	bool made_dir = false, spare_tried = false;
+	bool made_dir = false, spare_tried = !spare;
 
 	for (int tries = 0; tries < 8; tries++) {
 		_cleanup_close_ int fd = spool_open(dir, id, path, &spare_tried);
@@ -212,7 +213,7 @@ static int spool_create(const char *state_dir, const char *id, struct pdk_error 
 int pdk_audit_add_spool(struct pdk_events *ev, const char *state_dir, const char *id,
 			struct pdk_error **err)
 {
-	int fd = spool_create(state_dir, id, err);
+	int fd = spool_create(state_dir, id, true, err);
 	int *data;
 
 	if (fd < 0)
@@ -596,7 +597,8 @@ struct pdk_audit_journal *pdk_audit_journal_new(const char *state_dir, const cha
 static int journal_open(struct pdk_audit_journal *j, struct pdk_error **err)
 {
 	_cleanup_free_ char *id = pdk_xasprintf("%s-%08" PRIx64, j->id, j->gen);
-	int fd = spool_create(j->state_dir, id, err);
+	/* No spare: a journal's folds remove its files, and each miss would cost a rename(). */
+	int fd = spool_create(j->state_dir, id, false, err);
 
 	if (fd < 0)
 		return fd;
