@@ -628,18 +628,35 @@ static void journal_next(struct pdk_audit_journal *j)
 	j->size = j->pending = 0;
 }
 
+/*
+ * The event's line: compact, ASCII, a newline. Its keys are not sorted (the
+ * fold parses it and stores the canonical line, keys sorted): a record
+ * written on a request's path costs no sort.
+ */
+static char *journal_line(const json_t *event, size_t *n)
+{
+	char *s = json_dumps(event, JSON_COMPACT | JSON_ENSURE_ASCII);
+
+	if (s == NULL)
+		return NULL;
+	*n = strlen(s);
+	s = pdk_xrealloc(s, *n + 2);
+	s[(*n)++] = '\n';
+	s[*n] = '\0';
+	return s;
+}
+
 int pdk_audit_journal_append(struct pdk_audit_journal *j, const json_t *event,
 			     struct pdk_error **err)
 {
-	_cleanup_free_ char *line = pdk_json_dump_line(event);
-	size_t n;
+	size_t n = 0;
+	_cleanup_free_ char *line = journal_line(event, &n);
 	int rc;
 
 	if (line == NULL)
 		return pdk_error_setx(err, ENOMEM, "audit: cannot serialise an event");
 	if (j->fd < 0 && journal_open(j, err) < 0)
 		return -EIO;
-	n = strlen(line);
 	/* One write() per record, as a run's: a process killed at any point leaves whole lines. */
 	rc = pdk_write_all(j->fd, line, n);
 	if (rc < 0) {

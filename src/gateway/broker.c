@@ -468,12 +468,12 @@ static void call_record(struct pdk__gw_call *gc, const char *decision, const jso
 	json_t *attrs;
 
 	args_sha256(gc->args, hash);
-	attrs = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:s, s:s, s:o, s:s, s:s?, s:o, s:I, s:I, "
+	attrs = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:s, s:s, s:s, s:s?, s:o, s:I, s:I, "
 			  "s:{s:I, s:I}}",
 			  "principal", gc->principal, "session", gc->session, "client", client,
 			  "server", gc->sv->s->id, "tool", gc->tool, "mcp_transport", "gateway",
-			  "args_sha256", hash, "args", pdk_mcp_audit_args(gc->g->redact, gc->args),
-			  "decision", decision, "rule", gc->rule, "pin", pin_of(gc), "latency_ms",
+			  "args_sha256", hash, "decision", decision, "rule", gc->rule, "pin",
+			  pin_of(gc), "latency_ms",
 			  (json_int_t)((pdk_now_mono_ns() - gc->start_ns) / 1000000),
 			  "result_bytes", (json_int_t)result_size(result), "redactions", "args",
 			  (json_int_t)gc->red_args, "result", (json_int_t)gc->red_result);
@@ -487,7 +487,13 @@ static void call_record(struct pdk__gw_call *gc, const char *decision, const jso
 	pdk_json_set(attrs, "call_id", call_id(gc->mc));
 	pdk_json_set(attrs, "approval", gc->approval[0] ? json_string(gc->approval) : NULL);
 	pdk_json_set(attrs, "error", json_is_string(code) ? json_incref((json_t *)code) : NULL);
+	/*
+	 * The strings a client chose (its name, the call's id) redacted; the
+	 * arguments after, redacted on their own (pdk_mcp_audit_args): one
+	 * walk over them, not two.
+	 */
 	(void)pdk_redact_json(gc->g->redact, attrs);
+	pdk_json_set(attrs, "args", pdk_mcp_audit_args(gc->g->redact, gc->args));
 	/* SECURITY: on disk (the control object's spool) before call_end() answers. */
 	pdk_ctl_event_spooled(gc->g->ctl, sandbox_of(gc->sv), NULL, "tool.call", attrs);
 }
