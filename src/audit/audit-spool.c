@@ -40,6 +40,8 @@
 #define SPARE_PFX  ".spare-"
 /* Spares a run tries before it makes a spool: each miss is one rename(). */
 #define SPARE_TRIES 4
+/* The most records a journal keeps in memory for its fold. */
+#define JOURNAL_KEPT_MAX 4096
 
 /* ---- the sink ---- */
 
@@ -372,6 +374,22 @@ static bool spool_recycle(int dirfd, struct spool *sp, struct spares *spares)
 }
 
 /*
+ * A spool folded up to `off`: what is left past it is a torn line; the file
+ * emptied and kept as a spare, or removed, then its offset forgotten.
+ */
+static int fold_done(struct pdk_audit *a, int dirfd, struct spool *sp, uint64_t off,
+		     struct spares *spares, struct pdk_audit_fold *res, struct pdk_error **err)
+{
+	res->torn_bytes += sp->size > off ? sp->size - off : 0;
+	if (!spool_recycle(dirfd, sp, spares) && unlinkat(dirfd, sp->name, 0) < 0 &&
+	    errno != ENOENT)
+		return pdk_error_set(err, errno, "cannot remove the folded audit spool '%s'",
+				     sp->name);
+	res->spools++;
+	return pdk_audit_spool_forget(a, sp->source, err);
+}
+
+/*
  * One spool whose run is over: its records appended after the store's
  * head, then the file emptied and kept as a spare, or removed, while it is
  * still locked (a folder that opened it meanwhile finds it unlinked), then
@@ -387,13 +405,7 @@ static int fold_locked(struct pdk_audit *a, int dirfd, struct spool *sp, struct 
 	if (pdk_audit_spool_offset(a, sp->source, &off, err) < 0 ||
 	    fold_lines(a, sp, &off, res, err) < 0)
 		return -EIO;
-	res->torn_bytes += sp->size > off ? sp->size - off : 0;
-	if (!spool_recycle(dirfd, sp, spares) && unlinkat(dirfd, sp->name, 0) < 0 &&
-	    errno != ENOENT)
-		return pdk_error_set(err, errno, "cannot remove the folded audit spool '%s'",
-				     sp->name);
-	res->spools++;
-	return pdk_audit_spool_forget(a, sp->source, err);
+	return fold_done(a, dirfd, sp, off, spares, res, err);
 }
 
 /* Open and try to lock one spool: 1 locked (its run is over), 0 skip, < 0 error. */
@@ -581,6 +593,14 @@ struct pdk_audit_journal {
 	char *name;       /* ID-GEN.jsonl while fd is open */
 	uint64_t size;    /* bytes written to it: where the next line starts */
 	uint64_t pending; /* lines written to it and not folded */
+	json_t **events;  /* its lines' events (references), while `kept` */
+	size_t cap;
+	/*
+	 * events[0..pending) are its lines, and no fold of it was tried: a
+	 * fold needs not read the file. Once one failed, the next goes by the
+	 * file, from the offset saved.
+	 */
+	bool kept;
 };
 
 struct pdk_audit_journal *pdk_audit_journal_new(const char *state_dir, const char *id)
@@ -615,12 +635,40 @@ static int journal_open(struct pdk_audit_journal *j, struct pdk_error **err)
 	j->fd = fd;
 	j->name = pdk_xasprintf("%s" SPOOL_EXT, id);
 	j->size = j->pending = 0;
+	j->kept = true;
 	return 0;
+}
+
+static void journal_drop_events(struct pdk_audit_journal *j)
+{
+	for (size_t i = 0; j->kept && i < j->pending; i++)
+		json_decref(j->events[i]);
+	j->kept = false;
+}
+
+/*
+ * The event kept for the fold, as long as few enough wait (a fold that
+ * keeps failing makes the next one read the file instead of memory).
+ */
+static void journal_keep(struct pdk_audit_journal *j, const json_t *event)
+{
+	if (!j->kept)
+		return;
+	if (j->pending >= JOURNAL_KEPT_MAX) {
+		journal_drop_events(j);
+		return;
+	}
+	if (j->pending >= j->cap) {
+		j->cap = j->cap ? 2 * j->cap : 64;
+		j->events = pdk_xrealloc(j->events, j->cap * sizeof(*j->events));
+	}
+	j->events[j->pending] = json_incref((json_t *)event);
 }
 
 /* The generation is over: its lock released; the next record makes the next one. */
 static void journal_next(struct pdk_audit_journal *j)
 {
+	journal_drop_events(j);
 	(void)close(steal_fd(&j->fd));
 	free(j->name);
 	j->name = NULL;
@@ -629,9 +677,10 @@ static void journal_next(struct pdk_audit_journal *j)
 }
 
 /*
- * The event's line: compact, ASCII, a newline. Its keys are not sorted (the
- * fold parses it and stores the canonical line, keys sorted): a record
- * written on a request's path costs no sort.
+ * The event's line: compact, ASCII, a newline. Its keys are not sorted (a
+ * fold stores the canonical line, keys sorted, whether it has the event
+ * from memory or parses the line): a record written on a request's path
+ * costs no sort.
  */
 static char *journal_line(const json_t *event, size_t *n)
 {
@@ -672,6 +721,7 @@ int pdk_audit_journal_append(struct pdk_audit_journal *j, const json_t *event,
 			journal_next(j);
 		return rc;
 	}
+	journal_keep(j, event);
 	j->size += n;
 	j->pending++;
 	return 0;
@@ -690,6 +740,21 @@ static bool journal_gone(const struct pdk_audit_journal *j)
 	return fstat(j->fd, &st) == 0 && st.st_nlink == 0;
 }
 
+/*
+ * The fold of a generation from the events kept in memory, the same steps
+ * as from its file (the lines are those events: parsing them again would
+ * cost more than the rest of the fold). Its first fold only: its name is
+ * new, so no offset was saved for it and every line is to be folded.
+ */
+static int fold_kept(struct pdk_audit_journal *j, struct pdk_audit *a, struct spool *sp,
+		     struct pdk_audit_fold *res, struct pdk_error **err)
+{
+	if (pdk_audit_append_spool(a, j->events, j->pending, sp->source, j->size, err) < 0)
+		return -EIO;
+	res->records += j->pending;
+	return fold_done(a, j->dirfd, sp, j->size, NULL, res, err);
+}
+
 int pdk_audit_journal_fold(struct pdk_audit_journal *j, struct pdk_audit *a, uint64_t *records,
 			   struct pdk_error **err)
 {
@@ -703,18 +768,20 @@ int pdk_audit_journal_fold(struct pdk_audit_journal *j, struct pdk_audit *a, uin
 		return 0;
 	/*
 	 * The same steps as the fold of a dead run's spool, under the lock we
-	 * hold: the lines from the saved offset, each batch with its offset,
-	 * then the file removed, then the offset forgotten. Killed anywhere in
-	 * between, the file is a dead spool any fold takes up from there.
+	 * hold: the records (from memory, or the lines from the saved offset)
+	 * with the offset they reach, then the file removed, then the offset
+	 * forgotten. Killed anywhere in between, the file is a dead spool any
+	 * fold takes up from there.
 	 */
 	sp.source = pdk_xasprintf(SOURCE_PFX "%.*s", (int)(strlen(j->name) - strlen(SPOOL_EXT)),
 				  j->name);
-	rc = fold_locked(a, j->dirfd, &sp, NULL, &res, err);
+	rc = j->kept ? fold_kept(j, a, &sp, &res, err)
+		     : fold_locked(a, j->dirfd, &sp, NULL, &res, err);
+	journal_drop_events(j);
 	free(sp.source);
 	if (records != NULL)
 		*records = res.records;
-	/* SECURITY: a file that is removed is never written to again (its records would be lost).
-	 */
+	/* SECURITY: a removed file is never written to again: its records would be lost. */
 	if (rc == 0 || journal_gone(j))
 		journal_next(j);
 	return rc < 0 ? pdk_error_wrap(err, "audit: fold the spool") : 0;
@@ -728,6 +795,8 @@ void pdk_audit_journal_free(struct pdk_audit_journal *j)
 		(void)close(j->fd);
 	if (j->dirfd >= 0)
 		(void)close(j->dirfd);
+	journal_drop_events(j);
+	free(j->events);
 	free(j->name);
 	free(j->state_dir);
 	free(j->id);

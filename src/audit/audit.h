@@ -346,10 +346,12 @@ struct pdk_audit_journal;
 struct pdk_audit_journal *pdk_audit_journal_new(const char *state_dir, const char *id);
 
 /*
- * Append `event` (borrowed) as one line, by one write(), made and locked
- * first when the generation has no file yet. 0 when the line is in the
- * file; -errno with *err otherwise, and then nothing of it is (a short
- * write is cut off again).
+ * Append `event` as one line, by one write(), made and locked first when
+ * the generation has no file yet. The journal keeps a reference to `event`
+ * until its fold (folding it from memory, not parsing the line again): the
+ * caller must not change it. 0 when the line is in the file; -errno with
+ * *err otherwise, and then nothing of it is (a short write is cut off
+ * again).
  */
 PDK_MUST_CHECK int pdk_audit_journal_append(struct pdk_audit_journal *j, const json_t *event,
 					    struct pdk_error **err);
