@@ -256,9 +256,10 @@ void pdk__ctl_fanout(struct pdk_ctl *c);
 /*
  * The events not yet stored stored now: the pdk_ctl_event_spooled() ones
  * folded from their spool first, then the queued pdk_ctl_event() records
- * and the pdk_ctl_event_held() ones in one transaction; nothing when none. Whatever appends to the
- * audit store besides events.c (a spool's ingest, the fold of the run spools) calls it first, so
- * the chain keeps the order of the calls.
+ * and the pdk_ctl_event_held() ones in one transaction; nothing when none.
+ * Whatever appends to the audit store besides events.c (a spool's ingest,
+ * the fold of the run spools) calls it first, so the chain keeps the order
+ * of the calls.
  */
 void pdk__ctl_held_flush(struct pdk_ctl *c);
 
