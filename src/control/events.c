@@ -246,6 +246,13 @@ void pdk_ctl_event_spooled(struct pdk_ctl *c, const char *sandbox, json_t *label
 	json_t *e = build_event(c, sandbox, labels, kind, attrs);
 	struct timeval tv = {.tv_sec = 0, .tv_usec = PDK_CTL_SPOOL_FOLD_MS * 1000};
 
+	/*
+	 * Records queued before it are stored first (one transaction, as they
+	 * would have been before the answer): the chain keeps the order of the
+	 * calls. A gateway's allowed call has none.
+	 */
+	if (c->held != NULL)
+		append_with_held(c, NULL, false);
 	/* SECURITY: on disk by one write() before the answer of its request is written. */
 	if (pdk_audit_journal_append(journal_of(c), e, &err) < 0) {
 		/* Never dropped: stored by a transaction before the answer instead. */

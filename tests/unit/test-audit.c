@@ -1120,6 +1120,30 @@ static size_t journal_files(const char *state)
 	return n;
 }
 
+struct pending_seen {
+	uint64_t spools, records, running;
+};
+
+static int pending_row(void *data, const struct pdk_audit_spool *sp)
+{
+	struct pending_seen *p = data;
+
+	p->spools++;
+	p->records += sp->records;
+	p->running += sp->running;
+	return 0;
+}
+
+/* What `paddock audit verify` lists as not folded yet. */
+static struct pending_seen pending_of(const char *state)
+{
+	struct pending_seen p = {0};
+	struct pdk_error *err = NULL;
+
+	cr_assert_eq(pdk_audit_pending(state, pending_row, &p, &err), 0);
+	return p;
+}
+
 static void journal_add(struct pdk_audit_journal *j, uint64_t n)
 {
 	_cleanup_json_ json_t *e = event("gw", n);
@@ -1142,6 +1166,7 @@ Test(audit, journal_folds_itself_and_leaves_the_rest_to_any_fold)
 	struct pdk_error *err = NULL;
 	struct pdk_audit_fold res;
 	uint64_t folded = 0;
+	struct pending_seen p;
 	static const uint64_t want[] = {1, 2, 3, 4, 5};
 
 	cr_assert_eq(journal_files(state), 0, "nothing is made before the first record");
@@ -1149,6 +1174,11 @@ Test(audit, journal_folds_itself_and_leaves_the_rest_to_any_fold)
 	journal_add(j, 2);
 	journal_add(j, 3);
 	cr_assert_eq(pdk_audit_journal_pending(j), 3);
+	p = pending_of(state);
+	cr_assert(p.spools == 1 && p.records == 3 && p.running == 1,
+		  "verify lists the live journal's 3 records as running (%" PRIu64 " %" PRIu64
+		  " %" PRIu64 ")",
+		  p.spools, p.records, p.running);
 	cr_assert_eq(pdk_audit_fold(a, &res, &err), 0);
 	cr_assert_eq(res.records, 0, "a live journal's spool is not folded by others");
 	cr_assert_eq(res.running, 1);
@@ -1160,10 +1190,14 @@ Test(audit, journal_folds_itself_and_leaves_the_rest_to_any_fold)
 	journal_add(j, 5);
 	cr_assert_eq(journal_files(state), 1, "the next record starts the next file");
 	pdk_audit_journal_free(j); /* as a killed writer: the lock goes, the records stay */
+	p = pending_of(state);
+	cr_assert(p.spools == 1 && p.records == 2 && p.running == 0,
+		  "verify lists the dead journal's 2 records, not running");
 	cr_assert_eq(pdk_audit_fold(a, &res, &err), 0, "%s", err ? err->msg : "");
 	cr_assert_eq(res.records, 2);
 	cr_assert_eq(journal_files(state), 0);
 	expect_ns(a, want, PDK_ARRAY_SIZE(want));
+	cr_assert_eq(pending_of(state).spools, 0, "nothing is left to fold");
 	pdk_audit_free(a);
 }
 
