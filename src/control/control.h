@@ -894,10 +894,11 @@ void pdk_ctl_event_held(struct pdk_ctl *c, const char *sandbox, json_t *labels, 
  * own audit spool (audit.h, a journal: STATE/audit-spool/ACTOR-ID-GEN.jsonl),
  * not through a store transaction. So it is on disk before the answer of
  * its request is written, and survives the process being killed at any
- * point after. It is folded into the audit store (chained, then streamed to
- * subscribers) within PDK_CTL_SPOOL_FOLD_MS, before any other record of
- * this control object is stored (order in the chain is the order of the
- * calls), before a subscriber's replay, and at pdk_ctl_free(); a killed
+ * point after. Records queued before it (pdk_ctl_event()) are stored
+ * first, by a transaction. It is folded into the audit store (chained, then
+ * streamed to subscribers) within PDK_CTL_SPOOL_FOLD_MS, before any other
+ * record of this control object is stored (order in the chain is the order
+ * of the calls), before a subscriber's replay, and at pdk_ctl_free(); a killed
  * process's spool is folded by the next fold of anyone (docs/audit.md).
  * When the spool cannot be written, the event is stored as pdk_ctl_event()
  * stores it, and the failure is logged: it is never dropped.
