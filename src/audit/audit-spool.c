@@ -40,6 +40,8 @@
 #define SPARE_PFX  ".spare-"
 /* Spares a run tries before it makes a spool: each miss is one rename(). */
 #define SPARE_TRIES 4
+/* The most records a journal keeps in memory for its fold. */
+#define JOURNAL_KEPT_MAX 4096
 
 /* ---- the sink ---- */
 
@@ -152,7 +154,7 @@ static int spare_take(const char *dir, const char *id, const char *path)
 			return -1;
 		if (rename(spare, path) == 0)
 			return TEMP_FAILURE_RETRY(
-				open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
+				open(path, O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW));
 		if (errno != ENOENT)
 			return -1;
 	}
@@ -170,15 +172,19 @@ static int spool_open(const char *dir, const char *id, const char *path, bool *s
 	if (fd >= 0)
 		return fd;
 	return TEMP_FAILURE_RETRY(
-		open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+		open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
 }
 
-/* STATE/audit-spool/ID.jsonl taken or made, and locked: its fd, or -errno with *err. */
-static int spool_create(const char *state_dir, const char *id, struct pdk_error **err)
+/*
+ * STATE/audit-spool/ID.jsonl taken (a spare, when `spare`) or made, and
+ * locked: its fd, or -errno with *err. Readable too: a journal folds its
+ * own spool through it.
+ */
+static int spool_create(const char *state_dir, const char *id, bool spare, struct pdk_error **err)
 {
 	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
 	_cleanup_free_ char *path = pdk_xasprintf("%s/%s" SPOOL_EXT, dir, id);
-	bool made_dir = false, spare_tried = false;
+	bool made_dir = false, spare_tried = !spare;
 
 	for (int tries = 0; tries < 8; tries++) {
 		_cleanup_close_ int fd = spool_open(dir, id, path, &spare_tried);
@@ -209,7 +215,7 @@ static int spool_create(const char *state_dir, const char *id, struct pdk_error 
 int pdk_audit_add_spool(struct pdk_events *ev, const char *state_dir, const char *id,
 			struct pdk_error **err)
 {
-	int fd = spool_create(state_dir, id, err);
+	int fd = spool_create(state_dir, id, true, err);
 	int *data;
 
 	if (fd < 0)
@@ -368,6 +374,22 @@ static bool spool_recycle(int dirfd, struct spool *sp, struct spares *spares)
 }
 
 /*
+ * A spool folded up to `off`: what is left past it is a torn line; the file
+ * emptied and kept as a spare, or removed, then its offset forgotten.
+ */
+static int fold_done(struct pdk_audit *a, int dirfd, struct spool *sp, uint64_t off,
+		     struct spares *spares, struct pdk_audit_fold *res, struct pdk_error **err)
+{
+	res->torn_bytes += sp->size > off ? sp->size - off : 0;
+	if (!spool_recycle(dirfd, sp, spares) && unlinkat(dirfd, sp->name, 0) < 0 &&
+	    errno != ENOENT)
+		return pdk_error_set(err, errno, "cannot remove the folded audit spool '%s'",
+				     sp->name);
+	res->spools++;
+	return pdk_audit_spool_forget(a, sp->source, err);
+}
+
+/*
  * One spool whose run is over: its records appended after the store's
  * head, then the file emptied and kept as a spare, or removed, while it is
  * still locked (a folder that opened it meanwhile finds it unlinked), then
@@ -383,13 +405,7 @@ static int fold_locked(struct pdk_audit *a, int dirfd, struct spool *sp, struct 
 	if (pdk_audit_spool_offset(a, sp->source, &off, err) < 0 ||
 	    fold_lines(a, sp, &off, res, err) < 0)
 		return -EIO;
-	res->torn_bytes += sp->size > off ? sp->size - off : 0;
-	if (!spool_recycle(dirfd, sp, spares) && unlinkat(dirfd, sp->name, 0) < 0 &&
-	    errno != ENOENT)
-		return pdk_error_set(err, errno, "cannot remove the folded audit spool '%s'",
-				     sp->name);
-	res->spools++;
-	return pdk_audit_spool_forget(a, sp->source, err);
+	return fold_done(a, dirfd, sp, off, spares, res, err);
 }
 
 /* Open and try to lock one spool: 1 locked (its run is over), 0 skip, < 0 error. */
@@ -566,4 +582,223 @@ int pdk_audit_spool_count(const char *state_dir)
 	while (d != NULL && (de = readdir(d)) != NULL)
 		n += has_suffix(de->d_name, SPOOL_EXT);
 	return n;
+}
+
+/* ---- a long-lived writer's spool ---- */
+
+struct pdk_audit_journal {
+	char *state_dir, *id;
+	uint64_t gen;     /* the generation: its file is ID-GEN.jsonl */
+	int fd, dirfd;    /* the generation's file (-1: not made yet), the spool directory */
+	char *name;       /* ID-GEN.jsonl while fd is open */
+	uint64_t size;    /* bytes written to it: where the next line starts */
+	uint64_t pending; /* lines written to it and not folded */
+	json_t **events;  /* its lines' events (references), while `kept` */
+	size_t cap;
+	/*
+	 * events[0..pending) are its lines, and no fold of it was tried: a
+	 * fold needs not read the file. Once one failed, the next goes by the
+	 * file, from the offset saved.
+	 */
+	bool kept;
+};
+
+struct pdk_audit_journal *pdk_audit_journal_new(const char *state_dir, const char *id)
+{
+	struct pdk_audit_journal *j = pdk_xcalloc(1, sizeof(*j));
+
+	j->state_dir = pdk_xstrdup(state_dir);
+	j->id = pdk_xstrdup(id);
+	j->fd = j->dirfd = -1;
+	return j;
+}
+
+/* The generation's file made (or a spare taken) and locked, as a run's spool is. */
+static int journal_open(struct pdk_audit_journal *j, struct pdk_error **err)
+{
+	_cleanup_free_ char *id = pdk_xasprintf("%s-%08" PRIx64, j->id, j->gen);
+	/* No spare: a journal's folds remove its files, and each miss would cost a rename(). */
+	int fd = spool_create(j->state_dir, id, false, err);
+
+	if (fd < 0)
+		return fd;
+	if (j->dirfd < 0) {
+		_cleanup_free_ char *dir =
+			pdk_xasprintf("%s/%s", j->state_dir, PDK_AUDIT_SPOOL_DIR);
+
+		j->dirfd = TEMP_FAILURE_RETRY(open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+		if (j->dirfd < 0) {
+			(void)close(fd);
+			return pdk_error_set(err, errno, "cannot open '%s'", dir);
+		}
+	}
+	j->fd = fd;
+	j->name = pdk_xasprintf("%s" SPOOL_EXT, id);
+	j->size = j->pending = 0;
+	j->kept = true;
+	return 0;
+}
+
+static void journal_drop_events(struct pdk_audit_journal *j)
+{
+	for (size_t i = 0; j->kept && i < j->pending; i++)
+		json_decref(j->events[i]);
+	j->kept = false;
+}
+
+/*
+ * The event kept for the fold, as long as few enough wait (a fold that
+ * keeps failing makes the next one read the file instead of memory).
+ */
+static void journal_keep(struct pdk_audit_journal *j, const json_t *event)
+{
+	if (!j->kept)
+		return;
+	if (j->pending >= JOURNAL_KEPT_MAX) {
+		journal_drop_events(j);
+		return;
+	}
+	if (j->pending >= j->cap) {
+		j->cap = j->cap ? 2 * j->cap : 64;
+		j->events = pdk_xrealloc(j->events, j->cap * sizeof(*j->events));
+	}
+	j->events[j->pending] = json_incref((json_t *)event);
+}
+
+/* The generation is over: its lock released; the next record makes the next one. */
+static void journal_next(struct pdk_audit_journal *j)
+{
+	journal_drop_events(j);
+	(void)close(steal_fd(&j->fd));
+	free(j->name);
+	j->name = NULL;
+	j->gen++;
+	j->size = j->pending = 0;
+}
+
+/*
+ * The event's line: compact, ASCII, a newline. Its keys are not sorted (a
+ * fold stores the canonical line, keys sorted, whether it has the event
+ * from memory or parses the line): a record written on a request's path
+ * costs no sort.
+ */
+static char *journal_line(const json_t *event, size_t *n)
+{
+	char *s = json_dumps(event, JSON_COMPACT | JSON_ENSURE_ASCII);
+
+	if (s == NULL)
+		return NULL;
+	*n = strlen(s);
+	s = pdk_xrealloc(s, *n + 2);
+	s[(*n)++] = '\n';
+	s[*n] = '\0';
+	return s;
+}
+
+int pdk_audit_journal_append(struct pdk_audit_journal *j, const json_t *event,
+			     struct pdk_error **err)
+{
+	size_t n = 0;
+	_cleanup_free_ char *line = journal_line(event, &n);
+	int rc;
+
+	if (line == NULL)
+		return pdk_error_setx(err, ENOMEM, "audit: cannot serialise an event");
+	if (j->fd < 0 && journal_open(j, err) < 0)
+		return -EIO;
+	/* One write() per record, as a run's: a process killed at any point leaves whole lines. */
+	rc = pdk_write_all(j->fd, line, n);
+	if (rc < 0) {
+		/*
+		 * A line cut short would make the next one unreadable: it is cut
+		 * off, or else the file is left to the folds of dead spools
+		 * (which drop a torn last line) and the next record starts the
+		 * next generation.
+		 */
+		rc = pdk_error_set(err, -rc, "audit: cannot write event '%s' to the spool '%s'",
+				   json_string_value(json_object_get(event, "kind")), j->name);
+		if (ftruncate(j->fd, (off_t)j->size) < 0)
+			journal_next(j);
+		return rc;
+	}
+	journal_keep(j, event);
+	j->size += n;
+	j->pending++;
+	return 0;
+}
+
+uint64_t pdk_audit_journal_pending(const struct pdk_audit_journal *j)
+{
+	return j->fd >= 0 ? j->pending : 0;
+}
+
+/* Whether the generation's file was removed (a fold that failed after it removed the file). */
+static bool journal_gone(const struct pdk_audit_journal *j)
+{
+	struct stat st;
+
+	return fstat(j->fd, &st) == 0 && st.st_nlink == 0;
+}
+
+/*
+ * The fold of a generation from the events kept in memory, the same steps
+ * as from its file (the lines are those events: parsing them again would
+ * cost more than the rest of the fold). Its first fold only: its name is
+ * new, so no offset was saved for it and every line is to be folded.
+ */
+static int fold_kept(struct pdk_audit_journal *j, struct pdk_audit *a, struct spool *sp,
+		     struct pdk_audit_fold *res, struct pdk_error **err)
+{
+	if (pdk_audit_append_spool(a, j->events, j->pending, sp->source, j->size, err) < 0)
+		return -EIO;
+	res->records += j->pending;
+	return fold_done(a, j->dirfd, sp, j->size, NULL, res, err);
+}
+
+int pdk_audit_journal_fold(struct pdk_audit_journal *j, struct pdk_audit *a, uint64_t *records,
+			   struct pdk_error **err)
+{
+	struct pdk_audit_fold res = {0};
+	struct spool sp = {.name = j->name, .fd = j->fd, .size = j->size};
+	int rc;
+
+	if (records != NULL)
+		*records = 0;
+	if (j->fd < 0 || j->pending == 0)
+		return 0;
+	/*
+	 * The same steps as the fold of a dead run's spool, under the lock we
+	 * hold: the records (from memory, or the lines from the saved offset)
+	 * with the offset they reach, then the file removed, then the offset
+	 * forgotten. Killed anywhere in between, the file is a dead spool any
+	 * fold takes up from there.
+	 */
+	sp.source = pdk_xasprintf(SOURCE_PFX "%.*s", (int)(strlen(j->name) - strlen(SPOOL_EXT)),
+				  j->name);
+	rc = j->kept ? fold_kept(j, a, &sp, &res, err)
+		     : fold_locked(a, j->dirfd, &sp, NULL, &res, err);
+	journal_drop_events(j);
+	free(sp.source);
+	if (records != NULL)
+		*records = res.records;
+	/* SECURITY: a removed file is never written to again: its records would be lost. */
+	if (rc == 0 || journal_gone(j))
+		journal_next(j);
+	return rc < 0 ? pdk_error_wrap(err, "audit: fold the spool") : 0;
+}
+
+void pdk_audit_journal_free(struct pdk_audit_journal *j)
+{
+	if (j == NULL)
+		return;
+	if (j->fd >= 0)
+		(void)close(j->fd);
+	if (j->dirfd >= 0)
+		(void)close(j->dirfd);
+	journal_drop_events(j);
+	free(j->events);
+	free(j->name);
+	free(j->state_dir);
+	free(j->id);
+	free(j);
 }

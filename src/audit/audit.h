@@ -321,4 +321,59 @@ PDK_MUST_CHECK int pdk_audit_pending(const char *state_dir, pdk_audit_spool_cb c
 /* How many spools wait in `state_dir` (0 when none or unreadable). */
 int pdk_audit_spool_count(const char *state_dir);
 
+/* ---- a long-lived writer's spool, folded by the writer itself (audit-spool.c) ---- */
+
+/*
+ * A spool for a process that writes records for a long time and answers
+ * between them (the gateway's control object): each record is one line
+ * appended by one write() to STATE/audit-spool/ID-GEN.jsonl, cheaper on a
+ * request's path than a store transaction, and the writer folds its own
+ * spool now and then (pdk_audit_journal_fold()) while it holds the spool's
+ * lock. Each fold removes the folded file and starts generation GEN + 1
+ * (made at the next record), so a file never holds a folded record for
+ * long and never reuses a name. A writer killed between two folds leaves a
+ * spool like a killed run's: its lock is free, and the next fold of anyone
+ * (pdk_audit_fold(): an audit command, the daemon's tick, a later run or
+ * gateway) folds it, from the offset a fold cut short saved. One thread.
+ */
+struct pdk_audit_journal;
+
+/*
+ * A journal for `state_dir` whose files are named after `id` (both copied;
+ * `id` a file name's part: [A-Za-z0-9-]). Nothing is opened here: the
+ * first record makes the file. Caller frees with pdk_audit_journal_free().
+ */
+struct pdk_audit_journal *pdk_audit_journal_new(const char *state_dir, const char *id);
+
+/*
+ * Append `event` as one line, by one write(), made and locked first when
+ * the generation has no file yet. The journal keeps a reference to `event`
+ * until its fold (folding it from memory, not parsing the line again): the
+ * caller must not change it. 0 when the line is in the file; -errno with
+ * *err otherwise, and then nothing of it is (a short write is cut off
+ * again).
+ */
+PDK_MUST_CHECK int pdk_audit_journal_append(struct pdk_audit_journal *j, const json_t *event,
+					    struct pdk_error **err);
+
+/* The records appended since the last fold that took them (0: nothing to fold). */
+uint64_t pdk_audit_journal_pending(const struct pdk_audit_journal *j);
+
+/*
+ * Fold the current generation into `a`: its records appended after the
+ * head (signed as any append is, at the store's checkpoint interval), the
+ * file removed and its offset forgotten; the next record starts a new
+ * generation. *records (may be NULL) counts those appended. On failure the
+ * file and what is left of it stay, and the next call goes on from the
+ * offset saved; a file already removed is never written to again.
+ */
+PDK_MUST_CHECK int pdk_audit_journal_fold(struct pdk_audit_journal *j, struct pdk_audit *a,
+					  uint64_t *records, struct pdk_error **err);
+
+/*
+ * Close the journal (its lock released) and free it. Records not folded
+ * stay in their file for the next fold of anyone. NULL-safe.
+ */
+void pdk_audit_journal_free(struct pdk_audit_journal *j);
+
 #endif

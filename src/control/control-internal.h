@@ -43,6 +43,8 @@ struct pdk_ctl {
 	struct event *held_ev;          /* stores the held events if no append takes them first */
 	struct event *turn_ev;          /* stores the queued events at the turn's end (events.c) */
 	bool turn_pending;              /* c->held has a pdk_ctl_event() record */
+	struct pdk_audit_journal *journal; /* pdk_ctl_event_spooled()'s spool, or NULL (events.c) */
+	struct event *journal_ev;          /* its fold, PDK_CTL_SPOOL_FOLD_MS after a record */
 	/* The approval queue, opened at the first request this object asks (approvals.c). */
 	struct pdk_db *approvals;
 	struct pdk_ctl_approval_wait *approval_waiters; /* its requests being waited for */
@@ -252,11 +254,12 @@ void pdk__ctl_fold_runs(struct pdk_ctl *c);
 void pdk__ctl_fanout(struct pdk_ctl *c);
 
 /*
- * The events not yet stored (the queued pdk_ctl_event() records and the
- * pdk_ctl_event_held() ones) stored now in one transaction; nothing when
- * none. Whatever appends to the audit store besides events.c (a spool's
- * ingest, the fold of the run spools) calls it first, so the chain keeps the
- * order of the calls.
+ * The events not yet stored stored now: the pdk_ctl_event_spooled() ones
+ * folded from their spool first, then the queued pdk_ctl_event() records
+ * and the pdk_ctl_event_held() ones in one transaction; nothing when none.
+ * Whatever appends to the audit store besides events.c (a spool's ingest,
+ * the fold of the run spools) calls it first, so the chain keeps the order
+ * of the calls.
  */
 void pdk__ctl_held_flush(struct pdk_ctl *c);
 

@@ -888,6 +888,28 @@ void pdk_ctl_event_held(struct pdk_ctl *c, const char *sandbox, json_t *labels, 
 #define PDK_CTL_HELD_MAX_MS 50
 
 /*
+ * pdk_ctl_event() for a record made on every request of a hot path (the
+ * gateway's tool.call): the event is built now (its ts and seq are now's)
+ * and, before this returns, written by one write() to the control object's
+ * own audit spool (audit.h, a journal: STATE/audit-spool/ACTOR-ID-GEN.jsonl),
+ * not through a store transaction. So it is on disk before the answer of
+ * its request is written, and survives the process being killed at any
+ * point after. Records queued before it (pdk_ctl_event()) are stored
+ * first, by a transaction. It is folded into the audit store (chained, then
+ * streamed to subscribers) within PDK_CTL_SPOOL_FOLD_MS, before any other
+ * record of this control object is stored (order in the chain is the order
+ * of the calls), before a subscriber's replay, and at pdk_ctl_free(); a killed
+ * process's spool is folded by the next fold of anyone (docs/audit.md).
+ * When the spool cannot be written, the event is stored as pdk_ctl_event()
+ * stores it, and the failure is logged: it is never dropped.
+ */
+void pdk_ctl_event_spooled(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+			   json_t *attrs);
+
+/* At most this long (ms) between pdk_ctl_event_spooled() and the fold of its record. */
+#define PDK_CTL_SPOOL_FOLD_MS 50
+
+/*
  * Store now, in one transaction, the pdk_ctl_event() records not yet stored
  * (and the pdk_ctl_event_held() ones made before them; held ones alone wait
  * as that function says). A front door calls it before it writes an answer

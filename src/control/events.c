@@ -51,9 +51,59 @@ static json_t *build_event(struct pdk_ctl *c, const char *sandbox, json_t *label
 	return e;
 }
 
+/* ---- the spooled events (pdk_ctl_event_spooled) ---- */
+
+/*
+ * The spooled records folded into the store. A fold that fails keeps them
+ * in the spool (on disk, folded by the next try: the tick's, the next
+ * record's timer, the end's, or anyone's once this process is gone) and is
+ * logged as an error, as a record that cannot be stored is.
+ */
+static void journal_fold(struct pdk_ctl *c)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (c->journal == NULL || pdk_audit_journal_pending(c->journal) == 0)
+		return;
+	if (pdk_audit_journal_fold(c->journal, c->audit, NULL, &err) < 0)
+		pdk__ctl_log(c, PDK_LOG_ERROR, "%s", err->msg);
+}
+
+static void journal_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_ctl *c = arg;
+
+	(void)fd;
+	(void)what;
+	journal_fold(c);
+	pdk__ctl_fanout(c);
+}
+
+/*
+ * The control object's journal, made at its first spooled record: named
+ * after its actor and a random id, so that two processes on one state
+ * directory never share one.
+ */
+static struct pdk_audit_journal *journal_of(struct pdk_ctl *c)
+{
+	char id[37];
+	_cleanup_free_ char *name = NULL;
+
+	if (c->journal != NULL)
+		return c->journal;
+	pdk_make_id(id);
+	name = pdk_xasprintf("%s-%s", c->actor, id);
+	c->journal = pdk_audit_journal_new(c->state_dir, name);
+	c->journal_ev = evtimer_new(c->base, journal_due, c);
+	if (c->journal_ev == NULL)
+		pdk_oom();
+	return c->journal;
+}
+
 /*
  * The held events and then `e` (taken, may be NULL) appended in one
  * transaction; with `checkpoint`, a checkpoint is signed at the last.
+ * The spooled records are folded first: they were made before.
  */
 static void append_with_held(struct pdk_ctl *c, json_t *e, bool checkpoint)
 {
@@ -62,6 +112,7 @@ static void append_with_held(struct pdk_ctl *c, json_t *e, bool checkpoint)
 	_cleanup_free_ json_t **v = NULL;
 	size_t n;
 
+	journal_fold(c);
 	c->held = NULL;
 	c->turn_pending = false;
 	if (c->held_ev != NULL)
@@ -138,6 +189,8 @@ void pdk__ctl_held_flush(struct pdk_ctl *c)
 {
 	if (c->held != NULL)
 		append_with_held(c, NULL, false);
+	else
+		journal_fold(c);
 }
 
 void pdk_ctl_events_store(struct pdk_ctl *c)
@@ -150,6 +203,12 @@ void pdk_ctl_events_store(struct pdk_ctl *c)
 void pdk__ctl_held_free(struct pdk_ctl *c)
 {
 	pdk__ctl_held_flush(c);
+	/* What a fold could not take stays in the spool, for the next fold of anyone. */
+	pdk_audit_journal_free(c->journal);
+	c->journal = NULL;
+	if (c->journal_ev != NULL)
+		event_free(c->journal_ev);
+	c->journal_ev = NULL;
 	if (c->held_ev != NULL)
 		event_free(c->held_ev);
 	c->held_ev = NULL;
@@ -178,6 +237,32 @@ void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const
 		   json_t *attrs)
 {
 	record_at_turn_end(c, build_event(c, sandbox, labels, kind, attrs));
+}
+
+void pdk_ctl_event_spooled(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+			   json_t *attrs)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	json_t *e = build_event(c, sandbox, labels, kind, attrs);
+	struct timeval tv = {.tv_sec = 0, .tv_usec = PDK_CTL_SPOOL_FOLD_MS * 1000};
+
+	/*
+	 * Records queued before it are stored first (one transaction, as they
+	 * would have been before the answer): the chain keeps the order of the
+	 * calls. A gateway's allowed call has none.
+	 */
+	if (c->held != NULL)
+		append_with_held(c, NULL, false);
+	/* SECURITY: on disk by one write() before the answer of its request is written. */
+	if (pdk_audit_journal_append(journal_of(c), e, &err) < 0) {
+		/* Never dropped: stored by a transaction before the answer instead. */
+		pdk__ctl_log(c, PDK_LOG_ERROR, "%s (stored without the spool)", err->msg);
+		record_at_turn_end(c, e);
+		return;
+	}
+	json_decref(e);
+	if (!evtimer_pending(c->journal_ev, NULL) && evtimer_add(c->journal_ev, &tv) < 0)
+		pdk_oom();
 }
 
 void pdk__ctl_event_final(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,

@@ -46,6 +46,7 @@ struct pdk__gw_call {
 	char approval[37];
 	struct pdk_ctl_approval_wait *wait;
 	struct pdk_gw_up_call *uc;
+	json_t *record; /* its record's first part, made while the upstream works (or NULL) */
 	size_t red_args, red_result;
 	uint64_t start_ns;
 };
@@ -459,36 +460,60 @@ static size_t result_size(const json_t *result)
 	return result ? json_dumpb(result, NULL, 0, JSON_COMPACT | JSON_ENSURE_ASCII) + 1 : 0;
 }
 
-/* SECURITY: every call, however it ended, is one tool.call record with its arguments redacted. */
-static void call_record(struct pdk__gw_call *gc, const char *decision, const json_t *result)
+/*
+ * The part of a call's record known once its request is on its way (who,
+ * what, the arguments' hash and their redacted copy, the rule, the pin):
+ * built while the upstream works, off the answer's path (record_start()
+ * from call_forward()), or at the end for a call that never went upstream.
+ */
+static json_t *record_start(const struct pdk__gw_call *gc)
 {
 	const char *client = pdk_mcp_conn_client(pdk_mcp_call_conn(gc->mc));
-	const json_t *code = json_object_get(error_of(result), "code");
 	char hash[65];
 	json_t *attrs;
 
 	args_sha256(gc->args, hash);
-	attrs = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:s, s:s, s:o, s:s, s:s?, s:o, s:I, s:I, "
-			  "s:{s:I, s:I}}",
-			  "principal", gc->principal, "session", gc->session, "client", client,
-			  "server", gc->sv->s->id, "tool", gc->tool, "mcp_transport", "gateway",
-			  "args_sha256", hash, "args", pdk_mcp_audit_args(gc->g->redact, gc->args),
-			  "decision", decision, "rule", gc->rule, "pin", pin_of(gc), "latency_ms",
-			  (json_int_t)((pdk_now_mono_ns() - gc->start_ns) / 1000000),
-			  "result_bytes", (json_int_t)result_size(result), "redactions", "args",
-			  (json_int_t)gc->red_args, "result", (json_int_t)gc->red_result);
+	attrs = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:s, s:s, s:s?, s:s*, s:o, s:s}", "principal",
+			  gc->principal, "session", gc->session, "client", client, "server",
+			  gc->sv->s->id, "tool", gc->tool, "mcp_transport", "gateway",
+			  "args_sha256", hash, "rule", gc->rule, "approval",
+			  gc->approval[0] ? gc->approval : NULL, "pin", pin_of(gc), "mcp_method",
+			  "tools/call");
 	if (attrs == NULL)
 		pdk_oom();
+	pdk_json_set(attrs, "call_id", call_id(gc->mc));
+	/*
+	 * The strings a client chose (its name, the call's id) redacted; the
+	 * arguments after, redacted on their own (pdk_mcp_audit_args): one
+	 * walk over them, not two.
+	 */
+	(void)pdk_redact_json(gc->g->redact, attrs);
+	pdk_json_set(attrs, "args", pdk_mcp_audit_args(gc->g->redact, gc->args));
+	return attrs;
+}
+
+/* SECURITY: every call, however it ended, is one tool.call record with its arguments redacted. */
+static void call_record(struct pdk__gw_call *gc, const char *decision, const json_t *result)
+{
+	const json_t *code = json_object_get(error_of(result), "code");
+	json_int_t ms = (json_int_t)((pdk_now_mono_ns() - gc->start_ns) / 1000000);
+	json_t *attrs = gc->record != NULL ? steal_ptr(&gc->record) : record_start(gc);
+	json_t *error = json_is_string(code) ? json_copy((json_t *)code) : NULL;
+
+	/* The end: how it ended (an error code of an upstream's result redacted like it). */
+	(void)pdk_redact_json(gc->g->redact, error);
+	pdk_json_set(attrs, "decision", json_string(decision));
+	pdk_json_set(attrs, "error", error);
 	/* The OTLP export's span lasts duration_ms; mcp_method and session are MCP's conventions.
 	 */
-	pdk_json_set(attrs, "duration_ms",
-		     json_integer(json_integer_value(json_object_get(attrs, "latency_ms"))));
-	pdk_json_set(attrs, "mcp_method", json_string("tools/call"));
-	pdk_json_set(attrs, "call_id", call_id(gc->mc));
-	pdk_json_set(attrs, "approval", gc->approval[0] ? json_string(gc->approval) : NULL);
-	pdk_json_set(attrs, "error", json_is_string(code) ? json_incref((json_t *)code) : NULL);
-	(void)pdk_redact_json(gc->g->redact, attrs);
-	pdk_ctl_event(gc->g->ctl, sandbox_of(gc->sv), NULL, "tool.call", attrs);
+	pdk_json_set(attrs, "latency_ms", json_integer(ms));
+	pdk_json_set(attrs, "duration_ms", json_integer(ms));
+	pdk_json_set(attrs, "result_bytes", json_integer((json_int_t)result_size(result)));
+	pdk_json_set(attrs, "redactions",
+		     json_pack("{s:I, s:I}", "args", (json_int_t)gc->red_args, "result",
+			       (json_int_t)gc->red_result));
+	/* SECURITY: on disk (the control object's spool) before call_end() answers. */
+	pdk_ctl_event_spooled(gc->g->ctl, sandbox_of(gc->sv), NULL, "tool.call", attrs);
 }
 
 /* ---- a call ---- */
@@ -511,6 +536,7 @@ static void call_end(struct pdk__gw_call *gc, const char *decision, json_t *resu
 	pdk_mcp_call_reply(gc->mc, result);
 	pdk__gw_tool_unref(gc->t);
 	json_decref(gc->args);
+	json_decref(gc->record); /* NULL: call_record() took it */
 	free(gc->tool);
 	free(gc->principal);
 	free(gc->session);
@@ -612,7 +638,10 @@ static void call_forward(struct pdk__gw_call *gc)
 		call_fail(gc,
 			  &(struct fail){.code = "upstream_failed", .decision = "upstream_error"},
 			  "upstream %s: %s", gc->sv->s->id, err->msg);
+		return;
 	}
+	/* The request is written: the record's first part is made while the upstream answers. */
+	gc->record = record_start(gc);
 }
 
 /* Budgets, then the arguments against the pinned inputSchema. */

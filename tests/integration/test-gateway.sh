@@ -490,6 +490,50 @@ case_kill() {
 	no_process_left "$l"
 }
 
+# texts_of FILE MARKER: {text: count} of the tool.call records in FILE (`audit tail --json`) whose
+# arguments' text starts with MARKER.
+texts_of() {
+	jq -s --arg m "$2" '[.[] | select(.kind == "tool.call") | .attrs.args.text // empty
+		| select(startswith($m))] | group_by(.) | map({key: .[0], value: length}) | from_entries' "$1"
+}
+
+# The gateway killed with SIGKILL at several points: after 20 answered calls and a pause (its
+# spool folded meanwhile), after 20 more (not folded yet), with 5 calls written and not
+# answered. Every answered call's record is stored once, none twice after a second fold, and
+# the chain verifies before and after; the killed gateway's spool is left to, and taken by,
+# the next fold.
+case_kill_many() {
+	local l="$WHO: killed between and after folds" marker out tails
+	marker="many-$WHO-$$-$RANDOM"
+	out=$(mcp_as "$WHO" timeout 120 python3 "$T/bin/gw-kill.py" --calls 40 --pause-at 20 \
+		--in-flight 5 "$marker" "$T/bin/paddock" gateway --config "$CFG" --principal agent-k \
+		2>"$T/kill.err")
+	jqok "$out" '.signal == 9 and (.answered | length) == 40' \
+		"$l: 40 calls are answered, then the gateway is killed with SIGKILL" ||
+		head -5 "$T/kill.err" | sed 's/^/#   /'
+	mcp_as "$WHO" "$T/bin/paddock" audit verify --json >"$T/verify.json" 2>&1
+	ok $? "$l: paddock audit verify passes before anything folds the killed gateway's spool"
+	jqok "$(cat "$T/verify.json")" '.unfolded | all(.running == false)' \
+		"$l: no spool is held any more (the killed gateway's lock went with it)"
+	echo "# $l: $(jq '.unfolded_records' "$T/verify.json") record(s) not folded at the kill"
+	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 2000 --kind tool.call --json >"$T/audit.json" 2>&1
+	tails=$(texts_of "$T/audit.json" "$marker")
+	jqok "$tails" '. as $t | ([range(1; 41)] | all(. as $k | $t["'"$marker"'-\($k)"] == 1))' \
+		"$l: each of the 40 answered calls has exactly one tool.call record"
+	jqok "$tails" 'to_entries | all(.value == 1)' \
+		"$l: no record is there twice (the calls in flight have one record at most)"
+	mcp_as "$WHO" "$T/bin/paddock" audit fold >/dev/null 2>&1
+	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 2000 --kind tool.call --json >"$T/audit.json" 2>&1
+	is "$(texts_of "$T/audit.json" "$marker")" "$tails" "$l: a second fold appends none of them again"
+	mcp_as "$WHO" "$T/bin/paddock" audit verify --json >"$T/verify.json" 2>&1
+	ok $? "$l: paddock audit verify passes after the folds"
+	jqok "$(cat "$T/verify.json")" '.unfolded_records == 0' "$l: nothing is left to fold"
+	is "$(find "$T/state-$WHO/audit-spool" -name 'paddock-gateway-*.jsonl' | wc -l)" 0 \
+		"$l: the killed gateway's spool files are folded and gone"
+	stop_supervisors
+	no_process_left "$l"
+}
+
 # stop_supervisors: SIGTERM to the sandbox supervisors of this round's state directory (only
 # what the suite started: their environment names it).
 stop_supervisors() {
@@ -544,6 +588,7 @@ for WHO in root user; do
 	case_approvals
 	case_elicit
 	case_kill
+	case_kill_many
 	case_reap
 done
 done_testing

@@ -6,6 +6,8 @@
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -1072,6 +1074,198 @@ Test(audit, fold_keeps_spools_that_held_records_as_spares)
 	pdk_events_free(ev);
 	cr_assert_eq(pdk_audit_fold(a, &res, &err), 0);
 	cr_assert_eq(res.records, 1, "the run's record is folded from the spare it took");
+	pdk_audit_free(a);
+}
+
+struct ns {
+	uint64_t v[16];
+	size_t n;
+};
+
+static int ns_row(void *data, const struct pdk_audit_row *r)
+{
+	struct ns *ns = data;
+
+	cr_assert_lt(ns->n, PDK_ARRAY_SIZE(ns->v));
+	ns->v[ns->n++] = (uint64_t)json_integer_value(
+		json_object_get(json_object_get(r->record, "attrs"), "n"));
+	return 0;
+}
+
+/* The store verifies and holds exactly the records n = want[0..n), in that order. */
+static void expect_ns(struct pdk_audit *a, const uint64_t *want, size_t n)
+{
+	struct pdk_audit_verify v = verify(a);
+	struct pdk_error *err = NULL;
+	struct ns got = {0};
+
+	cr_assert_eq(v.reason, PDK_AUDIT_INTACT, "%s", v.detail);
+	cr_assert_eq(pdk_audit_query(a, &(struct pdk_audit_filter){0}, ns_row, &got, &err), 0);
+	cr_assert_eq(got.n, n, "%zu records, %zu expected", got.n, n);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(got.v[i], want[i], "record %zu is n=%" PRIu64 ", %" PRIu64 " expected",
+			     i + 1, got.v[i], want[i]);
+}
+
+/* The journal's files in the spool directory. */
+static size_t journal_files(const char *state)
+{
+	_cleanup_free_ char *dir = pdk_xasprintf("%s/" PDK_AUDIT_SPOOL_DIR, state);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	size_t n = 0;
+
+	while (d != NULL && (de = readdir(d)) != NULL)
+		n += strncmp(de->d_name, "gw-", 3) == 0;
+	return n;
+}
+
+struct pending_seen {
+	uint64_t spools, records, running;
+};
+
+static int pending_row(void *data, const struct pdk_audit_spool *sp)
+{
+	struct pending_seen *p = data;
+
+	p->spools++;
+	p->records += sp->records;
+	p->running += sp->running;
+	return 0;
+}
+
+/* What `paddock audit verify` lists as not folded yet. */
+static struct pending_seen pending_of(const char *state)
+{
+	struct pending_seen p = {0};
+	struct pdk_error *err = NULL;
+
+	cr_assert_eq(pdk_audit_pending(state, pending_row, &p, &err), 0);
+	return p;
+}
+
+static void journal_add(struct pdk_audit_journal *j, uint64_t n)
+{
+	_cleanup_json_ json_t *e = event("gw", n);
+	struct pdk_error *err = NULL;
+
+	cr_assert_eq(pdk_audit_journal_append(j, e, &err), 0, "%s", err ? err->msg : "");
+}
+
+/*
+ * A journal folds its own records while it holds its spool (a fold of
+ * anyone else skips it), each fold starting a new file; what a writer left
+ * unfolded (it was killed) is folded by the next fold of anyone; the chain
+ * keeps the order they were written in.
+ */
+Test(audit, journal_folds_itself_and_leaves_the_rest_to_any_fold)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = open_store(state);
+	struct pdk_audit_journal *j = pdk_audit_journal_new(state, "gw-a");
+	struct pdk_error *err = NULL;
+	struct pdk_audit_fold res;
+	uint64_t folded = 0;
+	struct pending_seen p;
+	static const uint64_t want[] = {1, 2, 3, 4, 5};
+
+	cr_assert_eq(journal_files(state), 0, "nothing is made before the first record");
+	journal_add(j, 1);
+	journal_add(j, 2);
+	journal_add(j, 3);
+	cr_assert_eq(pdk_audit_journal_pending(j), 3);
+	p = pending_of(state);
+	cr_assert(p.spools == 1 && p.records == 3 && p.running == 1,
+		  "verify lists the live journal's 3 records as running (%" PRIu64 " %" PRIu64
+		  " %" PRIu64 ")",
+		  p.spools, p.records, p.running);
+	cr_assert_eq(pdk_audit_fold(a, &res, &err), 0);
+	cr_assert_eq(res.records, 0, "a live journal's spool is not folded by others");
+	cr_assert_eq(res.running, 1);
+	cr_assert_eq(pdk_audit_journal_fold(j, a, &folded, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(folded, 3);
+	cr_assert_eq(pdk_audit_journal_pending(j), 0);
+	cr_assert_eq(journal_files(state), 0, "the folded file is removed");
+	journal_add(j, 4);
+	journal_add(j, 5);
+	cr_assert_eq(journal_files(state), 1, "the next record starts the next file");
+	pdk_audit_journal_free(j); /* as a killed writer: the lock goes, the records stay */
+	p = pending_of(state);
+	cr_assert(p.spools == 1 && p.records == 2 && p.running == 0,
+		  "verify lists the dead journal's 2 records, not running");
+	cr_assert_eq(pdk_audit_fold(a, &res, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(res.records, 2);
+	cr_assert_eq(journal_files(state), 0);
+	expect_ns(a, want, PDK_ARRAY_SIZE(want));
+	cr_assert_eq(pending_of(state).spools, 0, "nothing is left to fold");
+	pdk_audit_free(a);
+}
+
+/*
+ * A writer killed inside its own fold, after the records' transaction and
+ * before the file was removed: the next fold finds the offset saved with
+ * them and appends none of them again.
+ */
+Test(audit, journal_killed_inside_its_fold_doubles_nothing)
+{
+	_cleanup_free_ char *state = tmp_state();
+	_cleanup_free_ char *file =
+		pdk_xasprintf("%s/" PDK_AUDIT_SPOOL_DIR "/gw-b-00000000.jsonl", state);
+	struct pdk_audit *a = open_store(state);
+	struct pdk_audit_journal *j = pdk_audit_journal_new(state, "gw-b");
+	struct pdk_error *err = NULL;
+	json_t *ev[2] = {event("gw", 1), event("gw", 2)};
+	struct pdk_audit_fold res;
+	struct stat st;
+	static const uint64_t want[] = {1, 2, 3};
+
+	journal_add(j, 1);
+	journal_add(j, 2);
+	cr_assert_eq(stat(file, &st), 0, "the first file is %s", file);
+	/* The fold's first step, as it commits it: the records and how far the file is folded. */
+	cr_assert_eq(
+		pdk_audit_append_spool(a, ev, 2, "spool/gw-b-00000000", (uint64_t)st.st_size, &err),
+		0, "%s", err ? err->msg : "");
+	pdk_audit_journal_free(j);
+	cr_assert_eq(pdk_audit_fold(a, &res, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(res.records, 0, "nothing is appended twice");
+	cr_assert_eq(res.spools, 1);
+	cr_assert_eq(journal_files(state), 0);
+	/* A later writer's journal: its records follow. */
+	j = pdk_audit_journal_new(state, "gw-c");
+	journal_add(j, 3);
+	cr_assert_eq(pdk_audit_journal_fold(j, a, NULL, &err), 0, "%s", err ? err->msg : "");
+	pdk_audit_journal_free(j);
+	expect_ns(a, want, PDK_ARRAY_SIZE(want));
+	json_decref(ev[0]);
+	json_decref(ev[1]);
+	pdk_audit_free(a);
+}
+
+/* A fold that fails keeps the file, and the next one goes on: nothing lost, nothing twice. */
+Test(audit, journal_fold_that_fails_is_taken_up_again)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = open_store(state);
+	struct pdk_audit_journal *j = pdk_audit_journal_new(state, "gw-d");
+	struct pdk_error *err = NULL;
+	uint64_t folded = 0;
+	static const uint64_t want[] = {1, 2, 3};
+
+	journal_add(j, 1);
+	journal_add(j, 2);
+	sql(state, "CREATE TRIGGER no_more BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'x'); "
+		   "END; CREATE TABLE mark (x); INSERT INTO mark VALUES (1)");
+	cr_assert_lt(pdk_audit_journal_fold(j, a, &folded, &err), 0);
+	pdk_error_free(&err);
+	cr_assert_eq(pdk_audit_journal_pending(j), 2, "the records wait in their file");
+	cr_assert_eq(journal_files(state), 1);
+	journal_add(j, 3);
+	sql(state, "DROP TRIGGER no_more; INSERT INTO mark VALUES (2)");
+	cr_assert_eq(pdk_audit_journal_fold(j, a, &folded, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(folded, 3);
+	pdk_audit_journal_free(j);
+	expect_ns(a, want, PDK_ARRAY_SIZE(want));
 	pdk_audit_free(a);
 }
 

@@ -4,7 +4,8 @@
  * an ended sandbox, the kill switch's selection, supervisor errors as
  * control errors and the API's one mapping of those to HTTP statuses; and,
  * as root, a real sandbox created through the control object on an event
- * loop, a command run in it to its exit, and its destroy.
+ * loop, a command run in it to its exit, and its destroy; spooled records
+ * and the order of the chain.
  */
 #include "common.h"
 #include "api.h"
@@ -13,6 +14,7 @@
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -533,5 +535,86 @@ Test(control, a_detached_process_outlives_its_caller_and_is_reattached, .timeout
 	pdk_ctl_free(c);
 	event_base_free(r.base);
 	free(r.id);
+	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
+}
+
+/* ---- spooled records (pdk_ctl_event_spooled) ---- */
+
+/* The journal files of the state directory's spool directory. */
+static int journal_files(const char *state)
+{
+	_cleanup_free_ char *dir = pdk_xasprintf("%s/" PDK_AUDIT_SPOOL_DIR, state);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	while (d != NULL && (de = readdir(d)) != NULL)
+		n += strncmp(de->d_name, "paddock-gateway-", 16) == 0;
+	return n;
+}
+
+static int kind_row(void *data, const struct pdk_audit_row *row)
+{
+	char **kinds = data;
+	char *more = pdk_xasprintf("%s%s ", *kinds, row->kind);
+
+	free(*kinds);
+	*kinds = more;
+	return 0;
+}
+
+static void loop_for_ms(struct event_base *base, long ms)
+{
+	struct timeval tv = {.tv_sec = 0, .tv_usec = ms * 1000};
+
+	cr_assert_eq(event_base_loopexit(base, &tv), 0);
+	cr_assert_eq(event_base_dispatch(base), 0);
+}
+
+/*
+ * A spooled record is in the control object's spool when the call returns,
+ * folded by its timer (the loop's next PDK_CTL_SPOOL_FOLD_MS), and the
+ * chain keeps the order of the calls with the queued records around it:
+ * a record queued before a spooled one is stored before it, a spooled one
+ * is folded before a record queued after it is stored.
+ */
+Test(control, spooled_records_keep_the_order_of_the_calls)
+{
+	char dir[] = "/tmp/pdk-test-control-XXXXXX";
+	_cleanup_free_ char *state = NULL, *rundir = NULL, *kinds = pdk_xstrdup("");
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct event_base *base = event_base_new();
+	struct pdk_audit *a = NULL;
+	struct pdk_ctl *c = NULL;
+
+	cr_assert_not_null(mkdtemp(dir));
+	state = pdk_xasprintf("%s/state", dir);
+	rundir = pdk_xasprintf("%s/run", dir);
+	cr_assert_eq(pdk_ctl_new(&(struct pdk_ctl_opts){.base = base,
+							.state_dir = state,
+							.run_dir = rundir,
+							.actor = "paddock-gateway"},
+				 &c, &err),
+		     0, "%s", err ? err->msg : "");
+	pdk_ctl_event_spooled(c, "daemon", NULL, "k.1", NULL);
+	cr_assert_eq(journal_files(state), 1, "written to the spool before the call returns");
+	loop_for_ms(base, 200);
+	cr_assert_eq(journal_files(state), 0, "folded by its timer");
+	pdk_ctl_event(c, "daemon", NULL, "k.2", NULL);
+	pdk_ctl_event_spooled(c, "daemon", NULL, "k.3", NULL);
+	pdk_ctl_event_spooled(c, "daemon", NULL, "k.4", NULL);
+	pdk_ctl_event(c, "daemon", NULL, "k.5", NULL);
+	pdk_ctl_events_store(c);
+	cr_assert_eq(journal_files(state), 0, "folded before the record queued after it");
+	pdk_ctl_event_spooled(c, "daemon", NULL, "k.6", NULL);
+	pdk_ctl_free(c); /* folds what is left */
+	cr_assert_eq(journal_files(state), 0);
+	cr_assert_eq(pdk_audit_open(state, &a, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(pdk_audit_query(a, &(struct pdk_audit_filter){.kind = "k."}, kind_row, &kinds,
+				     &err),
+		     0, "%s", err ? err->msg : "");
+	cr_assert_str_eq(kinds, "k.1 k.2 k.3 k.4 k.5 k.6 ");
+	pdk_audit_free(a);
+	event_base_free(base);
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
 }
