@@ -146,34 +146,43 @@ static void commit_now(struct pdk_mcp_call *call, const struct pdk_ctl_approval 
 	}
 }
 
-static void propose_decided(void *ctx, const struct pdk_ctl_approval *a)
+/*
+ * The queue decided a request of `call`: true when it was approved (the
+ * caller goes on); otherwise the call is answered with the refusal ("not
+ * VERB: ...") and false.
+ */
+static bool approved(struct pdk_mcp_call *call, const struct pdk_ctl_approval *a, const char *verb)
 {
-	struct pdk_mcp_call *call = ctx;
 	_cleanup_free_ char *text = NULL, *wait = NULL;
 	const char *who = a->approver ? a->approver : "?";
 
 	call->approval = NULL;
 	/* The queue decided (perhaps through the client's own answer): its question is moot. */
 	pdk_mcp_call_elicit_end(call);
-	if (strcmp(a->state, "approved") == 0) {
-		commit_now(call, a);
-		return;
-	}
+	if (strcmp(a->state, "approved") == 0)
+		return true;
 	if (strcmp(a->state, "denied") == 0) {
 		text = pdk_xasprintf("denied by %s: %s", who, a->note ? a->note : "(no note)");
 		refused(call, text,
 			json_pack("{s:s, s:s, s:s, s:s?}", "status", "denied", "approval_id", a->id,
 				  "approver", who, "note", a->note));
-		return;
+		return false;
 	}
 	wait = timeout_text(call->conn->m->approval_timeout_s ?: PDK_CTL_APPROVAL_TIMEOUT_S);
 	text = strcmp(a->state, "timed_out") == 0
-		       ? pdk_xasprintf("not applied: nobody approved within %s (approval request "
+		       ? pdk_xasprintf("not %s: nobody approved within %s (approval request "
 				       "%s timed out; a human approves with 'paddock approve %s' "
 				       "while it waits)",
-				       wait, a->id, a->id)
-		       : pdk_xasprintf("not applied: approval request %s was %s", a->id, a->state);
+				       verb, wait, a->id, a->id)
+		       : pdk_xasprintf("not %s: approval request %s was %s", verb, a->id, a->state);
 	refused(call, text, json_pack("{s:s, s:s}", "status", a->state, "approval_id", a->id));
+	return false;
+}
+
+static void propose_decided(void *ctx, const struct pdk_ctl_approval *a)
+{
+	if (approved(ctx, a, "applied"))
+		commit_now(ctx, a);
 }
 
 /* What the human sees: the change list (at most PROPOSE_LIST_MAX entries) and its count. */
@@ -379,32 +388,8 @@ static void egress_widen(struct pdk_mcp_call *call, const struct pdk_ctl_approva
 
 static void egress_decided(void *ctx, const struct pdk_ctl_approval *a)
 {
-	struct pdk_mcp_call *call = ctx;
-	_cleanup_free_ char *text = NULL, *wait = NULL;
-	const char *who = a->approver ? a->approver : "?";
-
-	call->approval = NULL;
-	/* The queue decided (perhaps through the client's own answer): its question is moot. */
-	pdk_mcp_call_elicit_end(call);
-	if (strcmp(a->state, "approved") == 0) {
-		egress_widen(call, a);
-		return;
-	}
-	if (strcmp(a->state, "denied") == 0) {
-		text = pdk_xasprintf("denied by %s: %s", who, a->note ? a->note : "(no note)");
-		refused(call, text,
-			json_pack("{s:s, s:s, s:s, s:s?}", "status", "denied", "approval_id", a->id,
-				  "approver", who, "note", a->note));
-		return;
-	}
-	wait = timeout_text(call->conn->m->approval_timeout_s ?: PDK_CTL_APPROVAL_TIMEOUT_S);
-	text = strcmp(a->state, "timed_out") == 0
-		       ? pdk_xasprintf("not allowed: nobody approved within %s (approval request "
-				       "%s timed out; a human approves with 'paddock approve %s' "
-				       "while it waits)",
-				       wait, a->id, a->id)
-		       : pdk_xasprintf("not allowed: approval request %s was %s", a->id, a->state);
-	refused(call, text, json_pack("{s:s, s:s}", "status", a->state, "approval_id", a->id));
+	if (approved(ctx, a, "allowed"))
+		egress_widen(ctx, a);
 }
 
 /* A request that cannot be granted at all (no allowlist, a bad entry): no human is asked. */

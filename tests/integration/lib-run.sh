@@ -95,6 +95,23 @@ ok() {
 	TAP_N=$((TAP_N + 1))
 	if [ "$1" = 0 ]; then echo "ok $TAP_N - $desc"; else echo "not ok $TAP_N - $desc"; TAP_FAILED=$((TAP_FAILED + 1)); fi
 }
+
+# tap_run CMD...: run a driver that prints TAP lines without numbers ("ok - WHAT", "not ok -
+# WHAT"), numbered here; its other lines pass through. A driver that exits non-zero (a crash
+# cuts its checks short, and what it did not print would go unseen) is one failure more,
+# naming it and its status.
+tap_run() {
+	local line rc=""
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok 0 "${line#ok - }" ;;
+		"not ok - "*) ok 1 "${line#not ok - }" ;;
+		"#tap_run-exit "*) rc=${line#"#tap_run-exit "} ;;
+		*) echo "$line" ;;
+		esac
+	done < <("$@"; echo "#tap_run-exit $?")
+	[ "$rc" = 0 ] || ok 1 "the driver ($*) exited ${rc:-without a status}: it stopped before its end"
+}
 is() {
 	if [ "$1" = "$2" ]; then ok 0 "$3"; else ok 1 "$3"
 		{ printf 'got:\n%s\nwant:\n%s\n' "$1" "$2"; } | head -40 | sed 's/^/#   /'; return 1; fi

@@ -122,9 +122,15 @@ def bad_input(c):
              "an unknown legacy method -> -32601")]:
         st, _, msgs = c.post(body)
         ok(st == want_st and code(msgs) == want_code, desc, (st, msgs))
-    st, _, msgs = c.post(b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"'
-                         + b"a" * (5 << 20) + b'"}}')
-    ok(st == 413, "a body over the message bound -> 413", (st, msgs))
+    if KIND == "listen":
+        # Its connection guard answers from the headers and closes: sending the body would
+        # race that close (the client's write fails, and its answer may be lost to the reset).
+        st = c.oversized(5 << 20)
+    else:
+        # paddock serve reads bodies up to the API's bound; /mcp's is checked on the message.
+        st, _, _ = c.post(b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"'
+                          + b"a" * (5 << 20) + b'"}}')
+    ok(st == 413, "a body over the message bound -> 413", st)
     st, _, msgs = c.post({"jsonrpc": "2.0", "id": 10, "method": "ping"})
     ok(st == 200 and last(msgs).get("result") == {}, "the endpoint keeps serving (ping)", msgs)
     st, _, msgs = c.post(b"", method="GET")

@@ -146,6 +146,23 @@ class Http:
         host, port = self.hostport.rsplit(":", 1)
         return http.client.HTTPConnection(host, int(port), timeout=timeout)
 
+    def oversized(self, length, timeout=60):
+        """The status of a POST that announces a body of `length` bytes and sends none of it:
+        a server that enforces its bound answers from the headers (sending the body too would
+        race its close: the client's write fails and its answer may be lost to the reset)."""
+        c = self._conn(timeout)
+        c.putrequest("POST", self.path)
+        for k, v in (("Content-Type", "application/json"),
+                     ("Accept", "application/json, text/event-stream"),
+                     ("Content-Length", str(length)), ("Mcp-Session-Id", self.session)):
+            if v is not None:
+                c.putheader(k, v)
+        c.endheaders()
+        try:
+            return c.getresponse().status
+        finally:
+            c.close()
+
     def post(self, body, headers=None, method="POST", timeout=60, stop_after=None):
         """(status, headers dict lowercased, [messages]) of one request."""
         h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}

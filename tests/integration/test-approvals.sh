@@ -63,18 +63,6 @@ printf 'name: approvals-egress\nextends: default\nnetwork:\n  mode: allowlist\n 
 	>"$T/egress.yaml"
 chmod 0644 "$T/egress.yaml"
 
-# TAP lines without numbers from a driver, numbered here.
-tap_of() {
-	local line
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) ok 0 "${line#ok - }" ;;
-		"not ok - "*) ok 1 "${line#not ok - }" ;;
-		*) echo "$line" ;;
-		esac
-	done
-}
-
 # as_argv WHO: the argv prefix `as` runs a command with (for a driver that starts it).
 as_argv() {
 	if [ "$1" = root ]; then
@@ -225,21 +213,21 @@ approval_tests() {
 	ws=$(mkws)
 	echo "host file" >"$ws/host.txt"
 	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$ws"
-	tap_of < <(python3 "$HERE/mcp-approvals.py" "$who" "$ws" cli -- \
-		$(as_argv "$who") "$T/bin/paddock")
+	tap_run python3 "$HERE/mcp-approvals.py" "$who" "$ws" cli -- \
+		$(as_argv "$who") "$T/bin/paddock"
 	is "$(ls -A "$ws" | sort | tr '\n' ' ')" "approved.txt host.txt inband.txt off.txt " \
 		"$who: the host directory has the approved changes alone (the CLI's, in band)"
 	sdk_in_band "$who" "$ws"
 	sdk_in_band_modern "$who" "$ws"
 	sdk_in_band_http "$who" "$ws"
-	tap_of < <(python3 "$HERE/mcp-egress.py" "$who" "$T/egress.yaml" "$ORIGIN" cli -- \
-		$(as_argv "$who") "$T/bin/paddock")
+	tap_run python3 "$HERE/mcp-egress.py" "$who" "$T/egress.yaml" "$ORIGIN" cli -- \
+		$(as_argv "$who") "$T/bin/paddock"
 	sdk_egress_modern "$who"
 	serve_start "$who" || return
-	tap_of < <(python3 "$HERE/mcp-approvals.py" "$who" "$ws" api "$(sock_of "$who")" -- \
-		$(as_argv "$who") "$T/bin/paddock")
-	tap_of < <(python3 "$HERE/mcp-egress.py" "$who" "$T/egress.yaml" "$ORIGIN" api \
-		"$(sock_of "$who")" -- $(as_argv "$who") "$T/bin/paddock")
+	tap_run python3 "$HERE/mcp-approvals.py" "$who" "$ws" api "$(sock_of "$who")" -- \
+		$(as_argv "$who") "$T/bin/paddock"
+	tap_run python3 "$HERE/mcp-egress.py" "$who" "$T/egress.yaml" "$ORIGIN" api \
+		"$(sock_of "$who")" -- $(as_argv "$who") "$T/bin/paddock"
 	# The daemon dies (SIGKILL) and a new one adopts the widened sandbox: the entry is the
 	# supervisor's, so it holds.
 	sid=$(cat "$T/widened-$who" 2>/dev/null)

@@ -20,18 +20,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # The drivers, where the unprivileged user can read them.
 cp "$HERE/mcp_client.py" "$HERE/mcp-http.py" "$T/bin/"
 
-# TAP lines without numbers from a driver, numbered here.
-tap_of() {
-	local line
-	while IFS= read -r line; do
-		case $line in
-		"ok - "*) ok 0 "${line#ok - }" ;;
-		"not ok - "*) ok 1 "${line#not ok - }" ;;
-		*) echo "$line" ;;
-		esac
-	done
-}
-
 # Supervisors still running with this identity's runtime directory.
 live_supervisors() {
 	local p n=0
@@ -51,10 +39,10 @@ mcp_tests() {
 	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$ws"
 	echo "host secret $RANDOM$RANDOM" >"$T/host-secret"
 	chmod 0644 "$T/host-secret"
-	tap_of < <(python3 "$HERE/mcp-stdio.py" "$who" "$ws" "$T/host-secret" -- \
+	tap_run python3 "$HERE/mcp-stdio.py" "$who" "$ws" "$T/host-secret" -- \
 		$(as_argv "$who") "$T/bin/paddock" mcp --workspace "$ws" --max-message 16K \
-		--approval-timeout 1s)
-	tap_of < <(python3 "$HERE/mcp-audit.py" "$who" -- $(as_argv "$who") "$T/bin/paddock")
+		--approval-timeout 1s
+	tap_run python3 "$HERE/mcp-audit.py" "$who" -- $(as_argv "$who") "$T/bin/paddock"
 	run="$T/serve-$who/run"
 	is "$(live_supervisors "$run")" 0 "$who: after the client closed stdin, no supervisor runs"
 	is "$(ls -A "$run/mcp" 2>/dev/null)" "" "$who: the server's private directory is gone"
@@ -124,7 +112,7 @@ http_tests() {
 		curl -s -o /dev/null "http://127.0.0.1:$port/" && break
 		sleep 0.05
 	done
-	tap_of < <(python3 "$HERE/mcp-http.py" "$who" listen "http://127.0.0.1:$port/mcp")
+	tap_run python3 "$HERE/mcp-http.py" "$who" listen "http://127.0.0.1:$port/mcp"
 	# Its SSE events are not held for the client's delayed ACK (http/conns.c).
 	is "$(python3 "$HERE/tcp-nodelay.py" "127.0.0.1:$port" "$pid" 2>&1)" True \
 		"$who: mcp --listen's end of an accepted TCP connection has TCP_NODELAY"
@@ -147,7 +135,7 @@ print(structured(r).get("stdout", {}).get("text", "").strip(), c.close()[0])' \
 		"$HERE" $(as_argv "$who") "$T/bin/paddock" mcp)" "beside 0" \
 		"$who: paddock mcp over stdio runs beside paddock serve on the same state directory"
 	# The unix socket's owner is the daemon's admin: the driver runs as the daemon's user.
-	tap_of < <(as "$who" python3 "$T/bin/mcp-http.py" "$who" serve "$(sock_of "$who")")
+	tap_run as "$who" python3 "$T/bin/mcp-http.py" "$who" serve "$(sock_of "$who")"
 	serve_stop "$who"
 	is "$SERVE_RC" 0 "$who: paddock serve with /mcp stops cleanly"
 }
