@@ -9,7 +9,10 @@
 # start is named with why, every call is a tool.call record with its principal (stored even
 # when the gateway is killed right after answering), a require_approval call is asked in band
 # of a client that declared elicitation (accept, decline, no answer; SDK v1 and v2, stdio and
-# HTTP), and when the client ends nothing is left running in the suite's cgroups.
+# HTTP), a legacy HTTP session's GET stream (curl: no session 400, an unknown one or another
+# principal's 404, a wrong token 401, a second stream 409, DELETE ends it) carries
+# notifications/tools/list_changed to an SDK v1 client when a pin is approved, and when the
+# client ends nothing is left running in the suite's cgroups.
 set -u
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-mcp.sh"
