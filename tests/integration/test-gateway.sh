@@ -217,14 +217,16 @@ http_stream() {
 		"$l: a GET of the session with a wrong token is refused 401"
 	is "$(get_code -H "Authorization: Bearer $TOKEN_B" -H "Mcp-Session-Id: $sid")" 404 \
 		"$l: a GET of agent-a's session with agent-b's token is refused 404"
-	curl -sN --max-time 60 -D "$T/get.head" -o "$T/get.body" -H "$auth" -H "Mcp-Session-Id: $sid" \
+	# The answer's head in its output as it comes (-i, -N: unbuffered), in a file of this run.
+	rm -f "$T/get-$WHO.out"
+	curl -siN --max-time 60 -o "$T/get-$WHO.out" -H "$auth" -H "Mcp-Session-Id: $sid" \
 		-H 'Accept: text/event-stream' "$GW_URL" &
 	pid=$!
 	for i in $(seq 1 300); do
-		grep -qi '^content-type: text/event-stream' "$T/get.head" 2>/dev/null && break
+		grep -qi '^content-type: text/event-stream' "$T/get-$WHO.out" 2>/dev/null && break
 		sleep 0.1
 	done
-	ok "$(grep -qi '^content-type: text/event-stream' "$T/get.head"; echo $?)" \
+	ok "$(grep -qi '^content-type: text/event-stream' "$T/get-$WHO.out"; echo $?)" \
 		"$l: a GET with the session's id and token opens a text/event-stream"
 	is "$(get_code -H "$auth" -H "Mcp-Session-Id: $sid")" 409 "$l: a second GET stream of the session is refused 409"
 	is "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "$auth" -H "Mcp-Session-Id: $sid" "$GW_URL")" \
