@@ -7,7 +7,9 @@
  * when notifications or requests of the server come first (progress, an
  * elicitation: ask.c) or when closing it must cancel the call (2026-07-28
  * tools/call, subscriptions/listen). A client's answer to a request of the
- * server is a POST of its own, in the session it names.
+ * server is a POST of its own, in the session it names. A legacy session of
+ * a server whose tools can change (a provider's: listChanged) may also hold
+ * one GET stream, where the notifications that answer no request go.
  */
 #include "common.h"
 #include "mcp-internal.h"
@@ -21,6 +23,7 @@
 
 #define SESSIONS_MAX   256
 #define SESSION_IDLE_S 3600
+#define LISTEN_PING_S  15
 
 struct session;
 
@@ -43,6 +46,9 @@ struct session {
 	struct pdk_mcp_conn *conn;
 	struct exchange *pending;
 	uint64_t last_ns;
+	struct pdk_http_stream listen; /* the GET stream, while `listening` */
+	bool listening;
+	uint64_t ping_ns; /* when the GET stream was last written */
 };
 
 struct pdk_mcp_http {
@@ -176,7 +182,15 @@ static void send_session(void *ctx, const json_t *related, const json_t *msg)
 			deliver(x, msg);
 			return;
 		}
-	/* Nothing about an answered request, and no stream of its own (GET is 405). */
+	/*
+	 * A notification of no request (list_changed) goes to the GET stream when
+	 * the client holds one; without it the client sees the change at its next
+	 * tools/list. Nothing about an answered request goes anywhere.
+	 */
+	if (related != NULL || msg == NULL || !s->listening || json_object_get(msg, "id") != NULL)
+		return;
+	pdk_http_stream_send(&s->listen, NULL, "message", json_deep_copy(msg));
+	s->ping_ns = pdk_now_mono_ns();
 }
 
 static void send_modern(void *ctx, const json_t *related, const json_t *msg)
@@ -211,6 +225,8 @@ static void session_free(struct pdk_mcp_http *h, struct session *s)
 			*p = s->next;
 			break;
 		}
+	if (s->listening)
+		pdk_http_stream_end(&s->listen);
 	while (s->pending != NULL) {
 		struct exchange *x = s->pending;
 
@@ -277,8 +293,17 @@ void pdk_mcp_http_tick(struct pdk_mcp_http *h)
 		return;
 	for (struct session *s = h->sessions; s != NULL; s = next) {
 		next = s->next;
-		if (s->pending == NULL && now - s->last_ns > SESSION_IDLE_S * 1000000000ULL)
+		/* A client that listens on its GET stream is still there: its session stays. */
+		if (s->pending == NULL && !s->listening &&
+		    now - s->last_ns > SESSION_IDLE_S * 1000000000ULL) {
 			session_free(h, s);
+			continue;
+		}
+		/* An idle GET stream gets a comment now and then, so proxies keep it open. */
+		if (s->listening && now - s->ping_ns > LISTEN_PING_S * 1000000000ULL) {
+			pdk_http_stream_comment(&s->listen, "keepalive");
+			s->ping_ns = now;
+		}
 	}
 }
 
@@ -451,11 +476,22 @@ static bool modern_without_meta(struct evhttp_request *req, const struct pdk_rpc
 
 /* ---- the legacy era ---- */
 
+/* A request in session `s` names no other protocol version than the session's (or none). */
+static bool version_ok(struct evhttp_request *req, const struct session *s, const json_t *id)
+{
+	const char *pv = header(req, "MCP-Protocol-Version");
+
+	if (pv == NULL || s->conn->version == NULL || strcmp(pv, s->conn->version) == 0)
+		return true;
+	refuse(req, 400, id, PDK_RPC_INVALID_REQUEST,
+	       "MCP-Protocol-Version '%.32s' is not the session's (%s)", pv, s->conn->version);
+	return false;
+}
+
 static struct session *legacy_session(struct pdk_mcp_http *h, struct evhttp_request *req,
 				      const struct pdk_rpc_msg *m, const char *principal)
 {
 	const char *sid = header(req, "Mcp-Session-Id");
-	const char *pv = header(req, "MCP-Protocol-Version");
 	struct session *s;
 
 	if (m->kind == PDK_RPC_REQUEST && strcmp(m->method, "initialize") == 0) {
@@ -478,13 +514,7 @@ static struct session *legacy_session(struct pdk_mcp_http *h, struct evhttp_requ
 		       "no session '%.64s': it ended or never was; initialize again", sid);
 		return NULL;
 	}
-	if (pv != NULL && s->conn->version != NULL && strcmp(pv, s->conn->version) != 0) {
-		refuse(req, 400, m->id, PDK_RPC_INVALID_REQUEST,
-		       "MCP-Protocol-Version '%.32s' is not the session's (%s)", pv,
-		       s->conn->version);
-		return NULL;
-	}
-	return s;
+	return version_ok(req, s, m->id) ? s : NULL;
 }
 
 static void serve_legacy(struct pdk_mcp_http *h, struct evhttp_request *req,
@@ -522,6 +552,81 @@ static void delete_session(struct pdk_mcp_http *h, struct evhttp_request *req,
 	}
 	session_free(h, s);
 	evhttp_send_reply(req, 204, "No Content", NULL);
+}
+
+/* ---- the GET stream (2025-06-18 transports, "Listening for Messages from the Server") ---- */
+
+/* The client closed its GET stream: the session stays, and may open another. */
+static void listen_gone(void *arg)
+{
+	struct session *s = arg;
+
+	/* As for a request's stream (stream_gone): ending it drops our close callback. */
+	pdk_http_stream_end(&s->listen);
+	s->listening = false;
+}
+
+/* The session a GET names, checked as a POST of that session is; NULL: refused. */
+static struct session *listen_session(struct pdk_mcp_http *h, struct evhttp_request *req,
+				      const char *principal)
+{
+	const char *sid = header(req, "Mcp-Session-Id");
+	struct session *s;
+
+	if (sid == NULL) {
+		refuse(req, 400, NULL, PDK_RPC_INVALID_REQUEST,
+		       "Mcp-Session-Id is required: a GET stream belongs to a session "
+		       "(send initialize first)");
+		return NULL;
+	}
+	/* SECURITY: only the principal that opened the session may listen to it. */
+	if ((s = session_find(h, sid, principal)) == NULL) {
+		refuse(req, 404, NULL, PDK_RPC_INVALID_REQUEST,
+		       "no session '%.64s': it ended or never was; initialize again", sid);
+		return NULL;
+	}
+	if (!version_ok(req, s, NULL))
+		return NULL;
+	if (s->listening) {
+		refuse(req, 409, NULL, PDK_RPC_INVALID_REQUEST,
+		       "session '%.64s' already has its GET stream: one per session", sid);
+		return NULL;
+	}
+	return s;
+}
+
+/*
+ * GET: the session's stream of notifications that answer no request. A
+ * server whose tools never change (no provider: listChanged false) would
+ * never write to it, so it offers none and GET stays 405 (the spec's way to
+ * say so), as it does for a client that takes no event stream.
+ */
+static void serve_get(struct pdk_mcp_http *h, struct evhttp_request *req, const char *principal)
+{
+	const char *accept = header(req, "Accept");
+	struct session *s;
+
+	if (h->m->provider == NULL || accept == NULL ||
+	    strstr(accept, "text/event-stream") == NULL) {
+		pdk_http_header(req, "Allow",
+				h->m->provider ? "GET, POST, DELETE" : "POST, DELETE");
+		refuse(req, 405, NULL, PDK_RPC_INVALID_REQUEST,
+		       h->m->provider == NULL
+			       ? "the MCP endpoint takes POST (and DELETE to end a session)"
+			       : "a GET of the MCP endpoint opens an event stream: send "
+				 "'Accept: text/event-stream' and the session's Mcp-Session-Id");
+		return;
+	}
+	if ((s = listen_session(h, req, principal)) == NULL)
+		return;
+	pdk_http_header(req, "X-Accel-Buffering", "no");
+	pdk_http_stream_start(&s->listen, req);
+	s->listen.on_close = listen_gone;
+	s->listen.on_close_arg = s;
+	/* A client that only listens is noticed going away at once, not at the next write. */
+	pdk_http_stream_watch(&s->listen, h->m->base);
+	s->listening = true;
+	s->ping_ns = pdk_now_mono_ns();
 }
 
 /* ---- the endpoint ---- */
@@ -586,8 +691,9 @@ void pdk_mcp_http_handle(struct pdk_mcp_http *h, struct evhttp_request *req, con
 		serve_post(h, req, principal);
 	} else if (method == EVHTTP_REQ_DELETE) {
 		delete_session(h, req, principal);
+	} else if (method == EVHTTP_REQ_GET) {
+		serve_get(h, req, principal);
 	} else {
-		/* No stream of server-initiated messages: GET is 405 in every revision served. */
 		pdk_http_header(req, "Allow", "POST, DELETE");
 		refuse(req, 405, NULL, PDK_RPC_INVALID_REQUEST,
 		       "the MCP endpoint takes POST (and DELETE to end a session)");

@@ -9,7 +9,10 @@
 # start is named with why, every call is a tool.call record with its principal (stored even
 # when the gateway is killed right after answering), a require_approval call is asked in band
 # of a client that declared elicitation (accept, decline, no answer; SDK v1 and v2, stdio and
-# HTTP), and when the client ends nothing is left running in the suite's cgroups.
+# HTTP), a legacy HTTP session's GET stream (curl: no session 400, an unknown one or another
+# principal's 404, a wrong token 401, a second stream 409, DELETE ends it) carries
+# notifications/tools/list_changed to an SDK v1 client when a pin is approved, and when the
+# client ends nothing is left running in the suite's cgroups.
 set -u
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-mcp.sh"
@@ -20,13 +23,14 @@ FIXTURE="$TESTS_DIR/integration/gw-upstream.py"
 cp "$FIXTURE" "$TESTS_DIR/integration/gw-kill.py" "$T/bin/"
 chmod 0755 "$T/bin"/*
 TOKEN_A=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+TOKEN_B=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 sha() {
 	printf '%s' "$1" | sha256sum | cut -d' ' -f1
 }
 
 # config WHO: the suite's config in $CFG (servers fx: ok, dead: exits at start), the
-# fixture's log at $D/fx.log; a principal agent-a with $TOKEN_A.
+# fixture's log at $D/fx.log; principals agent-a with $TOKEN_A and agent-b with $TOKEN_B.
 config() {
 	local who=$1
 	D="$T/gw-$who"
@@ -61,6 +65,7 @@ policy:
       reason: the environment is private
 principals:
   - {name: agent-a, token_sha256: $(sha "$TOKEN_A")}
+  - {name: agent-b, token_sha256: $(sha "$TOKEN_B")}
 EOF
 	[ "$who" = root ] || chown -R $UNPRIV_UID:$UNPRIV_UID "$D"
 	chmod -R a+rX "$D"
@@ -190,6 +195,48 @@ case_modern() {
 	no_process_left "$l"
 }
 
+# get_code ARGS...: the HTTP status of a GET of the endpoint that takes an event stream.
+get_code() {
+	curl -s -o /dev/null -w '%{http_code}' --max-time 30 -H 'Accept: text/event-stream' "$@" "$GW_URL"
+}
+
+# http_stream LABEL: a legacy session's GET stream with curl: the refusals (no session, an
+# unknown one, a wrong token, a second stream), and a DELETE of the session ends it.
+http_stream() {
+	local l="$1: GET stream" sid auth="Authorization: Bearer $TOKEN_A" pid i rc
+	sid=$(curl -s -D - -o /dev/null -X POST -H "$auth" -H 'Content-Type: application/json' \
+		-H 'Accept: application/json, text/event-stream' --data '{"jsonrpc":"2.0","id":1,
+		"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},
+		"clientInfo":{"name":"curl","version":"1"}}}' "$GW_URL" |
+		tr -d '\r' | sed -n 's/^[Mm]cp-[Ss]ession-[Ii]d: //p')
+	ok "$([ -n "$sid" ]; echo $?)" "$l: initialize with curl opens a session"
+	is "$(get_code -H "$auth")" 400 "$l: a GET without Mcp-Session-Id is refused 400"
+	is "$(get_code -H "$auth" -H "Mcp-Session-Id: 0123456789abcdef0123456789abcdef")" 404 \
+		"$l: a GET of an unknown session is refused 404"
+	is "$(get_code -H "Authorization: Bearer x$TOKEN_A" -H "Mcp-Session-Id: $sid")" 401 \
+		"$l: a GET of the session with a wrong token is refused 401"
+	is "$(get_code -H "Authorization: Bearer $TOKEN_B" -H "Mcp-Session-Id: $sid")" 404 \
+		"$l: a GET of agent-a's session with agent-b's token is refused 404"
+	# The answer's head in its output as it comes (-i, -N: unbuffered), in a file of this run.
+	rm -f "$T/get-$WHO.out"
+	curl -siN --max-time 60 -o "$T/get-$WHO.out" -H "$auth" -H "Mcp-Session-Id: $sid" \
+		-H 'Accept: text/event-stream' "$GW_URL" &
+	pid=$!
+	for i in $(seq 1 300); do
+		grep -qi '^content-type: text/event-stream' "$T/get-$WHO.out" 2>/dev/null && break
+		sleep 0.1
+	done
+	ok "$(grep -qi '^content-type: text/event-stream' "$T/get-$WHO.out"; echo $?)" \
+		"$l: a GET with the session's id and token opens a text/event-stream"
+	is "$(get_code -H "$auth" -H "Mcp-Session-Id: $sid")" 409 "$l: a second GET stream of the session is refused 409"
+	is "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "$auth" -H "Mcp-Session-Id: $sid" "$GW_URL")" \
+		204 "$l: DELETE of the session answers 204"
+	wait "$pid"
+	rc=$?
+	is "$rc" 0 "$l: and the DELETE ends the GET stream (curl ends with 0, not at its 60 s bound)"
+	is "$(get_code -H "$auth" -H "Mcp-Session-Id: $sid")" 404 "$l: a GET of the ended session is refused 404"
+}
+
 case_http() {
 	local l="$WHO: http" code
 	if ! gw_listen "$WHO" "$CFG"; then
@@ -206,6 +253,7 @@ case_http() {
 	is "$(logged '.method == "initialize" and .params.clientInfo.name != "paddock-gateway"')" 0 \
 		"$l: the upstream is initialized by the gateway, not by the client (its log)"
 	is "$(grep -c "$TOKEN_A" "$D/log/fx.log")" 0 "$l: the client's bearer token never reaches the upstream"
+	http_stream "$l"
 	gw_stop
 	is "$GW_RC" 0 "$l: SIGTERM ends the gateway with 0"
 	mcp_as "$WHO" "$T/bin/paddock" audit tail -n 500 --kind tool.call --json >"$T/audit.json" 2>&1
@@ -296,9 +344,15 @@ case_approvals() {
 	ok $? "$l: the change is a tool.pin approval with the diff"
 	jqok "$(nth 4)" '.result.isError == true and .result.structuredContent.error.code == "tool_pending_approval" and
 		.result.structuredContent.error.approval == "'"$AID"'"' "$l: a call to it is refused naming the approval"
-	mcp_as "$WHO" "$T/bin/paddock" approve "$AID" >/dev/null 2>&1
-	GW_TOKEN=$TOKEN_A steps "$WHO" v1 '[{"op": "list", "want": ["rug__echo"]}]' http "$GW_URL"
-	jqok "$(nth 1)" 'any(.tools[]; .name == "rug__echo" and (.description | contains("id_rsa")))' \
+	# A legacy HTTP client, listening on its session's GET stream, is told of the change.
+	GW_TOKEN=$TOKEN_A steps "$WHO" v1 '[{"op": "listening"},
+		{"op": "exec", "argv": ["'"$T/bin/paddock"'", "approve", "'"$AID"'"]},
+		{"op": "changed"}, {"op": "list", "want": ["rug__echo"]}]' http "$GW_URL"
+	jqok "$(nth 1)" '.status == 200' "$l: an SDK v1 client over HTTP opens its session's GET stream (200)"
+	jqok "$(nth 2)" '.status == 0' "$l: paddock approve ID (the pin) exits 0"
+	jqok "$(nth 3)" '.count >= 1' \
+		"$l: the client gets notifications/tools/list_changed on its GET stream when the pin is approved"
+	jqok "$(nth 4)" 'any(.tools[]; .name == "rug__echo" and (.description | contains("id_rsa")))' \
 		"$l: approved, the new definition is served"
 	gw_stop
 	no_process_left "$l"

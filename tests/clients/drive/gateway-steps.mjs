@@ -33,6 +33,15 @@
 //   {"op": "exec", "argv": [...]}
 //       Runs a command ("@APPROVAL@" in argv is the last "ask"'s approval id); prints
 //       {"op": "exec", "status": N}.
+//   {"op": "listening", "within": MS}
+//       Over HTTP: waits until the transport's own GET of the endpoint (the stream of the
+//       server's notifications, opened by the SDK after initialize) has its answer, for at most
+//       `within` ms (default 60000). Prints {"op": "listening", "status": N} (N: its HTTP
+//       status, 0 when none came).
+//   {"op": "changed", "within": MS}
+//       Waits until one more notifications/tools/list_changed than at the last "changed" has
+//       come, for at most `within` ms (default 60000). Prints {"op": "changed", "count": N}
+//       (N: how many came in the whole session).
 // GW_ELICIT (accept, decline, wait; unset: none) declares the elicitation capability and
 // answers every elicitation/create so: accept with {approve: true}, decline, or no answer
 // until the server cancels it. After the steps, a last line
@@ -150,7 +159,50 @@ async function exec(step) {
 	return { op: 'exec', status: r.status };
 }
 
+// The HTTP status of the transport's GET stream (0: none yet), and the list_changed count.
+let getStatus = 0;
+let changed = 0;
+let changedSeen = 0;
+
+// The transport's fetch, unchanged, but for noting the answer to its GET.
+async function watchedFetch(url, init) {
+	const r = await fetch(url, init);
+	if (init && init.method === 'GET') getStatus = r.status;
+	return r;
+}
+
+// Until `cond()` holds, looked at every 50 ms, for at most `within` ms.
+async function until(cond, within) {
+	const t0 = Date.now();
+	while (!cond() && Date.now() - t0 < within) await new Promise((r) => setTimeout(r, 50));
+}
+
+async function onChanged(client) {
+	const count = () => {
+		changed++;
+	};
+	if (sdkName === 'v1') {
+		const { ToolListChangedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
+		client.setNotificationHandler(ToolListChangedNotificationSchema, count);
+		return;
+	}
+	try {
+		client.setNotificationHandler('notifications/tools/list_changed', count);
+	} catch {
+		// A client that takes no handler for it: "changed" then counts nothing.
+	}
+}
+
 async function run(client, step) {
+	if (step.op === 'listening') {
+		await until(() => getStatus !== 0, step.within || 60000);
+		return { op: 'listening', status: getStatus };
+	}
+	if (step.op === 'changed') {
+		await until(() => changed > changedSeen, step.within || 60000);
+		changedSeen = changed;
+		return { op: 'changed', count: changed };
+	}
 	if (step.op === 'ask') return ask(client, step);
 	if (step.op === 'retry') return retry(client, step);
 	if (step.op === 'exec') return exec(step);
@@ -193,10 +245,11 @@ async function handleElicitation(client) {
 async function main() {
 	const steps = JSON.parse(process.env.GW_STEPS || '[]');
 	const token = process.env.GW_TOKEN;
-	const httpOpts = token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {};
+	const httpOpts = { fetch: watchedFetch, ...(token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : {}) };
 	const caps = process.env.GW_ELICIT ? { elicitation: {} } : {};
 	const { client, transport } = await loadSdk(sdkName, transportName, target, rest, 'paddock-gateway-test', httpOpts, caps);
 	if (process.env.GW_ELICIT) await handleElicitation(client);
+	await onChanged(client);
 	try {
 		await client.connect(transport);
 	} catch (e) {
