@@ -19,6 +19,7 @@
  *   peer.h      whether a unix socket's peer lives in our namespaces
  *   proc.h      the one clone() of the library
  *   settings.h  what a front end read from its environment, typed
+ *   sse.h       Server-Sent Events parsed from a peer's bytes
  *   tar.h       tar headers read one way, and the rules every unpacked member keeps
  *
  * Other layers include this header, never the ones above one by one.
@@ -38,6 +39,7 @@
 #include "peer.h"
 #include "proc.h"
 #include "settings.h"
+#include "sse.h"
 #include "tar.h"
 #include "util.h"
 

@@ -71,8 +71,7 @@ typedef int (*pdk_client_data_cb)(void *ud, const char *data, size_t len);
  * none was given), its id (NULL when none), and its data (the data lines
  * joined by "\n", NUL-terminated, len bytes). Nonzero stops the request.
  */
-typedef int (*pdk_client_sse_cb)(void *ud, const char *event, const char *id, const char *data,
-				 size_t len);
+typedef pdk_sse_cb pdk_client_sse_cb; /* base/sse.h parses the stream */
 
 struct pdk_client_req {
 	const char *method;       /* "GET", "POST", ... */
@@ -163,12 +162,5 @@ PDK_MUST_CHECK int pdk__client_parser_feed(struct pdk__client_parser *p, const c
 /* After completion: move the response into *r; *keep_alive says if the connection may be reused. */
 void pdk__client_parser_take(struct pdk__client_parser *p, struct pdk_client_resp *r,
 			     bool *keep_alive);
-
-/* An incremental Server-Sent Events parser (the WHATWG event stream format). */
-struct pdk__client_sse;
-struct pdk__client_sse *pdk__client_sse_new(pdk_client_sse_cb cb, void *ud);
-void pdk__client_sse_free(struct pdk__client_sse *s);
-/* Feed bytes of the stream. 0, -ECANCELED when the callback stopped, -E2BIG past the caps. */
-PDK_MUST_CHECK int pdk__client_sse_feed(struct pdk__client_sse *s, const char *data, size_t len);
 
 #endif

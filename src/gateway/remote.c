@@ -75,12 +75,9 @@ struct xfer {
 	bool sse;            /* a 2xx text/event-stream body */
 	struct pdk_buf body; /* a 2xx JSON body, or the start of an error body */
 	size_t drained;
-	struct pdk_buf line; /* SSE: the line being read */
-	struct pdk_buf data; /* SSE: the event's data so far */
-	bool event_other;    /* SSE: the event is not "message" */
-	bool after_cr;
-	struct event *timer; /* the DELETE's limit */
-	char *sid;           /* the session it was sent in (NULL: none) */
+	struct pdk_sse *events; /* SSE: the body's parser (base/sse.h) */
+	struct event *timer;    /* the DELETE's limit */
+	char *sid;              /* the session it was sent in (NULL: none) */
 };
 
 struct pdk__gw_remote {
@@ -224,8 +221,7 @@ static void xfer_release(struct xfer *x)
 	pdk_buf_release(&x->ctype);
 	pdk_buf_release(&x->session);
 	pdk_buf_release(&x->body);
-	pdk_buf_release(&x->line);
-	pdk_buf_release(&x->data);
+	pdk_sse_free(x->events);
 	free(x->sid);
 	free(x);
 	remote_put(r);
@@ -256,70 +252,17 @@ static void xfer_close(struct xfer *x)
 /* ---- SSE ---- */
 
 /* One event is complete: its data is a message (of an event named "message" or unnamed). */
-static void sse_dispatch(struct xfer *x)
+static int sse_event(void *ud, const char *event, const char *id, const char *data, size_t len)
 {
-	if (x->data.len > 0 && !x->event_other)
-		tell_message(x->r, pdk_buf_str(&x->data), x->data.len);
-	pdk_buf_reset(&x->data);
-	x->event_other = false;
-}
+	struct xfer *x = ud;
 
-static bool field_is(const char *p, size_t n, const char *name, const char **value, size_t *vn)
-{
-	size_t k = strlen(name);
-
-	if (n < k || memcmp(p, name, k) != 0 || (n > k && p[k] != ':'))
-		return false;
-	*value = n > k ? p + k + 1 : p + n;
-	*vn = n > k ? n - k - 1 : 0;
-	if (*vn > 0 && **value == ' ')
-		(*value)++, (*vn)--;
-	return true;
-}
-
-/* One line of the stream (without its end). -E2BIG: the event's data is past the cap. */
-static int sse_line(struct xfer *x, const char *p, size_t n)
-{
-	const char *v;
-	size_t vn;
-
-	if (n == 0) {
-		sse_dispatch(x);
-		return 0;
-	}
-	if (field_is(p, n, "data", &v, &vn)) {
-		if (x->data.len > 0 && pdk_buf_add(&x->data, "\n", 1) < 0)
-			return -E2BIG;
-		return pdk_buf_add(&x->data, v, vn);
-	}
-	if (field_is(p, n, "event", &v, &vn))
-		x->event_other = !(vn == 0 || (vn == 7 && memcmp(v, "message", 7) == 0));
-	/* id, retry and comments (":...") carry nothing the gateway uses. */
-	return 0;
-}
-
-/* Take `n` bytes of an SSE body: lines end at LF, CRLF or CR. */
-static int sse_feed(struct xfer *x, const char *p, size_t n)
-{
-	for (size_t i = 0; i < n && !x->dead && !x->r->stopped; i++) {
-		char ch = p[i];
-		int rc = 0;
-
-		if (ch == '\n' && x->after_cr) {
-			x->after_cr = false;
-			continue;
-		}
-		x->after_cr = ch == '\r';
-		if (ch == '\n' || ch == '\r') {
-			rc = sse_line(x, pdk_buf_str(&x->line), x->line.len);
-			pdk_buf_reset(&x->line);
-		} else {
-			rc = pdk_buf_add(&x->line, &ch, 1);
-		}
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	(void)id;
+	/* An exchange closed, or an owner gone, by what a message led to: read no further. */
+	if (x->dead || x->r->stopped)
+		return 1;
+	if (len > 0 && strcmp(event, "message") == 0)
+		tell_message(x->r, data, len);
+	return x->dead || x->r->stopped;
 }
 
 /* ---- the response ---- */
@@ -435,7 +378,13 @@ static int on_body(http_parser *hp, const char *at, size_t len)
 	if (hp->status_code < 200)
 		return 0;
 	if (x->sse)
-		return sse_feed(x, at, len) < 0 ? flood(x) : 0;
+		switch (pdk_sse_feed(x->events, at, len)) {
+		case 0:
+		case -ECANCELED:
+			return 0;
+		default:
+			return flood(x);
+		}
 	if (ok)
 		return pdk_buf_add(&x->body, at, len) < 0 ? flood(x) : 0;
 	/* An error's body: its start names it; the rest is read and dropped, within a bound. */
@@ -682,8 +631,7 @@ static struct xfer *xfer_new(struct pdk__gw_remote *r, enum xfer_kind kind, json
 	pdk_buf_init(&x->ctype, VALUE_MAX_LEN);
 	pdk_buf_init(&x->session, VALUE_MAX_LEN);
 	pdk_buf_init(&x->body, PDK_GW_UP_MESSAGE_MAX);
-	pdk_buf_init(&x->line, PDK_GW_UP_MESSAGE_MAX);
-	pdk_buf_init(&x->data, PDK_GW_UP_MESSAGE_MAX);
+	x->events = pdk_sse_new(PDK_GW_UP_MESSAGE_MAX, sse_event, x);
 	http_parser_init(&x->p, HTTP_RESPONSE);
 	x->p.data = x;
 	if (r->xfers != NULL)

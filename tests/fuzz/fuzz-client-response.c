@@ -63,7 +63,7 @@ static void run_http(const char *buf, size_t size, size_t cut, bool sse)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct pdk__client_sse *s;
+	struct pdk_sse *s;
 	size_t cut;
 	char *buf;
 	int r;
@@ -76,14 +76,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, data + 1, size - 1);
 	run_http(buf, size - 1, cut > size - 1 ? size - 1 : cut, false);
 	run_http(buf, size - 1, cut > size - 1 ? size - 1 : cut, true);
-	s = pdk__client_sse_new(check_event, NULL);
+	s = pdk_sse_new(PDK_CLIENT_SSE_MAX, check_event, NULL);
 	cut = cut > size - 1 ? size - 1 : cut;
-	r = pdk__client_sse_feed(s, buf, cut);
+	r = pdk_sse_feed(s, buf, cut);
 	if (r == 0)
-		r = pdk__client_sse_feed(s, buf + cut, size - 1 - cut);
+		r = pdk_sse_feed(s, buf + cut, size - 1 - cut);
 	if (r != 0 && r != -E2BIG)
 		abort(); /* the callback never stops it: only a cap may */
-	pdk__client_sse_free(s);
+	pdk_sse_free(s);
 	free(buf);
 	return 0;
 }

@@ -631,19 +631,19 @@ Test(client, sse_parser_byte_by_byte)
 				     ": hi\r\nevent: a\r\ndata: 1\r\ndata\r\ndata:  2\r\n\r\n"
 				     "retry: 5\nid: x\ndata: 3\r\rid\ndata: 4\n\n";
 	struct seen seen = {0};
-	struct pdk__client_sse *p = pdk__client_sse_new(on_event, &seen);
+	struct pdk_sse *p = pdk_sse_new(PDK_CLIENT_SSE_MAX, on_event, &seen);
 
 	for (size_t i = 0; i < sizeof(stream) - 1; i++)
-		cr_assert_eq(pdk__client_sse_feed(p, stream + i, 1), 0);
+		cr_assert_eq(pdk_sse_feed(p, stream + i, 1), 0);
 	/* A BOM is not stripped (the daemon sends none); it makes a field nobody reads. */
 	cr_assert_str_eq(seen.text, "[a|-|1\n\n 2][message|x|3][message||4]", "%s", seen.text);
-	pdk__client_sse_free(p);
+	pdk_sse_free(p);
 }
 
 Test(client, sse_caps)
 {
 	struct seen seen = {0};
-	struct pdk__client_sse *p = pdk__client_sse_new(on_event, &seen);
+	struct pdk_sse *p = pdk_sse_new(PDK_CLIENT_SSE_MAX, on_event, &seen);
 	size_t n = PDK_CLIENT_SSE_MAX / 4 + 1;
 	char *big = pdk_xmalloc(n);
 	int r = 0;
@@ -651,11 +651,11 @@ Test(client, sse_caps)
 	memset(big, 'd', n);
 	memcpy(big, "data: ", 6);
 	for (int i = 0; i < 5 && r == 0; i++)
-		r = pdk__client_sse_feed(p, big, n);
+		r = pdk_sse_feed(p, big, n);
 	cr_assert_eq(r, -E2BIG, "an endless line is refused");
 	cr_assert_eq(seen.n, 0);
 	free(big);
-	pdk__client_sse_free(p);
+	pdk_sse_free(p);
 }
 
 Test(client, parser_reuse_flags)
