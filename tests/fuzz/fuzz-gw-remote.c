@@ -92,9 +92,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cut = size > 1 ? (data[0] >> 3) % size : 0;
 	if (data[0] & 4) {
 		/* A session held: its answer's 404 is the session's end. */
-		pdk__gw_remote_feed(r, false, 1, true,
-				    "HTTP/1.1 200 OK\r\nMcp-Session-Id: s1\r\nContent-Length: 0\r\n\r\n",
-				    58, 0);
+		pdk__gw_remote_feed(
+			r, false, 1, true,
+			"HTTP/1.1 200 OK\r\nMcp-Session-Id: s1\r\nContent-Length: 0\r\n\r\n", 58,
+			0);
 	}
 	pdk__gw_remote_feed(r, data[0] & 1, (data[0] & 1) ? 0 : 7, (data[0] & 2) != 0, buf,
 			    size - 1, cut > size - 1 ? size - 1 : cut);
