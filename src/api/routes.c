@@ -324,7 +324,7 @@ void pdk_api_handle(struct pdk_api *a, struct evhttp_request *req, bool unix_pee
 		pdk_http_error(req, 404, "not_found", NULL, "no such route");
 	else if (q != NULL && evhttp_parse_query_str(q, &r.query) < 0)
 		pdk_http_error(req, 400, "bad_request", "", "malformed query string");
-	else if (pdk__api_authenticate(&r, unix_peer) == 0)
+	else if (pdk__api_origin_check(&r) == 0 && pdk__api_authenticate(&r, unix_peer) == 0)
 		dispatch(&r);
 	for (size_t i = 0; i < r.nsegs; i++)
 		free(r.segs[i]);
