@@ -196,8 +196,9 @@ static void route_kill(struct pdk_route *r)
 				      .workflow = k.workflow,
 				      .agent = k.agent,
 				      .labels = k.labels,
-				      .ids = k.ids};
-	pdk_ctl_kill(r->a->ctl, &s, k.reason, &killed);
+				      .ids = k.ids,
+				      .all = k.all};
+	pdk_ctl_kill(r->a->ctl, &s, k.reason, r->auth.name, &killed);
 	pdk_req_kill_release(&k);
 	pdk_http_json(
 		r->req, 200,

@@ -100,6 +100,68 @@ origin_tests() {
 	is "$CODE $(jq_get "$BODY" state)" "200 ended" "$who: DELETE with the own Origin ends the sandbox"
 }
 
+# ---- 2. Kill everything, and the operator in the records ----
+
+kill_tests() {
+	local who=$1 port=$2 ops=$3 a b c d want got uid
+	uid=$([ "$who" = root ] && echo 0 || echo $UNPRIV_UID)
+	a=$(new_sandbox "$who" '{"labels":{"session":"ka"}}')
+	b=$(new_sandbox "$who" '{"labels":{"session":"kb"}}')
+	c=$(new_sandbox "$who" '{"labels":{"agent":"kc"}}')
+	call "tcp:$port:$ops" POST /v1/kill '{"all":true,"session":"ka"}'
+	is "$CODE $(jq_get "$BODY" error.code) $(jq_get "$BODY" error.field)" "400 bad_request all" \
+		"$who: kill {all, session} -> 400 naming all"
+	call "tcp:$port:$ops" POST /v1/kill '{"all":true,"ids":[]}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 all" "$who: kill {all, ids: []} -> 400 naming all"
+	call "tcp:$port:$ops" POST /v1/kill '{"all":"yes"}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 all" "$who: kill {all: \"yes\"} -> 400 naming all"
+	call "tcp:$port:$ops" POST /v1/kill '{"all":false}'
+	is "$CODE $(jq_get "$BODY" error.field)" "400 session" "$who: kill {all: false} is an empty selector -> 400"
+	call "tcp:$port:$ops" POST /v1/kill '{"all":false,"session":"nobody"}'
+	is "$CODE $BODY" '200 {"killed":[]}' "$who: kill {all: false, session} is a kill by session"
+	call "tcp:$port:$ops" POST /v1/kill '{"all":true,"reason":"stop everything"}'
+	want=$(printf '%s\n' "$a" "$b" "$c" | sort | tr '\n' ' ')
+	got=$(printf '%s' "$BODY" | jq -r '.killed[]' | sort | tr '\n' ' ')
+	is "$CODE $got" "200 $want" "$who: kill {all: true} over TCP answers the three sandboxes' ids"
+	is "$(ended "$who" "$a"), $(ended "$who" "$b"), $(ended "$who" "$c")" \
+		"ended killed, ended killed, ended killed" "$who: ... all three are ended, end_reason killed"
+	api "$who" GET /v1/sandboxes
+	is "$(jq_get "$BODY" sandboxes | jq length)" 0 "$who: ... and none is listed live"
+	got=$(records "$who" "since=0&kind=kill" | jq -r --arg a "$a" --arg b "$b" --arg c "$c" \
+		'[.[] | select(.sandbox == $a or .sandbox == $b or .sandbox == $c) | .attrs.operator] | join(" ")')
+	is "$got" "ops ops ops" "$who: each sandbox's kill record carries attrs.operator, the admin token's name"
+	got=$(records "$who" "since=0&kind=kill&sandbox=daemon" | jq -c '[.[] | select(.attrs.all == true) | [.attrs.operator, .attrs.reason, (.attrs.killed | length)]]')
+	is "$got" '[["ops","stop everything",3]]' "$who: the call's own kill record: operator, reason, all, the 3 killed"
+	got=$(records "$who" "since=0&kind=sandbox.destroy" | jq -r --arg a "$a" '[.[] | select(.sandbox == $a and .actor == "paddock-serve") | .attrs.operator] | join(" ")')
+	is "$got" ops "$who: ... and the sandbox.destroy record of a killed one names the operator too"
+	d=$(new_sandbox "$who" '{"labels":{"session":"kd"}}')
+	api "$who" POST /v1/kill '{"session":"kd"}'
+	is "$CODE $(jq_get "$BODY" killed.0)" "200 $d" "$who: kill by session over the unix socket"
+	got=$(records "$who" "since=0&kind=kill&sandbox=$d" | jq -r '[.[].attrs.operator] | join(" ")')
+	is "$got" "unix:$uid" "$who: ... its kill record's operator is unix:$uid, the socket's owner"
+	ended "$who" "$d" >/dev/null
+}
+
+operator_tests() {
+	local who=$1 port=$2 ops=$3 id sbtok got uid
+	uid=$([ "$who" = root ] && echo 0 || echo $UNPRIV_UID)
+	api "$who" POST /v1/sandboxes '{}'
+	id=$(jq_get "$BODY" id)
+	sbtok=$(jq_get "$BODY" token)
+	call "tcp:$port:$ops" POST "/v1/sandboxes/$id/pause" ""
+	call "tcp:$port:$sbtok" POST "/v1/sandboxes/$id/resume" ""
+	is "$CODE $(jq_get "$BODY" state)" "200 running" "$who: pause (admin token), resume (the sandbox's token)"
+	api "$who" POST "/v1/sandboxes/$id/pause"
+	api "$who" POST "/v1/sandboxes/$id/resume"
+	got=$(records "$who" "since=0&kind=sandbox.control&sandbox=$id" | jq -r '[.[] | "\(.attrs.op)=\(.attrs.operator)"] | join(" ")')
+	is "$got" "pause=ops resume=sandbox:$id pause=unix:$uid resume=unix:$uid" \
+		"$who: the pause and resume records name the operator: the token's name, sandbox:ID, unix:UID"
+	call "tcp:$port:$ops" DELETE "/v1/sandboxes/$id" ""
+	is "$CODE $(jq_get "$BODY" state)" "200 ended" "$who: DELETE over TCP with the admin token"
+	got=$(records "$who" "since=0&kind=sandbox.destroy&sandbox=$id" | jq -r '[.[] | select(.actor == "paddock-serve") | "\(.attrs.reason)=\(.attrs.operator)"] | join(" ")')
+	is "$got" "deleted=ops" "$who: ... its sandbox.destroy record names the operator"
+}
+
 dashboard_api_tests() {
 	local who=$1 port=$2 ops
 	serve_start "$who" --listen "127.0.0.1:$port"
@@ -107,6 +169,8 @@ dashboard_api_tests() {
 	ops=$(as "$who" "$T/bin/paddock" serve token create --name ops 2>/dev/null)
 	is "${ops:0:8}" "pdk_adm_" "$who: an admin token named ops"
 	origin_tests "$who" "$port" "$ops"
+	kill_tests "$who" "$port" "$ops"
+	operator_tests "$who" "$port" "$ops"
 	serve_stop "$who"
 	is "$SERVE_RC" 0 "$who: clean stop"
 }
