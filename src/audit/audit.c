@@ -87,6 +87,15 @@ static const struct pdk_db_spec audit_db = {
 	.wal_checkpoint_bytes = 512 * 1024,
 };
 
+/* A reader's connection (pdk_audit_open_readonly): no schema, nothing written. */
+static const struct pdk_db_spec audit_db_ro = {
+	.name = "audit store",
+	.busy_timeout_ms = 30000,
+	.stmts = stmt_sql,
+	.n_stmts = ST_N,
+	.read_only = true,
+};
+
 static int db_error(struct pdk_audit *a, struct pdk_error **err, const char *what)
 {
 	return pdk_db_error(&a->db, err, what);
@@ -128,7 +137,40 @@ int pdk__audit_sha256(struct pdk_audit *a, const void *p, size_t n, unsigned cha
 	return 0;
 }
 
+static int open_with(const char *state_dir, const struct pdk_db_spec *spec, struct pdk_audit **out,
+		     struct pdk_error **err);
+
 int pdk_audit_open(const char *state_dir, struct pdk_audit **out, struct pdk_error **err)
+{
+	return open_with(state_dir, &audit_db, out, err);
+}
+
+int pdk_audit_open_readonly(const char *state_dir, struct pdk_audit **out, struct pdk_error **err)
+{
+	return open_with(state_dir, &audit_db_ro, out, err);
+}
+
+/* SQLite's progress handler: non-zero ends the running statement (SQLITE_INTERRUPT). */
+static int stop_requested(void *arg)
+{
+	const atomic_bool *stop = arg;
+
+	return atomic_load(stop) ? 1 : 0;
+}
+
+void pdk_audit_set_stop(struct pdk_audit *a, const atomic_bool *stop)
+{
+	/*
+	 * Polled by the connection's own thread every 1000 virtual machine
+	 * steps (microseconds), so no other thread ever calls into SQLite on
+	 * this connection: a verification of a large store stops soon after
+	 * its owner asks, wherever it is.
+	 */
+	sqlite3_progress_handler(a->db.conn, 1000, stop_requested, (void *)stop);
+}
+
+static int open_with(const char *state_dir, const struct pdk_db_spec *spec, struct pdk_audit **out,
+		     struct pdk_error **err)
 {
 	struct pdk_audit *a = pdk_xcalloc(1, sizeof(*a));
 	int rc;
@@ -156,7 +198,7 @@ int pdk_audit_open(const char *state_dir, struct pdk_audit **out, struct pdk_err
 	if (a->sha256 == NULL || a->md == NULL)
 		rc = pdk_error_setx(err, EIO, "cannot set up sha-256");
 	else
-		rc = pdk_db_open(&a->db, state_dir, PDK_AUDIT_DB, &audit_db, err);
+		rc = pdk_db_open(&a->db, state_dir, PDK_AUDIT_DB, spec, err);
 	if (rc < 0) {
 		pdk_audit_free(a);
 		return rc;

@@ -5,12 +5,13 @@
 # state, verified off the event loop), and GET /v1/events' tail=N and decision=VALUE.
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
+: "${TESTS_DIR:?TESTS_DIR must name the tests directory}"
 
 if ! have_supervisor; then
 	echo "Bail out! this build has no 'paddock supervise'"
 	exit 1
 fi
-for tool in curl jq sqlite3; do
+for tool in curl jq sqlite3 python3; do
 	command -v "$tool" >/dev/null || { echo "Bail out! $tool is not installed (make setup installs it)"; exit 1; }
 done
 
@@ -162,6 +163,88 @@ operator_tests() {
 	is "$got" "deleted=ops" "$who: ... its sandbox.destroy record names the operator"
 }
 
+# ---- 4. The audit chain's state ----
+
+# last_seq WHO: the sequence number of the last stored record (the replay's last id).
+last_seq() {
+	api "$1" GET "/v1/events?since=0&follow=0"
+	printf '%s\n' "$BODY" | sed -n 's/^id: //p' | tail -1
+}
+
+audit_tests() {
+	local who=$1 port=$2 ops=$3 sbtok head at got
+	call "$who" GET "/v1/audit?max_age=0" ""
+	head=$(last_seq "$who")
+	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" head_seq) $(jq_get "$BODY" verified_seq) $(jq_get "$BODY" records)" \
+		"200 ok $head $head $head" "$who: GET /v1/audit: state ok, head_seq = verified_seq = records = the last event's seq ($head)"
+	is "$(jq -r '[.broken_seq, .detail] | map(tostring) | join(" ")' <<<"$BODY") $(jq_get "$BODY" head_hash | grep -c '^[0-9a-f]\{64\}$') $(jq_get "$BODY" key_id | grep -c '^[0-9a-f]\{64\}$')" \
+		"null null 1 1" "$who: ... broken_seq and detail null, head_hash and key_id hex"
+	got=$(jq -r '"\(.signed_seq > 0) \(.signed_seq <= .head_seq) \(.checkpoints > 0) \(.unfolded_records)"' <<<"$BODY")
+	is "$got" "true true true 0" "$who: ... the daemon signed: 0 < signed_seq ($(jq_get "$BODY" signed_seq)) <= head_seq, no unfolded records"
+	at=$(records "$who" "since=$(($(jq_get "$BODY" signed_seq) - 1))" | jq -r '.[0].ts')
+	is "$(jq_get "$BODY" signed_at)" "$at" "$who: ... signed_at is the ts of the signed record"
+	at=$(jq_get "$BODY" verified_at)
+	call "tcp:$port:$ops" GET /v1/audit ""
+	is "$CODE $(jq_get "$BODY" verified_at)" "200 $at" "$who: without max_age (5 s) over TCP the same verification answers again"
+	call "tcp:$port:pdk_adm_notatoken" GET /v1/health ""
+	call "tcp:$port:$ops" GET "/v1/audit?max_age=0" ""
+	is "$(jq -r "\"\(.head_seq > $head) \(.verified_seq == .head_seq) \(.verified_at != \"$at\")\"" <<<"$BODY")" "true true true" \
+		"$who: a record appended (an auth.failure), then max_age=0: a new verification, head_seq grew ($head -> $(jq_get "$BODY" head_seq))"
+	for got in abc -1 3601 1.5; do
+		call "$who" GET "/v1/audit?max_age=$got" ""
+		is "$CODE $(jq_get "$BODY" error.field)" "400 max_age" "$who: max_age=$got -> 400 naming max_age"
+	done
+	api "$who" POST /v1/sandboxes '{}'
+	sbtok=$(jq_get "$BODY" token)
+	call "tcp:$port:$sbtok" GET /v1/audit ""
+	is "$CODE $(jq_get "$BODY" error.code)" "403 forbidden" "$who: a sandbox token gets 403"
+	api "$who" DELETE "/v1/sandboxes/$(jq_get "$BODY" id)"
+}
+
+# tamper_tests WHO PORT: a record's line changed while the daemon is stopped is found.
+tamper_tests() {
+	local who=$1 port=$2 st k
+	st="$T/serve-$who/state"
+	serve_stop "$who"
+	k=$(as "$who" sqlite3 "$st/audit.db" "SELECT seq FROM events WHERE kind = 'daemon.start' ORDER BY seq LIMIT 1")
+	as "$who" sqlite3 "$st/audit.db" "UPDATE events SET line = CAST(replace(CAST(line AS TEXT), '\"daemon.start\"', '\"daemon.stArt\"') AS BLOB) WHERE seq = $k"
+	serve_start "$who" --listen "127.0.0.1:$port"
+	api "$who" GET /v1/audit
+	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" broken_seq) $(jq_get "$BODY" verified_seq)" "200 altered $k $((k - 1))" \
+		"$who: record $k's line changed while the daemon was stopped: state altered, broken_seq $k, verified_seq $((k - 1))"
+	is "$(jq_get "$BODY" detail | grep -c "record $k")" 1 "$who: ... the detail names the record ($(jq_get "$BODY" detail))"
+}
+
+# big_store_tests WHO: 20 requests at once on a store of 200000 records share one verification;
+# a daemon stopped while one runs stops it and ends cleanly.
+big_store_tests() {
+	local who=$1 st i n d pids=()
+	st="$T/serve-$who/state"
+	serve_stop "$who"
+	rm -rf "$st"
+	as "$who" python3 "$TESTS_DIR/integration/audit-store-gen.py" "$st" 200000
+	serve_start "$who"
+	d="$T/audit-$who"
+	mkdir -m 0777 "$d"
+	for i in $(seq 1 20); do
+		as "$who" curl -s -o "$d/$i.json" -w '%{http_code}\n' --unix-socket "$(sock_of "$who")" \
+			"http://paddock/v1/audit?max_age=0" >"$d/$i.code" &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	is "$(cat "$d"/*.code | sort | uniq -c | awk '{print $1, $2}')" "20 200" "$who: 20 requests at once on a store of 200000 records: all answered 200"
+	is "$(cat "$d"/*.json | jq -r '"\(.state) \(.records >= 200000)"' | sort -u)" "ok true" "$who: ... each says ok over the 200000 records"
+	n=$(cat "$d"/*.json | jq -r .verified_at | sort -u | wc -l)
+	ok $([ "$n" -ge 1 ] && [ "$n" -lt 20 ] && echo 0 || echo 1) "$who: ... answered by $n verification(s), not one per request (requests wait for the running one)"
+	(as "$who" curl -s -o /dev/null --unix-socket "$(sock_of "$who")" "http://paddock/v1/audit?max_age=0") &
+	i=$!
+	sleep 0.2 # likely mid-verification; the checks below hold either way
+	serve_stop "$who"
+	wait "$i"
+	is "$SERVE_RC" 0 "$who: a daemon stopped (SIGTERM) while a verification may run stops it and ends cleanly"
+	is "$(grep -c 'Sanitizer\|runtime error' "$T/serve-$who.log")" 0 "$who: ... without a sanitizer report in its log"
+}
+
 dashboard_api_tests() {
 	local who=$1 port=$2 ops
 	serve_start "$who" --listen "127.0.0.1:$port"
@@ -171,8 +254,9 @@ dashboard_api_tests() {
 	origin_tests "$who" "$port" "$ops"
 	kill_tests "$who" "$port" "$ops"
 	operator_tests "$who" "$port" "$ops"
-	serve_stop "$who"
-	is "$SERVE_RC" 0 "$who: clean stop"
+	audit_tests "$who" "$port" "$ops"
+	tamper_tests "$who" "$port"
+	big_store_tests "$who"
 }
 
 dashboard_api_tests root "$(free_port)"

@@ -1319,3 +1319,34 @@ Test(audit, a_new_store_opened_by_processes_at_once)
 		}
 	}
 }
+
+/* A reader's connection beside the writer: it verifies, writes nothing, and stops when told. */
+Test(audit, readonly_connection_verifies_and_stops_when_told)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 2500);
+	struct pdk_audit *ro = NULL;
+	struct pdk_audit_verify v;
+	struct pdk_error *err = NULL;
+	json_t *e = event("sb-1", 9);
+	atomic_bool stop;
+
+	atomic_init(&stop, false);
+	cr_assert_eq(pdk_audit_open_readonly(state, &ro, &err), 0, "%s", err ? err->msg : "");
+	pdk_audit_set_stop(ro, &stop);
+	cr_assert_eq(pdk_audit_verify_chain(ro, NULL, &v, &err), 0);
+	cr_assert_eq(v.reason, PDK_AUDIT_INTACT, "%s", v.detail);
+	cr_assert_eq(v.signed_seq, 2500);
+	cr_assert_str_eq(v.signed_ts, "2023-11-14T22:13:20.002499Z", "the ts of record 2500");
+	cr_assert_lt(pdk_audit_append(ro, &e, 1, false, &err), 0, "a reader cannot append");
+	pdk_error_free(&err);
+	atomic_store(&stop, true);
+	cr_assert_lt(pdk_audit_verify_chain(ro, NULL, &v, &err), 0,
+		     "told to stop: no verification");
+	pdk_error_free(&err);
+	pdk_audit_free(ro);
+	cr_assert_eq(pdk_audit_open_readonly("/nonexistent-pdk", &ro, &err), -ENOENT);
+	pdk_error_free(&err);
+	json_decref(e);
+	pdk_audit_free(a);
+}
