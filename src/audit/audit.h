@@ -204,10 +204,12 @@ struct pdk_audit_row {
 };
 
 struct pdk_audit_filter {
-	const char *sandbox; /* exact id, or NULL */
-	const char *kind;    /* kind (pdk_audit_kind_match()), or NULL */
-	uint64_t after_seq;  /* only records with seq > after_seq */
-	uint64_t last;       /* only the last N matching (0: all) */
+	const char *sandbox;  /* exact id, or NULL */
+	const char *kind;     /* kind (pdk_audit_kind_match()), or NULL */
+	uint64_t after_seq;   /* only records with seq > after_seq */
+	uint64_t last;        /* only the last N matching (0: all) */
+	const char *decision; /* attrs.decision (net.connect: "allow", "deny"), or NULL */
+	const char *session;  /* the session label, or NULL */
 };
 
 /*
@@ -222,7 +224,10 @@ typedef int (*pdk_audit_row_cb)(void *data, const struct pdk_audit_row *row);
 
 /*
  * Matching records in sequence order. The filter is applied to each
- * record's line, not to the table's columns. A line that is not a record
+ * record's line, not to the table's columns. With `last`, the query reads
+ * from the end of the store: with a sandbox, or an exact kind, through an
+ * index of the lines' values (the rows of that sandbox or kind only);
+ * otherwise row by row back from the head until `last` match. A line that is not a record
  * (not a JSON object with string ts, sandbox, actor and kind, or whose own
  * seq is not its row's) ends the query with -EBADMSG naming its seq: the
  * store was tampered with, and `paddock audit verify` says how.

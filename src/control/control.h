@@ -933,7 +933,14 @@ void pdk_ctl_events_store(struct pdk_ctl *c);
 /* Which records a subscriber gets (NULL members: any). */
 struct pdk_ctl_sub_filter {
 	const char *sandbox, *session, *kind;
-	uint64_t since; /* replay the records after this audit sequence; UINT64_MAX: none */
+	const char *decision; /* only records whose attrs.decision is this ("deny"), or NULL */
+	uint64_t since;       /* replay the records after this audit sequence; UINT64_MAX: none */
+	/*
+	 * Replay only the last `tail` matching records (after `since` when it
+	 * is given, else of the whole store), read from the end of the store
+	 * (audit.h: an index of the lines narrows one sandbox or kind); 0: all.
+	 */
+	uint64_t tail;
 };
 
 /*
