@@ -15,8 +15,10 @@
  * translate: typed requests in, typed results out through completion
  * callbacks, errors as struct pdk_error. No HTTP type appears here.
  *
- * Threads: one. Every call is made on the thread that runs the event loop
- * given to pdk_ctl_new(), and every callback runs there.
+ * Threads: every call is made on the thread that runs the event loop given
+ * to pdk_ctl_new(), and every callback runs there. The one other thread is
+ * internal: a verification of the audit chain (pdk_ctl_audit_state()) runs
+ * on a worker with its own read-only connection and touches nothing else.
  *
  * Callbacks: a function that takes a callback and returns an error never
  * calls the callback. One that returns 0 calls it exactly once, possibly
