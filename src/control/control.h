@@ -15,8 +15,10 @@
  * translate: typed requests in, typed results out through completion
  * callbacks, errors as struct pdk_error. No HTTP type appears here.
  *
- * Threads: one. Every call is made on the thread that runs the event loop
- * given to pdk_ctl_new(), and every callback runs there.
+ * Threads: every call is made on the thread that runs the event loop given
+ * to pdk_ctl_new(), and every callback runs there. The one other thread is
+ * internal: a verification of the audit chain (pdk_ctl_audit_state()) runs
+ * on a worker with its own read-only connection and touches nothing else.
  *
  * Callbacks: a function that takes a callback and returns an error never
  * calls the callback. One that returns 0 calls it exactly once, possibly
@@ -304,32 +306,41 @@ typedef void (*pdk_ctl_destroyed_cb)(void *ctx, const char *id, const char *stat
 
 /*
  * Destroy sandbox `id` for `reason`; `cb` gets the outcome once the
- * supervisor is gone. An ended sandbox answers "ended" at once. -ENOENT when
- * unknown, -EALREADY when a destroy of it is already waited for.
+ * supervisor is gone. `operator` (NULL: none) names who asked, as the
+ * records name a caller (an admin token's name, "unix:UID", "sandbox:ID"):
+ * the sandbox.destroy record carries it as attrs.operator. An ended
+ * sandbox answers "ended" at once. -ENOENT when unknown, -EALREADY when a
+ * destroy of it is already waited for.
  */
 PDK_MUST_CHECK int pdk_ctl_destroy(struct pdk_ctl *c, const char *id, const char *reason,
-				   pdk_ctl_destroyed_cb cb, void *ctx, struct pdk_error **err);
+				   const char *operator, pdk_ctl_destroyed_cb cb, void *ctx,
+				   struct pdk_error **err);
 
-/* What a kill selects: sandboxes by id, or by every given label. */
+/* What a kill selects: every sandbox, sandboxes by id, or by every given label. */
 struct pdk_ctl_selector {
 	const char *session, *workflow, *agent; /* these labels' values, or NULL */
 	json_t *labels;                         /* more labels (an object of strings) or NULL */
 	char *const *ids;                       /* these ids, or NULL */
+	bool all; /* every live sandbox (then nothing else is given): "stop everything" */
 };
 
 /*
- * Whether a sandbox with `id` and `labels` is selected: its id is one of
- * `ids`, or at least one label is given and every given one matches.
+ * Whether a sandbox with `id` and `labels` is selected: `all`, or its id
+ * is one of `ids`, or at least one label is given and every given one
+ * matches.
  */
 bool pdk_ctl_selector_match(const struct pdk_ctl_selector *s, const char *id, const json_t *labels);
 
 /*
  * Destroy every live sandbox `s` selects (reason "killed"), recording a
- * `kill` event for each and one for the call with `reason`. *killed gets
- * their ids (caller frees with pdk_strv_free()).
+ * `kill` event for each and one for the call with `reason`, each with
+ * attrs.operator when `operator` (who asked, as pdk_ctl_destroy() names
+ * them) is given. Unclaimed warm-pool members are the daemon's stock, no
+ * one's work: `all` leaves them (a pool's size 0 ends them).
+ * *killed gets their ids (caller frees with pdk_strv_free()).
  */
 void pdk_ctl_kill(struct pdk_ctl *c, const struct pdk_ctl_selector *s, const char *reason,
-		  char ***killed);
+		  const char *operator, char *** killed);
 
 /* ---- budgets (budget.c) ---- */
 
@@ -559,12 +570,14 @@ typedef void (*pdk_ctl_view_cb)(void *ctx, const struct pdk_ctl_view *v,
 /*
  * Each is recorded (sandbox.control with the op's name) and sent to the
  * sandbox's supervisor. -ENOTCONN / -EIO when it cannot be asked; its
- * refusals come to the callback (pdk_ctl_svc_error()).
+ * refusals come to the callback (pdk_ctl_svc_error()). Pause and resume
+ * record `operator` (who asked, as pdk_ctl_destroy() names them; NULL:
+ * none) as attrs.operator.
  */
-PDK_MUST_CHECK int pdk_ctl_pause(struct pdk_ctl_sb *sb, pdk_ctl_view_cb cb, void *ctx,
-				 struct pdk_error **err);
-PDK_MUST_CHECK int pdk_ctl_resume(struct pdk_ctl_sb *sb, pdk_ctl_view_cb cb, void *ctx,
-				  struct pdk_error **err);
+PDK_MUST_CHECK int pdk_ctl_pause(struct pdk_ctl_sb *sb, const char *operator, pdk_ctl_view_cb cb,
+				 void *ctx, struct pdk_error **err);
+PDK_MUST_CHECK int pdk_ctl_resume(struct pdk_ctl_sb *sb, const char *operator, pdk_ctl_view_cb cb,
+				  void *ctx, struct pdk_error **err);
 /* `name` NULL: a new one ("snap-" and 8 hex digits). `restart`: move the layer around a restart. */
 PDK_MUST_CHECK int pdk_ctl_snapshot(struct pdk_ctl_sb *sb, const char *name, bool restart,
 				    pdk_ctl_doc_cb cb, void *ctx, struct pdk_error **err);
@@ -775,9 +788,10 @@ struct pdk_ctl_auth {
 	bool admin;
 	struct pdk_token_claims sb; /* when not admin: the sandbox token's claims */
 	/*
-	 * Who an admin is, as the records name them (an approval's approver):
-	 * the admin token's name, or what the front door set ("unix:UID" for
-	 * the unix socket's owner); "" when unknown.
+	 * Who the caller is, as the records name them (an approval's approver,
+	 * attrs.operator): an admin token's name, "sandbox:ID" for a sandbox
+	 * token, or what the front door set ("unix:UID" for the unix socket's
+	 * owner); "" when unknown.
 	 */
 	char name[72];
 };
@@ -932,7 +946,14 @@ void pdk_ctl_events_store(struct pdk_ctl *c);
 /* Which records a subscriber gets (NULL members: any). */
 struct pdk_ctl_sub_filter {
 	const char *sandbox, *session, *kind;
-	uint64_t since; /* replay the records after this audit sequence; UINT64_MAX: none */
+	const char *decision; /* only records whose attrs.decision is this ("deny"), or NULL */
+	uint64_t since;       /* replay the records after this audit sequence; UINT64_MAX: none */
+	/*
+	 * Replay only the last `tail` matching records (after `since` when it
+	 * is given, else of the whole store), read from the end of the store
+	 * (audit.h: an index of the lines narrows one sandbox or kind); 0: all.
+	 */
+	uint64_t tail;
 };
 
 /*
@@ -954,6 +975,39 @@ struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_su
 				      pdk_ctl_record_cb cb, void *ctx);
 /* No more records for `s` (safe from within its own callback). NULL-safe. */
 void pdk_ctl_unsubscribe(struct pdk_ctl_sub *s);
+
+/* ---- the audit chain's state (auditstate.c) ---- */
+
+/*
+ * The audit chain's state (borrowed for the call; never changed), the
+ * AuditState object of docs/api.yaml: {"state": "ok" or the break's name
+ * (pdk_audit_break_name: "altered", "missing", "reordered", "truncated",
+ * "bad signature", "column"), "head_seq", "head_hash" (null: empty),
+ * "verified_seq" (every record up to it checked: the head when ok, else
+ * broken_seq - 1), "signed_seq", "signed_at" (the ts of record signed_seq;
+ * null: none), "broken_seq", "detail" (null when ok), "records",
+ * "checkpoints", "key_id" (null: no public key), "unfolded_records" (in
+ * run spools, not checked yet), "verified_at" (when the verification
+ * began: it saw the store as it was then)}. Or `err` when the
+ * verification could not be made (I/O: EIO; the end: ENOTCONN).
+ */
+typedef void (*pdk_ctl_audit_cb)(void *ctx, const json_t *state, const struct pdk_error *err);
+
+/*
+ * The state of the whole chain as the newest full verification found it
+ * (pdk_audit_verify_chain(): every hash, link, checkpoint signature and
+ * query column), given to `cb`: at once when that verification began at
+ * most `max_age_s` seconds ago, else once a verification ends. That runs
+ * on a worker thread with its own read-only connection to the store, never
+ * on the loop; at most one runs at a time, and a request made while one
+ * runs waits for it (whatever its max_age_s). A client that goes away
+ * meanwhile is still called back (the front door answers no one then).
+ * -ENOTCONN at the end of the control object; -EIO when no thread can be
+ * started. A verification still running at pdk_ctl_free() is stopped and
+ * joined; its waiters get ENOTCONN.
+ */
+PDK_MUST_CHECK int pdk_ctl_audit_state(struct pdk_ctl *c, uint64_t max_age_s, pdk_ctl_audit_cb cb,
+				       void *ctx, struct pdk_error **err);
 
 /* ---- approvals (approvals.c) ---- */
 
