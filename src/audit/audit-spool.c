@@ -48,7 +48,8 @@
 static int spool_emit(void *data, const json_t *event, struct pdk_error **err)
 {
 	int fd = *(int *)data;
-	_cleanup_free_ char *line = pdk_json_dump_line(event);
+	/* Keys in the order they were set: the fold stores the canonical line (sorted). */
+	_cleanup_free_ char *line = pdk_json_dump_wire(event);
 	int rc;
 
 	if (line == NULL)
@@ -684,14 +685,9 @@ static void journal_next(struct pdk_audit_journal *j)
  */
 static char *journal_line(const json_t *event, size_t *n)
 {
-	char *s = json_dumps(event, JSON_COMPACT | JSON_ENSURE_ASCII);
+	char *s = pdk_json_dump_wire(event);
 
-	if (s == NULL)
-		return NULL;
-	*n = strlen(s);
-	s = pdk_xrealloc(s, *n + 2);
-	s[(*n)++] = '\n';
-	s[*n] = '\0';
+	*n = s != NULL ? strlen(s) : 0;
 	return s;
 }
 
@@ -700,10 +696,17 @@ int pdk_audit_journal_append(struct pdk_audit_journal *j, const json_t *event,
 {
 	size_t n = 0;
 	_cleanup_free_ char *line = journal_line(event, &n);
-	int rc;
 
 	if (line == NULL)
 		return pdk_error_setx(err, ENOMEM, "audit: cannot serialise an event");
+	return pdk_audit_journal_append_line(j, event, line, n, err);
+}
+
+int pdk_audit_journal_append_line(struct pdk_audit_journal *j, const json_t *event,
+				  const char *line, size_t n, struct pdk_error **err)
+{
+	int rc;
+
 	if (j->fd < 0 && journal_open(j, err) < 0)
 		return -EIO;
 	/* One write() per record, as a run's: a process killed at any point leaves whole lines. */

@@ -382,6 +382,17 @@ struct pdk_audit_journal *pdk_audit_journal_new(const char *state_dir, const cha
 PDK_MUST_CHECK int pdk_audit_journal_append(struct pdk_audit_journal *j, const json_t *event,
 					    struct pdk_error **err);
 
+/*
+ * pdk_audit_journal_append() with the line already made: `n` bytes at
+ * `line`, the compact JSON text of `event` (its members in any order) and
+ * a newline. The caller guarantees the text is the event: a fold takes the
+ * event from memory, the fold of a dead journal parses the line, and both
+ * must store the same record.
+ */
+PDK_MUST_CHECK int pdk_audit_journal_append_line(struct pdk_audit_journal *j, const json_t *event,
+						 const char *line, size_t n,
+						 struct pdk_error **err);
+
 /* The records appended since the last fold that took them (0: nothing to fold). */
 uint64_t pdk_audit_journal_pending(const struct pdk_audit_journal *j);
 

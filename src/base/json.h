@@ -25,6 +25,22 @@ void pdk_json_seed(void);
 /* Serialise compact, keys sorted, with a trailing newline. Caller frees. NULL on OOM. */
 char *pdk_json_dump_line(const json_t *v);
 
+/*
+ * The same without sorting the keys (in the order they were set): for a
+ * message on the wire, whose reader parses it, on a request's path. Caller
+ * frees. NULL on OOM.
+ */
+char *pdk_json_dump_wire(const json_t *v);
+
+/*
+ * The text of an object with the members of the compact object texts `a`
+ * and then `b` ("{...}" each, as json_dumps() writes them), without parsing
+ * either: splicing two texts costs a copy where serialising the merged
+ * object again would walk it. The caller guarantees that no key is in
+ * both. A new string (caller frees).
+ */
+char *pdk_json_splice(const char *a, const char *b);
+
 /* A JSON array of strings from a NULL-terminated vector. */
 json_t *pdk_json_strv(char *const *v);
 

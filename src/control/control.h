@@ -918,6 +918,17 @@ void pdk_ctl_event_held(struct pdk_ctl *c, const char *sandbox, json_t *labels, 
 void pdk_ctl_event_spooled(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
 			   json_t *attrs);
 
+/*
+ * pdk_ctl_event_spooled() (no labels) whose attrs (taken) the caller has
+ * serialised already: `attrs_text`, their compact JSON text (members in
+ * any order; pdk_json_splice() may have made it from parts serialised
+ * earlier, off the request's path). The spool's line is that text in the
+ * envelope: nothing is serialised twice. The caller guarantees the text
+ * is `attrs` (audit.h, pdk_audit_journal_append_line()).
+ */
+void pdk_ctl_event_spooled_text(struct pdk_ctl *c, const char *sandbox, const char *kind,
+				json_t *attrs, const char *attrs_text);
+
 /* At most this long (ms) between pdk_ctl_event_spooled() and the fold of its record. */
 #define PDK_CTL_SPOOL_FOLD_MS 50
 

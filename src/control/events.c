@@ -26,19 +26,15 @@ struct pdk_ctl_sub {
 
 /* ---- the control plane's own events ---- */
 
-/* The event of the control plane about `sandbox`, as it is stored (attrs taken or NULL). */
-static json_t *build_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
-			   json_t *attrs)
+/* The event's members but attrs: its time and seq are now's. */
+static json_t *build_envelope(struct pdk_ctl *c, const char *sandbox, json_t *labels,
+			      const char *kind)
 {
 	json_t *e = json_object();
 	json_t *session = json_object_get(labels, "session");
 	json_t *workflow = json_object_get(labels, "workflow");
 	char ts[40];
 
-	if (attrs == NULL)
-		attrs = json_object();
-	if (json_object_size(labels) > 0)
-		json_object_set(attrs, "labels", labels);
 	pdk_events_format_ts(pdk_now_real_ns(), ts, sizeof(ts));
 	pdk_json_set(e, "ts", json_string(ts));
 	pdk_json_set(e, "seq", json_integer((json_int_t)c->event_seq++));
@@ -47,6 +43,19 @@ static json_t *build_event(struct pdk_ctl *c, const char *sandbox, json_t *label
 	pdk_json_set(e, "workflow", json_is_string(workflow) ? json_incref(workflow) : json_null());
 	pdk_json_set(e, "actor", json_string(c->actor));
 	pdk_json_set(e, "kind", json_string(kind));
+	return e;
+}
+
+/* The event of the control plane about `sandbox`, as it is stored (attrs taken or NULL). */
+static json_t *build_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+			   json_t *attrs)
+{
+	json_t *e = build_envelope(c, sandbox, labels, kind);
+
+	if (attrs == NULL)
+		attrs = json_object();
+	if (json_object_size(labels) > 0)
+		json_object_set(attrs, "labels", labels);
 	pdk_json_set(e, "attrs", attrs);
 	return e;
 }
@@ -239,12 +248,12 @@ void pdk_ctl_event(struct pdk_ctl *c, const char *sandbox, json_t *labels, const
 	record_at_turn_end(c, build_event(c, sandbox, labels, kind, attrs));
 }
 
-void pdk_ctl_event_spooled(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
-			   json_t *attrs)
+/* Event `e` (taken) to the journal: as `n` bytes of `line` when given, else serialised there. */
+static void spool(struct pdk_ctl *c, json_t *e, const char *line, size_t n)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	json_t *e = build_event(c, sandbox, labels, kind, attrs);
 	struct timeval tv = {.tv_sec = 0, .tv_usec = PDK_CTL_SPOOL_FOLD_MS * 1000};
+	int rc;
 
 	/*
 	 * Records queued before it are stored first (one transaction, as they
@@ -254,7 +263,9 @@ void pdk_ctl_event_spooled(struct pdk_ctl *c, const char *sandbox, json_t *label
 	if (c->held != NULL)
 		append_with_held(c, NULL, false);
 	/* SECURITY: on disk by one write() before the answer of its request is written. */
-	if (pdk_audit_journal_append(journal_of(c), e, &err) < 0) {
+	rc = line != NULL ? pdk_audit_journal_append_line(journal_of(c), e, line, n, &err)
+			  : pdk_audit_journal_append(journal_of(c), e, &err);
+	if (rc < 0) {
 		/* Never dropped: stored by a transaction before the answer instead. */
 		pdk__ctl_log(c, PDK_LOG_ERROR, "%s (stored without the spool)", err->msg);
 		record_at_turn_end(c, e);
@@ -263,6 +274,28 @@ void pdk_ctl_event_spooled(struct pdk_ctl *c, const char *sandbox, json_t *label
 	json_decref(e);
 	if (!evtimer_pending(c->journal_ev, NULL) && evtimer_add(c->journal_ev, &tv) < 0)
 		pdk_oom();
+}
+
+void pdk_ctl_event_spooled(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,
+			   json_t *attrs)
+{
+	spool(c, build_event(c, sandbox, labels, kind, attrs), NULL, 0);
+}
+
+void pdk_ctl_event_spooled_text(struct pdk_ctl *c, const char *sandbox, const char *kind,
+				json_t *attrs, const char *attrs_text)
+{
+	json_t *e = build_envelope(c, sandbox, NULL, kind);
+	_cleanup_free_ char *head = pdk_json_dump_wire(e);
+	_cleanup_free_ char *line = NULL;
+
+	pdk_json_set(e, "attrs", attrs);
+	if (head == NULL)
+		pdk_oom();
+	/* The envelope's members (without "}\n"), then attrs as the caller serialised them. */
+	head[strlen(head) - 2] = '\0';
+	line = pdk_xasprintf("%s,\"attrs\":%s}\n", head, attrs_text);
+	spool(c, e, line, strlen(line));
 }
 
 void pdk__ctl_event_final(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,

@@ -46,7 +46,8 @@ struct pdk__gw_call {
 	char approval[37];
 	struct pdk_ctl_approval_wait *wait;
 	struct pdk_gw_up_call *uc;
-	json_t *record; /* its record's first part, made while the upstream works (or NULL) */
+	json_t *record;    /* its record's first part, made while the upstream works (or NULL) */
+	char *record_text; /* the same serialised (compact), also made then */
 	size_t red_args, red_result;
 	uint64_t start_ns;
 };
@@ -460,6 +461,16 @@ static size_t result_size(const json_t *result)
 	return result ? json_dumpb(result, NULL, 0, JSON_COMPACT | JSON_ENSURE_ASCII) + 1 : 0;
 }
 
+/* `o` serialised compact, without a newline (NULL when it cannot be). */
+static char *compact(const json_t *o)
+{
+	char *s = pdk_json_dump_wire(o);
+
+	if (s != NULL)
+		s[strlen(s) - 1] = '\0';
+	return s;
+}
+
 /*
  * The part of a call's record known once its request is on its way (who,
  * what, the arguments' hash and their redacted copy, the rule, the pin):
@@ -499,21 +510,45 @@ static void call_record(struct pdk__gw_call *gc, const char *decision, const jso
 	json_int_t ms = (json_int_t)((pdk_now_mono_ns() - gc->start_ns) / 1000000);
 	json_t *attrs = gc->record != NULL ? steal_ptr(&gc->record) : record_start(gc);
 	json_t *error = json_is_string(code) ? json_copy((json_t *)code) : NULL;
+	_cleanup_json_ json_t *end = json_object();
+	_cleanup_free_ char *end_text = NULL, *text = NULL;
+	const char *k;
+	json_t *v;
 
 	/* The end: how it ended (an error code of an upstream's result redacted like it). */
 	(void)pdk_redact_json(gc->g->redact, error);
-	pdk_json_set(attrs, "decision", json_string(decision));
-	pdk_json_set(attrs, "error", error);
+	pdk_json_set(end, "decision", json_string(decision));
+	pdk_json_set(end, "error", error);
 	/* The OTLP export's span lasts duration_ms; mcp_method and session are MCP's conventions.
 	 */
-	pdk_json_set(attrs, "latency_ms", json_integer(ms));
-	pdk_json_set(attrs, "duration_ms", json_integer(ms));
-	pdk_json_set(attrs, "result_bytes", json_integer((json_int_t)result_size(result)));
-	pdk_json_set(attrs, "redactions",
+	pdk_json_set(end, "latency_ms", json_integer(ms));
+	pdk_json_set(end, "duration_ms", json_integer(ms));
+	pdk_json_set(end, "result_bytes", json_integer((json_int_t)result_size(result)));
+	pdk_json_set(end, "redactions",
 		     json_pack("{s:I, s:I}", "args", (json_int_t)gc->red_args, "result",
 			       (json_int_t)gc->red_result));
+	/* The end's members are new ones: a text holding a member twice is never written. */
+	json_object_foreach(end, k, v)
+	{
+		(void)v;
+		if (json_object_get(attrs, k) != NULL) {
+			free(steal_ptr(&gc->record_text));
+			break;
+		}
+	}
+	if (json_object_update(attrs, end) < 0)
+		pdk_oom();
 	/* SECURITY: on disk (the control object's spool) before call_end() answers. */
-	pdk_ctl_event_spooled(gc->g->ctl, sandbox_of(gc->sv), NULL, "tool.call", attrs);
+	if (gc->record_text == NULL) {
+		pdk_ctl_event_spooled(gc->g->ctl, sandbox_of(gc->sv), NULL, "tool.call", attrs);
+		return;
+	}
+	/* The first part was serialised while the upstream worked: only the end is, now. */
+	end_text = compact(end);
+	if (end_text == NULL)
+		pdk_oom();
+	text = pdk_json_splice(gc->record_text, end_text);
+	pdk_ctl_event_spooled_text(gc->g->ctl, sandbox_of(gc->sv), "tool.call", attrs, text);
 }
 
 /* ---- a call ---- */
@@ -537,6 +572,7 @@ static void call_end(struct pdk__gw_call *gc, const char *decision, json_t *resu
 	pdk__gw_tool_unref(gc->t);
 	json_decref(gc->args);
 	json_decref(gc->record); /* NULL: call_record() took it */
+	free(gc->record_text);
 	free(gc->tool);
 	free(gc->principal);
 	free(gc->session);
@@ -640,8 +676,12 @@ static void call_forward(struct pdk__gw_call *gc)
 			  "upstream %s: %s", gc->sv->s->id, err->msg);
 		return;
 	}
-	/* The request is written: the record's first part is made while the upstream answers. */
+	/*
+	 * The request is written: the record's first part is made, and
+	 * serialised, while the upstream answers (off the answer's path).
+	 */
 	gc->record = record_start(gc);
+	gc->record_text = compact(gc->record);
 }
 
 /* Budgets, then the arguments against the pinned inputSchema. */

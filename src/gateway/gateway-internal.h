@@ -171,5 +171,15 @@ void pdk__gw_remote_free(struct pdk__gw_remote *r);
  * the gateway's end runs the loop until none is left, or 2 s passed.
  */
 size_t pdk__gw_remote_ending(void);
+/*
+ * For the fuzz target (tests/fuzz/fuzz-gw-remote.c): `n` bytes at `p` taken
+ * as the server's answer to a POST carrying request `id` (`init`: it is
+ * initialize) or, with `stream`, to the GET of its own stream, read by the
+ * code a connection's reads go through, in two reads (`cut` bytes, then
+ * the rest), then the connection's end. What they lead to is reported to
+ * the callbacks as it would be.
+ */
+void pdk__gw_remote_feed(struct pdk__gw_remote *r, bool stream, json_int_t id, bool init,
+			 const char *p, size_t n, size_t cut);
 
 #endif

@@ -484,7 +484,12 @@ static const http_parser_settings settings = {
 static char *broke_text(struct xfer *x, short what)
 {
 	struct pdk__gw_remote *r = x->r;
-	int dns = bufferevent_socket_get_dns_error(x->bev);
+	int dns;
+
+	if (x->bev == NULL) /* bytes fed without a connection (pdk__gw_remote_feed()) */
+		return pdk_xasprintf("%s %s: the server closed the connection before it answered",
+				     method_of(x->kind), r->url);
+	dns = bufferevent_socket_get_dns_error(x->bev);
 	unsigned long tls = r->tls != NULL ? bufferevent_get_openssl_error(x->bev) : 0;
 	SSL *ssl = r->tls != NULL ? bufferevent_openssl_get_ssl(x->bev) : NULL;
 
@@ -525,6 +530,30 @@ static void broke(struct xfer *x, short what)
 	tell_failed(r, ENOTCONN, "server %s: %s", r->id, why);
 }
 
+/* `n` bytes of the answer to exchange `x` parsed: true when they are not HTTP/1.1. */
+static bool parse(struct xfer *x, const char *p, size_t n)
+{
+	size_t done = http_parser_execute(&x->p, &settings, p, n);
+
+	return done != n && !x->ended;
+}
+
+/* After a read's bytes were parsed (the reader holds `x` and its transport once each). */
+static void read_done(struct xfer *x, bool broken)
+{
+	struct pdk__gw_remote *r = x->r;
+
+	if (broken && x->kind != X_DELETE)
+		tell_failed(r, EPROTO, "server %s: sent a response that is not HTTP/1.1 (%s)",
+			    r->id, http_errno_description(HTTP_PARSER_ERRNO(&x->p)));
+	if (x->ended || r->stopped || broken)
+		xfer_close(x);
+	x->busy--;
+	if (x->dead && x->busy == 0)
+		xfer_release(x);
+	remote_put(r);
+}
+
 static void on_read(struct bufferevent *bev, void *arg)
 {
 	struct xfer *x = arg;
@@ -536,21 +565,11 @@ static void on_read(struct bufferevent *bev, void *arg)
 	x->busy++;
 	while (!x->dead && !x->ended && !r->stopped && !broken && evbuffer_get_length(in) > 0) {
 		size_t n = evbuffer_get_contiguous_space(in);
-		const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)n);
-		size_t done = http_parser_execute(&x->p, &settings, p, n);
 
+		broken = parse(x, (const char *)evbuffer_pullup(in, (ev_ssize_t)n), n);
 		evbuffer_drain(in, n);
-		broken = done != n && !x->ended;
 	}
-	if (broken && x->kind != X_DELETE)
-		tell_failed(r, EPROTO, "server %s: sent a response that is not HTTP/1.1 (%s)",
-			    r->id, http_errno_description(HTTP_PARSER_ERRNO(&x->p)));
-	if (x->ended || r->stopped || broken)
-		xfer_close(x);
-	x->busy--;
-	if (x->dead && x->busy == 0)
-		xfer_release(x);
-	remote_put(r);
+	read_done(x, broken);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
@@ -665,6 +684,29 @@ static int open_xfer(struct pdk__gw_remote *r, enum xfer_kind kind, const char *
 				      r->authority);
 	}
 	return 0;
+}
+
+void pdk__gw_remote_feed(struct pdk__gw_remote *r, bool stream, json_int_t id, bool init,
+			 const char *p, size_t n, size_t cut)
+{
+	struct xfer *x = xfer_new(r, stream ? X_GET : X_POST, id, init);
+	bool broken = false;
+
+	x->sid = r->session != NULL ? pdk_xstrdup(r->session) : NULL;
+	if (stream)
+		r->stream = x;
+	r->refs++;
+	x->busy++;
+	/* The bytes in two reads, as a connection's would come, then its end. */
+	if (cut > 0)
+		broken = parse(x, p, cut);
+	if (!broken && cut < n && !x->dead && !x->ended && !r->stopped)
+		broken = parse(x, p + cut, n - cut);
+	if (!broken && !x->dead) {
+		broke(x, BEV_EVENT_EOF);
+		xfer_close(x);
+	}
+	read_done(x, broken);
 }
 
 /* ---- the server's own stream ---- */

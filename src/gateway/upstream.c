@@ -307,14 +307,15 @@ static void call_finish(struct pdk_gw_up_call *c, const json_t *result, const st
 static int send_msg(struct pdk_gw_up *u, json_t *msg, struct pdk_error **err)
 {
 	_cleanup_json_ json_t *m = msg;
-	_cleanup_free_ char *line = pdk_json_dump_line(m);
+	_cleanup_free_ char *line = NULL;
 	struct pdk_ctl_sb *sb = NULL;
 	int rc;
 
-	if (line == NULL)
-		pdk_oom();
 	if (u->remote != NULL)
 		return pdk__gw_remote_send(u->remote, m, err);
+	line = pdk_json_dump_wire(m);
+	if (line == NULL)
+		pdk_oom();
 	if (u->exec_id == 0)
 		return pdk_error_setx(err, ENOTCONN, "server %s: its command has not started",
 				      u->s->id);

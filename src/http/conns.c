@@ -177,7 +177,7 @@ static void answer_raw(struct pdk__conn *c, int status, const char *reason, cons
 	if (text == NULL)
 		pdk_oom();
 	if (fd < 0 || c->moved > 0 || evbuffer_get_length(bufferevent_get_output(c->sock)) > 0 ||
-	    c->completed < c->delivered)
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) > 0 || c->completed < c->delivered)
 		return;
 	all = pdk_xasprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
 			    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",

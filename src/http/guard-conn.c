@@ -71,25 +71,19 @@ static enum bufferevent_filter_result filter_out(struct evbuffer *src, struct ev
 	return BEV_NEED_MORE; /* out_added has copied them already */
 }
 
-static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+/* What was added to the filter's output since the last copy, copied to the socket's. */
+static void move_down(evutil_socket_t fd, short what, void *arg)
 {
 	struct pdk__conn *g = arg;
+	struct evbuffer *buf = bufferevent_get_output(g->bev);
 	size_t len = evbuffer_get_length(buf);
 	struct evbuffer_ptr pos;
 	struct evbuffer_iovec v[16];
 	int nv;
 
-	if (g->dropping)
-		return;
-	/*
-	 * SECURITY: what must be stored before an answer is written is stored
-	 * before its first byte reaches the socket's buffer (http.h). The socket
-	 * may write it in this very turn of the loop: its write event is often
-	 * active beside the read that brought the request.
-	 */
-	if (info->n_added > 0 && g->owner->before_write != NULL)
-		g->owner->before_write(g->owner->before_write_arg);
-	len = evbuffer_get_length(buf);
+	(void)fd;
+	(void)what;
+	g->move_due = false;
 	if (g->moved > len)
 		g->moved = len; /* evhttp dropped its output (a reset): forget it */
 	while (g->moved < len) {
@@ -104,6 +98,32 @@ static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 			add(bufferevent_get_output(g->sock), v[i].iov_base, n);
 			g->moved += n;
 		}
+	}
+}
+
+static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct pdk__conn *g = arg;
+
+	(void)buf;
+	if (g->dropping || info->n_added == 0)
+		return;
+	/*
+	 * SECURITY: what must be stored before an answer is written is stored
+	 * before its first byte reaches the socket's buffer (http.h): now, not
+	 * at the copy. The socket may write it in this very turn of the loop.
+	 */
+	if (g->owner->before_write != NULL)
+		g->owner->before_write(g->owner->before_write_arg);
+	/*
+	 * The copy is made once per turn of the loop, not once per addition:
+	 * finding where the copied part ends walks the buffer from its start,
+	 * and an answer added in many pieces in one turn (a stream's replay of
+	 * every stored event) would walk it once per piece.
+	 */
+	if (!g->move_due) {
+		g->move_due = true;
+		event_active(g->move, EV_WRITE, 0);
 	}
 }
 
@@ -132,6 +152,7 @@ static void filter_free(void *ctx)
 	/* The socket's bufferevent outlives the filter by a moment: its callback goes first. */
 	if (g->sock_cb != NULL)
 		evbuffer_remove_cb_entry(bufferevent_get_output(g->sock), g->sock_cb);
+	event_free(g->move);
 	pdk__conns_remove(g->owner, g);
 	pdk__guard_free(g->g);
 	free(g);
@@ -150,7 +171,8 @@ static struct bufferevent *guard_bev(struct event_base *base, void *arg)
 	g->sock = sock;
 	g->bev = bufferevent_filter_new(sock, filter_in, filter_out, BEV_OPT_CLOSE_ON_FREE,
 					filter_free, g);
-	if (g->bev == NULL)
+	g->move = event_new(base, -1, 0, move_down, g);
+	if (g->bev == NULL || g->move == NULL)
 		pdk_oom();
 	g->sock_cb = evbuffer_add_cb(bufferevent_get_output(sock), sock_written, g);
 	if (g->sock_cb == NULL ||

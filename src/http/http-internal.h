@@ -26,6 +26,8 @@ struct pdk__conn {
 	struct bufferevent *bev, *sock; /* the filter evhttp owns; the socket's (borrowed) */
 	struct evbuffer_cb_entry *sock_cb;
 	size_t moved;       /* bytes of bev's output already copied to sock's */
+	struct event *move; /* copies what was added since (made active once per turn) */
+	bool move_due;      /* it is active */
 	bool dropping;      /* sock_written is draining bev's output */
 	uint64_t delivered; /* requests evhttp handed to the daemon */
 	uint64_t completed; /* ... whose answers were written whole */

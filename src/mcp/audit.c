@@ -78,18 +78,20 @@ static json_t *client_of(const struct pdk_mcp_conn *c)
 void pdk__mcp_audit(const struct pdk_mcp_call *call, const json_t *result)
 {
 	struct pdk_mcp_conn *c = call->conn;
-	const char *handle = pdk__mcp_arg_str(call, "sandbox_id");
-	_cleanup_free_ char *line = result ? pdk_json_dump_line(result) : NULL;
-	_cleanup_free_ char *id =
-		json_is_string(call->id)
-			? pdk_xstrdup(json_string_value(call->id))
-			: pdk_xasprintf("%lld", (long long)json_integer_value(call->id));
-	const json_t *text =
-		json_object_get(json_array_get(json_object_get(result, "content"), 0), "text");
+	const char *handle;
+	_cleanup_free_ char *line = NULL, *id = NULL;
+	const json_t *text;
 	json_t *attrs;
 
+	/* A subscription is no tool call; a provider's tool (the gateway's) records its own. */
 	if (call->tool == NULL)
-		return; /* a subscription is no tool call */
+		return;
+	handle = pdk__mcp_arg_str(call, "sandbox_id");
+	line = result ? pdk_json_dump_line(result) : NULL;
+	id = json_is_string(call->id)
+		     ? pdk_xstrdup(json_string_value(call->id))
+		     : pdk_xasprintf("%lld", (long long)json_integer_value(call->id));
+	text = json_object_get(json_array_get(json_object_get(result, "content"), 0), "text");
 	attrs = json_pack("{s:s, s:s, s:o, s:s, s:s, s:s?, s:s, s:o, s:s, s:I, s:I}", "tool",
 			  call->tool->name, "call_id", id, "client", client_of(c), "mcp_transport",
 			  c->transport, "session", c->identity, "handle", handle, "era",

@@ -63,7 +63,7 @@ static void on_writable(evutil_socket_t fd, short what, void *arg)
 static void send_msg(void *ctx, const json_t *related, const json_t *msg)
 {
 	struct pdk_mcp_stdio *s = ctx;
-	_cleanup_free_ char *line = msg ? pdk_json_dump_line(msg) : NULL;
+	_cleanup_free_ char *line = msg ? pdk_json_dump_wire(msg) : NULL;
 
 	(void)related; /* one channel for every request */
 	if (msg == NULL)

@@ -53,7 +53,12 @@ void pdk__tool_sandbox_create(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 	json_t *v;
 
 	(void)sb;
-	if (!pdk_ctl_name_ok(r.profile)) {
+	/*
+	 * SECURITY: a client names a profile, never a file. The server's own
+	 * (`paddock mcp --profile`, which may be a file: its session's sandbox
+	 * runs under it) is not the client's to check.
+	 */
+	if (profile != NULL && !pdk_ctl_name_ok(profile)) {
 		pdk__mcp_call_bad(call, "profile", "a profile name is 1-64 of [A-Za-z0-9_.-]");
 		return;
 	}

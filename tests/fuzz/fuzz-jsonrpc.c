@@ -4,7 +4,10 @@
  *
  * Every input is either a message whose invariants hold or a refusal with
  * a JSON-RPC code and a reason; an answer built for either serialises.
- * Nothing may crash, leak or read out of bounds.
+ * Nothing may crash, leak or read out of bounds. And any JSON document in
+ * the input is written by pdk_json_dump_wire() (base/json.c, the
+ * serialiser of every message on the wire) byte for byte as jansson's
+ * compact, ASCII-only dump writes it.
  */
 #include "common.h"
 #include "jsonrpc.h"
@@ -55,11 +58,30 @@ static void check_answer(json_t *answer)
 	json_decref(answer);
 }
 
+/* Our serialiser against jansson's, on whatever JSON the input holds. */
+static void check_wire(const uint8_t *data, size_t size)
+{
+	json_t *v = json_loadb((const char *)data, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	char *ours = v ? pdk_json_dump_wire(v) : NULL;
+	char *theirs = v ? json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	size_t n = theirs ? strlen(theirs) : 0;
+
+	if ((ours == NULL) != (theirs == NULL))
+		abort();
+	if (ours != NULL &&
+	    (strlen(ours) != n + 1 || memcmp(ours, theirs, n) != 0 || ours[n] != '\n'))
+		abort();
+	free(ours);
+	free(theirs);
+	json_decref(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pdk_rpc_msg m;
 	struct pdk_rpc_refusal why;
 
+	check_wire(data, size);
 	if (pdk_rpc_parse((const char *)data, size, 0, &m, &why) == 0) {
 		check_message(&m);
 		check_answer(pdk_rpc_result(m.id, NULL));

@@ -88,6 +88,33 @@ print(structured(r).get("stdout", {}).get("text", "").strip() or text(r), c.clos
 	is "$?:$(cat "$T/out")" "0:" "$who: --allow-home serves there anyway (and ends at end of input)"
 }
 
+# `paddock mcp --profile FILE`: the session's sandbox and a sandbox_create without a profile
+# both run under that file (a client's own profile is still a name only).
+profile_file_tests() {
+	local who=$1 p
+	p="$T/prof-$who.yaml"
+	printf 'extends: default\nlimits: {pids: 77}\n' >"$p"
+	chmod 0644 "$p"
+	is "$(python3 -c 'import sys
+sys.path.insert(0, sys.argv[1])
+from mcp_client import Stdio, structured, is_error, text
+c = Stdio(sys.argv[3:])
+c.initialize()
+r = c.call("run_command", {"command": "echo session"})
+s = structured(r).get("stdout", {}).get("text", "").strip() or text(r)
+r = c.call("sandbox_create", {"ttl_s": 600})
+h = structured(r).get("sandbox_id") or text(r)
+l = [x for x in structured(c.call("sandbox_list", {})).get("sandboxes", [])
+     if x.get("sandbox_id") == h]
+made = l[0].get("profile") == sys.argv[2] if l else "not listed"
+r = c.call("sandbox_create", {"profile": "/etc/passwd"})
+bad = is_error(r) and text(r).startswith("profile:")
+print(s, h.startswith("sbx_"), made, bad, c.close()[0])' \
+		"$HERE" "$p" $(as_argv "$who") "$T/bin/paddock" mcp --profile "$p")" \
+		"session True True True 0" \
+		"$who: mcp --profile FILE: sandbox_create without a profile uses FILE; a client's path is refused"
+}
+
 # as_argv WHO: the argv prefix `as` runs a command with (for a driver that starts it).
 as_argv() {
 	if [ "$1" = root ]; then
@@ -142,11 +169,13 @@ print(structured(r).get("stdout", {}).get("text", "").strip(), c.close()[0])' \
 
 mcp_tests root
 relative_ws_tests root
+profile_file_tests root
 http_tests root
 delegate_cgroup
 SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
 mcp_tests user
 relative_ws_tests user
+profile_file_tests user
 http_tests user
 SERVE_ENV=()
 done_testing

@@ -427,3 +427,63 @@ Test(ask, ids_answers_errors_cancel_and_the_end)
 	pdk_mcp_free(m);
 	json_decref(f.sent);
 }
+
+/* The wire's serialiser (base/json.c) writes what jansson's compact ASCII dump writes. */
+Test(wire, writes_what_jansson_writes)
+{
+	static const char *const docs[] = {
+		"{}",
+		"[]",
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[{\"type\":\"text\",\"text\":"
+		"\"Echo: hello\"}],\"isError\":false}}",
+		"{\"a\\u00e9b\":\"\\u0000\\u0001\\u001f\\u007f \\\" \\\\ / \\b\\f\\n\\r\\t\"}",
+		"{\"u\":\"\\u00e9\\u4e2d\\ud83d\\ude00\\udbff\\udfff\"}",
+		"[-9223372036854775808,9223372036854775807,0,1.5,-2.5e-07,1e+300,true,false,null]",
+	};
+
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		json_t *v = json_loads(docs[i], JSON_ALLOW_NUL, NULL);
+		char *ours, *theirs;
+
+		cr_assert_not_null(v, "%s", docs[i]);
+		ours = pdk_json_dump_wire(v);
+		theirs = json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII);
+		cr_assert_not_null(ours);
+		cr_assert_eq(strlen(ours), strlen(theirs) + 1, "%s", docs[i]);
+		cr_assert_eq(memcmp(ours, theirs, strlen(theirs)), 0, "%s\nours   %s\ntheirs %s",
+			     docs[i], ours, theirs);
+		cr_assert_eq(ours[strlen(theirs)], '\n');
+		free(ours);
+		free(theirs);
+		json_decref(v);
+	}
+}
+
+Test(wire, refuses_what_jansson_refuses)
+{
+	json_t *bad = json_stringn_nocheck("\xc3\x28", 2); /* not UTF-8 */
+	json_t *o = json_pack("{s:o}", "k", bad);
+
+	cr_assert_null(pdk_json_dump_wire(o));
+	cr_assert_null(json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII));
+	cr_assert_null(pdk_json_dump_wire(json_integer(1)),
+		       "only an object or an array at the top");
+	json_decref(o);
+}
+
+Test(wire, splice_joins_two_objects_texts)
+{
+	static const char *const cases[][3] = {
+		{"{\"a\":1}", "{\"b\":[2]}", "{\"a\":1,\"b\":[2]}"},
+		{"{}", "{\"b\":2}", "{\"b\":2}"},
+		{"{\"a\":1}", "{}", "{\"a\":1}"},
+		{"{}", "{}", "{}"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *s = pdk_json_splice(cases[i][0], cases[i][1]);
+
+		cr_assert_str_eq(s, cases[i][2]);
+		free(s);
+	}
+}
