@@ -91,14 +91,19 @@ static bool parse_tail(struct pdk_route *r, struct pdk_ctl_sub_filter *f)
 	return true;
 }
 
-/* follow=0: the replay is written before pdk_ctl_subscribe() returns; then the answer ends. */
-static void replay_only(struct pdk_route *r, const struct pdk_ctl_sub_filter *f)
+static size_t backlog(void *ctx)
 {
-	struct pdk_api_sse *e = pdk_xcalloc(1, sizeof(*e));
+	return pdk_http_stream_backlog(&((struct pdk_api_sse *)ctx)->s);
+}
 
-	pdk_http_stream_start(&e->s, r->req);
-	e->sub = pdk_ctl_subscribe(r->a->ctl, f, record, e);
-	sse_free(e);
+/* follow=0: the replay is over, so is the answer (the stream is freed at the next reap). */
+static void replayed(void *ctx)
+{
+	struct pdk_api_sse *e = ctx;
+
+	pdk_ctl_unsubscribe(e->sub);
+	e->sub = NULL;
+	pdk_http_stream_end(&e->s);
 }
 
 void pdk__route_events(struct pdk_route *r)
@@ -124,16 +129,26 @@ void pdk__route_events(struct pdk_route *r)
 	}
 	if (!parse_follow(r, &follow) || !parse_tail(r, &f))
 		return;
-	if (!follow)
-		return replay_only(r, &f);
 	reap_dead(r->a);
 	e = pdk_xcalloc(1, sizeof(*e));
 	pdk_http_stream_start(&e->s, r->req);
+	if (!follow && f.since == UINT64_MAX && f.tail == 0) {
+		sse_free(e); /* nothing to replay, nothing to follow */
+		return;
+	}
 	e->s.on_close = gone;
 	e->s.on_close_arg = e;
 	e->next = r->a->subscribers;
 	r->a->subscribers = e;
-	e->sub = pdk_ctl_subscribe(r->a->ctl, &f, record, e);
+	/*
+	 * SECURITY: the replay goes in pages, at the client's pace: a replay of
+	 * a million records (a sandbox's token may ask for its own) never holds
+	 * the daemon's loop, nor its memory, for more than a page.
+	 */
+	e->sub = pdk_ctl_subscribe_paced(
+		r->a->ctl, &f, record, e,
+		&(struct pdk_ctl_sub_pace){.backlog = backlog,
+					   .replayed = follow ? NULL : replayed});
 }
 
 void pdk__sse_keepalive(struct pdk_api *a)

@@ -51,6 +51,9 @@ enum audit_stmt {
 	ST_QUERY,
 	ST_QUERY_KIND,
 	ST_QUERY_SANDBOX,
+	ST_PAGE,
+	ST_PAGE_KIND,
+	ST_PAGE_SANDBOX,
 	ST_SPOOL_OFFSET,
 	ST_N,
 };
@@ -67,6 +70,12 @@ enum audit_stmt {
 	" AND (?5 IS NULL OR " Q_LINE " ->> '$.attrs.decision' = ?5)" \
 	" AND (?6 IS NULL OR " Q_LINE " ->> '$.session' = ?6)"        \
 	" ORDER BY seq DESC LIMIT ?4) ORDER BY seq"
+/* A page: the first ?4 matching after ?1, in order, read forward (no sort, nothing held). */
+#define P_HEAD "SELECT seq, line FROM events WHERE seq > ?1"
+#define P_REST                                                        \
+	" AND (?5 IS NULL OR " Q_LINE " ->> '$.attrs.decision' = ?5)" \
+	" AND (?6 IS NULL OR " Q_LINE " ->> '$.session' = ?6)"        \
+	" ORDER BY seq LIMIT ?4"
 
 static const char *const stmt_sql[ST_N] = {
 	[ST_HEAD] = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
@@ -88,6 +97,9 @@ static const char *const stmt_sql[ST_N] = {
 	[ST_QUERY] = Q_HEAD Q_SANDBOX Q_KIND Q_REST,
 	[ST_QUERY_KIND] = Q_HEAD " AND " Q_LINE " ->> '$.kind' = ?3" Q_SANDBOX Q_REST,
 	[ST_QUERY_SANDBOX] = Q_HEAD " AND " Q_LINE " ->> '$.sandbox' = ?2" Q_KIND Q_REST,
+	[ST_PAGE] = P_HEAD Q_SANDBOX Q_KIND P_REST,
+	[ST_PAGE_KIND] = P_HEAD " AND " Q_LINE " ->> '$.kind' = ?3" Q_SANDBOX P_REST,
+	[ST_PAGE_SANDBOX] = P_HEAD " AND " Q_LINE " ->> '$.sandbox' = ?2" Q_KIND P_REST,
 	/* The daemon's, with every spool batch it appends (pdk_audit_append_spool). */
 	[ST_SPOOL_OFFSET] = "INSERT INTO spool_offsets (source, offset) VALUES (?, ?)"
 			    " ON CONFLICT(source) DO UPDATE SET offset = excluded.offset",
@@ -543,7 +555,10 @@ static int query_rows(struct pdk_audit *a, sqlite3_stmt *st, const struct pdk_au
 	(void)sqlite3_bind_int64(st, 1, (sqlite3_int64)f->after_seq);
 	(void)sqlite3_bind_text(st, 2, f->sandbox, -1, SQLITE_STATIC);
 	(void)sqlite3_bind_text(st, 3, f->kind, -1, SQLITE_STATIC);
-	(void)sqlite3_bind_int64(st, 4, f->last ? (sqlite3_int64)f->last : -1);
+	(void)sqlite3_bind_int64(st, 4,
+				 f->first  ? (sqlite3_int64)f->first
+				 : f->last ? (sqlite3_int64)f->last
+					   : -1);
 	(void)sqlite3_bind_text(st, 5, f->decision, -1, SQLITE_STATIC);
 	(void)sqlite3_bind_text(st, 6, f->session, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -565,12 +580,13 @@ static int query_rows(struct pdk_audit *a, sqlite3_stmt *st, const struct pdk_au
 static size_t query_of(const struct pdk_audit_filter *f)
 {
 	size_t n = f->kind != NULL ? strlen(f->kind) : 0;
+	bool page = f->first > 0 && f->last == 0;
 
 	if (f->sandbox != NULL)
-		return ST_QUERY_SANDBOX;
+		return page ? ST_PAGE_SANDBOX : ST_QUERY_SANDBOX;
 	if (n > 0 && f->kind[n - 1] != '.')
-		return ST_QUERY_KIND;
-	return ST_QUERY;
+		return page ? ST_PAGE_KIND : ST_QUERY_KIND;
+	return page ? ST_PAGE : ST_QUERY;
 }
 
 int pdk_audit_query(struct pdk_audit *a, const struct pdk_audit_filter *f, pdk_audit_row_cb cb,

@@ -208,6 +208,7 @@ struct pdk_audit_filter {
 	const char *kind;     /* kind (pdk_audit_kind_match()), or NULL */
 	uint64_t after_seq;   /* only records with seq > after_seq */
 	uint64_t last;        /* only the last N matching (0: all) */
+	uint64_t first;       /* without last: only the first N matching, read forward (0: all) */
 	const char *decision; /* attrs.decision (net.connect: "allow", "deny"), or NULL */
 	const char *session;  /* the session label, or NULL */
 };

@@ -976,6 +976,28 @@ struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_su
 /* No more records for `s` (safe from within its own callback). NULL-safe. */
 void pdk_ctl_unsubscribe(struct pdk_ctl_sub *s);
 
+/* How a paced replay goes at its subscriber's speed (pdk_ctl_subscribe_paced()). */
+struct pdk_ctl_sub_pace {
+	/* The bytes the subscriber still holds unsent: a page waits while they are many. */
+	size_t (*backlog)(void *ctx);
+	/* The replay is over: every record up to the head was given; live ones follow. */
+	void (*replayed)(void *ctx);
+};
+
+/*
+ * pdk_ctl_subscribe() whose replay is handed on in pages on later turns of
+ * the loop (a few hundred records each, and none while pace->backlog says
+ * the subscriber holds over a MiB unsent), so a replay of a million records
+ * holds the loop for no more than a page. Records stored meanwhile are
+ * replayed too; the live ones follow once the replay is over
+ * (pace->replayed, also called, at once on a later turn, when there is
+ * nothing to replay), each once, in order. Without `since` or `tail` it is
+ * pdk_ctl_subscribe() (replayed is not called). `pace` is copied.
+ */
+struct pdk_ctl_sub *pdk_ctl_subscribe_paced(struct pdk_ctl *c, const struct pdk_ctl_sub_filter *f,
+					    pdk_ctl_record_cb cb, void *ctx,
+					    const struct pdk_ctl_sub_pace *pace);
+
 /* ---- the audit chain's state (auditstate.c) ---- */
 
 /*

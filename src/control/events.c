@@ -22,7 +22,18 @@ struct pdk_ctl_sub {
 	pdk_ctl_record_cb cb;
 	void *ctx;
 	bool dead; /* unsubscribed: freed at the next safe point */
+	/* A paced replay (pdk_ctl_subscribe_paced): live records wait until it is over. */
+	bool replaying;
+	uint64_t after;     /* the replay goes on after this seq */
+	struct event *page; /* the replay's next page */
+	struct pdk_ctl_sub_pace pace;
 };
+
+/* Records a paced replay hands on per turn of the loop. */
+#define PAGE_RECORDS 256
+/* A page waits while the subscriber still holds this much (its pace.backlog), and retries. */
+#define PAGE_BACKLOG_MAX (1u << 20)
+#define PAGE_RETRY_MS    10
 
 /* ---- the control plane's own events ---- */
 
@@ -356,7 +367,7 @@ static int fan_row(void *data, const struct pdk_audit_row *row)
 		return 0;
 	}
 	for (struct pdk_ctl_sub *s = f->c->subscribers; s != NULL; s = s->next)
-		if (!s->dead && sub_match(s, row))
+		if (!s->dead && !s->replaying && sub_match(s, row))
 			sub_row(s, row);
 	f->c->fanout_seq = row->seq;
 	return 0;
@@ -364,6 +375,8 @@ static int fan_row(void *data, const struct pdk_audit_row *row)
 
 static void sub_free(struct pdk_ctl_sub *s)
 {
+	if (s->page != NULL)
+		event_free(s->page);
 	free(s->sandbox);
 	free(s->session);
 	free(s->kind);
@@ -458,6 +471,108 @@ struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_su
 		pdk__ctl_log(c, PDK_LOG_WARN, "events replay: %s", err->msg);
 	s->next = c->subscribers;
 	c->subscribers = s;
+	return s;
+}
+
+/* ---- the paced replay ---- */
+
+struct page {
+	struct pdk_ctl_sub *s;
+	unsigned n;
+};
+
+static int page_row(void *data, const struct pdk_audit_row *row)
+{
+	struct page *p = data;
+	struct pdk_ctl_sub *s = p->s;
+
+	/* Past what the live subscribers were given: the live records take over from here. */
+	if (row->seq > s->c->fanout_seq || s->dead)
+		return 1;
+	sub_row(s, row);
+	s->after = row->seq;
+	return ++p->n == PAGE_RECORDS ? 2 : 0;
+}
+
+static void replay_page(evutil_socket_t fd, short what, void *arg)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_ctl_sub *s = arg;
+	struct pdk_audit_filter q = {.sandbox = s->sandbox,
+				     .kind = s->kind,
+				     .session = s->session,
+				     .decision = s->decision,
+				     .after_seq = s->after,
+				     .first = PAGE_RECORDS};
+	struct page p = {.s = s};
+	struct timeval retry = {.tv_sec = 0, .tv_usec = PAGE_RETRY_MS * 1000};
+	int rc;
+
+	(void)fd;
+	(void)what;
+	if (s->dead)
+		return;
+	/* The subscriber has not sent what it was given yet: the store waits, not its memory. */
+	if (s->pace.backlog != NULL && s->pace.backlog(s->ctx) > PAGE_BACKLOG_MAX) {
+		if (evtimer_add(s->page, &retry) < 0)
+			pdk_oom();
+		return;
+	}
+	rc = pdk_audit_query(s->c->audit, &q, page_row, &p, &err);
+	if (rc < 0)
+		pdk__ctl_log(s->c, PDK_LOG_WARN, "events replay: %s", err->msg);
+	if (rc == 2 && !s->dead) {
+		event_active(s->page, EV_TIMEOUT,
+			     0); /* a full page: the next one on the next turn */
+		return;
+	}
+	s->replaying = false;
+	if (!s->dead && s->pace.replayed != NULL)
+		s->pace.replayed(s->ctx);
+}
+
+/* The seq of the first of the last `tail` records `q` matches (0: none matches). */
+static int first_row(void *data, const struct pdk_audit_row *row)
+{
+	*(uint64_t *)data = row->seq;
+	return 1;
+}
+
+struct pdk_ctl_sub *pdk_ctl_subscribe_paced(struct pdk_ctl *c, const struct pdk_ctl_sub_filter *f,
+					    pdk_ctl_record_cb cb, void *ctx,
+					    const struct pdk_ctl_sub_pace *pace)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_ctl_sub_filter live = *f;
+	struct pdk_ctl_sub *s;
+	uint64_t first = 0;
+
+	/* The filter without a replay: subscribed, and c->fanout_seq brought to the head. */
+	live.since = UINT64_MAX;
+	live.tail = 0;
+	s = pdk_ctl_subscribe(c, &live, cb, ctx);
+	s->pace = *pace;
+	if (f->since == UINT64_MAX && f->tail == 0)
+		return s;
+	s->after = f->since != UINT64_MAX ? f->since : 0;
+	if (f->tail > 0) {
+		/* Where the tail starts: one query from the end, the records not handed on. */
+		struct pdk_audit_filter q = {.sandbox = f->sandbox,
+					     .kind = f->kind,
+					     .session = f->session,
+					     .decision = f->decision,
+					     .after_seq = s->after,
+					     .last = f->tail};
+
+		if (pdk_audit_query(c->audit, &q, first_row, &first, &err) < 0)
+			pdk__ctl_log(c, PDK_LOG_WARN, "events replay: %s", err->msg);
+		s->after = first > 0 ? first - 1 : c->fanout_seq;
+	}
+	s->replaying = true;
+	s->page = event_new(c->base, -1, 0, replay_page, s);
+	if (s->page == NULL)
+		pdk_oom();
+	event_active(s->page, EV_TIMEOUT, 0);
 	return s;
 }
 

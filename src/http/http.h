@@ -101,6 +101,12 @@ void pdk_http_stream_send(struct pdk_http_stream *s, const char *id, const char 
 void pdk_http_stream_comment(struct pdk_http_stream *s, const char *text);
 /* End the answer (or just forget it when the client is gone). on_close is not called. */
 void pdk_http_stream_end(struct pdk_http_stream *s);
+/*
+ * The bytes given to the stream that its client's socket has not taken yet
+ * (0 once it ended): a writer that could produce much more waits while
+ * they are many.
+ */
+size_t pdk_http_stream_backlog(const struct pdk_http_stream *s);
 
 /*
  * The same streams for raw bytes: answer `req` 200 with `content_type`, its

@@ -100,9 +100,11 @@ void pdk_http_stream_send(struct pdk_http_stream *s, const char *id, const char 
 
 	if (s->dead || s->req == NULL)
 		return;
-	text = json_dumps(d, JSON_COMPACT);
+	/* Compact, one line (every control character escaped), by the wire's serialiser. */
+	text = pdk_json_dump_wire(d);
 	if (text == NULL)
 		pdk_oom();
+	text[strlen(text) - 1] = '\0';
 	buf = pdk_http_buf_new();
 	if (id != NULL)
 		pdk_http_buf_printf(buf, "id: %s\n", id);
@@ -134,6 +136,16 @@ void pdk_http_stream_end(struct pdk_http_stream *s)
 	evhttp_send_reply_end(s->req);
 	s->req = NULL;
 	s->dead = true;
+}
+
+size_t pdk_http_stream_backlog(const struct pdk_http_stream *s)
+{
+	struct evhttp_connection *c =
+		s->req != NULL && !s->dead ? evhttp_request_get_connection(s->req) : NULL;
+	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+
+	/* The guard's filter keeps every byte there until the socket took it (guard-conn.c). */
+	return bev != NULL ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
 void pdk_http_stream_start_raw(struct pdk_http_stream *s, struct evhttp_request *req,

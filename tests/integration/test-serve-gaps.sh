@@ -2,8 +2,8 @@
 # paddock serve: what the daemon reports and keeps beyond the basics of test-serve.sh, as
 # root and as an unprivileged user (TAP): egress usage and budget, limits.disk at create,
 # ended sandboxes kept for a retention period, a lost sandbox's cgroup killed at
-# re-adoption, a JSON 413 over --max-body, scoped create tokens, and the spool offset
-# saved in the audit batch's transaction.
+# re-adoption, a JSON 413 over --max-body, scoped create tokens, the spool offset
+# saved in the audit batch's transaction, and a long history's replay in pages.
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
 : "${TESTS_DIR:?TESTS_DIR must name the tests directory}"
@@ -247,6 +247,13 @@ spool_tests() {
 		"$who: the offset is forgotten with the spool"
 }
 
+# A long history replayed by GET /v1/events in pages, at the client's pace (events-replay.py).
+replay_tests() {
+	local who=$1
+	cp "$TESTS_DIR/integration/events-replay.py" "$T/bin/"
+	tap_run as "$who" python3 "$T/bin/events-replay.py" "$(sock_of "$who")"
+}
+
 gap_tests() {
 	local who=$1 port=$2
 	serve_start "$who" --listen "127.0.0.1:$port"
@@ -257,6 +264,7 @@ gap_tests() {
 	lost_tests "$who" "$port"
 	token_tests "$who" "$port"
 	spool_tests "$who" "$port"
+	replay_tests "$who"
 	api "$who" GET /v1/sandboxes
 	is "$(printf '%s' "$BODY" | jq '.sandboxes | length')" "0" "$who: no live sandbox is left for the next test"
 	serve_stop "$who"
