@@ -32,7 +32,7 @@ export class DenialsView {
     const evs = [];
     try {
       await new Promise((resolve) => {
-        const f = new EventFeed({ kind: 'net.connect', decision: 'deny', tail: 50, follow: 0 }, (b) => evs.push(...b), (s) => {
+        const f = new EventFeed({ kind: 'net.connect', decision: 'deny', tail: 50, follow: 0 }, (b) => evs.push(...b.filter((e) => (e.attrs || {}).decision === 'deny')), (s) => {
           if (s) this.app.say(s);
         });
         f.run().then(resolve);
@@ -41,7 +41,7 @@ export class DenialsView {
       this.app.fail(e);
     }
     clear(box);
-    for (const ev of evs.reverse()) {
+    for (const ev of evs.slice(-50).reverse()) {
       box.append(el('div', { class: 'row deny', role: 'listitem' },
         el('span', { class: 'ts', title: ev.ts }, fmtTime(ev.ts)),
         el('button', { type: 'button', class: 'link', title: ev.sandbox, 'aria-label': `Timeline of ${ev.sandbox}`, onclick: () => this.app.openTimeline({ sandbox: ev.sandbox }) }, short(ev.sandbox)),

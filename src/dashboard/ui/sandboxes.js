@@ -12,7 +12,7 @@ const REFRESH_MS = 3000;
 const BUDGETS = [
   ['wall', 'wall_ns', fmtNs],
   ['cpu', 'cpu_ns', fmtNs],
-  ['mem', 'memory', fmtBytes],
+  ['mem', 'memory', fmtBytes, 'memory_current'],
   ['cmds', 'commands', String],
   ['egress', 'egress_bytes', fmtBytes],
   ['output', 'output_bytes', fmtBytes],
@@ -70,6 +70,8 @@ export class SandboxesView {
     this.busy = true;
     try {
       const r = await api('GET', '/v1/sandboxes' + query(this.filter));
+      const now = Date.now();
+      for (const s of r.sandboxes) s.fetched_at = now;
       const sbs = r.sandboxes.filter((s) => s.state !== 'ended' && !s.pool_member);
       sbs.sort((a, b) => (a.created_at < b.created_at ? 1 : -1));
       this.list.setItems(sbs);
@@ -89,13 +91,13 @@ export class SandboxesView {
     row.dataset.id = sb.id;
     const labels = Object.entries(sb.labels || {}).map(([k, v]) => el('span', { class: 'label' }, `${k}=${v}`));
     const age = (Date.now() - Date.parse(sb.created_at)) / 1000;
-    const ttl = secondsUntil(sb.expires_at);
+    const ttl = ttlOf(sb);
     row.append(
       el('span', { class: 'id', title: sb.id }, el('code', {}, short(sb.id))),
       el('span', { class: 'state' }, el('span', { class: 'pill ' + sb.state }, sb.state)),
       el('span', { class: 'labels' }, el('span', { class: 'profile' }, sb.profile || ''), ...labels),
       el('span', { class: 'num' }, fmtSeconds(age)),
-      el('span', { class: 'num' + (ttl < 60 ? ' warn' : ''), title: sb.expires_at || 'no TTL' }, isNaN(ttl) ? '–' : fmtSeconds(ttl)),
+      el('span', { class: 'num' + (ttl < 60 ? ' warn' : ''), title: sb.expires_at ? `expires at ${sb.expires_at}` : 'wall-clock budget left' }, isNaN(ttl) ? '–' : fmtSeconds(ttl)),
       el('span', { class: 'budgets' }, ...BUDGETS.map((b) => budget(sb, b))),
       el('span', { class: 'actions' }, ...this.actions(sb)),
     );
@@ -151,11 +153,20 @@ export class SandboxesView {
   }
 }
 
+// Seconds left: to expires_at, else of the wall-clock budget (counting down between refreshes).
+function ttlOf(sb) {
+  const t = secondsUntil(sb.expires_at);
+  const wall = (sb.remaining || {}).wall_ns;
+  if (typeof wall !== 'number' || sb.state === 'paused') return isNaN(t) ? (typeof wall === 'number' ? wall / 1e9 : NaN) : t;
+  const w = wall / 1e9 - (Date.now() - sb.fetched_at) / 1000;
+  return isNaN(t) ? w : Math.min(t, w);
+}
+
 // One budget's bar: used of limit, from usage, limits and remaining.
-function budget(sb, [label, key, fmt]) {
+function budget(sb, [label, key, fmt, usageKey]) {
   const limit = (sb.limits || {})[key] || 0;
   const rem = (sb.remaining || {})[key];
-  let used = (sb.usage || {})[key];
+  let used = (sb.usage || {})[usageKey || key];
   if (limit && typeof rem === 'number') used = limit - rem;
   if (!limit) {
     return el('span', { class: 'budget none', title: `${label}: ${used === undefined ? '–' : fmt(used)} (no limit)` },

@@ -32,6 +32,7 @@ export class TimelineView {
       const session = (f.get('session') || '').trim();
       if (sandbox || session) this.open(sandbox ? { sandbox } : { session });
     });
+    $('tl-diff-open').addEventListener('click', () => this.which && this.which.sandbox && this.diff(this.which.sandbox));
     $('tl-diff-close').addEventListener('click', () => ($('tl-diff').hidden = true));
     setInterval(() => this.visible && this.which && this.loadChain(), CHAIN_MS);
   }
@@ -56,6 +57,7 @@ export class TimelineView {
     $('tl-form').elements.session.value = which.session || '';
     $('tl-which').textContent = which.sandbox ? `sandbox ${which.sandbox}` : `session ${which.session}`;
     $('tl-diff').hidden = true;
+    $('tl-diff-open').hidden = !which.sandbox;
     this.detail(null);
     this.count();
     this.loadChain();
@@ -176,6 +178,11 @@ export function describe(ev) {
   const k = ev.kind || '';
   if (k === 'process.exec') return { text: `${a.pid ? 'pid ' + a.pid + ': ' : ''}${argv(a)}` };
   if (k === 'process.exit') return exitText(a);
+  if (k === 'exec.request') return { text: `requested: ${argv(a)}` };
+  if (k === 'sandbox.create' || k === 'sandbox.adopt' || k === 'sandbox.claim')
+    return { text: [a.profile && 'profile ' + a.profile, a.network && 'network ' + a.network, a.labels && labels(a.labels)].filter(Boolean).join(' · ') || k };
+  if (k === 'sandbox.destroy' || k === 'sandbox.reap' || k === 'sandbox.ttl') return { text: `${k.slice(8)}${a.reason ? ': ' + a.reason : ''}${a.operator ? ' by ' + a.operator : ''}`, cls: 'deny' };
+  if (k === 'sandbox.control') return { text: `${a.op || a.action || ''}${a.operator ? ' by ' + a.operator : ''}` };
   if (k === 'exec.exit') return { text: `exec ${a.exec ?? ''} ended: ${a.end || ''} ${a.exit_code ?? ''}` };
   if (k === 'net.connect')
     return { text: `${a.decision} ${a.method || ''} ${a.host || a.address || ''}${a.port ? ':' + a.port : ''} rule ${a.rule || '–'}${a.reason ? ' (' + a.reason + ')' : ''}`, cls: a.decision === 'deny' ? 'deny' : 'allow' };
@@ -190,6 +197,10 @@ export function describe(ev) {
   if (k === 'kill') return { text: `killed by ${a.operator || ev.actor || '?'}${a.reason ? ': ' + a.reason : ''}`, cls: 'deny' };
   const t = JSON.stringify(a);
   return { text: t.length > 240 ? t.slice(0, 240) + '…' : t };
+}
+
+function labels(l) {
+  return Object.entries(l).map(([k, v]) => `${k}=${v}`).join(' ');
 }
 
 function argv(a) {
