@@ -54,6 +54,13 @@ int pdk__api_authenticate(struct pdk_route *r, bool unix_peer);
 /* Admin, or a sandbox token for `id` (NULL: admins only) that carries `op`. Answers 403 otherwise.
  */
 bool pdk__api_allowed(struct pdk_route *r, const char *id, unsigned op);
+/*
+ * The Origin rule of mutating requests (docs/daemon.md, Security): 0 when
+ * the request is a GET or HEAD, carries no Origin, or one equal to
+ * "http://" or "https://" and its Host; else -1 after recording an
+ * auth.failure and answering 403 (field Origin).
+ */
+int pdk__api_origin_check(struct pdk_route *r);
 /* Record an auth.failure and answer `code` (401 or 403) with `why`. */
 void pdk__api_auth_failed(struct pdk_route *r, int code, const char *why);
 

@@ -11,6 +11,7 @@
 #include <event2/bufferevent.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 /*
@@ -118,6 +119,51 @@ bool pdk__api_allowed(struct pdk_route *r, const char *id, unsigned op)
 		return false;
 	}
 	return true;
+}
+
+/* Whether `method` may change something (every method but GET and HEAD). */
+static bool mutating(enum evhttp_cmd_type method)
+{
+	return method != EVHTTP_REQ_GET && method != EVHTTP_REQ_HEAD;
+}
+
+/* Whether `origin` is "http://" or "https://" followed by `host` (hosts are case-blind). */
+static bool same_origin(const char *origin, const char *host)
+{
+	const char *rest = NULL;
+
+	if (strncmp(origin, "http://", 7) == 0)
+		rest = origin + 7;
+	else if (strncmp(origin, "https://", 8) == 0)
+		rest = origin + 8;
+	return rest != NULL && host != NULL && host[0] != '\0' && strcasecmp(rest, host) == 0;
+}
+
+int pdk__api_origin_check(struct pdk_route *r)
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(r->req);
+	const char *origin = evhttp_find_header(h, "Origin");
+	const char *host = evhttp_find_header(h, "Host");
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(r->req));
+
+	/*
+	 * SECURITY: a browser sends Origin with every cross-site POST, PUT and
+	 * DELETE, and a page of another site could otherwise make a logged-in
+	 * operator's browser kill or change sandboxes. Only the API's own page
+	 * (an Origin naming the host and port of the request's Host) may change
+	 * anything; a client that sends no Origin (CLI, SDKs) is not a browser.
+	 */
+	if (!mutating(r->method) || origin == NULL || same_origin(origin, host))
+		return 0;
+	pdk_ctl_event(r->a->ctl, "daemon", NULL, "auth.failure",
+		      json_pack("{s:s, s:s, s:s, s:s}", "reason", "foreign origin", "method",
+				"other", "path", path ? path : "", "origin", origin));
+	pdk_http_error(r->req, 403, "forbidden", "Origin",
+		       "origin '%s' may not change anything here: a mutating request's Origin "
+		       "must be this API's own, 'http://%s' (or https); send no Origin "
+		       "header from a client that is not a browser page",
+		       origin, host ? host : "");
+	return -1;
 }
 
 bool pdk_api_admin(struct pdk_api *a, struct evhttp_request *req, bool unix_peer)

@@ -890,6 +890,7 @@ static const struct field kill_fields[] = {
 	KF("session", chk_str, r.session),  KF("workflow", chk_str, r.workflow),
 	KF("agent", chk_str, r.agent),      KF("reason", chk_str, r.reason),
 	KF("labels", chk_labels, r.labels), KF("ids", keep, ids),
+	KF("all", chk_bool, r.all),
 };
 
 void pdk_req_kill_release(struct pdk_req_kill *r)
@@ -939,12 +940,20 @@ int pdk_req_parse_kill(const char *body, size_t len, struct pdk_req_kill *out,
 		pdk_req_kill_release(&p.r);
 		return -1;
 	}
-	if (p.r.session == NULL && p.r.workflow == NULL && p.r.agent == NULL &&
+	if (p.r.all && (p.r.session != NULL || p.r.workflow != NULL || p.r.agent != NULL ||
+			p.r.labels != NULL || p.ids != NULL)) {
+		pdk_req_kill_release(&p.r);
+		return fail(e, "all",
+			    "'all' kills every sandbox and takes no other selector: give 'all' "
+			    "alone (with a 'reason'), or session, workflow, agent, labels or ids "
+			    "without it");
+	}
+	if (!p.r.all && p.r.session == NULL && p.r.workflow == NULL && p.r.agent == NULL &&
 	    (p.r.labels == NULL || json_object_size(p.r.labels) == 0) && p.r.ids == NULL) {
 		pdk_req_kill_release(&p.r);
 		return fail(e, "session",
 			    "an empty selector would kill nothing: give session, workflow, agent, "
-			    "labels or ids");
+			    "labels or ids (or \"all\": true for every sandbox)");
 	}
 	*out = p.r;
 	return 0;

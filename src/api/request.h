@@ -66,6 +66,7 @@ struct pdk_req_kill {
 	char *session, *workflow, *agent, *reason;
 	json_t *labels; /* object of strings or NULL */
 	char **ids;     /* may be NULL */
+	bool all;       /* every live sandbox: then no other selector is given */
 };
 
 #define PDK_REQ_OUTPUT_CAP_DEFAULT 16384

@@ -41,7 +41,7 @@ void pdk__route_delete(struct pdk_route *r, const char *id)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 
-	if (pdk_ctl_destroy(r->a->ctl, id, "deleted", destroyed, r->req, &err) < 0)
+	if (pdk_ctl_destroy(r->a->ctl, id, "deleted", r->auth.name, destroyed, r->req, &err) < 0)
 		pdk_api_error(r->req, err);
 }
 
@@ -157,9 +157,9 @@ static int route_control(struct pdk_route *r, struct pdk_ctl_sb *sb, const char 
 	_cleanup_free_ char *path = NULL;
 
 	if (strcmp(what, "pause") == 0)
-		return pdk_ctl_pause(sb, view_answer, r->req, err);
+		return pdk_ctl_pause(sb, r->auth.name, view_answer, r->req, err);
 	if (strcmp(what, "resume") == 0)
-		return pdk_ctl_resume(sb, view_answer, r->req, err);
+		return pdk_ctl_resume(sb, r->auth.name, view_answer, r->req, err);
 	if (strcmp(what, "snapshot") == 0 || strcmp(what, "rollback") == 0)
 		return route_ws(r, sb, what, err);
 	if (strcmp(what, "commit") == 0)

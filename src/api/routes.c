@@ -196,8 +196,9 @@ static void route_kill(struct pdk_route *r)
 				      .workflow = k.workflow,
 				      .agent = k.agent,
 				      .labels = k.labels,
-				      .ids = k.ids};
-	pdk_ctl_kill(r->a->ctl, &s, k.reason, &killed);
+				      .ids = k.ids,
+				      .all = k.all};
+	pdk_ctl_kill(r->a->ctl, &s, k.reason, r->auth.name, &killed);
 	pdk_req_kill_release(&k);
 	pdk_http_json(
 		r->req, 200,
@@ -324,7 +325,7 @@ void pdk_api_handle(struct pdk_api *a, struct evhttp_request *req, bool unix_pee
 		pdk_http_error(req, 404, "not_found", NULL, "no such route");
 	else if (q != NULL && evhttp_parse_query_str(q, &r.query) < 0)
 		pdk_http_error(req, 400, "bad_request", "", "malformed query string");
-	else if (pdk__api_authenticate(&r, unix_peer) == 0)
+	else if (pdk__api_origin_check(&r) == 0 && pdk__api_authenticate(&r, unix_peer) == 0)
 		dispatch(&r);
 	for (size_t i = 0; i < r.nsegs; i++)
 		free(r.segs[i]);

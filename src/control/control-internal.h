@@ -95,6 +95,7 @@ struct pdk_ctl_sb {
 	struct pdk_ctl_exec *execs;
 	uint64_t last_active_ns; /* CLOCK_MONOTONIC of the last use */
 	char *end_reason;        /* why it is being destroyed */
+	char *end_operator;      /* who asked for it (an admin's name, sandbox:ID), or NULL */
 	unsigned token_ops;      /* the create token's operations (0: all) */
 	uint64_t token_ttl_s;    /* its lifetime (0: PDK_TOKEN_TTL_MAX) */
 	bool destroying;
@@ -137,6 +138,11 @@ void pdk__sb_set_ttl(struct pdk_ctl_sb *sb, uint64_t ttl_s);
 /* A new sandbox object, stored and its supervisor started; NULL + *err on failure. */
 struct pdk_ctl_sb *pdk__sb_start(struct pdk_ctl *c, const struct pdk_ctl_create *r, bool pool,
 				 struct pdk_error **err);
+/*
+ * Who asks for the end of `sb` (NULL or "": nobody named), recorded with
+ * its sandbox.destroy as attrs.operator; the first who asked is kept.
+ */
+void pdk__sb_set_operator(struct pdk_ctl_sb *sb, const char *operator);
 /* Destroy: ask the supervisor, then forget the sandbox. */
 void pdk__sb_destroy(struct pdk_ctl_sb *sb, const char *reason);
 /* Forget the sandbox: spool ingested, run dir removed, row moved to the ended ones. */

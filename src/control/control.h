@@ -304,32 +304,41 @@ typedef void (*pdk_ctl_destroyed_cb)(void *ctx, const char *id, const char *stat
 
 /*
  * Destroy sandbox `id` for `reason`; `cb` gets the outcome once the
- * supervisor is gone. An ended sandbox answers "ended" at once. -ENOENT when
- * unknown, -EALREADY when a destroy of it is already waited for.
+ * supervisor is gone. `operator` (NULL: none) names who asked, as the
+ * records name a caller (an admin token's name, "unix:UID", "sandbox:ID"):
+ * the sandbox.destroy record carries it as attrs.operator. An ended
+ * sandbox answers "ended" at once. -ENOENT when unknown, -EALREADY when a
+ * destroy of it is already waited for.
  */
 PDK_MUST_CHECK int pdk_ctl_destroy(struct pdk_ctl *c, const char *id, const char *reason,
-				   pdk_ctl_destroyed_cb cb, void *ctx, struct pdk_error **err);
+				   const char *operator, pdk_ctl_destroyed_cb cb, void *ctx,
+				   struct pdk_error **err);
 
-/* What a kill selects: sandboxes by id, or by every given label. */
+/* What a kill selects: every sandbox, sandboxes by id, or by every given label. */
 struct pdk_ctl_selector {
 	const char *session, *workflow, *agent; /* these labels' values, or NULL */
 	json_t *labels;                         /* more labels (an object of strings) or NULL */
 	char *const *ids;                       /* these ids, or NULL */
+	bool all; /* every live sandbox (then nothing else is given): "stop everything" */
 };
 
 /*
- * Whether a sandbox with `id` and `labels` is selected: its id is one of
- * `ids`, or at least one label is given and every given one matches.
+ * Whether a sandbox with `id` and `labels` is selected: `all`, or its id
+ * is one of `ids`, or at least one label is given and every given one
+ * matches.
  */
 bool pdk_ctl_selector_match(const struct pdk_ctl_selector *s, const char *id, const json_t *labels);
 
 /*
  * Destroy every live sandbox `s` selects (reason "killed"), recording a
- * `kill` event for each and one for the call with `reason`. *killed gets
- * their ids (caller frees with pdk_strv_free()).
+ * `kill` event for each and one for the call with `reason`, each with
+ * attrs.operator when `operator` (who asked, as pdk_ctl_destroy() names
+ * them) is given. Unclaimed warm-pool members are the daemon's stock, no
+ * one's work: `all` leaves them (a pool's size 0 ends them).
+ * *killed gets their ids (caller frees with pdk_strv_free()).
  */
 void pdk_ctl_kill(struct pdk_ctl *c, const struct pdk_ctl_selector *s, const char *reason,
-		  char ***killed);
+		  const char *operator, char *** killed);
 
 /* ---- budgets (budget.c) ---- */
 
@@ -559,12 +568,14 @@ typedef void (*pdk_ctl_view_cb)(void *ctx, const struct pdk_ctl_view *v,
 /*
  * Each is recorded (sandbox.control with the op's name) and sent to the
  * sandbox's supervisor. -ENOTCONN / -EIO when it cannot be asked; its
- * refusals come to the callback (pdk_ctl_svc_error()).
+ * refusals come to the callback (pdk_ctl_svc_error()). Pause and resume
+ * record `operator` (who asked, as pdk_ctl_destroy() names them; NULL:
+ * none) as attrs.operator.
  */
-PDK_MUST_CHECK int pdk_ctl_pause(struct pdk_ctl_sb *sb, pdk_ctl_view_cb cb, void *ctx,
-				 struct pdk_error **err);
-PDK_MUST_CHECK int pdk_ctl_resume(struct pdk_ctl_sb *sb, pdk_ctl_view_cb cb, void *ctx,
-				  struct pdk_error **err);
+PDK_MUST_CHECK int pdk_ctl_pause(struct pdk_ctl_sb *sb, const char *operator, pdk_ctl_view_cb cb,
+				 void *ctx, struct pdk_error **err);
+PDK_MUST_CHECK int pdk_ctl_resume(struct pdk_ctl_sb *sb, const char *operator, pdk_ctl_view_cb cb,
+				  void *ctx, struct pdk_error **err);
 /* `name` NULL: a new one ("snap-" and 8 hex digits). `restart`: move the layer around a restart. */
 PDK_MUST_CHECK int pdk_ctl_snapshot(struct pdk_ctl_sb *sb, const char *name, bool restart,
 				    pdk_ctl_doc_cb cb, void *ctx, struct pdk_error **err);
@@ -775,9 +786,10 @@ struct pdk_ctl_auth {
 	bool admin;
 	struct pdk_token_claims sb; /* when not admin: the sandbox token's claims */
 	/*
-	 * Who an admin is, as the records name them (an approval's approver):
-	 * the admin token's name, or what the front door set ("unix:UID" for
-	 * the unix socket's owner); "" when unknown.
+	 * Who the caller is, as the records name them (an approval's approver,
+	 * attrs.operator): an admin token's name, "sandbox:ID" for a sandbox
+	 * token, or what the front door set ("unix:UID" for the unix socket's
+	 * owner); "" when unknown.
 	 */
 	char name[72];
 };

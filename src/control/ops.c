@@ -16,6 +16,7 @@ struct fwd {
 	pdk_ctl_doc_cb doc_cb;
 	pdk_ctl_view_cb view_cb;
 	void *ctx;
+	const char *operator; /* who asked (borrowed for the call), or NULL */
 };
 
 static void forwarded(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)
@@ -60,7 +61,9 @@ static int forward(struct pdk_ctl_sb *sb, json_t *op, struct fwd *f, struct pdk_
 	int rc;
 
 	pdk_ctl_event(sb->c, sb->row.id, sb->labels, "sandbox.control",
-		      json_pack("{s:s}", "op", name ? name : "?"));
+		      json_pack("{s:s, s:s*}", "op", name ? name : "?", "operator",
+				f->operator != NULL && f->operator[0] != '\0' ? f->operator : NULL));
+	f->operator= NULL;
 	rc = pdk__sb_call(sb, op, NULL, 0, forwarded, f);
 	if (rc < 0) {
 		free(f);
@@ -80,24 +83,27 @@ int pdk__ctl_forward(struct pdk_ctl_sb *sb, json_t *op, pdk_ctl_doc_cb cb, void 
 	return forward(sb, op, f, err);
 }
 
-static int forward_view(struct pdk_ctl_sb *sb, const char *name, pdk_ctl_view_cb cb, void *ctx,
-			struct pdk_error **err)
+static int forward_view(struct pdk_ctl_sb *sb, const char *name, const char *operator,
+			pdk_ctl_view_cb cb, void *ctx, struct pdk_error **err)
 {
 	struct fwd *f = pdk_xcalloc(1, sizeof(*f));
 
 	f->view_cb = cb;
 	f->ctx = ctx;
+	f->operator= operator;
 	return forward(sb, json_pack("{s:s}", "op", name), f, err);
 }
 
-int pdk_ctl_pause(struct pdk_ctl_sb *sb, pdk_ctl_view_cb cb, void *ctx, struct pdk_error **err)
+int pdk_ctl_pause(struct pdk_ctl_sb *sb, const char *operator, pdk_ctl_view_cb cb, void *ctx,
+		  struct pdk_error **err)
 {
-	return forward_view(sb, "pause", cb, ctx, err);
+	return forward_view(sb, "pause", operator, cb, ctx, err);
 }
 
-int pdk_ctl_resume(struct pdk_ctl_sb *sb, pdk_ctl_view_cb cb, void *ctx, struct pdk_error **err)
+int pdk_ctl_resume(struct pdk_ctl_sb *sb, const char *operator, pdk_ctl_view_cb cb, void *ctx,
+		   struct pdk_error **err)
 {
-	return forward_view(sb, "resume", cb, ctx, err);
+	return forward_view(sb, "resume", operator, cb, ctx, err);
 }
 
 int pdk_ctl_snapshot(struct pdk_ctl_sb *sb, const char *name, bool restart, pdk_ctl_doc_cb cb,

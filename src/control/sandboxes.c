@@ -113,6 +113,7 @@ void pdk__sb_free(struct pdk_ctl_sb *sb)
 	json_decref(sb->facts);
 	json_decref(sb->warm_exec);
 	free(sb->end_reason);
+	free(sb->end_operator);
 	pdk_store_sandbox_release(&sb->row);
 	free(sb);
 }
@@ -443,9 +444,9 @@ void pdk__sb_forget(struct pdk_ctl_sb *sb, const char *final_state)
 	pdk__sb_ingest(sb);
 	(void)!pdk_audit_spool_forget(c->audit, sb->row.id, NULL); /* the spool is removed below */
 	pdk__ctl_event_final(c, sb->row.id, sb->labels, "sandbox.destroy",
-			     json_pack("{s:s, s:s}", "reason",
+			     json_pack("{s:s, s:s, s:s*}", "reason",
 				       sb->end_reason ? sb->end_reason : "destroyed", "state",
-				       final_state));
+				       final_state, "operator", sb->end_operator));
 	if (strcmp(final_state, "lost") == 0) {
 		/* A lost sandbox stays listed (state lost) until it is deleted. */
 		pdk__sb_set_state(sb, "lost");
@@ -520,8 +521,15 @@ void pdk__sb_destroy(struct pdk_ctl_sb *sb, const char *reason)
 	ask_destroy(sb);
 }
 
-int pdk_ctl_destroy(struct pdk_ctl *c, const char *id, const char *reason, pdk_ctl_destroyed_cb cb,
-		    void *ctx, struct pdk_error **err)
+void pdk__sb_set_operator(struct pdk_ctl_sb *sb, const char *operator)
+{
+	/* The first who asked is who ended it: a later request finds it being destroyed. */
+	if (operator!= NULL && operator[0] != '\0' && sb->end_operator == NULL && !sb->destroying)
+		sb->end_operator = pdk_xstrdup(operator);
+}
+
+int pdk_ctl_destroy(struct pdk_ctl *c, const char *id, const char *reason, const char *operator,
+		    pdk_ctl_destroyed_cb cb, void *ctx, struct pdk_error **err)
 {
 	struct pdk_ctl_sb *sb = pdk__sb_find(c, id);
 	struct pdk_ctl_view ended;
@@ -538,6 +546,7 @@ int pdk_ctl_destroy(struct pdk_ctl *c, const char *id, const char *reason, pdk_c
 		return pdk_error_setx(err, EALREADY, "sandbox '%s' is being destroyed", id);
 	sb->destroy_cb = cb;
 	sb->destroy_ctx = ctx;
+	pdk__sb_set_operator(sb, operator);
 	pdk__sb_destroy(sb, reason);
 	return 0;
 }

@@ -279,6 +279,8 @@ bool pdk_ctl_selector_match(const struct pdk_ctl_selector *s, const char *id, co
 	const char *key;
 	json_t *v;
 
+	if (s->all)
+		return true;
 	for (size_t i = 0; s->ids != NULL && s->ids[i] != NULL; i++)
 		if (strcmp(s->ids[i], id) == 0)
 			return true;
@@ -294,24 +296,32 @@ bool pdk_ctl_selector_match(const struct pdk_ctl_selector *s, const char *id, co
 }
 
 void pdk_ctl_kill(struct pdk_ctl *c, const struct pdk_ctl_selector *s, const char *reason,
-		  char ***killed)
+		  const char *operator, char *** killed)
 {
 	_cleanup_json_ json_t *ids = json_array();
+	const char *op = operator!= NULL && operator[0] != '\0' ? operator: NULL;
 	struct pdk_ctl_sb *next;
+	json_t *call;
 
 	*killed = NULL;
 	for (struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = next) {
 		next = sb->next;
-		if (sb->destroying || !pdk_ctl_selector_match(s, sb->row.id, sb->labels))
+		/* A warm pool's stock is no one's work: "stop everything" leaves it (control.h). */
+		if (sb->destroying || (s->all && sb->row.pool) ||
+		    !pdk_ctl_selector_match(s, sb->row.id, sb->labels))
 			continue;
 		pdk_strv_push(killed, sb->row.id);
 		json_array_append_new(ids, json_string(sb->row.id));
 		pdk_ctl_event(c, sb->row.id, sb->labels, "kill",
-			      json_pack("{s:s}", "reason", reason ? reason : "kill"));
+			      json_pack("{s:s, s:s*}", "reason", reason ? reason : "kill",
+					"operator", op));
+		pdk__sb_set_operator(sb, op);
 		pdk__sb_destroy(sb, "killed");
 	}
-	pdk_ctl_event(c, "daemon", NULL, "kill",
-		      json_pack("{s:s?, s:s?, s:s?, s:O?, s:O, s:s}", "session", s->session,
-				"workflow", s->workflow, "agent", s->agent, "labels", s->labels,
-				"killed", ids, "reason", reason ? reason : "kill"));
+	call = json_pack("{s:s?, s:s?, s:s?, s:O?, s:O, s:s, s:s*}", "session", s->session,
+			 "workflow", s->workflow, "agent", s->agent, "labels", s->labels, "killed",
+			 ids, "reason", reason ? reason : "kill", "operator", op);
+	if (s->all)
+		pdk_json_set(call, "all", json_true());
+	pdk_ctl_event(c, "daemon", NULL, "kill", call);
 }

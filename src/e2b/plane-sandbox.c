@@ -39,7 +39,7 @@ void pdk__e2b_route_kill(struct pdk__e2b_req *r, const char *id)
 		return;
 	pdk_ctl_view_release(&v);
 	pdk__e2b_record(r, "DELETE /sandboxes/{id}", id);
-	if (pdk_ctl_destroy(r->e->ctl, id, "deleted", destroyed, r->req, &err) < 0)
+	if (pdk_ctl_destroy(r->e->ctl, id, "deleted", NULL, destroyed, r->req, &err) < 0)
 		pdk__e2b_plane_error(r->req, err);
 }
 
@@ -133,7 +133,7 @@ void pdk__e2b_route_pause(struct pdk__e2b_req *r, const char *id)
 	if ((sb = live_owned(r, id)) == NULL)
 		return;
 	pdk__e2b_record(r, "POST /sandboxes/{id}/pause", id);
-	if (pdk_ctl_pause(sb, paused, r->req, &err) < 0)
+	if (pdk_ctl_pause(sb, NULL, paused, r->req, &err) < 0)
 		pdk__e2b_plane_error(r->req, err);
 }
 
@@ -228,7 +228,7 @@ void pdk__e2b_route_connect(struct pdk__e2b_req *r, const char *id, bool resume_
 
 		*h = x;
 		h->id = pdk_xstrdup(id);
-		if (pdk_ctl_resume(sb, resumed, h, &err) < 0) {
+		if (pdk_ctl_resume(sb, NULL, resumed, h, &err) < 0) {
 			connect_free(h);
 			pdk__e2b_plane_error(r->req, err);
 		}

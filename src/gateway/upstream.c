@@ -149,7 +149,7 @@ static void destroy_sandbox(struct up_link *l, const char *id)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 
-	if (pdk_ctl_destroy(l->ctl, id, "gateway", destroyed, link_get(l), &err) < 0) {
+	if (pdk_ctl_destroy(l->ctl, id, "gateway", NULL, destroyed, link_get(l), &err) < 0) {
 		pdk_log(l->log, PDK_LOG_WARN, "gateway: server %s: cannot destroy sandbox %s: %s",
 			l->server, id, err->msg);
 		link_put(l);

@@ -173,8 +173,8 @@ void pdk_mcp_conn_close(struct pdk_mcp_conn *c)
 	/* The session's own sandbox ends with it; sandboxes made with a handle end at their TTL. */
 	if (c->own_sb != NULL) {
 		c->refs++;
-		if (pdk_ctl_destroy(c->m->ctl, c->own_sb, "mcp session ended", own_destroyed, c,
-				    &err) < 0)
+		if (pdk_ctl_destroy(c->m->ctl, c->own_sb, "mcp session ended", NULL, own_destroyed,
+				    c, &err) < 0)
 			pdk__mcp_conn_unref(c);
 	}
 	pdk__mcp_conn_unref(c);

@@ -178,6 +178,6 @@ void pdk__tool_sandbox_destroy(struct pdk_mcp_call *call, struct pdk_ctl_sb *sb)
 	free(call->sandbox);
 	call->sandbox = pdk_xstrdup(found);
 	pdk_ctl_handle_drop(c->m->ctl, handle, c->identity);
-	if (pdk_ctl_destroy(c->m->ctl, id, "deleted", destroyed, call, &err) < 0)
+	if (pdk_ctl_destroy(c->m->ctl, id, "deleted", NULL, destroyed, call, &err) < 0)
 		pdk__mcp_call_fail(call, err);
 }

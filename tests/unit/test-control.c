@@ -369,7 +369,7 @@ Test(control, a_sandbox_runs_a_command_without_http, .timeout = 100)
 	cr_assert_eq(r.exit_code, 3);
 	cr_assert_str_eq(r.out, "hello\n");
 
-	cr_assert_eq(pdk_ctl_destroy(c, r.id, "deleted", on_destroyed, &r, &err), 0);
+	cr_assert_eq(pdk_ctl_destroy(c, r.id, "deleted", NULL, on_destroyed, &r, &err), 0);
 	run_until(&r, &r.destroyed);
 	cr_assert_str_eq(r.state, "ended");
 	cr_assert_eq(pdk_ctl_sandbox_count(c), 0);
@@ -529,7 +529,7 @@ Test(control, a_detached_process_outlives_its_caller_and_is_reattached, .timeout
 	pdk_error_free(&err);
 	cr_assert_eq(pdk_ctl_proc_attach(sb, 0, "nope", &w_cbs, &late, NULL, &err), -ENOENT);
 
-	cr_assert_eq(pdk_ctl_destroy(c, r.id, "deleted", on_destroyed, &r, NULL), 0);
+	cr_assert_eq(pdk_ctl_destroy(c, r.id, "deleted", NULL, on_destroyed, &r, NULL), 0);
 	run_until(&r, &r.destroyed);
 	cr_assert_str_eq(r.state, "ended");
 	pdk_ctl_free(c);

@@ -153,6 +153,13 @@ Test(request, token_kill_pool_name_signal)
 	cr_assert_eq(pdk_req_parse_kill(S("{\"session\":\"s\",\"reason\":\"r\"}"), &k, &e), 0);
 	cr_assert_str_eq(k.session, "s");
 	pdk_req_kill_release(&k);
+	cr_assert_eq(pdk_req_parse_kill(S("{\"all\":true,\"reason\":\"r\"}"), &k, &e), 0);
+	cr_assert(k.all);
+	pdk_req_kill_release(&k);
+	cr_assert_eq(pdk_req_parse_kill(S("{\"all\":true,\"labels\":{}}"), &k, &e), -1);
+	cr_assert_str_eq(e.field, "all");
+	cr_assert_eq(pdk_req_parse_kill(S("{\"all\":false}"), &k, &e), -1);
+	cr_assert_str_eq(e.field, "session");
 
 	cr_assert_eq(pdk_req_parse_pool(S("{\"size\":3}"), &size, &e), 0);
 	cr_assert_eq(size, 3);
