@@ -54,7 +54,7 @@ headers() {
 		printf '%s\n' "$h" | grep -qx 'Cache-Control: no-cache' &&
 		printf '%s\n' "$h" | grep -qx 'Content-Type: text/html; charset=utf-8'
 	ok $? "$who: nosniff, no referrer, DENY framing, no-cache, text/html; charset=utf-8"
-	! grep -qiE '<script>|style=|on[a-z]+=' "$T/index.html"
+	! grep -qiE '<script>|\sstyle=|\son[a-z]+=' "$T/index.html"
 	ok $? "$who: the page has no inline script, style or handler (the CSP allows none)"
 	etag=$(printf '%s\n' "$h" | sed -n 's/^ETag: //p')
 	is "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $etag" "$URL/ui/")" 304 \
