@@ -68,6 +68,7 @@ export class SandboxesView {
   async refresh() {
     if (this.busy) return;
     this.busy = true;
+    this.app.mark('sandboxes-fetch', 0);
     try {
       const r = await api('GET', '/v1/sandboxes' + query(this.filter));
       const now = Date.now();

@@ -186,10 +186,9 @@ export function describe(ev) {
   if (k === 'exec.exit') return { text: `exec ${a.exec ?? ''} ended: ${a.end || ''} ${a.exit_code ?? ''}` };
   if (k === 'net.connect')
     return { text: `${a.decision} ${a.method || ''} ${a.host || a.address || ''}${a.port ? ':' + a.port : ''} rule ${a.rule || '–'}${a.reason ? ' (' + a.reason + ')' : ''}`, cls: a.decision === 'deny' ? 'deny' : 'allow' };
-  if (k === 'net.credential') {
-    const safe = Object.entries(a).filter(([x]) => !/value|secret|token/i.test(x));
-    return { text: 'credential ' + safe.map(([x, v]) => `${x}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ') };
-  }
+  // The record names the secret and the header, never the value (the daemon redacts it).
+  if (k === 'net.credential')
+    return { text: `${a.decision || ''} secret ${a.secret || '?'} as header ${a.header || '–'} for ${a.host || ''}${a.port ? ':' + a.port : ''}${a.reason ? ' (' + a.reason + ')' : ''}`, cls: a.decision === 'deny' ? 'deny' : '' };
   if (k === 'fs.change') return { text: `${a.kind || a.op || 'changed'} ${a.path || ''}${a.size !== undefined ? ' (' + a.size + ' B)' : ''}` };
   if (k === 'tool.call') return { text: `${a.tool || a.name || ''} → ${a.decision || a.outcome || ''}${a.approver ? ' by ' + a.approver : ''}`, cls: a.decision === 'deny' ? 'deny' : '' };
   if (k.startsWith('approval.')) return { text: `${a.kind || ''} ${a.summary || ''}${a.approver ? ' by ' + a.approver : ''}${a.note ? ' “' + a.note + '”' : ''}` };
