@@ -1,8 +1,8 @@
 /*
  * route-events.c - GET /v1/events: the audit store's records as SSE (`id:`
  * the audit sequence, `event:` the kind, `data:` the event), a replay from
- * `since` first; keepalives for idle streams. With follow=0 the answer
- * ends after the replay.
+ * `since` (or of the last `tail` records) first; keepalives for idle
+ * streams. With follow=0 the answer ends after the replay.
  */
 #include "common.h"
 #include "api-internal.h"
@@ -68,6 +68,29 @@ static bool parse_follow(struct pdk_route *r, bool *follow)
 	return false;
 }
 
+/* The most records a tail replays (?tail=N). */
+#define TAIL_MAX 100000
+
+/* ?tail=N (1..TAIL_MAX) and ?decision=VALUE into *f; false after a 400 answer. */
+static bool parse_tail(struct pdk_route *r, struct pdk_ctl_sub_filter *f)
+{
+	const char *tail = pdk__route_query(r, "tail"), *decision = pdk__route_query(r, "decision");
+
+	if (tail != NULL && (pdk_parse_u64(tail, TAIL_MAX, &f->tail) < 0 || f->tail == 0)) {
+		pdk_http_error(r->req, 400, "bad_request", "tail",
+			       "'tail' must be a number of records from 1 to %d", TAIL_MAX);
+		return false;
+	}
+	if (decision != NULL && (decision[0] == '\0' || strlen(decision) > 64)) {
+		pdk_http_error(r->req, 400, "bad_request", "decision",
+			       "'decision' must be a decision such as 'allow' or 'deny' (1 to 64 "
+			       "bytes)");
+		return false;
+	}
+	f->decision = decision;
+	return true;
+}
+
 /* follow=0: the replay is written before pdk_ctl_subscribe() returns; then the answer ends. */
 static void replay_only(struct pdk_route *r, const struct pdk_ctl_sub_filter *f)
 {
@@ -99,7 +122,7 @@ void pdk__route_events(struct pdk_route *r)
 			       "'since' must be an audit sequence number");
 		return;
 	}
-	if (!parse_follow(r, &follow))
+	if (!parse_follow(r, &follow) || !parse_tail(r, &f))
 		return;
 	if (!follow)
 		return replay_only(r, &f);

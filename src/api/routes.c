@@ -247,6 +247,33 @@ static void route_pool_put(struct pdk_route *r, const char *profile)
 		      json_pack("{s:s, s:I}", "profile", profile, "size", (json_int_t)size));
 }
 
+static void audit_answer(void *ctx, const json_t *state, const struct pdk_error *err)
+{
+	struct evhttp_request *req = ctx;
+
+	/* A client gone meanwhile: evhttp frees the request it can no longer answer. */
+	if (err != NULL)
+		pdk_api_error(req, err);
+	else
+		pdk_http_json(req, 200, json_deep_copy(state));
+}
+
+/* GET /v1/audit[?max_age=S]: the audit chain's state, verified off the loop (control.h). */
+static void route_audit(struct pdk_route *r)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	const char *v = pdk__route_query(r, "max_age");
+	uint64_t max_age = 5;
+
+	if (v != NULL && pdk_parse_u64(v, 3600, &max_age) < 0) {
+		pdk_http_error(r->req, 400, "bad_request", "max_age",
+			       "'max_age' must be a number of seconds from 0 to 3600");
+		return;
+	}
+	if (pdk_ctl_audit_state(r->a->ctl, max_age, audit_answer, r->req, &err) < 0)
+		pdk_api_error(r->req, err);
+}
+
 /* ---- dispatch ---- */
 
 static void route_sandbox(struct pdk_route *r)
@@ -291,6 +318,8 @@ static void dispatch(struct pdk_route *r)
 		route_kill(r);
 	else if (is(r, 1, "pools", EVHTTP_REQ_GET))
 		route_pools(r);
+	else if (is(r, 1, "audit", EVHTTP_REQ_GET))
+		route_audit(r);
 	else if (is(r, 2, "pools", EVHTTP_REQ_PUT))
 		route_pool_put(r, r->segs[1]);
 	else

@@ -332,6 +332,15 @@ static int check_anchor(struct verifier *v, uint64_t seq, const unsigned char h[
 		      seq, have, want);
 }
 
+/* The time of a signed record, from its line: parsed once per checkpoint, not per record. */
+static void signed_ts(struct verifier *v, const char *line, size_t n)
+{
+	_cleanup_json_ json_t *rec = json_loadb(line, n, 0, NULL);
+	const char *ts = json_string_value(json_object_get(rec, "ts"));
+
+	(void)snprintf(v->res->signed_ts, sizeof(v->res->signed_ts), "%s", ts ? ts : "");
+}
+
 /* One record: `prev` is the hash of the record before it, updated to this one's. */
 static int check_record(struct verifier *v, uint64_t seq, const char *line, size_t n,
 			const void *stored, size_t stored_len, unsigned char prev[32],
@@ -374,8 +383,11 @@ static int check_record(struct verifier *v, uint64_t seq, const char *line, size
 	while (v->next_cp < v->n_cp && v->cp[v->next_cp].seq <= seq) {
 		const struct checkpoint *c = &v->cp[v->next_cp++];
 
-		if (c->seq == seq && check_checkpoint(v, c, h) != 0)
+		if (c->seq != seq)
+			continue;
+		if (check_checkpoint(v, c, h) != 0)
 			return 1;
+		signed_ts(v, line, n);
 	}
 	return 0;
 }

@@ -24,6 +24,19 @@ static const char *const schema[] = {
 	/* How far each spool (a sandbox's events.jsonl) is appended: pdk_audit_append_spool(). */
 	"CREATE TABLE IF NOT EXISTS spool_offsets ("
 	" source TEXT PRIMARY KEY NOT NULL, offset INTEGER NOT NULL)",
+	/*
+	 * The queries' indexes: the kind and the sandbox of each record's LINE
+	 * (the hashed bytes), never the columns of the same name, which an
+	 * edit of the database could change without touching a record. SQLite
+	 * computes them from the line at each insert, so a query of one kind or
+	 * one sandbox from the end of a store of millions reads only that
+	 * kind's or sandbox's rows (GET /v1/events?kind=K&tail=N). A store made
+	 * before them gets them at its first open by this version.
+	 */
+	"CREATE INDEX IF NOT EXISTS events_line_kind ON events"
+	" (CAST(line AS TEXT) ->> '$.kind', seq)",
+	"CREATE INDEX IF NOT EXISTS events_line_sandbox ON events"
+	" (CAST(line AS TEXT) ->> '$.sandbox', seq)",
 };
 
 /*
@@ -36,9 +49,24 @@ enum audit_stmt {
 	ST_LAST_CHECKPOINT,
 	ST_INSERT_CHECKPOINT,
 	ST_QUERY,
+	ST_QUERY_KIND,
+	ST_QUERY_SANDBOX,
 	ST_SPOOL_OFFSET,
 	ST_N,
 };
+
+/* The parts of the queries (pdk_audit_query): ?1 after_seq, ?2 sandbox, ?3 kind, ?4 last,
+ * ?5 decision, ?6 session. */
+#define Q_LINE    "CAST(line AS TEXT)"
+#define Q_HEAD    "SELECT * FROM (SELECT seq, line FROM events WHERE seq > ?1"
+#define Q_SANDBOX " AND (?2 IS NULL OR " Q_LINE " ->> '$.sandbox' = ?2)"
+#define Q_KIND                                                                      \
+	" AND (?3 IS NULL OR " Q_LINE " ->> '$.kind' = ?3 OR (substr(?3, -1) = '.'" \
+	" AND substr(" Q_LINE " ->> '$.kind', 1, length(?3)) = ?3))"
+#define Q_REST                                                        \
+	" AND (?5 IS NULL OR " Q_LINE " ->> '$.attrs.decision' = ?5)" \
+	" AND (?6 IS NULL OR " Q_LINE " ->> '$.session' = ?6)"        \
+	" ORDER BY seq DESC LIMIT ?4) ORDER BY seq"
 
 static const char *const stmt_sql[ST_N] = {
 	[ST_HEAD] = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1",
@@ -50,17 +78,16 @@ static const char *const stmt_sql[ST_N] = {
 	/*
 	 * pdk_audit_query's, for every filter: a NULL parameter matches all.
 	 * The inner query takes the last N (by seq, descending); the outer one
-	 * puts them back in order. SECURITY: the sandbox and the kind are
-	 * matched in the line (the hashed record), never in the columns of
-	 * the same name: a column edited in the database would otherwise hide
-	 * a record from its sandbox's views or move it into another's.
+	 * puts them back in order. SECURITY: the sandbox, the kind, the session
+	 * and the decision are matched in the line (the hashed record), never
+	 * in the columns of the same name: a column edited in the database
+	 * would otherwise hide a record from its sandbox's views or move it
+	 * into another's. With one sandbox, or one exact kind, the query walks
+	 * that line index (schema above) instead of every row.
 	 */
-	[ST_QUERY] = "SELECT * FROM (SELECT seq, line FROM events WHERE seq > ?1"
-		     " AND (?2 IS NULL OR CAST(line AS TEXT) ->> '$.sandbox' = ?2)"
-		     " AND (?3 IS NULL OR CAST(line AS TEXT) ->> '$.kind' = ?3"
-		     " OR (substr(?3, -1) = '.'"
-		     " AND substr(CAST(line AS TEXT) ->> '$.kind', 1, length(?3)) = ?3))"
-		     " ORDER BY seq DESC LIMIT ?4) ORDER BY seq",
+	[ST_QUERY] = Q_HEAD Q_SANDBOX Q_KIND Q_REST,
+	[ST_QUERY_KIND] = Q_HEAD " AND " Q_LINE " ->> '$.kind' = ?3" Q_SANDBOX Q_REST,
+	[ST_QUERY_SANDBOX] = Q_HEAD " AND " Q_LINE " ->> '$.sandbox' = ?2" Q_KIND Q_REST,
 	/* The daemon's, with every spool batch it appends (pdk_audit_append_spool). */
 	[ST_SPOOL_OFFSET] = "INSERT INTO spool_offsets (source, offset) VALUES (?, ?)"
 			    " ON CONFLICT(source) DO UPDATE SET offset = excluded.offset",
@@ -85,6 +112,15 @@ static const struct pdk_db_spec audit_db = {
 	.n_stmts = ST_N,
 	.n_prepared_at_open = ST_QUERY,
 	.wal_checkpoint_bytes = 512 * 1024,
+};
+
+/* A reader's connection (pdk_audit_open_readonly): no schema, nothing written. */
+static const struct pdk_db_spec audit_db_ro = {
+	.name = "audit store",
+	.busy_timeout_ms = 30000,
+	.stmts = stmt_sql,
+	.n_stmts = ST_N,
+	.read_only = true,
 };
 
 static int db_error(struct pdk_audit *a, struct pdk_error **err, const char *what)
@@ -128,7 +164,40 @@ int pdk__audit_sha256(struct pdk_audit *a, const void *p, size_t n, unsigned cha
 	return 0;
 }
 
+static int open_with(const char *state_dir, const struct pdk_db_spec *spec, struct pdk_audit **out,
+		     struct pdk_error **err);
+
 int pdk_audit_open(const char *state_dir, struct pdk_audit **out, struct pdk_error **err)
+{
+	return open_with(state_dir, &audit_db, out, err);
+}
+
+int pdk_audit_open_readonly(const char *state_dir, struct pdk_audit **out, struct pdk_error **err)
+{
+	return open_with(state_dir, &audit_db_ro, out, err);
+}
+
+/* SQLite's progress handler: non-zero ends the running statement (SQLITE_INTERRUPT). */
+static int stop_requested(void *arg)
+{
+	const atomic_bool *stop = arg;
+
+	return atomic_load(stop) ? 1 : 0;
+}
+
+void pdk_audit_set_stop(struct pdk_audit *a, const atomic_bool *stop)
+{
+	/*
+	 * Polled by the connection's own thread every 1000 virtual machine
+	 * steps (microseconds), so no other thread ever calls into SQLite on
+	 * this connection: a verification of a large store stops soon after
+	 * its owner asks, wherever it is.
+	 */
+	sqlite3_progress_handler(a->db.conn, 1000, stop_requested, (void *)stop);
+}
+
+static int open_with(const char *state_dir, const struct pdk_db_spec *spec, struct pdk_audit **out,
+		     struct pdk_error **err)
 {
 	struct pdk_audit *a = pdk_xcalloc(1, sizeof(*a));
 	int rc;
@@ -156,7 +225,7 @@ int pdk_audit_open(const char *state_dir, struct pdk_audit **out, struct pdk_err
 	if (a->sha256 == NULL || a->md == NULL)
 		rc = pdk_error_setx(err, EIO, "cannot set up sha-256");
 	else
-		rc = pdk_db_open(&a->db, state_dir, PDK_AUDIT_DB, &audit_db, err);
+		rc = pdk_db_open(&a->db, state_dir, PDK_AUDIT_DB, spec, err);
 	if (rc < 0) {
 		pdk_audit_free(a);
 		return rc;
@@ -434,8 +503,13 @@ bool pdk_audit_kind_match(const char *want, const char *kind)
 /* Whether the record matches the filter (SQLite matched the line already: this re-checks). */
 static bool row_matches(const struct pdk_audit_row *row, const struct pdk_audit_filter *f)
 {
+	const char *decision = rec_str(json_object_get(row->record, "attrs"), "decision");
+
 	return (f->sandbox == NULL || strcmp(f->sandbox, row->sandbox) == 0) &&
-	       (f->kind == NULL || pdk_audit_kind_match(f->kind, row->kind));
+	       (f->kind == NULL || pdk_audit_kind_match(f->kind, row->kind)) &&
+	       (f->decision == NULL || (decision != NULL && strcmp(f->decision, decision) == 0)) &&
+	       (f->session == NULL ||
+		(row->session != NULL && strcmp(f->session, row->session) == 0));
 }
 
 /* One row of the query: parsed, re-checked, handed to the callback. */
@@ -470,6 +544,8 @@ static int query_rows(struct pdk_audit *a, sqlite3_stmt *st, const struct pdk_au
 	(void)sqlite3_bind_text(st, 2, f->sandbox, -1, SQLITE_STATIC);
 	(void)sqlite3_bind_text(st, 3, f->kind, -1, SQLITE_STATIC);
 	(void)sqlite3_bind_int64(st, 4, f->last ? (sqlite3_int64)f->last : -1);
+	(void)sqlite3_bind_text(st, 5, f->decision, -1, SQLITE_STATIC);
+	(void)sqlite3_bind_text(st, 6, f->session, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int r = query_row(a, st, f, cb, data, err);
 
@@ -479,6 +555,22 @@ static int query_rows(struct pdk_audit *a, sqlite3_stmt *st, const struct pdk_au
 	if (rc != SQLITE_DONE)
 		return db_error(a, err, "query events");
 	return 0;
+}
+
+/*
+ * The statement for `f`: one sandbox's records (their line index), else one
+ * exact kind's, else every row after after_seq. A sandbox has fewer records
+ * than most kinds; a kind prefix ("sandbox.") has no index.
+ */
+static size_t query_of(const struct pdk_audit_filter *f)
+{
+	size_t n = f->kind != NULL ? strlen(f->kind) : 0;
+
+	if (f->sandbox != NULL)
+		return ST_QUERY_SANDBOX;
+	if (n > 0 && f->kind[n - 1] != '.')
+		return ST_QUERY_KIND;
+	return ST_QUERY;
 }
 
 int pdk_audit_query(struct pdk_audit *a, const struct pdk_audit_filter *f, pdk_audit_row_cb cb,
@@ -491,7 +583,7 @@ int pdk_audit_query(struct pdk_audit *a, const struct pdk_audit_filter *f, pdk_a
 	 * statement is kept (parsing it each time showed in profiles). A query
 	 * from inside another's callback gets its own.
 	 */
-	if (pdk_db_walk_start(&a->db, ST_QUERY, &w, err) < 0)
+	if (pdk_db_walk_start(&a->db, query_of(f), &w, err) < 0)
 		return -EIO;
 	return query_rows(a, w.st, f, cb, data, err);
 }

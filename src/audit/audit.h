@@ -29,6 +29,8 @@
 #include "base.h"
 #include "telemetry.h"
 
+#include <stdatomic.h>
+
 #define PDK_AUDIT_DB        "audit.db"
 #define PDK_AUDIT_KEY       "audit-key"
 #define PDK_AUDIT_PUBKEY    "audit-key.pub.pem"
@@ -67,6 +69,24 @@ struct pdk_audit;
 PDK_MUST_CHECK int pdk_audit_open(const char *state_dir, struct pdk_audit **out,
 				  struct pdk_error **err);
 void pdk_audit_free(struct pdk_audit *a);
+
+/*
+ * Open the existing store in `state_dir` for reading only (-ENOENT when
+ * there is none): a second connection beside the store's writer, for a
+ * verification (pdk_audit_verify_chain()) or a query on another thread
+ * than the writer's. Nothing is created or written through it; appends
+ * fail.
+ */
+PDK_MUST_CHECK int pdk_audit_open_readonly(const char *state_dir, struct pdk_audit **out,
+					   struct pdk_error **err);
+
+/*
+ * Once `*stop` (borrowed: it must outlive `a`) becomes true, set by any
+ * thread, every statement of `a` (a verification, a query) ends soon with
+ * an error ("interrupted"), and so does every later one. Call it on the
+ * thread that uses `a`.
+ */
+void pdk_audit_set_stop(struct pdk_audit *a, const atomic_bool *stop);
 
 /* Sign a checkpoint every `n` records (0: only when asked). Default 1000. */
 void pdk_audit_set_checkpoint_every(struct pdk_audit *a, uint64_t n);
@@ -143,6 +163,7 @@ struct pdk_audit_verify {
 	uint64_t head_seq; /* the last record (0: empty) */
 	char head_hash[PDK_AUDIT_HASH_HEX];
 	uint64_t signed_seq;             /* the last checkpoint's seq (0: none) */
+	char signed_ts[40];              /* the "ts" of record signed_seq ("" if none) */
 	char key_id[PDK_AUDIT_HASH_HEX]; /* the public key file's id ("" if none) */
 };
 
@@ -183,10 +204,12 @@ struct pdk_audit_row {
 };
 
 struct pdk_audit_filter {
-	const char *sandbox; /* exact id, or NULL */
-	const char *kind;    /* kind (pdk_audit_kind_match()), or NULL */
-	uint64_t after_seq;  /* only records with seq > after_seq */
-	uint64_t last;       /* only the last N matching (0: all) */
+	const char *sandbox;  /* exact id, or NULL */
+	const char *kind;     /* kind (pdk_audit_kind_match()), or NULL */
+	uint64_t after_seq;   /* only records with seq > after_seq */
+	uint64_t last;        /* only the last N matching (0: all) */
+	const char *decision; /* attrs.decision (net.connect: "allow", "deny"), or NULL */
+	const char *session;  /* the session label, or NULL */
 };
 
 /*
@@ -201,7 +224,10 @@ typedef int (*pdk_audit_row_cb)(void *data, const struct pdk_audit_row *row);
 
 /*
  * Matching records in sequence order. The filter is applied to each
- * record's line, not to the table's columns. A line that is not a record
+ * record's line, not to the table's columns. With `last`, the query reads
+ * from the end of the store: with a sandbox, or an exact kind, through an
+ * index of the lines' values (the rows of that sandbox or kind only);
+ * otherwise row by row back from the head until `last` match. A line that is not a record
  * (not a JSON object with string ts, sandbox, actor and kind, or whose own
  * seq is not its row's) ends the query with -EBADMSG naming its seq: the
  * store was tampered with, and `paddock audit verify` says how.

@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { TXN_BEGIN, TXN_BEGIN_IMMEDIATE, TXN_COMMIT, TXN_ROLLBACK };
 
@@ -167,8 +168,9 @@ static int create_file(struct pdk_db *db, struct pdk_error **err)
 
 static int open_conn(struct pdk_db *db, struct pdk_error **err)
 {
-	if (sqlite3_open_v2(db->path, &db->conn,
-			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+	int mode = db->spec->read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+
+	if (sqlite3_open_v2(db->path, &db->conn, mode | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
 			    NULL) == SQLITE_OK)
 		return 0;
 	if (db->conn == NULL)
@@ -229,6 +231,9 @@ static int configure(struct pdk_db *db, struct pdk_error **err)
 
 	(void)sqlite3_busy_timeout(db->conn, spec->busy_timeout_ms); /* cannot fail on an open db */
 	(void)sqlite3_extended_result_codes(db->conn, 1);
+	/* A reader changes nothing: the writer made the file, its WAL mode and its schema. */
+	if (spec->read_only)
+		return 0;
 	if (set_wal(db, err) < 0)
 		return -EIO;
 	/*
@@ -257,8 +262,11 @@ int pdk_db_open(struct pdk_db *db, const char *dir, const char *file,
 	*db = (struct pdk_db){.spec = spec};
 	db->path = pdk_xasprintf("%s/%s", dir, file);
 	db->kept = pdk_xcalloc(spec->n_stmts ? spec->n_stmts : 1, sizeof(*db->kept));
-	rc = pdk_mkdir_p(dir, err);
-	if (rc == 0)
+	if (spec->read_only && access(db->path, F_OK) < 0)
+		rc = pdk_error_set(err, errno, "cannot open %s '%s'", spec->name, db->path);
+	else
+		rc = spec->read_only ? 0 : pdk_mkdir_p(dir, err);
+	if (rc == 0 && !spec->read_only)
 		rc = create_file(db, err);
 	if (rc == 0)
 		rc = open_conn(db, err);

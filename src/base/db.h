@@ -45,6 +45,13 @@ struct pdk_db_spec {
 	 * finds it larger than this many bytes checkpoints it (PASSIVE).
 	 */
 	size_t wal_checkpoint_bytes;
+	/*
+	 * A reader's connection (SQLITE_OPEN_READONLY): the file must exist
+	 * (-ENOENT otherwise); nothing is created, configured or written, and
+	 * no schema statement runs. For a second connection that only reads
+	 * beside the store's writer (a verification on a worker thread).
+	 */
+	bool read_only;
 };
 
 struct pdk_db {

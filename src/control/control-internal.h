@@ -49,7 +49,12 @@ struct pdk_ctl {
 	struct pdk_db *approvals;
 	struct pdk_ctl_approval_wait *approval_waiters; /* its requests being waited for */
 	struct event *approval_ev; /* the pass over them, while there are any */
+	struct pdk__audit_state
+		*audit_state; /* verifications of the chain (auditstate.c), or NULL */
 };
+
+/* auditstate.c: stop and join a verification still running, answer its waiters ENOTCONN. */
+void pdk__audit_state_free(struct pdk_ctl *c);
 
 /* approvals.c: withdraw the requests still waited for, close the queue (the object's end). */
 void pdk__approvals_free(struct pdk_ctl *c);

@@ -933,7 +933,14 @@ void pdk_ctl_events_store(struct pdk_ctl *c);
 /* Which records a subscriber gets (NULL members: any). */
 struct pdk_ctl_sub_filter {
 	const char *sandbox, *session, *kind;
-	uint64_t since; /* replay the records after this audit sequence; UINT64_MAX: none */
+	const char *decision; /* only records whose attrs.decision is this ("deny"), or NULL */
+	uint64_t since;       /* replay the records after this audit sequence; UINT64_MAX: none */
+	/*
+	 * Replay only the last `tail` matching records (after `since` when it
+	 * is given, else of the whole store), read from the end of the store
+	 * (audit.h: an index of the lines narrows one sandbox or kind); 0: all.
+	 */
+	uint64_t tail;
 };
 
 /*
@@ -955,6 +962,39 @@ struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_su
 				      pdk_ctl_record_cb cb, void *ctx);
 /* No more records for `s` (safe from within its own callback). NULL-safe. */
 void pdk_ctl_unsubscribe(struct pdk_ctl_sub *s);
+
+/* ---- the audit chain's state (auditstate.c) ---- */
+
+/*
+ * The audit chain's state (borrowed for the call; never changed), the
+ * AuditState object of docs/api.yaml: {"state": "ok" or the break's name
+ * (pdk_audit_break_name: "altered", "missing", "reordered", "truncated",
+ * "bad signature", "column"), "head_seq", "head_hash" (null: empty),
+ * "verified_seq" (every record up to it checked: the head when ok, else
+ * broken_seq - 1), "signed_seq", "signed_at" (the ts of record signed_seq;
+ * null: none), "broken_seq", "detail" (null when ok), "records",
+ * "checkpoints", "key_id" (null: no public key), "unfolded_records" (in
+ * run spools, not checked yet), "verified_at" (when the verification
+ * began: it saw the store as it was then)}. Or `err` when the
+ * verification could not be made (I/O: EIO; the end: ENOTCONN).
+ */
+typedef void (*pdk_ctl_audit_cb)(void *ctx, const json_t *state, const struct pdk_error *err);
+
+/*
+ * The state of the whole chain as the newest full verification found it
+ * (pdk_audit_verify_chain(): every hash, link, checkpoint signature and
+ * query column), given to `cb`: at once when that verification began at
+ * most `max_age_s` seconds ago, else once a verification ends. That runs
+ * on a worker thread with its own read-only connection to the store, never
+ * on the loop; at most one runs at a time, and a request made while one
+ * runs waits for it (whatever its max_age_s). A client that goes away
+ * meanwhile is still called back (the front door answers no one then).
+ * -ENOTCONN at the end of the control object; -EIO when no thread can be
+ * started. A verification still running at pdk_ctl_free() is stopped and
+ * joined; its waiters get ENOTCONN.
+ */
+PDK_MUST_CHECK int pdk_ctl_audit_state(struct pdk_ctl *c, uint64_t max_age_s, pdk_ctl_audit_cb cb,
+				       void *ctx, struct pdk_error **err);
 
 /* ---- approvals (approvals.c) ---- */
 

@@ -255,6 +255,7 @@ void pdk_ctl_free(struct pdk_ctl *c)
 	if (c == NULL)
 		return;
 	c->stopping = true;
+	pdk__audit_state_free(c);
 	pdk__subs_free_all(c);
 	/* Supervisors keep running: only our ends of their sockets close. */
 	pdk__sb_free_all(c);

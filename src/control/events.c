@@ -18,7 +18,7 @@
 struct pdk_ctl_sub {
 	struct pdk_ctl_sub *next;
 	struct pdk_ctl *c;
-	char *sandbox, *session, *kind;
+	char *sandbox, *session, *kind, *decision;
 	pdk_ctl_record_cb cb;
 	void *ctx;
 	bool dead; /* unsubscribed: freed at the next safe point */
@@ -287,6 +287,12 @@ static bool sub_match(const struct pdk_ctl_sub *s, const struct pdk_audit_row *r
 		return false;
 	if (s->session != NULL && (row->session == NULL || strcmp(s->session, row->session) != 0))
 		return false;
+	if (s->decision != NULL) {
+		const char *d = json_string_value(
+			json_object_get(json_object_get(row->record, "attrs"), "decision"));
+
+		return d != NULL && strcmp(s->decision, d) == 0;
+	}
 	return true;
 }
 
@@ -328,6 +334,7 @@ static void sub_free(struct pdk_ctl_sub *s)
 	free(s->sandbox);
 	free(s->session);
 	free(s->kind);
+	free(s->decision);
 	free(s);
 }
 
@@ -389,13 +396,20 @@ struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_su
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_ctl_sub *s = pdk_xcalloc(1, sizeof(*s));
-	struct pdk_audit_filter q = {.sandbox = f->sandbox, .kind = f->kind, .after_seq = f->since};
+	/* The replay: the records after `since`, or the last `tail` of them, or both. */
+	struct pdk_audit_filter q = {.sandbox = f->sandbox,
+				     .kind = f->kind,
+				     .session = f->session,
+				     .decision = f->decision,
+				     .after_seq = f->since != UINT64_MAX ? f->since : 0,
+				     .last = f->tail};
 	struct fan fan = {.c = c, .only = s};
 
 	s->c = c;
 	s->sandbox = dup_or_null(f->sandbox);
 	s->session = dup_or_null(f->session);
 	s->kind = dup_or_null(f->kind);
+	s->decision = dup_or_null(f->decision);
 	s->cb = cb;
 	s->ctx = ctx;
 	/* The held events are stored first: a replay never misses a request already made. */
@@ -406,7 +420,8 @@ struct pdk_ctl_sub *pdk_ctl_subscribe(struct pdk_ctl *c, const struct pdk_ctl_su
 		fanout_head(c);
 	else
 		pdk__ctl_fanout(c);
-	if (f->since != UINT64_MAX && pdk_audit_query(c->audit, &q, fan_row, &fan, &err) < 0)
+	if ((f->since != UINT64_MAX || f->tail > 0) &&
+	    pdk_audit_query(c->audit, &q, fan_row, &fan, &err) < 0)
 		pdk__ctl_log(c, PDK_LOG_WARN, "events replay: %s", err->msg);
 	s->next = c->subscribers;
 	c->subscribers = s;

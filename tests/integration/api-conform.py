@@ -311,6 +311,8 @@ def main():
     call("DELETE", "/sandboxes/{id}/ports/{port}", sbp + "/ports/8000", want=200)
     call("GET", "/events", "/events?follow=0&sandbox=" + sid, want=200)
     call("GET", "/pools", "/pools", want=200)
+    call("GET", "/audit", "/audit?max_age=0", want=200)
+    call("GET", "/audit", "/audit?max_age=soon", want=400)
     call("PUT", "/pools/{profile}", "/pools/default", {"size": 0})
     approvals()
     # Errors are answers too: a refusal's body is an Error.

@@ -1319,3 +1319,82 @@ Test(audit, a_new_store_opened_by_processes_at_once)
 		}
 	}
 }
+
+/* A reader's connection beside the writer: it verifies, writes nothing, and stops when told. */
+Test(audit, readonly_connection_verifies_and_stops_when_told)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = store_with(state, 2500);
+	struct pdk_audit *ro = NULL;
+	struct pdk_audit_verify v;
+	struct pdk_error *err = NULL;
+	json_t *e = event("sb-1", 9);
+	atomic_bool stop;
+
+	atomic_init(&stop, false);
+	cr_assert_eq(pdk_audit_open_readonly(state, &ro, &err), 0, "%s", err ? err->msg : "");
+	pdk_audit_set_stop(ro, &stop);
+	cr_assert_eq(pdk_audit_verify_chain(ro, NULL, &v, &err), 0);
+	cr_assert_eq(v.reason, PDK_AUDIT_INTACT, "%s", v.detail);
+	cr_assert_eq(v.signed_seq, 2500);
+	cr_assert_str_eq(v.signed_ts, "2023-11-14T22:13:20.002499Z", "the ts of record 2500");
+	cr_assert_lt(pdk_audit_append(ro, &e, 1, false, &err), 0, "a reader cannot append");
+	pdk_error_free(&err);
+	atomic_store(&stop, true);
+	cr_assert_lt(pdk_audit_verify_chain(ro, NULL, &v, &err), 0,
+		     "told to stop: no verification");
+	pdk_error_free(&err);
+	pdk_audit_free(ro);
+	cr_assert_eq(pdk_audit_open_readonly("/nonexistent-pdk", &ro, &err), -ENOENT);
+	pdk_error_free(&err);
+	json_decref(e);
+	pdk_audit_free(a);
+}
+
+/*
+ * The decision and session filters read the line; a tail of one kind or one
+ * sandbox walks the line indexes, so an edited kind or sandbox column hides
+ * nothing from it either.
+ */
+Test(audit, decision_and_session_filters_and_indexed_tails_read_the_line)
+{
+	_cleanup_free_ char *state = tmp_state();
+	struct pdk_audit *a = open_store(state);
+	struct pdk_error *err = NULL;
+	json_t *v[30];
+	struct seen s;
+
+	for (size_t i = 0; i < 30; i++) {
+		v[i] = event("sb-1", i);
+		if (i % 3 == 2) {
+			pdk_json_set(v[i], "kind", json_string("net.connect"));
+			pdk_json_set(json_object_get(v[i], "attrs"), "decision",
+				     json_string(i == 11 || i == 20 ? "deny" : "allow"));
+		}
+		if (i == 11)
+			pdk_json_set(v[i], "session", json_string("s-1"));
+	}
+	cr_assert_eq(pdk_audit_append(a, v, 30, false, &err), 0);
+	for (size_t i = 0; i < 30; i++)
+		json_decref(v[i]);
+	sql(state, "UPDATE events SET kind = 'forged.kind', sandbox = 'sb-x' WHERE seq = 12");
+	s = query_seen(a, (struct pdk_audit_filter){.kind = "net.connect", .decision = "deny"});
+	cr_assert_eq(s.n, 2, "the two denials (%llu)", (unsigned long long)s.n);
+	cr_assert_eq(s.seq12, 1, "record 12 (a denial) despite its edited kind column");
+	s = query_seen(a, (struct pdk_audit_filter){.kind = "net.connect", .last = 2});
+	cr_assert_eq(s.n, 2);
+	s = query_seen(a,
+		       (struct pdk_audit_filter){.sandbox = "sb-1", .decision = "deny", .last = 1});
+	cr_assert_eq(s.n, 1);
+	cr_assert_eq(s.seq12, 0, "the last denial is record 21");
+	s = query_seen(a, (struct pdk_audit_filter){.sandbox = "sb-1",
+						    .kind = "net.connect",
+						    .decision = "deny",
+						    .last = 2});
+	cr_assert_eq(s.seq12, 1, "record 12 stays in sb-1's tail");
+	s = query_seen(a, (struct pdk_audit_filter){.session = "s-1"});
+	cr_assert_eq(s.n, 1);
+	cr_assert_eq(s.seq12, 1);
+	cr_assert_eq(query_seen(a, (struct pdk_audit_filter){.decision = "inject"}).n, 0);
+	pdk_audit_free(a);
+}
