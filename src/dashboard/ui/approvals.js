@@ -49,6 +49,7 @@ export class ApprovalsView {
     clear(box);
     for (const a of this.pending) box.append(this.card(a));
     $('ap-empty').hidden = this.pending.length > 0;
+    this.tick();
   }
 
   tick() {
