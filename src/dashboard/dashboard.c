@@ -61,7 +61,7 @@ static const struct pdk_dashboard_asset *find(const char *name)
  * Whether the If-None-Match list `inm` names `etag` (or is "*"): the weak
  * comparison RFC 9110 asks for, so a "W/" prefix is ignored.
  */
-static bool etag_matches(const char *inm, const char *etag)
+bool pdk__dashboard_etag_matches(const char *inm, const char *etag)
 {
 	size_t elen = strlen(etag);
 	const char *p = inm;
@@ -93,7 +93,7 @@ static void send_asset(struct evhttp_request *req, const struct pdk_dashboard_as
 		evhttp_find_header(evhttp_request_get_input_headers(req), "If-None-Match");
 
 	pdk_http_header(req, "ETag", a->etag);
-	if (inm != NULL && etag_matches(inm, a->etag)) {
+	if (inm != NULL && pdk__dashboard_etag_matches(inm, a->etag)) {
 		evhttp_send_reply(req, 304, "Not Modified", NULL);
 		return;
 	}
