@@ -14,6 +14,25 @@ async function api(method, p, body) {
   return r.json();
 }
 
+const SCROLL = () => new Promise((resolve) => {
+  const box = document.getElementById('tl-list');
+  box.scrollTop = 0;
+  const d = [];
+  let last = performance.now();
+  let i = 0;
+  function step(t) {
+    d.push(t - last);
+    last = t;
+    box.scrollTop += 80 * 24;
+    if (++i < 240) requestAnimationFrame(step);
+    else {
+      d.sort((a, b) => a - b);
+      resolve({ frames: d.length, p50_ms: d[Math.floor(d.length / 2)], p95_ms: d[Math.floor(d.length * 0.95)], max_ms: d[d.length - 1], over_20ms: d.filter((x) => x > 20).length });
+    }
+  }
+  requestAnimationFrame(step);
+});
+
 const now = (page) => page.evaluate(() => performance.now());
 // The time of the next frame after `cond` holds in the page (polled every frame).
 async function frameWhen(page, cond, arg) {
@@ -34,9 +53,9 @@ const out = {};
 // 1. Sign-in to the sandboxes view painted with every sandbox.
 let t0 = await now(page);
 await page.click('#login-form button[type=submit]');
-let t1 = await frameWhen(page, (n) => window.paddockPerf['sandboxes-rendered'] && window.paddockPerf['sandboxes-rendered'].n >= n && document.querySelector('#sb-list .vrow'), Number(nSandboxes));
+let t1 = await frameWhen(page, (n) => window.paddockPerf['sandboxes-rendered'] && window.paddockPerf['sandboxes-rendered'].n >= n && document.querySelector('#sb-list .vrow:not([hidden])'), Number(nSandboxes));
 out.sandboxes_first_render_ms = t1 - t0;
-out.sandboxes_rows_in_dom = await page.$$eval('#sb-list .vrow', (r) => r.length);
+out.sandboxes_rows_in_dom = await page.$$eval('#sb-list .vrow:not([hidden])', (r) => r.length);
 // One refresh of the list (the API's answer and the rows), as every 3 s: the next one.
 const before = await page.evaluate(() => window.paddockPerf.marks.filter((m) => m[0] === 'sandboxes-rendered').length);
 await frameWhen(page, (b) => window.paddockPerf.marks.filter((m) => m[0] === 'sandboxes-rendered').length > b, before);
@@ -52,12 +71,12 @@ await page.click('#nav [data-view=timeline]');
 await page.fill('#tl-form input[name=session]', session);
 t0 = await now(page);
 await page.click('#tl-form button[type=submit]');
-t1 = await frameWhen(page, () => document.querySelector('#tl-list .vrow'));
+t1 = await frameWhen(page, () => document.querySelector('#tl-list .vrow:not([hidden])'));
 out.timeline_first_rows_ms = t1 - t0;
 const tAll = await frameWhen(page, (n) => window.paddockPerf['timeline-drawn'] && window.paddockPerf['timeline-drawn'].n >= n, Number(nEvents));
 out.timeline_all_events_ms = tAll - t0;
 out.timeline_events = await page.evaluate(() => window.paddockPerf['timeline-drawn'].n);
-out.timeline_rows_in_dom = await page.$$eval('#tl-list .vrow', (r) => r.length);
+out.timeline_rows_in_dom = await page.$$eval('#tl-list .vrow:not([hidden])', (r) => r.length);
 
 // 3. A burst: BURST/2 short commands in the sandbox (a process.exec and a process.exit
 //    each), from the first event's arrival to the frame that drew the last one.
@@ -83,23 +102,35 @@ out.burst = await page.evaluate(([tf, base, burst]) => {
 out.js_heap_mb = await page.evaluate(() => (performance.memory ? performance.memory.usedJSHeapSize / 1048576 : null));
 
 // 4. Scrolling the whole timeline: 240 frames, 80 rows a frame, frame times.
-out.scroll = await page.evaluate(() => new Promise((resolve) => {
-  const box = document.getElementById('tl-list');
-  box.scrollTop = 0;
-  const d = [];
-  let last = performance.now();
-  let i = 0;
+out.scroll = await page.evaluate(SCROLL);
+// 5. The page alone at 100,000 rows: copies of the session's records (new seq numbers)
+//    handed to the open timeline in batches of 1,000, one batch a frame, as the stream's
+//    reader does; then the same scroll.
+out.inject = await page.evaluate((total) => new Promise((resolve) => {
+  const start = performance.now();
+  let seq = 10000000;
+  let sent = 0;
+  const proto = { actor: 'paddock-supervise', kind: 'process.exec', sandbox: 'x', session: 'bench-events', ts: new Date().toISOString(), attrs: { argv: ['/bin/true'], pid: 2 } };
+  const frames = [];
+  let last = start;
   function step(t) {
-    d.push(t - last);
+    frames.push(t - last);
     last = t;
-    box.scrollTop += 80 * 24;
-    if (++i < 240) requestAnimationFrame(step);
-    else {
-      d.sort((a, b) => a - b);
-      resolve({ frames: d.length, p50_ms: d[Math.floor(d.length / 2)], p95_ms: d[Math.floor(d.length * 0.95)], max_ms: d[d.length - 1], over_20ms: d.filter((x) => x > 20).length });
+    if (sent >= total) {
+      frames.sort((a, b) => a - b);
+      resolve({ rows: total, ms: performance.now() - start, frame_p95_ms: frames[Math.floor(frames.length * 0.95)], frame_max_ms: frames[frames.length - 1] });
+      return;
     }
+    const batch = [];
+    for (let i = 0; i < 1000; i++) batch.push(Object.assign({}, proto, { seq: seq++, kind: i % 2 ? 'process.exit' : 'process.exec', attrs: i % 2 ? { exit_code: 0, pid: 2 } : proto.attrs }));
+    sent += batch.length;
+    window.paddockPerf.inject(batch);
+    requestAnimationFrame(step);
   }
   requestAnimationFrame(step);
-}));
+}), 100000);
+out.inject.rows_total = await page.evaluate(() => window.paddockPerf['timeline-drawn'].n);
+out.inject.js_heap_mb = await page.evaluate(() => (performance.memory ? performance.memory.usedJSHeapSize / 1048576 : null));
+out.scroll_injected = await page.evaluate(SCROLL);
 await browser.close();
 console.log(JSON.stringify(out));

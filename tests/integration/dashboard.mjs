@@ -108,41 +108,41 @@ async function signIn(page) {
 async function sandboxes(page, ids, xss) {
   const t0 = Date.now();
   const seen = await until(async () => {
-    const shown = await page.$$eval('#sb-list .vrow', (rs) => rs.map((r) => r.dataset.id));
+    const shown = await page.$$eval('#sb-list .vrow:not([hidden])', (rs) => rs.map((r) => r.dataset.id));
     return ids.every((id) => shown.includes(id)) && shown;
   }, 'the sandboxes on the page');
   ok(seen, `the sandboxes created through the API are on the page (${Date.now() - t0} ms)`, seen);
-  const row = await page.textContent(`#sb-list .vrow[data-id="${xss}"]`);
+  const row = await page.textContent(`#sb-list .vrow:not([hidden])[data-id="${xss}"]`);
   ok(row && row.includes('<img src=x onerror=') && row.includes('<script>'),
     'a label holding markup is shown as text', row);
   const injected = await page.evaluate(() => [window.__pdkXss, document.querySelectorAll('#sb-list img, #sb-list script').length]);
   ok(injected[0] === undefined && injected[1] === 0, 'and never runs: no element made of it, its script never ran', injected);
-  const bars = await page.$$eval(`#sb-list .vrow[data-id="${ids[0]}"] .budget:not(.none) meter`, (ms) => ms.map((m) => m.getAttribute('aria-label')));
+  const bars = await page.$$eval(`#sb-list .vrow:not([hidden])[data-id="${ids[0]}"] .budget:not(.none) meter`, (ms) => ms.map((m) => m.getAttribute('aria-label')));
   ok(bars.some((b) => b.startsWith('cmds:')) && bars.some((b) => b.startsWith('wall:')),
     'a sandbox with budgets has a bar per budget (wall, commands, ...)', bars);
   // Filter by session: only that session's sandboxes stay.
   await page.fill('#sb-filter input[name=session]', 'dash-b');
   await page.click('#sb-filter button[type=submit]');
   const filtered = await until(async () => {
-    const shown = await page.$$eval('#sb-list .vrow', (rs) => rs.map((r) => r.dataset.id));
+    const shown = await page.$$eval('#sb-list .vrow:not([hidden])', (rs) => rs.map((r) => r.dataset.id));
     return shown.length === 1 && shown[0] === ids[1] && shown;
   }, 'the session filter');
   ok(filtered, 'the session filter shows only that session\'s sandboxes', filtered);
   await page.click('#sb-filter button[type=reset]');
-  await until(async () => (await page.$$('#sb-list .vrow')).length >= ids.length, 'the list after the filter is cleared');
+  await until(async () => (await page.$$('#sb-list .vrow:not([hidden])')).length >= ids.length, 'the list after the filter is cleared');
   await shot(page, 'sandboxes');
 }
 
 async function timeline(page, id) {
   const r = await api('POST', `/v1/sandboxes/${id}/exec`, { argv: ['sh', '-c', 'echo dashboard-was-here > seen.txt; cat seen.txt'] });
   ok(r.status === 200 && r.json.exit_code === 0, 'a command runs in the sandbox (API exec)', r.text);
-  await page.click(`#sb-list .vrow[data-id="${id}"] button:has-text("Timeline")`);
+  await page.click(`#sb-list .vrow:not([hidden])[data-id="${id}"] button:has-text("Timeline")`);
   const row = await until(async () => {
-    const rows = await page.$$eval('#tl-list .vrow', (rs) => rs.map((x) => x.textContent));
+    const rows = await page.$$eval('#tl-list .vrow:not([hidden])', (rs) => rs.map((x) => x.textContent));
     return rows.find((t) => t.includes('process.exec') && t.includes('dashboard-was-here'));
   }, 'the command in the timeline');
   ok(row, 'the command is in the sandbox\'s timeline (process.exec with its argv)', row);
-  const exit = await until(async () => (await page.$$eval('#tl-list .vrow', (rs) => rs.map((x) => x.textContent))).find((t) => t.includes('process.exit') && t.includes('exit 0')), 'the exit');
+  const exit = await until(async () => (await page.$$eval('#tl-list .vrow:not([hidden])', (rs) => rs.map((x) => x.textContent))).find((t) => t.includes('process.exit') && t.includes('exit 0')), 'the exit');
   ok(exit, 'and its end, with its status (process.exit, exit 0)', exit);
   await page.click('#tl-diff-open');
   const diff = await until(async () => {
@@ -150,9 +150,9 @@ async function timeline(page, id) {
     return t.includes('+dashboard-was-here') && t;
   }, 'the diff');
   ok(diff && (await page.textContent('#tl-diff-files')).includes('seen.txt'), 'the workspace diff view shows the changed file and its lines', diff);
-  await page.click('#tl-list .vrow >> nth=0');
+  await page.click('#tl-list .vrow:not([hidden]) >> nth=0');
   await page.keyboard.press('ArrowDown');
-  const sel = await page.$$eval('#tl-list .vrow.selected', (rs) => rs.length);
+  const sel = await page.$$eval('#tl-list .vrow:not([hidden]).selected', (rs) => rs.length);
   ok(sel === 1 && (await page.textContent('#tl-detail')).includes('"seq"'), 'the keyboard moves the selection and the event\'s record is shown');
   const chain = await until(async () => {
     const t = await page.textContent('#chain');
@@ -191,7 +191,7 @@ async function approvals(page, approve, deny) {
 
 async function killOne(page, id) {
   await page.click('#nav [data-view=sandboxes]');
-  const btn = `#sb-list .vrow[data-id="${id}"] button.danger`;
+  const btn = `#sb-list .vrow:not([hidden])[data-id="${id}"] button.danger`;
   await page.waitForSelector(btn);
   await page.click(btn);
   await page.waitForSelector(`${btn}.armed`);
@@ -200,15 +200,15 @@ async function killOne(page, id) {
   ok(st, 'Kill (asked twice): the sandbox ended', st);
   const k = await until(async () => (await events('kind=kill&sandbox=' + id)).find((e) => e.kind === 'kill'), 'the kill record');
   ok(k && k.attrs && k.attrs.operator === TOKEN_NAME, `a kill event was recorded with the operator (attrs.operator ${TOKEN_NAME})`, k);
-  const gone = await until(async () => !(await page.$(`#sb-list .vrow[data-id="${id}"]`)), 'the row gone');
+  const gone = await until(async () => !(await page.$(`#sb-list .vrow:not([hidden])[data-id="${id}"]`)), 'the row gone');
   ok(gone, 'the killed sandbox leaves the live list');
 }
 
 async function pauseResume(page, id) {
   await page.click('#nav [data-view=sandboxes]');
-  await page.click(`#sb-list .vrow[data-id="${id}"] button:has-text("Pause")`);
+  await page.click(`#sb-list .vrow:not([hidden])[data-id="${id}"] button:has-text("Pause")`);
   ok(await until(async () => (await stateOf(id)) === 'paused', 'paused'), 'Pause: the sandbox is paused');
-  await page.click(`#sb-list .vrow[data-id="${id}"] button:has-text("Resume")`);
+  await page.click(`#sb-list .vrow:not([hidden])[data-id="${id}"] button:has-text("Resume")`);
   ok(await until(async () => (await stateOf(id)) === 'running', 'running'), 'Resume: it runs again');
 }
 

@@ -12,6 +12,7 @@ export class VList {
     this.render = render;
     this.items = [];
     this.rows = new Map(); // index -> element
+    this.pool = []; // hidden row elements, for reuse
     this.spacer = document.createElement('div');
     this.spacer.className = 'vspacer';
     this.box.append(this.spacer);
@@ -24,7 +25,10 @@ export class VList {
 
   setItems(items) {
     this.items = items;
-    for (const r of this.rows.values()) r.remove();
+    for (const r of this.rows.values()) {
+      r.hidden = true;
+      this.pool.push(r);
+    }
     this.rows.clear();
     this.schedule();
   }
@@ -68,21 +72,28 @@ export class VList {
     }
     const first = Math.max(0, Math.floor(this.box.scrollTop / this.h) - OVERSCAN);
     const last = Math.min(this.items.length, Math.ceil((this.box.scrollTop + this.box.clientHeight) / this.h) + OVERSCAN);
+    // Rows that left the window are kept (hidden) and reused for those that enter it:
+    // a fast scroll moves rows instead of making and dropping elements each frame.
     for (const [i, r] of this.rows) {
       if (i < first || i >= last) {
-        r.remove();
+        r.hidden = true;
+        this.pool.push(r);
         this.rows.delete(i);
       }
     }
     for (let i = first; i < last; i++) {
       let r = this.rows.get(i);
       if (!r) {
-        r = document.createElement('div');
+        r = this.pool.pop();
+        if (!r) {
+          r = document.createElement('div');
+          this.box.append(r);
+        }
         r.className = 'vrow';
         r.setAttribute('role', 'listitem');
         r.style.transform = `translateY(${i * this.h}px)`;
         this.render(this.items[i], i, r);
-        this.box.append(r);
+        r.hidden = false;
         this.rows.set(i, r);
       }
       r.classList.toggle('selected', i === this.selected);
