@@ -152,8 +152,12 @@ async function timeline(page, id) {
   ok(diff && (await page.textContent('#tl-diff-files')).includes('seen.txt'), 'the workspace diff view shows the changed file and its lines', diff);
   await page.click('#tl-list .vrow:not([hidden]) >> nth=0');
   await page.keyboard.press('ArrowDown');
-  const sel = await page.$$eval('#tl-list .vrow:not([hidden]).selected', (rs) => rs.length);
-  ok(sel === 1 && (await page.textContent('#tl-detail')).includes('"seq"'), 'the keyboard moves the selection and the event\'s record is shown');
+  // The selection is drawn in the next frame.
+  const sel = await until(async () => {
+    const rows = await page.$$eval('#tl-list .vrow:not([hidden]).selected', (rs) => rs.map((r) => r.dataset.i));
+    return rows.length === 1 && rows[0] === '1' && rows;
+  }, 'the selection on the second row');
+  ok(sel && (await page.textContent('#tl-detail')).includes('"seq"'), 'the keyboard moves the selection and the event\'s record is shown', sel);
   const chain = await until(async () => {
     const t = await page.textContent('#chain');
     return /verified up to#\d+/.test(t) && t;

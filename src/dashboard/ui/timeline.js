@@ -9,6 +9,9 @@ import { VList } from './vlist.js';
 const ROW_H = 24;
 const CHAIN_MS = 10000;
 const PATCH_LINES = 5000;
+// A timeline opens on its last TAIL records (read from the end of the store: cheap
+// whatever the session's size); "Load every earlier event" replays it from the start.
+const TAIL = 10000;
 
 export class TimelineView {
   constructor(app) {
@@ -32,6 +35,7 @@ export class TimelineView {
       const session = (f.get('session') || '').trim();
       if (sandbox || session) this.open(sandbox ? { sandbox } : { session });
     });
+    $('tl-all').addEventListener('click', () => this.which && this.open(this.which, true));
     $('tl-diff-open').addEventListener('click', () => this.which && this.which.sandbox && this.diff(this.which.sandbox));
     $('tl-diff-close').addEventListener('click', () => ($('tl-diff').hidden = true));
     setInterval(() => this.visible && this.which && this.loadChain(), CHAIN_MS);
@@ -46,8 +50,8 @@ export class TimelineView {
     this.visible = false;
   }
 
-  // Show the events of {sandbox: ID} or {session: NAME}.
-  open(which) {
+  // Show the events of {sandbox: ID} or {session: NAME}: its last TAIL, or all of them.
+  open(which, all) {
     if (this.feed) this.feed.stop();
     this.which = which;
     this.events = [];
@@ -61,11 +65,16 @@ export class TimelineView {
     this.detail(null);
     this.count();
     this.loadChain();
-    this.feed = new EventFeed(Object.assign({ since: 0, follow: 1 }, which), (b) => this.add(b), (s) => s && this.app.say(s)).start();
+    $('tl-all').hidden = true;
+    this.all = !!all;
+    const from = all ? { since: 0 } : { tail: TAIL };
+    this.feed = new EventFeed(Object.assign(from, { follow: 1 }, which), (b) => this.add(b), (s) => s && this.app.say(s)).start();
   }
 
   add(batch) {
     this.app.mark('timeline-batch', batch.length);
+    // The tail was full: older records may exist.
+    if (!this.all && this.events.length + batch.length >= TAIL) $('tl-all').hidden = false;
     this.list.append(batch);
     this.count();
   }
