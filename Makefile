@@ -12,6 +12,8 @@
 #                     stages it): bin/paddock, libexec/paddock/paddock-init and
 #                     paddock-otlp, share/man/man1/paddock*.1, share/doc/paddock
 #   make uninstall    remove what make install put there (same PREFIX and DESTDIR)
+#   make dashboard-shots  run the dashboard suite, keeping a screenshot of each view of the
+#                     operator's page in docs/dashboard/ (docs/dashboard.md shows them)
 #
 # Set-up installs the Debian packages below when run as root, and otherwise
 # prints the exact apt-get line to run.
@@ -52,7 +54,7 @@ MAN1DIR = $(PREFIX)/share/man/man1
 DOCDIR = $(PREFIX)/share/doc/paddock
 
 .PHONY: all setup test-setup test-clients-setup test-clients npm-setup bench-setup build run test test-fast fuzz bench format format-check clean \
-	install uninstall check-prefix test-images
+	install uninstall check-prefix test-images dashboard-shots
 
 all: build
 
@@ -146,6 +148,11 @@ test-images: build test-setup
 		TESTS_DIR='$(CURDIR)/tests' BUILD_DIR='$(CURDIR)/$(BUILD)' \
 		bash tests/integration/images-debian.sh; rc=$$?; \
 		echo "# make test-images: $$(( $$(date +%s) - t )) s"; exit $$rc
+
+# The dashboard suite (tests/integration/test-dashboard.sh) in real Chromium, its root run
+# keeping a screenshot of each view for docs/dashboard.md.
+dashboard-shots: build test-setup
+	DASHBOARD_SHOTS='$(CURDIR)/docs/dashboard' $(MESON) test -C $(BUILD) dashboard --print-errorlogs
 
 check-prefix:
 	@case '$(PREFIX)' in /*) ;; *) echo "PREFIX must be an absolute path, not '$(PREFIX)'"; exit 1;; esac

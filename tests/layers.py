@@ -175,6 +175,9 @@ def main():
     build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
     layers = {k: v for k, v in layer_commands(build).items() if k not in NOT_LAYERS}
     ok(len(layers) >= 10, "the build has a library per layer (%s)" % ", ".join(sorted(layers)))
+    # The dashboard's files hold no data: its layer sees http/ and base/, no sandbox.
+    ok("dashboard" in layers and sorted(layers["dashboard"][2]) == ["base", "dashboard", "http"],
+       "dashboard/ sees only http/ and base/ (%s)" % ", ".join(sorted(layers.get("dashboard", (0, 0, []))[2])))
     check_includes(layers)
     check_symbols(build, layers)
     check_public_headers()

@@ -7,6 +7,7 @@
 #include "base.h"
 #include "control.h"
 #include "daemon.h"
+#include "dashboard.h"
 #include "e2b.h"
 #include "http.h"
 #include "mcp.h"
@@ -58,6 +59,16 @@ static void on_request(struct pdk_daemon *d, struct evhttp_request *req, bool un
 
 	if (pdk_http_guard_answer(unix_peer ? d->guards_unix : d->guards_tcp, req))
 		return; /* a request the guard refused: answered before authentication */
+	/*
+	 * The dashboard's files, on both listeners, before E2B's control plane
+	 * (which takes every path outside /v1/) and unauthenticated: they hold no
+	 * data (dashboard.h). A request addressed to a sandbox's envd stays E2B's.
+	 */
+	if (pdk_dashboard_wants(req) &&
+	    evhttp_find_header(evhttp_request_get_input_headers(req), "E2b-Sandbox-Id") == NULL) {
+		pdk_dashboard_handle(req);
+		return;
+	}
 	/* The MCP endpoint: the API's admins, as the API authenticates them. */
 	if (path != NULL && strcmp(path, "/mcp") == 0) {
 		if (pdk_api_admin(d->api, req, unix_peer))
@@ -441,6 +452,8 @@ int pdk_daemon_serve(const struct pdk_daemon_opts *o, struct pdk_error **err)
 	if (rc == 0) {
 		pdk_log(d.log, PDK_LOG_INFO, "listening on %s%s%s (state %s)", d.socket_path,
 			o->listen ? " and tcp " : "", o->listen ? o->listen : "", o->state_dir);
+		if (o->listen != NULL)
+			pdk_log(d.log, PDK_LOG_INFO, "dashboard: http://%s/ui/", o->listen);
 		if (event_base_dispatch(d.base) < 0)
 			rc = pdk_error_setx(err, EIO, "the event loop failed");
 	}
