@@ -56,21 +56,24 @@ struct pdk_daemon {
 static void on_request(struct pdk_daemon *d, struct evhttp_request *req, bool unix_peer)
 {
 	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	bool to_sandbox;
 
 	if (pdk_http_guard_answer(unix_peer ? d->guards_unix : d->guards_tcp, req))
 		return; /* a request the guard refused: answered before authentication */
+	/* A request addressed to a sandbox (E2B's envd, or a port by its host) is its own. */
+	to_sandbox = !unix_peer && pdk_e2b_addressed(d->e2b, req);
 	/*
 	 * The dashboard's files, on both listeners, before E2B's control plane
 	 * (which takes every path outside /v1/) and unauthenticated: they hold no
-	 * data (dashboard.h). A request addressed to a sandbox's envd stays E2B's.
+	 * data (dashboard.h). A request addressed to a sandbox (its envd, or a
+	 * port by its PORT-ID.DOMAIN host) stays E2B's, whatever its path.
 	 */
-	if (pdk_dashboard_wants(req) &&
-	    evhttp_find_header(evhttp_request_get_input_headers(req), "E2b-Sandbox-Id") == NULL) {
+	if (!to_sandbox && pdk_dashboard_wants(req)) {
 		pdk_dashboard_handle(req);
 		return;
 	}
 	/* The MCP endpoint: the API's admins, as the API authenticates them. */
-	if (path != NULL && strcmp(path, "/mcp") == 0) {
+	if (!to_sandbox && path != NULL && strcmp(path, "/mcp") == 0) {
 		if (pdk_api_admin(d->api, req, unix_peer))
 			pdk_mcp_http_handle(d->mcp_http, req, "admin");
 		return;

@@ -97,15 +97,21 @@ static void host_to_headers(const struct pdk_e2b *e, struct evhttp_request *req)
 	evhttp_add_header(h, "E2b-Sandbox-Port", port);
 }
 
-bool pdk_e2b_wants(const struct pdk_e2b *e, struct evhttp_request *req)
+bool pdk_e2b_addressed(const struct pdk_e2b *e, struct evhttp_request *req)
 {
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 	char sandbox[128];
 	uint64_t port;
 
-	if (evhttp_find_header(evhttp_request_get_input_headers(req), "E2b-Sandbox-Id") != NULL)
-		return true;
-	if (host_target(e, req, sandbox, sizeof(sandbox), &port) == 0)
+	return evhttp_find_header(evhttp_request_get_input_headers(req), "E2b-Sandbox-Id") !=
+		       NULL ||
+	       host_target(e, req, sandbox, sizeof(sandbox), &port) == 0;
+}
+
+bool pdk_e2b_wants(const struct pdk_e2b *e, struct evhttp_request *req)
+{
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+
+	if (pdk_e2b_addressed(e, req))
 		return true;
 	/* E2B's control plane has no route under /v1/: that prefix is the native API's. */
 	return path == NULL || strncmp(path, "/v1/", 4) != 0;

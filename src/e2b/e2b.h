@@ -67,6 +67,13 @@ struct pdk_e2b *pdk_e2b_new(const struct pdk_e2b_opts *opts);
 bool pdk_e2b_wants(const struct pdk_e2b *e, struct evhttp_request *req);
 
 /*
+ * Whether `req` is addressed to a sandbox: it carries E2b-Sandbox-Id, or its
+ * Host is PORT-SANDBOXID.DOMAIN of the door's domain. Such a request is the
+ * sandbox's whatever its path (a path of the daemon's own pages included).
+ */
+bool pdk_e2b_addressed(const struct pdk_e2b *e, struct evhttp_request *req);
+
+/*
  * Whether `domain` may be the door's: HOST or HOST:PORT, HOST of
  * dot-separated labels of lowercase letters, digits and '-'.
  */

@@ -47,5 +47,14 @@ r = await get(`http://${host}/hello.txt`, {});
 check('the same fetch without the traffic token: 401', r.status, 401);
 r = await get(`http://${other.getHost(8000)}/hello.txt`, auth);
 check("another sandbox's host with this sandbox's token: 401", r.status, 401);
+// The daemon serves its dashboard at /ui/; at a sandbox's host that path is the sandbox's.
+await sbx.files.write('/tmp/www/ui/index.html', 'the sandbox\'s own /ui/\n');
+r = await get(`http://${host}/ui/`, auth);
+check("http://getHost(8000)/ui/ is the sandbox's page, not the daemon's dashboard", r.body,
+	"the sandbox's own /ui/\n");
+await sbx.files.write('/tmp/www/mcp', 'the sandbox\'s own /mcp\n');
+r = await get(`http://${host}/mcp`, auth);
+check("http://getHost(8000)/mcp is the sandbox's, not the daemon's MCP endpoint", r.body,
+	"the sandbox's own /mcp\n");
 await other.kill();
 await sbx.kill();

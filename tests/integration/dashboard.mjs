@@ -245,6 +245,12 @@ async function denials(page) {
     return t.includes('denied.test') && t;
   }, 'the egress denial');
   ok(row, 'the egress denial is in "Denials and drift", with its host', row);
+  // The rug pull: rug__echo's description changed after it was pinned.
+  const drift = await until(async () => {
+    const t = await page.textContent('#drift-list');
+    return t.includes('changed tool rug__echo') && t.includes('id_rsa') && t;
+  }, 'the changed tool');
+  ok(drift, 'the tool changed after its pin waits in "Denials and drift", with its diff', drift);
   await shot(page, 'denials');
 }
 

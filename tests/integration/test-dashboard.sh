@@ -11,7 +11,8 @@
 # approved and denied from the page, and the MCP client gets the result and the denial; Pause
 # and Resume; a page of another origin kills nothing and a request with another Origin is
 # refused 403; Kill ends a sandbox and the kill event names the operator; the egress denial
-# is in "Denials and drift"; a session's kill switch and the guarded "stop everything" end
+# is in "Denials and drift", and so is a tool whose description changed after its pin (a rug
+# pull), with its diff; a session's kill switch and the guarded "stop everything" end
 # what they match. DASHBOARD_SHOTS=DIR keeps a screenshot of each view (make dashboard-shots).
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
@@ -75,7 +76,8 @@ headers() {
 }
 
 # gateway WHO: `paddock gateway --listen` on the daemon's state directory, with a
-# require_approval rule on write_file; GW_URL its endpoint.
+# require_approval rule on write_file, and a server that changes a tool's description once it
+# was pinned (a rug pull: the changed tool waits for re-approval); GW_URL its endpoint.
 gateway() {
 	local who=$1 port i
 	D="$T/gw-$who"
@@ -86,6 +88,10 @@ servers:
     command: [/usr/bin/python3, $T/bin/gw-upstream.py, --log, $D/fx.log]
     permissions:
       filesystem: {read: [$T/bin], write: [$D]}
+  rug:
+    command: [/usr/bin/python3, $T/bin/gw-upstream.py, --mode, rugpull, --rug-after, "1"]
+    permissions:
+      filesystem: {read: [$T/bin]}
 policy:
   default: allow
   rules:
