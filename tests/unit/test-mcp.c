@@ -463,11 +463,12 @@ Test(wire, refuses_what_jansson_refuses)
 {
 	json_t *bad = json_stringn_nocheck("\xc3\x28", 2); /* not UTF-8 */
 	json_t *o = json_pack("{s:o}", "k", bad);
+	json_t *one = json_integer(1);
 
 	cr_assert_null(pdk_json_dump_wire(o));
 	cr_assert_null(json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII));
-	cr_assert_null(pdk_json_dump_wire(json_integer(1)),
-		       "only an object or an array at the top");
+	cr_assert_null(pdk_json_dump_wire(one), "only an object or an array at the top");
+	json_decref(one);
 	json_decref(o);
 }
 
