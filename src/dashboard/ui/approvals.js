@@ -115,7 +115,13 @@ export function pinDiff(d) {
           el('span', { class: 'add' }, '+ ' + JSON.stringify(v.after, null, 1).replace(/\n/g, '\n+ ')))));
     }
   }
-  if (Array.isArray(d.findings) && d.findings.length)
-    out.append(el('p', { class: 'warn' }, 'scan findings: ' + JSON.stringify(d.findings)));
+  // What the description scan found (docs/gateway.md, PINNING): one line each, as text.
+  if (Array.isArray(d.findings) && d.findings.length) {
+    const list = el('ul', { class: 'warn findings', 'aria-label': 'scan findings' });
+    for (const f of d.findings)
+      list.append(el('li', {}, `${f.shape || 'finding'} in ${f.field || '?'}: `,
+        el('q', {}, String(f.excerpt || ''))));
+    out.append(el('p', { class: 'warn' }, 'The scan found:'), list);
+  }
   return out;
 }
