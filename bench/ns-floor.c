@@ -18,8 +18,10 @@
  * limits, joined by the child as its first step, removed at the end; on a
  * cgroup2-only host, one cgroup there), the view VIEW in bwrap's words
  * (--ro-bind SRC DST, --bind SRC DST, --symlink TARGET PATH, --proc DST,
- * --dev DST, --tmpfs DST, --chdir DIR, --hostname NAME: bench/startup gives
- * it the same view as bwrap and paddock's default profile) built on a tmpfs
+ * --dev DST, --tmpfs DST, --chdir DIR, --hostname NAME, and --overlay-src
+ * LOWER --overlay UPPER WORK DST for the default profile's workspace overlay:
+ * bench/startup gives it the same view as bwrap and paddock's default
+ * profile) built on a tmpfs
  * root made read-only, loopback up, rlimits, a Landlock ruleset with one
  * rule per bound path, no_new_privs, every capability and the bounding set
  * dropped, a seccomp filter of paddock's size (380 instructions), and a pid
@@ -175,8 +177,33 @@ static void dev_at(const char *dst)
 	tmpfs_at(to, "mode=1777");
 }
 
+/*
+ * bwrap's --overlay-src LOWER --overlay UPPER WORK DST: the workspace overlay as
+ * paddock mounts it (the new mount API, userxattr, nosuid and nodev).
+ */
+static void overlay_at(const char *lower, const char *upper, const char *work, const char *dst)
+{
+	int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC), mnt;
+
+	make_point(dst, 1);
+	must(fs >= 0, "fsopen overlay");
+	must(syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir", lower, 0) == 0 &&
+		     syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) == 0 &&
+		     syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "workdir", work, 0) == 0 &&
+		     syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) == 0 &&
+		     syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0,
+	     "overlay");
+	mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	must(mnt >= 0 && syscall(SYS_move_mount, mnt, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) == 0,
+	     dst);
+	close(mnt);
+	close(fs);
+}
+
 static void build_view(char **v, const char **chdir_to)
 {
+	const char *lower = NULL;
+
 	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 
 	must(mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == 0, "mount /");
@@ -209,6 +236,12 @@ static void build_view(char **v, const char **chdir_to)
 		} else if (strcmp(*v, "--tmpfs") == 0) {
 			tmpfs_at(at_root(v[1]), "mode=1777");
 			v++;
+		} else if (strcmp(*v, "--overlay-src") == 0) {
+			lower = v[1];
+			v++;
+		} else if (strcmp(*v, "--overlay") == 0) {
+			overlay_at(lower, v[1], v[2], at_root(v[3]));
+			v += 3;
 		} else if (strcmp(*v, "--chdir") == 0) {
 			*chdir_to = v[1];
 			v++;
@@ -260,6 +293,10 @@ static void landlock(char **v)
 			v += 2;
 		} else if (strcmp(*v, "--symlink") == 0) {
 			v += 2;
+		} else if (strcmp(*v, "--overlay") == 0) {
+			path = v[3];
+			access = all;
+			v += 3;
 		} else if (strcmp(*v, "--tmpfs") == 0 || strcmp(*v, "--dev") == 0 ||
 			   strcmp(*v, "--proc") == 0) {
 			path = v[1];
