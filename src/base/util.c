@@ -178,17 +178,35 @@ int pdk_read_file_at(int dirfd, const char *path, size_t max, char **out, struct
 {
 	_cleanup_close_ int fd = TEMP_FAILURE_RETRY(openat(dirfd, path, O_RDONLY | O_CLOEXEC));
 	_cleanup_free_ char *buf = NULL;
-	ssize_t n;
+	/*
+	 * The buffer grows as the text comes, from a page: most files read here
+	 * (cgroup and /proc files, profiles) are far below `max`, and a buffer of
+	 * `max` bytes (256 KiB for mountinfo) is an mmap() and munmap() of its own.
+	 */
+	size_t cap = max + 2 < 4096 ? max + 2 : 4096, len = 0;
 
 	if (fd < 0)
 		return pdk_error_set(err, errno, "cannot open '%s'", path);
-	buf = pdk_xmalloc(max + 2);
-	n = pdk_read_all(fd, buf, max + 1);
-	if (n < 0)
-		return pdk_error_set(err, (int)-n, "cannot read '%s'", path);
-	if ((size_t)n > max)
+	buf = pdk_xmalloc(cap);
+	for (;;) {
+		ssize_t n;
+
+		if (len + 1 == cap) { /* full, one byte kept for the NUL */
+			if (len > max)
+				break;
+			cap = cap > (max + 2) / 2 ? max + 2 : cap * 2;
+			buf = pdk_xrealloc(buf, cap);
+		}
+		n = TEMP_FAILURE_RETRY(read(fd, buf + len, cap - 1 - len));
+		if (n < 0)
+			return pdk_error_set(err, errno, "cannot read '%s'", path);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > max)
 		return pdk_error_setx(err, E2BIG, "'%s' is larger than %zu bytes", path, max);
-	buf[n] = '\0';
+	buf[len] = '\0';
 	*out = steal_ptr(&buf);
 	return 0;
 }

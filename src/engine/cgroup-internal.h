@@ -99,6 +99,8 @@ struct pdk__cgroup_req {
 	 */
 	char *mountinfo;
 	bool mountinfo_tried;
+	/* self_file's text, read at the first lookup (each v1 controller has one); owned. */
+	char *self_text;
 };
 
 struct pdk__cgroup_ops {
@@ -197,7 +199,7 @@ void pdk__cgroup_stat_keyed(const char *dir, const char *file, const char *key, 
  * `mnt_root` is the hierarchy's mount root from mountinfo ("/" normally):
  * an own-cgroup path below it is made relative to it.
  */
-int pdk__cgroup_parent(const struct pdk__cgroup_req *req, const char *ctrl, const char *mnt_root,
+int pdk__cgroup_parent(struct pdk__cgroup_req *req, const char *ctrl, const char *mnt_root,
 		       char **out, struct pdk_error **err);
 
 /*

@@ -442,15 +442,17 @@ static void strip_mount_root(char **path, const char *mnt_root)
 	}
 }
 
-static int own_cgroup(const struct pdk__cgroup_req *req, const char *ctrl, char **out,
+static int own_cgroup(struct pdk__cgroup_req *req, const char *ctrl, char **out,
 		      struct pdk_error **err)
 {
-	_cleanup_free_ char *text = NULL;
-	int rc = pdk_read_file_at(AT_FDCWD, req->self_file, READ_MAX, &text, err);
+	int rc;
 
-	if (rc < 0)
-		return rc;
-	if (pdk__cgroup_self_path(text, ctrl, out) == 0)
+	if (req->self_text == NULL) {
+		rc = pdk_read_file_at(AT_FDCWD, req->self_file, READ_MAX, &req->self_text, err);
+		if (rc < 0)
+			return rc;
+	}
+	if (pdk__cgroup_self_path(req->self_text, ctrl, out) == 0)
 		return 0;
 	if (ctrl == NULL)
 		return pdk_error_setx(
@@ -461,7 +463,7 @@ static int own_cgroup(const struct pdk__cgroup_req *req, const char *ctrl, char 
 			      req->self_file, ctrl);
 }
 
-int pdk__cgroup_parent(const struct pdk__cgroup_req *req, const char *ctrl, const char *mnt_root,
+int pdk__cgroup_parent(struct pdk__cgroup_req *req, const char *ctrl, const char *mnt_root,
 		       char **out, struct pdk_error **err)
 {
 	_cleanup_free_ char *path = NULL;
@@ -762,6 +764,7 @@ struct pdk_cgroup *pdk_cgroup_new(const char *name, const struct pdk_cgroup_opts
 		rc = -EIO;
 	}
 	free(req.mountinfo);
+	free(req.self_text);
 	if (rc < 0)
 		return NULL;
 	if (downgraded != NULL)
@@ -986,12 +989,39 @@ int pdk_cgroup_freeze(struct pdk_cgroup *cg, bool frozen, unsigned wait_ms, stru
 			      pdk_cgroup_path(cg), wait_ms);
 }
 
+/*
+ * The usual end: the sandbox's tasks are gone already (its init was reaped,
+ * and the pid namespace took the rest with it), so each directory is
+ * removed at once, the last one joined first, without reading any
+ * cgroup.procs (16 system calls on v1). The kernel refuses to remove a
+ * cgroup that has a task (EBUSY): the first refusal stops this, and the
+ * kill loop runs over the directories still there. On v1 every hierarchy
+ * holds the same tasks, so when the first one could go, the others are
+ * empty too. Whether it emptied them all.
+ */
+static bool remove_if_empty(struct pdk_cgroup *cg)
+{
+	while (cg->n_dirs > 0) {
+		char *path = cg->dirs[cg->n_dirs - 1].path;
+
+		if (fake_tree(path) || (rmdir(path) < 0 && errno != ENOENT))
+			return false;
+		free(path);
+		cg->n_dirs--;
+	}
+	return true;
+}
+
 int pdk_cgroup_destroy(struct pdk_cgroup *cg, struct pdk_error **err)
 {
 	int rc, r;
 
 	if (cg == NULL)
 		return 0;
+	if (remove_if_empty(cg)) {
+		pdk_cgroup_free(cg);
+		return 0;
+	}
 	rc = pdk_cgroup_kill(cg, err);
 	r = remove_dirs(cg, err); /* even when the kill failed: remove what can be removed */
 	pdk_cgroup_free(cg);

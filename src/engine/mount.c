@@ -678,9 +678,11 @@ static int make_parents(const char *path)
 	return 0;
 }
 
-/* `path` made as a dir or an empty file, its parents there; -errno (-ENOENT: a parent is missing).
+/*
+ * `path` made as a dir or an empty file, its parents there; -errno (-ENOENT: a
+ * parent is missing). `absent`: the caller's lstat() found no regular file there.
  */
-static int make_last(const char *path, bool last_is_dir)
+static int make_last(const char *path, bool last_is_dir, bool absent)
 {
 	struct stat st;
 	int fd;
@@ -688,7 +690,7 @@ static int make_last(const char *path, bool last_is_dir)
 	if (last_is_dir)
 		return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
 	/* A file that is there is a mount point as it is, even on a read-only bind. */
-	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+	if (!absent && lstat(path, &st) == 0 && S_ISREG(st.st_mode))
 		return 0;
 	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
@@ -704,14 +706,14 @@ static int make_last(const char *path, bool last_is_dir)
  * first and the parents only when that finds one missing: one system call
  * instead of one per component, most of which found the directory there.
  */
-static int make_path(const char *path, bool last_is_dir)
+static int make_path(const char *path, bool last_is_dir, bool absent)
 {
-	int rc = make_last(path, last_is_dir);
+	int rc = make_last(path, last_is_dir, absent);
 
 	if (rc != -ENOENT)
 		return rc;
 	rc = make_parents(path);
-	return rc < 0 ? rc : make_last(path, last_is_dir);
+	return rc < 0 ? rc : make_last(path, last_is_dir, absent);
 }
 
 /* symlink(target, path), its parents made when one is missing (as make_path()). */
@@ -921,13 +923,6 @@ static int bind_file_via_link(const struct op *o, struct pdk_child_error *ce)
 		rc = fail(ce, "cannot bind", o->src, o->dst);
 	(void)close(fd);
 	return rc;
-}
-
-static bool is_symlink(const char *path)
-{
-	struct stat st;
-
-	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
 }
 
 static int set_attr(const char *path, uint64_t attr, bool recursive)
@@ -1209,13 +1204,24 @@ static int apply_op(const struct op *o, bool image, int *upper_fd, struct pdk_ch
 {
 	int rc = 0;
 
+	struct stat st;
+	bool file_there = false, absent = false;
+
 	if (image && check_image_path(o, ce) < 0)
 		return -1;
-	if (o->kind == OP_BIND && !o->is_dir && is_symlink(o->dst))
-		return bind_file_via_link(o, ce);
+	/* A file bind's mount point looked at once: a symlink, a file to mount on, or neither. */
+	if (o->kind == OP_BIND && !o->is_dir) {
+		bool there = lstat(o->dst, &st) == 0;
+
+		if (there && S_ISLNK(st.st_mode))
+			return bind_file_via_link(o, ce);
+		file_there = there && S_ISREG(st.st_mode);
+		absent = !file_there;
+	}
+	/* A generated file is made by its own write (write_file()). */
 	if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK &&
-	    o->kind != OP_PRIVATE) {
-		rc = make_path(o->dst, o->is_dir);
+	    o->kind != OP_PRIVATE && o->kind != OP_FILE && !file_there) {
+		rc = make_path(o->dst, o->is_dir, absent);
 		if (rc < 0) {
 			errno = -rc;
 			return fail(ce, "cannot create mount point", o->dst, NULL);
@@ -1250,7 +1256,16 @@ static int apply_op(const struct op *o, bool image, int *upper_fd, struct pdk_ch
 		}
 		return 0;
 	case OP_FILE:
-		if (write_file(o->dst, o->data) < 0)
+		rc = write_file(o->dst, o->data);
+		if (rc < 0 && errno == ENOENT) {
+			rc = make_parents(o->dst);
+			if (rc < 0) {
+				errno = -rc;
+				return fail(ce, "cannot create the directory of", o->dst, NULL);
+			}
+			rc = write_file(o->dst, o->data);
+		}
+		if (rc < 0)
 			return fail(ce, "cannot write", o->dst, NULL);
 		return 0;
 	case OP_ROBIND:

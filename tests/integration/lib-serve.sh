@@ -117,11 +117,25 @@ have_supervisor() {
 # Supervisors outlive their daemon by design: at exit, a test kills the ones that run under its
 # own $T (a check that failed mid-way can leave live sandboxes), so the next suite starts clean.
 reap_supervisors() {
-	local p
+	local p f path i
 	for p in $(pgrep -f 'paddock supervise --id '); do
 		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^PADDOCK_RUNTIME_DIR=$T/" &&
 			kill -9 "$p" 2>/dev/null
 	done
+	# Their sandboxes' cgroups, which a supervisor killed with SIGKILL cannot remove, and a
+	# daemon removes only when started again on the same runtime directory: each one's
+	# RUNDIR/sb/ID/cgroup says where they are ("VERSION CTRLS PATH" per directory,
+	# docs/internals/cgroup.md). What is left in them is killed, then they are removed.
+	while read -r f; do
+		while read -r _ _ path; do
+			case "$path" in /sys/fs/cgroup/*/paddock-*) ;; *) continue ;; esac
+			for i in $(seq 50); do
+				{ rmdir "$path" 2>/dev/null || [ ! -d "$path" ]; } && break
+				kill -9 $(cat "$path/cgroup.procs" 2>/dev/null) 2>/dev/null
+				sleep 0.02
+			done
+		done <"$f"
+	done < <(find "$T" -maxdepth 6 -path '*/sb/*/cgroup' -type f 2>/dev/null)
 	return 0
 }
 

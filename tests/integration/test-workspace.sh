@@ -421,7 +421,10 @@ check_home() {
 check_spare() {
 	local who=$1 ws ws2 n0 id st
 	st="$T/state-$who/ws"
-	ws=$(mkws_for "$who")
+	# The first workspace's path is the longer: its meta.json, left in the spare, is longer
+	# than the one the next set writes over it.
+	ws=$(mkws_for "$who")/a-workspace-with-a-much-longer-path-than-the-next
+	mkdir "$ws" && chown --reference="$(dirname "$ws")" "$ws"
 	ws2=$(mkws_for "$who")
 	chmod 0750 "$ws2"
 	n0=$(nsets "$who")
@@ -436,6 +439,10 @@ check_spare() {
 	id=$(ls -t "$st" | grep -E '^[0-9a-f-]{36}$' | head -n 1)
 	is "$(pws "$who" diff "$id")" "added     f  2 B" "$who: spare: the set that took it holds only its own run's change"
 	is "$(stat -c %a "$st/$id/upper")" 750 "$who: spare: its layer has the new workspace's mode"
+	is "$(python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); print(m["id"], m["workspace"])' \
+		"$st/$id/meta.json" 2>&1)" "$id $ws2" \
+		"$who: spare: its meta.json is its own (id, workspace), written whole over the last run's longer one"
+	is "$(ls -A "$st" | grep -c '^\.spare-')" 0 "$who: spare: no claimed spare is left under its private name"
 	prun "$who" -w "$ws2" -- true
 	is "$?:$(nsets "$who")" "0:$((n0 + 1))" "$who: spare: a later run over the same workspace still works"
 	pws "$who" discard "$id" >/dev/null

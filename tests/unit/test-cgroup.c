@@ -527,6 +527,7 @@ Test(cgroup, parent_is_relative_to_the_mount_root)
 	cr_assert_eq(pdk__cgroup_parent(&req, "freezer", "/", &out, &err), -ENOENT);
 	cr_assert(strstr(err->msg, "no line for the cgroup v1 'freezer' controller") != NULL, "%s",
 		  err->msg);
+	free(req.self_text); /* read once, at the first lookup */
 }
 
 Test(cgroup, v2_missing_controller_downgrades)
@@ -1092,11 +1093,14 @@ Test(cgroup, real_v1_pids_limit_kill_and_destroy)
 }
 
 /* destroy() kills what is still running and removes the directories. */
-Test(cgroup, real_v1_destroy_kills_survivors)
+/*
+ * A task attached to g_cg, then g_cg destroyed with no kill first: the removal
+ * is refused while the task lives, the kill loop ends it, and the directory
+ * at `path` goes.
+ */
+static void destroy_kills_a_survivor(const char *path)
 {
-	struct pdk_cgroup *cg = real_v1_or_skip("destroy");
 	_cleanup_error_ struct pdk_error *err = NULL;
-	_cleanup_free_ char *mem = pdk_xstrdup(pdk_cgroup_path(cg));
 	int status = 0;
 	pid_t pid = fork();
 
@@ -1105,11 +1109,20 @@ Test(cgroup, real_v1_destroy_kills_survivors)
 		pause();
 		_exit(0);
 	}
-	cr_assert_eq(pdk_cgroup_attach(cg, pid, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(pdk_cgroup_attach(g_cg, pid, &err), 0, "%s", err ? err->msg : "");
+	in_cgroup(pid, g_cg->leaf);
 	destroy_ok();
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	cr_assert_neq(access(mem, F_OK), 0, "%s removed", mem);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
+	cr_assert_neq(access(path, F_OK), 0, "%s removed", path);
+}
+
+Test(cgroup, real_v1_destroy_kills_survivors)
+{
+	struct pdk_cgroup *cg = real_v1_or_skip("destroy");
+	_cleanup_free_ char *mem = pdk_xstrdup(pdk_cgroup_path(cg));
+
+	destroy_kills_a_survivor(mem);
 }
 
 /* --- real cgroup v2: the controller-less hybrid hierarchy of a v1 machine --- */
@@ -1172,6 +1185,33 @@ Test(cgroup, real_v2_unified_attach_kill_destroy)
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	destroy_ok();
 	cr_assert_neq(access(path, F_OK), 0, "%s removed", path);
+}
+
+/*
+ * Destroy without a kill first, on the kernel's cgroup2: the removal is tried
+ * at once (the usual end, nothing left), is refused while the task lives,
+ * and the kill loop then ends it and removes the directory. Then an empty
+ * one goes at the first try.
+ */
+Test(cgroup, real_v2_unified_destroy_kills_survivors_and_removes_empty)
+{
+	static const char unified[] = "/sys/fs/cgroup/unified";
+	_cleanup_free_ char *name = pdk_xasprintf("t-v2d-%d", (int)getpid());
+	struct pdk_cgroup_opts o = {.root = unified, .version = PDK_CGROUP_V2};
+	struct statfs sfs;
+
+	if (geteuid() != 0)
+		SKIP("real cgroup v2 test needs root");
+	if (statfs(unified, &sfs) != 0 || sfs.f_type != CGROUP2_SUPER_MAGIC)
+		SKIP("no cgroup2 mounted at %s (a v1 machine's hybrid hierarchy)", unified);
+	struct pdk_cgroup *cg = make(name, &o, NULL, 0, NULL);
+	_cleanup_free_ char *path = pdk_xstrdup(pdk_cgroup_path(cg));
+
+	destroy_kills_a_survivor(path);
+	cg = make(name, &o, NULL, 0, NULL);
+	cr_assert_eq(access(path, F_OK), 0, "%s made again", path);
+	destroy_ok();
+	cr_assert_neq(access(path, F_OK), 0, "the empty %s removed", path);
 }
 
 /* --- freeze / thaw (pause and resume of a service-mode sandbox) --- */

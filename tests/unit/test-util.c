@@ -133,6 +133,42 @@ Test(util, read_file_cap)
 	unlink(path);
 }
 
+/* Texts past the first page: the buffer grows as they come, up to the cap and no further. */
+Test(util, read_file_grows_to_the_cap)
+{
+	static const size_t sizes[] = {4094, 4095, 4096, 4097, 8191, 70000, 262145};
+	char path[] = "/tmp/pdk-util-XXXXXX";
+	int fd = mkstemp(path);
+	char *text = malloc(262145);
+
+	cr_assert_geq(fd, 0);
+	for (size_t i = 0; i < 262145; i++)
+		text[i] = (char)('a' + i % 26);
+	for (size_t k = 0; k < PDK_ARRAY_SIZE(sizes); k++) {
+		size_t n = sizes[k];
+		struct pdk_error *err = NULL;
+		char *out = NULL;
+
+		cr_assert_eq(ftruncate(fd, (off_t)n), 0);
+		cr_assert_eq(pwrite(fd, text, n, 0), (ssize_t)n);
+		cr_assert_eq(pdk_read_file_at(AT_FDCWD, path, n, &out, &err), 0, "%zu bytes", n);
+		cr_assert_eq(strlen(out), n, "%zu bytes read whole", n);
+		cr_assert_eq(memcmp(out, text, n), 0);
+		free(out);
+		out = NULL;
+		cr_assert_eq(pdk_read_file_at(AT_FDCWD, path, n - 1, &out, &err), -E2BIG,
+			     "%zu bytes over a cap of %zu", n, n - 1);
+		cr_assert_null(out);
+		pdk_error_free(&err);
+		cr_assert_eq(pdk_read_file_at(AT_FDCWD, path, 1 << 20, &out, &err), 0);
+		cr_assert_eq(strlen(out), n);
+		free(out);
+	}
+	close(fd);
+	free(text);
+	unlink(path);
+}
+
 Test(util, make_id_is_uuidv7_and_ordered)
 {
 	char a[37], b[37];
