@@ -194,7 +194,8 @@ static void overlay_at(const char *lower, const char *upper, const char *work, c
 		     syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0,
 	     "overlay");
 	mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-	must(mnt >= 0 && syscall(SYS_move_mount, mnt, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) == 0,
+	must(mnt >= 0 &&
+		     syscall(SYS_move_mount, mnt, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) == 0,
 	     dst);
 	close(mnt);
 	close(fs);
@@ -204,7 +205,8 @@ static void build_view(char **v, const char **chdir_to)
 {
 	const char *lower = NULL;
 
-	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	struct mount_attr ro = {.attr_set =
+					MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 
 	must(mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == 0, "mount /");
 	must(mount("tmpfs", R, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0, "tmpfs root");
@@ -308,13 +310,16 @@ static void landlock(char **v)
 		if (path == NULL)
 			continue;
 		struct stat st;
-		struct landlock_path_beneath_attr pb = {.parent_fd = open(path, O_PATH | O_CLOEXEC)};
+		struct landlock_path_beneath_attr pb = {.parent_fd =
+								open(path, O_PATH | O_CLOEXEC)};
 
 		must(pb.parent_fd >= 0 && fstat(pb.parent_fd, &st) == 0, path);
 		pb.allowed_access = S_ISDIR(st.st_mode) ? access
-				    : access & (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE |
-						LANDLOCK_ACCESS_FS_WRITE_FILE);
-		must(syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) == 0, path);
+							: access & (LANDLOCK_ACCESS_FS_EXECUTE |
+								    LANDLOCK_ACCESS_FS_READ_FILE |
+								    LANDLOCK_ACCESS_FS_WRITE_FILE);
+		must(syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) == 0,
+		     path);
 		close(pb.parent_fd);
 	}
 	must(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "no_new_privs");
@@ -428,7 +433,8 @@ static void make_cgroups(struct child *c)
 			c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
 			if (c2 != NULL) {
 				*c2 = '\0';
-				for (char *w = strtok(c1 + 1, ","); w != NULL; w = strtok(NULL, ","))
+				for (char *w = strtok(c1 + 1, ","); w != NULL;
+				     w = strtok(NULL, ","))
 					if (strcmp(w, ctrls[i]) == 0)
 						own = c2 + 1;
 			}
@@ -528,7 +534,8 @@ int main(int argc, char **argv)
 		c.prog = argv[i + 1];
 		make_cgroups(&c);
 	} else if (argc != 2 + c.root) {
-		fputs("usage: ns-floor [--root] PROGRAM | ns-floor --all [VIEW...] -- PROGRAM\n", stderr);
+		fputs("usage: ns-floor [--root] PROGRAM | ns-floor --all [VIEW...] -- PROGRAM\n",
+		      stderr);
 		return 2;
 	} else {
 		c.prog = argv[1 + c.root];

@@ -753,7 +753,10 @@ static int create_failed(struct pdk_sandbox *sb, int rc)
  * create_failed().
  */
 static int (*const create_steps[])(struct pdk_sandbox *sb, struct pdk_error **err) = {
-	open_init, prepare_egress_tls, make_confinement, make_sockets,
+	open_init,
+	prepare_egress_tls,
+	make_confinement,
+	make_sockets,
 };
 
 int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox **out,
