@@ -125,7 +125,9 @@ reap_supervisors() {
 	# Their sandboxes' cgroups, which a supervisor killed with SIGKILL cannot remove, and a
 	# daemon removes only when started again on the same runtime directory: each one's
 	# RUNDIR/sb/ID/cgroup says where they are ("VERSION CTRLS PATH" per directory,
-	# docs/internals/cgroup.md). What is left in them is killed, then they are removed.
+	# docs/internals/cgroup.md), as RUNDIR/cgroups/NAME does for a `paddock run` killed
+	# with no later run on that directory to remove it. What is left in them is killed,
+	# then they are removed.
 	while read -r f; do
 		while read -r _ _ path; do
 			case "$path" in /sys/fs/cgroup/*/paddock-*) ;; *) continue ;; esac
@@ -135,7 +137,8 @@ reap_supervisors() {
 				sleep 0.02
 			done
 		done <"$f"
-	done < <(find "$T" -maxdepth 6 -path '*/sb/*/cgroup' -type f 2>/dev/null)
+	done < <(find "$T" -maxdepth 6 \( -path '*/sb/*/cgroup' -o -path '*/cgroups/*' \) -type f \
+		2>/dev/null)
 	return 0
 }
 

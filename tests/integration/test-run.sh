@@ -170,6 +170,37 @@ PY
 	is $? 124 "$who: after the release, --timeout still ends the command (124)"
 }
 
+# A run killed with SIGKILL cannot remove its cgroup. It recorded where it is
+# (RUNTIME/cgroups/NAME, locked while it lived: docs/internals/cgroup.md), and the next run
+# on the same runtime directory finds the record unlocked and removes the cgroup and the
+# record. The unprivileged user runs in a delegated cgroup, as docs/rootless.md has it.
+check_killed_run_cgroup() {
+	local who=$1 pid name rec paths left
+	local PRUN
+	[ "$who" = user ] && delegate_cgroup && PRUN_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
+	prun_cmd "$who"
+	rec="$T/run-$who/cgroups"
+	(cd "$T/home" && exec "${PRUN[@]}" run -- sh -c 'echo ready; sleep 60' >"$T/killed" 2>/dev/null) &
+	pid=$!
+	for _ in $(seq 300); do grep -q ready "$T/killed" 2>/dev/null && break; sleep 0.1; done
+	name=$(ls "$rec" 2>/dev/null | grep -E '^[0-9a-f]{12}$')
+	paths=$(awk '{print $3}' "$rec/$name" 2>/dev/null)
+	is "$(echo "$paths" | grep -c "^/sys/fs/cgroup/.*/paddock-$name\$"):$(for p in $paths; do [ -d "$p" ] && echo y; done | wc -l)" \
+		"$(echo "$paths" | wc -l):$(echo "$paths" | wc -l)" \
+		"$who: killed run: a live run records its cgroup's directories ($(echo $paths | wc -w) of them)"
+	kill -9 "$pid"; wait "$pid"
+	is $? 137 "$who: killed run: its paddock was killed with SIGKILL"
+	sleep 0.2
+	left=$(for p in $paths; do [ -d "$p" ] && echo "$p"; done | wc -l)
+	is "$left" "$(echo "$paths" | wc -l)" "$who: killed run: its cgroup's directories are left behind"
+	prun "$who" -- true
+	is "$?:$(for p in $paths; do [ -d "$p" ] && echo "$p"; done | wc -l):$(ls -A "$rec" | wc -l)" "0:0:0" \
+		"$who: killed run: the next run removes them and the record, and leaves no record of its own"
+	PRUN_ENV=()
+	[ "$who" = user ] && undelegate_cgroup
+	return 0
+}
+
 for who in root user; do
 	check_basic "$who"
 	check_identity "$who"
@@ -178,5 +209,6 @@ for who in root user; do
 	check_events "$who"
 	check_signals "$who"
 	check_idle_memory "$who"
+	check_killed_run_cgroup "$who"
 done
 done_testing
