@@ -114,6 +114,10 @@ check_signals() {
 	local who=$1 out pid
 	local PRUN
 	prun_cmd "$who"
+	# Removed first: the background shell truncates it only once it runs, and the wait
+	# below must not find the last identity's "ready" in it (then the signal came before
+	# paddock could forward it: 143).
+	rm -f "$T/sig"
 	(cd "$T/home" && exec "${PRUN[@]}" run -- sh -c 'trap "echo got-TERM; exit 9" TERM; echo ready; sleep 30 & wait' >"$T/sig" 2>/dev/null) &
 	pid=$!
 	for _ in $(seq 300); do grep -q ready "$T/sig" 2>/dev/null && break; sleep 0.1; done
@@ -137,7 +141,7 @@ check_idle_memory() {
 	local who=$1 pid pss="" ev
 	local PRUN
 	prun_cmd "$who"
-	ev="$T/home/idle-$who.jsonl"; rm -f "$ev"
+	ev="$T/home/idle-$who.jsonl"; rm -f "$ev" "$T/idle" # not the last identity's "ready"
 	(cd "$T/home" && exec "${PRUN[@]}" run --events "$ev" -- sh -c \
 		'trap "/bin/echo got-TERM; exit 9" TERM; echo ready; sleep 60 & wait' >"$T/idle" 2>/dev/null) &
 	pid=$!
@@ -180,6 +184,7 @@ check_killed_run_cgroup() {
 	[ "$who" = user ] && delegate_cgroup && PRUN_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
 	prun_cmd "$who"
 	rec="$T/run-$who/cgroups"
+	rm -f "$T/killed" # not the last identity's "ready"
 	(cd "$T/home" && exec "${PRUN[@]}" run -- sh -c 'echo ready; sleep 60' >"$T/killed" 2>/dev/null) &
 	pid=$!
 	for _ in $(seq 300); do grep -q ready "$T/killed" 2>/dev/null && break; sleep 0.1; done
