@@ -233,11 +233,9 @@ static int make_cgroup(struct pdk_sandbox *sb, unsigned *down, struct pdk_error 
 	}
 	memcpy(name, sb->id + 24, 12); /* the random tail of the id */
 	name[12] = '\0';
-	pdk__sandbox_sweep_cgroups(sb);
 	sb->cgroup = pdk_cgroup_new(name, &opts, &lim, required_cgroup_ctrls(p), down, err);
 	if (sb->cgroup == NULL)
 		return pdk_error_wrap(err, "cgroup");
-	pdk__sandbox_record_cgroup(sb, name);
 	rc = pdk_cgroup_open_procs(sb->cgroup, sb->cg_procs, PDK_ARRAY_SIZE(sb->cg_procs), err);
 	if (rc < 0)
 		return pdk_error_wrap(err, "cgroup");
@@ -788,6 +786,11 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		rc = start(sb, err);
 	if (rc < 0)
 		return create_failed(sb, rc);
+	/*
+	 * Where the cgroup is, for the next run should this one be killed, and the
+	 * cgroups of runs that were: once the child is on its way, beside it.
+	 */
+	pdk__sandbox_record_cgroup(sb);
 	sb->t_exec_ns = pdk_now_mono_ns();
 	/* SECURITY: the child loaded the filter, so it must have sent its listener. */
 	if (sb->exec_trace && sb->tracer == NULL)

@@ -174,12 +174,25 @@ PY
 	is $? 124 "$who: after the release, --timeout still ends the command (124)"
 }
 
-# A run killed with SIGKILL cannot remove its cgroup. It recorded where it is
-# (RUNTIME/cgroups/NAME, locked while it lived: docs/internals/cgroup.md), and the next run
-# on the same runtime directory finds the record unlocked and removes the cgroup and the
-# record. The unprivileged user runs in a delegated cgroup, as docs/rootless.md has it.
+# A run killed with SIGKILL cannot remove its cgroup. It recorded where it is in a slot of
+# RUNTIME/cgroups, locked while it lived (docs/internals/cgroup.md), and the next run on the
+# same runtime directory finds the slot unlocked, removes the cgroup and frees the slot. The
+# unprivileged user runs in a delegated cgroup, as docs/rootless.md has it.
+# records FILE: the cgroup directories the file's slots hold (a slot: 4096 bytes, a record
+# when its first byte is a digit; free: '#' or NUL).
+records() {
+	python3 - "$1" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read() if __import__("os").path.exists(sys.argv[1]) else b""
+for k in range(0, len(data), 4096):
+    slot = data[k:k + 4096].split(b"\0", 1)[0].decode()
+    if slot[:1].isdigit():
+        for line in slot.splitlines():
+            print(line.split(" ", 2)[2])
+PY
+}
 check_killed_run_cgroup() {
-	local who=$1 pid name rec paths left
+	local who=$1 pid rec paths n
 	local PRUN
 	[ "$who" = user ] && delegate_cgroup && PRUN_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
 	prun_cmd "$who"
@@ -188,19 +201,18 @@ check_killed_run_cgroup() {
 	(cd "$T/home" && exec "${PRUN[@]}" run -- sh -c 'echo ready; sleep 60' >"$T/killed" 2>/dev/null) &
 	pid=$!
 	for _ in $(seq 300); do grep -q ready "$T/killed" 2>/dev/null && break; sleep 0.1; done
-	name=$(ls "$rec" 2>/dev/null | grep -E '^[0-9a-f]{12}$')
-	paths=$(awk '{print $3}' "$rec/$name" 2>/dev/null)
-	is "$(echo "$paths" | grep -c "^/sys/fs/cgroup/.*/paddock-$name\$"):$(for p in $paths; do [ -d "$p" ] && echo y; done | wc -l)" \
-		"$(echo "$paths" | wc -l):$(echo "$paths" | wc -l)" \
-		"$who: killed run: a live run records its cgroup's directories ($(echo $paths | wc -w) of them)"
+	paths=$(records "$rec")
+	n=$(echo "$paths" | grep -c '/paddock-[0-9a-f]\{12\}$')
+	is "$n:$(for p in $paths; do [ -d "$p" ] && echo y; done | wc -l)" "$(echo "$paths" | wc -l):$n" \
+		"$who: killed run: a live run records its cgroup's directories ($n of them)"
 	kill -9 "$pid"; wait "$pid"
 	is $? 137 "$who: killed run: its paddock was killed with SIGKILL"
 	sleep 0.2
-	left=$(for p in $paths; do [ -d "$p" ] && echo "$p"; done | wc -l)
-	is "$left" "$(echo "$paths" | wc -l)" "$who: killed run: its cgroup's directories are left behind"
+	is "$(for p in $paths; do [ -d "$p" ] && echo "$p"; done | wc -l)" "$n" \
+		"$who: killed run: its cgroup's directories are left behind"
 	prun "$who" -- true
-	is "$?:$(for p in $paths; do [ -d "$p" ] && echo "$p"; done | wc -l):$(ls -A "$rec" | wc -l)" "0:0:0" \
-		"$who: killed run: the next run removes them and the record, and leaves no record of its own"
+	is "$?:$(for p in $paths; do [ -d "$p" ] && echo "$p"; done | wc -l):$(records "$rec" | wc -l)" "0:0:0" \
+		"$who: killed run: the next run removes them and frees the record, and leaves none of its own"
 	PRUN_ENV=()
 	[ "$who" = user ] && undelegate_cgroup
 	return 0
