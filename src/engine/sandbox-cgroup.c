@@ -90,14 +90,30 @@ static void release(int fd, unsigned k)
 	(void)lock_slot(fd, k, F_UNLCK);
 }
 
+/* The records file's slots as they are now: a buffer of *used slots (and one more, zeroed). */
+static char *read_slots(int fd, unsigned *used)
+{
+	struct stat st;
+	char *slots;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	*used = (unsigned)((st.st_size + SLOT - 1) / SLOT);
+	if (*used > MAX_SLOTS)
+		*used = MAX_SLOTS;
+	slots = pdk_xcalloc((size_t)*used + 1, SLOT);
+	if (pread(fd, slots, (size_t)*used * SLOT, 0) < 0) {
+		free(slots);
+		return NULL;
+	}
+	return slots;
+}
+
 void pdk__sandbox_record_cgroup(struct pdk_sandbox *sb)
 {
 	_cleanup_free_ char *path = NULL, *text = NULL, *slots = NULL;
 	_cleanup_close_ int fd = -1;
-	struct stat st;
-	unsigned used, k;
-	long mine = -1;
-	ssize_t n;
+	unsigned used = 0, k;
 	size_t len;
 
 	if (sb->cfg->service || sb->cfg->runtime_dir == NULL || sb->cgroup == NULL ||
@@ -110,46 +126,53 @@ void pdk__sandbox_record_cgroup(struct pdk_sandbox *sb)
 		return;
 	path = pdk_xasprintf("%s/" RECORDS, sb->cfg->runtime_dir);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return;
-	used = (unsigned)((st.st_size + SLOT - 1) / SLOT);
-	if (used > MAX_SLOTS)
-		used = MAX_SLOTS;
-	slots = pdk_xcalloc((size_t)used + 1, SLOT);
-	n = pread(fd, slots, (size_t)used * SLOT, 0);
-	if (n < 0)
+	if (fd < 0 || (slots = read_slots(fd, &used)) == NULL)
 		return;
 	/*
-	 * Each slot that holds a record: one we can lock is a gone run's (reaped),
-	 * one we cannot is a live run's. The first slot we can lock, free or
-	 * reaped, is ours; past the last one, a new one.
+	 * The first free slot we can lock, else a new one past the last. A slot
+	 * that holds a record is never taken here: a gone run's is reaped first
+	 * (pdk__sandbox_reap_cgroups()), then free for a later run.
 	 */
-	for (k = 0; k < used; k++) {
-		const char *slot = slots + (size_t)k * SLOT;
-
-		if (!holds_record(slot) && mine >= 0)
-			continue;
-		if (!lock_slot(fd, k, F_WRLCK))
-			continue; /* a live run's, or being taken by one */
-		if (holds_record(slot))
-			reap(slot);
-		if (mine < 0)
-			mine = (long)k;
-		else
-			release(fd, k);
-	}
-	if (mine < 0 && used < MAX_SLOTS && lock_slot(fd, used, F_WRLCK))
-		mine = (long)used;
-	if (mine < 0)
+	for (k = 0; k < used; k++)
+		if (!holds_record(slots + (size_t)k * SLOT) && lock_slot(fd, k, F_WRLCK))
+			break;
+	if (k == used && (used == MAX_SLOTS || !lock_slot(fd, k, F_WRLCK)))
 		return;
 	memset(slots, 0, SLOT);
 	memcpy(slots, text, len);
-	if (pwrite(fd, slots, SLOT, (off_t)mine * SLOT) != SLOT) {
-		release(fd, (unsigned)mine);
+	if (pwrite(fd, slots, SLOT, (off_t)k * SLOT) != SLOT) {
+		release(fd, k);
 		return;
 	}
 	sb->cg_record_fd = steal_fd(&fd);
-	sb->cg_record_slot = mine;
+	sb->cg_record_slot = (long)k;
+}
+
+void pdk__sandbox_reap_cgroups(const struct pdk_sandbox *sb)
+{
+	_cleanup_free_ char *path = NULL, *slots = NULL;
+	_cleanup_close_ int own = -1;
+	int fd = sb->cg_record_fd;
+	unsigned used = 0;
+
+	if (sb->cfg->service || sb->cfg->runtime_dir == NULL)
+		return;
+	if (fd < 0) {
+		path = pdk_xasprintf("%s/" RECORDS, sb->cfg->runtime_dir);
+		fd = own = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	}
+	if (fd < 0 || (slots = read_slots(fd, &used)) == NULL)
+		return;
+	/* Each record that no one holds: a gone run's, its cgroup destroyed, the slot freed. */
+	for (unsigned k = 0; k < used; k++) {
+		const char *slot = slots + (size_t)k * SLOT;
+
+		if ((long)k == sb->cg_record_slot || !holds_record(slot) ||
+		    !lock_slot(fd, k, F_WRLCK))
+			continue;
+		reap(slot);
+		release(fd, k);
+	}
 }
 
 void pdk__sandbox_forget_cgroup(struct pdk_sandbox *sb, bool removed)
@@ -159,7 +182,7 @@ void pdk__sandbox_forget_cgroup(struct pdk_sandbox *sb, bool removed)
 	/* Still there: the slot stays a record, unlocked, for the next run to reap. */
 	if (removed)
 		(void)!pwrite(sb->cg_record_fd, (char[]){FREE_MARK}, 1,
-			     (off_t)sb->cg_record_slot * SLOT);
+			      (off_t)sb->cg_record_slot * SLOT);
 	(void)close(sb->cg_record_fd); /* the lock goes with the last descriptor */
 	sb->cg_record_fd = -1;
 }

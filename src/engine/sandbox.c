@@ -236,6 +236,7 @@ static int make_cgroup(struct pdk_sandbox *sb, unsigned *down, struct pdk_error 
 	sb->cgroup = pdk_cgroup_new(name, &opts, &lim, required_cgroup_ctrls(p), down, err);
 	if (sb->cgroup == NULL)
 		return pdk_error_wrap(err, "cgroup");
+	pdk__sandbox_record_cgroup(sb); /* before anything can be killed in it */
 	rc = pdk_cgroup_open_procs(sb->cgroup, sb->cg_procs, PDK_ARRAY_SIZE(sb->cg_procs), err);
 	if (rc < 0)
 		return pdk_error_wrap(err, "cgroup");
@@ -728,6 +729,7 @@ static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
 	sb->in_gid = cfg->user_set ? cfg->gid : sb->gid;
 	sb->init_fd = sb->pidfd = sb->upper_fd = sb->egress_fd = sb->landlock_fd = sb->dns_fd = -1;
 	sb->cg_record_fd = -1;
+	sb->cg_record_slot = -1;
 	sb->denials = pdk_net_denials_new();
 	sb->sync[0] = sb->sync[1] = sb->ctl[0] = sb->ctl[1] = -1;
 	sb->cmd_pid = -1;
@@ -786,11 +788,8 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		rc = start(sb, err);
 	if (rc < 0)
 		return create_failed(sb, rc);
-	/*
-	 * Where the cgroup is, for the next run should this one be killed, and the
-	 * cgroups of runs that were: once the child is on its way, beside it.
-	 */
-	pdk__sandbox_record_cgroup(sb);
+	/* The cgroups of runs that were killed: once the child is on its way, beside it. */
+	pdk__sandbox_reap_cgroups(sb);
 	sb->t_exec_ns = pdk_now_mono_ns();
 	/* SECURITY: the child loaded the filter, so it must have sent its listener. */
 	if (sb->exec_trace && sb->tracer == NULL)
