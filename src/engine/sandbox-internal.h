@@ -43,7 +43,9 @@ struct pdk_sandbox {
 	int sync[2];     /* [0] parent, [1] child: SOCK_SEQPACKET, CLOEXEC */
 	int cg_procs[8]; /* cgroup.procs of each hierarchy, for the child to join */
 	size_t n_cg_procs;
-	int ctl[2]; /* [0] parent, [1] child -> init's control channel */
+	int cg_record_fd;    /* paddock run: RUNTIME/cgroups, its slot locked, or -1 */
+	long cg_record_slot; /* that slot (sandbox-cgroup.c) */
+	int ctl[2];          /* [0] parent, [1] child -> init's control channel */
 	int pidfd;
 	int upper_fd;              /* tmpfs upper layer of a disk-limited workspace, or -1 */
 	int egress_fd;             /* allowlist mode: the listening socket from the child, or -1 */
@@ -104,6 +106,19 @@ void pdk__sandbox_on_dns(struct pdk_sandbox *sb);
 
 /* Collect the init's exit status once its pidfd is readable (or to wait for it). */
 void pdk__sandbox_reap_init(struct pdk_sandbox *sb);
+
+/*
+ * sandbox-cgroup.c: a `paddock run`'s cgroup recorded in a slot of
+ * RUNTIME/cgroups (locked while the run lives; made on the cgroup thread,
+ * right after the cgroup), and the cgroups of runs gone without removing
+ * theirs destroyed (once the child is cloned). Nothing for a daemon's
+ * sandbox (cfg->service: the daemon adopts those) or without a runtime
+ * directory; never fails.
+ */
+void pdk__sandbox_record_cgroup(struct pdk_sandbox *sb);
+void pdk__sandbox_reap_cgroups(const struct pdk_sandbox *sb);
+/* The slot freed (when `removed`: its cgroup is gone) and unlocked. */
+void pdk__sandbox_forget_cgroup(struct pdk_sandbox *sb, bool removed);
 
 /*
  * Answer exec notifications and report traced exits (pfd laid out as

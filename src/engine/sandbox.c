@@ -236,6 +236,7 @@ static int make_cgroup(struct pdk_sandbox *sb, unsigned *down, struct pdk_error 
 	sb->cgroup = pdk_cgroup_new(name, &opts, &lim, required_cgroup_ctrls(p), down, err);
 	if (sb->cgroup == NULL)
 		return pdk_error_wrap(err, "cgroup");
+	pdk__sandbox_record_cgroup(sb); /* before anything can be killed in it */
 	rc = pdk_cgroup_open_procs(sb->cgroup, sb->cg_procs, PDK_ARRAY_SIZE(sb->cg_procs), err);
 	if (rc < 0)
 		return pdk_error_wrap(err, "cgroup");
@@ -727,6 +728,8 @@ static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
 	sb->in_uid = cfg->user_set ? cfg->uid : sb->uid;
 	sb->in_gid = cfg->user_set ? cfg->gid : sb->gid;
 	sb->init_fd = sb->pidfd = sb->upper_fd = sb->egress_fd = sb->landlock_fd = sb->dns_fd = -1;
+	sb->cg_record_fd = -1;
+	sb->cg_record_slot = -1;
 	sb->denials = pdk_net_denials_new();
 	sb->sync[0] = sb->sync[1] = sb->ctl[0] = sb->ctl[1] = -1;
 	sb->cmd_pid = -1;
@@ -785,6 +788,8 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		rc = start(sb, err);
 	if (rc < 0)
 		return create_failed(sb, rc);
+	/* The cgroups of runs that were killed: once the child is on its way, beside it. */
+	pdk__sandbox_reap_cgroups(sb);
 	sb->t_exec_ns = pdk_now_mono_ns();
 	/* SECURITY: the child loaded the filter, so it must have sent its listener. */
 	if (sb->exec_trace && sb->tracer == NULL)
@@ -1160,6 +1165,7 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 	pdk_strv_free(sb->ro_files);
 	if (sb->cgroup != NULL)
 		rc = pdk_cgroup_destroy(sb->cgroup, err);
+	pdk__sandbox_forget_cgroup(sb, rc == 0);
 	if (sb->t_exec_ns)
 		emit(sb, "sandbox.destroy", 0, NULL);
 	pdk_landlock_free(sb->landlock);

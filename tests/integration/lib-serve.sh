@@ -125,17 +125,26 @@ reap_supervisors() {
 	# Their sandboxes' cgroups, which a supervisor killed with SIGKILL cannot remove, and a
 	# daemon removes only when started again on the same runtime directory: each one's
 	# RUNDIR/sb/ID/cgroup says where they are ("VERSION CTRLS PATH" per directory,
-	# docs/internals/cgroup.md). What is left in them is killed, then they are removed.
-	while read -r f; do
-		while read -r _ _ path; do
-			case "$path" in /sys/fs/cgroup/*/paddock-*) ;; *) continue ;; esac
-			for i in $(seq 50); do
-				{ rmdir "$path" 2>/dev/null || [ ! -d "$path" ]; } && break
-				kill -9 $(cat "$path/cgroup.procs" 2>/dev/null) 2>/dev/null
-				sleep 0.02
-			done
-		done <"$f"
-	done < <(find "$T" -maxdepth 6 -path '*/sb/*/cgroup' -type f 2>/dev/null)
+	# docs/internals/cgroup.md), as a slot of RUNDIR/cgroups does for a `paddock run` killed
+	# with no later run on that directory to remove it. What is left in them is killed,
+	# then they are removed.
+	while read -r path; do
+		case "$path" in /sys/fs/cgroup/*/paddock-*) ;; *) continue ;; esac
+		for i in $(seq 50); do
+			{ rmdir "$path" 2>/dev/null || [ ! -d "$path" ]; } && break
+			kill -9 $(cat "$path/cgroup.procs" 2>/dev/null) 2>/dev/null
+			sleep 0.02
+		done
+	done < <(
+		find "$T" -maxdepth 6 -path '*/sb/*/cgroup' -type f -exec cat {} + 2>/dev/null |
+			awk '{print $3}'
+		find "$T" -maxdepth 5 -name cgroups -type f -exec cat {} + 2>/dev/null | python3 -c '
+import sys
+d = sys.stdin.buffer.read()
+for k in range(0, len(d), 4096):
+    slot = d[k:k + 4096].split(b"\0", 1)[0].decode(errors="replace")
+    if slot[:1].isdigit():
+        print("\n".join(line.split(" ", 2)[-1] for line in slot.splitlines()))')
 	return 0
 }
 

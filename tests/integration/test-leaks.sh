@@ -19,8 +19,13 @@ snapshot() {
 	ps -e --no-headers -o comm | grep -cE '^paddock' # paddock / paddock-init alive
 	wc -l < /proc/self/mountinfo
 	find /sys/fs/cgroup -maxdepth 5 -type d -path "*/paddock-test-$TEST_ID*/paddock-*" 2>/dev/null | wc -l
+	# RUNTIME/cgroups, the killed runs' cgroup records (docs/internals/cgroup.md), stays: one
+	# file of slots, each free again ('#') at its run's end; a slot still holding a record
+	# (a digit first) counts as something left.
 	{ find /tmp /run /dev/shm -maxdepth 1 -name '*paddock*' ! -path "$T" 2>/dev/null | grep -v '^/tmp/paddock-it-'
-		ls -A "$T/run-root" "$T/run-user" | grep .; } | wc -l
+		ls -A "$T/run-root" "$T/run-user" | grep -vx cgroups
+		cat "$T/run-root/cgroups" "$T/run-user/cgroups" 2>/dev/null |
+			python3 -c 'import sys; d = sys.stdin.buffer.read(); [print(k) for k in range(0, len(d), 4096) if d[k:k + 1].isdigit()]'; } | wc -l
 	ps -e --no-headers -o ppid=,pid= | awk '$1 != 2 && $2 != 2' | wc -l # kernel threads come and go
 }
 
@@ -124,6 +129,7 @@ done
 # exec-tracing listener and the name server's socket (docs/egress.md), and the run's audit
 # spool (docs/audit.md: no connection to the audit store, which the next audit command folds
 # the spool into);
+# the run's slot of RUNTIME/cgroups, locked while it lives (docs/internals/cgroup.md);
 # nothing from setup (cgroup.procs, the init binary, the sync socket) stays open. Fds the
 # caller passed down are not paddock's and are not counted.
 # The supervisor is this run's own process (its argv ends with the command, named by this
@@ -144,5 +150,6 @@ is "$own" 5 "root: the supervisor holds 5 fds of its own while a sandbox runs (s
 files=$(printf '%s\n' "$fds" | grep -oE '[^/ ]+/(audit\.db(-wal|-shm)?|audit-spool/[0-9a-f-]{36}\.jsonl)$' | sed -E 's/[0-9a-f-]{36}/ID/' | sort | tr '\n' ' ')
 is "$files" "state-root/audit-spool/ID.jsonl " \
 	"root: and its audit spool, no audit store file (no SQLite in a run)"
-printf '%s\n' "$fds" | grep -qE 'cgroup|paddock-init'; is $? 1 "root: no setup fd (cgroup.procs, init binary) stays open"
+printf '%s\n' "$fds" | grep -qE '/sys/fs/cgroup|cgroup\.procs|paddock-init'; is $? 1 "root: no setup fd (cgroup.procs, init binary) stays open"
+is "$(printf '%s\n' "$fds" | grep -cE '/run-root/cgroups$')" 1 "root: and the lock of its cgroup's record"
 done_testing
