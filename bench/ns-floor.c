@@ -267,7 +267,7 @@ static void loopback_up(void)
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	must(fd >= 0, "socket");
-	strcpy(ifr.ifr_name, "lo");
+	memcpy(ifr.ifr_name, "lo", 3);
 	must(ioctl(fd, SIOCGIFFLAGS, &ifr) == 0, "SIOCGIFFLAGS");
 	ifr.ifr_flags |= IFF_UP;
 	must(ioctl(fd, SIOCSIFFLAGS, &ifr) == 0, "SIOCSIFFLAGS");
@@ -433,8 +433,8 @@ static void make_cgroups(struct child *c)
 			c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
 			if (c2 != NULL) {
 				*c2 = '\0';
-				for (char *w = strtok(c1 + 1, ","); w != NULL;
-				     w = strtok(NULL, ","))
+				for (char *save = NULL, *w = strtok_r(c1 + 1, ",", &save);
+				     w != NULL; w = strtok_r(NULL, ",", &save))
 					if (strcmp(w, ctrls[i]) == 0)
 						own = c2 + 1;
 			}

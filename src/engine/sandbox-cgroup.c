@@ -129,14 +129,17 @@ void pdk__sandbox_record_cgroup(struct pdk_sandbox *sb)
 	if (fd < 0 || (slots = read_slots(fd, &used)) == NULL)
 		return;
 	/*
-	 * The first free slot we can lock, else a new one past the last. A slot
+	 * The first free slot we can lock, else the first new one past the last. A slot
 	 * that holds a record is never taken here: a gone run's is reaped first
 	 * (pdk__sandbox_reap_cgroups()), then free for a later run.
 	 */
 	for (k = 0; k < used; k++)
 		if (!holds_record(slots + (size_t)k * SLOT) && lock_slot(fd, k, F_WRLCK))
 			break;
-	if (k == used && (used == MAX_SLOTS || !lock_slot(fd, k, F_WRLCK)))
+	/* Runs that start together may all want the first new one: the next ones then. */
+	while (k >= used && k < MAX_SLOTS && !lock_slot(fd, k, F_WRLCK))
+		k++;
+	if (k == MAX_SLOTS)
 		return;
 	memset(slots, 0, SLOT);
 	memcpy(slots, text, len);
