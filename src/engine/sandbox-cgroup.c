@@ -19,11 +19,12 @@
  *
  * One file whose slots are written in place, not a file per run: a file
  * made and removed at every run was an inode allocated and freed on the
- * runtime directory's file system (0.15-0.3 ms on ext4). It runs once the
- * sandbox's child is cloned, while the command starts (sandbox.c): a run
- * killed in the milliseconds before leaves its cgroup. Nothing here fails a
- * start: a record that cannot be written only means a cgroup left behind if
- * this run is killed.
+ * runtime directory's filesystem, 0.15-0.3 ms on ext4. A run claims its slot
+ * on the cgroup thread right after making the cgroup (sandbox.c), so only a
+ * run killed between the two leaves its cgroup; the gone runs' slots are
+ * reaped once the child is cloned, while the command starts. Nothing here
+ * fails a start: a record that cannot be written only means a cgroup left
+ * behind if this run is killed.
  */
 #include "common.h"
 #include "base.h"

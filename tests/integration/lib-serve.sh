@@ -117,7 +117,7 @@ have_supervisor() {
 # Supervisors outlive their daemon by design: at exit, a test kills the ones that run under its
 # own $T (a check that failed mid-way can leave live sandboxes), so the next suite starts clean.
 reap_supervisors() {
-	local p f path i
+	local p path i
 	for p in $(pgrep -f 'paddock supervise --id '); do
 		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q "^PADDOCK_RUNTIME_DIR=$T/" &&
 			kill -9 "$p" 2>/dev/null
