@@ -45,7 +45,7 @@ static json_t *load(const char *body, size_t len, struct pdk_req_error *e)
 
 	if (body == NULL || len == 0)
 		return json_object();
-	j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	j = pdk_json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
 	if (j == NULL) {
 		fail(e, "", "body is not valid JSON: %s (byte %d)", je.text, je.position);
 		return NULL;

@@ -248,7 +248,7 @@ static int parse_lines(const char *buf, size_t len, json_t ***out, size_t *n, si
 
 	*n = *used = 0;
 	while ((nl = memchr(p, '\n', (size_t)(buf + len - p))) != NULL) {
-		json_t *e = json_loadb(p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, NULL);
+		json_t *e = pdk_json_loadb(p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, NULL);
 
 		if (!json_is_object(e) || !json_is_string(json_object_get(e, "kind")) ||
 		    !json_is_string(json_object_get(e, "sandbox"))) {

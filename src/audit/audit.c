@@ -307,7 +307,8 @@ static int canonical(struct pdk_audit *a, const json_t *event, uint64_t seq,
 					   "actor", "kind",    "attrs"};
 	char hex[PDK_AUDIT_HASH_HEX];
 	json_t *ss = json_object_get(event, "seq");
-	size_t n, room;
+	_cleanup_free_ char *text = NULL;
+	size_t n;
 
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(keep); i++) {
 		json_t *v = json_object_get(event, keep[i]);
@@ -319,19 +320,12 @@ static int canonical(struct pdk_audit *a, const json_t *event, uint64_t seq,
 	(void)json_string_setn_nocheck(a->canon_prev, hex, 64); /* hex digits: valid UTF-8 */
 	(void)json_integer_set(a->canon_seq, (json_int_t)seq);
 	pdk_buf_reset(&a->buf);
-	/* The same flags as pdk_json_dump_line(), without its newline. */
-	for (;;) {
-		room = pdk_buf_room(&a->buf);
-		n = json_dumpb(a->canon, a->buf.p, room,
-			       JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-		if (n == 0)
-			return -EINVAL;
-		if (n <= room)
-			break;
-		if (pdk_buf_reserve(&a->buf, n) < 0)
-			return -E2BIG;
-	}
-	pdk_buf_setlen(&a->buf, n);
+	/* pdk_json_dump_line()'s text, without its newline (jansson's sorted compact dump). */
+	text = pdk_json_dump_sorted(a->canon, &n);
+	if (text == NULL)
+		return -EINVAL;
+	if (pdk_buf_add(&a->buf, text, n) < 0)
+		return -E2BIG;
 	return 0;
 }
 

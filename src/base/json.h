@@ -33,6 +33,41 @@ char *pdk_json_dump_line(const json_t *v);
 char *pdk_json_dump_wire(const json_t *v);
 
 /*
+ * The length of pdk_json_dump_wire(v)'s line, with its newline, counted
+ * without writing it; 0 when it cannot be written.
+ */
+size_t pdk_json_wire_size(const json_t *v);
+
+/*
+ * The same bytes as jansson's JSON_COMPACT | JSON_SORT_KEYS |
+ * JSON_ENSURE_ASCII dump (an object's members in the order of their keys'
+ * bytes), without a newline; its length in *len (may be NULL). The audit
+ * store's canonical records are written so. Caller frees. NULL when `v` is
+ * not an object or an array, or holds a string that is not UTF-8.
+ */
+char *pdk_json_dump_sorted(const json_t *v, size_t *len);
+
+/*
+ * A document of plain JSON parsed without jansson's lexer: an object or an
+ * array of objects, arrays, strings, integers of at most 18 digits, true,
+ * false and null, at most 256 deep, no key twice. NULL for anything else
+ * (a real, a NUL, bytes that are not UTF-8, an error of any kind): the
+ * caller then asks json_loadb(..., JSON_REJECT_DUPLICATES, ...), which
+ * parses it or says why not. Whatever this accepts, jansson accepts as the
+ * same document, with its keys in the same order (fuzz-jsonrpc checks it).
+ * Caller decrefs.
+ */
+json_t *pdk_json_parse_plain(const char *s, size_t len);
+
+/*
+ * json_loadb(s, len, flags, je), the plain parser first: the same document
+ * or the same refusal for any `flags` (what the plain parser takes, jansson
+ * takes alike under any of them; the rest is jansson's own), but
+ * JSON_DECODE_INT_AS_REAL, which goes to jansson directly.
+ */
+json_t *pdk_json_loadb(const char *s, size_t len, size_t flags, json_error_t *je);
+
+/*
  * The text of an object with the members of the compact object texts `a`
  * and then `b` ("{...}" each, as json_dumps() writes them), without parsing
  * either: splicing two texts costs a copy where serialising the merged

@@ -299,14 +299,24 @@ void pdk_ctl_event_spooled_text(struct pdk_ctl *c, const char *sandbox, const ch
 	json_t *e = build_envelope(c, sandbox, NULL, kind);
 	_cleanup_free_ char *head = pdk_json_dump_wire(e);
 	_cleanup_free_ char *line = NULL;
+	static const char key[] = ",\"attrs\":";
+	size_t hn, an, n = 0;
 
 	pdk_json_set(e, "attrs", attrs);
 	if (head == NULL)
 		pdk_oom();
 	/* The envelope's members (without "}\n"), then attrs as the caller serialised them. */
-	head[strlen(head) - 2] = '\0';
-	line = pdk_xasprintf("%s,\"attrs\":%s}\n", head, attrs_text);
-	spool(c, e, line, strlen(line));
+	hn = strlen(head) - 2;
+	an = strlen(attrs_text);
+	line = pdk_xmalloc(hn + sizeof(key) - 1 + an + 3);
+	memcpy(line + n, head, hn);
+	n += hn;
+	memcpy(line + n, key, sizeof(key) - 1);
+	n += sizeof(key) - 1;
+	memcpy(line + n, attrs_text, an);
+	n += an;
+	memcpy(line + n, "}\n", 3);
+	spool(c, e, line, n + 2);
 }
 
 void pdk__ctl_event_final(struct pdk_ctl *c, const char *sandbox, json_t *labels, const char *kind,

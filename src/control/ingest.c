@@ -107,7 +107,7 @@ static json_t **parse_lines(struct pdk_ctl_sb *sb, char *buf, size_t got, size_t
 	*n = *used = 0;
 	for (char *p = buf, *nl; (nl = memchr(p, '\n', (size_t)(buf + got - p))) != NULL;
 	     p = nl + 1) {
-		json_t *e = json_loadb(p, (size_t)(nl - p), 0, NULL);
+		json_t *e = pdk_json_loadb(p, (size_t)(nl - p), 0, NULL);
 
 		*used = (size_t)(nl + 1 - buf);
 		if (!json_is_object(e) || !json_is_string(json_object_get(e, "kind"))) {

@@ -98,7 +98,7 @@ static struct pdk_error *ready_error(json_t *j)
 
 static void ready_done(struct pdk_ctl_sb *sb)
 {
-	_cleanup_json_ json_t *j = json_loadb(sb->ready_buf, sb->ready_len, 0, NULL);
+	_cleanup_json_ json_t *j = pdk_json_loadb(sb->ready_buf, sb->ready_len, 0, NULL);
 	int rc;
 
 	pdk__ctl_unwatch(&sb->ready_ev, &sb->ready_fd);

@@ -452,13 +452,13 @@ static json_t *call_id(const struct pdk_mcp_call *mc)
 }
 
 /*
- * The size of the result's line as the client gets it (pdk_json_dump_line():
- * compact, ASCII, a newline), counted without building it (the order of the
- * keys changes no size).
+ * The size of the result's line as the client gets it (compact, ASCII, a
+ * newline), counted without building it (the order of the keys changes no
+ * size).
  */
 static size_t result_size(const json_t *result)
 {
-	return result ? json_dumpb(result, NULL, 0, JSON_COMPACT | JSON_ENSURE_ASCII) + 1 : 0;
+	return result ? pdk_json_wire_size(result) : 0;
 }
 
 /* `o` serialised compact, without a newline (NULL when it cannot be). */
@@ -648,19 +648,33 @@ static void on_result(void *ctx, const json_t *result, const struct pdk_error *e
 	}
 	if (!result_ok(gc, result))
 		return;
-	/* SECURITY: secrets and token shapes never reach the client (the model). */
-	r = json_deep_copy(result);
-	gc->red_result = pdk_redact_json(gc->g->redact, r);
+	/*
+	 * SECURITY: secrets and token shapes never reach the client (the
+	 * model). The result is the upstream's answer, freed once this returns:
+	 * it is answered as it is when nothing in it is to be redacted.
+	 */
+	if (pdk_redact_json_needed(gc->g->redact, result)) {
+		r = json_deep_copy(result);
+		gc->red_result = pdk_redact_json(gc->g->redact, r);
+	} else
+		r = json_incref((json_t *)result);
 	call_end(gc, gc->approved ? "approved" : "allowed", r);
 }
 
 static void call_forward(struct pdk__gw_call *gc)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
-	_cleanup_json_ json_t *sent = json_deep_copy(gc->args);
+	_cleanup_json_ json_t *sent = NULL;
 
-	/* SECURITY: an upstream never gets a secret it has no business with. */
-	gc->red_args = pdk_redact_json(gc->g->redact, sent);
+	/*
+	 * SECURITY: an upstream never gets a secret it has no business with.
+	 * The client's arguments are never changed: a copy is redacted.
+	 */
+	if (pdk_redact_json_needed(gc->g->redact, gc->args)) {
+		sent = json_deep_copy(gc->args);
+		gc->red_args = pdk_redact_json(gc->g->redact, sent);
+	} else
+		sent = json_incref(gc->args);
 	if (!srv_ready(gc->sv)) {
 		call_fail(gc,
 			  &(struct fail){.code = "upstream_failed", .decision = "upstream_error"},

@@ -125,8 +125,12 @@ int pdk_rpc_parse(const char *data, size_t len, size_t max, struct pdk_rpc_msg *
 	if (len > max)
 		return refuse(why, PDK_RPC_PARSE_ERROR, "the message is larger than %zu bytes",
 			      max);
-	/* SECURITY: a duplicated key could mean one thing to us and another to a proxy. */
-	doc = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
+	/*
+	 * SECURITY: a duplicated key could mean one thing to us and another to
+	 * a proxy. The plain parser takes the common messages; anything else,
+	 * and every refusal, is jansson's.
+	 */
+	doc = pdk_json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
 	if (doc == NULL)
 		return refuse(why, PDK_RPC_PARSE_ERROR, "not JSON: %s (column %d)", je.text,
 			      je.column);
@@ -170,7 +174,7 @@ static json_t *envelope(const json_t *id, bool with_id)
 		pdk_oom();
 	pdk_json_set(o, "jsonrpc", json_string("2.0"));
 	if (with_id)
-		pdk_json_set(o, "id", id != NULL ? json_deep_copy(id) : json_null());
+		pdk_json_set(o, "id", id != NULL ? json_incref((json_t *)id) : json_null());
 	return o;
 }
 

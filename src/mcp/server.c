@@ -242,8 +242,9 @@ static struct pdk_mcp_call *call_new(struct pdk_mcp_conn *c, const struct pdk_rp
 	struct pdk_mcp_call *call = pdk_xcalloc(1, sizeof(*call));
 
 	call->conn = c;
-	call->id = json_deep_copy(m->id);
-	call->params = m->params ? json_deep_copy(m->params) : json_object();
+	/* The request's id and params are only read: the call holds them with the message. */
+	call->id = json_incref(m->id);
+	call->params = m->params ? json_incref(m->params) : json_object();
 	call->progress = progress_token(m->params);
 	call->start_ns = pdk_now_mono_ns();
 	c->refs++;
@@ -284,7 +285,8 @@ static void provided_call(struct pdk_mcp_conn *c, const struct pdk_rpc_msg *m, c
 	call->provided = true;
 	call->name = pdk_xstrdup(name);
 	call_modern(call, caps);
-	call->args = args ? json_deep_copy(args) : json_object();
+	/* A provider never changes its call's arguments (it copies them to redact). */
+	call->args = args ? json_incref(args) : json_object();
 	if (p->call(p->ctx, call, name, call->args))
 		return;
 	unknown_tool(c, m->id, name);

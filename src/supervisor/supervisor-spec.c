@@ -32,7 +32,7 @@ int pdk__sv_spec_load(int fd, json_t **out, struct pdk_error **err)
 		if (len > SPEC_MAX)
 			return pdk_error_setx(err, E2BIG, "spec: larger than %d bytes", SPEC_MAX);
 	}
-	*out = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	*out = pdk_json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (*out == NULL || !json_is_object(*out)) {
 		json_decref(*out);
 		*out = NULL;

@@ -71,7 +71,7 @@ int pdk_svc_recv(int sock, json_t **msg, int *fds, size_t *nfds, struct pdk_erro
 		return pdk_error_setx(err, EMSGSIZE, "control message: truncated (limit %d bytes)",
 				      PDK_SVC_MAX_MSG);
 	}
-	*msg = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
+	*msg = pdk_json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, &jerr);
 	if (*msg == NULL || !json_is_object(*msg)) {
 		json_decref(*msg);
 		*msg = NULL;

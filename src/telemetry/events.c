@@ -159,6 +159,26 @@ void pdk_events_format_ts(uint64_t ts_ns, char *buf, size_t len)
 		return;
 	}
 	civil_from_days((int64_t)(secs / 86400), &year, &month, &day);
+	if (year >= 0 && year <= 9999) {
+		/* Every record has one: written digit by digit, the same text as below. */
+		static const char form[] = "0000-00-00T00:00:00.000000Z";
+		const unsigned fields[][3] = {
+			{0, 4, (unsigned)year},
+			{5, 2, month},
+			{8, 2, day},
+			{11, 2, sod / 3600},
+			{14, 2, sod / 60 % 60},
+			{17, 2, sod % 60},
+			{20, 6, (unsigned)((ts_ns % 1000000000ULL) / 1000ULL)},
+		};
+
+		memcpy(buf, form, sizeof(form));
+		for (size_t f = 0; f < PDK_ARRAY_SIZE(fields); f++)
+			for (unsigned at = fields[f][0] + fields[f][1], v = fields[f][2];
+			     at > fields[f][0]; v /= 10)
+				buf[--at] = (char)('0' + v % 10);
+		return;
+	}
 	(void)snprintf(buf, len, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u.%06lluZ", year, month, day,
 		       sod / 3600, sod / 60 % 60, sod % 60,
 		       (unsigned long long)((ts_ns % 1000000000ULL) / 1000ULL));

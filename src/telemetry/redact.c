@@ -25,6 +25,7 @@ struct pdk_redact {
 	struct secret *v; /* longest value first */
 	size_t n;
 	size_t longest_name; /* of the registered secrets */
+	bool first[256];     /* the first bytes of the registered values */
 };
 
 /*
@@ -85,6 +86,7 @@ bool pdk_redact_add_secret(struct pdk_redact *r, const char *name, const char *v
 	r->v[at] =
 		(struct secret){.name = pdk_xstrdup(name), .value = pdk_xstrdup(value), .len = len};
 	r->n++;
+	r->first[(unsigned char)value[0]] = true;
 	if (strlen(name) > r->longest_name)
 		r->longest_name = strlen(name);
 	return true;
@@ -165,6 +167,9 @@ static size_t match_shape(const char *s, size_t len, size_t *keep)
 		size_t pl = strlen(sh->prefix);
 		size_t n;
 
+		/* A shape's first byte is a letter: for `icase`, either case of it. */
+		if (((unsigned char)s[0] | (sh->icase ? 0x20 : 0)) != (unsigned char)sh->prefix[0])
+			continue;
 		if (len < pl ||
 		    (sh->icase ? strncasecmp(s, sh->prefix, pl) : memcmp(s, sh->prefix, pl)) != 0)
 			continue;
@@ -260,16 +265,91 @@ static size_t redact_step(const struct pdk_redact *r, const char *s, size_t len,
 	return n;
 }
 
+/*
+ * Whether a step at a byte `c` can be anything but a copy of one ASCII
+ * byte: the first byte of a registered value, of a token shape (g s A x,
+ * and b or B for "bearer "), '=', NUL, or a byte that starts (or breaks)
+ * a multi-byte character.
+ */
+static bool may_change(const struct pdk_redact *r, unsigned char c)
+{
+	switch (c) {
+	case 'g':
+	case 's':
+	case 'A':
+	case 'x':
+	case 'b':
+	case 'B':
+	case '=':
+	case '\0':
+		return true;
+	default:
+		return c >= 0x80 || (r != NULL && r->first[c]);
+	}
+}
+
+/*
+ * What redact_step() would take at s[i] when it copies it unchanged, or 0
+ * when it would change something there.
+ */
+static size_t quiet_step(const struct pdk_redact *r, const char *s, size_t len, size_t i)
+{
+	const unsigned char c = (unsigned char)s[i];
+	size_t keep = 0;
+	size_t n;
+
+	if (match_secret(r, s + i, len - i) != NULL)
+		return 0;
+	if ((i == 0 || !is_alnum((unsigned char)s[i - 1])) &&
+	    match_shape(s + i, len - i, &keep) > 0)
+		return 0;
+	if (c == '=' && secret_assignment(s, len, i) > 0)
+		return 0;
+	n = pdk_utf8_len((const unsigned char *)s + i, len - i);
+	return c == 0 ? 0 : n;
+}
+
 char *pdk_redact_string(const struct pdk_redact *r, const char *s, size_t len)
+{
+	_cleanup_buf_ struct pdk_buf o = PDK_BUF_INIT(output_bound(r, len));
+	bool changed = false;
+	size_t i = 0;
+
+	/*
+	 * Most strings have nothing to redact: they are walked without a copy,
+	 * the steps tried only where one could start, up to the first change.
+	 */
+	while (i < len) {
+		size_t n;
+
+		if (!may_change(r, (unsigned char)s[i])) {
+			i++;
+			continue;
+		}
+		n = quiet_step(r, s, len, i);
+		if (n == 0)
+			break;
+		i += n;
+	}
+	if (i >= len)
+		return NULL;
+	/* The same steps from there, with the unchanged bytes before copied as they are. */
+	out_put(&o, s, i);
+	while (i < len)
+		i += redact_step(r, s, len, i, &o, &changed);
+	if (!changed)
+		pdk_bug("redact: a step that changed nothing was taken for a change");
+	return pdk_buf_take(&o, NULL);
+}
+
+char *pdk__redact_string_each_step(const struct pdk_redact *r, const char *s, size_t len)
 {
 	_cleanup_buf_ struct pdk_buf o = PDK_BUF_INIT(output_bound(r, len));
 	bool changed = false;
 
 	for (size_t i = 0; i < len;)
 		i += redact_step(r, s, len, i, &o, &changed);
-	if (!changed)
-		return NULL;
-	return pdk_buf_take(&o, NULL);
+	return changed ? pdk_buf_take(&o, NULL) : NULL;
 }
 
 static bool redact_value(const struct pdk_redact *r, json_t *v)
@@ -285,6 +365,31 @@ static bool redact_value(const struct pdk_redact *r, json_t *v)
 	if (json_string_set(v, s) < 0)
 		pdk_oom();
 	return true;
+}
+
+bool pdk_redact_json_needed(const struct pdk_redact *r, const json_t *v)
+{
+	const char *key;
+	json_t *item;
+	size_t i;
+
+	if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, key, item) if (pdk_redact_json_needed(r, item))
+		{
+			return true;
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, item) if (pdk_redact_json_needed(r, item))
+		{
+			return true;
+		}
+	} else if (json_is_string(v)) {
+		_cleanup_free_ char *s =
+			pdk_redact_string(r, json_string_value(v), json_string_length(v));
+
+		return s != NULL;
+	}
+	return false;
 }
 
 size_t pdk_redact_json(const struct pdk_redact *r, json_t *v)

@@ -48,9 +48,21 @@ bool pdk_redact_name_is_secret(const char *name, size_t len);
 char *pdk_redact_string(const struct pdk_redact *r, const char *s, size_t len);
 
 /*
+ * pdk_redact_string() without its fast path: every step taken from the
+ * first byte. The fuzz target and the unit tests compare the two.
+ */
+char *pdk__redact_string_each_step(const struct pdk_redact *r, const char *s, size_t len);
+
+/*
  * Redact every string inside `v` in place (objects and arrays are walked;
  * keys are not changed). Returns how many strings were rewritten.
  */
 size_t pdk_redact_json(const struct pdk_redact *r, json_t *v);
+
+/*
+ * Whether pdk_redact_json() would rewrite any string inside `v`: a caller
+ * that must not change `v` copies it only then.
+ */
+bool pdk_redact_json_needed(const struct pdk_redact *r, const json_t *v);
 
 #endif

@@ -5,7 +5,8 @@
  * from the bytes after it, mapped to letters g-w, y, z: an alphabet that the
  * replacement texts ("[REDACTED...]", "\xNN") cannot produce. The rest is
  * an event string of any bytes. The redacted string must hold no NUL, be
- * valid UTF-8 (jansson must accept it), and never contain the secret.
+ * valid UTF-8 (jansson must accept it), never contain the secret, and be
+ * the same as the step-by-step redaction's without the fast path.
  */
 #include "common.h"
 #include "redact.h"
@@ -30,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pdk_redact *r;
 	char secret[32];
 	size_t k;
-	char *out;
+	char *out, *ref;
 	const char *res;
 	size_t res_len;
 
@@ -48,6 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data += 1 + k;
 	size -= 1 + k;
 	out = pdk_redact_string(r, (const char *)data, size);
+	ref = pdk__redact_string_each_step(r, (const char *)data, size);
+	if ((out == NULL) != (ref == NULL) || (out != NULL && strcmp(out, ref) != 0))
+		abort(); /* the fast path and the steps from the first byte differ */
+	free(ref);
 	res = out ? out : (const char *)data;
 	res_len = out ? strlen(out) : size;
 	if (memchr(res, '\0', res_len) != NULL && out != NULL)

@@ -801,6 +801,45 @@ Test(redact, invalid_utf8_becomes_visible_escapes)
 	cr_assert_str_eq(got, "a\\xffb\xc3\xa9");
 }
 
+/*
+ * The fast path (no copy until the first change, steps only where one could
+ * start) against every step from the first byte: a change at the start, in
+ * the middle, at the end, after multi-byte characters, after near misses of
+ * each kind, and none at all.
+ */
+Test(redact, fast_path_is_every_step)
+{
+	static const char *const in[] = {
+		"plain text with no secret in it at all, only letters: gasxbB and = signs",
+		"\xc3\xa9\xe2\x82\xac then ghp_abcdefghijklmnopqrstuvwxyz0123",
+		"sk-short then the secret s3cr3t-value at the end s3cr3t-value",
+		"xbox bearer of news; Bearer abcdefgh12345678",
+		"bad byte at the end \xff",
+		"NUL\0inside",
+		"TOKEN= x=1 y=2 api_key=late",
+		"AKIA1234 AKIAIOSFODNN7EXAMPLE",
+		"s3cr3",
+		"",
+	};
+	static const size_t len[] = {0, 0, 0, 0, 0, 11, 0, 0, 0, 0};
+	struct pdk_redact *r = pdk_redact_new();
+
+	cr_assert(pdk_redact_add_secret(r, "DB", "s3cr3t-value"));
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(in); i++) {
+		size_t n = len[i] ? len[i] : strlen(in[i]);
+		_cleanup_free_ char *fast = pdk_redact_string(r, in[i], n);
+		_cleanup_free_ char *steps = pdk__redact_string_each_step(r, in[i], n);
+
+		cr_assert_eq(fast == NULL, steps == NULL, "case %zu", i);
+		if (fast != NULL)
+			cr_assert_str_eq(fast, steps, "case %zu", i);
+		/* Only the first and the last two cases have nothing to change. */
+		cr_assert_eq(fast == NULL, i == 0 || i == 8 || i == 9, "case %zu: %s", i,
+			     fast ? fast : "(unchanged)");
+	}
+	pdk_redact_free(r);
+}
+
 Test(redact, json_walk_rewrites_nested_strings)
 {
 	json_t *v = json_pack("{s:[s,s], s:{s:s}, s:i}", "argv", "PASSWORD=x1", "ok", "nested", "h",

@@ -459,6 +459,96 @@ Test(wire, writes_what_jansson_writes)
 	}
 }
 
+/* The sorted dump (audit records) and the counted size, against jansson's dumps. */
+Test(wire, sorted_and_size_are_janssons)
+{
+	static const char *const docs[] = {
+		"{}",
+		"{\"b\":1,\"a\":{\"z\":[{\"y\":1,\"x\":2}],\"ab\":\"\\u00e9\",\"a\":null},\"\":0}",
+		"{\"\\u00e9\":1,\"e\":2,\"E\":3,\"ee\":4,\"e\\u00e9\":5,\"_\":6,\"0\":7}",
+		"[{\"k2\":1,\"k10\":2,\"k1\":3},1.5,\"\\ud83d\\ude00\"]",
+	};
+
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		json_t *v = json_loads(docs[i], 0, NULL);
+		size_t len = 0;
+		char *ours, *theirs, *wire;
+
+		cr_assert_not_null(v, "%s", docs[i]);
+		ours = pdk_json_dump_sorted(v, &len);
+		theirs = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+		cr_assert_not_null(ours);
+		cr_assert_str_eq(ours, theirs, "%s", docs[i]);
+		cr_assert_eq(len, strlen(theirs));
+		wire = pdk_json_dump_wire(v);
+		cr_assert_eq(pdk_json_wire_size(v), strlen(wire), "%s", docs[i]);
+		free(wire);
+		free(ours);
+		free(theirs);
+		json_decref(v);
+	}
+}
+
+/*
+ * The plain parser takes the common messages as jansson does, and leaves
+ * every other document (and every error) to jansson.
+ */
+Test(wire, plain_parser_takes_plain_json_only)
+{
+	static const char *const taken[] = {
+		"{}",
+		" [ ] \r\n",
+		"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"up__echo\","
+		"\"arguments\":{\"message\":\"hello\"}}}",
+		"{\"s\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\u4E2D\\ud83d\\ude00 \xc3\xa9\"}",
+		"[-0,0,-123456789012345678,123456789012345678,true,false,null,[[]],{\"\":{}}]",
+	};
+	static const char *const left[] = {
+		"",
+		"1",
+		"\"s\"",
+		"{\"a\":1,\"a\":2}",           /* a key twice: jansson refuses it */
+		"{\"a\":1.5}",                 /* a real: jansson's */
+		"{\"a\":1e3}",                 /* the same */
+		"{\"a\":1234567890123456789}", /* 19 digits: jansson says whether it fits */
+		"{\"a\":01}",                  /* a leading zero */
+		"{\"a\":-}",                   /* no digit */
+		"{\"a\":\"\\u0000\"}",         /* NUL */
+		"{\"a\":\"\\ud83d\"}",         /* a lone high surrogate */
+		"{\"a\":\"\\ude00\"}",         /* a lone low surrogate */
+		"{\"a\":\"\\x41\"}",           /* no such escape */
+		"{\"a\":\"\xc3\x28\"}",        /* not UTF-8 */
+		"{\"a\":\"\t\"}",              /* a raw control character */
+		"{\"a\":tru}",                 /* a cut word */
+		"{\"a\":truex}",               /* one invalid token to jansson */
+		"{\"a\":1,}",                  /* a trailing comma */
+		"{\"a\":1} x",                 /* something after the document */
+		"{\"a\":1",                    /* not closed */
+		"{\"a\" 1}",                   /* no colon */
+		"{1:2}",                       /* a key that is not a string */
+	};
+
+	for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+		json_t *ours = pdk_json_parse_plain(taken[i], strlen(taken[i]));
+		json_t *theirs = json_loads(taken[i], JSON_REJECT_DUPLICATES, NULL);
+		char *a, *b;
+
+		cr_assert_not_null(ours, "%s", taken[i]);
+		cr_assert_not_null(theirs, "%s", taken[i]);
+		a = pdk_json_dump_wire(ours);
+		b = pdk_json_dump_wire(theirs);
+		cr_assert_str_eq(a, b, "%s", taken[i]);
+		free(a);
+		free(b);
+		json_decref(ours);
+		json_decref(theirs);
+	}
+	for (size_t i = 0; i < sizeof(left) / sizeof(left[0]); i++)
+		cr_assert_null(pdk_json_parse_plain(left[i], strlen(left[i])), "%s", left[i]);
+	/* A document cut at its length: the bytes after it are not read. */
+	cr_assert_null(pdk_json_parse_plain("{\"a\":1}", 6));
+}
+
 Test(wire, refuses_what_jansson_refuses)
 {
 	json_t *bad = json_stringn_nocheck("\xc3\x28", 2); /* not UTF-8 */
