@@ -36,6 +36,7 @@ struct pdk_ctl {
 	struct pdk_ctl_handle *handles; /* the handles front doors gave their clients (handles.c) */
 	char *own_dir;                  /* lock, store and key: state_dir or a private directory */
 	char *actor;                    /* its events' actor */
+	bool end_with_us;               /* the supervisors get SIGTERM when we end (opts) */
 	struct event *fold_ev;          /* the fold of the run spools after a tick (ingest.c) */
 	unsigned fold_held;             /* ticks the fold waited for running execs */
 	char *fold_err;                 /* the last fold's error, logged once (NULL: none) */
