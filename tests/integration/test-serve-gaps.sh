@@ -177,6 +177,42 @@ lost_tests() {
 		"$who: the deleted lost sandbox is kept as ended (reason supervisor_lost)"
 }
 
+# A supervisor SIGKILLed while its daemon runs: the daemon sees its connection end with no end
+# said, finds the supervisor gone, and reaps the sandbox's cgroup at once (before its run
+# directory, which holds the file naming the cgroup, goes).
+lost_live_tests() {
+	local who=$1 id cg procs left n
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sK"}}'
+	id=$(jq_get "$BODY" id)
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"setsid sh -c \"sleep 300\" </dev/null >/dev/null 2>&1 & echo started"}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "started" "$who: live: a setsid background process runs in the sandbox"
+	cg=$(awk 'NR == 1 {print $3}' "$T/serve-$who/run/sb/$id/cgroup" 2>/dev/null)
+	procs=$(cat "$cg/cgroup.procs" 2>/dev/null | tr '\n' ' ')
+	ok $([ -d "$cg" ] && [ "$(wc -w <<<"$procs")" -ge 2 ] && echo 0 || echo 1) \
+		"$who: live: the supervisor recorded the sandbox's cgroup ($cg: pids $procs)"
+	kill -9 $(supervisors_of "$id") 2>/dev/null
+	ok $? "$who: live: the supervisor is killed with SIGKILL while the daemon runs"
+	for n in $(seq 1 50); do
+		api "$who" GET "/v1/sandboxes/$id"
+		[ "$(jq_get "$BODY" state)" = lost ] && [ ! -d "$cg" ] && break
+		sleep 0.1
+	done
+	is "$CODE $(jq_get "$BODY" state)" "200 lost" "$who: live: the daemon finds the sandbox lost"
+	is "$([ -d "$cg" ] && echo kept || echo removed)" "removed" \
+		"$who: live: the lost sandbox's cgroup is removed at once (no restart)"
+	left=""
+	for n in $procs; do
+		[ -r "/proc/$n/stat" ] && [ "$(awk '{print $3}' "/proc/$n/stat" 2>/dev/null)" != Z ] &&
+			left="$left $n:$(tr '\0' ' ' <"/proc/$n/cmdline" 2>/dev/null)"
+	done
+	is "$left" "" "$who: live: no process of the sandbox remains (the background sleep included)"
+	as "$who" curl -s -N --max-time 2 --unix-socket "$(sock_of "$who")" \
+		"http://paddock/v1/events?since=0&sandbox=$id&kind=sandbox.reap" >"$T/reap-live-$who"
+	is "$(grep -c '"removed":true' "$T/reap-live-$who")" "1" \
+		"$who: live: the reaping is recorded (sandbox.reap)"
+	api "$who" DELETE "/v1/sandboxes/$id"
+}
+
 # The create token's scope and lifetime.
 token_tests() {
 	local who=$1 port=$2 id tok body want
@@ -262,6 +298,7 @@ gap_tests() {
 	disk_tests "$who"
 	ended_tests "$who" "$port"
 	lost_tests "$who" "$port"
+	lost_live_tests "$who"
 	token_tests "$who" "$port"
 	spool_tests "$who" "$port"
 	replay_tests "$who"
