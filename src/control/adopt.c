@@ -26,21 +26,14 @@ static void adopt_status(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t 
  * it killed (cgroup.kill on v2, else SIGKILL of each pid of cgroup.procs until empty), the
  * directories removed, and a sandbox.reap event saying so.
  */
-static void reap_cgroup(struct pdk_ctl_sb *sb)
+void pdk__sb_reap_cgroup_text(struct pdk_ctl_sb *sb, const char *text)
 {
-	_cleanup_free_ char *path = pdk_xasprintf("%s/sb/%s/cgroup", sb->c->run_dir, sb->row.id);
-	_cleanup_free_ char *text = NULL, *where = NULL;
+	_cleanup_free_ char *where = NULL;
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_cgroup *cg = NULL;
 	char name[13];
 	int rc;
 
-	if (pdk_read_file_at(AT_FDCWD, path, 64 * 1024, &text, &err) < 0) {
-		if (err->status != ENOENT)
-			pdk_ctl_event(sb->c, sb->row.id, sb->labels, "sandbox.reap",
-				      json_pack("{s:s}", "error", err->msg));
-		return;
-	}
 	if (text[0] == '\0')
 		return;                    /* the sandbox had no cgroup */
 	memcpy(name, sb->row.id + 24, 12); /* the id's random tail names the cgroup */
@@ -56,6 +49,21 @@ static void reap_cgroup(struct pdk_ctl_sb *sb)
 	if (rc < 0)
 		pdk__ctl_log(sb->c, PDK_LOG_WARN, "%s: lost sandbox's cgroup: %s", sb->row.id,
 			     err ? err->msg : "failed");
+}
+
+void pdk__sb_reap_cgroup_file(struct pdk_ctl_sb *sb)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/sb/%s/cgroup", sb->c->run_dir, sb->row.id);
+	_cleanup_free_ char *text = NULL;
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (pdk_read_file_at(AT_FDCWD, path, 64 * 1024, &text, &err) < 0) {
+		if (err->status != ENOENT)
+			pdk_ctl_event(sb->c, sb->row.id, sb->labels, "sandbox.reap",
+				      json_pack("{s:s}", "error", err->msg));
+		return;
+	}
+	pdk__sb_reap_cgroup_text(sb, text);
 }
 
 /* The in-memory sandbox of a stored row (copied), with what its spec says. */
@@ -112,7 +120,7 @@ static int adopt_one(void *data, const struct pdk_store_sandbox *row)
 	 */
 	if (row->supervisor_pid > 1)
 		(void)kill(-row->supervisor_pid, SIGKILL);
-	reap_cgroup(sb);
+	pdk__sb_reap_cgroup_file(sb);
 	pdk__sb_disconnect(sb);
 	free(sb->end_reason);
 	sb->end_reason = pdk_xstrdup("supervisor_lost");

@@ -8,11 +8,17 @@
 #include "control-internal.h"
 #include "supervisor.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+/* How long a lost connection waits for its supervisor's exit to show (a crash). */
+#define LOST_EXIT_WAIT_MS 50
 
 void pdk__close_fds(int *fds, size_t nfds)
 {
@@ -127,6 +133,34 @@ void pdk__sb_fail_calls(struct pdk_ctl_sb *sb)
 	}
 }
 
+/*
+ * A connection that ended with no end said: the supervisor died, or lives on
+ * with another peer of our namespaces on its socket (a new connection
+ * replaces the old one). A dead supervisor could not remove its sandbox's
+ * cgroup: it is reaped now, from the file it wrote, before its directory
+ * goes. A live one keeps its sandbox until the lost sandbox is deleted,
+ * which kills it: the file's text is kept for that moment.
+ */
+static void lost_cgroup(struct pdk_ctl_sb *sb)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/sb/%s/cgroup", sb->c->run_dir, sb->row.id);
+	_cleanup_error_ struct pdk_error *err = NULL;
+	/* Its socket closes as it exits, a moment before its pidfd says so. */
+	struct pollfd pfd = {.fd = sb->pidfd, .events = POLLIN};
+	bool dead = sb->pidfd >= 0 ? poll(&pfd, 1, LOST_EXIT_WAIT_MS) > 0
+				   : sb->row.supervisor_pid > 1 &&
+					     kill(sb->row.supervisor_pid, 0) < 0 && errno == ESRCH;
+
+	if (dead) {
+		pdk__sb_reap_cgroup_file(sb);
+		return;
+	}
+	free(sb->lost_cgroup);
+	sb->lost_cgroup = NULL;
+	if (pdk_read_file_at(AT_FDCWD, path, 64 * 1024, &sb->lost_cgroup, &err) < 0)
+		sb->lost_cgroup = NULL; /* none written: nothing to reap */
+}
+
 static void lost_connection(struct pdk_ctl_sb *sb)
 {
 	pdk__sb_disconnect(sb);
@@ -135,9 +169,12 @@ static void lost_connection(struct pdk_ctl_sb *sb)
 	/* Ended by itself (budget), destroyed on request, or its supervisor died. */
 	if (sb->end_reason == NULL)
 		sb->end_reason = pdk_xstrdup("supervisor_lost");
-	pdk__sb_forget(sb, sb->destroying || strcmp(sb->end_reason, "supervisor_lost") != 0
-				   ? "ended"
-				   : "lost");
+	if (sb->destroying || strcmp(sb->end_reason, "supervisor_lost") != 0) {
+		pdk__sb_forget(sb, "ended");
+		return;
+	}
+	lost_cgroup(sb);
+	pdk__sb_forget(sb, "lost");
 }
 
 static void ctl_readable(evutil_socket_t fd, short what, void *arg)

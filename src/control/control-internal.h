@@ -36,6 +36,7 @@ struct pdk_ctl {
 	struct pdk_ctl_handle *handles; /* the handles front doors gave their clients (handles.c) */
 	char *own_dir;                  /* lock, store and key: state_dir or a private directory */
 	char *actor;                    /* its events' actor */
+	bool end_with_us;               /* the supervisors get SIGTERM when we end (opts) */
 	struct event *fold_ev;          /* the fold of the run spools after a tick (ingest.c) */
 	unsigned fold_held;             /* ticks the fold waited for running execs */
 	char *fold_err;                 /* the last fold's error, logged once (NULL: none) */
@@ -91,6 +92,12 @@ struct pdk_ctl_sb {
 	json_t *facts;                /* its "facts" (workspace, network), or NULL */
 	pid_t init_pid;
 	int ctl_fd, ready_fd, pidfd;
+	/*
+	 * A lost sandbox whose supervisor lived on: the text of its
+	 * RUNDIR/sb/ID/cgroup, kept for pdk__sb_reap_cgroup_text() once the
+	 * supervisor is killed at its destroy (its directory is gone by then).
+	 */
+	char *lost_cgroup;
 	struct event *ctl_ev, *ready_ev;
 	char ready_buf[4096];
 	size_t ready_len;
@@ -152,6 +159,14 @@ void pdk__sb_set_operator(struct pdk_ctl_sb *sb, const char *operator);
 void pdk__sb_destroy(struct pdk_ctl_sb *sb, const char *reason);
 /* Forget the sandbox: spool ingested, run dir removed, row moved to the ended ones. */
 void pdk__sb_forget(struct pdk_ctl_sb *sb, const char *final_state);
+/*
+ * A lost sandbox's cgroup, described by `text` (RUNDIR/sb/ID/cgroup, which
+ * its supervisor wrote): every process in it killed, the directories
+ * removed, a sandbox.reap event saying so (adopt.c). The _file form reads
+ * the file; a missing one is a sandbox that had no cgroup left to reap.
+ */
+void pdk__sb_reap_cgroup_text(struct pdk_ctl_sb *sb, const char *text);
+void pdk__sb_reap_cgroup_file(struct pdk_ctl_sb *sb);
 /* Every create waiting on `sb`: its view and token, or the error. */
 void pdk__sb_answer_waiters(struct pdk_ctl_sb *sb, const struct pdk_error *e);
 void pdk__sb_add_waiter(struct pdk_ctl_sb *sb, pdk_ctl_created_cb cb, void *ctx, bool again);

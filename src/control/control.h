@@ -83,6 +83,13 @@ struct pdk_ctl_opts {
 	 */
 	const char *own_dir;
 	const char *actor; /* the events' actor (NULL: "paddock-serve") */
+	/*
+	 * The supervisors end their sandboxes when this process ends, however it
+	 * ends (SIGTERM from the kernel as their parent dies: PR_SET_PDEATHSIG).
+	 * For a control object that nothing re-adopts after it (`paddock mcp`,
+	 * `paddock gateway`); a daemon's supervisors outlive it for re-adoption.
+	 */
+	bool end_with_us;
 };
 
 /*

@@ -166,6 +166,7 @@ int pdk_ctl_new(const struct pdk_ctl_opts *o, struct pdk_ctl **out, struct pdk_e
 	c->state_dir = pdk_xstrdup(o->state_dir);
 	c->own_dir = pdk_xstrdup(o->own_dir != NULL ? o->own_dir : o->state_dir);
 	c->actor = pdk_xstrdup(o->actor != NULL ? o->actor : "paddock-serve");
+	c->end_with_us = o->end_with_us;
 	c->run_dir = pdk_xstrdup(o->run_dir);
 	if (open_exe(c, o->supervisor_exe, err) < 0 || open_state(c, err) < 0) {
 		pdk_ctl_free(c);

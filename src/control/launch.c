@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -152,6 +153,7 @@ struct spawn_arg {
 	int exe_fd, spec_fd, ready_fd, null_fd, log_fd;
 	char *const *argv;
 	char *const *envp;
+	pid_t parent; /* end_with_us: our pid, else 0 */
 };
 
 /* The child, sharing our memory until execveat (pdk_proc_clone): only system calls here. */
@@ -161,6 +163,15 @@ static int spawn_child(void *p)
 
 	if (setsid() < 0 || dup2(a->spec_fd, 3) < 0 || dup2(a->ready_fd, 4) < 0 ||
 	    dup2(a->null_fd, 0) < 0 || dup2(a->log_fd, 1) < 0 || dup2(a->log_fd, 2) < 0)
+		_exit(127);
+	/*
+	 * A control object nothing re-adopts after it: the supervisor gets
+	 * SIGTERM (it ends its sandbox) when we end, even by SIGKILL. Kept
+	 * across the exec (the binary is not set-id); a parent already gone
+	 * (the supervisor is then init's) means the same end, at once.
+	 */
+	if (a->parent != 0 && (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 ||
+			       syscall(SYS_getppid) != a->parent))
 		_exit(127);
 	/* Every other descriptor of the daemon is close-on-exec: nothing else is inherited. */
 	(void)syscall(SYS_close_range, 5U, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -238,8 +249,11 @@ int pdk__ctl_start_supervisor(struct pdk_ctl_sb *sb, const char *spec, struct pd
 		return pdk_error_set(err, errno, "open /dev/null");
 	if ((log_fd = log_file(sb, err)) < 0)
 		return -EIO;
-	a = (struct spawn_arg){
-		.exe_fd = c->exe_fd, .null_fd = null_fd, .log_fd = log_fd, .argv = argv};
+	a = (struct spawn_arg){.exe_fd = c->exe_fd,
+			       .null_fd = null_fd,
+			       .log_fd = log_fd,
+			       .argv = argv,
+			       .parent = c->end_with_us ? getpid() : 0};
 	a.envp = c->envp != NULL ? c->envp : (char *const[]){NULL};
 	/* Above 4, so that the child's dup2 onto 3 and 4 never overwrites one of them. */
 	a.spec_fd = fcntl(spec_fd, F_DUPFD_CLOEXEC, 10);

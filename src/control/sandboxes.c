@@ -106,6 +106,7 @@ void pdk__sb_free(struct pdk_ctl_sb *sb)
 	close_fd(&sb->ctl_fd);
 	close_fd(&sb->ready_fd);
 	close_fd(&sb->pidfd);
+	free(sb->lost_cgroup);
 	answer_shutdown(sb);
 	json_decref(sb->labels);
 	json_decref(sb->limits);
@@ -480,6 +481,13 @@ static void ask_destroy(struct pdk_ctl_sb *sb)
 		/* No supervisor to ask (lost, or never answered): forget it now. */
 		if (sb->row.supervisor_pid > 0 && sb->pidfd >= 0)
 			(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+		/* A lost one's supervisor lived on: its cgroup goes with it. */
+		if (sb->lost_cgroup != NULL) {
+			if (sb->pidfd < 0 && sb->row.supervisor_pid > 1)
+				(void)kill(-sb->row.supervisor_pid, SIGKILL);
+			pdk__sb_reap_cgroup_text(sb, sb->lost_cgroup);
+			free(steal_ptr(&sb->lost_cgroup));
+		}
 		pdk__sb_forget(sb, "ended");
 	}
 }

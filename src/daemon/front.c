@@ -176,11 +176,13 @@ static void reap_stale(struct pdk_front *f, const struct pdk_front_opts *o)
 int pdk__front_open(struct pdk_front *f, const struct pdk_front_opts *o, struct pdk_error **err)
 {
 	char id[37];
+	/* Nothing re-adopts a front end's sandboxes: they end with it, however it ends. */
 	struct pdk_ctl_opts co = {.state_dir = o->state_dir,
 				  .run_dir = o->run_dir,
 				  .envp = o->envp,
 				  .log = o->log,
-				  .actor = o->actor};
+				  .actor = o->actor,
+				  .end_with_us = true};
 
 	f->log = o->log;
 	pdk_make_id(id);

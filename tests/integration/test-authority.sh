@@ -258,7 +258,16 @@ for who in root user; do
 	out=$(as "$who" "$(view_of "$who")/escape-probe" supervisor-ctl \
 		"$(auth_dir "$who")/alias/sb/$id/ctl.sock" 2>&1)
 	is "$?:$out" "0:supervisor-ctl: ESCAPED" "$who: control: outside, the supervisor answers the probe"
+	# That connection replaced the daemon's: the daemon lost the sandbox, and ended it (its
+	# supervisor killed, then its cgroup's processes and the cgroup, from the file the
+	# supervisor wrote). Once deleted, no directory of its cgroup is left in any hierarchy.
 	api "$who" DELETE "/v1/sandboxes/$id"
+	for i in $(seq 50); do
+		[ -z "$(find /sys/fs/cgroup -maxdepth 7 -type d -name "paddock-${id: -12}" 2>/dev/null)" ] && break
+		sleep 0.1
+	done
+	is "$(find /sys/fs/cgroup -maxdepth 7 -type d -name "paddock-${id: -12}" 2>/dev/null | wc -l)" 0 \
+		"$who: the lost sandbox's cgroup is removed, in every hierarchy"
 	serve_stop "$who"
 	umount "$(auth_dir "$who")/alias"
 	fallback_checks "$who"

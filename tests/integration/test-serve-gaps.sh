@@ -142,39 +142,71 @@ ended_tests() {
 
 supervisors_of() { pgrep -f "paddock supervise --id $1" | tr '\n' ' '; }
 
-# A supervisor SIGKILLed while no daemon runs: the next daemon kills its sandbox's cgroup.
-lost_tests() {
-	local who=$1 port=$2 id cg procs left n
-	api "$who" POST /v1/sandboxes '{"labels":{"session":"sL"}}'
-	id=$(jq_get "$BODY" id)
-	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"setsid sh -c \"sleep 300\" </dev/null >/dev/null 2>&1 & echo started"}'
-	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "started" "$who: a setsid background process runs in the sandbox"
-	cg=$(awk 'NR == 1 {print $3}' "$T/serve-$who/run/sb/$id/cgroup" 2>/dev/null)
-	procs=$(cat "$cg/cgroup.procs" 2>/dev/null | tr '\n' ' ')
-	ok $([ -d "$cg" ] && [ "$(wc -w <<<"$procs")" -ge 2 ] && echo 0 || echo 1) \
-		"$who: the supervisor recorded the sandbox's cgroup ($cg: pids $procs)"
-	serve_stop "$who" KILL
-	kill -9 $(supervisors_of "$id") 2>/dev/null
-	serve_start "$who" --listen "127.0.0.1:$port"
-	api "$who" GET "/v1/sandboxes/$id"
-	is "$CODE $(jq_get "$BODY" state)" "200 lost" "$who: the restarted daemon finds the sandbox lost"
-	for n in $(seq 1 30); do [ -d "$cg" ] || break; sleep 0.1; done
-	is "$([ -d "$cg" ] && echo kept || echo removed)" "removed" "$who: the lost sandbox's cgroup is removed"
+# lost_sandbox WHO SESSION WHAT: a sandbox (labels.session SESSION) with a setsid background
+# process; sets ID, CG (its cgroup, as its supervisor recorded it) and PROCS (its processes).
+lost_sandbox() {
+	local who=$1 what=$3
+	api "$who" POST /v1/sandboxes "{\"labels\":{\"session\":\"$2\"}}"
+	ID=$(jq_get "$BODY" id)
+	api "$who" POST "/v1/sandboxes/$ID/exec" '{"cmd":"setsid sh -c \"sleep 300\" </dev/null >/dev/null 2>&1 & echo started"}'
+	is "$(jq_get "$BODY" stdout.text | tr -d '\n')" "started" "$who: ${what}a setsid background process runs in the sandbox"
+	CG=$(awk 'NR == 1 {print $3}' "$T/serve-$who/run/sb/$ID/cgroup" 2>/dev/null)
+	PROCS=$(cat "$CG/cgroup.procs" 2>/dev/null | tr '\n' ' ')
+	ok $([ -d "$CG" ] && [ "$(wc -w <<<"$PROCS")" -ge 2 ] && echo 0 || echo 1) \
+		"$who: ${what}the supervisor recorded the sandbox's cgroup ($CG: pids $PROCS)"
+}
+
+# lost_reaped WHO WHAT: the lost sandbox ID's cgroup CG is gone, with every process of PROCS,
+# and a sandbox.reap event naming the cgroup says so.
+lost_reaped() {
+	local who=$1 what=$2 left n
+	is "$([ -d "$CG" ] && echo kept || echo removed)" "removed" "$who: ${what}the lost sandbox's cgroup is removed"
 	left=""
 	# A zombie waiting for its new parent to reap it is not a process that runs.
-	for n in $procs; do
+	for n in $PROCS; do
 		[ -r "/proc/$n/stat" ] && [ "$(awk '{print $3}' "/proc/$n/stat" 2>/dev/null)" != Z ] &&
 			left="$left $n:$(tr '\0' ' ' <"/proc/$n/cmdline" 2>/dev/null)"
 	done
-	is "$left" "" "$who: no process of the sandbox remains (the background sleep included)"
+	is "$left" "" "$who: ${what}no process of the sandbox remains (the background sleep included)"
 	as "$who" curl -s -N --max-time 2 --unix-socket "$(sock_of "$who")" \
-		"http://paddock/v1/events?since=0&sandbox=$id&kind=sandbox.reap" >"$T/reap-$who"
-	is "$(grep -c '"removed":true' "$T/reap-$who") $(grep -c "\"cgroup\":\"$cg\"" "$T/reap-$who")" "1 1" \
-		"$who: the reaping is recorded (sandbox.reap naming the cgroup)"
-	api "$who" DELETE "/v1/sandboxes/$id"
-	api "$who" GET "/v1/sandboxes/$id"
+		"http://paddock/v1/events?since=0&sandbox=$ID&kind=sandbox.reap" >"$T/reap-$who"
+	is "$(grep -c '"removed":true' "$T/reap-$who") $(grep -c "\"cgroup\":\"$CG\"" "$T/reap-$who")" "1 1" \
+		"$who: ${what}the reaping is recorded (sandbox.reap naming the cgroup)"
+}
+
+# A supervisor SIGKILLed while no daemon runs: the next daemon kills its sandbox's cgroup.
+lost_tests() {
+	local who=$1 port=$2 n
+	lost_sandbox "$who" sL ""
+	serve_stop "$who" KILL
+	kill -9 $(supervisors_of "$ID") 2>/dev/null
+	serve_start "$who" --listen "127.0.0.1:$port"
+	api "$who" GET "/v1/sandboxes/$ID"
+	is "$CODE $(jq_get "$BODY" state)" "200 lost" "$who: the restarted daemon finds the sandbox lost"
+	for n in $(seq 1 30); do [ -d "$CG" ] || break; sleep 0.1; done
+	lost_reaped "$who" ""
+	api "$who" DELETE "/v1/sandboxes/$ID"
+	api "$who" GET "/v1/sandboxes/$ID"
 	is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" end_reason)" "200 ended supervisor_lost" \
 		"$who: the deleted lost sandbox is kept as ended (reason supervisor_lost)"
+}
+
+# A supervisor SIGKILLed while its daemon runs: the daemon sees its connection end with no end
+# said, finds the supervisor gone, and reaps the sandbox's cgroup at once (before its run
+# directory, which holds the file naming the cgroup, goes).
+lost_live_tests() {
+	local who=$1 n
+	lost_sandbox "$who" sK "live: "
+	kill -9 $(supervisors_of "$ID") 2>/dev/null
+	ok $? "$who: live: the supervisor is killed with SIGKILL while the daemon runs"
+	for n in $(seq 1 50); do
+		api "$who" GET "/v1/sandboxes/$ID"
+		[ "$(jq_get "$BODY" state)" = lost ] && [ ! -d "$CG" ] && break
+		sleep 0.1
+	done
+	is "$CODE $(jq_get "$BODY" state)" "200 lost" "$who: live: the daemon finds the sandbox lost"
+	lost_reaped "$who" "live, no restart: "
+	api "$who" DELETE "/v1/sandboxes/$ID"
 }
 
 # The create token's scope and lifetime.
@@ -262,6 +294,7 @@ gap_tests() {
 	disk_tests "$who"
 	ended_tests "$who" "$port"
 	lost_tests "$who" "$port"
+	lost_live_tests "$who"
 	token_tests "$who" "$port"
 	spool_tests "$who" "$port"
 	replay_tests "$who"
