@@ -83,8 +83,24 @@ const short = (id) => id.slice(-12);
 
 // ---- the views, one function each ----
 
-async function wrongToken(page, ids) {
+// The page's script has started when the login field has the focus (the App's constructor, at
+// DOMContentLoaded). A module that did not arrive (seen once, on a loaded machine: the click
+// then submitted the bare form) is said, with the requests that failed, and the page loaded
+// once more; a second miss fails the run.
+async function openApp(page) {
+  const ready = () => page.waitForFunction(() => document.activeElement && document.activeElement.id === 'token',
+    null, { timeout: 20000 }).then(() => true, () => false);
   await page.goto(URL_ + '/ui/');
+  if (await ready()) return;
+  console.log(`# the page's script did not start within 20 s (failed requests: ${failedRequests.join(', ') || 'none'}); loading it again`);
+  await page.reload();
+  if (!(await ready())) throw new Error(`the page's script did not start (failed requests: ${failedRequests.join(', ') || 'none'})`);
+}
+
+const failedRequests = [];
+
+async function wrongToken(page, ids) {
+  await openApp(page);
   await page.fill('#token', 'pdk_adm_not-a-token-of-this-daemon');
   await page.click('#login-form button[type=submit]');
   await page.waitForSelector('#login-error:not([hidden])');
@@ -297,6 +313,7 @@ async function main() {
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => m.type() === 'error' && !/status of 40[134]/.test(m.text()) && errors.push(m.text()));
+  page.on('requestfailed', (r) => failedRequests.push(`${r.url()} (${r.failure() ? r.failure().errorText : '?'})`));
   await wrongToken(page, [a, b, c, x, n]);
   await signIn(page);
   await sandboxes(page, [a, b, c, x, n], x);
@@ -312,6 +329,9 @@ async function main() {
 }
 
 main().catch((e) => {
-  console.log(`not ok - ${WHO}: the dashboard driver failed: ${e.stack}`);
+  // TAP: the first line is the result, the stack and the requests that failed are comments.
+  const [first, ...rest] = String(e.stack).split('\n');
+  console.log(`not ok - ${WHO}: the dashboard driver failed: ${first}`);
+  for (const l of [...rest, ...failedRequests.map((r) => 'failed request: ' + r)]) console.log('#   ' + l);
   process.exit(1);
 });
