@@ -51,19 +51,28 @@ void pdk__sb_reap_cgroup_text(struct pdk_ctl_sb *sb, const char *text)
 			     err ? err->msg : "failed");
 }
 
-void pdk__sb_reap_cgroup_file(struct pdk_ctl_sb *sb)
+/* RUNDIR/sb/ID/cgroup's text, or NULL (a read error other than ENOENT as a sandbox.reap event). */
+char *pdk__sb_cgroup_text(struct pdk_ctl_sb *sb)
 {
 	_cleanup_free_ char *path = pdk_xasprintf("%s/sb/%s/cgroup", sb->c->run_dir, sb->row.id);
-	_cleanup_free_ char *text = NULL;
 	_cleanup_error_ struct pdk_error *err = NULL;
+	char *text = NULL;
 
 	if (pdk_read_file_at(AT_FDCWD, path, 64 * 1024, &text, &err) < 0) {
 		if (err->status != ENOENT)
 			pdk_ctl_event(sb->c, sb->row.id, sb->labels, "sandbox.reap",
 				      json_pack("{s:s}", "error", err->msg));
-		return;
+		return NULL;
 	}
-	pdk__sb_reap_cgroup_text(sb, text);
+	return text;
+}
+
+void pdk__sb_reap_cgroup_file(struct pdk_ctl_sb *sb)
+{
+	_cleanup_free_ char *text = pdk__sb_cgroup_text(sb);
+
+	if (text != NULL)
+		pdk__sb_reap_cgroup_text(sb, text);
 }
 
 /* The in-memory sandbox of a stored row (copied), with what its spec says. */

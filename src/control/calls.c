@@ -143,22 +143,16 @@ void pdk__sb_fail_calls(struct pdk_ctl_sb *sb)
  */
 static void lost_cgroup(struct pdk_ctl_sb *sb)
 {
-	_cleanup_free_ char *path = pdk_xasprintf("%s/sb/%s/cgroup", sb->c->run_dir, sb->row.id);
-	_cleanup_error_ struct pdk_error *err = NULL;
 	/* Its socket closes as it exits, a moment before its pidfd says so. */
 	struct pollfd pfd = {.fd = sb->pidfd, .events = POLLIN};
 	bool dead = sb->pidfd >= 0 ? poll(&pfd, 1, LOST_EXIT_WAIT_MS) > 0
 				   : sb->row.supervisor_pid > 1 &&
 					     kill(sb->row.supervisor_pid, 0) < 0 && errno == ESRCH;
 
-	if (dead) {
+	if (dead)
 		pdk__sb_reap_cgroup_file(sb);
-		return;
-	}
-	free(sb->lost_cgroup);
-	sb->lost_cgroup = NULL;
-	if (pdk_read_file_at(AT_FDCWD, path, 64 * 1024, &sb->lost_cgroup, &err) < 0)
-		sb->lost_cgroup = NULL; /* none written: nothing to reap */
+	else if (sb->lost_cgroup == NULL)
+		sb->lost_cgroup = pdk__sb_cgroup_text(sb); /* NULL: none written, nothing to reap */
 }
 
 static void lost_connection(struct pdk_ctl_sb *sb)

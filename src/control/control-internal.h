@@ -163,10 +163,13 @@ void pdk__sb_forget(struct pdk_ctl_sb *sb, const char *final_state);
  * A lost sandbox's cgroup, described by `text` (RUNDIR/sb/ID/cgroup, which
  * its supervisor wrote): every process in it killed, the directories
  * removed, a sandbox.reap event saying so (adopt.c). The _file form reads
- * the file; a missing one is a sandbox that had no cgroup left to reap.
+ * the file (pdk__sb_cgroup_text(): its text, NULL when there is none, a
+ * read error said as a sandbox.reap event); a missing one is a sandbox that
+ * had no cgroup left to reap.
  */
 void pdk__sb_reap_cgroup_text(struct pdk_ctl_sb *sb, const char *text);
 void pdk__sb_reap_cgroup_file(struct pdk_ctl_sb *sb);
+char *pdk__sb_cgroup_text(struct pdk_ctl_sb *sb);
 /* Every create waiting on `sb`: its view and token, or the error. */
 void pdk__sb_answer_waiters(struct pdk_ctl_sb *sb, const struct pdk_error *e);
 void pdk__sb_add_waiter(struct pdk_ctl_sb *sb, pdk_ctl_created_cb cb, void *ctx, bool again);

@@ -12,6 +12,8 @@
 #include "base.h"
 #include "redact.h"
 
+#include <ctype.h>
+#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 
@@ -265,27 +267,31 @@ static size_t redact_step(const struct pdk_redact *r, const char *s, size_t len,
 	return n;
 }
 
+static bool step_starts[256]; /* the first bytes of the shapes (both cases for icase), '=', NUL */
+static pthread_once_t step_starts_once = PTHREAD_ONCE_INIT;
+
+/* From the shapes table itself: a shape added there is never missed here. */
+static void step_starts_init(void)
+{
+	for (size_t k = 0; k < PDK_ARRAY_SIZE(shapes); k++) {
+		unsigned char c = (unsigned char)shapes[k].prefix[0];
+
+		step_starts[c] = true;
+		if (shapes[k].icase)
+			step_starts[(unsigned char)toupper(c)] =
+				step_starts[(unsigned char)tolower(c)] = true;
+	}
+	step_starts['='] = step_starts['\0'] = true;
+}
+
 /*
  * Whether a step at a byte `c` can be anything but a copy of one ASCII
- * byte: the first byte of a registered value, of a token shape (g s A x,
- * and b or B for "bearer "), '=', NUL, or a byte that starts (or breaks)
- * a multi-byte character.
+ * byte: the first byte of a registered value, of a token shape, '=', NUL,
+ * or a byte that starts (or breaks) a multi-byte character.
  */
 static bool may_change(const struct pdk_redact *r, unsigned char c)
 {
-	switch (c) {
-	case 'g':
-	case 's':
-	case 'A':
-	case 'x':
-	case 'b':
-	case 'B':
-	case '=':
-	case '\0':
-		return true;
-	default:
-		return c >= 0x80 || (r != NULL && r->first[c]);
-	}
+	return c >= 0x80 || step_starts[c] || (r != NULL && r->first[c]);
 }
 
 /*
@@ -319,6 +325,7 @@ char *pdk_redact_string(const struct pdk_redact *r, const char *s, size_t len)
 	 * Most strings have nothing to redact: they are walked without a copy,
 	 * the steps tried only where one could start, up to the first change.
 	 */
+	(void)pthread_once(&step_starts_once, step_starts_init);
 	while (i < len) {
 		size_t n;
 
