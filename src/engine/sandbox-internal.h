@@ -123,6 +123,8 @@ void pdk__sandbox_forget_cgroup(struct pdk_sandbox *sb, bool removed);
 /*
  * Answer exec notifications and report traced exits (pfd laid out as
  * above: PFD_TRACE, then n exit pidfds from PFD_FIXED on unless `lazy`).
+ * With `lazy` the exits are the caller's to sweep, after what must not
+ * wait for them (pdk_exectrace_sweep_exits()).
  */
 void pdk__sandbox_on_trace(struct pdk_sandbox *sb, struct pollfd *pfd, size_t n, bool lazy);
 

@@ -176,6 +176,12 @@ int pdk_sandbox_dispatch(struct pdk_sandbox *sb, struct pollfd *pfd, size_t n,
 	return 0;
 }
 
+void pdk_sandbox_sweep(struct pdk_sandbox *sb)
+{
+	if (sb != NULL && sb->tracer != NULL && pdk_exectrace_lazy_exits(sb->tracer))
+		pdk_exectrace_sweep_exits(sb->tracer);
+}
+
 int pdk_sandbox_next_proc(struct pdk_sandbox *sb, struct pdk_sandbox_proc *p)
 {
 	struct pdk_init_msg m;

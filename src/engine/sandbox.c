@@ -953,9 +953,6 @@ void pdk__sandbox_on_trace(struct pdk_sandbox *sb, struct pollfd *pfd, size_t n,
 	} else if (pfd[PFD_TRACE].revents & (POLLHUP | POLLERR | POLLNVAL)) {
 		pfd[PFD_TRACE].fd = -1; /* no process is left under the filter */
 	}
-	/* After the answer: the process that asked is not kept waiting for this. */
-	if (lazy)
-		pdk_exectrace_sweep_exits(sb->tracer);
 }
 
 static int supervise_timeout_ms(struct pdk_sandbox *sb, uint64_t deadline, bool lazy)
@@ -1026,6 +1023,9 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, uint32_t release_ms, str
 			continue;
 		if (sb->tracer != NULL)
 			pdk__sandbox_on_trace(sb, pfd, nt, lazy);
+		/* After the answer: the process that asked is not kept waiting for this. */
+		if (sb->tracer != NULL && lazy)
+			pdk_exectrace_sweep_exits(sb->tracer);
 		if (pfd[PFD_CTL].revents)
 			read_ctl(sb);
 		if (pfd[PFD_SIG].revents)

@@ -211,6 +211,19 @@ PDK_MUST_CHECK int pdk_sandbox_dispatch(struct pdk_sandbox *sb, struct pollfd *p
 /* The next start/failure/exit reported by the init: 1 (filled *p), 0 when none is pending. */
 int pdk_sandbox_next_proc(struct pdk_sandbox *sb, struct pdk_sandbox_proc *p);
 
+/*
+ * The exits of the traced processes that the kernel keeps for their pidfds
+ * (exec tracing on Linux 6.15 and later: pdk_exectrace_lazy_exits()),
+ * recorded (process.exit) for each one that has ended; no wait. Once per
+ * turn of the loop, after pdk_sandbox_next_proc() has drained what the
+ * init reported: the exit the caller passes on (to the daemon, to its
+ * client) is not kept waiting for these records. pdk_sandbox_dispatch()
+ * does not do it; pdk_sandbox_poll_timeout_ms() wakes the loop for it.
+ * Without tracing, or on older kernels (the pidfds are polled and their
+ * exits read in pdk_sandbox_dispatch()), nothing.
+ */
+void pdk_sandbox_sweep(struct pdk_sandbox *sb);
+
 /* Whether the init is still running (false once it ended, for any reason; NULL: false). */
 bool pdk_sandbox_alive(const struct pdk_sandbox *sb);
 

@@ -94,6 +94,7 @@ static int wait_step(struct step_run *r, struct pdk_error **err)
 		if (n > 0 && pdk_sandbox_dispatch(r->sb, pfd + P_SB, n, err) < 0)
 			return -1;
 		take_procs(r);
+		pdk_sandbox_sweep(r->sb);
 		if (!r->exited && !pdk_sandbox_alive(r->sb))
 			return pdk_error_setx(err, ECHILD,
 					      "the step's sandbox ended before its command");

@@ -306,6 +306,7 @@ int pdk__sv_serve(struct pdk_supervisor *s, struct pdk_error **err)
 		if (n > 0 && pdk_sandbox_dispatch(pdk__sv_sandbox(s), pfd + P_SB, n, err) < 0)
 			return -1;
 		pdk__sv_drain_procs(s);
+		pdk_sandbox_sweep(pdk__sv_sandbox(s));
 		pdk__sv_check_exec_timeouts(s);
 		if (pfd[P_LISTEN].revents)
 			on_accept(s);
