@@ -1024,8 +1024,7 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, uint32_t release_ms, str
 		if (sb->tracer != NULL)
 			pdk__sandbox_on_trace(sb, pfd, nt, lazy);
 		/* After the answer: the process that asked is not kept waiting for this. */
-		if (sb->tracer != NULL && lazy)
-			pdk_exectrace_sweep_exits(sb->tracer);
+		pdk_sandbox_sweep(sb);
 		if (pfd[PFD_CTL].revents)
 			read_ctl(sb);
 		if (pfd[PFD_SIG].revents)
