@@ -118,6 +118,8 @@ struct pdk_ctl_sb {
 	bool warming;            /* a pool member's warm-up exec runs: not claimable yet */
 	json_t *warm_exec;       /* that exec's id, once started */
 	struct event *ingest_ev; /* a spool ingest held back while an exec runs (ingest.c) */
+	/* Destroyed while it starts: the bound on that start (sandboxes.c). */
+	struct event *start_grace_ev;
 	bool dirty;              /* row changed in memory, saved by the next ingest pass */
 	unsigned transfers;      /* archive transfers running (exec.c: TRANSFERS_MAX) */
 	struct pdk__port *ports; /* forwarded ports (ports.c) */
@@ -155,8 +157,15 @@ struct pdk_ctl_sb *pdk__sb_start(struct pdk_ctl *c, const struct pdk_ctl_create 
  * its sandbox.destroy as attrs.operator; the first who asked is kept.
  */
 void pdk__sb_set_operator(struct pdk_ctl_sb *sb, const char *operator);
-/* Destroy: ask the supervisor, then forget the sandbox. */
+/*
+ * Destroy: ask the supervisor, then forget the sandbox. One still starting is
+ * let finish its start first (at most START_GRACE_MS, then killed): its
+ * ready message then calls pdk__sb_destroy_started().
+ */
 void pdk__sb_destroy(struct pdk_ctl_sb *sb, const char *reason);
+void pdk__sb_destroy_started(struct pdk_ctl_sb *sb);
+/* The destroy waiting on `sb`, if any, answered: the sandbox is in `state` (ended, lost). */
+void pdk__sb_answer_destroy(struct pdk_ctl_sb *sb, const char *state);
 /* Forget the sandbox: spool ingested, run dir removed, row moved to the ended ones. */
 void pdk__sb_forget(struct pdk_ctl_sb *sb, const char *final_state);
 /*

@@ -65,9 +65,14 @@ static void create_failed(struct pdk_ctl_sb *sb, struct pdk_error *why)
 	(void)pdk_error_wrap(&err, "sandbox could not be created");
 	pdk__sb_answer_waiters(sb, err);
 	pdk_error_free(&err);
-	/* The supervisor is reaped by the front end's SIGCHLD handler whenever it ends. */
+	/*
+	 * The supervisor is reaped by the front end's SIGCHLD handler whenever it ends.
+	 * One that failed cleaned up before it said so; one that started but cannot be
+	 * reached has described its cgroup, which goes with it.
+	 */
 	if (sb->pidfd >= 0)
 		(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+	pdk__sb_reap_cgroup_file(sb);
 	pdk__sb_ingest(sb);
 	/* The sandbox's last event, after what its spool held: the checkpoint covers them all. */
 	pdk__ctl_event_final(sb->c, sb->row.id, sb->labels, "sandbox.create_failed",
@@ -75,6 +80,7 @@ static void create_failed(struct pdk_ctl_sb *sb, struct pdk_error *why)
 	(void)!pdk_audit_spool_forget(sb->c->audit, sb->row.id, NULL);
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
 	(void)!pdk_store_sandbox_delete(sb->c->store, sb->row.id, &err);
+	pdk__sb_answer_destroy(sb, "ended"); /* it was asked to end while it started */
 	pdk__sb_unlink(sb);
 	pdk__sb_free(sb);
 }
@@ -124,9 +130,11 @@ static void ready_done(struct pdk_ctl_sb *sb)
 		      json_pack("{s:s, s:i, s:b}", "profile", sb->row.profile, "supervisor_pid",
 				(int)sb->row.supervisor_pid, "pool", sb->row.pool));
 	pdk__sb_ask_status(sb);
-	if (sb->row.pool)
+	if (sb->row.pool && !sb->destroying)
 		pdk__warm_start(sb);
 	pdk__sb_answer_waiters(sb, NULL);
+	if (sb->destroying) /* asked to end while it started (pdk__sb_destroy()) */
+		pdk__sb_destroy_started(sb);
 }
 
 static void ready_readable(evutil_socket_t fd, short what, void *arg)

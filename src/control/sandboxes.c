@@ -16,6 +16,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/*
+ * How long a sandbox destroyed during its start is let finish that start
+ * (a start takes milliseconds; one held longer is killed, its cgroups left).
+ */
+#define START_GRACE_MS 3000
+
 /* ---- the objects ---- */
 
 struct pdk_ctl_sb *pdk__sb_find(struct pdk_ctl *c, const char *id)
@@ -103,6 +109,7 @@ void pdk__sb_free(struct pdk_ctl_sb *sb)
 	free_event(&sb->ctl_ev);
 	free_event(&sb->ready_ev);
 	free_event(&sb->ingest_ev);
+	free_event(&sb->start_grace_ev);
 	close_fd(&sb->ctl_fd);
 	close_fd(&sb->ready_fd);
 	close_fd(&sb->pidfd);
@@ -425,7 +432,7 @@ static void store_end(struct pdk_ctl_sb *sb, const char *reason)
 	}
 }
 
-static void answer_destroy(struct pdk_ctl_sb *sb, const char *state)
+void pdk__sb_answer_destroy(struct pdk_ctl_sb *sb, const char *state)
 {
 	pdk_ctl_destroyed_cb cb = sb->destroy_cb;
 
@@ -453,12 +460,12 @@ void pdk__sb_forget(struct pdk_ctl_sb *sb, const char *final_state)
 		pdk__sb_set_state(sb, "lost");
 		pdk__sb_disconnect(sb);
 		(void)!pdk_rm_rf_at(AT_FDCWD, dir);
-		answer_destroy(sb, "lost");
+		pdk__sb_answer_destroy(sb, "lost");
 		return;
 	}
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir); /* what the supervisor left: the ingested spool */
 	store_end(sb, sb->end_reason ? sb->end_reason : "destroyed");
-	answer_destroy(sb, "ended");
+	pdk__sb_answer_destroy(sb, "ended");
 	pdk__sb_unlink(sb);
 	pdk__sb_free(sb);
 }
@@ -472,24 +479,66 @@ static void destroyed(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfd
 	pdk__close_fds(fds, nfds);
 }
 
+/* No supervisor to ask (lost, never answered, or too slow to start): forget it now. */
+static void forget_unasked(struct pdk_ctl_sb *sb)
+{
+	free_event(&sb->start_grace_ev);
+	if (sb->row.supervisor_pid > 0 && sb->pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+	/* A lost one's supervisor lived on: its cgroup goes with it. */
+	if (sb->lost_cgroup != NULL) {
+		if (sb->pidfd < 0 && sb->row.supervisor_pid > 1)
+			(void)kill(-sb->row.supervisor_pid, SIGKILL);
+		pdk__sb_reap_cgroup_text(sb, sb->lost_cgroup);
+		free(steal_ptr(&sb->lost_cgroup));
+	}
+	pdk__sb_forget(sb, "ended");
+}
+
+static void start_grace_over(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	forget_unasked(arg);
+}
+
+/*
+ * A sandbox asked to end while its supervisor still starts: killed now, the
+ * supervisor would leave the cgroups it has made but not yet described in
+ * RUNDIR/sb/ID/cgroup (docs/internals/cgroup.md). Its start is let finish,
+ * for at most START_GRACE_MS: ready_done() then ends it the usual way
+ * (pdk__sb_destroy_started()), or the grace runs out and it is killed.
+ * -1 when there is no start to wait for.
+ */
+static int wait_for_start(struct pdk_ctl_sb *sb)
+{
+	const struct timeval tv = {START_GRACE_MS / 1000, (START_GRACE_MS % 1000) * 1000};
+
+	if (sb->ctl_fd >= 0 || sb->ready_ev == NULL || sb->pidfd < 0)
+		return -1;
+	if (sb->start_grace_ev == NULL &&
+	    (sb->start_grace_ev = evtimer_new(sb->c->base, start_grace_over, sb)) == NULL)
+		pdk_oom();
+	if (evtimer_add(sb->start_grace_ev, &tv) < 0)
+		pdk_oom();
+	return 0;
+}
+
 /* Ask the supervisor to end the sandbox, or forget a sandbox that has none. */
 static void ask_destroy(struct pdk_ctl_sb *sb)
 {
+	if (wait_for_start(sb) == 0)
+		return;
 	if (sb->ctl_fd < 0 ||
 	    pdk__sb_call(sb, json_pack("{s:s, s:s}", "op", "destroy", "reason", sb->end_reason),
-			 NULL, 0, destroyed, NULL) < 0) {
-		/* No supervisor to ask (lost, or never answered): forget it now. */
-		if (sb->row.supervisor_pid > 0 && sb->pidfd >= 0)
-			(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
-		/* A lost one's supervisor lived on: its cgroup goes with it. */
-		if (sb->lost_cgroup != NULL) {
-			if (sb->pidfd < 0 && sb->row.supervisor_pid > 1)
-				(void)kill(-sb->row.supervisor_pid, SIGKILL);
-			pdk__sb_reap_cgroup_text(sb, sb->lost_cgroup);
-			free(steal_ptr(&sb->lost_cgroup));
-		}
-		pdk__sb_forget(sb, "ended");
-	}
+			 NULL, 0, destroyed, NULL) < 0)
+		forget_unasked(sb);
+}
+
+void pdk__sb_destroy_started(struct pdk_ctl_sb *sb)
+{
+	free_event(&sb->start_grace_ev);
+	ask_destroy(sb);
 }
 
 static void spill_removed(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)

@@ -449,8 +449,12 @@ int pdk_supervisor_run(const char *id, int spec_fd, int ready_fd,
 	rc = setup(&s, spec_fd, err);
 	(void)close(spec_fd);
 	if (rc < 0) {
-		report_ready(&s, ready_fd, *err);
+		/*
+		 * Cleaned up before the daemon hears of it: it kills a supervisor whose
+		 * start failed, which must not land while the cgroups are being removed.
+		 */
 		cleanup(&s);
+		report_ready(&s, ready_fd, *err);
 		release(&s);
 		return rc;
 	}

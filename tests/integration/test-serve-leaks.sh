@@ -123,13 +123,75 @@ stopped_while_filling() { # WHO
 	rm -rf "$T/serve-$who"
 }
 
+# A daemon stopped (--kill-on-exit) while pool members start: each member's start is let
+# finish and its supervisor ends the sandbox, removing its cgroups. It was once killed at
+# once, before it had written where its cgroups are: every stop like this left one to four
+# members' directories. ROUNDS stops; the stop is counted as hitting a start when a
+# member's run directory has no control socket yet (the supervisor's last setup step).
+stopped_while_starting() { # WHO ROUNDS CGROUP
+	local who=$1 rounds=$2 cg=$3 r i d hit=0 rcs=""
+	for ((r = 0; r < rounds; r++)); do
+		rm -rf "$T/serve-$who"
+		serve_start "$who" --pool default=6 --kill-on-exit || break
+		for ((i = 0; i < 500; i++)); do
+			for d in "$T/serve-$who/run/sb"/*/; do
+				[ -d "$d" ] && [ ! -e "$d/ctl.sock" ] && break 2
+			done
+			sleep 0.002
+		done
+		for d in "$T/serve-$who/run/sb"/*/; do
+			[ -d "$d" ] && [ ! -e "$d/ctl.sock" ] && hit=$((hit + 1))
+		done
+		serve_stop "$who"
+		rcs="$rcs$SERVE_RC"
+	done
+	is "$rcs" "$(printf '0%.0s' $(seq 1 "$rounds"))" "$who: $rounds daemons stopped while their pools filled, each cleanly"
+	ok $((hit == 0)) "$who: $hit members were still starting when their daemon was stopped"
+	sleep 0.3
+	is "$(find /sys/fs/cgroup/*"$cg" -mindepth 1 -type d 2>/dev/null | wc -l)" 0 \
+		"$who: no member's cgroup is left"
+	rm -rf "$T/serve-$who"
+}
+
+# A DELETE of a sandbox that is still starting (a cold create, seen in the list as
+# "starting") waits for the start, then ends it the usual way: answered "ended", its
+# create answered too, and its cgroups gone.
+deleted_while_starting() { # WHO
+	local who=$1 i id="" state="" creator
+	serve_start "$who"
+	ok $? "$who: the daemon starts"
+	(as "$who" curl -s --unix-socket "$(sock_of "$who")" -X POST -d '{"env":{"A":"1"}}' \
+		-o "$T/create-$who.out" -w '%{http_code}' http://paddock/v1/sandboxes \
+		>"$T/create-$who.code") &
+	creator=$!
+	for ((i = 0; i < 2000; i++)); do
+		api "$who" GET /v1/sandboxes
+		id=$(printf '%s' "$BODY" | jq -r '.sandboxes[0].id // empty')
+		state=$(printf '%s' "$BODY" | jq -r '.sandboxes[0].state // empty')
+		[ -n "$id" ] && break
+	done
+	is "$state" starting "$who: the cold create's sandbox is listed while it starts"
+	api "$who" DELETE "/v1/sandboxes/$id"
+	is "$CODE $(jq_get "$BODY" state)" "200 ended" "$who: its DELETE waited for the start and ended it"
+	wait "$creator"
+	is "$(cat "$T/create-$who.code")" 201 "$who: the create was answered"
+	sleep 0.2
+	is "$(find /sys/fs/cgroup -type d -name "paddock-$(printf '%s' "$id" | cut -c25-)" | wc -l)" 0 \
+		"$who: its cgroups are gone"
+	serve_stop "$who"
+	rm -rf "$T/serve-$who"
+}
+
 SERVE_ENV=(PADDOCK_CGROUP_PARENT="$ROOT_CG")
+stopped_while_starting root 6 "$ROOT_CG"
+deleted_while_starting root
 stopped_while_filling root
 leak_cycles root "$CYCLES"
 is "$(find /sys/fs/cgroup/*"$ROOT_CG" -mindepth 1 -type d 2>/dev/null | wc -l)" 0 \
 	"root: nothing left under the suite's cgroup"
 delegate_cgroup
 SERVE_ENV=(PADDOCK_CGROUP_PARENT="$DELEGATED")
+stopped_while_starting user 3 "$DELEGATED"
 stopped_while_filling user
 leak_cycles user "$(( (CYCLES + 3) / 4 ))"
 is "$(find /sys/fs/cgroup/*"$DELEGATED" -mindepth 1 -type d 2>/dev/null | wc -l)" 0 \
