@@ -70,6 +70,8 @@ bool pdk__dashboard_etag_matches(const char *inm, const char *etag)
 		size_t n;
 
 		p += strspn(p, " \t,");
+		if (*p == '\0')
+			break; /* only separators were left: no member (not an empty one) */
 		n = strcspn(p, ",");
 		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
 			n--;
