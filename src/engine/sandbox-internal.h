@@ -57,6 +57,7 @@ struct pdk_sandbox {
 	int dns_fd;                      /* own network namespace: 127.0.0.1:53 (dns.h), or -1 */
 	struct pdk_net_denials *denials; /* what the proxy and the name server refused */
 	char *run_dir;                   /* per-run scratch directory (the trust bundle), or NULL */
+	int run_dir_fd;                  /* run_dir, flock()ed while this process lives; or -1 */
 	char **ro_files;                 /* pairs host file, path inside, bound read-only */
 	char **ws_lowers;
 	pid_t pid; /* host pid of the init */

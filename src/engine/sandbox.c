@@ -9,6 +9,7 @@
 #include "ns.h"
 #include "sandbox-internal.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -17,10 +18,16 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
+
+/* A scratch directory younger than this may be a live run's not locked yet (reap_run_dirs()). */
+#define RUN_DIR_MIN_AGE_S 60
 
 static void kill_tree(struct pdk_sandbox *sb);
 
@@ -566,8 +573,43 @@ static int start(struct pdk_sandbox *sb, struct pdk_error **err)
 }
 
 /*
+ * The scratch directories of runs that are gone: RUNTIME/run-* that no one
+ * holds the lock of (a run holds its own from its creation to its end; a
+ * killed one's goes with the process) and that is older than a minute (a run
+ * locks its directory a few system calls after making it: a younger one may
+ * be in between), removed. Best effort: what is left holds only public
+ * certificates.
+ */
+static void reap_run_dirs(const char *runtime_dir, const char *own)
+{
+	_cleanup_close_ int dfd = open(runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	time_t old = time(NULL) - RUN_DIR_MIN_AGE_S;
+	struct dirent *e;
+
+	if (d == NULL)
+		return;
+	dfd = -1; /* the stream's now */
+	while ((e = readdir(d)) != NULL) {
+		_cleanup_close_ int fd = -1;
+		struct stat st;
+
+		if (strncmp(e->d_name, "run-", 4) != 0 || strcmp(e->d_name, own) == 0)
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid() || st.st_mtime > old ||
+		    flock(fd, LOCK_EX | LOCK_NB) < 0)
+			continue;
+		(void)!pdk_rm_rf_at(dirfd(d), e->d_name);
+	}
+	closedir(d);
+}
+
+/*
  * The per-run scratch directory: RUNTIME/run-XXXXXX (base/paths.h; mkdtemp:
- * mode 0700, a name no one else chose).
+ * mode 0700, a name no one else chose), locked (flock) for as long as this
+ * process lives, so that a run killed with SIGKILL leaves a directory the
+ * next run that makes one can tell from a live run's and remove.
  */
 static int make_run_dir(struct pdk_sandbox *sb, struct pdk_error **err)
 {
@@ -581,6 +623,11 @@ static int make_run_dir(struct pdk_sandbox *sb, struct pdk_error **err)
 	if (mkdtemp(tmpl) == NULL)
 		return pdk_error_set(err, errno, "cannot create a scratch directory '%s'", tmpl);
 	sb->run_dir = steal_ptr(&tmpl);
+	sb->run_dir_fd = open(sb->run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sb->run_dir_fd < 0 || flock(sb->run_dir_fd, LOCK_EX | LOCK_NB) < 0)
+		return pdk_error_set(err, errno, "cannot lock the scratch directory '%s'",
+				     sb->run_dir);
+	reap_run_dirs(sb->cfg->runtime_dir, strrchr(sb->run_dir, '/') + 1);
 	return 0;
 }
 
@@ -614,6 +661,7 @@ static void remove_run_dir(struct pdk_sandbox *sb)
 		return;
 	/* Best effort: a leftover holds only public certificates. */
 	(void)!pdk_rm_rf_at(AT_FDCWD, sb->run_dir);
+	close_fd(&sb->run_dir_fd); /* the lock, once the directory is gone */
 	free(sb->run_dir);
 	sb->run_dir = NULL;
 }
@@ -728,6 +776,7 @@ static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
 	sb->in_uid = cfg->user_set ? cfg->uid : sb->uid;
 	sb->in_gid = cfg->user_set ? cfg->gid : sb->gid;
 	sb->init_fd = sb->pidfd = sb->upper_fd = sb->egress_fd = sb->landlock_fd = sb->dns_fd = -1;
+	sb->run_dir_fd = -1;
 	sb->cg_record_fd = -1;
 	sb->cg_record_slot = -1;
 	sb->denials = pdk_net_denials_new();

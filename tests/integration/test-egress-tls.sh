@@ -97,6 +97,47 @@ has() { case "$1" in *"$2"*) return 0 ;; *) return 1 ;; esac; }
 
 scratch_dirs() { ls -d "$T"/run-*/run-* 2>/dev/null | sort; }
 
+# A scratch directory made by mkdtemp after `before` whose bundle is written: its path.
+new_scratch() { # BEFORE [EXCEPT]
+	local d
+	for _ in $(seq 100); do
+		d=$(comm -13 <(echo "$1") <(scratch_dirs) | grep -vxF "${2:-/}" | head -1)
+		[ -n "$d" ] && [ -n "$(ls -A "$d" 2>/dev/null)" ] && { echo "$d"; return 0; }
+		sleep 0.05
+	done
+	return 1
+}
+
+# A run killed with SIGKILL cannot remove its scratch directory. Each run holds a lock on
+# its own (flock, gone with the process), and the next run that makes one removes those
+# older than a minute that no one holds: the killed run's, not a live one's. The minute
+# (a run locks its directory a few system calls after making it) is given with touch.
+check_killed_scratch() {
+	local who=$1 before killed live bg_k bg_l pid
+	before=$(scratch_dirs)
+	qrun "$who" --profile "$T/tls.yaml" -- sleep 41 >/dev/null &
+	bg_k=$!
+	killed=$(new_scratch "$before")
+	pid=$(pgrep -f 'paddock run .*tls.yaml -- sleep 41' | head -1)
+	[ -n "$killed" ] && [ -n "$pid" ] && kill -KILL "$pid"
+	ok $? "$who: a run with the sandbox CA was killed with SIGKILL (pid ${pid:-none}, ${killed:-no directory})"
+	wait "$bg_k"
+	[ -d "$killed" ]
+	ok $? "$who: its scratch directory is left"
+	qrun "$who" --profile "$T/tls.yaml" -- sleep 4 >/dev/null &
+	bg_l=$!
+	live=$(new_scratch "$before" "$killed")
+	touch -d '-2 minutes' "$killed" "$live"
+	out=$(qrun "$who" --profile "$T/tls.yaml" -- true 2>&1)
+	is "$?:$out" "0:" "$who: the next run with the sandbox CA ends well"
+	[ ! -e "$killed" ]
+	ok $? "$who: it removed the killed run's scratch directory, held by no one"
+	[ -n "$live" ] && [ -f "$live/ca-bundle.crt" ]
+	ok $? "$who: not the live run's, older than a minute too but locked (${live:-none})"
+	wait "$bg_l"
+	is "$(scratch_dirs)" "$before" "$who: the live run removed its own at its end"
+}
+
 check_injection() {
 	local who=$1 out rc ev=$T/home/ev-$who.jsonl log
 	rm -f "$ev"
@@ -361,6 +402,7 @@ check_secret_absent() {
 for who in root user; do
 	check_injection "$who"
 	check_trust_path "$who"
+	check_killed_scratch "$who"
 	check_no_interception "$who"
 	check_upstream_refused "$who"
 	check_placeholder_elsewhere "$who"
