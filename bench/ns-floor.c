@@ -2,7 +2,8 @@
  * ns-floor.c - the machine's own cost of starting a command in the
  * namespaces a sandbox has, without paddock: the floor under `paddock run`.
  *   ns-floor [--root] PROGRAM
- *   ns-floor --all [--exec-trace] [--record FILE] [VIEW...] -- PROGRAM [ARG...]
+ *   ns-floor --all [--exec-trace] [--record FILE] [--cgroup2 join|clone] [VIEW...]
+ *                  -- PROGRAM [ARG...]
  * Clones a child into new user, pid, mount, network, ipc, uts and cgroup
  * namespaces (the set bwrap and paddock's default profile unshare), maps
  * the caller's uid and gid, and has it exec PROGRAM; waits for it and exits
@@ -47,6 +48,7 @@
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <poll.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -571,6 +573,48 @@ static void make_cgroups(struct child *c)
 	}
 }
 
+/*
+ * --cgroup2 join|clone: one cgroup in the cgroup2 hierarchy instead of the
+ * v1 ones (/sys/fs/cgroup/unified on a v1 host, else /sys/fs/cgroup), below
+ * the caller's own there; "join": the child writes its cgroup.procs as its
+ * first step, as with v1; "clone": the child is made in it by clone3() with
+ * CLONE_INTO_CGROUP, so nothing migrates (a fork takes the cgroup rwsem for
+ * reading; a migration takes it for writing, which may wait for an RCU grace
+ * period).
+ */
+static int cg2_fd = -1;
+
+static void make_cgroup2(struct child *c)
+{
+	const char *root = access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) == 0
+				   ? "/sys/fs/cgroup/unified"
+				   : "/sys/fs/cgroup";
+	char self[4096] = "", *own, *nl;
+	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, self, sizeof(self) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	self[n > 0 ? n : 0] = '\0';
+	own = strncmp(self, "0::", 3) == 0 ? self + 3 : strstr(self, "\n0::");
+	must(own != NULL, "no cgroup2 line in /proc/self/cgroup");
+	if (own != self + 3)
+		own += 4;
+	nl = strchr(own, '\n');
+	if (nl != NULL)
+		*nl = '\0';
+	snprintf(cg_dirs[0], sizeof(cg_dirs[0]), "%s%s/ns-floor-%d", root,
+		 strcmp(own, "/") == 0 ? "" : own, (int)getpid());
+	must(mkdir(cg_dirs[0], 0755) == 0, cg_dirs[0]);
+	n_cg = 1;
+	cg2_fd = open(cg_dirs[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	must(cg2_fd >= 0, cg_dirs[0]);
+	snprintf(self, sizeof(self), "%s/cgroup.procs", cg_dirs[0]);
+	c->procs[0] = open(self, O_WRONLY | O_CLOEXEC);
+	must(c->procs[0] >= 0, self);
+	c->n_procs = 1;
+}
+
 static void remove_cgroups(struct child *c)
 {
 	for (int i = 0; i < c->n_procs; i++)
@@ -616,7 +660,7 @@ static void map_ids(pid_t pid)
 int main(int argc, char **argv)
 {
 	struct child c = {.trace = {-1, -1}};
-	int status, rc, trace = 0;
+	int status, rc, trace = 0, cg2 = 0;
 	const char *record = NULL;
 	pid_t pid;
 
@@ -625,23 +669,32 @@ int main(int argc, char **argv)
 	if (c.all) {
 		int i = 2;
 
-		if (argc > 2 && strcmp(argv[2], "--exec-trace") == 0) {
-			trace = 1;
-			argv++;
-			argc--;
-			must(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c.trace) == 0,
-			     "socketpair");
-		}
-		if (argc > 3 && strcmp(argv[2], "--record") == 0) {
-			record = argv[3];
-			argv += 2;
-			argc -= 2;
+		for (;;) {
+			if (argc > 2 && strcmp(argv[2], "--exec-trace") == 0) {
+				trace = 1;
+				argv++;
+				argc--;
+				must(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+						c.trace) == 0,
+				     "socketpair");
+			} else if (argc > 3 && strcmp(argv[2], "--record") == 0) {
+				record = argv[3];
+				argv += 2;
+				argc -= 2;
+			} else if (argc > 3 && strcmp(argv[2], "--cgroup2") == 0) {
+				cg2 = strcmp(argv[3], "clone") == 0 ? 2 : 1;
+				argv += 2;
+				argc -= 2;
+			} else {
+				break;
+			}
 		}
 
 		while (i < argc && strcmp(argv[i], "--") != 0)
 			i++;
 		if (i + 2 > argc) {
-			fputs("usage: ns-floor --all [--exec-trace] [--record FILE] [VIEW...] -- PROGRAM [ARG...]\n",
+			fputs("usage: ns-floor --all [--exec-trace] [--record FILE] [--cgroup2 join|clone] "
+			      "[VIEW...] -- PROGRAM [ARG...]\n",
 			      stderr);
 			return 2;
 		}
@@ -649,9 +702,13 @@ int main(int argc, char **argv)
 		c.view = argv + 2;
 		c.argv = argv + i + 1;
 		c.prog = argv[i + 1];
-		make_cgroups(&c);
+		if (cg2)
+			make_cgroup2(&c);
+		else
+			make_cgroups(&c);
 	} else if (argc != 2 + c.root) {
-		fputs("usage: ns-floor [--root] PROGRAM | ns-floor --all [--exec-trace] [--record FILE] [VIEW...] -- "
+		fputs("usage: ns-floor [--root] PROGRAM | ns-floor --all [--exec-trace] [--record FILE] "
+		      "[--cgroup2 join|clone] [VIEW...] -- "
 		      "PROGRAM\n",
 		      stderr);
 		return 2;
@@ -659,7 +716,19 @@ int main(int argc, char **argv)
 		c.prog = argv[1 + c.root];
 	}
 	must(pipe2(c.sync, O_CLOEXEC) == 0, "pipe");
-	pid = clone(child_main, stack + sizeof(stack), NS_FLAGS | SIGCHLD, &c);
+	if (cg2 == 2) {
+		/* Made in its cgroup: no cgroup.procs write, no migration. */
+		struct clone_args ca = {.flags = NS_FLAGS | CLONE_INTO_CGROUP,
+					.exit_signal = SIGCHLD,
+					.cgroup = (unsigned long long)cg2_fd};
+
+		c.n_procs = 0;
+		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		if (pid == 0)
+			_exit(child_main(&c));
+	} else {
+		pid = clone(child_main, stack + sizeof(stack), NS_FLAGS | SIGCHLD, &c);
+	}
 	must(pid > 0, "clone");
 	close(c.sync[0]);
 	map_ids(pid);

@@ -5,9 +5,13 @@
 #include "error.h"
 #include "proc.h"
 
+#include <errno.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -40,6 +44,85 @@ pid_t pdk_proc_clone(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
 			err, e,
 			"cannot create the sandbox's namespaces; unprivileged user namespaces may be disabled: check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces and, on Ubuntu, kernel.apparmor_restrict_unprivileged_userns");
 	return pdk_error_set(err, e, "clone into new namespaces");
+}
+
+/*
+ * clone3() has no glibc wrapper: with CLONE_VM the child starts on the stack
+ * given in `ca`, so it cannot return into the C code that called the system
+ * call. On x86-64 it calls fn(arg) from there and ends with SYS_exit; fn and
+ * arg ride in r12 and r13, which the system call leaves alone. Returns the
+ * child's pid, or -errno. Elsewhere (and under ASan, without CLONE_VM: the
+ * child runs on a copy of our stack) the child returns from syscall() as a
+ * forked one does.
+ */
+#if defined(__x86_64__) && SPAWN_SHARE_VM != 0
+static long raw_clone3(struct clone_args *ca, int (*fn)(void *), void *arg)
+{
+	register int (*r12)(void *) __asm__("r12") = fn;
+	register void *r13 __asm__("r13") = arg;
+	long rc;
+
+	__asm__ volatile("syscall\n\t"
+			 "testq %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "xorl %%ebp, %%ebp\n\t"
+			 "movq %%r13, %%rdi\n\t"
+			 "callq *%%r12\n\t"
+			 "movl %%eax, %%edi\n\t"
+			 "movl %[nr_exit], %%eax\n\t"
+			 "syscall\n\t"
+			 "ud2\n\t"
+			 "1:"
+			 : "=a"(rc)
+			 : "0"((long)SYS_clone3), "D"(ca), "S"(sizeof(*ca)), "r"(r12),
+			   "r"(r13), [nr_exit] "i"(SYS_exit)
+			 : "rcx", "r11", "memory", "cc");
+	return rc;
+}
+#else
+static long raw_clone3(struct clone_args *ca, int (*fn)(void *), void *arg)
+{
+	long rc;
+
+	if (ca->flags & CLONE_VM)
+		return -ENOSYS; /* no trampoline for this architecture: pdk_proc_clone() */
+	rc = syscall(SYS_clone3, ca, sizeof(*ca));
+	if (rc == 0)
+		_exit(fn(arg));
+	return rc < 0 ? -errno : rc;
+}
+#endif
+
+pid_t pdk_proc_clone_into(uint64_t flags, int cgroup_fd, bool *into, int (*fn)(void *), void *arg,
+			  int *pidfd, struct pdk_error **err)
+{
+	void *stack = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+	struct clone_args ca = {
+		.flags = flags | SPAWN_SHARE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP,
+		.pidfd = (uint64_t)(uintptr_t)pidfd,
+		.exit_signal = SIGCHLD,
+		.stack = SPAWN_SHARE_VM ? (uint64_t)(uintptr_t)stack : 0,
+		.stack_size = SPAWN_SHARE_VM ? SPAWN_STACK_SIZE : 0,
+		.cgroup = (uint64_t)cgroup_fd,
+	};
+	long pid;
+
+	if (stack == MAP_FAILED)
+		return pdk_error_set(err, errno, "cannot allocate the child's stack");
+	/* Before the call: the child reads it (our memory, or its copy of it). */
+	*into = true;
+	pid = raw_clone3(&ca, fn, arg);
+	(void)munmap(stack, SPAWN_STACK_SIZE); /* the child has exec'd or exited (CLONE_VFORK) */
+	if (pid > 0)
+		return (pid_t)pid;
+	/*
+	 * No clone3 (Linux < 5.3), no CLONE_INTO_CGROUP (< 5.7), a directory that is not
+	 * a cgroup2 one (a test's fake tree), or any other refusal: no child was made. The
+	 * usual clone, and the child joins its cgroup itself; its errors are the ones said.
+	 */
+	*into = false;
+	return pdk_proc_clone(flags, fn, arg, pidfd, err);
 }
 
 pid_t pdk_proc_fork(struct pdk_error **err)

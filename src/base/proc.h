@@ -8,6 +8,7 @@
 #include "error.h"
 
 #include <sched.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 /*
@@ -23,6 +24,23 @@
  */
 PDK_MUST_CHECK pid_t pdk_proc_clone(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
 				    struct pdk_error **err);
+
+/*
+ * pdk_proc_clone(), the child made in the cgroup2 directory `cgroup_fd` (an
+ * O_RDONLY descriptor of it) by clone3()'s CLONE_INTO_CGROUP: it never runs
+ * outside that cgroup, and nothing migrates (a migration takes the kernel's
+ * cgroup_threadgroup_rwsem for writing, which waits for an RCU grace period
+ * when no migration happened just before: about 15 ms, at every start of
+ * a `paddock run` not right after another; docs/internals/performance.md).
+ * *into is set before the child runs (it may read it: it shares our memory):
+ * true when it was made in the cgroup, false when the kernel could not (no
+ * clone3 or CLONE_INTO_CGROUP, not a cgroup2 directory, any refusal), in
+ * which case the child was made by pdk_proc_clone() and must join the cgroup
+ * itself. Returns as pdk_proc_clone() does.
+ */
+PDK_MUST_CHECK pid_t pdk_proc_clone_into(uint64_t flags, int cgroup_fd, bool *into,
+					 int (*fn)(void *), void *arg, int *pidfd,
+					 struct pdk_error **err);
 
 /*
  * fork(): a child with a copy of the caller's memory, for work that must

@@ -14,6 +14,7 @@ static const struct {
 } vars[] = {
 	{"PADDOCK_INIT", offsetof(struct pdk_settings, init_path)},
 	{"PADDOCK_CGROUP_PARENT", offsetof(struct pdk_settings, cgroup_parent)},
+	{"PADDOCK_CGROUP_ROOT", offsetof(struct pdk_settings, cgroup_root)},
 	{"PADDOCK_EGRESS_CA_FILE", offsetof(struct pdk_settings, egress_ca_file)},
 	{"PADDOCK_RESOLV_CONF", offsetof(struct pdk_settings, resolv_conf)},
 	{"PADDOCK_HOSTS", offsetof(struct pdk_settings, hosts)},

@@ -22,6 +22,11 @@ struct pdk_settings {
 	const char *init_path;
 	/* PADDOCK_CGROUP_PARENT: the delegated cgroup sandboxes are made under. */
 	const char *cgroup_parent;
+	/*
+	 * PADDOCK_CGROUP_ROOT: the cgroup file system's mount point (NULL:
+	 * /sys/fs/cgroup); a cgroup2 one picks the v2 backend (engine/cgroup.h).
+	 */
+	const char *cgroup_root;
 	/* PADDOCK_EGRESS_CA_FILE: the trust store of the egress proxy's TLS upstreams. */
 	const char *egress_ca_file;
 	/* PADDOCK_RESOLV_CONF, PADDOCK_HOSTS: the egress proxy's resolver files. */

@@ -852,6 +852,13 @@ int pdk_cgroup_open_procs(struct pdk_cgroup *cg, int *fds, size_t max, struct pd
 	return (int)n;
 }
 
+int pdk_cgroup_open_dir(struct pdk_cgroup *cg)
+{
+	if (cg == NULL || cg->version != PDK_CGROUP_V2 || cg->n_dirs != 1)
+		return -1;
+	return TEMP_FAILURE_RETRY(open(cg->dirs[0].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+}
+
 int pdk_cgroup_join_child(const int *fds, size_t n, struct pdk_child_error *ce)
 {
 	for (size_t i = 0; i < n; i++) {

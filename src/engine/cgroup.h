@@ -96,6 +96,14 @@ PDK_MUST_CHECK int pdk_cgroup_attach(struct pdk_cgroup *cg, pid_t pid, struct pd
 PDK_MUST_CHECK int pdk_cgroup_open_procs(struct pdk_cgroup *cg, int *fds, size_t max,
 					 struct pdk_error **err);
 
+/*
+ * The cgroup2 directory of the sandbox cgroup, opened (O_RDONLY|O_DIRECTORY|
+ * O_CLOEXEC) for a child to be made in it (pdk_proc_clone_into()): the fd,
+ * or -1 when it is not one cgroup2 directory (v1, no hierarchy) or cannot
+ * be opened (the child then joins by cgroup.procs). The caller closes it.
+ */
+int pdk_cgroup_open_dir(struct pdk_cgroup *cg);
+
 /* In a child: write "0" (= self) to each fd. No allocation. 0, or -errno and *ce (child.h). */
 PDK_MUST_CHECK int pdk_cgroup_join_child(const int *fds, size_t n, struct pdk_child_error *ce);
 

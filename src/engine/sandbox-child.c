@@ -248,8 +248,12 @@ int pdk__sandbox_child(void *arg)
 	int rc;
 
 	drop_parent_ends(sb);
-	/* SECURITY: not one step of setup runs outside the sandbox's cgroup. */
-	rc = pdk_cgroup_join_child(sb->cg_procs, sb->n_cg_procs, &ce);
+	/*
+	 * SECURITY: not one step of setup runs outside the sandbox's cgroup. On
+	 * cgroup2 the child was made in it (pdk_proc_clone_into()); else it joins
+	 * every hierarchy now.
+	 */
+	rc = sb->cg_at_clone ? 0 : pdk_cgroup_join_child(sb->cg_procs, sb->n_cg_procs, &ce);
 	if (rc < 0)
 		child_fail(sb, &ce, rc);
 	arm_parent_death(sb, &ce);

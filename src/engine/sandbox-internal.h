@@ -43,6 +43,8 @@ struct pdk_sandbox {
 	int sync[2];     /* [0] parent, [1] child: SOCK_SEQPACKET, CLOEXEC */
 	int cg_procs[8]; /* cgroup.procs of each hierarchy, for the child to join */
 	size_t n_cg_procs;
+	int cg_dir_fd;       /* cgroup2: the directory the child is made in, or -1 */
+	bool cg_at_clone;    /* the child was made in its cgroup: it joins nothing */
 	int cg_record_fd;    /* paddock run: RUNTIME/cgroups, its slot locked, or -1 */
 	long cg_record_slot; /* that slot (sandbox-cgroup.c) */
 	int ctl[2];          /* [0] parent, [1] child -> init's control channel */

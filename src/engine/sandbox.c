@@ -238,6 +238,8 @@ static int make_cgroup(struct pdk_sandbox *sb, unsigned *down, struct pdk_error 
 		opts.parent = sb->cfg->settings->cgroup_parent;
 		opts.parent_from = "$PADDOCK_CGROUP_PARENT";
 	}
+	if (opts.root == NULL && sb->cfg->settings != NULL)
+		opts.root = sb->cfg->settings->cgroup_root;
 	memcpy(name, sb->id + 24, 12); /* the random tail of the id */
 	name[12] = '\0';
 	sb->cgroup = pdk_cgroup_new(name, &opts, &lim, required_cgroup_ctrls(p), down, err);
@@ -248,6 +250,7 @@ static int make_cgroup(struct pdk_sandbox *sb, unsigned *down, struct pdk_error 
 	if (rc < 0)
 		return pdk_error_wrap(err, "cgroup");
 	sb->n_cg_procs = (size_t)rc;
+	sb->cg_dir_fd = pdk_cgroup_open_dir(sb->cgroup);
 	return 0;
 }
 
@@ -550,11 +553,20 @@ static int start(struct pdk_sandbox *sb, struct pdk_error **err)
 	 */
 	if (sb->exec_trace && (rc = pthread_create(&waiter, NULL, child_waiter_main, &w)) != 0)
 		return pdk_error_set(err, rc, "exec tracing: cannot start the setup thread");
-	/* Returns once the child has exec'd the init or failed (CLONE_VFORK). */
-	sb->pid = pdk_proc_clone(sb->ns_flags, pdk__sandbox_child, sb, &sb->pidfd, err);
+	/*
+	 * Returns once the child has exec'd the init or failed (CLONE_VFORK). On
+	 * cgroup2 the child is made in its cgroup: no migration, which would wait
+	 * for an RCU grace period (pdk_proc_clone_into()).
+	 */
+	if (sb->cg_dir_fd >= 0)
+		sb->pid = pdk_proc_clone_into(sb->ns_flags, sb->cg_dir_fd, &sb->cg_at_clone,
+					      pdk__sandbox_child, sb, &sb->pidfd, err);
+	else
+		sb->pid = pdk_proc_clone(sb->ns_flags, pdk__sandbox_child, sb, &sb->pidfd, err);
 	for (size_t i = 0; i < sb->n_cg_procs; i++)
 		close_fd(&sb->cg_procs[i]);
 	sb->n_cg_procs = 0;
+	close_fd(&sb->cg_dir_fd);
 	/* Our end closed, the child's gone (exec or exit): the waiter sees EOF or an error. */
 	close_fd(&sb->sync[1]);
 	close_fd(&sb->ctl[1]);
@@ -776,7 +788,7 @@ static struct pdk_sandbox *sandbox_alloc(const struct pdk_sandbox_config *cfg)
 	sb->in_uid = cfg->user_set ? cfg->uid : sb->uid;
 	sb->in_gid = cfg->user_set ? cfg->gid : sb->gid;
 	sb->init_fd = sb->pidfd = sb->upper_fd = sb->egress_fd = sb->landlock_fd = sb->dns_fd = -1;
-	sb->run_dir_fd = -1;
+	sb->run_dir_fd = sb->cg_dir_fd = -1;
 	sb->cg_record_fd = -1;
 	sb->cg_record_slot = -1;
 	sb->denials = pdk_net_denials_new();
@@ -832,6 +844,7 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		for (size_t i = 0; i < sb->n_cg_procs; i++)
 			close_fd(&sb->cg_procs[i]);
 		sb->n_cg_procs = 0;
+		close_fd(&sb->cg_dir_fd);
 	}
 	if (rc == 0)
 		rc = start(sb, err);

@@ -11,6 +11,7 @@
 #include "cgroup.h"
 #include "cgroup-internal.h"
 #include "error.h"
+#include "proc.h"
 #include "util.h"
 
 #include <criterion/criterion.h>
@@ -1350,4 +1351,79 @@ Test(cgroup, describe_adopt_and_destroy)
 	cg = NULL;
 	cr_assert_eq(pdk_cgroup_adopt("", "sbtail", g_tmp, &cg, &err), 0, "no cgroup at all");
 	cr_assert_eq(pdk_cgroup_destroy(cg, &err), 0);
+}
+
+/* The child of pdk_proc_clone_into(): its own /proc/self/cgroup, written to a pipe. */
+static int report_cgroup_child(void *p)
+{
+	const int *wfd = p;
+	char buf[1024];
+	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+
+	_exit(n > 0 && write(*wfd, buf, (size_t)n) == n ? 0 : 1);
+}
+
+/* Start report_cgroup_child() with pdk_proc_clone_into(dir_fd): its report, *into set. */
+static char *clone_into_report(int dir_fd, bool *into)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	char *buf = pdk_xcalloc(1, 1024);
+	int p[2], pidfd = -1, status = 0;
+	pid_t pid;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	*into = !*into; /* pdk_proc_clone_into() must set it either way */
+	pid = pdk_proc_clone_into(0, dir_fd, into, report_cgroup_child, &p[1], &pidfd, &err);
+	cr_assert_gt(pid, 0, "%s", err ? err->msg : "");
+	close(p[1]);
+	cr_assert_gt(read(p[0], buf, 1023), 0);
+	close(p[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(pidfd);
+	return buf;
+}
+
+/*
+ * On the kernel's cgroup2, a child made by clone3() with CLONE_INTO_CGROUP
+ * (pdk_proc_clone_into(), what the engine does on cgroup v2: nothing
+ * migrates, so no RCU grace period is waited for) is in the cgroup from its
+ * first instruction; with a descriptor of a directory that is not a cgroup2
+ * one, the usual clone is made instead and *into says so.
+ */
+Test(cgroup, real_v2_unified_clone_into)
+{
+	static const char unified[] = "/sys/fs/cgroup/unified";
+	_cleanup_free_ char *name = pdk_xasprintf("t-v2c-%d", (int)getpid());
+	_cleanup_free_ char *own = pdk_xstrdup(slurp_abs("/proc/self/cgroup"));
+	struct pdk_cgroup_opts o = {.root = unified, .version = PDK_CGROUP_V2};
+	struct statfs sfs;
+	unsigned down = 0;
+	bool into = false;
+	int fd;
+
+	if (geteuid() != 0)
+		SKIP("real cgroup v2 test needs root");
+	if (statfs(unified, &sfs) != 0 || sfs.f_type != CGROUP2_SUPER_MAGIC)
+		SKIP("no cgroup2 mounted at %s (a v1 machine's hybrid hierarchy)", unified);
+	struct pdk_cgroup *cg = make(name, &o, NULL, 0, &down);
+	fd = pdk_cgroup_open_dir(cg);
+	cr_assert_geq(fd, 0, "pdk_cgroup_open_dir: %s", strerror(errno));
+	_cleanup_free_ char *in = clone_into_report(fd, &into);
+	close(fd);
+	cr_assert(into, "made in the cgroup by clone3");
+	cr_assert(strstr(in, cg->leaf) != NULL, "the child's own view: %s", in);
+	fd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_free_ char *out = clone_into_report(fd, &into);
+	close(fd);
+	cr_assert(!into, "/tmp is no cgroup: the usual clone");
+	cr_assert_str_eq(out, own, "the child stayed in our cgroups");
+	destroy_ok();
+}
+
+/* v1 has no CLONE_INTO_CGROUP: no directory to clone into, so the child joins by cgroup.procs. */
+Test(cgroup, open_dir_is_v2_only)
+{
+	cr_assert_eq(pdk_cgroup_open_dir(NULL), -1);
 }
