@@ -208,6 +208,17 @@ static void report_cgroup_downgrade(const struct pdk_sandbox *sb, unsigned down)
 	else
 		(void)snprintf(list, sizeof(list), "%s, %s and %s limits", which[0], which[1],
 			       which[2]);
+	/* A cgroup was made, without the controllers: another cause, another fix. */
+	if (pdk_cgroup_path(sb->cgroup) != NULL) {
+		pdk_log(sb->cfg->log, PDK_LOG_NOTICE,
+			"%s not applied (best effort): the sandbox's cgroup '%s' has no controller "
+			"for %s; to apply %s, enable the controllers in the cgroup.subtree_control "
+			"of the cgroups above it (v2), or point PADDOCK_CGROUP_ROOT at a cgroup mount "
+			"that has them (docs/rootless.md)",
+			list, pdk_cgroup_path(sb->cgroup), n == 1 ? "it" : "them",
+			n == 1 ? "it" : "them");
+		return;
+	}
 	pdk_log(sb->cfg->log, PDK_LOG_NOTICE,
 		"%s not applied (best effort): no usable cgroup; to apply %s, give paddock a "
 		"delegated cgroup with PADDOCK_CGROUP_PARENT (docs/rootless.md: one command with "

@@ -237,6 +237,9 @@ check_cgroup2_clone_into() { # WHO
 	out=$(in_cgroup2 "$U$parent/launch" prun "$who" -q -- sh -c 'cat /proc/self/cgroup' 2>"$T/err")
 	is "$?:$(cat "$T/err")" "0:" "$who: cgroup2: a run with PADDOCK_CGROUP_ROOT=$U ends well"
 	is "$(echo "$out" | grep '^0::')" "0::/" "$who: cgroup2: inside, the command is at the root of its cgroup namespace"
+	in_cgroup2 "$U$parent/launch" prun "$who" -- true 2>"$T/err"
+	grep -q "limits not applied (best effort): the sandbox's cgroup '$U$parent/paddock-[0-9a-f]*' has no controller for them" "$T/err"
+	ok $? "$who: cgroup2: without -q, the notice says the cgroup has no controllers (not that there is none)"
 	(in_cgroup2 "$U$parent/launch" prun "$who" -q -- sleep 1 >/dev/null 2>&1) &
 	for _ in $(seq 100); do
 		cg=$(for p in $(pgrep -x sleep); do grep -h '^0::' "/proc/$p/cgroup"; done | grep -o "$parent/paddock-[0-9a-f]*" | head -1)
