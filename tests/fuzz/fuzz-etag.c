@@ -14,6 +14,7 @@
 #include "common.h"
 #include "dashboard-internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,14 +70,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = strlen(etag);
 	if (n > 0 && strchr(etag, ',') == NULL && strchr(" \t", etag[0]) == NULL &&
 	    strchr(" \t", etag[n - 1]) == NULL) {
-		listed = malloc(strlen(inm) * 2 + n + 8);
+		size_t cap = strlen(inm) * 2 + n + 8;
+
+		listed = malloc(cap);
 		if (listed == NULL)
 			abort();
-		strcpy(listed, inm);
-		strcat(listed, ", W/");
-		strcat(listed, etag);
-		strcat(listed, " ,");
-		strcat(listed, inm);
+		(void)snprintf(listed, cap, "%s, W/%s ,%s", inm, etag, inm);
 		if (!pdk__dashboard_etag_matches(listed, etag))
 			abort();
 		free(listed);
