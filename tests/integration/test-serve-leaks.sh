@@ -155,20 +155,33 @@ stopped_while_starting() { # WHO ROUNDS CGROUP
 
 # A DELETE of a sandbox that is still starting (a cold create, seen in the list as
 # "starting") waits for the start, then ends it the usual way: answered "ended", its
-# create answered too, and its cgroups gone.
+# create answered too, and its cgroups gone. A start takes milliseconds, so strace holds
+# each process's first prctl() for 1 s (the supervisor's and its sandbox child's
+# PR_SET_PDEATHSIG): the start lasts about 2 s, within the daemon's 3 s bound.
 deleted_while_starting() { # WHO
-	local who=$1 i id="" state="" creator
-	serve_start "$who"
-	ok $? "$who: the daemon starts"
+	local who=$1 i id="" state="" creator tracer daemon
+	mkdir -p "$T/serve-$who"
+	(as_exec "$who" strace -f -qq -o /dev/null -e trace=prctl \
+		-e inject=prctl:delay_enter=1000000:when=1 \
+		"$T/bin/paddock" serve >"$T/serve-$who.log" 2>&1) &
+	tracer=$!
+	for ((i = 0; i < 300; i++)); do
+		api "$who" GET /v1/health
+		[ "$CODE" = 200 ] && break
+		sleep 0.05
+	done
+	is "$CODE" 200 "$who: the daemon starts (under strace)"
+	daemon=$(pgrep -P "$tracer" | head -1)
 	(as "$who" curl -s --unix-socket "$(sock_of "$who")" -X POST -d '{"env":{"A":"1"}}' \
 		-o "$T/create-$who.out" -w '%{http_code}' http://paddock/v1/sandboxes \
 		>"$T/create-$who.code") &
 	creator=$!
-	for ((i = 0; i < 2000; i++)); do
+	for ((i = 0; i < 200; i++)); do
 		api "$who" GET /v1/sandboxes
 		id=$(printf '%s' "$BODY" | jq -r '.sandboxes[0].id // empty')
 		state=$(printf '%s' "$BODY" | jq -r '.sandboxes[0].state // empty')
 		[ -n "$id" ] && break
+		sleep 0.01
 	done
 	is "$state" starting "$who: the cold create's sandbox is listed while it starts"
 	api "$who" DELETE "/v1/sandboxes/$id"
@@ -178,7 +191,8 @@ deleted_while_starting() { # WHO
 	sleep 0.2
 	is "$(find /sys/fs/cgroup -type d -name "paddock-$(printf '%s' "$id" | cut -c25-)" | wc -l)" 0 \
 		"$who: its cgroups are gone"
-	serve_stop "$who"
+	[ -n "$daemon" ] && kill -TERM "$daemon"
+	wait "$tracer"
 	rm -rf "$T/serve-$who"
 }
 
