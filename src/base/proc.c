@@ -22,21 +22,28 @@
 
 #define SPAWN_STACK_SIZE (256 * 1024)
 
-pid_t pdk_proc_clone(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
-		     struct pdk_error **err)
+/* A stack for a child that shares our memory until its exec (unused without CLONE_VM). */
+static void *spawn_stack(struct pdk_error **err)
 {
-	int cflags = (int)flags | SPAWN_SHARE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD;
 	void *stack = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-	pid_t pid;
-	int e;
 
-	if (stack == MAP_FAILED)
-		return pdk_error_set(err, errno, "cannot allocate the child's stack");
-	pid = clone(fn, (char *)stack + SPAWN_STACK_SIZE, cflags, arg, pidfd);
-	e = errno;
+	if (stack == MAP_FAILED) {
+		(void)pdk_error_set(err, errno, "cannot allocate the child's stack");
+		return NULL;
+	}
+	return stack;
+}
+
+/* pdk_proc_clone() on `stack`, which the caller unmaps once this returns. */
+static pid_t clone_on(void *stack, uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
+		      struct pdk_error **err)
+{
+	int cflags = (int)flags | SPAWN_SHARE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD;
+	pid_t pid = clone(fn, (char *)stack + SPAWN_STACK_SIZE, cflags, arg, pidfd);
+	int e = errno;
+
 	/* The child has exec'd or exited (CLONE_VFORK): its stack is ours again. */
-	(void)munmap(stack, SPAWN_STACK_SIZE);
 	if (pid >= 0)
 		return pid;
 	if (e == EPERM || e == ENOSPC || e == EUSERS)
@@ -44,6 +51,19 @@ pid_t pdk_proc_clone(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
 			err, e,
 			"cannot create the sandbox's namespaces; unprivileged user namespaces may be disabled: check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces and, on Ubuntu, kernel.apparmor_restrict_unprivileged_userns");
 	return pdk_error_set(err, e, "clone into new namespaces");
+}
+
+pid_t pdk_proc_clone(uint64_t flags, int (*fn)(void *), void *arg, int *pidfd,
+		     struct pdk_error **err)
+{
+	void *stack = spawn_stack(err);
+	pid_t pid;
+
+	if (stack == NULL)
+		return -ENOMEM;
+	pid = clone_on(stack, flags, fn, arg, pidfd, err);
+	(void)munmap(stack, SPAWN_STACK_SIZE);
+	return pid;
 }
 
 /*
@@ -96,8 +116,7 @@ static long raw_clone3(struct clone_args *ca, int (*fn)(void *), void *arg)
 pid_t pdk_proc_clone_into(uint64_t flags, int cgroup_fd, bool *into, int (*fn)(void *), void *arg,
 			  int *pidfd, struct pdk_error **err)
 {
-	void *stack = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+	void *stack = spawn_stack(err);
 	struct clone_args ca = {
 		.flags = flags | SPAWN_SHARE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP,
 		.pidfd = (uint64_t)(uintptr_t)pidfd,
@@ -108,21 +127,23 @@ pid_t pdk_proc_clone_into(uint64_t flags, int cgroup_fd, bool *into, int (*fn)(v
 	};
 	long pid;
 
-	if (stack == MAP_FAILED)
-		return pdk_error_set(err, errno, "cannot allocate the child's stack");
+	if (stack == NULL)
+		return -ENOMEM;
 	/* Before the call: the child reads it (our memory, or its copy of it). */
 	*into = true;
 	pid = raw_clone3(&ca, fn, arg);
-	(void)munmap(stack, SPAWN_STACK_SIZE); /* the child has exec'd or exited (CLONE_VFORK) */
-	if (pid > 0)
-		return (pid_t)pid;
 	/*
 	 * No clone3 (Linux < 5.3), no CLONE_INTO_CGROUP (< 5.7), a directory that is not
 	 * a cgroup2 one (a test's fake tree), or any other refusal: no child was made. The
-	 * usual clone, and the child joins its cgroup itself; its errors are the ones said.
+	 * usual clone on the same stack, and the child joins its cgroup itself; its errors
+	 * are the ones said.
 	 */
-	*into = false;
-	return pdk_proc_clone(flags, fn, arg, pidfd, err);
+	if (pid <= 0) {
+		*into = false;
+		pid = clone_on(stack, flags, fn, arg, pidfd, err);
+	}
+	(void)munmap(stack, SPAWN_STACK_SIZE); /* the child has exec'd or exited (CLONE_VFORK) */
+	return (pid_t)pid;
 }
 
 pid_t pdk_proc_fork(struct pdk_error **err)

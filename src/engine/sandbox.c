@@ -440,6 +440,15 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* What the child needed to be in its cgroup (cgroup.procs, the v2 directory): done with. */
+static void close_cgroup_fds(struct pdk_sandbox *sb)
+{
+	for (size_t i = 0; i < sb->n_cg_procs; i++)
+		close_fd(&sb->cg_procs[i]);
+	sb->n_cg_procs = 0;
+	close_fd(&sb->cg_dir_fd);
+}
+
 /* One message from the child; an fd it passes lands in *fd. Bytes, or -errno. */
 static ssize_t recv_child(struct pdk_sandbox *sb, struct pdk_child_error *ce, int *fd)
 {
@@ -574,10 +583,7 @@ static int start(struct pdk_sandbox *sb, struct pdk_error **err)
 					      pdk__sandbox_child, sb, &sb->pidfd, err);
 	else
 		sb->pid = pdk_proc_clone(sb->ns_flags, pdk__sandbox_child, sb, &sb->pidfd, err);
-	for (size_t i = 0; i < sb->n_cg_procs; i++)
-		close_fd(&sb->cg_procs[i]);
-	sb->n_cg_procs = 0;
-	close_fd(&sb->cg_dir_fd);
+	close_cgroup_fds(sb);
 	/* Our end closed, the child's gone (exec or exit): the waiter sees EOF or an error. */
 	close_fd(&sb->sync[1]);
 	close_fd(&sb->ctl[1]);
@@ -852,10 +858,7 @@ int pdk_sandbox_create(const struct pdk_sandbox_config *cfg, struct pdk_sandbox 
 		if (cgm.threaded)
 			(void)pthread_join(cgm.thread, NULL);
 		pdk_error_free(&cgm.err);
-		for (size_t i = 0; i < sb->n_cg_procs; i++)
-			close_fd(&sb->cg_procs[i]);
-		sb->n_cg_procs = 0;
-		close_fd(&sb->cg_dir_fd);
+		close_cgroup_fds(sb);
 	}
 	if (rc == 0)
 		rc = start(sb, err);
