@@ -2,6 +2,7 @@
  * paths.c - the state, runtime and profile directories (paths.h).
  */
 #include "common.h"
+#include "error.h"
 #include "paths.h"
 #include "util.h"
 
@@ -118,6 +119,188 @@ bool pdk_paths_within(const char *path, const char *dir)
 	if (strcmp(dir, "/") == 0)
 		return true;
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* ---- the names a directory has through mounts ---- */
+
+/* The fields of one /proc/self/mountinfo line that say what a mount shows where. */
+struct mount_line {
+	unsigned long id, parent;
+	const char *dev;   /* "MAJ:MIN": the file system */
+	const char *root;  /* the directory of that file system at the mount's top */
+	const char *point; /* where it is mounted */
+};
+
+/* mountinfo's octal escapes (\040 space, \011 tab, \012 newline, \134 backslash), in place. */
+static void unescape(char *s)
+{
+	char *out = s;
+
+	for (; *s != '\0'; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+		} else {
+			*out++ = *s;
+		}
+	}
+	*out = '\0';
+}
+
+/* "ID PARENT MAJ:MIN ROOT POINT OPTIONS ..." (the fields split in place), or false. */
+static bool parse_mount(char *line, struct mount_line *m)
+{
+	char *save = NULL, *f[5], *end;
+
+	for (int i = 0; i < 5; i++)
+		if ((f[i] = strtok_r(i == 0 ? line : NULL, " ", &save)) == NULL)
+			return false;
+	unescape(f[3]);
+	unescape(f[4]);
+	if (f[3][0] != '/' || f[4][0] != '/')
+		return false;
+	m->id = strtoul(f[0], &end, 10);
+	if (*end != '\0')
+		return false;
+	m->parent = strtoul(f[1], &end, 10);
+	if (*end != '\0')
+		return false;
+	m->dev = f[2];
+	m->root = f[3];
+	m->point = f[4];
+	return true;
+}
+
+/* The mount that is `parent`'s child at `point`, the last listed of several; -1 if none. */
+static ssize_t child_at(const struct mount_line *m, size_t n, size_t parent, const char *point)
+{
+	ssize_t found = -1;
+
+	for (size_t i = 0; i < n; i++)
+		if (i != parent && m[i].parent == m[parent].id && strcmp(m[i].point, point) == 0)
+			found = (ssize_t)i;
+	return found;
+}
+
+static int cmp_ids(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The namespace's root mount: "/" mounted on no mount listed. -1 if none is. */
+static ssize_t root_mount(const struct mount_line *m, size_t n)
+{
+	_cleanup_free_ unsigned long *ids = pdk_xmalloc((n + 1) * sizeof(*ids));
+
+	for (size_t i = 0; i < n; i++)
+		ids[i] = m[i].id;
+	qsort(ids, n, sizeof(*ids), cmp_ids);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(m[i].point, "/") == 0 &&
+		    bsearch(&m[i].parent, ids, n, sizeof(*ids), cmp_ids) == NULL)
+			return (ssize_t)i;
+	return -1;
+}
+
+/*
+ * The mount that shows `path` (canonical), as a lookup finds it: from the root
+ * mount `root`, one component after another, into the mount at that point (and
+ * the ones stacked on it) whose parent is the mount the lookup is in. A mount on
+ * a point that a later mount covers is the covered mount's child, and is out of
+ * sight. -1 when there is no root.
+ */
+static ssize_t showing(const struct mount_line *m, size_t n, ssize_t root, const char *path)
+{
+	_cleanup_free_ char *prefix = pdk_xstrdup(path);
+	ssize_t cur = root, next;
+	size_t len = strlen(path);
+
+	/* Stacked mounts follow their parents: a table that loops (none the kernel writes) stops.
+	 */
+	for (size_t end = 1, steps = 0; cur >= 0 && end <= len; end++) {
+		if (end > 1 && end < len && path[end] != '/')
+			continue;
+		if (end == 1) {
+			strcpy(prefix, "/");
+		} else {
+			memcpy(prefix, path, end);
+			prefix[end] = '\0';
+		}
+		while (steps < n && (next = child_at(m, n, (size_t)cur, prefix)) >= 0) {
+			cur = next;
+			steps++;
+		}
+	}
+	return cur;
+}
+
+/* `base` followed by the part of `path` below `prefix` (`path` is within `prefix`). */
+static char *rebase(const char *base, const char *path, const char *prefix)
+{
+	const char *rest = strcmp(prefix, "/") == 0 ? path : path + strlen(prefix);
+
+	if (strcmp(rest, "/") == 0)
+		rest = "";
+	if (strcmp(base, "/") == 0)
+		return pdk_xstrdup(rest[0] != '\0' ? rest : "/");
+	return pdk_xasprintf("%s%s", base, rest);
+}
+
+static bool listed(char *const *v, const char *s)
+{
+	for (; *v != NULL; v++)
+		if (strcmp(*v, s) == 0)
+			return true;
+	return false;
+}
+
+char **pdk_paths_aliases_in(const char *mountinfo, const char *dir)
+{
+	_cleanup_free_ char *text = pdk_xstrdup(mountinfo), *in_fs = NULL;
+	_cleanup_free_ struct mount_line *m = NULL;
+	char **out = NULL, *save = NULL;
+	size_t n = 0, cap = 0;
+	ssize_t root, top;
+
+	for (char *line = strtok_r(text, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (n == cap)
+			m = pdk_xrealloc(m, (cap = cap != 0 ? cap * 2 : 64) * sizeof(*m));
+		n += parse_mount(line, &m[n]);
+	}
+	pdk_strv_push(&out, dir);
+	root = root_mount(m, n);
+	if ((top = showing(m, n, root, dir)) < 0)
+		return out;
+	/* Where `dir` lies in its file system, then every mount of that file system above it. */
+	in_fs = rebase(m[top].root, dir, m[top].point);
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *alias = NULL;
+
+		if (strcmp(m[i].dev, m[top].dev) != 0 || !pdk_paths_within(in_fs, m[i].root))
+			continue;
+		alias = rebase(m[i].point, in_fs, m[i].root);
+		/* A mount on top of it hides it there (what is there then is that mount's). */
+		if (showing(m, n, root, alias) == (ssize_t)i && !listed(out, alias))
+			pdk_strv_push_take(&out, steal_ptr(&alias));
+	}
+	return out;
+}
+
+int pdk_paths_aliases(const char *dir, char ***out, struct pdk_error **err)
+{
+	_cleanup_free_ char *text = NULL;
+	/* A mount table of thousands of lines (a container host) is a few hundred KiB. */
+	int rc = pdk_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 64u << 20, &text, err);
+
+	*out = NULL;
+	if (rc < 0)
+		return rc;
+	*out = pdk_paths_aliases_in(text, dir);
+	return 0;
 }
 
 /* The directory of the running executable (a new string), or NULL. */

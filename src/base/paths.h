@@ -68,6 +68,25 @@ char *pdk_paths_canonical(const char *path);
 bool pdk_paths_within(const char *path, const char *dir);
 
 /*
+ * Every path at which the directory `dir` (canonical) is in sight in the
+ * mount namespace whose /proc/self/mountinfo is `mountinfo`: `dir` first,
+ * then each place a mount of the same file system shows it (a bind mount
+ * of it or of a directory above it, the file system mounted twice, a
+ * btrfs subvolume mounted elsewhere) and no mount on top hides it. A NULL-
+ * terminated list of new strings (pdk_strv_free()). A `dir` no mount holds
+ * (a mountinfo of another namespace) gives itself alone. Lines that do not
+ * parse are skipped. Symlinks are pdk_paths_canonical()'s business; hard
+ * links to a file inside are no one's (a directory cannot have one).
+ */
+char **pdk_paths_aliases_in(const char *mountinfo, const char *dir);
+
+/*
+ * The same for this process's mount namespace (/proc/self/mountinfo, read
+ * once per call): 0 and *out, or -errno + *err naming the file.
+ */
+PDK_MUST_CHECK int pdk_paths_aliases(const char *dir, char ***out, struct pdk_error **err);
+
+/*
  * Where paddock's helper binary `name` (paddock-init, paddock-otlp) is when
  * the front end was given no path for it (PADDOCK_INIT, PADDOCK_OTLP). The
  * first of these that is an executable file:

@@ -50,17 +50,22 @@ PDK_MUST_CHECK int pdk__session_image_user(char *const *layers, const char *user
 
 /* The directories no sandbox of a session may see, and what each is (for messages). */
 struct pdk__session_private {
-	char **dirs;  /* canonical (pdk_paths_canonical()) */
-	char **whats; /* "the runtime directory", one for each of dirs */
+	char **dirs;    /* canonical (pdk_paths_canonical()), and their other places (mounts) */
+	char **whats;   /* "the runtime directory", one for each of dirs */
+	char **origins; /* for each of dirs, the directory's own path (dirs[i] when it is that) */
 };
 
 /*
  * The state and runtime directories of the session (`state_dir`,
  * `runtime_dir`), those of o->settings, and o->daemon_run_dir, into *out
- * (released with pdk__session_private_release()).
+ * (released with pdk__session_private_release()), each with every other
+ * place a mount shows it (pdk_paths_aliases_in()). 0, or negative + *err
+ * when /proc/self/mountinfo cannot be read (then no view may be made).
  */
-void pdk__session_private_dirs(const struct pdk_session_opts *o, const char *state_dir,
-			       const char *runtime_dir, struct pdk__session_private *out);
+PDK_MUST_CHECK int pdk__session_private_dirs(const struct pdk_session_opts *o,
+					     const char *state_dir, const char *runtime_dir,
+					     struct pdk__session_private *out,
+					     struct pdk_error **err);
 
 void pdk__session_private_release(struct pdk__session_private *priv);
 

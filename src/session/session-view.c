@@ -19,6 +19,7 @@
 #include "session-internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,9 +33,11 @@ static void drop_dir(struct pdk__session_private *out, size_t i)
 {
 	free(out->dirs[i]);
 	free(out->whats[i]);
+	free(out->origins[i]);
 	for (; out->dirs[i] != NULL; i++) {
 		out->dirs[i] = out->dirs[i + 1];
 		out->whats[i] = out->whats[i + 1];
+		out->origins[i] = out->origins[i + 1];
 	}
 }
 
@@ -43,43 +46,70 @@ static void drop_dir(struct pdk__session_private *out, size_t i)
  * outermost of nested directories is listed: a supervisor's run directory lies in the
  * daemon's, and a mask inside a mask would have nothing to hide.
  */
-static void add_dir(struct pdk__session_private *out, const char *dir, const char *what)
+static void add_one(struct pdk__session_private *out, char *canon, const char *what,
+		    const char *origin)
 {
-	_cleanup_free_ char *canon = NULL;
-
-	if (dir == NULL || dir[0] != '/')
-		return;
-	canon = pdk_paths_canonical(dir);
 	for (size_t i = 0; out->dirs != NULL && out->dirs[i] != NULL; i++)
-		if (pdk_paths_within(canon, out->dirs[i]))
+		if (pdk_paths_within(canon, out->dirs[i])) {
+			free(canon);
 			return;
+		}
 	for (size_t i = 0; out->dirs != NULL && out->dirs[i] != NULL;) {
 		if (pdk_paths_within(out->dirs[i], canon))
 			drop_dir(out, i);
 		else
 			i++;
 	}
-	pdk_strv_push_take(&out->dirs, steal_ptr(&canon));
+	pdk_strv_push_take(&out->dirs, canon);
 	pdk_strv_push(&out->whats, what);
+	pdk_strv_push(&out->origins, origin);
 }
 
-void pdk__session_private_dirs(const struct pdk_session_opts *o, const char *state_dir,
-			       const char *runtime_dir, struct pdk__session_private *out)
+/*
+ * `dir` and every other place a mount shows it (pdk_paths_aliases_in(): a bind
+ * mount of it or of a directory above it), each listed as `dir` is: a path check
+ * by name alone would let a workspace of /mnt/x, a bind of /var/lib, show
+ * /var/lib/paddock's keys at /mnt/x/paddock.
+ */
+static void add_dir(struct pdk__session_private *out, const char *mountinfo, const char *dir,
+		    const char *what)
+{
+	_cleanup_free_ char *canon = NULL;
+	_cleanup_strv_ char **all = NULL;
+
+	if (dir == NULL || dir[0] != '/')
+		return;
+	canon = pdk_paths_canonical(dir);
+	all = pdk_paths_aliases_in(mountinfo, canon);
+	for (size_t i = 0; all[i] != NULL; i++)
+		add_one(out, steal_ptr(&all[i]), what, canon);
+}
+
+int pdk__session_private_dirs(const struct pdk_session_opts *o, const char *state_dir,
+			      const char *runtime_dir, struct pdk__session_private *out,
+			      struct pdk_error **err)
 {
 	const struct pdk_paths *paths = &o->settings->paths;
+	_cleanup_free_ char *mountinfo = NULL;
 
 	*out = (struct pdk__session_private){0};
-	add_dir(out, o->daemon_run_dir, what_daemon);
-	add_dir(out, runtime_dir, what_runtime);
-	add_dir(out, paths->runtime_dir, what_runtime);
-	add_dir(out, state_dir, what_state);
-	add_dir(out, paths->state_dir, what_state);
+	/* SECURITY: without the mount table the other places are unknown: nothing is shown. */
+	if (pdk_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 64u << 20, &mountinfo, err) < 0)
+		return pdk_error_wrap(err, "the state and runtime directories cannot be kept out "
+					   "of sight: where they are mounted is unknown");
+	add_dir(out, mountinfo, o->daemon_run_dir, what_daemon);
+	add_dir(out, mountinfo, runtime_dir, what_runtime);
+	add_dir(out, mountinfo, paths->runtime_dir, what_runtime);
+	add_dir(out, mountinfo, state_dir, what_state);
+	add_dir(out, mountinfo, paths->state_dir, what_state);
+	return 0;
 }
 
 void pdk__session_private_release(struct pdk__session_private *priv)
 {
 	pdk_strv_free(priv->dirs);
 	pdk_strv_free(priv->whats);
+	pdk_strv_free(priv->origins);
 	*priv = (struct pdk__session_private){0};
 }
 
@@ -103,6 +133,13 @@ static int refuse_inside(const struct pdk__session_private *priv, const char *na
 		if (!pdk_paths_within(canon, priv->dirs[i]))
 			continue;
 		/* SECURITY: refused whoever asks: no view may show a private directory. */
+		if (strcmp(priv->dirs[i], priv->origins[i]) != 0)
+			return pdk_error_set_field(
+				err, EINVAL, strcmp(name, "workspace") == 0 ? "workspace" : NULL,
+				"%s '%s' lies inside '%s': %s '%s' mounted there (%s), which "
+				"no sandbox may see: choose a path outside it",
+				name, path, priv->dirs[i], priv->whats[i], priv->origins[i],
+				holds(priv->whats[i]));
 		return pdk_error_set_field(
 			err, EINVAL, strcmp(name, "workspace") == 0 ? "workspace" : NULL,
 			"%s '%s' lies inside %s '%s' (%s), which no sandbox may see: choose a "

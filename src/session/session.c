@@ -257,7 +257,8 @@ static int step_private(struct pdk_session *s, struct pdk_error **err)
 	bool shown = s->private_ws == NULL &&
 		     (mode == PDK_WS_RO || mode == PDK_WS_RW || mode == PDK_WS_OVERLAY);
 
-	pdk__session_private_dirs(&s->o, s->state_dir, s->runtime_dir, &s->priv);
+	if (pdk__session_private_dirs(&s->o, s->state_dir, s->runtime_dir, &s->priv, err) < 0)
+		return -1;
 	return pdk__session_check_view(&s->priv, shown ? s->workspace : NULL, s->policy,
 				       s->o.extra_ro, s->o.extra_rw, err);
 }

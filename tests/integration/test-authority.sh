@@ -4,10 +4,13 @@
 # from `paddock serve` sandboxes, with ro, rw and overlay workspaces, a process inside tries
 # to reach the daemon and its supervisors and must fail, by its own exit status and output:
 #   - the runtime and state directories are hidden in a view that holds them (ENOENT);
-#   - where the view shows a socket anyway (the daemon's --socket in the workspace, a bind
-#     mount of the runtime directory under another name), the daemon answers 401 and the
-#     supervisor closes the connection: a peer in another user or pid namespace is no admin;
-#   - a workspace or bind inside those directories is refused, naming the path.
+#   - so are they where a bind mount shows them under another name (a bind of the runtime
+#     directory, a bind of a directory above the state directory): its keys stay unread;
+#   - where the view shows a socket anyway (the daemon's --socket in the workspace, a hard
+#     link to a supervisor's socket), the daemon answers 401 and the supervisor closes the
+#     connection: a peer in another user or pid namespace is no admin;
+#   - a workspace or bind inside those directories is refused, naming the path, under
+#     another name too.
 set -u
 # Its own /tmp and /run (lib-run.sh): the fallback runtime directories are this suite's.
 OWN_NAMESPACES=1
@@ -20,15 +23,18 @@ trap 'kill -9 ${SERVE_PID_root:-} ${SERVE_PID_user:-} 2>/dev/null; reap_supervis
 # This suite's layout, per identity, under A=$T/auth-WHO: the daemon's runtime directory lies
 # in VIEW, the directory the sandboxes get as their workspace, its socket (--socket) in VIEW
 # itself, its state directory in A, and A/alias is the runtime directory bound under another
-# name (beside VIEW: an overlay's lower directory may hold no mount).
+# name (beside VIEW: an overlay's lower directory may hold no mount). MIRROR=$T/mirror-WHO is
+# A bound under another name: the state directory is MIRROR/state there.
 auth_dir() { echo "$T/auth-$1"; }
 view_of() { echo "$T/auth-$1/view"; }
+mirror_of() { echo "$T/mirror-$1"; }
 sock_of() { echo "$T/auth-$1/view/d.sock"; }
 
 umount_aliases() {
 	local who
 	for who in root user; do
 		mountpoint -q "$(auth_dir "$who")/alias" 2>/dev/null && umount "$(auth_dir "$who")/alias"
+		mountpoint -q "$(mirror_of "$who")" 2>/dev/null && umount -l "$(mirror_of "$who")"
 	done
 	return 0
 }
@@ -78,13 +84,15 @@ start_daemon() {
 	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$a"
 	SERVE_ENV=(PADDOCK_STATE_DIR="$a/state" PADDOCK_RUNTIME_DIR="$view/run")
 	serve_start "$who" --socket "$(sock_of "$who")" || return 1
-	# The runtime directory under another name: a view that holds ALIAS shows the sockets.
+	# The runtime directory under another name, and A (with the state directory) too.
 	mount --bind "$view/run" "$a/alias"
+	mkdir -p "$(mirror_of "$who")"
+	mount --bind "$a" "$(mirror_of "$who")"
 }
 
 # Through `paddock run`: the hidden directories, the refused daemon, the refused supervisor.
 run_checks() {
-	local who=$1 id=$2 view mode pat
+	local who=$1 id=$2 view mode pat out rc
 	view=$(view_of "$who")
 	for mode in ro rw overlay; do
 		attempt "$who: run $mode: the daemon's runtime directory is hidden in the workspace" \
@@ -96,15 +104,26 @@ run_checks() {
 		attempt "$who: run $mode: the daemon's socket in the workspace refuses a sandboxed peer" \
 			"$pat" in_run "$who" "$mode" "$view/escape-probe" daemon-create "$view/d.sock"
 	done
-	# A bind mount of the runtime directory under another name is out of reach of any path
-	# check: the supervisors refuse the peer itself.
+	# A bind mount of the runtime directory under another name is the runtime directory:
+	# a bind of it is refused, naming both.
 	RUN_OPTS=(--ro "$(auth_dir "$who")/alias")
 	for mode in ro rw overlay; do
-		attempt "$who: run $mode --ro ALIAS: a supervisor refuses a sandboxed peer on its ctl.sock" \
-			"ECONNRESET|EACCES" in_run "$who" "$mode" "$view/escape-probe" supervisor-ctl \
-			"$(auth_dir "$who")/alias/sb/$id/ctl.sock"
+		out=$(in_run "$who" "$mode" "$view/escape-probe" supervisor-ctl \
+			"$(auth_dir "$who")/alias/sb/$id/ctl.sock" 2>&1)
+		rc=$?
+		printf '%s' "$out" | grep -q "\-\-ro '$(auth_dir "$who")/alias' lies inside '$(auth_dir "$who")/alias': the runtime directory '$view/run' mounted there"
+		is "$rc:$?" "122:0" "$who: run $mode --ro ALIAS (the runtime directory bound elsewhere) is refused, naming both ($out)"
 	done
 	RUN_OPTS=()
+	# A hard link to a socket is out of reach of any directory: the supervisor refuses the
+	# peer itself (an overlay carries no host socket: that is the kernel's ECONNREFUSED above).
+	ln -f "$view/run/sb/$id/ctl.sock" "$view/link.sock"
+	for mode in ro rw; do
+		attempt "$who: run $mode: a supervisor refuses a sandboxed peer on a hard link to its ctl.sock" \
+			"ECONNRESET|EACCES" in_run "$who" "$mode" "$view/escape-probe" supervisor-ctl \
+			"$view/link.sock"
+	done
+	rm -f "$view/link.sock"
 }
 
 # Through the daemon: the same attempts from its sandboxes' own exec.
@@ -127,22 +146,40 @@ serve_checks() {
 		api "$who" DELETE "/v1/sandboxes/$sid"
 	done
 	# A workspace that holds the runtime directory under another name (A/alias) and the
-	# state directory: the supervisors refuse the peer, the state directory is hidden.
+	# state directory: both hidden; hard links to the supervisors' sockets (which no
+	# directory check can see) are refused by the supervisors themselves.
 	for mode in ro rw; do
 		api "$who" POST /v1/sandboxes "{\"workspace\":{\"path\":\"$a\",\"mode\":\"$mode\"}}"
 		sid=$(jq_get "$BODY" id)
 		is "$CODE $([ -n "$sid" ] && echo id)" "201 id" "$who: serve: a $mode sandbox on A is created" ||
 			{ echo "# $BODY"; continue; }
-		attempt "$who: serve $mode: a supervisor refuses a sandboxed peer on ctl.sock" \
-			"ECONNRESET|EACCES" in_serve "$who" "$sid" "$view/escape-probe" \
+		attempt "$who: serve $mode: the runtime directory bound at A/alias is hidden" \
+			ENOENT in_serve "$who" "$sid" "$view/escape-probe" \
 			supervisor-ctl "$a/alias/sb/$id/ctl.sock"
+		ln -f "$view/run/sb/$id/ctl.sock" "$a/other.sock"
+		ln -f "$view/run/sb/$sid/ctl.sock" "$a/own.sock"
+		attempt "$who: serve $mode: a supervisor refuses a sandboxed peer on a hard link to ctl.sock" \
+			"ECONNRESET|EACCES" in_serve "$who" "$sid" "$view/escape-probe" \
+			supervisor-ctl "$a/other.sock"
 		attempt "$who: serve $mode: its own supervisor refuses it too" \
 			"ECONNRESET|EACCES" in_serve "$who" "$sid" "$view/escape-probe" \
-			supervisor-ctl "$a/alias/sb/$sid/ctl.sock"
+			supervisor-ctl "$a/own.sock"
+		rm -f "$a/other.sock" "$a/own.sock"
 		out=$(in_serve "$who" "$sid" sh -c 'ls -A "$0"; cat "$0/daemon.key" >/dev/null 2>&1; echo "key=$?"' "$a/state")
 		is "$?:$out" "0:key=1" "$who: serve $mode: the state directory is empty inside (no daemon.key)"
 		api "$who" DELETE "/v1/sandboxes/$sid"
 	done
+	# The same with A bound under another name (MIRROR): the state directory is hidden there.
+	api "$who" POST /v1/sandboxes "{\"workspace\":{\"path\":\"$(mirror_of "$who")\",\"mode\":\"rw\"}}"
+	sid=$(jq_get "$BODY" id)
+	if is "$CODE $([ -n "$sid" ] && echo id)" "201 id" "$who: serve: a sandbox on MIRROR is created"; then
+		out=$(in_serve "$who" "$sid" sh -c 'ls -A "$0"; cat "$0/daemon.key" >/dev/null 2>&1; echo "key=$?"' \
+			"$(mirror_of "$who")/state")
+		is "$?:$out" "0:key=1" "$who: serve: MIRROR/state, the state directory bound elsewhere, is empty inside"
+		api "$who" DELETE "/v1/sandboxes/$sid"
+	else
+		echo "# $BODY"
+	fi
 	# The daemon saw those attempts, and said why it refused them.
 	as "$who" curl -s -N --max-time 2 --unix-socket "$(sock_of "$who")" \
 		"http://paddock/v1/events?since=0&kind=auth.failure" >"$T/auth-events-$who"
@@ -155,16 +192,27 @@ serve_checks() {
 		"$who: the daemon's user outside is still an admin, the supervisor still answers"
 }
 
-# The state directory: its keys and stores are out of sight in a view that holds it.
+# The state directory: its keys and stores are out of sight in a view that holds it, under
+# its own name or another (MIRROR, a bind of A: a check of names alone would show
+# MIRROR/state, the daemon's key and audit store, to the sandbox).
 state_checks() {
-	local who=$1 a out rc mode
+	local who=$1 a out rc mode dir
 	a=$(auth_dir "$who")
-	for mode in ro rw; do
-		out=$(cd "$a" && as "$who" "$T/bin/paddock" run --workspace-mode "$mode" -- \
-			sh -c 'ls -A state; cat state/daemon.key >/dev/null 2>&1; echo "key=$?"' 2>/dev/null)
-		rc=$?
-		is "$rc:$out" "0:key=1" "$who: run $mode: the state directory is empty inside (no daemon.key, no audit.db)"
+	for dir in "$a" "$(mirror_of "$who")"; do
+		for mode in ro rw overlay; do
+			# An overlay's lower directory may hold no mount (A holds A/alias).
+			[ "$mode" = overlay ] && [ "$dir" = "$a" ] && continue
+			out=$(cd "$dir" && as "$who" "$T/bin/paddock" run --workspace-mode "$mode" -- \
+				sh -c 'ls -A state; cat state/daemon.key >/dev/null 2>&1; echo "key=$?"' 2>"$T/state.err")
+			rc=$?
+			is "$rc:$out" "0:key=1" "$who: run $mode in ${dir##*/}: the state directory is empty inside (no daemon.key, no audit.db)" ||
+				sed 's/^/#   /' "$T/state.err" | tail -3
+		done
 	done
+	# Through a bind of the profile's or the command line's: the same.
+	out=$(cd "$(view_of "$who")" && as "$who" "$T/bin/paddock" run --workspace-mode ro --ro "$(mirror_of "$who")" -- \
+		sh -c 'ls -A "$0"; cat "$0/daemon.key" >/dev/null 2>&1; echo "key=$?"' "$(mirror_of "$who")/state" 2>/dev/null)
+	is "$?:$out" "0:key=1" "$who: run --ro MIRROR: MIRROR/state is empty inside"
 }
 
 # A workspace or bind inside those directories is refused, naming it and the directory.
@@ -180,6 +228,14 @@ refusal_checks() {
 	rc=$?
 	printf '%s' "$out" | grep -q "workspace '$a/state' lies inside the state directory '$a/state'"
 	is "$rc:$?" "122:0" "$who: run -w STATE is refused, naming it ($out)"
+	out=$(cd "$view" && as "$who" "$T/bin/paddock" run -w "$(mirror_of "$who")/state/ws" --workspace-mode rw -- true 2>&1)
+	rc=$?
+	printf '%s' "$out" | grep -q "workspace '$(mirror_of "$who")/state/ws' lies inside '$(mirror_of "$who")/state': the state directory '$a/state' mounted there"
+	is "$rc:$?" "122:0" "$who: run -w MIRROR/state/ws is refused, naming the directory it is ($out)"
+	out=$(cd "$view" && as "$who" "$T/bin/paddock" run --workspace-mode none --rw "$(mirror_of "$who")/state" -- true 2>&1)
+	rc=$?
+	printf '%s' "$out" | grep -q "\-\-rw '$(mirror_of "$who")/state' lies inside"
+	is "$rc:$?" "122:0" "$who: run --rw MIRROR/state is refused ($out)"
 	printf 'extends: default\nfilesystem:\n  read_write: [%s]\n' "$view/run/sb/$id" >"$a/p.yaml"
 	chmod 0644 "$a/p.yaml"
 	out=$(cd "$view" && as "$who" "$T/bin/paddock" run --profile "$a/p.yaml" --workspace-mode none -- true 2>&1)
@@ -270,6 +326,7 @@ for who in root user; do
 		"$who: the lost sandbox's cgroup is removed, in every hierarchy"
 	serve_stop "$who"
 	umount "$(auth_dir "$who")/alias"
+	umount -l "$(mirror_of "$who")"
 	fallback_checks "$who"
 done
 done_testing

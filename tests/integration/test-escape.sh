@@ -155,15 +155,15 @@ probe_blocked() {
 	shift 4
 	out=$(probe "$who" "$name" "$parg" "$@"); rc=$?
 	if [ "$rc" = 1 ] && printf '%s' "$out" | grep -qE "^$name: blocked \(($pat)\)$"; then
-		ok 0 "$who: $name $*: $out"
+		ok 0 "$who: $name ${parg#$T/} $*: $out"
 	else
-		ok 1 "$who: $name $* must be refused with $pat"
+		ok 1 "$who: $name ${parg#$T/} $* must be refused with $pat"
 		printf '#   exit %s, output: %s\n' "$rc" "$out"
 	fi
 }
 authority_checks() {
-	local who=$1 spid alias="$T/alias-$who" dstate="$T/dstate-$who" i
-	mkdir -p "$alias" "$dstate"
+	local who=$1 spid alias="$T/alias-$who" dstate="$T/dstate-$who" link="$T/link-$who" i
+	mkdir -p "$alias" "$dstate" "$link"
 	[ "$who" = user ] && chown $UNPRIV_UID:$UNPRIV_UID "$dstate"
 	PRUN_ENV=(PADDOCK_STATE_DIR="$dstate")
 	(prun_cmd "$who"; exec "${PRUN[@]}" serve -q) >"$T/serve-$who.log" 2>&1 &
@@ -172,7 +172,11 @@ authority_checks() {
 	for i in $(seq 200); do [ -S "$T/run-$who/paddock.sock" ] && break; sleep 0.05; done
 	mount --bind "$T/run-$who" "$alias"
 	probe_blocked "$who" daemon-create ENOENT "$T/run-$who/paddock.sock" --ro "$T"
-	probe_blocked "$who" daemon-create "EPERM|EACCES" "$alias/paddock.sock" --ro "$alias"
+	# The runtime directory under another name (a bind mount) is hidden as it is.
+	probe_blocked "$who" daemon-create ENOENT "$alias/paddock.sock" --ro "$T"
+	# A hard link to the socket, which no directory check can see: the daemon answers 401.
+	ln -f "$T/run-$who/paddock.sock" "$link/d.sock"
+	probe_blocked "$who" daemon-create "EPERM|EACCES" "$link/d.sock" --ro "$link"
 	kill "$spid"; wait "$spid" 2>/dev/null
 	umount "$alias"
 }

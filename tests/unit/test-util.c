@@ -5,10 +5,14 @@
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 Test(util, parse_size_units)
@@ -235,6 +239,171 @@ Test(util, paths_canonical_and_within)
 	unlink(link);
 	rmdir(real);
 	rmdir(dir);
+}
+
+/* ---- the places a directory is in sight through mounts (pdk_paths_aliases_in) ---- */
+
+/* The aliases of `dir` in `table`, joined with " " (a new string). */
+static char *aliases_of(const char *table, const char *dir)
+{
+	_cleanup_strv_ char **v = pdk_paths_aliases_in(table, dir);
+	char *out = pdk_xstrdup("");
+
+	for (size_t i = 0; v[i] != NULL; i++) {
+		char *next = pdk_xasprintf("%s%s%s", out, i > 0 ? " " : "", v[i]);
+
+		free(out);
+		out = next;
+	}
+	return out;
+}
+
+#define ROOT_LINE "1 0 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+
+Test(util, paths_aliases_follow_mounts_of_the_same_file_system)
+{
+	/* Nothing but the root: the directory alone, and a table without a root changes nothing. */
+	cr_assert_str_eq(aliases_of(ROOT_LINE, "/var/lib/paddock"), "/var/lib/paddock");
+	cr_assert_str_eq(aliases_of("", "/var/lib/paddock"), "/var/lib/paddock");
+	cr_assert_str_eq(aliases_of("garbage\n1 2\n", "/var/lib/paddock"), "/var/lib/paddock");
+	/* A bind of a directory above it, and one of the directory itself; another disk's none. */
+	cr_assert_str_eq(aliases_of(ROOT_LINE "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n"
+					      "31 1 254:0 /var/lib/paddock /srv/x rw - ext4 x rw\n"
+					      "32 1 8:1 /var/lib /srv/other rw - ext4 y rw\n"
+					      "33 1 254:0 /usr /srv/usr rw - ext4 x rw\n",
+				    "/var/lib/paddock"),
+			 "/var/lib/paddock /mnt/alias/paddock /srv/x");
+	/* Under it: the path inside the alias. */
+	cr_assert_str_eq(aliases_of(ROOT_LINE "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n",
+				    "/var/lib/paddock/ws"),
+			 "/var/lib/paddock/ws /mnt/alias/paddock/ws");
+	/* A bind of "/" itself. */
+	cr_assert_str_eq(aliases_of(ROOT_LINE "30 1 254:0 / /mnt/all rw - ext4 x rw\n", "/run/p"),
+			 "/run/p /mnt/all/run/p");
+}
+
+Test(util, paths_aliases_leave_out_what_a_mount_on_top_hides)
+{
+	/* A tmpfs mounted on /mnt after /mnt/alias: /mnt/alias is the tmpfs's now. */
+	cr_assert_str_eq(aliases_of(ROOT_LINE "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n"
+					      "40 1 0:50 / /mnt rw - tmpfs t rw\n",
+				    "/var/lib/paddock"),
+			 "/var/lib/paddock");
+	/* The same tmpfs first, the bind on it: in sight. */
+	cr_assert_str_eq(aliases_of(ROOT_LINE "40 1 0:50 / /mnt rw - tmpfs t rw\n"
+					      "30 40 254:0 /var/lib /mnt/alias rw - ext4 x rw\n",
+				    "/var/lib/paddock"),
+			 "/var/lib/paddock /mnt/alias/paddock");
+	/* Stacked on one point: the last is in sight, the first is not. */
+	cr_assert_str_eq(aliases_of(ROOT_LINE "50 1 254:0 /var/lib /srv/y rw - ext4 x rw\n"
+					      "51 50 0:51 / /srv/y rw - tmpfs t rw\n",
+				    "/var/lib/paddock"),
+			 "/var/lib/paddock");
+	cr_assert_str_eq(aliases_of(ROOT_LINE "51 1 0:51 / /srv/y rw - tmpfs t rw\n"
+					      "50 51 254:0 /var/lib /srv/y rw - ext4 x rw\n",
+				    "/var/lib/paddock"),
+			 "/var/lib/paddock /srv/y/paddock");
+	/* The directory itself hidden at its own path (a mount over /var/lib): still listed first.
+	 */
+	cr_assert_str_eq(aliases_of(ROOT_LINE "60 1 0:52 / /var/lib rw - tmpfs t rw\n"
+					      "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n",
+				    "/var/lib/paddock"),
+			 "/var/lib/paddock");
+}
+
+Test(util, paths_aliases_of_a_file_system_of_its_own_escapes_and_subvolumes)
+{
+	/* The state directory is a mount point: other mounts of that disk, a recursive bind above.
+	 */
+	cr_assert_str_eq(aliases_of(ROOT_LINE "60 1 8:1 / /var/lib/paddock rw - ext4 y rw\n"
+					      "61 1 8:1 / /data/pd rw - ext4 y rw\n"
+					      "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n"
+					      "62 30 8:1 / /mnt/alias/paddock rw - ext4 y rw\n",
+				    "/var/lib/paddock"),
+			 "/var/lib/paddock /data/pd /mnt/alias/paddock");
+	/* mountinfo's escapes: a space and a backslash in a mount point. */
+	cr_assert_str_eq(aliases_of(ROOT_LINE
+				    "30 1 254:0 /var/lib /mnt/a\\040b\\134c rw - ext4 x rw\n",
+				    "/var/lib/paddock"),
+			 "/var/lib/paddock /mnt/a b\\c/paddock");
+	/* A btrfs subvolume as "/", the whole file system mounted elsewhere. */
+	cr_assert_str_eq(aliases_of("1 0 0:30 /@ / rw - btrfs d rw\n"
+				    "70 1 0:30 / /mnt/top rw - btrfs d rw\n",
+				    "/var/lib/paddock"),
+			 "/var/lib/paddock /mnt/top/@/var/lib/paddock");
+}
+
+/*
+ * In a mount namespace of its own (and a user namespace when not root; a
+ * fork, since a process with threads cannot unshare either): `priv` first
+ * and AT/priv not among its aliases, then, once STATE is bound at AT, AT/priv.
+ * 0, or the step that failed.
+ */
+static int aliases_after_a_bind(const char *state, const char *priv, const char *at)
+{
+	_cleanup_free_ char *want = pdk_xasprintf("%s/priv", at);
+	_cleanup_strv_ char **v = NULL;
+	char map[64];
+	bool found = false;
+
+	/* Root may mount in a mount namespace of its own; others need a user namespace too. */
+	if (geteuid() == 0) {
+		if (unshare(CLONE_NEWNS) < 0)
+			return 1;
+	} else {
+		(void)snprintf(map, sizeof(map), "0 %u 1", (unsigned)geteuid());
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0 ||
+		    pdk_write_file_at(AT_FDCWD, "/proc/self/uid_map", map, false, NULL) < 0)
+			return 1;
+		(void)snprintf(map, sizeof(map), "0 %u 1", (unsigned)getegid());
+		if (pdk_write_file_at(AT_FDCWD, "/proc/self/setgroups", "deny", false, NULL) < 0 ||
+		    pdk_write_file_at(AT_FDCWD, "/proc/self/gid_map", map, false, NULL) < 0)
+			return 2;
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return 2;
+	if (pdk_paths_aliases(priv, &v, NULL) < 0 || strcmp(v[0], priv) != 0)
+		return 3;
+	for (size_t i = 0; v[i] != NULL; i++)
+		if (strcmp(v[i], want) == 0)
+			return 3;
+	pdk_strv_free(steal_ptr(&v));
+	if (mount(state, at, NULL, MS_BIND, NULL) < 0)
+		return 4;
+	if (pdk_paths_aliases(priv, &v, NULL) < 0)
+		return 5;
+	for (size_t i = 0; v[i] != NULL; i++)
+		found |= strcmp(v[i], want) == 0;
+	return found ? 0 : 6;
+}
+
+/* The real table: a bind of a directory's parent, in a mount namespace of this test's own. */
+Test(util, paths_aliases_in_this_namespace)
+{
+	char dir[] = "/tmp/pdk-alias-XXXXXX";
+	_cleanup_free_ char *canon = NULL, *state = NULL, *priv = NULL, *at = NULL;
+	_cleanup_error_ struct pdk_error *err = NULL;
+	int status = -1;
+	pid_t pid;
+
+	cr_assert_not_null(mkdtemp(dir));
+	canon = pdk_paths_canonical(dir);
+	state = pdk_xasprintf("%s/state", canon);
+	priv = pdk_xasprintf("%s/priv", state);
+	at = pdk_xasprintf("%s/at", canon);
+	cr_assert_eq(mkdir(at, 0700), 0);
+	cr_assert_eq(pdk_paths_private_dir(priv, &err), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(aliases_after_a_bind(state, priv, at));
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	rmdir(priv);
+	rmdir(state);
+	rmdir(at);
+	rmdir(canon);
+	/* 1-2: the namespaces, 3: an alias before the bind, 4: the bind, 6: no alias after it. */
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
 }
 
 /* ---- the rate-limited log sink (log.h) ---- */
