@@ -288,16 +288,6 @@ static int read_meta(struct pdk_ws *ws, struct pdk_error **err)
 	return 0;
 }
 
-/* Is `inner` equal to or below `outer` (both absolute, canonical)? */
-static bool path_within(const char *inner, const char *outer)
-{
-	size_t n = strlen(outer);
-
-	if (strcmp(outer, "/") == 0)
-		return true;
-	return strncmp(inner, outer, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
-}
-
 /* A fresh, empty layer directory with the permissions of the workspace root. */
 static int make_layer_dir(const char *path, mode_t mode, struct pdk_error **err)
 {
@@ -374,6 +364,7 @@ int pdk_ws_create(const char *state_dir, const char *workspace, const char *sand
 {
 	struct pdk_ws *ws = ws_alloc();
 	_cleanup_free_ char *root = NULL;
+	_cleanup_strv_ char **places = NULL;
 	char real[PATH_MAX];
 	struct stat st;
 	int rc;
@@ -394,14 +385,21 @@ int pdk_ws_create(const char *state_dir, const char *workspace, const char *sand
 		rc = pdk_error_set(err, errno, "state directory '%s'", root);
 		goto fail;
 	}
-	if (path_within(real, workspace)) {
+	/* Under any name a mount gives it: an overlay of /mnt/x, a bind of /var/lib, too. */
+	rc = pdk_paths_aliases(real, &places, err);
+	if (rc < 0)
+		goto fail;
+	for (size_t i = 0; places[i] != NULL; i++) {
+		if (!pdk_paths_within(places[i], workspace))
+			continue;
 		/* The caller's choice of workspace: it names the field (a 400, not a 500). */
 		rc = pdk_error_set_field(
 			err, EINVAL, "workspace",
-			"workspace '%s' holds the state directory '%s': an overlay cannot keep "
+			"workspace '%s' holds the state directory '%s'%s%s%s: an overlay cannot keep "
 			"its changes there; choose a workspace outside it, or set "
 			"PADDOCK_STATE_DIR to a directory outside the workspace",
-			workspace, real);
+			workspace, real, i > 0 ? " (mounted at '" : "", i > 0 ? places[i] : "",
+			i > 0 ? "')" : "");
 		goto fail;
 	}
 	pdk_make_id(ws->id);
