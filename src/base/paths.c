@@ -223,12 +223,9 @@ static ssize_t showing(const struct mount_line *m, size_t n, ssize_t root, const
 	for (size_t end = 1, steps = 0; cur >= 0 && end <= len; end++) {
 		if (end > 1 && end < len && path[end] != '/')
 			continue;
-		if (end == 1) {
-			strcpy(prefix, "/");
-		} else {
-			memcpy(prefix, path, end);
-			prefix[end] = '\0';
-		}
+		/* "/", then "/a", "/a/b" ...: the path cut after each component. */
+		memcpy(prefix, path, end);
+		prefix[end] = '\0';
 		while (steps < n && (next = child_at(m, n, (size_t)cur, prefix)) >= 0) {
 			cur = next;
 			steps++;

@@ -45,9 +45,14 @@ struct op {
 	uint64_t attr; /* MOUNT_ATTR_* to set after the mount */
 	char *src;     /* "/oldroot/..." for binds */
 	char *dst;     /* "/newroot/..." */
+	/* A host bind: what the plan looked at, which the mount must show (add_host_bind()). */
+	dev_t dev;
+	ino_t ino; /* 0: not checked */
 	char *data;
 	/* OP_OVERLAY */
-	char **lowers;   /* "/oldroot/..." topmost first */
+	char **lowers;    /* "/oldroot/..." topmost first */
+	dev_t *lower_dev; /* each lower's identity when planned (add_overlay()) */
+	ino_t *lower_ino;
 	char **lower_as; /* the neutral name each is bound at: LAYERS "/N" */
 	char *lowerdir;  /* lower_as as one "lowerdir=" value, for kernels before 6.8 */
 	char *set_dir;   /* "/oldroot/..." the directory of upper and work */
@@ -92,7 +97,15 @@ static struct op *add_op(struct pdk_mount_plan *p, enum op_kind kind, const char
 	return o;
 }
 
-/* Add a bind of host `path` at the same path; replicate symlinks; skip missing optional ones. */
+/*
+ * Add a bind of host `path` at the same path; replicate symlinks; skip missing optional ones.
+ *
+ * SECURITY: the source is looked at once (no symlink followed at its end), and its
+ * identity kept: the masks are placed by it, not by a name looked up again
+ * (add_private_masks()). The child binds it by its path milliseconds later, when a
+ * directory on the way that another sandbox can write could be a symlink (to the state
+ * directory); apply_op() refuses a bind that shows anything but what the plan saw.
+ */
 static int add_host_bind(struct pdk_mount_plan *p, struct pdk_landlock *ll, const char *path,
 			 bool rw, bool optional, struct pdk_error **err)
 {
@@ -121,6 +134,8 @@ static int add_host_bind(struct pdk_mount_plan *p, struct pdk_landlock *ll, cons
 	o = add_op(p, OP_BIND, path);
 	o->src = pdk_xasprintf(OLDROOT "%s", path);
 	o->is_dir = S_ISDIR(st.st_mode);
+	o->dev = st.st_dev;
+	o->ino = st.st_ino;
 	/* SECURITY: nothing bound from the host may carry setuid bits or device access. */
 	o->attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (rw ? 0 : MOUNT_ATTR_RDONLY);
 	if (ll != NULL && rw)
@@ -343,11 +358,24 @@ static int set_names(struct op *o, const struct pdk_mount_spec *s, struct pdk_er
 	return 0;
 }
 
+/* Lower layer `i` of the overlay, looked at once: its identity (as add_host_bind()). */
+static int pin_lower(struct op *o, size_t i, const char *path, struct pdk_error **err)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return pdk_error_set(err, errno, "workspace: cannot read '%s'", path);
+	o->lower_dev[i] = st.st_dev;
+	o->lower_ino[i] = st.st_ino;
+	return 0;
+}
+
 static int add_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 		       const struct pdk_mount_spec *s, struct pdk_error **err)
 {
 	struct op *o;
 	struct stat st;
+	size_t n;
 
 	if (s->ws_lowers == NULL || s->ws_lowers[0] == NULL || s->ws_upper == NULL ||
 	    s->ws_work == NULL)
@@ -355,9 +383,15 @@ static int add_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 	if (stat(s->workspace, &st) < 0)
 		return pdk_error_set(err, errno, "workspace: cannot read '%s'", s->workspace);
 	o = add_op(p, OP_OVERLAY, ws_view(s));
-	for (size_t i = 0; s->ws_lowers[i] != NULL; i++) {
+	n = pdk_strv_len(s->ws_lowers);
+	o->lower_dev = pdk_xcalloc(n, sizeof(*o->lower_dev));
+	o->lower_ino = pdk_xcalloc(n, sizeof(*o->lower_ino));
+	for (size_t i = 0; i < n; i++) {
 		pdk_strv_push_take(&o->lowers, pdk_xasprintf(OLDROOT "%s", s->ws_lowers[i]));
 		pdk_strv_push_take(&o->lower_as, pdk_xasprintf(LAYERS "/%zu", i));
+		/* SECURITY: as add_host_bind(): bind_layers() binds only what is seen now. */
+		if (pin_lower(o, i, s->ws_lowers[i], err) < 0)
+			return -1;
 	}
 	o->lowerdir = join_lowerdir(o->lower_as);
 	o->src = pdk_xasprintf(OLDROOT "%s", s->ws_upper);
@@ -442,40 +476,127 @@ static void add_hidden(struct pdk_mount_plan *p, char *const *hidden)
  * bound at its own path) is compared canonically: a private directory at or under it
  * is masked at the same place under the bind's path inside.
  */
-static void add_private_masks_of(struct pdk_mount_plan *p, const char *host, const char *view,
+/* The mask of a private directory at `rest` ("" or "/...") below `view` inside. */
+static void add_mask_at(struct pdk_mount_plan *p, const char *view, const char *rest)
+{
+	_cleanup_free_ char *inside =
+		pdk_xasprintf("%s%s", strcmp(view, "/") == 0 ? "" : view, rest);
+	_cleanup_free_ char *dst = pdk_xasprintf(NEWROOT "%s", inside[0] != '\0' ? inside : "");
+
+	/* One mask a place (a private directory and a place a mount shows it can meet). */
+	for (size_t i = 0; i < p->n; i++)
+		if (p->ops[i].kind == OP_PRIVATE && strcmp(p->ops[i].dst, dst) == 0)
+			return;
+	add_op(p, OP_PRIVATE, inside[0] != '\0' ? inside : "/");
+}
+
+static void add_private_masks_of(struct pdk_mount_plan *p, const char *canon, const char *view,
 				 char *const *private_dirs)
 {
-	_cleanup_free_ char *canon = pdk_paths_canonical(host);
-
 	for (size_t i = 0; private_dirs[i] != NULL; i++) {
 		const char *dir = private_dirs[i];
-		_cleanup_free_ char *inside = NULL;
 
-		if (!pdk_paths_within(dir, canon))
-			continue;
-		inside = pdk_xasprintf("%s%s", strcmp(view, "/") == 0 ? "" : view,
-				       dir + (strcmp(canon, "/") == 0 ? 0 : strlen(canon)));
-		add_op(p, OP_PRIVATE, inside[0] != '\0' ? inside : "/");
+		if (pdk_paths_within(dir, canon))
+			add_mask_at(p, view, dir + (strcmp(canon, "/") == 0 ? 0 : strlen(canon)));
 	}
 }
 
+/* A directory on the way to a private one (or that one): its identity, and the rest below. */
+struct above {
+	dev_t dev;
+	ino_t ino;
+	const char *dir; /* the private directory; this one is its first `end` bytes */
+	size_t end;
+};
+
+/* "" or "/...": where the private directory lies below `a`. */
+static const char *rest_below(const struct above *a)
+{
+	return a->dir + (a->end == 1 ? 0 : a->end);
+}
+
+/*
+ * Every directory from "/" down to each private directory that exists, by identity:
+ * a bind of any of them holds that private directory at the bind's view plus the rest.
+ * A directory named twice ("/", "/var" of two private ones) is looked at once.
+ */
+static struct above *private_aboves(char *const *private_dirs, size_t *n)
+{
+	struct above *a = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	for (size_t i = 0; private_dirs != NULL && private_dirs[i] != NULL; i++) {
+		const char *dir = private_dirs[i];
+		size_t len = strlen(dir);
+		_cleanup_free_ char *prefix = pdk_xstrdup(dir);
+
+		for (size_t end = 1; end <= len; end++) {
+			struct stat st;
+			ssize_t seen = -1;
+
+			if (end > 1 && end < len && dir[end] != '/')
+				continue;
+			for (size_t k = 0; k < *n && seen < 0; k++)
+				if (a[k].end == end && strncmp(a[k].dir, dir, end) == 0)
+					seen = (ssize_t)k;
+			if (seen >= 0) {
+				st.st_dev = a[seen].dev;
+				st.st_ino = a[seen].ino;
+			} else {
+				memcpy(prefix, dir, end);
+				prefix[end] = '\0';
+				if (stat(prefix, &st) < 0)
+					break; /* not there (yet): nothing below it to hide */
+			}
+			if (*n == cap)
+				a = pdk_xrealloc(a, (cap = cap != 0 ? cap * 2 : 16) * sizeof(*a));
+			a[(*n)++] = (struct above){
+				.dev = st.st_dev, .ino = st.st_ino, .dir = dir, .end = end};
+		}
+	}
+	return a;
+}
+
+/*
+ * SECURITY: a host bind or the workspace that holds a state or runtime directory (or a
+ * place a mount shows it, session-view.c) gets the mask there. A host bind and the
+ * overlay's workspace are matched by identity (the directory the plan opened: no name,
+ * no race with the name), others by their canonical path.
+ */
 static void add_private_masks(struct pdk_mount_plan *p, char *const *private_dirs)
 {
-	size_t n = p->n;
+	size_t n = p->n, n_above = 0;
+	_cleanup_free_ struct above *above = private_aboves(private_dirs, &n_above);
 
 	for (size_t i = 0; private_dirs != NULL && i < n; i++) {
 		_cleanup_free_ char *host = NULL, *view = NULL;
 		const struct op *o = &p->ops[i];
+		dev_t dev = 0;
+		ino_t ino = 0;
 
-		if (o->kind == OP_BIND && o->is_dir)
-			host = pdk_xstrdup(o->src + strlen(OLDROOT));
-		else if (o->kind == OP_OVERLAY)
-			host = pdk_xstrdup(o->dst + strlen(NEWROOT));
-		else
+		if (o->kind == OP_BIND && o->is_dir) {
+			dev = o->dev;
+			ino = o->ino;
+			host = ino == 0 ? pdk_paths_canonical(o->src + strlen(OLDROOT)) : NULL;
+		} else if (o->kind == OP_OVERLAY) {
+			size_t ws = pdk_strv_len(o->lowers) - 1; /* the workspace is the last */
+
+			dev = o->lower_dev[ws];
+			ino = o->lower_ino[ws];
+		} else {
 			continue;
-		view = pdk_xstrdup(o->dst + strlen(NEWROOT));
+		}
+		view = pdk_xstrdup(o->dst[strlen(NEWROOT)] != '\0' ? o->dst + strlen(NEWROOT)
+								   : "/");
 		/* add_op() may move p->ops: `o` is not used past this line. */
-		add_private_masks_of(p, host, view[0] != '\0' ? view : "/", private_dirs);
+		if (host != NULL) {
+			add_private_masks_of(p, host, view, private_dirs);
+			continue;
+		}
+		for (size_t k = 0; k < n_above; k++)
+			if (above[k].dev == dev && above[k].ino == ino)
+				add_mask_at(p, view, rest_below(&above[k]));
 	}
 }
 
@@ -631,6 +752,8 @@ void pdk_mount_plan_free(struct pdk_mount_plan *plan)
 	for (size_t i = 0; i < plan->n; i++) {
 		free(plan->ops[i].src);
 		free(plan->ops[i].dst);
+		free(plan->ops[i].lower_dev);
+		free(plan->ops[i].lower_ino);
 		free(plan->ops[i].data);
 		pdk_strv_free(plan->ops[i].lowers);
 		pdk_strv_free(plan->ops[i].lower_as);
@@ -656,6 +779,16 @@ static int fail(struct pdk_child_error *ce, const char *what, const char *a, con
 {
 	return pdk_child_error_set(ce, errno, "%s '%s'%s%s%s", what, a, b ? " on '" : "",
 				   b ? b : "", b ? "'" : "");
+}
+
+/* A bind source that is not what the plan looked at ("/oldroot/..."): no sandbox. */
+static int changed(struct pdk_child_error *ce, const char *src)
+{
+	return pdk_child_error_setx(ce, EAGAIN,
+				    "'%s' is not what it was when the sandbox was planned (a "
+				    "directory on its way replaced meanwhile, by a symlink or a "
+				    "rename): nothing is bound from a path that changes under it",
+				    src + strlen(OLDROOT));
 }
 
 /* mkdir -p for the parents of `path` (all but its last component). */
@@ -1058,8 +1191,16 @@ static int bind_layers(const struct op *o, struct pdk_child_error *ce)
 
 	if (mkdir(LAYERS, 0700) < 0)
 		return fail(ce, "cannot create", LAYERS, NULL);
-	for (size_t i = 0; rc == 0 && o->lowers[i] != NULL; i++)
+	for (size_t i = 0; rc == 0 && o->lowers[i] != NULL; i++) {
+		struct stat st;
+
 		rc = bind_layer(o->lowers[i], o->lower_as[i], ce);
+		/* SECURITY: what the plan looked at (pin_lower()), or no sandbox. */
+		if (rc == 0 && o->lower_ino != NULL &&
+		    (stat(o->lower_as[i], &st) < 0 || st.st_dev != o->lower_dev[i] ||
+		     st.st_ino != o->lower_ino[i]))
+			rc = changed(ce, o->lowers[i]);
+	}
 	if (rc == 0 && o->tmpfs == NULL)
 		rc = bind_layer(o->set_dir, LAYERS "/set", ce);
 	return rc;
@@ -1231,6 +1372,10 @@ static int apply_op(const struct op *o, bool image, int *upper_fd, struct pdk_ch
 	case OP_BIND:
 		if (mount(o->src, o->dst, NULL, MS_BIND | MS_REC, NULL) < 0)
 			return fail(ce, "cannot bind", o->src, o->dst);
+		/* SECURITY: what the plan looked at (add_host_bind()), or no sandbox. */
+		if (o->ino != 0 &&
+		    (stat(o->dst, &st) < 0 || st.st_dev != o->dev || st.st_ino != o->ino))
+			return changed(ce, o->src);
 		if (set_attr(o->dst, o->attr, true) < 0)
 			return fail(ce, "cannot set mount attributes of", o->dst, NULL);
 		return 0;

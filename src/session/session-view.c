@@ -121,14 +121,13 @@ static const char *holds(const char *what)
 }
 
 /*
- * `path` (named `name` in the message) at or under a private directory:
- * -EINVAL, the caller's to change (the field "workspace" for the workspace).
+ * `path` (named `name` in the message; `canon`, its pdk_paths_canonical()) at or
+ * under a private directory: -EINVAL, the caller's to change (the field "workspace"
+ * for the workspace).
  */
 static int refuse_inside(const struct pdk__session_private *priv, const char *name,
-			 const char *path, struct pdk_error **err)
+			 const char *path, const char *canon, struct pdk_error **err)
 {
-	_cleanup_free_ char *canon = pdk_paths_canonical(path);
-
 	for (size_t i = 0; priv->dirs != NULL && priv->dirs[i] != NULL; i++) {
 		if (!pdk_paths_within(canon, priv->dirs[i]))
 			continue;
@@ -149,11 +148,10 @@ static int refuse_inside(const struct pdk__session_private *priv, const char *na
 	return 0;
 }
 
-/* A private directory under `path` that is not there yet is made, for the engine to hide. */
-static int make_hidden(const struct pdk__session_private *priv, const char *path,
+/* A private directory under `canon` (canonical) not there yet is made, for the engine to hide. */
+static int make_hidden(const struct pdk__session_private *priv, const char *canon,
 		       struct pdk_error **err)
 {
-	_cleanup_free_ char *canon = pdk_paths_canonical(path);
 	struct stat st;
 
 	for (size_t i = 0; priv->dirs != NULL && priv->dirs[i] != NULL; i++) {
@@ -168,9 +166,11 @@ static int make_hidden(const struct pdk__session_private *priv, const char *path
 static int check_one(const struct pdk__session_private *priv, const char *name, const char *path,
 		     struct pdk_error **err)
 {
-	if (refuse_inside(priv, name, path, err) < 0)
+	_cleanup_free_ char *canon = pdk_paths_canonical(path);
+
+	if (refuse_inside(priv, name, path, canon, err) < 0)
 		return -1;
-	return make_hidden(priv, path, err);
+	return make_hidden(priv, canon, err);
 }
 
 static int check_list(const struct pdk__session_private *priv, const char *name, char *const *paths,

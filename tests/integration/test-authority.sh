@@ -10,7 +10,8 @@
 #     link to a supervisor's socket), the daemon answers 401 and the supervisor closes the
 #     connection: a peer in another user or pid namespace is no admin;
 #   - a workspace or bind inside those directories is refused, naming the path, under
-#     another name too.
+#     another name too;
+#   - a bind source replaced by a symlink to them while the sandbox is made is refused.
 set -u
 # Its own /tmp and /run (lib-run.sh): the fallback runtime directories are this suite's.
 OWN_NAMESPACES=1
@@ -218,6 +219,45 @@ state_checks() {
 	is "$?:$out" "0:key=1" "$who: run --ro MIRROR: MIRROR/state is empty inside"
 }
 
+# A bind whose source changes while the sandbox is made: SHARED/data is a directory when the
+# plan looks at it, and a symlink to the state directory (what another sandbox that can write
+# SHARED could make of it) when the child binds it. strace holds the child's first mount 1 s
+# (the window is milliseconds without it); the swap is made in that second. The sandbox must
+# not start, and must say why; on a build that binds by the path alone, its command reads
+# the daemon's key.
+race_checks() {
+	local who=$1 a sh out rc mode swap
+	a=$(auth_dir "$who")
+	sh="$a/shared"
+	for mode in ro overlay; do
+		rm -rf "$sh"
+		mkdir -p "$sh/data"
+		[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$sh"
+		(sleep 0.4; mv "$sh/data" "$sh/data.old" && ln -s ../state "$sh/data") &
+		swap=$!
+		if [ "$mode" = ro ]; then
+			out=$(cd "$(view_of "$who")" && as "$who" strace -f -o /dev/null -e trace=mount \
+				-e inject=mount:delay_enter=1000000:when=1 "$T/bin/paddock" run \
+				--workspace-mode none --ro "$sh/data" -- \
+				sh -c 'ls -A "$0"; cat "$0/daemon.key" >/dev/null 2>&1 && echo key=read' \
+				"$sh/data" 2>"$T/race.err")
+		else
+			out=$(cd "$sh/data" && as "$who" strace -f -o /dev/null -e trace=mount \
+				-e inject=mount:delay_enter=1000000:when=1 "$T/bin/paddock" run \
+				--workspace-mode overlay -- \
+				sh -c 'ls -A; cat daemon.key >/dev/null 2>&1 && echo key=read' 2>"$T/race.err")
+		fi
+		rc=$?
+		wait "$swap"
+		[ -L "$sh/data" ]
+		ok $? "$who: race $mode: SHARED/data was a symlink to the state directory when the child bound it"
+		grep -q "'$sh/data' is not what it was when the sandbox was planned" "$T/race.err"
+		is "$rc:$?:$out" "125:0:" "$who: race $mode: the sandbox does not start, and says why (no key read, nothing listed)" ||
+			sed 's/^/#   /' "$T/race.err" | tail -3
+	done
+	rm -rf "$sh"
+}
+
 # A workspace or bind inside those directories is refused, naming it and the directory.
 refusal_checks() {
 	local who=$1 id=$2 a view out rc
@@ -311,6 +351,7 @@ for who in root user; do
 	run_checks "$who" "$id"
 	serve_checks "$who" "$id"
 	state_checks "$who"
+	race_checks "$who"
 	refusal_checks "$who" "$id"
 	# Control, last (a connection to ctl.sock replaces the daemon's): outside any sandbox,
 	# the same probe on the same socket is answered.

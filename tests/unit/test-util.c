@@ -243,19 +243,19 @@ Test(util, paths_canonical_and_within)
 
 /* ---- the places a directory is in sight through mounts (pdk_paths_aliases_in) ---- */
 
-/* The aliases of `dir` in `table`, joined with " " (a new string). */
-static char *aliases_of(const char *table, const char *dir)
+/* The aliases of `dir` in `table`, joined with " ", are `want`. */
+static void expect_aliases(const char *table, const char *dir, const char *want)
 {
 	_cleanup_strv_ char **v = pdk_paths_aliases_in(table, dir);
-	char *out = pdk_xstrdup("");
+	_cleanup_free_ char *got = pdk_xstrdup("");
 
 	for (size_t i = 0; v[i] != NULL; i++) {
-		char *next = pdk_xasprintf("%s%s%s", out, i > 0 ? " " : "", v[i]);
+		char *next = pdk_xasprintf("%s%s%s", got, i > 0 ? " " : "", v[i]);
 
-		free(out);
-		out = next;
+		free(got);
+		got = next;
 	}
-	return out;
+	cr_assert_str_eq(got, want, "in:\n%s", table);
 }
 
 #define ROOT_LINE "1 0 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
@@ -263,74 +263,63 @@ static char *aliases_of(const char *table, const char *dir)
 Test(util, paths_aliases_follow_mounts_of_the_same_file_system)
 {
 	/* Nothing but the root: the directory alone, and a table without a root changes nothing. */
-	cr_assert_str_eq(aliases_of(ROOT_LINE, "/var/lib/paddock"), "/var/lib/paddock");
-	cr_assert_str_eq(aliases_of("", "/var/lib/paddock"), "/var/lib/paddock");
-	cr_assert_str_eq(aliases_of("garbage\n1 2\n", "/var/lib/paddock"), "/var/lib/paddock");
+	expect_aliases(ROOT_LINE, "/var/lib/paddock", "/var/lib/paddock");
+	expect_aliases("", "/var/lib/paddock", "/var/lib/paddock");
+	expect_aliases("garbage\n1 2\n", "/var/lib/paddock", "/var/lib/paddock");
 	/* A bind of a directory above it, and one of the directory itself; another disk's none. */
-	cr_assert_str_eq(aliases_of(ROOT_LINE "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n"
-					      "31 1 254:0 /var/lib/paddock /srv/x rw - ext4 x rw\n"
-					      "32 1 8:1 /var/lib /srv/other rw - ext4 y rw\n"
-					      "33 1 254:0 /usr /srv/usr rw - ext4 x rw\n",
-				    "/var/lib/paddock"),
-			 "/var/lib/paddock /mnt/alias/paddock /srv/x");
+	expect_aliases(ROOT_LINE "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n"
+				 "31 1 254:0 /var/lib/paddock /srv/x rw - ext4 x rw\n"
+				 "32 1 8:1 /var/lib /srv/other rw - ext4 y rw\n"
+				 "33 1 254:0 /usr /srv/usr rw - ext4 x rw\n",
+		       "/var/lib/paddock", "/var/lib/paddock /mnt/alias/paddock /srv/x");
 	/* Under it: the path inside the alias. */
-	cr_assert_str_eq(aliases_of(ROOT_LINE "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n",
-				    "/var/lib/paddock/ws"),
-			 "/var/lib/paddock/ws /mnt/alias/paddock/ws");
+	expect_aliases(ROOT_LINE "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n",
+		       "/var/lib/paddock/ws", "/var/lib/paddock/ws /mnt/alias/paddock/ws");
 	/* A bind of "/" itself. */
-	cr_assert_str_eq(aliases_of(ROOT_LINE "30 1 254:0 / /mnt/all rw - ext4 x rw\n", "/run/p"),
-			 "/run/p /mnt/all/run/p");
+	expect_aliases(ROOT_LINE "30 1 254:0 / /mnt/all rw - ext4 x rw\n", "/run/p",
+		       "/run/p /mnt/all/run/p");
 }
 
 Test(util, paths_aliases_leave_out_what_a_mount_on_top_hides)
 {
 	/* A tmpfs mounted on /mnt after /mnt/alias: /mnt/alias is the tmpfs's now. */
-	cr_assert_str_eq(aliases_of(ROOT_LINE "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n"
-					      "40 1 0:50 / /mnt rw - tmpfs t rw\n",
-				    "/var/lib/paddock"),
-			 "/var/lib/paddock");
+	expect_aliases(ROOT_LINE "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n"
+				 "40 1 0:50 / /mnt rw - tmpfs t rw\n",
+		       "/var/lib/paddock", "/var/lib/paddock");
 	/* The same tmpfs first, the bind on it: in sight. */
-	cr_assert_str_eq(aliases_of(ROOT_LINE "40 1 0:50 / /mnt rw - tmpfs t rw\n"
-					      "30 40 254:0 /var/lib /mnt/alias rw - ext4 x rw\n",
-				    "/var/lib/paddock"),
-			 "/var/lib/paddock /mnt/alias/paddock");
+	expect_aliases(ROOT_LINE "40 1 0:50 / /mnt rw - tmpfs t rw\n"
+				 "30 40 254:0 /var/lib /mnt/alias rw - ext4 x rw\n",
+		       "/var/lib/paddock", "/var/lib/paddock /mnt/alias/paddock");
 	/* Stacked on one point: the last is in sight, the first is not. */
-	cr_assert_str_eq(aliases_of(ROOT_LINE "50 1 254:0 /var/lib /srv/y rw - ext4 x rw\n"
-					      "51 50 0:51 / /srv/y rw - tmpfs t rw\n",
-				    "/var/lib/paddock"),
-			 "/var/lib/paddock");
-	cr_assert_str_eq(aliases_of(ROOT_LINE "51 1 0:51 / /srv/y rw - tmpfs t rw\n"
-					      "50 51 254:0 /var/lib /srv/y rw - ext4 x rw\n",
-				    "/var/lib/paddock"),
-			 "/var/lib/paddock /srv/y/paddock");
+	expect_aliases(ROOT_LINE "50 1 254:0 /var/lib /srv/y rw - ext4 x rw\n"
+				 "51 50 0:51 / /srv/y rw - tmpfs t rw\n",
+		       "/var/lib/paddock", "/var/lib/paddock");
+	expect_aliases(ROOT_LINE "51 1 0:51 / /srv/y rw - tmpfs t rw\n"
+				 "50 51 254:0 /var/lib /srv/y rw - ext4 x rw\n",
+		       "/var/lib/paddock", "/var/lib/paddock /srv/y/paddock");
 	/* The directory itself hidden at its own path (a mount over /var/lib): still listed first.
 	 */
-	cr_assert_str_eq(aliases_of(ROOT_LINE "60 1 0:52 / /var/lib rw - tmpfs t rw\n"
-					      "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n",
-				    "/var/lib/paddock"),
-			 "/var/lib/paddock");
+	expect_aliases(ROOT_LINE "60 1 0:52 / /var/lib rw - tmpfs t rw\n"
+				 "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n",
+		       "/var/lib/paddock", "/var/lib/paddock");
 }
 
 Test(util, paths_aliases_of_a_file_system_of_its_own_escapes_and_subvolumes)
 {
 	/* The state directory is a mount point: other mounts of that disk, a recursive bind above.
 	 */
-	cr_assert_str_eq(aliases_of(ROOT_LINE "60 1 8:1 / /var/lib/paddock rw - ext4 y rw\n"
-					      "61 1 8:1 / /data/pd rw - ext4 y rw\n"
-					      "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n"
-					      "62 30 8:1 / /mnt/alias/paddock rw - ext4 y rw\n",
-				    "/var/lib/paddock"),
-			 "/var/lib/paddock /data/pd /mnt/alias/paddock");
+	expect_aliases(ROOT_LINE "60 1 8:1 / /var/lib/paddock rw - ext4 y rw\n"
+				 "61 1 8:1 / /data/pd rw - ext4 y rw\n"
+				 "30 1 254:0 /var/lib /mnt/alias rw - ext4 x rw\n"
+				 "62 30 8:1 / /mnt/alias/paddock rw - ext4 y rw\n",
+		       "/var/lib/paddock", "/var/lib/paddock /data/pd /mnt/alias/paddock");
 	/* mountinfo's escapes: a space and a backslash in a mount point. */
-	cr_assert_str_eq(aliases_of(ROOT_LINE
-				    "30 1 254:0 /var/lib /mnt/a\\040b\\134c rw - ext4 x rw\n",
-				    "/var/lib/paddock"),
-			 "/var/lib/paddock /mnt/a b\\c/paddock");
+	expect_aliases(ROOT_LINE "30 1 254:0 /var/lib /mnt/a\\040b\\134c rw - ext4 x rw\n",
+		       "/var/lib/paddock", "/var/lib/paddock /mnt/a b\\c/paddock");
 	/* A btrfs subvolume as "/", the whole file system mounted elsewhere. */
-	cr_assert_str_eq(aliases_of("1 0 0:30 /@ / rw - btrfs d rw\n"
-				    "70 1 0:30 / /mnt/top rw - btrfs d rw\n",
-				    "/var/lib/paddock"),
-			 "/var/lib/paddock /mnt/top/@/var/lib/paddock");
+	expect_aliases("1 0 0:30 /@ / rw - btrfs d rw\n"
+		       "70 1 0:30 / /mnt/top rw - btrfs d rw\n",
+		       "/var/lib/paddock", "/var/lib/paddock /mnt/top/@/var/lib/paddock");
 }
 
 /*
