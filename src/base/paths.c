@@ -254,6 +254,11 @@ static bool listed(char *const *v, const char *s)
 	return false;
 }
 
+static bool listed_or_empty(char *const *v, const char *s)
+{
+	return v != NULL && listed(v, s);
+}
+
 char **pdk_paths_aliases_in(const char *mountinfo, const char *dir)
 {
 	_cleanup_free_ char *text = pdk_xstrdup(mountinfo), *in_fs = NULL;
@@ -283,6 +288,38 @@ char **pdk_paths_aliases_in(const char *mountinfo, const char *dir)
 		/* A mount on top of it hides it there (what is there then is that mount's). */
 		if (showing(m, n, root, alias) == (ssize_t)i && !listed(out, alias))
 			pdk_strv_push_take(&out, steal_ptr(&alias));
+	}
+	return out;
+}
+
+char **pdk_paths_kernel_mounts_in(const char *mountinfo)
+{
+	static const char *const kernel[] = {"proc",     "sysfs",   "cgroup",  "cgroup2",
+					     "bpf",      "debugfs", "tracefs", "securityfs",
+					     "efivarfs", "configfs"};
+	_cleanup_free_ char *text = pdk_xstrdup(mountinfo);
+	char **out = NULL, *save = NULL;
+
+	for (char *line = strtok_r(text, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		/* "... POINT OPTIONS [TAGS...] - FSTYPE SOURCE SUPEROPTS" */
+		char *dash = strstr(line, " - "), *type, *end;
+		struct mount_line m;
+
+		if (dash == NULL)
+			continue;
+		*dash = '\0';
+		type = dash + 3;
+		end = strchr(type, ' ');
+		if (end != NULL)
+			*end = '\0';
+		if (!parse_mount(line, &m))
+			continue;
+		for (size_t i = 0; i < PDK_ARRAY_SIZE(kernel); i++)
+			if (strcmp(type, kernel[i]) == 0 && !listed_or_empty(out, m.point)) {
+				pdk_strv_push(&out, m.point);
+				break;
+			}
 	}
 	return out;
 }

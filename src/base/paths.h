@@ -81,6 +81,13 @@ bool pdk_paths_within(const char *path, const char *dir);
 char **pdk_paths_aliases_in(const char *mountinfo, const char *dir);
 
 /*
+ * The mount points in `mountinfo` of the host kernel's own interfaces: procfs,
+ * sysfs, cgroupfs (v1 and v2), bpffs, debugfs, tracefs, securityfs, efivarfs,
+ * configfs. A NULL-terminated list (NULL when there is none; pdk_strv_free()).
+ */
+char **pdk_paths_kernel_mounts_in(const char *mountinfo);
+
+/*
  * The same for this process's mount namespace (/proc/self/mountinfo, read
  * once per call): 0 and *out, or -errno + *err naming the file.
  */

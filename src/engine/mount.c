@@ -5,11 +5,13 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 
 #define NEWROOT "/newroot"
@@ -72,6 +74,7 @@ struct pdk_mount_plan {
 	char **image_as;
 	char *image_lowerdir; /* image_as as one "lowerdir=" value, for kernels before 6.8 */
 	char *image_rw_dir; /* "/oldroot/..." the kept writable layer's directory; NULL: a tmpfs */
+	dev_t root_dev;     /* the host root's file system (refuse_kernel_fs() skips it) */
 };
 
 static const char *const op_names[] = {
@@ -95,6 +98,54 @@ static struct op *add_op(struct pdk_mount_plan *p, enum op_kind kind, const char
 	o->is_dir = true;
 	o->dst = pdk_xasprintf(NEWROOT "%s", strcmp(dst, "/") == 0 ? "" : dst);
 	return o;
+}
+
+/*
+ * The host kernel's own interfaces, which no bind may bring into a view: procfs
+ * (`/proc/PID/root`, `/fd`, `/environ` of the user's own processes reach past every
+ * namespace: the ptrace check lets a process of the same uid through), cgroupfs (a
+ * delegated cgroup the user owns would let the sandbox raise its own limits), sysfs
+ * and the file systems mounted in it (bpf's pinned maps and programs, the tracing and
+ * debug interfaces, security and EFI variables, configfs). The sandbox has a /proc of
+ * its own, and no /sys.
+ */
+static const struct {
+	long magic;
+	const char *name;
+} kernel_fs[] = {
+	{PROC_SUPER_MAGIC, "procfs"},
+	{SYSFS_MAGIC, "sysfs"},
+	{CGROUP_SUPER_MAGIC, "cgroupfs (v1)"},
+	{CGROUP2_SUPER_MAGIC, "cgroupfs (v2)"},
+	{BPF_FS_MAGIC, "bpffs"},
+	{DEBUGFS_MAGIC, "debugfs"},
+	{TRACEFS_MAGIC, "tracefs"},
+	{SECURITYFS_MAGIC, "securityfs"},
+	{EFIVARFS_MAGIC, "efivarfs"},
+	{0x62656570 /* CONFIGFS_MAGIC */, "configfs"},
+};
+
+/*
+ * SECURITY: -EPERM + *err when `path` (looked at as `st`) lies on one of kernel_fs.
+ * Only a file system other than the root's is asked (statfs): the root is none of them.
+ */
+static int refuse_kernel_fs(const char *path, const struct stat *st, dev_t root_dev,
+			    struct pdk_error **err)
+{
+	struct statfs fs;
+
+	if (st->st_dev == root_dev || statfs(path, &fs) < 0)
+		return 0; /* statfs failing: the bind fails as well, with its own reason */
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(kernel_fs); i++)
+		if ((long)fs.f_type == kernel_fs[i].magic)
+			return pdk_error_setx(
+				err, EPERM,
+				"cannot bind '%s' into the sandbox: it is on %s, an "
+				"interface of the host's kernel that reaches past the "
+				"sandbox's namespaces (the sandbox has a /proc of its "
+				"own)",
+				path, kernel_fs[i].name);
+	return 0;
 }
 
 /*
@@ -131,6 +182,8 @@ static int add_host_bind(struct pdk_mount_plan *p, struct pdk_landlock *ll, cons
 		o->data = pdk_xstrdup(target);
 		return 0;
 	}
+	if (refuse_kernel_fs(path, &st, p->root_dev, err) < 0)
+		return -1;
 	o = add_op(p, OP_BIND, path);
 	o->src = pdk_xasprintf(OLDROOT "%s", path);
 	o->is_dir = S_ISDIR(st.st_mode);
@@ -359,12 +412,15 @@ static int set_names(struct op *o, const struct pdk_mount_spec *s, struct pdk_er
 }
 
 /* Lower layer `i` of the overlay, looked at once: its identity (as add_host_bind()). */
-static int pin_lower(struct op *o, size_t i, const char *path, struct pdk_error **err)
+static int pin_lower(const struct pdk_mount_plan *p, struct op *o, size_t i, const char *path,
+		     struct pdk_error **err)
 {
 	struct stat st;
 
 	if (stat(path, &st) < 0)
 		return pdk_error_set(err, errno, "workspace: cannot read '%s'", path);
+	if (refuse_kernel_fs(path, &st, p->root_dev, err) < 0)
+		return pdk_error_wrap(err, "workspace");
 	o->lower_dev[i] = st.st_dev;
 	o->lower_ino[i] = st.st_ino;
 	return 0;
@@ -390,7 +446,7 @@ static int add_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 		pdk_strv_push_take(&o->lowers, pdk_xasprintf(OLDROOT "%s", s->ws_lowers[i]));
 		pdk_strv_push_take(&o->lower_as, pdk_xasprintf(LAYERS "/%zu", i));
 		/* SECURITY: as add_host_bind(): bind_layers() binds only what is seen now. */
-		if (pin_lower(o, i, s->ws_lowers[i], err) < 0)
+		if (pin_lower(p, o, i, s->ws_lowers[i], err) < 0)
 			return -1;
 	}
 	o->lowerdir = join_lowerdir(o->lower_as);
@@ -680,7 +736,11 @@ struct pdk_mount_plan *pdk_mount_plan_new(const struct pdk_mount_spec *s, struct
 {
 	struct pdk_mount_plan *p = pdk_xcalloc(1, sizeof(*p));
 	const struct pdk_policy *pol = s->policy;
+	struct stat root;
 	int rc;
+
+	/* Unknown (no "/"?): every bind's file system is asked. */
+	p->root_dev = stat("/", &root) == 0 ? root.st_dev : (dev_t)-1;
 
 	if (s->root_layers != NULL)
 		rc = add_image_root(p, ll, s, err);

@@ -53,6 +53,7 @@ struct pdk__session_private {
 	char **dirs;    /* canonical (pdk_paths_canonical()), and their other places (mounts) */
 	char **whats;   /* "the runtime directory", one for each of dirs */
 	char **origins; /* for each of dirs, the directory's own path (dirs[i] when it is that) */
+	char **kernel;  /* mount points of the host kernel's interfaces (procfs, sysfs, ...) */
 };
 
 /*

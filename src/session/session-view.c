@@ -102,6 +102,7 @@ int pdk__session_private_dirs(const struct pdk_session_opts *o, const char *stat
 	add_dir(out, mountinfo, paths->runtime_dir, what_runtime);
 	add_dir(out, mountinfo, state_dir, what_state);
 	add_dir(out, mountinfo, paths->state_dir, what_state);
+	out->kernel = pdk_paths_kernel_mounts_in(mountinfo);
 	return 0;
 }
 
@@ -110,6 +111,7 @@ void pdk__session_private_release(struct pdk__session_private *priv)
 	pdk_strv_free(priv->dirs);
 	pdk_strv_free(priv->whats);
 	pdk_strv_free(priv->origins);
+	pdk_strv_free(priv->kernel);
 	*priv = (struct pdk__session_private){0};
 }
 
@@ -163,12 +165,40 @@ static int make_hidden(const struct pdk__session_private *priv, const char *cano
 	return 0;
 }
 
+/*
+ * SECURITY: `path` (named `name`; `canon`, its canonical path) holding a mount of the
+ * host kernel's interfaces (a bind is recursive: /sys/fs/cgroup brings its hierarchies,
+ * a directory with a procfs mounted under it brings that): -EINVAL naming both. One
+ * that is on such a file system is refused by the engine (mount.c, refuse_kernel_fs()).
+ */
+static int refuse_kernel_mounts(const struct pdk__session_private *priv, const char *name,
+				const char *path, const char *canon, struct pdk_error **err)
+{
+	for (size_t i = 0; priv->kernel != NULL && priv->kernel[i] != NULL; i++)
+		if (strcmp(priv->kernel[i], canon) == 0)
+			return pdk_error_set_field(
+				err, EINVAL, strcmp(name, "workspace") == 0 ? "workspace" : NULL,
+				"%s '%s' is a mount of an interface of the host's kernel (procfs, "
+				"sysfs, cgroupfs, ...) that reaches past the sandbox's namespaces: "
+				"choose another path",
+				name, path);
+		else if (pdk_paths_within(priv->kernel[i], canon))
+			return pdk_error_set_field(
+				err, EINVAL, strcmp(name, "workspace") == 0 ? "workspace" : NULL,
+				"%s '%s' holds '%s', a mount of an interface of the host's kernel "
+				"(procfs, sysfs, cgroupfs, ...) that reaches past the sandbox's "
+				"namespaces: choose a path without it",
+				name, path, priv->kernel[i]);
+	return 0;
+}
+
 static int check_one(const struct pdk__session_private *priv, const char *name, const char *path,
 		     struct pdk_error **err)
 {
 	_cleanup_free_ char *canon = pdk_paths_canonical(path);
 
-	if (refuse_inside(priv, name, path, canon, err) < 0)
+	if (refuse_inside(priv, name, path, canon, err) < 0 ||
+	    refuse_kernel_mounts(priv, name, path, canon, err) < 0)
 		return -1;
 	return make_hidden(priv, canon, err);
 }

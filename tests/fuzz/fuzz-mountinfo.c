@@ -10,7 +10,8 @@
  * directory itself comes first; every place is absolute, listed once, at or
  * under a mount point of the table, and ends with the part of the directory
  * below the root of a mount of it; there are at most as many places as lines
- * plus one.
+ * plus one. pdk_paths_kernel_mounts_in() on the same table: absolute points,
+ * each once, at most one a line.
  */
 #include "common.h"
 #include "paths.h"
@@ -49,6 +50,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	v = pdk_paths_aliases_in(table, dir);
 	n = pdk_strv_len(v);
 	if (n == 0 || strcmp(v[0], dir) != 0 || n > lines(table) + 1)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		if (v[i][0] != '/')
+			abort();
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(v[i], v[j]) == 0)
+				abort();
+	}
+	pdk_strv_free(v);
+	v = pdk_paths_kernel_mounts_in(table);
+	n = pdk_strv_len(v);
+	if (n > lines(table))
 		abort();
 	for (size_t i = 0; i < n; i++) {
 		if (v[i][0] != '/')

@@ -11,7 +11,8 @@
 #     connection: a peer in another user or pid namespace is no admin;
 #   - a workspace or bind inside those directories is refused, naming the path, under
 #     another name too;
-#   - a bind source replaced by a symlink to them while the sandbox is made is refused.
+#   - a bind source replaced by a symlink to them while the sandbox is made is refused;
+#   - so is a bind on, or holding, an interface of the host's kernel (procfs, sysfs, cgroupfs).
 set -u
 # Its own /tmp and /run (lib-run.sh): the fallback runtime directories are this suite's.
 OWN_NAMESPACES=1
@@ -258,6 +259,52 @@ race_checks() {
 	rm -rf "$sh"
 }
 
+# The host kernel's own interfaces never enter a view: a bind on sysfs (the host's network
+# devices, its kernel's knobs), a bind that holds a cgroupfs hierarchy (recursive: /sys/fs/cgroup
+# brings them all, and a delegated cgroup of the user's own would let the sandbox raise its
+# own limits), a workspace with a procfs of the host mounted inside (another pid namespace's
+# processes). Each is refused before anything runs, naming what it holds or what it is on;
+# on a build that binds them, the command inside reads them.
+kernel_checks() {
+	local who=$1 view out rc jail
+	view=$(view_of "$who")
+	# The mount point itself (the session sees it in the mount table) ...
+	out=$(cd "$view" && as "$who" "$T/bin/paddock" run --workspace-mode ro --ro /sys -- \
+		cat /sys/kernel/hostname 2>"$T/kernel.err")
+	rc=$?
+	grep -q "\-\-ro '/sys' is a mount of an interface of the host's kernel" "$T/kernel.err"
+	is "$rc:$?:$out" "122:0:" "$who: run --ro /sys is refused, nothing read inside" ||
+		sed 's/^/#   /' "$T/kernel.err" | tail -2
+	# ... a directory on it (the engine asks its file system) ...
+	out=$(cd "$view" && as "$who" "$T/bin/paddock" run --workspace-mode ro --ro /sys/class -- \
+		ls /sys/class/net 2>"$T/kernel.err")
+	rc=$?
+	grep -q "cannot bind '/sys/class' into the sandbox: it is on sysfs" "$T/kernel.err"
+	is "$rc:$?:$out" "125:0:" "$who: run --ro /sys/class is refused, naming sysfs (the host's network devices not listed)" ||
+		sed 's/^/#   /' "$T/kernel.err" | tail -2
+	# ... and a directory that holds one (/sys/fs/cgroup: a tmpfs with the v1 hierarchies, or
+	# cgroup2 itself).
+	out=$(cd "$view" && as "$who" "$T/bin/paddock" run --workspace-mode ro --ro /sys/fs/cgroup -- \
+		ls /sys/fs/cgroup 2>"$T/kernel.err")
+	rc=$?
+	grep -qE "\-\-ro '/sys/fs/cgroup' (holds '/sys/fs/cgroup/[^']*',|is) a mount of an interface of the host's kernel" "$T/kernel.err"
+	is "$rc:$?:$out" "122:0:" "$who: run --ro /sys/fs/cgroup is refused, naming a hierarchy" ||
+		sed 's/^/#   /' "$T/kernel.err" | tail -2
+	# A directory with this suite's procfs mounted in it (a chroot's /proc), as the workspace.
+	jail="$(auth_dir "$who")/jail"
+	mkdir -p "$jail/proc"
+	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$jail"
+	mount -t proc proc "$jail/proc"
+	out=$(cd "$jail" && as "$who" "$T/bin/paddock" run --workspace-mode rw -- \
+		sh -c 'ls proc | grep -c "^[0-9]"' 2>"$T/kernel.err")
+	rc=$?
+	grep -q "workspace '$jail' holds '$jail/proc', a mount of an interface of the host's kernel" "$T/kernel.err"
+	is "$rc:$?:$out" "122:0:" "$who: a workspace holding a procfs of the host is refused, naming it" ||
+		sed 's/^/#   /' "$T/kernel.err" | tail -2
+	umount "$jail/proc"
+	rmdir "$jail/proc" "$jail"
+}
+
 # A workspace or bind inside those directories is refused, naming it and the directory.
 refusal_checks() {
 	local who=$1 id=$2 a view out rc
@@ -352,6 +399,7 @@ for who in root user; do
 	serve_checks "$who" "$id"
 	state_checks "$who"
 	race_checks "$who"
+	kernel_checks "$who"
 	refusal_checks "$who" "$id"
 	# Control, last (a connection to ctl.sock replaces the daemon's): outside any sandbox,
 	# the same probe on the same socket is answered.

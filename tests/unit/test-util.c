@@ -322,6 +322,27 @@ Test(util, paths_aliases_of_a_file_system_of_its_own_escapes_and_subvolumes)
 		       "/var/lib/paddock", "/var/lib/paddock /mnt/top/@/var/lib/paddock");
 }
 
+/* The kernel's interfaces in a table: by file system type, each point once, escapes read. */
+Test(util, paths_kernel_mounts_by_type)
+{
+	_cleanup_strv_ char **v = pdk_paths_kernel_mounts_in(
+		ROOT_LINE "22 1 0:21 / /proc rw,nosuid - proc proc rw\n"
+			  "23 1 0:22 / /sys rw shared:7 - sysfs sysfs rw\n"
+			  "24 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+			  "25 1 0:27 / /srv/a\\040jail/proc rw - proc proc rw\n"
+			  "26 1 0:28 / /tmp rw - tmpfs tmpfs rw\n"
+			  "27 1 0:29 / /proc rw - proc proc rw\n"
+			  "28 1 0:30 / /x rw - procfake procfake rw\n"
+			  "29 1 0:31 / /no-dash rw proc\n");
+
+	cr_assert_eq(pdk_strv_len(v), 4);
+	cr_assert_str_eq(v[0], "/proc");
+	cr_assert_str_eq(v[1], "/sys");
+	cr_assert_str_eq(v[2], "/sys/fs/cgroup");
+	cr_assert_str_eq(v[3], "/srv/a jail/proc");
+	cr_assert_null(pdk_paths_kernel_mounts_in(ROOT_LINE));
+}
+
 /*
  * In a mount namespace of its own (and a user namespace when not root; a
  * fork, since a process with threads cannot unshare either): `priv` first
