@@ -129,6 +129,15 @@ struct mount_line {
 	const char *dev;   /* "MAJ:MIN": the file system */
 	const char *root;  /* the directory of that file system at the mount's top */
 	const char *point; /* where it is mounted */
+	const char *type;  /* the file system's type ("" when the line has none) */
+};
+
+/* A mount table, parsed once (pdk_mounts_parse()). */
+struct pdk_mounts {
+	char *text; /* the table's copy, split in place */
+	struct mount_line *m;
+	size_t n;
+	ssize_t root; /* the namespace's root mount, or -1 */
 };
 
 /* mountinfo's octal escapes (\040 space, \011 tab, \012 newline, \134 backslash), in place. */
@@ -148,11 +157,22 @@ static void unescape(char *s)
 	*out = '\0';
 }
 
-/* "ID PARENT MAJ:MIN ROOT POINT OPTIONS ..." (the fields split in place), or false. */
+/*
+ * "ID PARENT MAJ:MIN ROOT POINT OPTIONS [TAGS...] - TYPE SOURCE SUPEROPTIONS" (the
+ * fields split in place), or false.
+ */
 static bool parse_mount(char *line, struct mount_line *m)
 {
-	char *save = NULL, *f[5], *end;
+	char *save = NULL, *f[5], *end, *dash = strstr(line, " - ");
 
+	m->type = "";
+	if (dash != NULL) {
+		*dash = '\0';
+		m->type = dash + 3;
+		end = strchr(dash + 3, ' ');
+		if (end != NULL)
+			*end = '\0';
+	}
 	for (int i = 0; i < 5; i++)
 		if ((f[i] = strtok_r(i == 0 ? line : NULL, " ", &save)) == NULL)
 			return false;
@@ -207,15 +227,17 @@ static ssize_t root_mount(const struct mount_line *m, size_t n)
 
 /*
  * The mount that shows `path` (canonical), as a lookup finds it: from the root
- * mount `root`, one component after another, into the mount at that point (and
+ * mount, one component after another, into the mount at that point (and
  * the ones stacked on it) whose parent is the mount the lookup is in. A mount on
  * a point that a later mount covers is the covered mount's child, and is out of
  * sight. -1 when there is no root.
  */
-static ssize_t showing(const struct mount_line *m, size_t n, ssize_t root, const char *path)
+static ssize_t showing(const struct pdk_mounts *t, const char *path)
 {
 	_cleanup_free_ char *prefix = pdk_xstrdup(path);
-	ssize_t cur = root, next;
+	const struct mount_line *m = t->m;
+	size_t n = t->n;
+	ssize_t cur = t->root, next;
 	size_t len = strlen(path);
 
 	/* Stacked mounts follow their parents: a table that loops (none the kernel writes) stops.
@@ -254,73 +276,89 @@ static bool listed(char *const *v, const char *s)
 	return false;
 }
 
-static bool listed_or_empty(char *const *v, const char *s)
+struct pdk_mounts *pdk_mounts_parse(const char *mountinfo)
 {
-	return v != NULL && listed(v, s);
+	struct pdk_mounts *t = pdk_xcalloc(1, sizeof(*t));
+	char *save = NULL;
+	size_t cap = 0;
+
+	t->text = pdk_xstrdup(mountinfo);
+	for (char *line = strtok_r(t->text, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (t->n == cap)
+			t->m = pdk_xrealloc(t->m, (cap = cap != 0 ? cap * 2 : 64) * sizeof(*t->m));
+		t->n += parse_mount(line, &t->m[t->n]);
+	}
+	t->root = root_mount(t->m, t->n);
+	return t;
 }
 
-char **pdk_paths_aliases_in(const char *mountinfo, const char *dir)
+void pdk_mounts_free(struct pdk_mounts *t)
 {
-	_cleanup_free_ char *text = pdk_xstrdup(mountinfo), *in_fs = NULL;
-	_cleanup_free_ struct mount_line *m = NULL;
-	char **out = NULL, *save = NULL;
-	size_t n = 0, cap = 0;
-	ssize_t root, top;
+	if (t == NULL)
+		return;
+	free(t->text);
+	free(t->m);
+	free(t);
+}
 
-	for (char *line = strtok_r(text, "\n", &save); line != NULL;
-	     line = strtok_r(NULL, "\n", &save)) {
-		if (n == cap)
-			m = pdk_xrealloc(m, (cap = cap != 0 ? cap * 2 : 64) * sizeof(*m));
-		n += parse_mount(line, &m[n]);
-	}
+char **pdk_mounts_aliases(const struct pdk_mounts *t, const char *dir)
+{
+	_cleanup_free_ char *in_fs = NULL;
+	const struct mount_line *m = t->m;
+	char **out = NULL;
+	ssize_t top;
+
 	pdk_strv_push(&out, dir);
-	root = root_mount(m, n);
-	if ((top = showing(m, n, root, dir)) < 0)
+	if ((top = showing(t, dir)) < 0)
 		return out;
 	/* Where `dir` lies in its file system, then every mount of that file system above it. */
 	in_fs = rebase(m[top].root, dir, m[top].point);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < t->n; i++) {
 		_cleanup_free_ char *alias = NULL;
 
 		if (strcmp(m[i].dev, m[top].dev) != 0 || !pdk_paths_within(in_fs, m[i].root))
 			continue;
 		alias = rebase(m[i].point, in_fs, m[i].root);
 		/* A mount on top of it hides it there (what is there then is that mount's). */
-		if (showing(m, n, root, alias) == (ssize_t)i && !listed(out, alias))
+		if (showing(t, alias) == (ssize_t)i && !listed(out, alias))
 			pdk_strv_push_take(&out, steal_ptr(&alias));
 	}
 	return out;
 }
 
-char **pdk_paths_kernel_mounts_in(const char *mountinfo)
+char **pdk_mounts_kernel(const struct pdk_mounts *t)
 {
 	static const char *const kernel[] = {"proc",     "sysfs",   "cgroup",  "cgroup2",
 					     "bpf",      "debugfs", "tracefs", "securityfs",
 					     "efivarfs", "configfs"};
-	_cleanup_free_ char *text = pdk_xstrdup(mountinfo);
-	char **out = NULL, *save = NULL;
+	char **out = NULL;
 
-	for (char *line = strtok_r(text, "\n", &save); line != NULL;
-	     line = strtok_r(NULL, "\n", &save)) {
-		/* "... POINT OPTIONS [TAGS...] - FSTYPE SOURCE SUPEROPTS" */
-		char *dash = strstr(line, " - "), *type, *end;
-		struct mount_line m;
-
-		if (dash == NULL)
-			continue;
-		*dash = '\0';
-		type = dash + 3;
-		end = strchr(type, ' ');
-		if (end != NULL)
-			*end = '\0';
-		if (!parse_mount(line, &m))
-			continue;
-		for (size_t i = 0; i < PDK_ARRAY_SIZE(kernel); i++)
-			if (strcmp(type, kernel[i]) == 0 && !listed_or_empty(out, m.point)) {
-				pdk_strv_push(&out, m.point);
+	for (size_t i = 0; i < t->n; i++)
+		for (size_t k = 0; k < PDK_ARRAY_SIZE(kernel); k++)
+			if (strcmp(t->m[i].type, kernel[k]) == 0 &&
+			    (out == NULL || !listed(out, t->m[i].point))) {
+				pdk_strv_push(&out, t->m[i].point);
 				break;
 			}
-	}
+	return out;
+}
+
+char **pdk_paths_aliases_in(const char *mountinfo, const char *dir)
+{
+	struct pdk_mounts *t = pdk_mounts_parse(mountinfo);
+	char **out = pdk_mounts_aliases(t, dir);
+
+	pdk_mounts_free(t);
+	return out;
+}
+
+char **pdk_paths_kernel_mounts_in(const char *mountinfo)
+{
+	struct pdk_mounts *t = pdk_mounts_parse(mountinfo);
+	char **out = pdk_mounts_kernel(t);
+
+	pdk_mounts_free(t);
 	return out;
 }
 

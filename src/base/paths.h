@@ -88,6 +88,18 @@ char **pdk_paths_aliases_in(const char *mountinfo, const char *dir);
 char **pdk_paths_kernel_mounts_in(const char *mountinfo);
 
 /*
+ * The same two on a table parsed once (a session asks for several directories):
+ * pdk_mounts_parse() never fails (lines that do not parse are skipped);
+ * pdk_mounts_aliases() is pdk_paths_aliases_in(), pdk_mounts_kernel() is
+ * pdk_paths_kernel_mounts_in().
+ */
+struct pdk_mounts;
+struct pdk_mounts *pdk_mounts_parse(const char *mountinfo);
+void pdk_mounts_free(struct pdk_mounts *t);
+char **pdk_mounts_aliases(const struct pdk_mounts *t, const char *dir);
+char **pdk_mounts_kernel(const struct pdk_mounts *t);
+
+/*
  * The same for this process's mount namespace (/proc/self/mountinfo, read
  * once per call): 0 and *out, or -errno + *err naming the file.
  */

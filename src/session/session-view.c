@@ -71,8 +71,8 @@ static void add_one(struct pdk__session_private *out, char *canon, const char *w
  * by name alone would let a workspace of /mnt/x, a bind of /var/lib, show
  * /var/lib/paddock's keys at /mnt/x/paddock.
  */
-static void add_dir(struct pdk__session_private *out, const char *mountinfo, const char *dir,
-		    const char *what)
+static void add_dir(struct pdk__session_private *out, const struct pdk_mounts *mounts,
+		    const char *dir, const char *what)
 {
 	_cleanup_free_ char *canon = NULL;
 	_cleanup_strv_ char **all = NULL;
@@ -80,7 +80,7 @@ static void add_dir(struct pdk__session_private *out, const char *mountinfo, con
 	if (dir == NULL || dir[0] != '/')
 		return;
 	canon = pdk_paths_canonical(dir);
-	all = pdk_paths_aliases_in(mountinfo, canon);
+	all = pdk_mounts_aliases(mounts, canon);
 	for (size_t i = 0; all[i] != NULL; i++)
 		add_one(out, steal_ptr(&all[i]), what, canon);
 }
@@ -91,18 +91,21 @@ int pdk__session_private_dirs(const struct pdk_session_opts *o, const char *stat
 {
 	const struct pdk_paths *paths = &o->settings->paths;
 	_cleanup_free_ char *mountinfo = NULL;
+	struct pdk_mounts *mounts;
 
 	*out = (struct pdk__session_private){0};
 	/* SECURITY: without the mount table the other places are unknown: nothing is shown. */
 	if (pdk_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 64u << 20, &mountinfo, err) < 0)
 		return pdk_error_wrap(err, "the state and runtime directories cannot be kept out "
 					   "of sight: where they are mounted is unknown");
-	add_dir(out, mountinfo, o->daemon_run_dir, what_daemon);
-	add_dir(out, mountinfo, runtime_dir, what_runtime);
-	add_dir(out, mountinfo, paths->runtime_dir, what_runtime);
-	add_dir(out, mountinfo, state_dir, what_state);
-	add_dir(out, mountinfo, paths->state_dir, what_state);
-	out->kernel = pdk_paths_kernel_mounts_in(mountinfo);
+	mounts = pdk_mounts_parse(mountinfo);
+	add_dir(out, mounts, o->daemon_run_dir, what_daemon);
+	add_dir(out, mounts, runtime_dir, what_runtime);
+	add_dir(out, mounts, paths->runtime_dir, what_runtime);
+	add_dir(out, mounts, state_dir, what_state);
+	add_dir(out, mounts, paths->state_dir, what_state);
+	out->kernel = pdk_mounts_kernel(mounts);
+	pdk_mounts_free(mounts);
 	return 0;
 }
 
