@@ -362,17 +362,24 @@ char **pdk_paths_kernel_mounts_in(const char *mountinfo)
 	return out;
 }
 
-int pdk_paths_aliases(const char *dir, char ***out, struct pdk_error **err)
+int pdk_mounts_read(struct pdk_mounts **out, struct pdk_error **err)
 {
 	_cleanup_free_ char *text = NULL;
 	/* A mount table of thousands of lines (a container host) is a few hundred KiB. */
 	int rc = pdk_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 64u << 20, &text, err);
 
-	*out = NULL;
-	if (rc < 0)
-		return rc;
-	*out = pdk_paths_aliases_in(text, dir);
-	return 0;
+	*out = rc < 0 ? NULL : pdk_mounts_parse(text);
+	return rc < 0 ? rc : 0;
+}
+
+int pdk_paths_aliases(const char *dir, char ***out, struct pdk_error **err)
+{
+	struct pdk_mounts *t = NULL;
+	int rc = pdk_mounts_read(&t, err);
+
+	*out = rc < 0 ? NULL : pdk_mounts_aliases(t, dir);
+	pdk_mounts_free(t);
+	return rc;
 }
 
 /* The directory of the running executable (a new string), or NULL. */

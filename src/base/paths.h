@@ -81,6 +81,12 @@ bool pdk_paths_within(const char *path, const char *dir);
 char **pdk_paths_aliases_in(const char *mountinfo, const char *dir);
 
 /*
+ * pdk_paths_aliases_in() for this process's mount namespace (/proc/self/mountinfo,
+ * read once per call): 0 and *out, or -errno + *err naming the file.
+ */
+PDK_MUST_CHECK int pdk_paths_aliases(const char *dir, char ***out, struct pdk_error **err);
+
+/*
  * The mount points in `mountinfo` of the host kernel's own interfaces: procfs,
  * sysfs, cgroupfs (v1 and v2), bpffs, debugfs, tracefs, securityfs, efivarfs,
  * configfs. A NULL-terminated list (NULL when there is none; pdk_strv_free()).
@@ -95,15 +101,11 @@ char **pdk_paths_kernel_mounts_in(const char *mountinfo);
  */
 struct pdk_mounts;
 struct pdk_mounts *pdk_mounts_parse(const char *mountinfo);
+/* This process's table (/proc/self/mountinfo) parsed: 0 and *out, or -errno + *err. */
+PDK_MUST_CHECK int pdk_mounts_read(struct pdk_mounts **out, struct pdk_error **err);
 void pdk_mounts_free(struct pdk_mounts *t);
 char **pdk_mounts_aliases(const struct pdk_mounts *t, const char *dir);
 char **pdk_mounts_kernel(const struct pdk_mounts *t);
-
-/*
- * The same for this process's mount namespace (/proc/self/mountinfo, read
- * once per call): 0 and *out, or -errno + *err naming the file.
- */
-PDK_MUST_CHECK int pdk_paths_aliases(const char *dir, char ***out, struct pdk_error **err);
 
 /*
  * Where paddock's helper binary `name` (paddock-init, paddock-otlp) is when

@@ -19,7 +19,6 @@
 #include "session-internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -90,15 +89,13 @@ int pdk__session_private_dirs(const struct pdk_session_opts *o, const char *stat
 			      struct pdk_error **err)
 {
 	const struct pdk_paths *paths = &o->settings->paths;
-	_cleanup_free_ char *mountinfo = NULL;
 	struct pdk_mounts *mounts;
 
 	*out = (struct pdk__session_private){0};
 	/* SECURITY: without the mount table the other places are unknown: nothing is shown. */
-	if (pdk_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 64u << 20, &mountinfo, err) < 0)
+	if (pdk_mounts_read(&mounts, err) < 0)
 		return pdk_error_wrap(err, "the state and runtime directories cannot be kept out "
 					   "of sight: where they are mounted is unknown");
-	mounts = pdk_mounts_parse(mountinfo);
 	add_dir(out, mounts, o->daemon_run_dir, what_daemon);
 	add_dir(out, mounts, runtime_dir, what_runtime);
 	add_dir(out, mounts, paths->runtime_dir, what_runtime);
