@@ -74,7 +74,7 @@ struct pdk_mount_plan {
 	char **image_as;
 	char *image_lowerdir; /* image_as as one "lowerdir=" value, for kernels before 6.8 */
 	char *image_rw_dir; /* "/oldroot/..." the kept writable layer's directory; NULL: a tmpfs */
-	dev_t root_dev;     /* the host root's file system (refuse_kernel_fs() skips it) */
+	dev_t root_dev;     /* the host root's disk, which refuse_kernel_fs() does not ask */
 };
 
 static const char *const op_names[] = {
@@ -126,16 +126,19 @@ static const struct {
 };
 
 /*
- * SECURITY: -EPERM + *err when `path` (looked at as `st`) lies on one of kernel_fs.
- * Only a file system other than the root's is asked (statfs): the root is none of them.
+ * SECURITY: -EPERM + *err when `path` (looked at as `st`) lies on one of kernel_fs,
+ * -errno when statfs() cannot say. A path on the root's disk is not asked: the root
+ * is none of them.
  */
 static int refuse_kernel_fs(const char *path, const struct stat *st, dev_t root_dev,
 			    struct pdk_error **err)
 {
 	struct statfs fs;
 
-	if (st->st_dev == root_dev || statfs(path, &fs) < 0)
-		return 0; /* statfs failing: the bind fails as well, with its own reason */
+	if (st->st_dev == root_dev)
+		return 0;
+	if (statfs(path, &fs) < 0) /* fail closed: what it is on is unknown */
+		return pdk_error_set(err, errno, "cannot bind '%s' into the sandbox: statfs", path);
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(kernel_fs); i++)
 		if ((long)fs.f_type == kernel_fs[i].magic)
 			return pdk_error_setx(

@@ -32,6 +32,18 @@ static size_t lines(const char *s)
 	return n;
 }
 
+/* Every path of `v` (n of them) absolute, and listed once. */
+static void absolute_and_once(char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (v[i][0] != '/')
+			abort();
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(v[i], v[j]) == 0)
+				abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *cut = memchr(data, 0xff, size);
@@ -51,25 +63,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = pdk_strv_len(v);
 	if (n == 0 || strcmp(v[0], dir) != 0 || n > lines(table) + 1)
 		abort();
-	for (size_t i = 0; i < n; i++) {
-		if (v[i][0] != '/')
-			abort();
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(v[i], v[j]) == 0)
-				abort();
-	}
+	absolute_and_once(v, n);
 	pdk_strv_free(v);
 	v = pdk_paths_kernel_mounts_in(table);
 	n = pdk_strv_len(v);
 	if (n > lines(table))
 		abort();
-	for (size_t i = 0; i < n; i++) {
-		if (v[i][0] != '/')
-			abort();
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(v[i], v[j]) == 0)
-				abort();
-	}
+	absolute_and_once(v, n);
 	pdk_strv_free(v);
 	free(dir);
 	free(table);
