@@ -32,6 +32,7 @@ struct pdk_ctl {
 	struct pdk_ctl_sub *subscribers;
 	uint64_t event_seq;             /* the control plane's own event sequence */
 	uint64_t fanout_seq;            /* the last audit seq handed to subscribers */
+	bool fanning, fan_again;        /* a fan-out runs; another was asked meanwhile */
 	struct event *refill;           /* the held-back pool pass after a claim (pools.c) */
 	struct pdk_ctl_handle *handles; /* the handles front doors gave their clients (handles.c) */
 	char *own_dir;                  /* lock, store and key: state_dir or a private directory */

@@ -419,6 +419,17 @@ void pdk__ctl_fanout(struct pdk_ctl *c)
 	struct pdk_audit_filter f = {.after_seq = c->fanout_seq};
 	struct fan fan = {.c = c};
 
+	/*
+	 * One pass over the store at a time: a fan-out asked for from inside
+	 * another or a replay's page (a subscriber's callback that led to a
+	 * store) would send the rows the outer one has not reached yet twice
+	 * and out of order, and free subscribers under its walk. It runs after
+	 * the outer one, from where that one stopped.
+	 */
+	if (c->fanning) {
+		c->fan_again = true;
+		return;
+	}
 	reap_dead(c);
 	/*
 	 * Nobody listens: nothing to read (this runs after every append, two
@@ -427,8 +438,16 @@ void pdk__ctl_fanout(struct pdk_ctl *c)
 	 */
 	if (c->subscribers == NULL)
 		return;
-	if (pdk_audit_query(c->audit, &f, fan_row, &fan, &err) < 0)
-		pdk__ctl_log(c, PDK_LOG_WARN, "events: %s", err->msg);
+	c->fanning = true;
+	do {
+		c->fan_again = false;
+		f.after_seq = c->fanout_seq;
+		if (pdk_audit_query(c->audit, &f, fan_row, &fan, &err) < 0) {
+			pdk__ctl_log(c, PDK_LOG_WARN, "events: %s", err->msg);
+			pdk_error_free(&err);
+		}
+	} while (c->fan_again);
+	c->fanning = false;
 }
 
 /* c->fanout_seq = the audit store's head (no subscriber: nothing is sent). */
@@ -508,6 +527,7 @@ static void replay_page(evutil_socket_t fd, short what, void *arg)
 {
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct pdk_ctl_sub *s = arg;
+	struct pdk_ctl *c = s->c;
 	struct pdk_audit_filter q = {.sandbox = s->sandbox,
 				     .kind = s->kind,
 				     .session = s->session,
@@ -528,17 +548,22 @@ static void replay_page(evutil_socket_t fd, short what, void *arg)
 			pdk_oom();
 		return;
 	}
-	rc = pdk_audit_query(s->c->audit, &q, page_row, &p, &err);
+	c->fanning = true;
+	rc = pdk_audit_query(c->audit, &q, page_row, &p, &err);
+	c->fanning = false;
 	if (rc < 0)
-		pdk__ctl_log(s->c, PDK_LOG_WARN, "events replay: %s", err->msg);
+		pdk__ctl_log(c, PDK_LOG_WARN, "events replay: %s", err->msg);
 	if (rc == 2 && !s->dead) {
-		event_active(s->page, EV_TIMEOUT,
-			     0); /* a full page: the next one on the next turn */
-		return;
+		/* A full page: the next one on the next turn. */
+		event_active(s->page, EV_TIMEOUT, 0);
+	} else {
+		s->replaying = false;
+		if (!s->dead && s->pace.replayed != NULL)
+			s->pace.replayed(s->ctx);
 	}
-	s->replaying = false;
-	if (!s->dead && s->pace.replayed != NULL)
-		s->pace.replayed(s->ctx);
+	/* s may be freed from here on (a dead subscriber is reaped). */
+	if (c->fan_again)
+		pdk__ctl_fanout(c);
 }
 
 /* The seq of the first of the last `tail` records `q` matches (0: none matches). */

@@ -68,7 +68,7 @@ static enum bufferevent_filter_result filter_out(struct evbuffer *src, struct ev
 	(void)limit;
 	(void)mode;
 	(void)ctx;
-	return BEV_NEED_MORE; /* out_added has copied them already */
+	return BEV_NEED_MORE; /* move_down copies them */
 }
 
 /* What was added to the filter's output since the last copy, copied to the socket's. */
@@ -76,7 +76,7 @@ static void move_down(evutil_socket_t fd, short what, void *arg)
 {
 	struct pdk__conn *g = arg;
 	struct evbuffer *buf = bufferevent_get_output(g->bev);
-	size_t len = evbuffer_get_length(buf);
+	size_t len;
 	struct evbuffer_ptr pos;
 	struct evbuffer_iovec v[16];
 	int nv;
@@ -84,6 +84,19 @@ static void move_down(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	g->move_due = false;
+	/*
+	 * SECURITY: what must be stored before an answer is written is stored
+	 * before its first byte reaches the socket's buffer (http.h): here, at
+	 * the copy, the one way bytes reach the socket. Not as they are added:
+	 * evhttp adds a chunk in three pieces (size, data, CRLF), and a store
+	 * sends its records to every event stream, this one too; called
+	 * between two pieces, it wrote a whole event inside the chunk, and the
+	 * client read a broken chunked body. Here, what the store adds comes
+	 * after every whole piece, and is copied with them.
+	 */
+	if (g->owner->before_write != NULL)
+		g->owner->before_write(g->owner->before_write_arg);
+	len = evbuffer_get_length(buf);
 	if (g->moved > len)
 		g->moved = len; /* evhttp dropped its output (a reset): forget it */
 	while (g->moved < len) {
@@ -108,13 +121,6 @@ static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	(void)buf;
 	if (g->dropping || info->n_added == 0)
 		return;
-	/*
-	 * SECURITY: what must be stored before an answer is written is stored
-	 * before its first byte reaches the socket's buffer (http.h): now, not
-	 * at the copy. The socket may write it in this very turn of the loop.
-	 */
-	if (g->owner->before_write != NULL)
-		g->owner->before_write(g->owner->before_write_arg);
 	/*
 	 * The copy is made once per turn of the loop, not once per addition:
 	 * finding where the copied part ends walks the buffer from its start,

@@ -324,7 +324,8 @@ async function main() {
   await killOne(page, b);
   await denials(page);
   await killSwitches(page, c, [a, x, n]);
-  ok(errors.length === 0, 'the page ran without a script error or a CSP violation', errors.join('\n'));
+  ok(errors.length === 0, 'the page ran without a script error or a CSP violation',
+    [...errors, ...failedRequests.map((r) => 'failed request: ' + r)].join('\n'));
   await browser.close();
 }
 

@@ -571,6 +571,25 @@ static void loop_for_ms(struct event_base *base, long ms)
 	cr_assert_eq(event_base_dispatch(base), 0);
 }
 
+/* A control object of `actor` on the state directory DIR/state (DIR: a new temporary one). */
+static struct pdk_ctl *ctl_in(char *dir, struct event_base *base, const char *actor, char **state)
+{
+	_cleanup_free_ char *rundir = NULL;
+	_cleanup_error_ struct pdk_error *err = NULL;
+	struct pdk_ctl *c = NULL;
+
+	cr_assert_not_null(mkdtemp(dir));
+	*state = pdk_xasprintf("%s/state", dir);
+	rundir = pdk_xasprintf("%s/run", dir);
+	cr_assert_eq(pdk_ctl_new(&(struct pdk_ctl_opts){.base = base,
+							.state_dir = *state,
+							.run_dir = rundir,
+							.actor = actor},
+				 &c, &err),
+		     0, "%s", err ? err->msg : "");
+	return c;
+}
+
 /*
  * A spooled record is in the control object's spool when the call returns,
  * folded by its timer (the loop's next PDK_CTL_SPOOL_FOLD_MS), and the
@@ -581,21 +600,12 @@ static void loop_for_ms(struct event_base *base, long ms)
 Test(control, spooled_records_keep_the_order_of_the_calls)
 {
 	char dir[] = "/tmp/pdk-test-control-XXXXXX";
-	_cleanup_free_ char *state = NULL, *rundir = NULL, *kinds = pdk_xstrdup("");
+	_cleanup_free_ char *state = NULL, *kinds = pdk_xstrdup("");
 	_cleanup_error_ struct pdk_error *err = NULL;
 	struct event_base *base = event_base_new();
 	struct pdk_audit *a = NULL;
-	struct pdk_ctl *c = NULL;
+	struct pdk_ctl *c = ctl_in(dir, base, "paddock-gateway", &state);
 
-	cr_assert_not_null(mkdtemp(dir));
-	state = pdk_xasprintf("%s/state", dir);
-	rundir = pdk_xasprintf("%s/run", dir);
-	cr_assert_eq(pdk_ctl_new(&(struct pdk_ctl_opts){.base = base,
-							.state_dir = state,
-							.run_dir = rundir,
-							.actor = "paddock-gateway"},
-				 &c, &err),
-		     0, "%s", err ? err->msg : "");
 	pdk_ctl_event_spooled(c, "daemon", NULL, "k.1", NULL);
 	cr_assert_eq(journal_files(state), 1, "written to the spool before the call returns");
 	loop_for_ms(base, 200);
@@ -615,6 +625,64 @@ Test(control, spooled_records_keep_the_order_of_the_calls)
 		     0, "%s", err ? err->msg : "");
 	cr_assert_str_eq(kinds, "k.1 k.2 k.3 k.4 k.5 k.6 ");
 	pdk_audit_free(a);
+	event_base_free(base);
+	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
+}
+
+/* ---- the fan-out to subscribers ---- */
+
+struct seen {
+	struct pdk_ctl *c;
+	char *kinds;
+};
+
+/* Notes each k.* record; at k.1 it records and stores k.3, as a store in an answer's write did. */
+static void note_kind(void *ctx, uint64_t seq, const char *kind, json_t *event)
+{
+	struct seen *s = ctx;
+	char *more;
+
+	(void)seq;
+	(void)event;
+	if (strncmp(kind, "k.", 2) != 0)
+		return;
+	more = pdk_xasprintf("%s%s ", s->kinds, kind);
+	free(s->kinds);
+	s->kinds = more;
+	if (s->c != NULL && strcmp(kind, "k.1") == 0) {
+		pdk_ctl_event(s->c, "daemon", NULL, "k.3", NULL);
+		pdk_ctl_events_store(s->c);
+	}
+}
+
+/*
+ * A store from inside a fan-out (a subscriber's callback whose write led to
+ * one) hands each record to each subscriber once, in the chain's order: the
+ * inner fan-out waits for the outer one. Before, the inner one sent k.2 and
+ * k.3 from inside k.1's callback, and the outer one sent k.2 again.
+ */
+Test(control, a_store_inside_a_fan_out_sends_each_record_once_in_order)
+{
+	char dir[] = "/tmp/pdk-test-control-XXXXXX";
+	_cleanup_free_ char *state = NULL;
+	struct event_base *base = event_base_new();
+	struct seen seen = {.kinds = pdk_xstrdup("")};
+	struct seen other = {.kinds = pdk_xstrdup("")}; /* .c NULL: it only notes */
+	struct pdk_ctl *c = ctl_in(dir, base, "paddock-test", &state);
+
+	seen.c = c;
+	(void)pdk_ctl_subscribe(c, &(struct pdk_ctl_sub_filter){.since = UINT64_MAX}, note_kind,
+				&seen);
+	(void)pdk_ctl_subscribe(c, &(struct pdk_ctl_sub_filter){.since = UINT64_MAX}, note_kind,
+				&other);
+	pdk_ctl_event(c, "daemon", NULL, "k.1", NULL);
+	pdk_ctl_event(c, "daemon", NULL, "k.2", NULL);
+	pdk_ctl_events_store(c);
+	cr_assert_str_eq(seen.kinds, "k.1 k.2 k.3 ");
+	cr_assert_str_eq(other.kinds, "k.1 k.2 k.3 ");
+	pdk_ctl_free(c);
+	free(seen.kinds);
+	free(other.kinds);
 	event_base_free(base);
 	(void)!pdk_rm_rf_at(AT_FDCWD, dir);
 }
