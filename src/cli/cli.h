@@ -90,9 +90,12 @@ char *pdk_cli_state_dir(void);
 /*
  * Whether the directory `ws` (a path, resolved here) is the home directory
  * named by HOME in `envp`, or a directory holding it (/home; not /, whose
- * view is the system's): a workspace there would show the sandbox every
+ * view is the system's), by name or by identity (a bind mount of either is
+ * another name for it): a workspace there would show the sandbox every
  * dotfile (.npmrc, .gitconfig, .ssh, agent configs). *where gets the
- * resolved directory (caller frees) when true.
+ * resolved directory (caller frees) when true. A mount below `ws` that
+ * shows the home is not looked for: this is a guard against a mistake; the
+ * boundary's own checks (the state directory, the keys) read the mount table.
  */
 bool pdk_cli_holds_home(const char *ws, char *const *envp, char **where);
 

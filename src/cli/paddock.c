@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 
 static int cmd_help(int argc, char **argv);
@@ -116,13 +117,35 @@ static bool holds(const char *dir, const char *path)
 	       (path[n] == '\0' || path[n] == '/');
 }
 
+/*
+ * Whether `w` is `h` or a directory above it under another name (a bind
+ * mount of it, or of a directory above it): the same file by identity, as
+ * the engine places its masks (docs/policy.md). "/" is left out, as by name.
+ */
+static bool aliases_above(const char *w, const char *h)
+{
+	_cleanup_free_ char *p = pdk_xstrdup(h);
+	struct stat ws, ps;
+	char *slash;
+
+	if (stat(w, &ws) < 0)
+		return false;
+	while ((slash = strrchr(p, '/')) != NULL && slash != p) {
+		if (stat(p, &ps) == 0 && ps.st_dev == ws.st_dev && ps.st_ino == ws.st_ino)
+			return true;
+		*slash = '\0';
+	}
+	return false;
+}
+
 bool pdk_cli_holds_home(const char *ws, char *const *envp, char **where)
 {
 	const char *home = pdk_env_get(envp, "HOME");
 	char w[PATH_MAX], h[PATH_MAX];
 
 	if (home == NULL || home[0] == '\0' || realpath(ws, w) == NULL ||
-	    realpath(home, h) == NULL || !holds(w, h))
+	    realpath(home, h) == NULL || strcmp(w, "/") == 0 ||
+	    (!holds(w, h) && !aliases_above(w, h)))
 		return false;
 	*where = pdk_xstrdup(w);
 	return true;

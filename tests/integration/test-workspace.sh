@@ -410,6 +410,16 @@ check_home() {
 	is $? 122 "$who: --workspace \$HOME is refused too"
 	(cd "$home/proj" && "${PRUN[@]}" run --discard -- cat f) >"$T/out" 2>/dev/null
 	is "$?:$(cat "$T/out")" "0:x" "$who: from a project inside the home it runs"
+	# The home under another name (a bind mount of it): refused by identity, not by name.
+	mkdir "$T/home-alias-$who" && mount --bind "$home" "$T/home-alias-$who"
+	(cd "$T/home-alias-$who" && "${PRUN[@]}" run -- cat .npmrc) >"$T/out" 2>"$T/err"
+	is "$?:$(cat "$T/out")" "122:" "$who: run from a bind mount of \$HOME is refused (exit 122), nothing read" ||
+		sed 's/^/#   /' "$T/err"
+	grep -q "would be '$T/home-alias-$who', which holds your home directory" "$T/err"
+	ok $? "$who: the refusal names the directory as given" || sed 's/^/#   /' "$T/err"
+	(cd "$T/home-alias-$who/proj" && "${PRUN[@]}" run --discard -- cat f) >"$T/out" 2>/dev/null
+	is "$?:$(cat "$T/out")" "0:x" "$who: from a project inside that alias it runs"
+	umount "$T/home-alias-$who"
 	(cd "$home" && "${PRUN[@]}" run --allow-home --discard -- cat .npmrc) >"$T/out" 2>"$T/err"
 	is "$?:$(cat "$T/out")" "0://registry/:_authToken=secret" "$who: --allow-home runs there anyway" || sed 's/^/#   /' "$T/err"
 	PRUN_ENV=()
