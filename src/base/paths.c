@@ -134,7 +134,8 @@ struct mount_line {
 
 /* A mount table, parsed once (pdk_mounts_parse()). */
 struct pdk_mounts {
-	char *text; /* the table's copy, split in place */
+	char *raw;  /* the table as read */
+	char *text; /* its copy, split in place */
 	struct mount_line *m;
 	size_t n;
 	ssize_t root; /* the namespace's root mount, or -1 */
@@ -276,13 +277,15 @@ static bool listed(char *const *v, const char *s)
 	return false;
 }
 
-struct pdk_mounts *pdk_mounts_parse(const char *mountinfo)
+/* The table `raw` (taken) parsed. */
+static struct pdk_mounts *parse_taken(char *raw)
 {
 	struct pdk_mounts *t = pdk_xcalloc(1, sizeof(*t));
 	char *save = NULL;
 	size_t cap = 0;
 
-	t->text = pdk_xstrdup(mountinfo);
+	t->raw = raw;
+	t->text = pdk_xstrdup(raw);
 	for (char *line = strtok_r(t->text, "\n", &save); line != NULL;
 	     line = strtok_r(NULL, "\n", &save)) {
 		if (t->n == cap)
@@ -293,10 +296,21 @@ struct pdk_mounts *pdk_mounts_parse(const char *mountinfo)
 	return t;
 }
 
+struct pdk_mounts *pdk_mounts_parse(const char *mountinfo)
+{
+	return parse_taken(pdk_xstrdup(mountinfo));
+}
+
+const char *pdk_mounts_text(const struct pdk_mounts *t)
+{
+	return t->raw;
+}
+
 void pdk_mounts_free(struct pdk_mounts *t)
 {
 	if (t == NULL)
 		return;
+	free(t->raw);
 	free(t->text);
 	free(t->m);
 	free(t);
@@ -368,7 +382,7 @@ int pdk_mounts_read(struct pdk_mounts **out, struct pdk_error **err)
 	/* A mount table of thousands of lines (a container host) is a few hundred KiB. */
 	int rc = pdk_read_file_at(AT_FDCWD, "/proc/self/mountinfo", 64u << 20, &text, err);
 
-	*out = rc < 0 ? NULL : pdk_mounts_parse(text);
+	*out = rc < 0 ? NULL : parse_taken(steal_ptr(&text));
 	return rc < 0 ? rc : 0;
 }
 

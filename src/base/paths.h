@@ -105,6 +105,8 @@ struct pdk_mounts *pdk_mounts_parse(const char *mountinfo);
 PDK_MUST_CHECK int pdk_mounts_read(struct pdk_mounts **out, struct pdk_error **err);
 void pdk_mounts_free(struct pdk_mounts *t);
 char **pdk_mounts_aliases(const struct pdk_mounts *t, const char *dir);
+/* The table's text as it was read or given (NUL-terminated; valid until freed). */
+const char *pdk_mounts_text(const struct pdk_mounts *t);
 char **pdk_mounts_kernel(const struct pdk_mounts *t);
 
 /*

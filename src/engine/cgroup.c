@@ -751,6 +751,10 @@ struct pdk_cgroup *pdk_cgroup_new(const char *name, const struct pdk_cgroup_opts
 	req.root = root;
 	req.self_file =
 		opts->self_cgroup_file != NULL ? opts->self_cgroup_file : PDK__CGROUP_SELF_FILE;
+	if (opts->mountinfo != NULL) {
+		req.mountinfo = pdk_xstrdup(opts->mountinfo);
+		req.mountinfo_tried = true;
+	}
 	req.wanted = wanted_ctrls(req.limits);
 	req.required = required & req.wanted;
 	set_parent(&req, opts);

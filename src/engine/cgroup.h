@@ -42,6 +42,12 @@ struct pdk_cgroup_opts {
 	const char *parent_from;      /* where parent came from, for messages (NULL: "option") */
 	const char *self_cgroup_file; /* NULL = "/proc/self/cgroup" (tests pass a fixture) */
 	enum pdk_cgroup_version version;
+	/*
+	 * This process's /proc/self/mountinfo as the caller read it moments ago
+	 * (borrowed; NULL: read here). A host with thousands of mounts formats
+	 * them at every read: a few milliseconds each (docs/internals/performance.md).
+	 */
+	const char *mountinfo;
 };
 
 struct pdk_cgroup_limits {

@@ -251,6 +251,8 @@ static int make_cgroup(struct pdk_sandbox *sb, unsigned *down, struct pdk_error 
 	}
 	if (opts.root == NULL && sb->cfg->settings != NULL)
 		opts.root = sb->cfg->settings->cgroup_root;
+	if (opts.mountinfo == NULL)
+		opts.mountinfo = sb->cfg->mountinfo;
 	memcpy(name, sb->id + 24, 12); /* the random tail of the id */
 	name[12] = '\0';
 	sb->cgroup = pdk_cgroup_new(name, &opts, &lim, required_cgroup_ctrls(p), down, err);

@@ -53,6 +53,9 @@ struct pdk_sandbox_config {
 	char *const *private_dirs; /* hidden wherever the view holds them (mount.h); may be NULL */
 	struct pdk_events *events; /* borrowed; may be NULL */
 	const struct pdk_cgroup_opts *cgroup_opts; /* may be NULL */
+	/* This process's mount table as the caller read it (borrowed, may be NULL: see cgroup.h).
+	 */
+	const char *mountinfo;
 	const struct pdk_log *log; /* downgrades and other notices (borrowed); may be NULL */
 	/*
 	 * The root: an image's layers (host paths, topmost first, borrowed;

@@ -60,13 +60,13 @@ struct pdk__session_private {
  * The state and runtime directories of the session (`state_dir`,
  * `runtime_dir`), those of o->settings, and o->daemon_run_dir, into *out
  * (released with pdk__session_private_release()), each with every other
- * place a mount shows it (pdk_paths_aliases_in()). 0, or negative + *err
- * when /proc/self/mountinfo cannot be read (then no view may be made).
+ * place a mount shows it in `mounts` (this process's mount table,
+ * pdk_mounts_read(): without it no view may be made), and the kernel's
+ * file systems mounted there.
  */
-PDK_MUST_CHECK int pdk__session_private_dirs(const struct pdk_session_opts *o,
-					     const char *state_dir, const char *runtime_dir,
-					     struct pdk__session_private *out,
-					     struct pdk_error **err);
+void pdk__session_private_dirs(const struct pdk_session_opts *o, const char *state_dir,
+			       const char *runtime_dir, const struct pdk_mounts *mounts,
+			       struct pdk__session_private *out);
 
 void pdk__session_private_release(struct pdk__session_private *priv);
 

@@ -84,26 +84,19 @@ static void add_dir(struct pdk__session_private *out, const struct pdk_mounts *m
 		add_one(out, steal_ptr(&all[i]), what, canon);
 }
 
-int pdk__session_private_dirs(const struct pdk_session_opts *o, const char *state_dir,
-			      const char *runtime_dir, struct pdk__session_private *out,
-			      struct pdk_error **err)
+void pdk__session_private_dirs(const struct pdk_session_opts *o, const char *state_dir,
+			       const char *runtime_dir, const struct pdk_mounts *mounts,
+			       struct pdk__session_private *out)
 {
 	const struct pdk_paths *paths = &o->settings->paths;
-	struct pdk_mounts *mounts;
 
 	*out = (struct pdk__session_private){0};
-	/* SECURITY: without the mount table the other places are unknown: nothing is shown. */
-	if (pdk_mounts_read(&mounts, err) < 0)
-		return pdk_error_wrap(err, "the state and runtime directories cannot be kept out "
-					   "of sight: where they are mounted is unknown");
 	add_dir(out, mounts, o->daemon_run_dir, what_daemon);
 	add_dir(out, mounts, runtime_dir, what_runtime);
 	add_dir(out, mounts, paths->runtime_dir, what_runtime);
 	add_dir(out, mounts, state_dir, what_state);
 	add_dir(out, mounts, paths->state_dir, what_state);
 	out->kernel = pdk_mounts_kernel(mounts);
-	pdk_mounts_free(mounts);
-	return 0;
 }
 
 void pdk__session_private_release(struct pdk__session_private *priv)

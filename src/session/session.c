@@ -38,6 +38,8 @@ struct pdk_session {
 	struct pdk_sandbox *sb;
 	bool started;                     /* a sandbox was created at some point */
 	struct pdk__session_private priv; /* what no view may show */
+	struct pdk_mounts *mounts;        /* the mount table, read once for the checks and the
+					     cgroup's; freed once the sandbox is made */
 	/* The image of the root (policy->image), held for the session's life. */
 	struct pdk_image_store *store;
 	struct pdk_image *image;
@@ -229,8 +231,26 @@ static int open_change_set(struct pdk_session *s, struct pdk_error **err)
  * would be a tmpfs that only pdk_session_stop() brings into the set, and
  * snapshot, rollback and commit work on the set while the sandbox runs.
  */
+/*
+ * The mount table, read at the first check that needs it and kept for the
+ * others (the change set's and the view's): one read and one parse, which
+ * a host with thousands of mounts pays in milliseconds.
+ */
+static const struct pdk_mounts *session_mounts(struct pdk_session *s, struct pdk_error **err)
+{
+	/* SECURITY: without the mount table the other places are unknown: nothing is shown. */
+	if (s->mounts == NULL && pdk_mounts_read(&s->mounts, err) < 0) {
+		(void)pdk_error_wrap(err, "the state and runtime directories cannot be kept out of "
+					  "sight: where they are mounted is unknown");
+		return NULL;
+	}
+	return s->mounts;
+}
+
 static int step_change_set(struct pdk_session *s, struct pdk_error **err)
 {
+	const struct pdk_mounts *mounts;
+
 	uint64_t disk = s->o.argv != NULL ? s->policy->limits.disk : 0;
 
 	if (s->policy->workspace.mode != PDK_WS_OVERLAY)
@@ -239,7 +259,8 @@ static int step_change_set(struct pdk_session *s, struct pdk_error **err)
 		return open_change_set(s, err);
 	if (s->workspace == NULL)
 		return 0;
-	if (pdk_ws_create(s->state_dir, s->workspace, s->id, disk, &s->ws, err) < 0)
+	if ((mounts = session_mounts(s, err)) == NULL ||
+	    pdk_ws_create(s->state_dir, s->workspace, s->id, disk, mounts, &s->ws, err) < 0)
 		return -1;
 	s->ws_created = true;
 	return 0;
@@ -256,9 +277,11 @@ static int step_private(struct pdk_session *s, struct pdk_error **err)
 	enum pdk_ws_mode mode = s->policy->workspace.mode;
 	bool shown = s->private_ws == NULL &&
 		     (mode == PDK_WS_RO || mode == PDK_WS_RW || mode == PDK_WS_OVERLAY);
+	const struct pdk_mounts *mounts = session_mounts(s, err);
 
-	if (pdk__session_private_dirs(&s->o, s->state_dir, s->runtime_dir, &s->priv, err) < 0)
+	if (mounts == NULL)
 		return -1;
+	pdk__session_private_dirs(&s->o, s->state_dir, s->runtime_dir, mounts, &s->priv);
 	return pdk__session_check_view(&s->priv, shown ? s->workspace : NULL, s->policy,
 				       s->o.extra_ro, s->o.extra_rw, err);
 }
@@ -340,6 +363,7 @@ struct pdk_session *pdk_session_open(const struct pdk_session_opts *opts,
 int pdk_session_start(struct pdk_session *s, struct pdk_error **err)
 {
 	const struct pdk_session_opts *o = &s->o;
+	int rc;
 
 	if (s->sb != NULL)
 		return pdk_error_setx(err, EBUSY, "the session's sandbox runs already");
@@ -369,8 +393,14 @@ int pdk_session_start(struct pdk_session *s, struct pdk_error **err)
 		.image_rw_dir = o->image_rw_dir,
 		.image = s->policy->image,
 		.image_digest = s->image ? pdk_image_digest(s->image) : NULL,
+		.mountinfo = s->mounts ? pdk_mounts_text(s->mounts) : NULL,
 	};
-	if (pdk_sandbox_create(&s->cfg, &s->sb, err) < 0) {
+	rc = pdk_sandbox_create(&s->cfg, &s->sb, err);
+	/* The table was for the checks and the cgroup's: a long-lived session does not keep it. */
+	s->cfg.mountinfo = NULL;
+	pdk_mounts_free(s->mounts);
+	s->mounts = NULL;
+	if (rc < 0) {
 		s->sb = NULL;
 		return -1;
 	}
@@ -499,6 +529,7 @@ void pdk_session_free(struct pdk_session *s)
 	free(s->workspace);
 	free(s->private_ws);
 	pdk__session_private_release(&s->priv);
+	pdk_mounts_free(s->mounts);
 	pdk_strv_free(s->image_layers);
 	pdk_strv_free(s->argv);
 	pdk_image_free(s->image);

@@ -360,7 +360,8 @@ static int make_set_dirs(struct pdk_ws *ws, mode_t mode, struct pdk_error **err)
 }
 
 int pdk_ws_create(const char *state_dir, const char *workspace, const char *sandbox_id,
-		  uint64_t disk_limit, struct pdk_ws **out, struct pdk_error **err)
+		  uint64_t disk_limit, const struct pdk_mounts *mounts, struct pdk_ws **out,
+		  struct pdk_error **err)
 {
 	struct pdk_ws *ws = ws_alloc();
 	_cleanup_free_ char *root = NULL;
@@ -386,8 +387,9 @@ int pdk_ws_create(const char *state_dir, const char *workspace, const char *sand
 		goto fail;
 	}
 	/* Under any name a mount gives it: an overlay of /mnt/x, a bind of /var/lib, too. */
-	rc = pdk_paths_aliases(real, &places, err);
-	if (rc < 0)
+	if (mounts != NULL)
+		places = pdk_mounts_aliases(mounts, real);
+	else if ((rc = pdk_paths_aliases(real, &places, err)) < 0)
 		goto fail;
 	for (size_t i = 0; places[i] != NULL; i++) {
 		if (!pdk_paths_within(places[i], workspace))

@@ -73,10 +73,14 @@ struct pdk_ws;
 /*
  * Create a change set for the host directory `workspace` (absolute, a
  * directory) under `state_dir` (created 0700 if missing). `sandbox_id` may
- * be NULL. `disk_limit` (bytes, 0 = none) is recorded for the mount.
+ * be NULL. `disk_limit` (bytes, 0 = none) is recorded for the mount. A
+ * `workspace` that holds the state directory under any name is refused:
+ * `mounts` is this process's mount table (pdk_mounts_read()), or NULL to
+ * read it here.
  */
 PDK_MUST_CHECK int pdk_ws_create(const char *state_dir, const char *workspace,
-				 const char *sandbox_id, uint64_t disk_limit, struct pdk_ws **out,
+				 const char *sandbox_id, uint64_t disk_limit,
+				 const struct pdk_mounts *mounts, struct pdk_ws **out,
 				 struct pdk_error **err);
 
 /* Open change set `id` (the full id, or a unique prefix of at least 4 characters). */

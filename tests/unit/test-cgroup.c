@@ -898,6 +898,32 @@ Test(cgroup, v1_separate_cpu_cpuacct_without_memsw)
 	destroy_ok();
 }
 
+/*
+ * The caller's copy of the mount table is the one read (opts.mountinfo): the
+ * memory hierarchy here is at ROOT/mem-hier, which neither this process's
+ * own table nor a probe of ROOT/memory would find.
+ */
+Test(cgroup, v1_hierarchies_from_the_callers_mount_table)
+{
+	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_AUTO);
+	static const char *const mem_no_swap[] = {"cgroup.procs", "memory.limit_in_bytes", NULL};
+	_cleanup_free_ char *table = NULL;
+	struct pdk_cgroup *cg;
+
+	fake_v1_dir("mem-hier", mem_no_swap);
+	self_file("4:memory:/\n");
+	table = pdk_xasprintf("25 1 254:0 / / rw - ext4 /dev/root rw\n"
+			      "30 25 0:26 / %s/mem-hier rw,nosuid - cgroup cgroup rw,memory\n",
+			      g_tmp);
+	o.mountinfo = table;
+	cg = make("m", &o, &(struct pdk_cgroup_limits){.memory = 64 * MiB}, PDK_CGROUP_MEMORY,
+		  NULL);
+	cr_assert_eq(pdk_cgroup_version(cg), PDK_CGROUP_V1);
+	cr_assert_eq(cg->n_dirs, 1);
+	cr_assert_str_eq(slurp("mem-hier/paddock-m/memory.limit_in_bytes"), "67108864");
+	destroy_ok();
+}
+
 Test(cgroup, v1_missing_pids_downgrades_or_fails_cleanly)
 {
 	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_V1);

@@ -343,6 +343,18 @@ Test(util, paths_kernel_mounts_by_type)
 	cr_assert_null(pdk_paths_kernel_mounts_in(ROOT_LINE));
 }
 
+/* A parsed table still gives its text as it came (the cgroup's lookups read it again). */
+Test(util, paths_mounts_keep_their_text)
+{
+	static const char text[] = ROOT_LINE "22 1 0:21 / /a\\040b rw - proc proc rw\n";
+	struct pdk_mounts *t = pdk_mounts_parse(text);
+	_cleanup_strv_ char **k = pdk_mounts_kernel(t);
+
+	cr_assert_str_eq(pdk_mounts_text(t), text);
+	cr_assert_str_eq(k[0], "/a b", "parsed too: %s", k[0]);
+	pdk_mounts_free(t);
+}
+
 /*
  * In a mount namespace of its own (and a user namespace when not root; a
  * fork, since a process with threads cannot unshare either): `priv` first

@@ -81,7 +81,7 @@ static void setup_fx(struct fx *f)
 	put(f->ws, "op/kept", "k\n");
 	put(f->ws, "f2d", "file\n");
 	cr_assert_eq(symlink("same", pdk_test_path(f->ws, "ln")), 0);
-	cr_assert_eq(pdk_ws_create(f->state, f->ws, NULL, 0, &f->set, &err), 0, "%s",
+	cr_assert_eq(pdk_ws_create(f->state, f->ws, NULL, 0, NULL, &f->set, &err), 0, "%s",
 		     err ? err->msg : "");
 }
 
@@ -383,7 +383,7 @@ Test(workspace, open_by_prefix_lock_list_remove)
 
 	setup_fx(&f);
 	usleep(2000); /* ids order by millisecond; within one, at random */
-	cr_assert_eq(pdk_ws_create(f.state, f.ws, "sb-1", 1 << 20, &other, &err), 0);
+	cr_assert_eq(pdk_ws_create(f.state, f.ws, "sb-1", 1 << 20, NULL, &other, &err), 0);
 	cr_assert_eq(pdk_ws_list(f.state, &ids, &err), 0);
 	cr_assert_eq(pdk_strv_len(ids), 2);
 	cr_assert_str_eq(ids[0], pdk_ws_id(f.set), "oldest first");
@@ -437,7 +437,7 @@ Test(workspace, state_inside_workspace_is_refused)
 
 	setup_fx(&f);
 	inner = pdk_xasprintf("%s/.state", f.ws);
-	cr_assert_lt(pdk_ws_create(inner, f.ws, NULL, 0, &set, &err), 0);
+	cr_assert_lt(pdk_ws_create(inner, f.ws, NULL, 0, NULL, &set, &err), 0);
 	cr_assert_not_null(strstr(err->msg, "PADDOCK_STATE_DIR"), "%s", err->msg);
 	pdk_error_free(&err);
 	teardown_fx(&f);
