@@ -1581,10 +1581,18 @@ out:
 	return rc;
 }
 
-/* Steps 1-2: slave mounts, scratch root on /tmp, host root at /oldroot, tmpfs at /newroot. */
+/* Steps 1-2: private mounts, scratch root on /tmp, host root at /oldroot, tmpfs at /newroot. */
 static int prepare_base(const struct pdk_mount_plan *plan, struct pdk_child_error *ce)
 {
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+	/*
+	 * SECURITY: private, not slaves. A slave receives what is mounted on the
+	 * host afterwards: where the host's mounts are shared (systemd makes /
+	 * shared), a later mount under a bound directory appeared inside a
+	 * running sandbox, writable even under a read-only bind, whatever it
+	 * showed (the state directory's keys, the host's /proc). The view is
+	 * what the plan checked, for the sandbox's whole life.
+	 */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return fail(ce, "cannot make mounts private", "/", NULL);
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16k") < 0)
 		return fail(ce, "cannot mount scratch tmpfs on", "/tmp", NULL);

@@ -12,7 +12,8 @@
 #   - a workspace or bind inside those directories is refused, naming the path, under
 #     another name too;
 #   - a bind source replaced by a symlink to them while the sandbox is made is refused;
-#   - so is a bind on, or holding, an interface of the host's kernel (procfs, sysfs, cgroupfs).
+#   - so is a bind on, or holding, an interface of the host's kernel (procfs, sysfs, cgroupfs);
+#   - a mount made on the host after a sandbox started (where mounts propagate) is not inside.
 set -u
 # Its own /tmp and /run (lib-run.sh): the fallback runtime directories are this suite's.
 OWN_NAMESPACES=1
@@ -305,6 +306,48 @@ kernel_checks() {
 	rmdir "$jail/proc" "$jail"
 }
 
+# A mount made on the host after the sandbox started, under a directory it sees, never
+# appears inside. SHARE is a shared mount here (as / is on a systemd host, and mounts there
+# propagate to their slaves): once the sandbox runs, the state directory is bound at
+# SHARE/x, then SHARE/ready is made. The command inside waits for it and lists SHARE/x.
+later_checks() {
+	local who=$1 share out rc sid i
+	share="$(auth_dir "$who")/share"
+	mkdir -p "$share/x"
+	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$share"
+	mount --bind "$share" "$share" && mount --make-shared "$share"
+	# paddock run, the share bound read-only.
+	(cd "$(view_of "$who")" && as "$who" "$T/bin/paddock" run --workspace-mode ro --ro "$share" -- \
+		sh -c 'i=0; while [ ! -e "$0/ready" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+			[ -e "$0/ready" ] && echo seen-ready; ls -A "$0/x"; grep -c " $0/x " /proc/self/mountinfo' \
+		"$share" >"$T/later.out" 2>"$T/later.err") &
+	local run=$!
+	sleep 0.5
+	mount --bind "$(auth_dir "$who")/state" "$share/x" && touch "$share/ready"
+	ls "$share/x" | grep -q '^daemon.key$'
+	ok $? "$who: later: the state directory (daemon.key) is mounted at SHARE/x on the host"
+	wait "$run"
+	rc=$?
+	is "$rc:$(tr '\n' ' ' <"$T/later.out")" "1:seen-ready 0 " \
+		"$who: later: run: a mount made after the start is not inside (SHARE/x empty, not in its mount table)" ||
+		sed 's/^/#   /' "$T/later.err" | tail -3
+	umount "$share/x"
+	rm -f "$share/ready"
+	# A daemon's sandbox, whose life is long: the share is its workspace.
+	api "$who" POST /v1/sandboxes "{\"workspace\":{\"path\":\"$share\",\"mode\":\"ro\"}}"
+	sid=$(jq_get "$BODY" id)
+	is "$CODE $([ -n "$sid" ] && echo id)" "201 id" "$who: later: a sandbox on SHARE is created" ||
+		echo "# $BODY"
+	mount --bind "$(auth_dir "$who")/state" "$share/x"
+	out=$(in_serve "$who" "$sid" sh -c "ls -A '$share/x'; grep -c ' $share/x ' /proc/self/mountinfo")
+	is "$?:$out" "1:0" "$who: later: serve: a mount made after the start is not inside" ||
+		echo "# $BODY"
+	api "$who" DELETE "/v1/sandboxes/$sid"
+	umount "$share/x"
+	umount "$share"
+	rm -rf "$share"
+}
+
 # A workspace or bind inside those directories is refused, naming it and the directory.
 refusal_checks() {
 	local who=$1 id=$2 a view out rc
@@ -400,6 +443,7 @@ for who in root user; do
 	state_checks "$who"
 	race_checks "$who"
 	kernel_checks "$who"
+	later_checks "$who"
 	refusal_checks "$who" "$id"
 	# Control, last (a connection to ctl.sock replaces the daemon's): outside any sandbox,
 	# the same probe on the same socket is answered.
