@@ -1,7 +1,8 @@
 /*
  * route-events.c - GET /v1/events: the audit store's records as SSE (`id:`
  * the audit sequence, `event:` the kind, `data:` the event), a replay from
- * `since` (or of the last `tail` records) first; keepalives for idle
+ * `since` (or the Last-Event-ID header of a reconnecting EventSource; or of
+ * the last `tail` records) first; keepalives for idle
  * streams. With follow=0 the answer ends after the replay.
  */
 #include "common.h"
@@ -109,6 +110,12 @@ static void replayed(void *ctx)
 void pdk__route_events(struct pdk_route *r)
 {
 	const char *since = pdk__route_query(r, "since"), *sandbox = pdk__route_query(r, "sandbox");
+	/*
+	 * What an EventSource sends when it reconnects: the id of the last event
+	 * it got, which is an audit sequence number here. `since` wins.
+	 */
+	const char *last_id =
+		evhttp_find_header(evhttp_request_get_input_headers(r->req), "Last-Event-ID");
 	struct pdk_ctl_sub_filter f = {.sandbox = sandbox,
 				       .session = pdk__route_query(r, "session"),
 				       .kind = pdk__route_query(r, "kind"),
@@ -125,6 +132,14 @@ void pdk__route_events(struct pdk_route *r)
 	if (since != NULL && pdk_parse_u64(since, UINT64_MAX - 1, &f.since) < 0) {
 		pdk_http_error(r->req, 400, "bad_request", "since",
 			       "'since' must be an audit sequence number");
+		return;
+	}
+	if (since == NULL && last_id != NULL &&
+	    pdk_parse_u64(last_id, UINT64_MAX - 1, &f.since) < 0) {
+		pdk_http_error(
+			r->req, 400, "bad_request", "Last-Event-ID",
+			"the Last-Event-ID header must be an audit sequence number, the id of "
+			"an event of this stream");
 		return;
 	}
 	if (!parse_follow(r, &follow) || !parse_tail(r, &f))

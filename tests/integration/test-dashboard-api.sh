@@ -2,7 +2,9 @@
 # paddock serve: the API the operator's dashboard stands on, as root and as an unprivileged
 # user (TAP): the Origin rule of mutating routes, POST /v1/kill {"all": true}, the operator
 # named in the records of kill, pause, resume and delete, GET /v1/audit (the audit chain's
-# state, verified off the event loop), and GET /v1/events' tail=N and decision=VALUE.
+# state, verified off the event loop), GET /v1/events' tail=N and decision=VALUE, and an
+# EventSource (the `eventsource` package) that resumes across a daemon restart by the
+# Last-Event-ID it sends.
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
 : "${TESTS_DIR:?TESTS_DIR must name the tests directory}"
@@ -14,6 +16,11 @@ fi
 for tool in curl jq sqlite3 python3; do
 	command -v "$tool" >/dev/null || { echo "Bail out! $tool is not installed (make setup installs it)"; exit 1; }
 done
+NODE="$TESTS_DIR/clients/node_modules/.bin/node"
+if [ ! -x "$NODE" ] || [ ! -d "$TESTS_DIR/clients/node_modules/eventsource" ]; then
+	echo "Bail out! the test clients are missing ($TESTS_DIR/clients/node_modules): run make test-setup"
+	exit 1
+fi
 
 python3 "$TESTS_DIR/integration/egress-origin.py" "$T/origin.port" &
 ORIGIN_PID=$!
@@ -308,6 +315,65 @@ decision_tests() {
 	api "$who" DELETE "/v1/sandboxes/$id"
 }
 
+# wait_for FILE PATTERN: up to 15 s for a line of FILE to match PATTERN (grep -E).
+wait_for() {
+	local i
+	for i in $(seq 300); do
+		grep -qE "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# An EventSource on GET /v1/events?kind=sandbox. over TCP. The daemon is restarted under it
+# (SIGTERM: its sandboxes live on, the next daemon adopts them, a sandbox.adopt record
+# each, made while no stream is open). The EventSource reconnects by itself with the
+# Last-Event-ID header: it gets the adopt record, then the next create, and the ids it got
+# are exactly the store's sandbox.* records from its first to its last, once each, in order.
+resume_tests() {
+	local who=$1 port=$2 ops=$3 out log a b first last got want npid
+	out="$T/resume-$who.txt"
+	log="$T/resume-$who.log"
+	: >"$out"
+	: >"$log"
+	rm -f "$T/resume-stop"
+	"$NODE" "$TESTS_DIR/integration/events-resume.mjs" "http://127.0.0.1:$port" "$ops" "$out" \
+		"$T/resume-stop" >"$log" 2>&1 &
+	npid=$!
+	wait_for "$log" '^open$'
+	ok $? "$who: resume: the EventSource opens the stream" || sed 's/^/#   /' "$log"
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"resume"}}'
+	a=$(jq_get "$BODY" id)
+	wait_for "$out" " sandbox.create $a\$"
+	ok $? "$who: resume: it gets sandbox A's create" || sed 's/^/#   /' "$out"
+	serve_stop "$who"
+	serve_start "$who" --listen "127.0.0.1:$port"
+	ok $? "$who: resume: the daemon is restarted (SIGTERM, then the same listener)"
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"resume"}}'
+	b=$(jq_get "$BODY" id)
+	wait_for "$out" " sandbox.create $b\$"
+	ok $? "$who: resume: after the restart it gets sandbox B's create" || sed 's/^/#   /' "$out" "$log"
+	touch "$T/resume-stop"
+	wait "$npid"
+	is "$(grep -c '^open$' "$log")" 2 "$who: resume: it reconnected by itself, once"
+	grep -q " sandbox.adopt $a\$" "$out"
+	ok $? "$who: resume: A's adopt record, stored while no stream was open, came on the reconnect" ||
+		sed 's/^/#   /' "$out"
+	first=$(head -n 1 "$out" | cut -d' ' -f1)
+	last=$(tail -n 1 "$out" | cut -d' ' -f1)
+	got=$(cut -d' ' -f1 "$out" | tr '\n' ' ')
+	want=$(records "$who" "since=$((first - 1))&kind=sandbox." |
+		jq -r --argjson last "$last" '.[] | select(.seq <= $last) | .seq' | tr '\n' ' ')
+	[ -n "$want" ]
+	is "$?:$got" "0:$want" "$who: resume: every stored sandbox.* record from its first to its last, once each, in order"
+	api "$who" DELETE "/v1/sandboxes/$a"
+	api "$who" DELETE "/v1/sandboxes/$b"
+	# A Last-Event-ID that is no sequence number is refused, naming the header.
+	call "tcp:$port:$ops" GET "/v1/events?follow=0" "" -H 'Last-Event-ID: abc'
+	is "$CODE:$(jq_get "$BODY" error.field)" "400:Last-Event-ID" \
+		"$who: resume: a Last-Event-ID that is not a sequence number is a 400 naming it"
+}
+
 dashboard_api_tests() {
 	local who=$1 port=$2 ops
 	serve_start "$who" --listen "127.0.0.1:$port"
@@ -320,6 +386,7 @@ dashboard_api_tests() {
 	tail_tests "$who" "$port"
 	decision_tests "$who"
 	audit_tests "$who" "$port" "$ops"
+	resume_tests "$who" "$port" "$ops"
 	tamper_tests "$who" "$port"
 	big_store_tests "$who"
 }
