@@ -316,23 +316,26 @@ later_checks() {
 	mkdir -p "$share/x"
 	[ "$who" = user ] && chown -R $UNPRIV_UID:$UNPRIV_UID "$share"
 	mount --bind "$share" "$share" && mount --make-shared "$share"
-	# paddock run, the share bound read-only.
-	(cd "$(view_of "$who")" && as "$who" "$T/bin/paddock" run --workspace-mode ro --ro "$share" -- \
-		sh -c 'i=0; while [ ! -e "$0/ready" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+	# paddock run, the share bound read-only; the command says it runs (VIEW/later.started,
+	# in its rw workspace), and the host mounts only then.
+	rm -f "$(view_of "$who")/later.started"
+	(cd "$(view_of "$who")" && as "$who" "$T/bin/paddock" run --workspace-mode rw --ro "$share" -- \
+		sh -c 'touch later.started; i=0
+			while [ ! -e "$0/ready" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
 			[ -e "$0/ready" ] && echo seen-ready; ls -A "$0/x"; grep -c " $0/x " /proc/self/mountinfo' \
 		"$share" >"$T/later.out" 2>"$T/later.err") &
 	local run=$!
-	sleep 0.5
+	for i in $(seq 400); do [ -e "$(view_of "$who")/later.started" ] && break; sleep 0.05; done
 	mount --bind "$(auth_dir "$who")/state" "$share/x" && touch "$share/ready"
 	ls "$share/x" | grep -q '^daemon.key$'
-	ok $? "$who: later: the state directory (daemon.key) is mounted at SHARE/x on the host"
+	ok $? "$who: later: the state directory (daemon.key) is mounted at SHARE/x on the host, once the command runs"
 	wait "$run"
 	rc=$?
 	is "$rc:$(tr '\n' ' ' <"$T/later.out")" "1:seen-ready 0 " \
 		"$who: later: run: a mount made after the start is not inside (SHARE/x empty, not in its mount table)" ||
 		sed 's/^/#   /' "$T/later.err" | tail -3
 	umount "$share/x"
-	rm -f "$share/ready"
+	rm -f "$share/ready" "$(view_of "$who")/later.started"
 	# A daemon's sandbox, whose life is long: the share is its workspace.
 	api "$who" POST /v1/sandboxes "{\"workspace\":{\"path\":\"$share\",\"mode\":\"ro\"}}"
 	sid=$(jq_get "$BODY" id)
