@@ -226,12 +226,6 @@ static int open_change_set(struct pdk_session *s, struct pdk_error **err)
 }
 
 /*
- * An overlay's changes go to a change set in the state directory. In
- * service mode the disk limit is not given to the set: its upper layer
- * would be a tmpfs that only pdk_session_stop() brings into the set, and
- * snapshot, rollback and commit work on the set while the sandbox runs.
- */
-/*
  * The mount table, read at the first check that needs it and kept for the
  * others (the change set's and the view's): one read and one parse, which
  * a host with thousands of mounts pays in milliseconds.
@@ -247,11 +241,16 @@ static const struct pdk_mounts *session_mounts(struct pdk_session *s, struct pdk
 	return s->mounts;
 }
 
+/*
+ * An overlay's changes go to a change set in the state directory. In
+ * service mode the disk limit is not given to the set: its upper layer
+ * would be a tmpfs that only pdk_session_stop() brings into the set, and
+ * snapshot, rollback and commit work on the set while the sandbox runs.
+ */
 static int step_change_set(struct pdk_session *s, struct pdk_error **err)
 {
-	const struct pdk_mounts *mounts;
-
 	uint64_t disk = s->o.argv != NULL ? s->policy->limits.disk : 0;
+	const struct pdk_mounts *mounts;
 
 	if (s->policy->workspace.mode != PDK_WS_OVERLAY)
 		return 0;
