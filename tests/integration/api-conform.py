@@ -39,8 +39,16 @@ class UnixConnection(http.client.HTTPConnection):
         self.sock.connect(SOCK)
 
 
+SAY_LOCK = threading.Lock()
+
+
 def say(good, what, why=""):
-    print(("PASS " if good else "FAIL ") + what + ("" if good else ": " + why), flush=True)
+    # One write per line: a stream's `during` thread says its lines beside the main thread's,
+    # and print() writes the text and its newline apart (two lines could become one).
+    line = ("PASS " if good else "FAIL ") + what + ("" if good else ": " + why) + "\n"
+    with SAY_LOCK:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def resolve(node):
