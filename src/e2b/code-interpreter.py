@@ -10,6 +10,7 @@ end_of_execution. The program prints "ready" once it listens.
 import hmac
 import json
 import os
+import queue
 import signal
 import sys
 import threading
@@ -67,7 +68,11 @@ class Context:
             self.run(code, emit)
 
     def run(self, code, emit):
-        msg_id = self.kc.execute(code, allow_stdin=False)
+        # stop_on_error off: after a cell that raised, the kernel would abort every execute
+        # request that reaches it before its abort window closes. The next runCode, sent as
+        # soon as the error's idle status came, was sometimes one of them, and came back
+        # with no result and no error.
+        msg_id = self.kc.execute(code, allow_stdin=False, stop_on_error=False)
         while True:
             msg = self.kc.get_iopub_msg(timeout=None)
             if msg["parent_header"].get("msg_id") != msg_id:
@@ -78,7 +83,22 @@ class Context:
             out = translate(kind, content)
             if out is not None:
                 emit(out)
+        reply = self.reply_to(msg_id)
+        if reply is not None and reply["content"].get("status") == "aborted":
+            emit({"type": "error", "name": "ExecutionAborted",
+                  "value": "the kernel aborted this execution without running it",
+                  "traceback": ""})
         emit({"type": "end_of_execution"})
+
+    def reply_to(self, msg_id):
+        """The kernel's execute_reply to msg_id (sent before its idle status), or None."""
+        while True:
+            try:
+                msg = self.kc.get_shell_msg(timeout=10)
+            except queue.Empty:
+                return None
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
 
 
 def translate(kind, content):

@@ -176,6 +176,27 @@ async function interpreter() {
 	}
 }
 
+// The cell after one that raised runs. With stop_on_error (Jupyter's default), the kernel
+// aborts every execute request that reaches it inside its abort window after an error: the
+// interpreter's next runCode, sent as soon as the error's idle status came, was sometimes
+// one of them (seen once in CI) and came back with no result and no error. Here the window is
+// made 3 s wide (the kernel's config under IPYTHONDIR, written before the interpreter
+// starts), so that an interpreter that asks for stop_on_error loses the cell every time.
+async function afterAnError() {
+	const sbx = await CodeSandbox.create({ timeoutMs: 600000 });
+	try {
+		await sbx.files.write('/tmp/.paddock/ipython/profile_default/ipython_kernel_config.py',
+			'c.Kernel.stop_on_error_timeout = 3.0\n');
+		const bad = await sbx.runCode('1/0');
+		const next = await sbx.runCode('40 + 2');
+		ok(bad.error && bad.error.name === 'ZeroDivisionError' && next.text === '42' && !next.error,
+		   'the cell right after one that raised runs (a 3 s abort window in the kernel)',
+		   JSON.stringify({ bad: bad.error && bad.error.name, next: next.toJSON() }));
+	} finally {
+		await sbx.kill();
+	}
+}
+
 async function main() {
 	const sbx = await Sandbox.create({ timeoutMs: 600000 }); // E2B's default is 15 s
 	try {
@@ -187,6 +208,7 @@ async function main() {
 		await sbx.kill();
 	}
 	await interpreter();
+	await afterAnError();
 }
 
 main().catch((e) => {
