@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -341,20 +342,50 @@ char **pdk_mounts_aliases(const struct pdk_mounts *t, const char *dir)
 	return out;
 }
 
+/*
+ * The host kernel's own interfaces, which no view may show: procfs
+ * (`/proc/PID/root`, `/fd`, `/environ` of the user's own processes reach past every
+ * namespace: the ptrace check lets a process of the same uid through), cgroupfs (a
+ * delegated cgroup the user owns would let the sandbox raise its own limits), sysfs
+ * and the file systems mounted in it (bpf's pinned maps and programs, the tracing and
+ * debug interfaces, security and EFI variables, configfs). The sandbox has a /proc of
+ * its own, and no /sys. One table for both ways of telling them: the session reads
+ * mount types in the mount table, the engine asks statfs() for the magic.
+ */
+static const struct {
+	long magic;
+	const char *type; /* in /proc/self/mountinfo */
+	const char *name; /* in messages */
+} kernel_fs[] = {
+	{PROC_SUPER_MAGIC, "proc", "procfs"},
+	{SYSFS_MAGIC, "sysfs", "sysfs"},
+	{CGROUP_SUPER_MAGIC, "cgroup", "cgroupfs (v1)"},
+	{CGROUP2_SUPER_MAGIC, "cgroup2", "cgroupfs (v2)"},
+	{BPF_FS_MAGIC, "bpf", "bpffs"},
+	{DEBUGFS_MAGIC, "debugfs", "debugfs"},
+	{TRACEFS_MAGIC, "tracefs", "tracefs"},
+	{SECURITYFS_MAGIC, "securityfs", "securityfs"},
+	{EFIVARFS_MAGIC, "efivarfs", "efivarfs"},
+	{0x62656570 /* CONFIGFS_MAGIC */, "configfs", "configfs"},
+};
+
+const char *pdk_paths_kernel_fs(long magic, const char *type)
+{
+	for (size_t k = 0; k < PDK_ARRAY_SIZE(kernel_fs); k++)
+		if (type != NULL ? strcmp(type, kernel_fs[k].type) == 0
+				 : magic == kernel_fs[k].magic)
+			return kernel_fs[k].name;
+	return NULL;
+}
+
 char **pdk_mounts_kernel(const struct pdk_mounts *t)
 {
-	static const char *const kernel[] = {"proc",     "sysfs",   "cgroup",  "cgroup2",
-					     "bpf",      "debugfs", "tracefs", "securityfs",
-					     "efivarfs", "configfs"};
 	char **out = NULL;
 
 	for (size_t i = 0; i < t->n; i++)
-		for (size_t k = 0; k < PDK_ARRAY_SIZE(kernel); k++)
-			if (strcmp(t->m[i].type, kernel[k]) == 0 &&
-			    (out == NULL || !listed(out, t->m[i].point))) {
-				pdk_strv_push(&out, t->m[i].point);
-				break;
-			}
+		if (pdk_paths_kernel_fs(0, t->m[i].type) != NULL &&
+		    (out == NULL || !listed(out, t->m[i].point)))
+			pdk_strv_push(&out, t->m[i].point);
 	return out;
 }
 

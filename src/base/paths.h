@@ -94,6 +94,13 @@ PDK_MUST_CHECK int pdk_paths_aliases(const char *dir, char ***out, struct pdk_er
 char **pdk_paths_kernel_mounts_in(const char *mountinfo);
 
 /*
+ * The name (for messages: "procfs", "cgroupfs (v2)") of the kernel interface whose
+ * mount type is `type` (as mountinfo says it), or, with `type` NULL, whose statfs()
+ * magic is `magic`; NULL when it is none of them.
+ */
+const char *pdk_paths_kernel_fs(long magic, const char *type);
+
+/*
  * The same two on a table parsed once (a session asks for several directories):
  * pdk_mounts_parse() never fails (lines that do not parse are skipped);
  * pdk_mounts_aliases() is pdk_paths_aliases_in(), pdk_mounts_kernel() is

@@ -5,7 +5,6 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,32 +100,8 @@ static struct op *add_op(struct pdk_mount_plan *p, enum op_kind kind, const char
 }
 
 /*
- * The host kernel's own interfaces, which no bind may bring into a view: procfs
- * (`/proc/PID/root`, `/fd`, `/environ` of the user's own processes reach past every
- * namespace: the ptrace check lets a process of the same uid through), cgroupfs (a
- * delegated cgroup the user owns would let the sandbox raise its own limits), sysfs
- * and the file systems mounted in it (bpf's pinned maps and programs, the tracing and
- * debug interfaces, security and EFI variables, configfs). The sandbox has a /proc of
- * its own, and no /sys.
- */
-static const struct {
-	long magic;
-	const char *name;
-} kernel_fs[] = {
-	{PROC_SUPER_MAGIC, "procfs"},
-	{SYSFS_MAGIC, "sysfs"},
-	{CGROUP_SUPER_MAGIC, "cgroupfs (v1)"},
-	{CGROUP2_SUPER_MAGIC, "cgroupfs (v2)"},
-	{BPF_FS_MAGIC, "bpffs"},
-	{DEBUGFS_MAGIC, "debugfs"},
-	{TRACEFS_MAGIC, "tracefs"},
-	{SECURITYFS_MAGIC, "securityfs"},
-	{EFIVARFS_MAGIC, "efivarfs"},
-	{0x62656570 /* CONFIGFS_MAGIC */, "configfs"},
-};
-
-/*
- * SECURITY: -EPERM + *err when `path` (looked at as `st`) lies on one of kernel_fs,
+ * SECURITY: -EPERM + *err when `path` (looked at as `st`) lies on an interface of
+ * the host's kernel (pdk_paths_kernel_fs(): procfs, sysfs, cgroupfs, ...),
  * -errno when statfs() cannot say. A path on the root's disk is not asked: the root
  * is none of them.
  */
@@ -134,20 +109,19 @@ static int refuse_kernel_fs(const char *path, const struct stat *st, dev_t root_
 			    struct pdk_error **err)
 {
 	struct statfs fs;
+	const char *name;
 
 	if (st->st_dev == root_dev)
 		return 0;
 	if (statfs(path, &fs) < 0) /* fail closed: what it is on is unknown */
 		return pdk_error_set(err, errno, "cannot bind '%s' into the sandbox: statfs", path);
-	for (size_t i = 0; i < PDK_ARRAY_SIZE(kernel_fs); i++)
-		if ((long)fs.f_type == kernel_fs[i].magic)
-			return pdk_error_setx(
-				err, EPERM,
-				"cannot bind '%s' into the sandbox: it is on %s, an "
-				"interface of the host's kernel that reaches past the "
-				"sandbox's namespaces (the sandbox has a /proc of its "
-				"own)",
-				path, kernel_fs[i].name);
+	if ((name = pdk_paths_kernel_fs((long)fs.f_type, NULL)) != NULL)
+		return pdk_error_setx(
+			err, EPERM,
+			"cannot bind '%s' into the sandbox: it is on %s, an interface "
+			"of the host's kernel that reaches past the sandbox's "
+			"namespaces (the sandbox has a /proc of its own)",
+			path, name);
 	return 0;
 }
 

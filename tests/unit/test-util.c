@@ -341,6 +341,11 @@ Test(util, paths_kernel_mounts_by_type)
 	cr_assert_str_eq(v[2], "/sys/fs/cgroup");
 	cr_assert_str_eq(v[3], "/srv/a jail/proc");
 	cr_assert_null(pdk_paths_kernel_mounts_in(ROOT_LINE));
+	/* The engine's statfs() check reads the same table, by magic. */
+	cr_assert_str_eq(pdk_paths_kernel_fs(0x9fa0 /* PROC_SUPER_MAGIC */, NULL), "procfs");
+	cr_assert_str_eq(pdk_paths_kernel_fs(0, "cgroup2"), "cgroupfs (v2)");
+	cr_assert_null(pdk_paths_kernel_fs(0xef53 /* EXT4_SUPER_MAGIC */, NULL));
+	cr_assert_null(pdk_paths_kernel_fs(0, "procfake"));
 }
 
 /* A parsed table still gives its text as it came (the cgroup's lookups read it again). */
