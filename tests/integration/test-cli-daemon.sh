@@ -277,12 +277,15 @@ for who in root user; do
 	serve_stop "$who"
 	is "$SERVE_RC" "0" "$who: the daemon stops cleanly"
 	# Supervisors end after their sandbox's last answer: wait up to 10 s for the last one.
-	local left
 	for _ in $(seq 100); do
 		left=$(state_procs "$T/serve-$who/state")
 		[ -z "$left" ] && break
 		sleep 0.1
 	done
-	is "$left" "" "$who: no process of this daemon's state directory is left"
+	is "$left" "" "$who: no process of this daemon's state directory is left" ||
+		for p in $left; do
+			echo "#   left: $(ps -o pid=,ppid=,stat=,etime=,args= -p "$p" 2>&1)"
+			echo "#   wchan $(cat /proc/$p/wchan 2>&1); children: $(ps -o pid=,stat=,args= --ppid "$p" 2>&1 | tr '\n' ';')"
+		done
 done
 done_testing
