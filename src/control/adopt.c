@@ -115,12 +115,22 @@ static int adopt_one(void *data, const struct pdk_store_sandbox *row)
 {
 	struct pdk_ctl *c = data;
 	struct pdk_ctl_sb *sb = adopt_row(c, row);
+	_cleanup_json_ json_t *ending = NULL;
+	const char *reason;
 
 	if (strcmp(row->state, "lost") == 0)
 		return 0;
-	if (pdk__sb_connect(sb) == 0 &&
-	    pdk__sb_call(sb, json_pack("{s:s}", "op", "status"), NULL, 0, adopt_status, NULL) == 0)
+	/* A destroy the daemon before us began and did not see through is finished now. */
+	ending = pdk__sb_ending(sb);
+	reason = json_string_value(json_object_get(ending, "reason"));
+	if (ending != NULL)
+		pdk__sb_set_operator(sb, json_string_value(json_object_get(ending, "operator")));
+	if (pdk__sb_connect(sb) == 0 && pdk__sb_call(sb, json_pack("{s:s}", "op", "status"), NULL,
+						     0, adopt_status, NULL) == 0) {
+		if (ending != NULL)
+			pdk__sb_destroy(sb, reason);
 		return 0;
+	}
 	/*
 	 * Nobody answers: the supervisor is gone. What it left is cleaned: its
 	 * process group (in case it hangs without its socket), every process of
@@ -132,8 +142,9 @@ static int adopt_one(void *data, const struct pdk_store_sandbox *row)
 	pdk__sb_reap_cgroup_file(sb);
 	pdk__sb_disconnect(sb);
 	free(sb->end_reason);
-	sb->end_reason = pdk_xstrdup("supervisor_lost");
-	pdk__sb_forget(sb, "lost");
+	sb->end_reason = pdk_xstrdup(ending != NULL ? reason : "supervisor_lost");
+	/* One being destroyed has ended: it is not kept listed as lost. */
+	pdk__sb_forget(sb, ending != NULL ? "ended" : "lost");
 	return 0;
 }
 

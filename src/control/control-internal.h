@@ -165,6 +165,13 @@ void pdk__sb_set_operator(struct pdk_ctl_sb *sb, const char *operator);
  */
 void pdk__sb_destroy(struct pdk_ctl_sb *sb, const char *reason);
 void pdk__sb_destroy_started(struct pdk_ctl_sb *sb);
+/*
+ * RUNDIR/sb/ID/ending: written when a destroy starts, gone with the
+ * directory once the sandbox is forgotten. pdk__sb_ending() is what it says
+ * ({"reason", "operator"}, new reference), or NULL when there is none.
+ */
+#define PDK_CTL_ENDING "ending"
+json_t *pdk__sb_ending(struct pdk_ctl_sb *sb);
 /* The destroy waiting on `sb`, if any, answered: the sandbox is in `state` (ended, lost). */
 void pdk__sb_answer_destroy(struct pdk_ctl_sb *sb, const char *state);
 /* Forget the sandbox: spool ingested, run dir removed, row moved to the ended ones. */

@@ -232,20 +232,31 @@ void pdk_ctl_tick(struct pdk_ctl *c)
 
 /* ---- the end ---- */
 
+static bool destroys_pending(const struct pdk_ctl *c)
+{
+	for (const struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = sb->next)
+		if (sb->destroying)
+			return true;
+	return false;
+}
+
 void pdk_ctl_shutdown(struct pdk_ctl *c, bool destroy, uint64_t wait_s)
 {
 	uint64_t deadline = pdk_now_mono_ns() + wait_s * 1000000000ULL;
 	struct pdk_ctl_sb *next;
 
 	c->stopping = true;
-	if (!destroy)
-		return;
-	/* Destroy every sandbox and wait (bounded) for the supervisors to answer. */
-	for (struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = next) {
+	/* With `destroy`, every sandbox is destroyed. */
+	for (struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL && destroy; sb = next) {
 		next = sb->next;
 		pdk__sb_destroy(sb, "daemon_exit");
 	}
-	while (c->sandboxes != NULL && pdk_now_mono_ns() < deadline)
+	/*
+	 * Wait (bounded) for the destroys under way to be seen through: a kill
+	 * is answered once it is asked, and a supervisor not yet told (its spill
+	 * files go first) would otherwise keep its sandbox running.
+	 */
+	while (destroys_pending(c) && pdk_now_mono_ns() < deadline)
 		(void)event_base_loop(c->base, EVLOOP_ONCE);
 }
 

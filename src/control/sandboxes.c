@@ -554,6 +554,54 @@ static void spill_removed(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t
 		ask_destroy(sb);
 }
 
+/*
+ * The destroy is written down before anything is asked: RUNDIR/sb/ID/ending
+ * holds its reason and operator. A daemon that stops or dies before the
+ * supervisor has been told (the spill files go first, a start is let finish)
+ * leaves the file, and the next one finishes the destroy when it adopts the
+ * sandbox (adopt.c): a kill that was answered never leaves it running.
+ */
+static void note_ending(struct pdk_ctl_sb *sb)
+{
+	_cleanup_free_ char *dir = pdk__sb_dir(sb);
+	_cleanup_free_ char *tmp = pdk_xasprintf("%s/" PDK_CTL_ENDING ".new", dir);
+	_cleanup_free_ char *path = pdk_xasprintf("%s/" PDK_CTL_ENDING, dir);
+	_cleanup_json_ json_t *j =
+		json_pack("{s:s, s:s*}", "reason", sb->end_reason, "operator", sb->end_operator);
+	_cleanup_free_ char *text = json_dumps(j, JSON_COMPACT);
+	_cleanup_error_ struct pdk_error *err = NULL;
+
+	if (text == NULL)
+		pdk_oom();
+	/* A lost sandbox has no directory left, and nothing left to end. */
+	if (pdk_write_file_at(AT_FDCWD, tmp, text, true, &err) < 0) {
+		if (err->status != ENOENT)
+			pdk__ctl_log(sb->c, PDK_LOG_WARN, "%s: %s", sb->row.id, err->msg);
+		return;
+	}
+	if (rename(tmp, path) < 0)
+		pdk__ctl_log(sb->c, PDK_LOG_WARN, "%s: rename %s: %s", sb->row.id, tmp,
+			     strerror(errno));
+}
+
+json_t *pdk__sb_ending(struct pdk_ctl_sb *sb)
+{
+	_cleanup_free_ char *dir = pdk__sb_dir(sb);
+	_cleanup_free_ char *path = pdk_xasprintf("%s/" PDK_CTL_ENDING, dir);
+	_cleanup_free_ char *text = NULL;
+	json_t *j;
+
+	if (pdk_read_file_at(AT_FDCWD, path, 4096, &text, NULL) < 0)
+		return NULL;
+	j = json_loads(text, 0, NULL);
+	/* Unreadable: it was being written when the daemon died; the end was asked all the same. */
+	if (!json_is_object(j) || !json_is_string(json_object_get(j, "reason"))) {
+		json_decref(j);
+		j = json_pack("{s:s}", "reason", "destroyed");
+	}
+	return j;
+}
+
 void pdk__sb_destroy(struct pdk_ctl_sb *sb, const char *reason)
 {
 	if (sb->destroying)
@@ -564,6 +612,7 @@ void pdk__sb_destroy(struct pdk_ctl_sb *sb, const char *reason)
 		free(sb->end_reason);
 		sb->end_reason = pdk_xstrdup(reason);
 	}
+	note_ending(sb);
 	/*
 	 * The spill files of its commands' output go first. /tmp is the
 	 * sandbox's own tmpfs unless a workspace is bound there, where they

@@ -286,6 +286,9 @@ for who in root user; do
 		for p in $left; do
 			echo "#   left: $(ps -o pid=,ppid=,stat=,etime=,args= -p "$p" 2>&1)"
 			echo "#   wchan $(cat /proc/$p/wchan 2>&1); children: $(ps -o pid=,stat=,args= --ppid "$p" 2>&1 | tr '\n' ';')"
+			sid=$(tr '\0' ' ' <"/proc/$p/cmdline" | sed -n 's/.*--id \([^ ]*\).*/\1/p')
+			[ -n "$sid" ] && grep -h "$sid" "$T/serve-$who.log" "$T/ev-$who" 2>&1 | head -20 | sed 's/^/#   log: /'
+			[ -n "$sid" ] && pc "$who" audit show "$sid" 2>&1 | head -30 | sed "s/^/#   event: /"
 		done
 done
 done_testing

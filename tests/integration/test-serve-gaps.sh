@@ -3,7 +3,8 @@
 # root and as an unprivileged user (TAP): egress usage and budget, limits.disk at create,
 # ended sandboxes kept for a retention period, a lost sandbox's cgroup killed at
 # re-adoption, a JSON 413 over --max-body, scoped create tokens, the spool offset
-# saved in the audit batch's transaction, and a long history's replay in pages.
+# saved in the audit batch's transaction, a long history's replay in pages, and a kill seen
+# through by a daemon stopped or killed right after answering it.
 . "$(dirname "$0")/lib-run.sh"
 . "$(dirname "$0")/lib-serve.sh"
 : "${TESTS_DIR:?TESTS_DIR must name the tests directory}"
@@ -209,6 +210,45 @@ lost_live_tests() {
 	api "$who" DELETE "/v1/sandboxes/$ID"
 }
 
+# A kill is answered once it is asked. The daemon stopped (SIGTERM) or killed (SIGKILL) at
+# once after: the kill is still seen through, by this daemon before it exits or by the next
+# when it adopts the sandbox (RUNDIR/sb/ID/ending), never left running. The window is made
+# wide: the supervisor is told to destroy only after it has removed the spill files of the
+# sandbox's commands, here 50000 of them.
+ending_tests() {
+	local who=$1 port=$2 sig n left
+	for sig in TERM KILL; do
+		api "$who" POST /v1/sandboxes "{\"labels\":{\"session\":\"sE-$sig\"}}"
+		ID=$(jq_get "$BODY" id)
+		api "$who" POST "/v1/sandboxes/$ID/exec" '{"argv":["seq","1","1000"],"output_cap":64}'
+		api "$who" POST "/v1/sandboxes/$ID/exec" \
+			'{"cmd":"cd /tmp/.paddock/exec && seq 50000 | xargs touch && ls | wc -l"}'
+		is "$CODE $(jq_get "$BODY" stdout.text | tr -d '\n')" "200 50001" \
+			"$who: $sig: the sandbox has 50001 spill files to remove before its end"
+		api "$who" POST /v1/kill "{\"ids\":[\"$ID\"],\"reason\":\"ending-$sig\"}"
+		serve_stop "$who" "$sig"
+		is "$CODE $(jq_get "$BODY" killed.0)" "200 $ID" \
+			"$who: $sig: the kill is answered; the daemon gets SIG$sig at once"
+		if [ "$sig" = TERM ]; then
+			for n in $(seq 1 100); do [ -z "$(supervisors_of "$ID")" ] && break; sleep 0.1; done
+			left=$(supervisors_of "$ID")
+			is "$SERVE_RC:$left" "0:" \
+				"$who: TERM: the daemon saw the kill through before it exited (no supervisor left)"
+		fi
+		serve_start "$who" --listen "127.0.0.1:$port"
+		for n in $(seq 1 100); do [ -z "$(supervisors_of "$ID")" ] && break; sleep 0.1; done
+		api "$who" GET "/v1/sandboxes/$ID"
+		is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" end_reason) $(supervisors_of "$ID")" \
+			"200 ended killed " "$who: $sig: after a restart the sandbox has ended (killed), its supervisor gone"
+		as "$who" curl -s -N --max-time 2 --unix-socket "$(sock_of "$who")" \
+			"http://paddock/v1/events?since=0&follow=0&sandbox=$ID&kind=sandbox.destroy" >"$T/end-$who"
+		is "$(grep -c '"reason":"killed"' "$T/end-$who") $(grep -c '"operator":"unix:' "$T/end-$who")" "1 1" \
+			"$who: $sig: one sandbox.destroy, reason killed, naming who asked for the kill"
+		api "$who" GET "/v1/sandboxes?session=sE-$sig"
+		is "$(printf '%s' "$BODY" | jq '.sandboxes | length')" "0" "$who: $sig: it is not listed as live"
+	done
+}
+
 # The create token's scope and lifetime.
 token_tests() {
 	local who=$1 port=$2 id tok body want
@@ -295,6 +335,7 @@ gap_tests() {
 	ended_tests "$who" "$port"
 	lost_tests "$who" "$port"
 	lost_live_tests "$who"
+	ending_tests "$who" "$port"
 	token_tests "$who" "$port"
 	spool_tests "$who" "$port"
 	replay_tests "$who"
