@@ -120,9 +120,11 @@ void pdk_ctl_tick(struct pdk_ctl *c);
 
 /*
  * The start of the end: no more timer work or pool refills. With `destroy`,
- * every sandbox (pool members too) is destroyed and the loop run until all
- * are gone or `wait_s` seconds passed. Without it, supervisors keep running
- * and the next control object re-adopts their sandboxes.
+ * every sandbox (pool members too) is destroyed. Either way the loop is run
+ * until every sandbox being destroyed is gone (a kill is answered before its
+ * supervisor may have been told) or `wait_s` seconds passed. The others'
+ * supervisors keep running and the next control object re-adopts their
+ * sandboxes; it also finishes a destroy left under way (RUNDIR/sb/ID/ending).
  */
 void pdk_ctl_shutdown(struct pdk_ctl *c, bool destroy, uint64_t wait_s);
 

@@ -214,22 +214,29 @@ lost_live_tests() {
 # once after: the kill is still seen through, by this daemon before it exits or by the next
 # when it adopts the sandbox (RUNDIR/sb/ID/ending), never left running. The window is made
 # wide: the supervisor is told to destroy only after it has removed the spill files of the
-# sandbox's commands, here 50000 of them.
+# sandbox's commands, here 50000 of them. DEAD: SIGKILL, and the supervisor dies too before
+# the restart: the sandbox is reaped and ends as killed, not lost.
 ending_tests() {
-	local who=$1 port=$2 sig n left
-	for sig in TERM KILL; do
-		api "$who" POST /v1/sandboxes "{\"labels\":{\"session\":\"sE-$sig\"}}"
+	local who=$1 port=$2 how sig n left
+	for how in TERM KILL DEAD; do
+		sig=${how/DEAD/KILL}
+		api "$who" POST /v1/sandboxes "{\"labels\":{\"session\":\"sE-$how\"}}"
 		ID=$(jq_get "$BODY" id)
 		api "$who" POST "/v1/sandboxes/$ID/exec" '{"argv":["seq","1","1000"],"output_cap":64}'
 		api "$who" POST "/v1/sandboxes/$ID/exec" \
 			'{"cmd":"cd /tmp/.paddock/exec && seq 50000 | xargs touch && ls | wc -l"}'
 		is "$CODE $(jq_get "$BODY" stdout.text | tr -d '\n')" "200 50001" \
-			"$who: $sig: the sandbox has 50001 spill files to remove before its end"
-		api "$who" POST /v1/kill "{\"ids\":[\"$ID\"],\"reason\":\"ending-$sig\"}"
+			"$who: $how: the sandbox has 50001 spill files to remove before its end"
+		CG=$(awk 'NR == 1 {print $3}' "$T/serve-$who/run/sb/$ID/cgroup" 2>/dev/null)
+		api "$who" POST /v1/kill "{\"ids\":[\"$ID\"],\"reason\":\"ending-$how\"}"
 		serve_stop "$who" "$sig"
 		is "$CODE $(jq_get "$BODY" killed.0)" "200 $ID" \
-			"$who: $sig: the kill is answered; the daemon gets SIG$sig at once"
-		if [ "$sig" = TERM ]; then
+			"$who: $how: the kill is answered; the daemon gets SIG$sig at once"
+		if [ "$how" = DEAD ]; then
+			kill -9 $(supervisors_of "$ID") 2>/dev/null
+			ok $? "$who: DEAD: its supervisor is killed too (SIGKILL) before the restart"
+		fi
+		if [ "$how" = TERM ]; then
 			for n in $(seq 1 100); do [ -z "$(supervisors_of "$ID")" ] && break; sleep 0.1; done
 			left=$(supervisors_of "$ID")
 			is "$SERVE_RC:$left" "0:" \
@@ -239,13 +246,17 @@ ending_tests() {
 		for n in $(seq 1 100); do [ -z "$(supervisors_of "$ID")" ] && break; sleep 0.1; done
 		api "$who" GET "/v1/sandboxes/$ID"
 		is "$CODE $(jq_get "$BODY" state) $(jq_get "$BODY" end_reason) $(supervisors_of "$ID")" \
-			"200 ended killed " "$who: $sig: after a restart the sandbox has ended (killed), its supervisor gone"
+			"200 ended killed " "$who: $how: after a restart the sandbox has ended (killed), its supervisor gone"
 		as "$who" curl -s -N --max-time 2 --unix-socket "$(sock_of "$who")" \
 			"http://paddock/v1/events?since=0&follow=0&sandbox=$ID&kind=sandbox.destroy" >"$T/end-$who"
 		is "$(grep -c '"reason":"killed"' "$T/end-$who") $(grep -c '"operator":"unix:' "$T/end-$who")" "1 1" \
-			"$who: $sig: one sandbox.destroy, reason killed, naming who asked for the kill"
-		api "$who" GET "/v1/sandboxes?session=sE-$sig"
-		is "$(printf '%s' "$BODY" | jq '.sandboxes | length')" "0" "$who: $sig: it is not listed as live"
+			"$who: $how: one sandbox.destroy, reason killed, naming who asked for the kill"
+		api "$who" GET "/v1/sandboxes?session=sE-$how"
+		is "$(printf '%s' "$BODY" | jq '.sandboxes | length')" "0" "$who: $how: it is not listed as live"
+		if [ "$how" = DEAD ]; then
+			is "$([ -n "$CG" ] && [ ! -d "$CG" ] && echo removed)" "removed" \
+				"$who: DEAD: its cgroup ($CG) is reaped"
+		fi
 	done
 }
 
