@@ -174,6 +174,19 @@ int pdk_write_file_at(int dirfd, const char *path, const char *data, bool create
 	return 0;
 }
 
+int pdk_replace_file(const char *tmp, const char *path, const char *data, struct pdk_error **err)
+{
+	int e;
+
+	if (pdk_write_file_at(AT_FDCWD, tmp, data, true, err) < 0)
+		return -1;
+	if (rename(tmp, path) == 0)
+		return 0;
+	e = errno;
+	(void)unlink(tmp);
+	return pdk_error_set(err, e, "cannot rename '%s' to '%s'", tmp, path);
+}
+
 int pdk_read_file_at(int dirfd, const char *path, size_t max, char **out, struct pdk_error **err)
 {
 	_cleanup_close_ int fd = TEMP_FAILURE_RETRY(openat(dirfd, path, O_RDONLY | O_CLOEXEC));

@@ -99,6 +99,14 @@ PDK_MUST_CHECK ssize_t pdk_read_all(int fd, void *buf, size_t len);
 PDK_MUST_CHECK int pdk_write_file_at(int dirfd, const char *path, const char *data, bool create,
 				     struct pdk_error **err);
 /*
+ * Replace `path` whole: `data` written to `tmp` (as pdk_write_file_at()
+ * with create, in the same directory), then renamed over `path`, so that a
+ * reader, or a crash, sees the old file or the new one, never a part. `tmp`
+ * is removed when the rename fails. The error names the file that failed.
+ */
+PDK_MUST_CHECK int pdk_replace_file(const char *tmp, const char *path, const char *data,
+				    struct pdk_error **err);
+/*
  * Read at most `max` bytes of `path` (relative to dirfd) into a new
  * NUL-terminated string (*out, caller owns). -E2BIG if larger.
  */

@@ -574,14 +574,8 @@ static void note_ending(struct pdk_ctl_sb *sb)
 	if (text == NULL)
 		pdk_oom();
 	/* A lost sandbox has no directory left, and nothing left to end. */
-	if (pdk_write_file_at(AT_FDCWD, tmp, text, true, &err) < 0) {
-		if (err->status != ENOENT)
-			pdk__ctl_log(sb->c, PDK_LOG_WARN, "%s: %s", sb->row.id, err->msg);
-		return;
-	}
-	if (rename(tmp, path) < 0)
-		pdk__ctl_log(sb->c, PDK_LOG_WARN, "%s: rename %s: %s", sb->row.id, tmp,
-			     strerror(errno));
+	if (pdk_replace_file(tmp, path, text, &err) < 0 && err->status != ENOENT)
+		pdk__ctl_log(sb->c, PDK_LOG_WARN, "%s: %s", sb->row.id, err->msg);
 }
 
 json_t *pdk__sb_ending(struct pdk_ctl_sb *sb)

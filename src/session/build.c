@@ -137,16 +137,8 @@ static int cache_put(const struct pdk_build_opts *o, const char *key, const char
 	_cleanup_free_ char *tmp = pdk_xasprintf("%s/.%s.%d", dir, key, (int)getpid());
 	_cleanup_free_ char *text = pdk_xasprintf("%s\n", digest);
 
-	if (pdk_mkdir_p(dir, err) < 0)
+	if (pdk_mkdir_p(dir, err) < 0 || pdk_replace_file(tmp, path, text, err) < 0)
 		return -1;
-	if (pdk_write_file_at(AT_FDCWD, tmp, text, true, err) < 0)
-		return -1;
-	if (rename(tmp, path) < 0) {
-		int e = errno;
-
-		(void)unlink(tmp);
-		return pdk_error_set(err, e, "cannot record the build cache entry '%s'", path);
-	}
 	return 0;
 }
 

@@ -287,11 +287,9 @@ int pdk__ws_record(const char *set_dir, const struct pdk_ws_diff *diff, struct p
 			pdk_json_set(rec, k, json_integer(diff->v[i].kind != PDK_WS_ADDED));
 	}
 	text = json_dumps(rec, JSON_COMPACT);
-	if (text == NULL || pdk_write_file_at(AT_FDCWD, tmp, text, true, err) < 0)
-		return text == NULL ? pdk_error_setx(err, ENOMEM, "cannot encode '%s'", dst) : -1;
-	if (rename(tmp, dst) < 0)
-		return pdk_error_set(err, errno, "cannot rename '%s' to '%s'", tmp, dst);
-	return 0;
+	if (text == NULL)
+		return pdk_error_setx(err, ENOMEM, "cannot encode '%s'", dst);
+	return pdk_replace_file(tmp, dst, text, err);
 }
 
 int pdk__ws_base_get(const char *set_dir, uint64_t created_ns, struct timespec *base,

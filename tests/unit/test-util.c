@@ -137,6 +137,42 @@ Test(util, read_file_cap)
 	unlink(path);
 }
 
+/* A file replaced whole through its temporary name; a failed rename leaves no temporary. */
+Test(util, replace_file)
+{
+	char dir[] = "/tmp/pdk-util-XXXXXX";
+	_cleanup_free_ char *tmp = NULL, *path = NULL, *sub = NULL;
+	struct pdk_error *err = NULL;
+	char *out = NULL;
+
+	cr_assert_not_null(mkdtemp(dir));
+	tmp = pdk_xasprintf("%s/f.new", dir);
+	path = pdk_xasprintf("%s/f", dir);
+	cr_assert_eq(pdk_replace_file(tmp, path, "first, and longer", &err), 0);
+	cr_assert_eq(pdk_replace_file(tmp, path, "second", &err), 0);
+	cr_assert_eq(pdk_read_file_at(AT_FDCWD, path, 64, &out, &err), 0);
+	cr_assert_str_eq(out, "second");
+	free(out);
+	cr_assert_eq(access(tmp, F_OK), -1, "the temporary name is gone");
+	/* Over a directory that is not empty, the rename fails. */
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	sub = pdk_xasprintf("%s/x", path);
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	cr_assert_lt(pdk_replace_file(tmp, path, "third", &err), 0);
+	cr_assert_not_null(strstr(err->msg, path), "%s", err->msg);
+	cr_assert_eq(access(tmp, F_OK), -1, "no temporary is left after a failure");
+	pdk_error_free(&err);
+	/* A directory that is not there: the write fails, naming the temporary. */
+	cr_assert_eq(rmdir(sub), 0);
+	cr_assert_eq(rmdir(path), 0);
+	cr_assert_eq(rmdir(dir), 0);
+	cr_assert_lt(pdk_replace_file(tmp, path, "fourth", &err), 0);
+	cr_assert_eq(err->status, ENOENT);
+	cr_assert_not_null(strstr(err->msg, tmp), "%s", err->msg);
+	pdk_error_free(&err);
+}
+
 /* Texts past the first page: the buffer grows as they come, up to the cap and no further. */
 Test(util, read_file_grows_to_the_cap)
 {
