@@ -8,9 +8,15 @@
 #include "cli-daemon.h"
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+/* kill --wait: how long the sandboxes are given to end, and how often each is asked. */
+#define KILL_WAIT_S  60
+#define KILL_POLL_MS 20
 
 enum {
 	OPT_SESSION = PDK_CLI_OPT_FIRST_FREE,
@@ -20,6 +26,7 @@ enum {
 	OPT_REASON,
 	OPT_RESTART,
 	OPT_PATCH,
+	OPT_WAIT,
 };
 
 static const struct option long_opts[] = {
@@ -31,6 +38,7 @@ static const struct option long_opts[] = {
 	{"reason", required_argument, NULL, OPT_REASON},
 	{"restart", no_argument, NULL, OPT_RESTART},
 	{"patch", no_argument, NULL, OPT_PATCH},
+	{"wait", no_argument, NULL, OPT_WAIT},
 	{NULL, 0, NULL, 0},
 };
 
@@ -82,7 +90,9 @@ static const struct verb verbs[] = {
 	{"kill", "ID... | --session S | --workflow W | --agent A | --label K=V",
 	 "Destroy sandboxes at once: the ones named, or every sandbox whose labels\n"
 	 "match all the selectors given. Each is recorded as a 'kill' event, and the\n"
-	 "call itself too. Prints the ids destroyed.\n",
+	 "call itself too. Prints the ids killed. The daemon answers once each\n"
+	 "destroy is asked, and sees each through even if it stops or dies; with\n"
+	 "--wait, kill returns once every sandbox it killed has ended.\n",
 	 "POST", NULL, NULL, true},
 };
 
@@ -94,7 +104,9 @@ static void usage_of(const struct verb *v, FILE *out)
 		      "      --workflow W   every sandbox labelled workflow=W\n"
 		      "      --agent A      every sandbox labelled agent=A\n"
 		      "      --label K=V    every sandbox with label K=V (repeatable)\n"
-		      "      --reason TEXT  recorded with each kill event\n",
+		      "      --reason TEXT  recorded with each kill event\n"
+		      "      --wait         return once every sandbox killed has ended (its\n"
+		      "                     processes gone, its workspace removed), at most 60 s\n",
 		      out);
 	if (v->key != NULL && strcmp(v->name, "snapshot") == 0)
 		fputs("      --restart      move the changes aside around a restart of the init\n"
@@ -107,9 +119,15 @@ static void usage_of(const struct verb *v, FILE *out)
 	if (strcmp(v->name, "diff") == 0)
 		fputs("      --patch        add the unified diff of the changed text files\n", out);
 	fputs("      --json         print the daemon's answer as JSON\n" PDK_CLI_CONN_HELP, out);
-	fputs("\nexit status: 0; 122 bad option or argument; 125 the daemon could not be\n"
-	      "reached or refused (its error code, message and field are printed).\n",
-	      out);
+	if (v->selectors)
+		fputs("\nexit status: 0; 122 bad option or argument; 124 with --wait, a sandbox\n"
+		      "killed had not ended after 60 s (it is named); 125 the daemon could not be\n"
+		      "reached or refused (its error code, message and field are printed).\n",
+		      out);
+	else
+		fputs("\nexit status: 0; 122 bad option or argument; 125 the daemon could not be\n"
+		      "reached or refused (its error code, message and field are printed).\n",
+		      out);
 }
 
 static void print_diff(json_t *out)
@@ -194,6 +212,68 @@ static int check_killed(json_t *ids, json_t *out)
 	return r;
 }
 
+/*
+ * kill --wait: each sandbox killed, waited for with DELETE
+ * /v1/sandboxes/ID, which the daemon answers once the destroy under way has
+ * ended (or at once when it has: ended, or 404 when no ended sandbox is
+ * kept). A 409 means another caller waits on that destroy already: asked
+ * again every KILL_POLL_MS. KILL_WAIT_S in all; PDK_EXIT_TIMEOUT after
+ * naming the sandbox still ending.
+ */
+static int wait_ended(struct pdk_client *c, json_t *killed)
+{
+	const uint64_t deadline = pdk_now_mono_ns() + KILL_WAIT_S * 1000000000ULL;
+	const struct timespec pause = {0, KILL_POLL_MS * 1000000L};
+	json_t *x;
+	size_t i;
+
+	json_array_foreach(killed, i, x)
+	{
+		const char *id = json_string_value(x);
+		_cleanup_free_ char *eid = pdk_client_escape(id);
+		_cleanup_free_ char *path = pdk_xasprintf("/v1/sandboxes/%s", eid);
+
+		for (;;) {
+			_cleanup_error_ struct pdk_error *err = NULL;
+			struct pdk_client_resp resp = {0};
+			uint64_t now = pdk_now_mono_ns();
+			struct pdk_client_req q = {
+				.method = "DELETE",
+				.path = path,
+				.idle_ms =
+					now < deadline ? (int)((deadline - now) / 1000000) + 1 : 1};
+			int status;
+
+			if (pdk_client_request(c, &q, &resp, &err) < 0) {
+				if (err->status != ETIMEDOUT)
+					return pdk_cli_api_fail(c, &err);
+				status = 0;
+			} else {
+				status = resp.status;
+			}
+			if (status == 409 && pdk_now_mono_ns() < deadline) {
+				pdk_client_resp_release(&resp);
+				(void)nanosleep(&pause, NULL);
+				continue;
+			}
+			if (status == 0 || status == 409) {
+				pdk_client_resp_release(&resp);
+				pdk_cli_error("kill: sandbox '%s' has not ended after %d s", id,
+					      KILL_WAIT_S);
+				return PDK_EXIT_TIMEOUT;
+			}
+			if ((status < 200 || status > 299) && status != 404) {
+				(void)pdk_client_error_from(&resp, &err);
+				pdk_client_resp_release(&resp);
+				return pdk_cli_api_fail(c, &err);
+			}
+			pdk_client_resp_release(&resp);
+			break;
+		}
+	}
+	return 0;
+}
+
 /* One call: its verb, and the body its options fill. */
 struct call {
 	const struct verb *v;
@@ -201,6 +281,7 @@ struct call {
 	json_t *labels;
 	bool json;
 	bool patch; /* diff --patch */
+	bool wait;  /* kill --wait */
 };
 
 static void usage(void *ctx)
@@ -230,7 +311,11 @@ static int call_opt(void *ctx, const struct option *o, const char *arg)
 		json_object_set_new(k->body, "restart", json_true());
 		return 0;
 	}
-	if (!k->v->selectors || o->val == OPT_RESTART || o->val == OPT_PATCH)
+	if (o->val == OPT_WAIT && k->v->selectors) {
+		k->wait = true;
+		return 0;
+	}
+	if (!k->v->selectors || o->val == OPT_RESTART || o->val == OPT_PATCH || o->val == OPT_WAIT)
 		return -1;
 	if (o->val == OPT_LABEL)
 		return pdk_cli_add_kv(k->labels, arg, "--label") ? 0 : PDK_CLI_EXIT_USAGE;
@@ -318,6 +403,13 @@ int pdk_cmd_sandbox(int argc, char **argv)
 		pdk_cli_print_json(out);
 	else if (out != NULL)
 		print_answer(k.v, out);
+	if (out != NULL && k.wait) {
+		int w;
+
+		(void)fflush(stdout); /* the ids first: a script sees what it waits for */
+		w = wait_ended(c, json_object_get(out, "killed"));
+		r = r != 0 ? r : w;
+	}
 	json_decref(out);
 	json_decref(k.body);
 	json_decref(k.labels);

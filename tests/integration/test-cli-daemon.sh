@@ -211,6 +211,22 @@ kill_events_tests() {
 		"$who: events --sandbox replays that sandbox's stored events (its exec requests)"
 }
 
+# kill --wait returns once the sandbox has ended. Its 50000 spill files make the end take a
+# while (its supervisor removes them before it is told to destroy): without the wait, the
+# supervisor is still there when kill returns.
+wait_tests() {
+	local who=$1 id out
+	id=$(pc "$who" create --session wait-$who)
+	pc "$who" exec "$id" --output-cap 64 -- seq 1 1000 >/dev/null
+	out=$(pc "$who" exec "$id" -- sh -c 'cd /tmp/.paddock/exec && seq 50000 | xargs touch && ls | wc -l')
+	is "$out" "50001" "$who: a sandbox with 50001 spill files to remove at its end"
+	out=$(pc "$who" kill --wait "$id")
+	is "$?:$out:$(pgrep -f "paddock supervise --id $id")" "0:$id:" \
+		"$who: kill --wait prints the id and returns once the sandbox has ended (its supervisor gone)"
+	pc "$who" pause --wait "$id" >/dev/null 2>&1
+	is "$?" "122" "$who: --wait is kill's alone (pause --wait is a usage error)"
+}
+
 tcp_tests() {
 	local who=$1 port=$2 token out sbtok own
 	token=$(as "$who" "$T/bin/paddock" serve token create --name cli-$who 2>/dev/null)
@@ -269,6 +285,7 @@ for who in root user; do
 	lifecycle_tests "$who"
 	attach_tests "$who"
 	kill_events_tests "$who"
+	wait_tests "$who"
 	tcp_tests "$who" "$port"
 	# Supervisors outlive the daemon: destroy every sandbox before stopping it.
 	ids=$(pc "$who" ps -q)
