@@ -211,18 +211,24 @@ kill_events_tests() {
 		"$who: events --sandbox replays that sandbox's stored events (its exec requests)"
 }
 
-# kill --wait returns once the sandbox has ended. Its 50000 spill files make the end take a
-# while (its supervisor removes them before it is told to destroy): without the wait, the
-# supervisor is still there when kill returns.
+# kill --wait returns once the sandbox has ended: its processes and cgroup gone, its state
+# ended. Its 50000 spill files make the end take a while (its supervisor removes them before
+# it is told to destroy): without the wait, the cgroup is still there when kill returns. (The
+# supervisor process itself may outlive the answer by a moment: it exits after its last
+# word, longer under ASan.)
 wait_tests() {
-	local who=$1 id out
+	local who=$1 id out cg
 	id=$(pc "$who" create --session wait-$who)
 	pc "$who" exec "$id" --output-cap 64 -- seq 1 1000 >/dev/null
 	out=$(pc "$who" exec "$id" -- sh -c 'cd /tmp/.paddock/exec && seq 50000 | xargs touch && ls | wc -l')
-	is "$out" "50001" "$who: a sandbox with 50001 spill files to remove at its end"
+	cg=$(awk 'NR == 1 {print $3}' "$T/serve-$who/run/sb/$id/cgroup" 2>/dev/null)
+	is "$out:$([ -d "$cg" ] && echo cgroup)" "50001:cgroup" \
+		"$who: a sandbox with 50001 spill files to remove at its end (cgroup $cg)"
 	out=$(pc "$who" kill --wait "$id")
-	is "$?:$out:$(pgrep -f "paddock supervise --id $id")" "0:$id:" \
-		"$who: kill --wait prints the id and returns once the sandbox has ended (its supervisor gone)"
+	is "$?:$out:$([ -d "$cg" ] && echo "cgroup left")" "0:$id:" \
+		"$who: kill --wait prints the id and returns once the sandbox's cgroup is gone"
+	api "$who" GET "/v1/sandboxes/$id"
+	is "$CODE $(jq_get "$BODY" state)" "200 ended" "$who: ... and its state is ended"
 	pc "$who" pause --wait "$id" >/dev/null 2>&1
 	is "$?" "122" "$who: --wait is kill's alone (pause --wait is a usage error)"
 }
