@@ -12,11 +12,9 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
-/* kill --wait: how long the sandboxes are given to end, and how often each is asked. */
-#define KILL_WAIT_S  60
-#define KILL_POLL_MS 20
+/* kill --wait: how long the sandboxes are given to end. */
+#define KILL_WAIT_S 60
 
 enum {
 	OPT_SESSION = PDK_CLI_OPT_FIRST_FREE,
@@ -216,14 +214,12 @@ static int check_killed(json_t *ids, json_t *out)
  * kill --wait: each sandbox killed, waited for with DELETE
  * /v1/sandboxes/ID, which the daemon answers once the destroy under way has
  * ended (or at once when it has: ended, or 404 when no ended sandbox is
- * kept). A 409 means another caller waits on that destroy already: asked
- * again every KILL_POLL_MS. KILL_WAIT_S in all; PDK_EXIT_TIMEOUT after
- * naming the sandbox still ending.
+ * kept). KILL_WAIT_S in all; PDK_EXIT_TIMEOUT after naming the sandbox
+ * still ending.
  */
 static int wait_ended(struct pdk_client *c, json_t *killed)
 {
 	const uint64_t deadline = pdk_now_mono_ns() + KILL_WAIT_S * 1000000000ULL;
-	const struct timespec pause = {0, KILL_POLL_MS * 1000000L};
 	json_t *x;
 	size_t i;
 
@@ -232,44 +228,27 @@ static int wait_ended(struct pdk_client *c, json_t *killed)
 		const char *id = json_string_value(x);
 		_cleanup_free_ char *eid = pdk_client_escape(id);
 		_cleanup_free_ char *path = pdk_xasprintf("/v1/sandboxes/%s", eid);
+		_cleanup_error_ struct pdk_error *err = NULL;
+		struct pdk_client_resp resp = {0};
+		uint64_t now = pdk_now_mono_ns();
+		struct pdk_client_req q = {
+			.method = "DELETE",
+			.path = path,
+			.idle_ms = now < deadline ? (int)((deadline - now) / 1000000) + 1 : 1};
 
-		for (;;) {
-			_cleanup_error_ struct pdk_error *err = NULL;
-			struct pdk_client_resp resp = {0};
-			uint64_t now = pdk_now_mono_ns();
-			struct pdk_client_req q = {
-				.method = "DELETE",
-				.path = path,
-				.idle_ms =
-					now < deadline ? (int)((deadline - now) / 1000000) + 1 : 1};
-			int status;
-
-			if (pdk_client_request(c, &q, &resp, &err) < 0) {
-				if (err->status != ETIMEDOUT)
-					return pdk_cli_api_fail(c, &err);
-				status = 0;
-			} else {
-				status = resp.status;
-			}
-			if (status == 409 && pdk_now_mono_ns() < deadline) {
-				pdk_client_resp_release(&resp);
-				(void)nanosleep(&pause, NULL);
-				continue;
-			}
-			if (status == 0 || status == 409) {
-				pdk_client_resp_release(&resp);
-				pdk_cli_error("kill: sandbox '%s' has not ended after %d s", id,
-					      KILL_WAIT_S);
-				return PDK_EXIT_TIMEOUT;
-			}
-			if ((status < 200 || status > 299) && status != 404) {
-				(void)pdk_client_error_from(&resp, &err);
-				pdk_client_resp_release(&resp);
+		if (pdk_client_request(c, &q, &resp, &err) < 0) {
+			if (err->status != ETIMEDOUT)
 				return pdk_cli_api_fail(c, &err);
-			}
-			pdk_client_resp_release(&resp);
-			break;
+			pdk_cli_error("kill: sandbox '%s' has not ended after %d s", id,
+				      KILL_WAIT_S);
+			return PDK_EXIT_TIMEOUT;
 		}
+		if ((resp.status < 200 || resp.status > 299) && resp.status != 404) {
+			(void)pdk_client_error_from(&resp, &err);
+			pdk_client_resp_release(&resp);
+			return pdk_cli_api_fail(c, &err);
+		}
+		pdk_client_resp_release(&resp);
 	}
 	return 0;
 }

@@ -83,6 +83,13 @@ struct pdk_sb_waiter {
 	bool again;
 };
 
+/* A destroy waiting for the sandbox's end (the first, and any asked while it ends). */
+struct pdk_sb_destroy_wait {
+	struct pdk_sb_destroy_wait *next;
+	pdk_ctl_destroyed_cb cb;
+	void *ctx;
+};
+
 struct pdk_ctl_sb {
 	struct pdk_ctl_sb *next;
 	struct pdk_ctl *c;
@@ -113,8 +120,7 @@ struct pdk_ctl_sb {
 	uint64_t token_ttl_s;    /* its lifetime (0: PDK_TOKEN_TTL_MAX) */
 	bool destroying;
 	bool spilled; /* a command's output was spilled into /tmp/.paddock/exec (capture.c) */
-	pdk_ctl_destroyed_cb destroy_cb; /* a destroy waiting for the answer */
-	void *destroy_ctx;
+	struct pdk_sb_destroy_wait *destroy_waiters; /* destroys waiting for the end, in order */
 	bool first_exec_pending; /* claimed from a pool, its first exec not answered yet */
 	bool warming;            /* a pool member's warm-up exec runs: not claimable yet */
 	json_t *warm_exec;       /* that exec's id, once started */
@@ -172,7 +178,7 @@ void pdk__sb_destroy_started(struct pdk_ctl_sb *sb);
  */
 #define PDK_CTL_ENDING "ending"
 json_t *pdk__sb_ending(struct pdk_ctl_sb *sb);
-/* The destroy waiting on `sb`, if any, answered: the sandbox is in `state` (ended, lost). */
+/* Every destroy waiting on `sb` answered: the sandbox is in `state` (ended, lost). */
 void pdk__sb_answer_destroy(struct pdk_ctl_sb *sb, const char *state);
 /* Forget the sandbox: spool ingested, run dir removed, row moved to the ended ones. */
 void pdk__sb_forget(struct pdk_ctl_sb *sb, const char *final_state);

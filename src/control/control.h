@@ -318,8 +318,9 @@ typedef void (*pdk_ctl_destroyed_cb)(void *ctx, const char *id, const char *stat
  * supervisor is gone. `operator` (NULL: none) names who asked, as the
  * records name a caller (an admin token's name, "unix:UID", "sandbox:ID"):
  * the sandbox.destroy record carries it as attrs.operator. An ended
- * sandbox answers "ended" at once. -ENOENT when unknown, -EALREADY when a
- * destroy of it is already waited for.
+ * sandbox answers "ended" at once. A sandbox being destroyed already (a
+ * kill, another destroy) is not asked again: `cb` gets the end of that
+ * destroy, whose reason and operator stand. -ENOENT when unknown.
  */
 PDK_MUST_CHECK int pdk_ctl_destroy(struct pdk_ctl *c, const char *id, const char *reason,
 				   const char *operator, pdk_ctl_destroyed_cb cb, void *ctx,

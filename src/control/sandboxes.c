@@ -89,6 +89,18 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* Each destroy waiting on `sb`, in the order asked: its end (`state`), or `err`. */
+static void answer_destroys(struct pdk_ctl_sb *sb, const char *state, const struct pdk_error *err)
+{
+	while (sb->destroy_waiters != NULL) {
+		struct pdk_sb_destroy_wait *w = sb->destroy_waiters;
+
+		sb->destroy_waiters = w->next;
+		w->cb(w->ctx, sb->row.id, state, err);
+		free(w);
+	}
+}
+
 /* What still waits on a sandbox that goes away with the control object. */
 static void answer_shutdown(struct pdk_ctl_sb *sb)
 {
@@ -96,9 +108,7 @@ static void answer_shutdown(struct pdk_ctl_sb *sb)
 
 	(void)pdk_error_setx(&err, ENOTCONN, "the daemon is shutting down");
 	pdk__sb_answer_waiters(sb, err);
-	if (sb->destroy_cb != NULL)
-		sb->destroy_cb(sb->destroy_ctx, sb->row.id, NULL, err);
-	sb->destroy_cb = NULL;
+	answer_destroys(sb, NULL, err);
 }
 
 void pdk__sb_free(struct pdk_ctl_sb *sb)
@@ -434,11 +444,7 @@ static void store_end(struct pdk_ctl_sb *sb, const char *reason)
 
 void pdk__sb_answer_destroy(struct pdk_ctl_sb *sb, const char *state)
 {
-	pdk_ctl_destroyed_cb cb = sb->destroy_cb;
-
-	sb->destroy_cb = NULL;
-	if (cb != NULL)
-		cb(sb->destroy_ctx, sb->row.id, state, NULL);
+	answer_destroys(sb, state, NULL);
 }
 
 void pdk__sb_forget(struct pdk_ctl_sb *sb, const char *final_state)
@@ -632,6 +638,7 @@ int pdk_ctl_destroy(struct pdk_ctl *c, const char *id, const char *reason, const
 		    pdk_ctl_destroyed_cb cb, void *ctx, struct pdk_error **err)
 {
 	struct pdk_ctl_sb *sb = pdk__sb_find(c, id);
+	struct pdk_sb_destroy_wait *w, **tail;
 	struct pdk_ctl_view ended;
 
 	if (sb == NULL && pdk__sb_ended(c, id, &ended)) {
@@ -642,10 +649,13 @@ int pdk_ctl_destroy(struct pdk_ctl *c, const char *id, const char *reason, const
 	}
 	if (sb == NULL)
 		return pdk_error_setx(err, ENOENT, "no sandbox '%s'", id);
-	if (sb->destroy_cb != NULL)
-		return pdk_error_setx(err, EALREADY, "sandbox '%s' is being destroyed", id);
-	sb->destroy_cb = cb;
-	sb->destroy_ctx = ctx;
+	/* One being destroyed already: this caller waits for the same end (last in line). */
+	w = pdk_xcalloc(1, sizeof(*w));
+	w->cb = cb;
+	w->ctx = ctx;
+	for (tail = &sb->destroy_waiters; *tail != NULL; tail = &(*tail)->next)
+		;
+	*tail = w;
 	pdk__sb_set_operator(sb, operator);
 	pdk__sb_destroy(sb, reason);
 	return 0;

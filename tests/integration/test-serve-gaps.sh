@@ -260,6 +260,32 @@ ending_tests() {
 	done
 }
 
+# Two DELETEs of one sandbox at once: the second is not refused while the first's destroy runs
+# (50000 spill files make it last); both are answered when it ends, and it is recorded once.
+two_deletes_tests() {
+	local who=$1 id a b
+	api "$who" POST /v1/sandboxes '{"labels":{"session":"sD"}}'
+	id=$(jq_get "$BODY" id)
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"argv":["seq","1","1000"],"output_cap":64}'
+	api "$who" POST "/v1/sandboxes/$id/exec" '{"cmd":"cd /tmp/.paddock/exec && seq 50000 | xargs touch"}'
+	: >"$T/del1-$who"
+	: >"$T/del2-$who"
+	chmod 0666 "$T/del1-$who" "$T/del2-$who" # the answers, written by curl as WHO
+	as "$who" curl -s -o "$T/del1-$who" -w '%{http_code}' --unix-socket "$(sock_of "$who")" \
+		-X DELETE "http://paddock/v1/sandboxes/$id" >"$T/code1-$who" &
+	a=$!
+	sleep 0.05
+	as "$who" curl -s -o "$T/del2-$who" -w '%{http_code}' --unix-socket "$(sock_of "$who")" \
+		-X DELETE "http://paddock/v1/sandboxes/$id" >"$T/code2-$who" &
+	b=$!
+	wait "$a" "$b"
+	is "$(cat "$T/code1-$who") $(jq -r .state "$T/del1-$who") $(cat "$T/code2-$who") $(jq -r .state "$T/del2-$who" 2>&1)" \
+		"200 ended 200 ended" "$who: two DELETEs at once: both are answered ended (the second is not refused 409)"
+	as "$who" curl -s -N --max-time 2 --unix-socket "$(sock_of "$who")" \
+		"http://paddock/v1/events?since=0&follow=0&sandbox=$id&kind=sandbox.destroy" >"$T/del-$who"
+	is "$(grep -c '"reason":"deleted"' "$T/del-$who")" "1" "$who: ... and the sandbox is destroyed once (one sandbox.destroy)"
+}
+
 # The create token's scope and lifetime.
 token_tests() {
 	local who=$1 port=$2 id tok body want
@@ -347,6 +373,7 @@ gap_tests() {
 	lost_tests "$who" "$port"
 	lost_live_tests "$who"
 	ending_tests "$who" "$port"
+	two_deletes_tests "$who"
 	token_tests "$who" "$port"
 	spool_tests "$who" "$port"
 	replay_tests "$who"
