@@ -54,13 +54,14 @@ struct op {
 	char **lowers;    /* "/oldroot/..." topmost first */
 	dev_t *lower_dev; /* each lower's identity when planned (add_overlay()) */
 	ino_t *lower_ino;
-	char **lower_as; /* the neutral name each is bound at: LAYERS "/N" */
-	char *lowerdir;  /* lower_as as one "lowerdir=" value, for kernels before 6.8 */
-	char *set_dir;   /* "/oldroot/..." the directory of upper and work */
-	char *upper_as;  /* LAYERS "/set/NAME" */
-	char *work_as;   /* LAYERS "/set/NAME" */
-	char *tmpfs;     /* options of the tmpfs holding upper and work, or NULL */
-	mode_t mode;     /* of the upper root on that tmpfs */
+	char **lower_as;     /* the neutral name each is bound at: LAYERS "/N" */
+	char *lowerdir;      /* lower_as as one "lowerdir=" value, for kernels before 6.8 */
+	char *set_dir;       /* "/oldroot/..." the directory of upper and work */
+	char *upper_as;      /* LAYERS "/set/NAME" */
+	char *work_as;       /* LAYERS "/set/NAME" */
+	char *tmpfs;         /* options of the tmpfs holding upper and work, or NULL */
+	mode_t mode;         /* of the upper root on that tmpfs */
+	bool volatile_upper; /* mounted "volatile" (pdk_mount_spec.ws_volatile) */
 };
 
 struct pdk_mount_plan {
@@ -434,6 +435,8 @@ static int add_overlay(struct pdk_mount_plan *p, struct pdk_landlock *ll,
 	o->mode = st.st_mode & 07777;
 	if (s->ws_disk > 0)
 		o->tmpfs = pdk_xasprintf("mode=0700,size=%llu", (unsigned long long)s->ws_disk);
+	/* A tmpfs upper has nothing to sync, and its mark would go with it. */
+	o->volatile_upper = s->ws_volatile && s->ws_disk == 0;
 	if (ll != NULL)
 		pdk_landlock_add_path(ll, ws_view(s), PDK_LANDLOCK_RW);
 	return 0;
@@ -1304,6 +1307,16 @@ static int apply_overlay(const struct op *o, int *upper_fd, struct pdk_child_err
 	}
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0) {
 		rc = fail_fs(fs, ce, "overlay: bad work directory", o->tmpfs ? work : o->data);
+		goto out;
+	}
+	/*
+	 * No sync of the whole upper file system at the unmount, which the
+	 * init's exit waited for: the caller syncs a set with changes.
+	 * EINVAL: a kernel before 5.10, which syncs as it always did.
+	 */
+	if (o->volatile_upper && fsconfig(fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0 &&
+	    errno != EINVAL) {
+		rc = fail_fs(fs, ce, "overlay: cannot set 'volatile' on", o->dst);
 		goto out;
 	}
 	if (fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||

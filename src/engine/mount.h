@@ -45,7 +45,15 @@ struct pdk_mount_spec {
 	char *const *ws_lowers; /* topmost first, the workspace last */
 	const char *ws_upper;
 	const char *ws_work;
-	uint64_t ws_disk;      /* bytes: upper and work live on a tmpfs of this size (0: on disk) */
+	uint64_t ws_disk; /* bytes: upper and work live on a tmpfs of this size (0: on disk) */
+	/*
+	 * An upper layer on disk is mounted `volatile` (Linux 5.10; an older
+	 * kernel mounts it as before): overlayfs syncs nothing, not at an
+	 * fsync() inside, not at its unmount, and marks its work directory;
+	 * the caller syncs a set that holds changes and removes the mark
+	 * (pdk_ws_settle()).
+	 */
+	bool ws_volatile;
 	char *const *extra_ro; /* more host paths bound read-only (may be NULL) */
 	char *const *extra_rw; /* more host paths bound read-write (may be NULL) */
 	char *const *ro_files; /* pairs: host file, path inside it is bound over read-only */

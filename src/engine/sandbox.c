@@ -376,6 +376,7 @@ static int make_confinement(struct pdk_sandbox *sb, struct pdk_error **err)
 		spec.ws_upper = pdk_ws_upper_path(cfg->ws);
 		spec.ws_work = pdk_ws_work_path(cfg->ws);
 		spec.ws_disk = pdk_ws_disk_limit(cfg->ws);
+		spec.ws_volatile = p->workspace.sync == PDK_WS_SYNC_END;
 	}
 	sb->landlock = pdk_landlock_prepare(ll_required, err);
 	if (sb->landlock == NULL)

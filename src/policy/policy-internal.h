@@ -47,6 +47,7 @@ struct pdk__policy_enum {
 
 extern const struct pdk__policy_enum pdk__policy_ws_modes;  /* enum pdk_ws_mode */
 extern const struct pdk__policy_enum pdk__policy_net_modes; /* enum pdk_net_mode */
+extern const struct pdk__policy_enum pdk__policy_ws_syncs;  /* enum pdk_ws_sync */
 
 /* The word of `value`, or NULL when it has none. */
 const char *pdk__policy_enum_name(const struct pdk__policy_enum *e, int value);

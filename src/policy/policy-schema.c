@@ -593,6 +593,7 @@ static void emit_env(struct pdk__policy_emitter *e, const struct pdk_policy *p,
 static const struct pdk__policy_field workspace_fields[] = {
 	{"path", parse_ws_path, emit_string, OFF(workspace.path), NULL},
 	{"mode", parse_enum, emit_enum, OFF(workspace.mode), &pdk__policy_ws_modes},
+	{"sync", parse_enum, emit_enum, OFF(workspace.sync), &pdk__policy_ws_syncs},
 };
 static const struct pdk__policy_table workspace_table = TABLE(workspace_fields);
 

@@ -70,10 +70,15 @@ void pdk_policy_free(struct pdk_policy *p)
 
 _Static_assert(sizeof(enum pdk_ws_mode) == sizeof(int), "enum members are stored as int");
 _Static_assert(sizeof(enum pdk_net_mode) == sizeof(int), "enum members are stored as int");
+_Static_assert(sizeof(enum pdk_ws_sync) == sizeof(int), "enum members are stored as int");
 
 static const struct pdk__policy_word ws_mode_words[] = {
 	{"overlay", PDK_WS_OVERLAY}, {"rw", PDK_WS_RW},     {"ro", PDK_WS_RO},
 	{"tmpfs", PDK_WS_TMPFS},     {"none", PDK_WS_NONE},
+};
+static const struct pdk__policy_word ws_sync_words[] = {
+	{"end", PDK_WS_SYNC_END},
+	{"always", PDK_WS_SYNC_ALWAYS},
 };
 static const struct pdk__policy_word net_mode_words[] = {
 	{"none", PDK_NET_NONE},
@@ -81,6 +86,7 @@ static const struct pdk__policy_word net_mode_words[] = {
 	{"allowlist", PDK_NET_ALLOWLIST},
 };
 const struct pdk__policy_enum pdk__policy_ws_modes = {ws_mode_words, PDK_ARRAY_SIZE(ws_mode_words)};
+const struct pdk__policy_enum pdk__policy_ws_syncs = {ws_sync_words, PDK_ARRAY_SIZE(ws_sync_words)};
 const struct pdk__policy_enum pdk__policy_net_modes = {net_mode_words,
 						       PDK_ARRAY_SIZE(net_mode_words)};
 

@@ -33,6 +33,14 @@ enum pdk_ws_mode {
 	PDK_WS_TMPFS,   /* an empty tmpfs at the workspace's path */
 };
 
+/* When a workspace overlay's changes reach the disk (filesystem.workspace.sync). */
+enum pdk_ws_sync {
+	/* At the sandbox's end, and a set with changes only: the overlay is volatile. */
+	PDK_WS_SYNC_END = 0,
+	/* As the sandbox asks (fsync, copy-up), and the whole upper file system at the end. */
+	PDK_WS_SYNC_ALWAYS,
+};
+
 enum pdk_net_mode {
 	PDK_NET_NONE = 0,  /* own network namespace with loopback only */
 	PDK_NET_HOST,      /* the host's network (explicit; recorded as a risk) */
@@ -74,6 +82,7 @@ struct pdk_policy {
 	struct {
 		char *path; /* host directory; NULL = the current directory */
 		enum pdk_ws_mode mode;
+		enum pdk_ws_sync sync; /* overlay only */
 	} workspace;
 	char **read_only;  /* host paths bound read-only at the same path (NULL-terminated) */
 	char **read_write; /* host paths bound read-write at the same path */

@@ -210,8 +210,13 @@ static bool empty_dir(const char *path)
 /* The change set the caller named: its workspace, its changes so far, its disk limit. */
 static int open_change_set(struct pdk_session *s, struct pdk_error **err)
 {
+	/*
+	 * A set whose last sandbox was killed keeps overlayfs's volatile mark,
+	 * which would fail the mount: it goes. One left by a machine that went
+	 * down is refused (pdk_ws_check_synced()).
+	 */
 	if (pdk_ws_open(s->state_dir, s->o.overrides.change_set, &s->ws, err) < 0 ||
-	    pdk_ws_lock(s->ws, err) < 0)
+	    pdk_ws_lock(s->ws, err) < 0 || pdk_ws_check_synced(s->ws, false, true, err) < 0)
 		return -1;
 	free(s->workspace);
 	s->workspace = pdk_xstrdup(pdk_ws_workspace(s->ws));
@@ -484,6 +489,13 @@ static int finish_change_set(struct pdk_session *s, struct pdk_session_result *r
 		res->ws = PDK_SESSION_WS_KEPT;
 		/* What the host had at each changed path now: a later commit compares. */
 		rc = pdk_ws_record_base(s->ws, &d, err);
+		/*
+		 * A volatile overlay synced nothing: the kept set reaches the
+		 * disk now, before the caller is answered (pdk_ws_settle()).
+		 */
+		if (rc == 0)
+			rc = pdk_ws_settle(s->ws, s->policy->workspace.sync == PDK_WS_SYNC_END,
+					   err);
 	}
 	pdk_ws_diff_release(&d);
 	return rc;

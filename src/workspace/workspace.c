@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #define META      "meta.json"
@@ -684,6 +685,122 @@ int pdk_ws_rollback(struct pdk_ws *ws, unsigned snap, struct pdk_error **err)
 	return reset_work(ws, err);
 }
 
+/* ---- the volatile mark (pdk_ws_settle()) ---- */
+
+/* overlayfs's mark of a volatile mount, below the set's work directory. */
+static const char *const mark_parts[] = {"work", "work/incompat", "work/incompat/volatile"};
+#define MARK_FILE "work/incompat/volatile/dirty"
+
+/*
+ * overlayfs makes work/work and the mark's directories mode 000. Root
+ * passes through them; an owner that is not root opens them first (it owns
+ * them: the sandbox's root is its uid), as pdk_rm_rf_at() does.
+ */
+static void open_mark_dirs(int work_fd)
+{
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(mark_parts); i++)
+		if (fchmodat(work_fd, mark_parts[i], 0700, 0) < 0)
+			return;
+}
+
+/*
+ * Remove the mark: the file, then its two directories (work/work stays:
+ * the caller removes it, or the next mount does). 0 when removed or never
+ * there; -errno otherwise.
+ */
+static int clear_mark_at(const char *work)
+{
+	_cleanup_close_ int fd = open(work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool opened = false;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	for (;;) {
+		int rc = unlinkat(fd, MARK_FILE, 0) < 0 && errno != ENOENT ? -errno : 0;
+
+		for (size_t i = PDK_ARRAY_SIZE(mark_parts) - 1; rc == 0 && i >= 1; i--)
+			if (unlinkat(fd, mark_parts[i], AT_REMOVEDIR) < 0 && errno != ENOENT)
+				rc = -errno;
+		if (rc != -EACCES || opened)
+			return rc;
+		open_mark_dirs(fd);
+		opened = true;
+	}
+}
+
+static int clear_mark(struct pdk_ws *ws, struct pdk_error **err)
+{
+	int rc = clear_mark_at(ws->work);
+
+	if (rc < 0)
+		return pdk_error_set(err, -rc, "cannot remove overlayfs's volatile mark in '%s'",
+				     ws->work);
+	return 0;
+}
+
+int pdk_ws_settle(struct pdk_ws *ws, bool sync, struct pdk_error **err)
+{
+	if (sync) {
+		_cleanup_close_ int fd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		/* The mark stays: the set is not known to be on disk. */
+		if (fd < 0 || syncfs(fd) < 0)
+			return pdk_error_set(
+				err, errno, "change set %s: cannot sync its changes to disk ('%s')",
+				ws->id, ws->dir);
+	}
+	return clear_mark(ws, err);
+}
+
+/* CLOCK_REALTIME of this boot's start, in ns. */
+static uint64_t boot_real_ns(void)
+{
+	struct timespec boot;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
+		return 0;
+	return pdk_now_real_ns() - ((uint64_t)boot.tv_sec * 1000000000ULL + (uint64_t)boot.tv_nsec);
+}
+
+enum pdk_ws_unsynced pdk_ws_unsynced(const struct pdk_ws *ws)
+{
+	_cleanup_close_ int fd = open(ws->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	const char *mark = mark_parts[PDK_ARRAY_SIZE(mark_parts) - 1];
+	struct stat st;
+
+	if (fd < 0)
+		return PDK_WS_SYNCED;
+	if (fstatat(fd, mark, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != EACCES)
+			return PDK_WS_SYNCED;
+		open_mark_dirs(fd);
+		if (fstatat(fd, mark, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return PDK_WS_SYNCED;
+	}
+	/* Made at the mount: before this boot began, the machine went down since. */
+	if ((uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec <
+	    boot_real_ns())
+		return PDK_WS_CRASHED;
+	return PDK_WS_KILLED;
+}
+
+int pdk_ws_check_synced(struct pdk_ws *ws, bool force, bool clear, struct pdk_error **err)
+{
+	enum pdk_ws_unsynced u = pdk_ws_unsynced(ws);
+
+	if (u == PDK_WS_CRASHED && !force)
+		return pdk_error_setx(
+			err, EUCLEAN,
+			"change set %s was in use by a sandbox when the machine went down: its "
+			"last changes were never synced to disk and may be incomplete; review them "
+			"with 'paddock ws diff %s', then apply them with 'paddock ws commit --force "
+			"%s' or drop them with 'paddock ws discard %s'",
+			ws->id, ws->id, ws->id, ws->id);
+	if (u != PDK_WS_SYNCED && clear)
+		return clear_mark(ws, err);
+	return 0;
+}
+
 /*
  * The common case, a set that never held anything (a run that changed
  * nothing): its known entries, without reading directories. false when
@@ -696,7 +813,7 @@ static bool remove_empty(struct pdk_ws *ws)
 	static const char *const dirs[] = {"upper", "work/work", "work/index", "work", "layers"};
 	_cleanup_close_ int fd = -1;
 
-	if (ws->snaps > 0)
+	if (ws->snaps > 0 || clear_mark_at(ws->work) < 0)
 		return false;
 	fd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || unlinkat(fd, META, 0) < 0)
@@ -755,9 +872,11 @@ int pdk_ws_recycle(struct pdk_ws *ws, struct pdk_error **err)
 		/*
 		 * overlayfs makes work/work at every mount, and finding one
 		 * there costs it a removal and a second try. rmdir() also
-		 * proves it empty; anything in it, and the set goes.
+		 * proves it empty (but for a volatile mount's mark, which
+		 * goes first: nothing was written, nothing needs a sync);
+		 * anything else in it, and the set goes.
 		 */
-		if (rmdir(work) < 0 && errno != ENOENT)
+		if (clear_mark_at(ws->work) < 0 || (rmdir(work) < 0 && errno != ENOENT))
 			return pdk_ws_remove(ws, err);
 		spare = pdk_xasprintf("%.*s/" PDK__WS_SPARE, (int)(slash - ws->dir), ws->dir);
 		/* Fails when a spare is there already (ENOTEMPTY): then it goes. */
@@ -1736,6 +1855,8 @@ int pdk_ws_commit(struct pdk_ws *ws, const struct pdk_ws_diff *diff, unsigned fl
 				      "the workspace '%s' is not the directory change set %s was "
 				      "made on (it was replaced since)",
 				      ws->workspace, ws->id);
+	if (pdk_ws_check_synced(ws, flags & PDK_WS_COMMIT_FORCE, false, err) < 0)
+		return -1;
 	if (!(flags & PDK_WS_COMMIT_FORCE) && check_conflicts(ws, fd, diff, &found, err) < 0) {
 		*report = found;
 		return -1;

@@ -204,6 +204,50 @@ PDK_MUST_CHECK int pdk_ws_emit_changes(struct pdk_events *ev, const struct pdk_w
 PDK_MUST_CHECK int pdk_ws_remove(struct pdk_ws *ws, struct pdk_error **err);
 
 /*
+ * A workspace overlay mounted `volatile` (policy filesystem.workspace.sync:
+ * end, the default) never syncs its upper layer: not at an fsync() inside
+ * the sandbox, not at a copy-up, not at its unmount. overlayfs marks its
+ * work directory for as long as that holds (work/work/incompat/volatile)
+ * and refuses to mount the set again while the mark is there.
+ *
+ * pdk_ws_settle(): the sandbox has ended and the set is kept: its
+ * directory's file system synced (syncfs(), when `sync`), then the mark
+ * removed. A set that holds nothing skips the sync (pdk_ws_recycle() and
+ * pdk_ws_remove() remove the mark themselves). Fails, keeping the mark,
+ * when the sync reports an error (EIO: the changes are not all on disk).
+ */
+PDK_MUST_CHECK int pdk_ws_settle(struct pdk_ws *ws, bool sync, struct pdk_error **err);
+
+enum pdk_ws_unsynced {
+	/* No mark: the set's last sandbox ended and the set was settled. */
+	PDK_WS_SYNCED = 0,
+	/* Marked in this boot: its sandbox was killed; the page cache has every write. */
+	PDK_WS_KILLED = 1,
+	/* Marked before this boot began: the machine went down while its sandbox ran. */
+	PDK_WS_CRASHED = 2,
+};
+
+/*
+ * Whether the set carries the mark, and since when. PDK_WS_CRASHED: the
+ * writes of its last sandbox were never synced and the machine went down
+ * since, so its last changes (and copy-ups) may be incomplete on disk: a
+ * commit refuses it without PDK_WS_COMMIT_FORCE, a run refuses to go on
+ * with it. Told by the mark's time against the boot's (CLOCK_REALTIME
+ * minus CLOCK_BOOTTIME), so a clock set forward by more than the time
+ * since the mount can make a killed sandbox look like a crash.
+ */
+enum pdk_ws_unsynced pdk_ws_unsynced(const struct pdk_ws *ws);
+
+/*
+ * Before a set is used again (a run goes on with it, a commit applies it):
+ * a PDK_WS_CRASHED set fails with EUCLEAN and a message that says what to
+ * do, unless `force`; with `clear`, the mark of a set that passes is
+ * removed, so that it can be mounted again.
+ */
+PDK_MUST_CHECK int pdk_ws_check_synced(struct pdk_ws *ws, bool force, bool clear,
+				       struct pdk_error **err);
+
+/*
  * pdk_ws_remove() of a set that holds nothing, whose directory is kept
  * (unlocked, out of `paddock ws ls`'s sight) for the next pdk_ws_create()
  * of the same state directory to take: one rename each way instead of

@@ -458,8 +458,99 @@ check_spare() {
 	pws "$who" discard "$id" >/dev/null
 }
 
+# The overlay is mounted volatile (policy filesystem.workspace.sync: end, docs/workspace.md,
+# "When changes reach the disk"): nothing the sandbox does syncs the state directory's disk,
+# not its end either; a kept set is synced (one syncfs() of the supervisor) and its mark
+# removed before the run answers; a set left by a killed run is marked and goes on when
+# named again; one left by a machine that went down (the mark older than this boot) is
+# refused by a run and by a commit, which --force overrides. sync: always is the old way.
+check_volatile() {
+	local who=$1 ws id st out pid mark boot
+	st="$T/state-$who/ws"
+	ws=$(mkws_for "$who")
+	# Only paddock's own process is traced (no -f): the sandbox is not, the sync is the supervisor's.
+	prun_cmd "$who"
+	out=$(cd "$T/home" && strace -qq -e trace=syncfs -o "$T/sync-$who" "${PRUN[@]}" run -w "$ws" -- \
+		sh -c 'grep " - overlay " /proc/self/mountinfo' 2>"$T/err")
+	is "$?:$(grep -c '^syncfs' "$T/sync-$who")" "0:0" "$who: volatile: a run that changed nothing syncs nothing" ||
+		sed 's/^/#   /' "$T/err"
+	echo "$out" | grep -qE '(,|fsync=)volatile(,|$)'
+	ok $? "$who: volatile: the workspace overlay is mounted volatile (mountinfo: $(echo "$out" | grep -oE '[a-z]*=?volatile' | head -n 1))"
+	is "$(find "$st/.spare/work" -mindepth 1 2>/dev/null | wc -l)" 0 \
+		"$who: volatile: the spare it left holds no work directory, no mark"
+	out=$(cd "$T/home" && strace -qq -e trace=syncfs -o "$T/sync-$who" "${PRUN[@]}" run -w "$ws" -- \
+		sh -c 'echo kept > f' 2>"$T/err")
+	is "$?:$(grep -c '^syncfs(.*= 0$' "$T/sync-$who")" "0:1" \
+		"$who: volatile: a run whose set is kept syncs it once, before it answers"
+	id=$(last_set "$who")
+	is "$(find "$st/$id/work" -mindepth 2 | wc -l)" 0 "$who: volatile: the kept set carries no mark"
+	prun "$who" --change-set "$id" -- sh -c 'cat f; echo again >> f' >"$T/out" 2>"$T/err"
+	is "$?:$(cat "$T/out")" "0:kept" "$who: volatile: a run goes on with the kept set" || sed 's/^/#   /' "$T/err"
+	pws "$who" discard "$id" >/dev/null
+
+	# Killed: the supervisor is SIGKILLed while its sandbox runs; the set keeps its mark.
+	(cd "$T/home" && exec "${PRUN[@]}" run -w "$ws" -- sh -c 'echo killed > f; sleep 100') >/dev/null 2>&1 &
+	pid=$! # paddock itself: setpriv and env exec it
+	mark=
+	for _ in $(seq 300); do
+		id=$(last_set "$who")
+		[ -n "$id" ] && [ -e "$st/$id/upper/f" ] && mark="$st/$id/work/work/incompat/volatile" && break
+		sleep 0.05
+	done
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null
+	[ -n "$mark" ] && [ -d "$mark" ]
+	ok $? "$who: volatile: a set whose supervisor was killed keeps overlayfs's mark"
+	# Gone down: the mark made before this boot began.
+	boot=$(awk '/^btime/ {print $2}' /proc/stat)
+	touch -d "@$((boot - 60))" "$mark"
+	prun "$who" --change-set "$id" -- cat f >"$T/out" 2>"$T/err"
+	is "$?" 125 "$who: volatile: a run does not go on with a set left by a machine that went down"
+	grep -q "when the machine went down" "$T/err"; ok $? "$who: volatile: ... and says why" || sed 's/^/#   /' "$T/err"
+	pws "$who" commit "$id" >"$T/out" 2>"$T/err"
+	out=$?
+	[ "$out" -ne 0 ] && grep -q "ws commit --force $id" "$T/err" && [ ! -e "$ws/f" ]
+	ok $? "$who: volatile: commit refuses it (exit $out) and names --force; the workspace is untouched" ||
+		sed 's/^/#   /' "$T/err"
+	pws "$who" commit --force "$id" >/dev/null 2>"$T/err"
+	is "$?:$(cat "$ws/f" 2>/dev/null)" "0:killed" "$who: volatile: commit --force applies it" ||
+		sed 's/^/#   /' "$T/err"
+	pws "$who" discard "$id" >/dev/null 2>&1
+	as "$who" "$ws" 'rm -f f'
+
+	# Killed in this boot: the next run named with the set removes the mark and goes on.
+	(cd "$T/home" && exec "${PRUN[@]}" run -w "$ws" -- sh -c 'echo killed > f; sleep 100') >/dev/null 2>&1 &
+	pid=$! # paddock itself: setpriv and env exec it
+	for _ in $(seq 300); do
+		id=$(last_set "$who")
+		[ -n "$id" ] && [ -e "$st/$id/upper/f" ] && break
+		sleep 0.05
+	done
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null
+	prun "$who" --change-set "$id" -- cat f >"$T/out" 2>"$T/err"
+	is "$?:$(cat "$T/out")" "0:killed" "$who: volatile: a run goes on with a set whose supervisor was killed" ||
+		sed 's/^/#   /' "$T/err"
+	is "$(find "$st/$id/work" -mindepth 2 2>/dev/null | wc -l)" 0 "$who: volatile: ... and leaves it settled, unmarked"
+	pws "$who" discard "$id" >/dev/null
+
+	# sync: always: the old way, fsync inside reaches the disk, the unmount syncs.
+	printf 'extends: default\nfilesystem:\n  workspace: { sync: always }\n' >"$T/home/always.yaml"
+	chmod 644 "$T/home/always.yaml"
+	out=$(prun "$who" -p "$T/home/always.yaml" -w "$ws" --discard -- \
+		sh -c 'grep " - overlay " /proc/self/mountinfo' 2>"$T/err")
+	[ $? -eq 0 ] && echo "$out" | grep -q ' - overlay ' && ! echo "$out" | grep -qE '(,|fsync=)volatile(,|$)'
+	ok $? "$who: volatile: sync: always mounts the overlay without it" || sed 's/^/#   /' "$T/err"
+	printf 'extends: default\nfilesystem:\n  workspace: { sync: never }\n' >"$T/home/never.yaml"
+	chmod 644 "$T/home/never.yaml"
+	prun "$who" -p "$T/home/never.yaml" -w "$ws" -- true 2>"$T/err"
+	is "$?" 122 "$who: volatile: sync: never is a profile error"
+	grep -q 'filesystem.workspace.sync' "$T/err"; ok $? "$who: volatile: ... naming the field" || sed 's/^/#   /' "$T/err"
+}
+
 for who in root user; do
 	check_spare "$who"
+	check_volatile "$who"
 	check_links_after_commit "$who"
 	check_setid_planted "$who"
 	check_mountinfo "$who"

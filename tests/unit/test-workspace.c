@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 struct fx {
@@ -540,4 +541,69 @@ Test(workspace, json_and_printing_of_hostile_names)
 	buf = pdk_test_text_take(&t);
 	cr_assert_str_eq(buf, "\"bad\\xffname\\n\" plain/é");
 	free(buf);
+}
+
+/* overlayfs's volatile mark, as a volatile mount leaves it: mode 000 directories. */
+static char *make_mark(const struct pdk_ws *set)
+{
+	_cleanup_free_ char *ww = pdk_xasprintf("%s/work/work", pdk_ws_dir(set));
+	_cleanup_free_ char *inc = pdk_xasprintf("%s/incompat", ww);
+	char *vol = pdk_xasprintf("%s/volatile", inc);
+
+	cr_assert_eq(mkdir(ww, 0), 0, "%s", strerror(errno));
+	cr_assert_eq(mkdir(inc, 0), 0);
+	cr_assert_eq(mkdir(vol, 0), 0);
+	put(vol, "dirty", "");
+	cr_assert_eq(chmod(pdk_test_path(vol, "dirty"), 0), 0);
+	cr_assert_eq(chmod(vol, 0), 0);
+	return vol;
+}
+
+Test(workspace, volatile_mark_killed_crashed_settled)
+{
+	struct fx f;
+	struct pdk_error *err = NULL;
+	struct timespec old[2], up;
+	_cleanup_free_ char *vol = NULL;
+	_cleanup_free_ char *ww = NULL;
+	struct stat st;
+
+	setup_fx(&f);
+	ww = pdk_xasprintf("%s/work/work", pdk_ws_dir(f.set));
+	cr_assert_eq(pdk_ws_unsynced(f.set), PDK_WS_SYNCED, "a new set carries no mark");
+	cr_assert_eq(pdk_ws_check_synced(f.set, false, true, &err), 0);
+	vol = make_mark(f.set);
+	cr_assert_eq(pdk_ws_unsynced(f.set), PDK_WS_KILLED, "marked in this boot");
+	cr_assert_eq(pdk_ws_check_synced(f.set, false, false, &err), 0,
+		     "a killed run's set passes");
+	cr_assert_eq(stat(vol, &st), 0, "without `clear` the mark stays");
+	/* The mark made a minute before this boot began: the machine went down since. */
+	cr_assert_eq(clock_gettime(CLOCK_BOOTTIME, &up), 0);
+	old[0] = old[1] = (struct timespec){.tv_sec = time(NULL) - up.tv_sec - 60};
+	cr_assert_eq(utimensat(AT_FDCWD, vol, old, 0), 0, "%s", strerror(errno));
+	cr_assert_eq(pdk_ws_unsynced(f.set), PDK_WS_CRASHED);
+	cr_assert_lt(pdk_ws_check_synced(f.set, false, true, &err), 0);
+	cr_assert_eq(err->status, EUCLEAN);
+	cr_assert_not_null(strstr(err->msg, "when the machine went down"), "%s", err->msg);
+	cr_assert_not_null(strstr(err->msg, "ws commit --force"), "%s", err->msg);
+	pdk_error_free(&err);
+	cr_assert_eq(stat(vol, &st), 0, "a refused set keeps its mark");
+	cr_assert_eq(pdk_ws_check_synced(f.set, true, true, &err), 0, "forced: %s",
+		     err ? err->msg : "");
+	cr_assert_eq(pdk_ws_unsynced(f.set), PDK_WS_SYNCED, "cleared");
+	cr_assert_eq(stat(ww, &st), 0, "work/work itself stays for the next mount");
+	/* Settled: synced and unmarked. */
+	cr_assert_eq(rmdir(ww), 0);
+	free(make_mark(f.set));
+	cr_assert_eq(pdk_ws_settle(f.set, true, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(pdk_ws_unsynced(f.set), PDK_WS_SYNCED);
+	cr_assert_eq(pdk_ws_settle(f.set, false, &err), 0, "no mark: nothing to do");
+	/* A marked set that changed nothing is recycled as the spare, without its mark. */
+	cr_assert_eq(rmdir(ww), 0);
+	free(make_mark(f.set));
+	cr_assert_eq(pdk_ws_recycle(f.set, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(stat(pdk_test_path(f.state, "ws/.spare/upper"), &st), 0, "kept as the spare");
+	cr_assert_eq(stat(pdk_test_path(f.state, "ws/.spare/work/work"), &st), -1,
+		     "without its work directory");
+	teardown_fx(&f);
 }
