@@ -404,6 +404,10 @@ int pdk_session_start(struct pdk_session *s, struct pdk_error **err)
 	s->cfg.mountinfo = NULL;
 	pdk_mounts_free(s->mounts);
 	s->mounts = NULL;
+	/* What the spare's last run left went beside the start; from here the supervisor runs
+	 * alone. */
+	if (s->ws != NULL)
+		pdk_ws_tidy_wait(s->ws);
 	if (rc < 0) {
 		s->sb = NULL;
 		return -1;

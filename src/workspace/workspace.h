@@ -90,6 +90,15 @@ PDK_MUST_CHECK int pdk_ws_open(const char *state_dir, const char *id, struct pdk
 void pdk_ws_free(struct pdk_ws *ws);
 
 /*
+ * A set taken from the spare removes what the spare's last run left on a
+ * thread of its own, beside the sandbox's start: wait for it. The caller
+ * calls it once the sandbox is made (the supervisor then runs alone);
+ * pdk_ws_free() and every function that changes or removes the set wait
+ * first themselves. Idempotent.
+ */
+void pdk_ws_tidy_wait(struct pdk_ws *ws);
+
+/*
  * Take the change set for this process (an exclusive flock on its
  * directory, released by pdk_ws_free): a running sandbox and every
  * operation that changes the set hold it, so two never meet. Fails with

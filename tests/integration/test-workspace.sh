@@ -476,14 +476,15 @@ check_volatile() {
 		sed 's/^/#   /' "$T/err"
 	echo "$out" | grep -qE '(,|fsync=)volatile(,|$)'
 	ok $? "$who: volatile: the workspace overlay is mounted volatile (mountinfo: $(echo "$out" | grep -oE '[a-z]*=?volatile' | head -n 1))"
-	is "$(find "$st/.spare/work" -mindepth 1 2>/dev/null | wc -l)" 0 \
-		"$who: volatile: the spare it left holds no work directory, no mark"
+	is "$(ls -A "$st/.spare/work" 2>&1)" ".gone" \
+		"$who: volatile: the spare it left has its work directory, mark and all, set aside (one rename)"
 	out=$(cd "$T/home" && strace -qq -e trace=syncfs -o "$T/sync-$who" "${PRUN[@]}" run -w "$ws" -- \
 		sh -c 'echo kept > f' 2>"$T/err")
 	is "$?:$(grep -c '^syncfs(.*= 0$' "$T/sync-$who")" "0:1" \
 		"$who: volatile: a run whose set is kept syncs it once, before it answers"
 	id=$(last_set "$who")
-	is "$(find "$st/$id/work" -mindepth 2 | wc -l)" 0 "$who: volatile: the kept set carries no mark"
+	is "$(find "$st/$id/work" -mindepth 1 | sed "s|^$st/$id/||")" "work/work" \
+		"$who: volatile: the kept set carries no mark, and what the spare set aside is gone"
 	prun "$who" --change-set "$id" -- sh -c 'cat f; echo again >> f' >"$T/out" 2>"$T/err"
 	is "$?:$(cat "$T/out")" "0:kept" "$who: volatile: a run goes on with the kept set" || sed 's/^/#   /' "$T/err"
 	pws "$who" discard "$id" >/dev/null

@@ -605,5 +605,18 @@ Test(workspace, volatile_mark_killed_crashed_settled)
 	cr_assert_eq(stat(pdk_test_path(f.state, "ws/.spare/upper"), &st), 0, "kept as the spare");
 	cr_assert_eq(stat(pdk_test_path(f.state, "ws/.spare/work/work"), &st), -1,
 		     "without its work directory");
+	cr_assert_eq(stat(pdk_test_path(f.state, "ws/.spare/work/.gone/incompat/volatile"), &st), 0,
+		     "which is set aside, mark and all");
+	/* The next set takes the spare and removes what was set aside, on a thread of its own. */
+	pdk_ws_free(f.set);
+	f.set = NULL;
+	cr_assert_eq(pdk_ws_create(f.state, f.ws, NULL, 0, NULL, &f.set, &err), 0, "%s",
+		     err ? err->msg : "");
+	cr_assert_eq(stat(pdk_test_path(f.state, "ws/.spare"), &st), -1, "the spare was taken");
+	pdk_ws_tidy_wait(f.set);
+	pdk_ws_tidy_wait(f.set);
+	cr_assert_eq(stat(pdk_test_path(pdk_ws_dir(f.set), "work/.gone"), &st), -1,
+		     "what was set aside is gone");
+	cr_assert_eq(pdk_ws_unsynced(f.set), PDK_WS_SYNCED);
 	teardown_fx(&f);
 }
