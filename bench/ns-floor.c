@@ -62,6 +62,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <errno.h>
 #include <unistd.h>
 
@@ -195,17 +196,28 @@ static void dev_at(const char *dst)
 
 /*
  * bwrap's --overlay-src LOWER --overlay UPPER WORK DST: the workspace overlay as
- * paddock mounts it (the new mount API, userxattr, nosuid and nodev).
+ * paddock mounts it (the new mount API, volatile, userxattr, nosuid and nodev).
+ * overlayfs refuses a work directory whose work/work holds a volatile mount's
+ * mark: the last run's is renamed aside first, the cheapest way, and left for
+ * the bench's end to remove (paddock sets it aside at its end and removes it
+ * beside the next start).
  */
 static void overlay_at(const char *lower, const char *upper, const char *work, const char *dst)
 {
 	int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC), mnt;
+	char ww[4096], gone[4096];
+	struct timespec ts;
 
 	make_point(dst, 1);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(ww, sizeof(ww), "%s/work", work);
+	snprintf(gone, sizeof(gone), "%s/gone-%lld.%09ld", work, (long long)ts.tv_sec, ts.tv_nsec);
+	(void)rename(ww, gone); /* ENOENT: the first run */
 	must(fs >= 0, "fsopen overlay");
 	must(syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir", lower, 0) == 0 &&
 		     syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) == 0 &&
 		     syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "workdir", work, 0) == 0 &&
+		     syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "volatile", NULL, 0) == 0 &&
 		     syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) == 0 &&
 		     syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0,
 	     "overlay");

@@ -82,9 +82,9 @@ static struct pdk_ws *ws_alloc(void)
  * thread of its own while the sandbox is made, beside the clone and the
  * mounts: the thread blocks every signal (the supervisor's signalfd takes
  * them), touches no memory but its own, and is joined by
- * pdk_ws_tidy_wait(), which the caller calls once the sandbox is made and
- * every function that changes or removes the set calls first. A thread that
- * cannot start leaves the removal to be done at once.
+ * pdk_ws_tidy_wait(), which the caller calls once the sandbox is made
+ * (workspace.h says who else does). A thread that cannot start leaves the
+ * removal to be done at once.
  */
 #define GONE ".gone"
 
@@ -494,6 +494,7 @@ int pdk_ws_create(const char *state_dir, const char *workspace, const char *sand
 	*out = ws;
 	return 0;
 remove:
+	pdk_ws_tidy_wait(ws);
 	(void)!pdk_rm_rf_at(AT_FDCWD, ws->dir);
 fail:
 	pdk_ws_free(ws);

@@ -92,9 +92,10 @@ void pdk_ws_free(struct pdk_ws *ws);
 /*
  * A set taken from the spare removes what the spare's last run left on a
  * thread of its own, beside the sandbox's start: wait for it. The caller
- * calls it once the sandbox is made (the supervisor then runs alone);
- * pdk_ws_free() and every function that changes or removes the set wait
- * first themselves. Idempotent.
+ * calls it once the sandbox is made (the supervisor then runs alone), before
+ * any other use of the set; pdk_ws_free(), pdk_ws_remove(),
+ * pdk_ws_recycle() and pdk_ws_settle() wait first themselves (a sandbox
+ * that failed to start). Idempotent.
  */
 void pdk_ws_tidy_wait(struct pdk_ws *ws);
 
