@@ -404,8 +404,7 @@ int pdk_session_start(struct pdk_session *s, struct pdk_error **err)
 	s->cfg.mountinfo = NULL;
 	pdk_mounts_free(s->mounts);
 	s->mounts = NULL;
-	/* What the spare's last run left went beside the start; from here the supervisor runs
-	 * alone. */
+	/* The spare's leftovers went beside the start: the supervisor runs alone from here. */
 	if (s->ws != NULL)
 		pdk_ws_tidy_wait(s->ws);
 	if (rc < 0) {

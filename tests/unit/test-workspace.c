@@ -614,7 +614,7 @@ Test(workspace, volatile_mark_killed_crashed_settled)
 		     err ? err->msg : "");
 	cr_assert_eq(stat(pdk_test_path(f.state, "ws/.spare"), &st), -1, "the spare was taken");
 	pdk_ws_tidy_wait(f.set);
-	pdk_ws_tidy_wait(f.set);
+	pdk_ws_tidy_wait(f.set); /* idempotent */
 	cr_assert_eq(stat(pdk_test_path(pdk_ws_dir(f.set), "work/.gone"), &st), -1,
 		     "what was set aside is gone");
 	cr_assert_eq(pdk_ws_unsynced(f.set), PDK_WS_SYNCED);
