@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -51,7 +52,8 @@ struct pdk_ws {
 	/* What the spare's last run set aside (GONE), being removed (tidy_start()). */
 	pthread_t tidy;
 	bool tidying;
-	int tidy_fd; /* the work directory */
+	int tidy_fd;      /* the work directory */
+	void *tidy_stack; /* its mapping, guard page included */
 };
 
 static void close_fds(struct pdk_ws *ws)
@@ -74,6 +76,70 @@ static struct pdk_ws *ws_alloc(void)
 }
 
 /*
+ * overlayfs's mark of a volatile mount, below `base` in the set's work
+ * directory: its work/work ("work"), or where pdk_ws_recycle() set that
+ * aside (GONE). The directories from the top, then the file.
+ */
+struct mark_paths {
+	char dir[3][32];
+	char file[40];
+};
+
+static void mark_paths(const char *base, struct mark_paths *m)
+{
+	(void)snprintf(m->dir[0], sizeof(m->dir[0]), "%s", base);
+	(void)snprintf(m->dir[1], sizeof(m->dir[1]), "%s/incompat", base);
+	(void)snprintf(m->dir[2], sizeof(m->dir[2]), "%s/incompat/volatile", base);
+	(void)snprintf(m->file, sizeof(m->file), "%s/incompat/volatile/dirty", base);
+}
+
+/*
+ * overlayfs makes work/work and the mark's directories mode 000. Root
+ * passes through them; an owner that is not root opens them first (it owns
+ * them: the sandbox's root is its uid), as pdk_rm_rf_at() does.
+ */
+static void open_mark_dirs(int work_fd, const struct mark_paths *m)
+{
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(m->dir); i++)
+		if (fchmodat(work_fd, m->dir[i], 0700, 0) < 0)
+			return;
+}
+
+/*
+ * Remove the mark below `base`: the file, then its two directories (`base`
+ * itself stays). Known names only: no directory is read, nothing is
+ * allocated. 0 when removed or never there; -errno otherwise.
+ */
+static int clear_mark_in(int work_fd, const char *base)
+{
+	struct mark_paths m;
+	bool opened = false;
+
+	mark_paths(base, &m);
+	for (;;) {
+		int rc = unlinkat(work_fd, m.file, 0) < 0 && errno != ENOENT ? -errno : 0;
+
+		for (size_t i = PDK_ARRAY_SIZE(m.dir) - 1; rc == 0 && i >= 1; i--)
+			if (unlinkat(work_fd, m.dir[i], AT_REMOVEDIR) < 0 && errno != ENOENT)
+				rc = -errno;
+		if (rc != -EACCES || opened)
+			return rc;
+		open_mark_dirs(work_fd, &m);
+		opened = true;
+	}
+}
+
+/* clear_mark_in() of the set's own work/work, its work directory named by path. */
+static int clear_mark_at(const char *work)
+{
+	_cleanup_close_ int fd = open(work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return clear_mark_in(fd, "work");
+}
+
+/*
  * A set taken from the spare (take_spare()) may hold, in its work
  * directory, what the spare's last run left there: overlayfs's work/work,
  * with a volatile mount's mark in it, renamed aside as GONE by
@@ -88,16 +154,51 @@ static struct pdk_ws *ws_alloc(void)
  */
 #define GONE ".gone"
 
+/*
+ * The thread's stack is its own mapping (a guard page below), unmapped at
+ * the join: glibc would keep a stack of its own making cached, its touched
+ * pages in the idle supervisor's memory. It allocates nothing either, in
+ * the common case, so no malloc arena is made for it.
+ */
+#define TIDY_GUARD 4096
+#define TIDY_STACK (256 * 1024)
+
+/* The set-aside directory's known entries; anything else there, the whole tree. */
 static void *tidy_main(void *arg)
 {
-	(void)!pdk_rm_rf_at(*(int *)arg, GONE);
+	int fd = *(int *)arg;
+
+	if (clear_mark_in(fd, GONE) < 0 ||
+	    (unlinkat(fd, GONE, AT_REMOVEDIR) < 0 && errno != ENOENT))
+		(void)!pdk_rm_rf_at(fd, GONE);
 	return NULL;
+}
+
+static bool tidy_thread(struct pdk_ws *ws)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	bool started = false;
+
+	ws->tidy_stack = mmap(NULL, TIDY_GUARD + TIDY_STACK, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (ws->tidy_stack == MAP_FAILED) {
+		ws->tidy_stack = NULL;
+		return false;
+	}
+	if (mprotect(ws->tidy_stack, TIDY_GUARD, PROT_NONE) < 0 || pthread_attr_init(&attr) != 0)
+		return false;
+	sigfillset(&all);
+	(void)pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (pthread_attr_setstack(&attr, (char *)ws->tidy_stack + TIDY_GUARD, TIDY_STACK) == 0)
+		started = pthread_create(&ws->tidy, &attr, tidy_main, &ws->tidy_fd) == 0;
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	(void)pthread_attr_destroy(&attr);
+	return started;
 }
 
 static void tidy_start(struct pdk_ws *ws)
 {
-	sigset_t all, old;
-	pthread_attr_t attr;
 	struct stat st;
 
 	ws->tidy_fd = open(ws->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -105,14 +206,7 @@ static void tidy_start(struct pdk_ws *ws)
 		pdk_ws_tidy_wait(ws);
 		return;
 	}
-	sigfillset(&all);
-	(void)pthread_sigmask(SIG_BLOCK, &all, &old);
-	if (pthread_attr_init(&attr) == 0) {
-		(void)pthread_attr_setstacksize(&attr, 256 * 1024);
-		ws->tidying = pthread_create(&ws->tidy, &attr, tidy_main, &ws->tidy_fd) == 0;
-		(void)pthread_attr_destroy(&attr);
-	}
-	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ws->tidying = tidy_thread(ws);
 	if (!ws->tidying)
 		tidy_main(&ws->tidy_fd);
 }
@@ -122,6 +216,9 @@ void pdk_ws_tidy_wait(struct pdk_ws *ws)
 	if (ws->tidying)
 		(void)pthread_join(ws->tidy, NULL); /* cannot fail: joinable, not us */
 	ws->tidying = false;
+	if (ws->tidy_stack != NULL)
+		(void)munmap(ws->tidy_stack, TIDY_GUARD + TIDY_STACK);
+	ws->tidy_stack = NULL;
 	if (ws->tidy_fd >= 0)
 		(void)close(ws->tidy_fd);
 	ws->tidy_fd = -1;
@@ -750,47 +847,6 @@ int pdk_ws_rollback(struct pdk_ws *ws, unsigned snap, struct pdk_error **err)
 
 /* ---- the volatile mark (pdk_ws_settle()) ---- */
 
-/* overlayfs's mark of a volatile mount, below the set's work directory. */
-static const char *const mark_parts[] = {"work", "work/incompat", "work/incompat/volatile"};
-#define MARK_FILE "work/incompat/volatile/dirty"
-
-/*
- * overlayfs makes work/work and the mark's directories mode 000. Root
- * passes through them; an owner that is not root opens them first (it owns
- * them: the sandbox's root is its uid), as pdk_rm_rf_at() does.
- */
-static void open_mark_dirs(int work_fd)
-{
-	for (size_t i = 0; i < PDK_ARRAY_SIZE(mark_parts); i++)
-		if (fchmodat(work_fd, mark_parts[i], 0700, 0) < 0)
-			return;
-}
-
-/*
- * Remove the mark: the file, then its two directories (work/work stays:
- * the caller removes it, or the next mount does). 0 when removed or never
- * there; -errno otherwise.
- */
-static int clear_mark_at(const char *work)
-{
-	_cleanup_close_ int fd = open(work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	bool opened = false;
-
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	for (;;) {
-		int rc = unlinkat(fd, MARK_FILE, 0) < 0 && errno != ENOENT ? -errno : 0;
-
-		for (size_t i = PDK_ARRAY_SIZE(mark_parts) - 1; rc == 0 && i >= 1; i--)
-			if (unlinkat(fd, mark_parts[i], AT_REMOVEDIR) < 0 && errno != ENOENT)
-				rc = -errno;
-		if (rc != -EACCES || opened)
-			return rc;
-		open_mark_dirs(fd);
-		opened = true;
-	}
-}
-
 static int clear_mark(struct pdk_ws *ws, struct pdk_error **err)
 {
 	int rc = clear_mark_at(ws->work);
@@ -829,16 +885,17 @@ static uint64_t boot_real_ns(void)
 enum pdk_ws_unsynced pdk_ws_unsynced(const struct pdk_ws *ws)
 {
 	_cleanup_close_ int fd = open(ws->work, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	const char *mark = mark_parts[PDK_ARRAY_SIZE(mark_parts) - 1];
+	struct mark_paths m;
 	struct stat st;
 
 	if (fd < 0)
 		return PDK_WS_SYNCED;
-	if (fstatat(fd, mark, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+	mark_paths("work", &m);
+	if (fstatat(fd, m.dir[2], &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != EACCES)
 			return PDK_WS_SYNCED;
-		open_mark_dirs(fd);
-		if (fstatat(fd, mark, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		open_mark_dirs(fd, &m);
+		if (fstatat(fd, m.dir[2], &st, AT_SYMLINK_NOFOLLOW) < 0)
 			return PDK_WS_SYNCED;
 	}
 	/* Made at the mount: before this boot began, the machine went down since. */
