@@ -243,8 +243,9 @@ enum pdk_ws_unsynced {
  * since, so its last changes (and copy-ups) may be incomplete on disk: a
  * commit refuses it without PDK_WS_COMMIT_FORCE, a run refuses to go on
  * with it. Told by the mark's time against the boot's (CLOCK_REALTIME
- * minus CLOCK_BOOTTIME), so a clock set forward by more than the time
- * since the mount can make a killed sandbox look like a crash.
+ * minus CLOCK_BOOTTIME), so a clock set forward after the mount by more
+ * than the machine had been up at the mount can make a killed sandbox
+ * look like a crash.
  */
 enum pdk_ws_unsynced pdk_ws_unsynced(const struct pdk_ws *ws);
 
