@@ -147,7 +147,7 @@ static int failed_error(const struct audit_sink *s, struct pdk_error **err)
  */
 static void start_writer(struct audit_sink *s)
 {
-	int rc = pdk_thread_start_quiet(&s->thread, writer, s);
+	int rc = pdk_thread_start_quiet(&s->thread, NULL, writer, s);
 
 	if (rc != 0) {
 		(void)pdk_error_set(&s->failed, rc, "cannot start the audit writer");

@@ -580,14 +580,14 @@ char *pdk_utf8_clean(const char *p, size_t n, bool nul_bad, size_t *out_len, boo
 	return out;
 }
 
-int pdk_thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *arg)
+int pdk_thread_start_quiet(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
 	int rc;
 
 	sigfillset(&all);
 	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(t, NULL, fn, arg);
+	rc = pthread_create(t, attr, fn, arg);
 	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }

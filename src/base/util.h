@@ -190,10 +190,12 @@ PDK_MUST_CHECK int pdk_parse_u64(const char *s, uint64_t max, uint64_t *out);
 /*
  * Start a thread of `fn(arg)` that takes no signal: it is created with every
  * signal blocked (a thread inherits its creator's mask), so a signal the
- * process handles, or reads from a signalfd, never lands in it. The
- * caller's mask is left as it was. 0 or pthread_create()'s error number.
+ * process handles, or reads from a signalfd, never lands in it. `attr` as
+ * pthread_create()'s (NULL: the defaults). The caller's mask is left as it
+ * was. 0 or pthread_create()'s error number.
  */
-PDK_MUST_CHECK int pdk_thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *arg);
+PDK_MUST_CHECK int pdk_thread_start_quiet(pthread_t *t, const pthread_attr_t *attr,
+					  void *(*fn)(void *), void *arg);
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds. */
 uint64_t pdk_now_mono_ns(void);

@@ -216,13 +216,8 @@ static struct pdk__audit_state *state_new(struct pdk_ctl *c, struct pdk_error **
  */
 static int start_thread(struct pdk__audit_state *st, struct audit_job *j, struct pdk_error **err)
 {
-	sigset_t all, old;
-	int rc;
+	int rc = pdk_thread_start_quiet(&st->thread, NULL, verify_main, j);
 
-	(void)sigfillset(&all);
-	(void)pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&st->thread, NULL, verify_main, j);
-	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0)
 		return pdk_error_set(err, rc, "audit state: cannot start a verification thread");
 	return 0;

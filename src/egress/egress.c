@@ -542,7 +542,7 @@ static void quiet_log(int severity, const char *msg)
 static int start_thread(struct pdk_egress *e, struct pdk_error **err)
 {
 	/* The loop's thread takes no signal: the supervisor's signalfd gets them all. */
-	int rc = pdk_thread_start_quiet(&e->thread, loop_main, e);
+	int rc = pdk_thread_start_quiet(&e->thread, NULL, loop_main, e);
 
 	if (rc != 0)
 		return pdk_error_set(err, rc, "cannot start the egress proxy thread");

@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -177,7 +176,6 @@ static void *tidy_main(void *arg)
 static bool tidy_thread(struct pdk_ws *ws)
 {
 	pthread_attr_t attr;
-	sigset_t all, old;
 	bool started = false;
 
 	ws->tidy_stack = mmap(NULL, TIDY_GUARD + TIDY_STACK, PROT_READ | PROT_WRITE,
@@ -188,11 +186,8 @@ static bool tidy_thread(struct pdk_ws *ws)
 	}
 	if (mprotect(ws->tidy_stack, TIDY_GUARD, PROT_NONE) < 0 || pthread_attr_init(&attr) != 0)
 		return false;
-	sigfillset(&all);
-	(void)pthread_sigmask(SIG_BLOCK, &all, &old);
 	if (pthread_attr_setstack(&attr, (char *)ws->tidy_stack + TIDY_GUARD, TIDY_STACK) == 0)
-		started = pthread_create(&ws->tidy, &attr, tidy_main, &ws->tidy_fd) == 0;
-	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+		started = pdk_thread_start_quiet(&ws->tidy, &attr, tidy_main, &ws->tidy_fd) == 0;
 	(void)pthread_attr_destroy(&attr);
 	return started;
 }
