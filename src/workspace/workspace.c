@@ -24,12 +24,39 @@
 #define META      "meta.json"
 #define OPAQUE_XA "user.overlay.opaque"
 
+static char boot_id_text[37];
+
+static void read_boot_id(void)
+{
+	_cleanup_close_ int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0 && read(fd, boot_id_text, 36) == 36)
+		boot_id_text[36] = '\0';
+	else
+		boot_id_text[0] = '\0';
+}
+
+/* This boot's id (the kernel's random UUID, new at every boot); "" when unknown. */
+static const char *boot_id(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	(void)pthread_once(&once, read_boot_id);
+	return boot_id_text;
+}
+
 struct pdk_ws {
 	char id[37];
 	char *dir; /* STATE/ws/ID */
 	char *workspace;
 	char *sandbox;
 	uint64_t created_ns;
+	/*
+	 * The boot the set was last mounted in (meta.json's "boot_id"): what
+	 * tells a set whose sandbox was killed from one whose machine went
+	 * down (pdk_ws_unsynced()). Empty: not recorded (an older set).
+	 */
+	char boot_id[37];
 	uint64_t disk_limit;
 	unsigned snaps;
 	/*
@@ -368,6 +395,8 @@ static int write_meta_in(const struct pdk_ws *ws, const char *dir, bool in_place
 	pdk_json_set(m, "workspace_ino", json_integer((json_int_t)ws->ws_ino));
 	pdk_json_set(m, "sandbox", ws->sandbox ? json_string(ws->sandbox) : json_null());
 	pdk_json_set(m, "created_ns", json_integer((json_int_t)ws->created_ns));
+	if (ws->boot_id[0] != '\0')
+		pdk_json_set(m, "boot_id", json_string(ws->boot_id));
 	pdk_json_set(m, "snapshots", json_integer(ws->snaps));
 	pdk_json_set(m, "disk_limit", json_integer((json_int_t)ws->disk_limit));
 	if (!linear(ws)) {
@@ -435,6 +464,8 @@ static int read_meta(struct pdk_ws *ws, struct pdk_error **err)
 	ws->ws_dev = (uint64_t)dev;
 	ws->ws_ino = (uint64_t)ino;
 	ws->created_ns = (uint64_t)created;
+	if (str_or_null(m, "boot_id") != NULL && strlen(str_or_null(m, "boot_id")) == 36)
+		memcpy(ws->boot_id, str_or_null(m, "boot_id"), 37);
 	ws->snaps = (unsigned)snaps;
 	ws->disk_limit = (uint64_t)limit;
 	if (!read_parents(ws, m))
@@ -563,6 +594,7 @@ int pdk_ws_create(const char *state_dir, const char *workspace, const char *sand
 	ws->workspace = pdk_xstrdup(workspace);
 	ws->sandbox = sandbox_id ? pdk_xstrdup(sandbox_id) : NULL;
 	ws->created_ns = pdk_now_real_ns();
+	memcpy(ws->boot_id, boot_id(), sizeof(ws->boot_id));
 	ws->disk_limit = disk_limit;
 	ws->ws_dev = st.st_dev;
 	ws->ws_ino = st.st_ino;
@@ -867,7 +899,7 @@ int pdk_ws_settle(struct pdk_ws *ws, bool sync, struct pdk_error **err)
 	return clear_mark(ws, err);
 }
 
-/* CLOCK_REALTIME of this boot's start, in ns. */
+/* CLOCK_REALTIME of this boot's start, in ns (an older set's mark, without a boot id). */
 static uint64_t boot_real_ns(void)
 {
 	struct timespec boot;
@@ -893,7 +925,14 @@ enum pdk_ws_unsynced pdk_ws_unsynced(const struct pdk_ws *ws)
 		if (fstatat(fd, m.dir[2], &st, AT_SYMLINK_NOFOLLOW) < 0)
 			return PDK_WS_SYNCED;
 	}
-	/* Made at the mount: before this boot began, the machine went down since. */
+	/*
+	 * Marked at the mount. Mounted in another boot: the machine went down
+	 * since. The boot id (written before the mount, with the set's
+	 * meta.json) says so whatever the clock did; a clock behind after the
+	 * reboot would make the mark's time look like this boot's.
+	 */
+	if (ws->boot_id[0] != '\0' && boot_id()[0] != '\0')
+		return strcmp(ws->boot_id, boot_id()) == 0 ? PDK_WS_KILLED : PDK_WS_CRASHED;
 	if ((uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec <
 	    boot_real_ns())
 		return PDK_WS_CRASHED;
@@ -912,8 +951,13 @@ int pdk_ws_check_synced(struct pdk_ws *ws, bool force, bool clear, struct pdk_er
 			"with 'paddock ws diff %s', then apply them with 'paddock ws commit --force "
 			"%s' or drop them with 'paddock ws discard %s'",
 			ws->id, ws->id, ws->id, ws->id);
-	if (u != PDK_WS_SYNCED && clear)
-		return clear_mark(ws, err);
+	if (u != PDK_WS_SYNCED && clear && clear_mark(ws, err) < 0)
+		return -1;
+	/* To be mounted: in this boot, which its meta.json says before the mount marks it. */
+	if (clear && boot_id()[0] != '\0' && strcmp(ws->boot_id, boot_id()) != 0) {
+		memcpy(ws->boot_id, boot_id(), sizeof(ws->boot_id));
+		return write_meta(ws, err);
+	}
 	return 0;
 }
 

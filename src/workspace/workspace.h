@@ -242,18 +242,20 @@ enum pdk_ws_unsynced {
  * writes of its last sandbox were never synced and the machine went down
  * since, so its last changes (and copy-ups) may be incomplete on disk: a
  * commit refuses it without PDK_WS_COMMIT_FORCE, a run refuses to go on
- * with it. Told by the mark's time against the boot's (CLOCK_REALTIME
- * minus CLOCK_BOOTTIME), so a clock set forward after the mount by more
- * than the machine had been up at the mount can make a killed sandbox
- * look like a crash.
+ * with it. Told by the boot the set was mounted in, which its meta.json
+ * records before the mount (the kernel's boot_id), against this one's:
+ * whatever the clock did. A set recorded by an older paddock, without a
+ * boot id, is told by the mark's time against the boot's (CLOCK_REALTIME
+ * minus CLOCK_BOOTTIME).
  */
 enum pdk_ws_unsynced pdk_ws_unsynced(const struct pdk_ws *ws);
 
 /*
  * Before a set is used again (a run goes on with it, a commit applies it):
  * a PDK_WS_CRASHED set fails with EUCLEAN and a message that says what to
- * do, unless `force`; with `clear`, the mark of a set that passes is
- * removed, so that it can be mounted again.
+ * do, unless `force`. With `clear` (the set is about to be mounted): the
+ * mark of a set that passes is removed, so that it can be mounted again,
+ * and its meta.json records this boot, when it named another one.
  */
 PDK_MUST_CHECK int pdk_ws_check_synced(struct pdk_ws *ws, bool force, bool clear,
 				       struct pdk_error **err);

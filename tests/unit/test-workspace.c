@@ -4,6 +4,7 @@
  * check what pdk_ws_diff() makes of them, across snapshots.
  */
 #include "common.h"
+#include "json.h"
 #include "util.h"
 #include "workspace.h"
 #include "test-helpers.h"
@@ -559,11 +560,55 @@ static char *make_mark(const struct pdk_ws *set)
 	return vol;
 }
 
+/* The set's meta.json, its "boot_id" replaced by `id` (NULL: left out), the set opened again. */
+static struct pdk_ws *reboot_meta(struct fx *f, const char *id)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/meta.json", pdk_ws_dir(f->set));
+	_cleanup_free_ char *text = NULL;
+	_cleanup_json_ json_t *m = NULL;
+	_cleanup_free_ char *out = NULL;
+	struct pdk_error *err = NULL;
+	struct pdk_ws *again = NULL;
+	FILE *fp;
+
+	cr_assert_eq(pdk_read_file_at(AT_FDCWD, path, 1 << 16, &text, &err), 0);
+	m = json_loads(text, 0, NULL);
+	cr_assert_not_null(m);
+	if (id != NULL)
+		cr_assert_eq(json_object_set_new(m, "boot_id", json_string(id)), 0);
+	else
+		(void)json_object_del(m, "boot_id");
+	out = json_dumps(m, JSON_COMPACT);
+	fp = fopen(path, "w");
+	cr_assert_not_null(fp);
+	cr_assert_geq(fputs(out, fp), 0);
+	cr_assert_eq(fclose(fp), 0);
+	cr_assert_eq(pdk_ws_open(f->state, pdk_ws_id(f->set), &again, &err), 0, "%s",
+		     err ? err->msg : "");
+	return again;
+}
+
+/* meta.json's "boot_id" of the set, "" when there is none. */
+static char *meta_boot_id(const struct pdk_ws *set)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/meta.json", pdk_ws_dir(set));
+	_cleanup_free_ char *text = NULL;
+	_cleanup_json_ json_t *m = NULL;
+	struct pdk_error *err = NULL;
+	const char *v;
+
+	cr_assert_eq(pdk_read_file_at(AT_FDCWD, path, 1 << 16, &text, &err), 0);
+	m = json_loads(text, 0, NULL);
+	cr_assert_not_null(m);
+	v = json_string_value(json_object_get(m, "boot_id"));
+	return pdk_xstrdup(v ? v : "");
+}
+
 Test(workspace, volatile_mark_killed_crashed_settled)
 {
 	struct fx f;
 	struct pdk_error *err = NULL;
-	struct timespec old[2], up;
+	struct pdk_ws *again;
 	_cleanup_free_ char *vol = NULL;
 	_cleanup_free_ char *ww = NULL;
 	struct stat st;
@@ -577,10 +622,10 @@ Test(workspace, volatile_mark_killed_crashed_settled)
 	cr_assert_eq(pdk_ws_check_synced(f.set, false, false, &err), 0,
 		     "a killed run's set passes");
 	cr_assert_eq(stat(vol, &st), 0, "without `clear` the mark stays");
-	/* The mark made a minute before this boot began: the machine went down since. */
-	cr_assert_eq(clock_gettime(CLOCK_BOOTTIME, &up), 0);
-	old[0] = old[1] = (struct timespec){.tv_sec = time(NULL) - up.tv_sec - 60};
-	cr_assert_eq(utimensat(AT_FDCWD, vol, old, 0), 0, "%s", strerror(errno));
+	/* Mounted in a boot before this one: the machine went down since. */
+	again = reboot_meta(&f, "00000000-0000-4000-8000-000000000000");
+	pdk_ws_free(f.set);
+	f.set = again;
 	cr_assert_eq(pdk_ws_unsynced(f.set), PDK_WS_CRASHED);
 	cr_assert_lt(pdk_ws_check_synced(f.set, false, true, &err), 0);
 	cr_assert_eq(err->status, EUCLEAN);
@@ -618,5 +663,67 @@ Test(workspace, volatile_mark_killed_crashed_settled)
 	cr_assert_eq(stat(pdk_test_path(pdk_ws_dir(f.set), "work/.gone"), &st), -1,
 		     "what was set aside is gone");
 	cr_assert_eq(pdk_ws_unsynced(f.set), PDK_WS_SYNCED);
+	teardown_fx(&f);
+}
+
+Test(workspace, volatile_mark_told_by_boot_id)
+{
+	struct fx f;
+	struct pdk_error *err = NULL;
+	struct timespec old[2], up;
+	_cleanup_free_ char *vol = NULL;
+	_cleanup_free_ char *now = NULL;
+	char *rec;
+	struct pdk_ws *again;
+
+	setup_fx(&f);
+	cr_assert_eq(pdk_read_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, &now, &err),
+		     0);
+	now[strcspn(now, "\n")] = '\0';
+	cr_assert_eq(strlen(now), 36);
+	rec = meta_boot_id(f.set);
+	cr_assert_str_eq(rec, now, "a new set records this boot before its first mount");
+	free(rec);
+	vol = make_mark(f.set);
+	/* A clock set forward since the mount: the mark's time is before this boot's start. */
+	cr_assert_eq(clock_gettime(CLOCK_BOOTTIME, &up), 0);
+	old[0] = old[1] = (struct timespec){.tv_sec = time(NULL) - up.tv_sec - 60};
+	cr_assert_eq(utimensat(AT_FDCWD, vol, old, 0), 0, "%s", strerror(errno));
+	cr_assert_eq(pdk_ws_unsynced(f.set), PDK_WS_KILLED,
+		     "this boot's mount: killed, whatever the clock");
+	/* Mounted in another boot, the clock behind after the reboot: the mark's time looks recent.
+	 */
+	cr_assert_eq(utimensat(AT_FDCWD, vol, NULL, 0), 0);
+	again = reboot_meta(&f, "00000000-0000-4000-8000-000000000000");
+	cr_assert_eq(pdk_ws_unsynced(again), PDK_WS_CRASHED,
+		     "another boot's mount: the machine went down");
+	cr_assert_lt(pdk_ws_check_synced(again, false, true, &err), 0);
+	cr_assert_eq(err->status, EUCLEAN);
+	pdk_error_free(&err);
+	rec = meta_boot_id(again);
+	cr_assert_str_eq(rec, "00000000-0000-4000-8000-000000000000",
+			 "a refused set is left as it is");
+	free(rec);
+	/* Forced (a reviewed set goes on): unmarked, and this boot recorded before the next mount.
+	 */
+	cr_assert_eq(pdk_ws_check_synced(again, true, true, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(pdk_ws_unsynced(again), PDK_WS_SYNCED);
+	rec = meta_boot_id(again);
+	cr_assert_str_eq(rec, now);
+	free(rec);
+	pdk_ws_free(again);
+	/* A set an older paddock recorded, without a boot id: the mark's time against the boot's.
+	 */
+	cr_assert_eq(rmdir(pdk_test_path(pdk_ws_dir(f.set), "work/work")), 0);
+	free(make_mark(f.set));
+	again = reboot_meta(&f, NULL);
+	cr_assert_eq(pdk_ws_unsynced(again), PDK_WS_KILLED, "marked in this boot, by the clock");
+	cr_assert_eq(utimensat(AT_FDCWD, vol, old, 0), 0);
+	cr_assert_eq(pdk_ws_unsynced(again), PDK_WS_CRASHED, "marked before it, by the clock");
+	cr_assert_eq(pdk_ws_check_synced(again, true, true, &err), 0, "%s", err ? err->msg : "");
+	rec = meta_boot_id(again);
+	cr_assert_str_eq(rec, now, "recorded from now on");
+	free(rec);
+	pdk_ws_free(again);
 	teardown_fx(&f);
 }
