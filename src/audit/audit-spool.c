@@ -42,6 +42,14 @@
 #define SPARE_TRIES 4
 /* The most records a journal keeps in memory for its fold. */
 #define JOURNAL_KEPT_MAX 4096
+/*
+ * STATE/audit-spool/.waiting: one byte appended for every spool made, its
+ * size set to the spools left by every fold: how many spools wait, about,
+ * for one stat() (pdk_audit_spool_waiting()). Advisory: a byte lost to a
+ * fold that ran meanwhile makes a fold come a run later; a size that says
+ * too many is checked against the directory and set right.
+ */
+#define WAITING ".waiting"
 
 /* ---- the sink ---- */
 
@@ -176,6 +184,41 @@ static int spool_open(const char *dir, const char *id, const char *path, bool *s
 		open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
 }
 
+/* How many spools the directory at `dirfd` holds. */
+static uint64_t count_in(int dirfd);
+
+/*
+ * One more spool waits: a byte appended to WAITING (best effort: it is
+ * advisory). Missing (a state directory of an older paddock, or removed):
+ * made, saying what the directory holds, this spool included.
+ */
+static void waiting_add(const char *dir)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/" WAITING, dir);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int dirfd = -1;
+
+	if (fd >= 0) {
+		(void)!write(fd, "+", 1);
+		return;
+	}
+	if (errno != ENOENT || (dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	fd = openat(dirfd, WAITING, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		(void)!ftruncate(fd, (off_t)count_in(dirfd));
+}
+
+/* WAITING says `n` (best effort). */
+static void waiting_set(int dirfd, uint64_t n)
+{
+	_cleanup_close_ int fd =
+		openat(dirfd, WAITING, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd >= 0)
+		(void)!ftruncate(fd, (off_t)n);
+}
+
 /*
  * STATE/audit-spool/ID.jsonl taken (a spare, when `spare`) or made, and
  * locked: its fd, or -errno with *err. Readable too: a journal folds its
@@ -204,8 +247,10 @@ static int spool_create(const char *state_dir, const char *id, bool spare, struc
 		rc = spool_lock(fd, path, err);
 		if (rc < 0)
 			return rc;
-		if (rc > 0)
+		if (rc > 0) {
+			waiting_add(dir);
 			return steal_fd(&fd);
+		}
 	}
 	return pdk_error_setx(err, EAGAIN,
 			      "the audit spool '%s' was removed by a fold as it was made: "
@@ -520,6 +565,13 @@ int pdk_audit_fold_some(struct pdk_audit *a, uint64_t max_spools, struct pdk_aud
 	for (size_t i = 0; names != NULL && names[i] != NULL && res->spools < max_spools; i++)
 		if (fold_entry(a, dirfd, names[i], spares, res, err) < 0)
 			return pdk_error_wrap(err, "audit: fold the run spools");
+	if (dirfd >= 0) {
+		uint64_t listed = 0;
+
+		for (size_t i = 0; names != NULL && names[i] != NULL; i++)
+			listed += has_suffix(names[i], SPOOL_EXT);
+		waiting_set(dirfd, listed > res->spools ? listed - res->spools : 0);
+	}
 	/*
 	 * One signature over the head covers every record folded (the chain
 	 * links them); a fold cut before it leaves them to the next fold that
@@ -573,16 +625,46 @@ int pdk_audit_pending(const char *state_dir, pdk_audit_spool_cb cb, void *data,
 	return 0;
 }
 
-int pdk_audit_spool_count(const char *state_dir)
+static uint64_t count_in(int dirfd)
 {
-	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
-	_cleanup_closedir_ DIR *d = opendir(dir);
+	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	_cleanup_closedir_ DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
-	int n = 0;
+	uint64_t n = 0;
 
+	if (d == NULL && fd >= 0)
+		(void)close(fd);
 	while (d != NULL && (de = readdir(d)) != NULL)
 		n += has_suffix(de->d_name, SPOOL_EXT);
 	return n;
+}
+
+int pdk_audit_spool_count(const char *state_dir)
+{
+	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
+	_cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t n = dirfd >= 0 ? count_in(dirfd) : 0;
+
+	return n > INT_MAX ? INT_MAX : (int)n;
+}
+
+int pdk_audit_spool_waiting(const char *state_dir)
+{
+	_cleanup_free_ char *path = pdk_xasprintf("%s/%s/" WAITING, state_dir, PDK_AUDIT_SPOOL_DIR);
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return -1;
+	return st.st_size > INT_MAX ? INT_MAX : (int)st.st_size;
+}
+
+void pdk_audit_spool_waiting_set(const char *state_dir, int n)
+{
+	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
+	_cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dirfd >= 0 && n >= 0)
+		waiting_set(dirfd, (uint64_t)n);
 }
 
 /* ---- a long-lived writer's spool ---- */

@@ -348,6 +348,18 @@ PDK_MUST_CHECK int pdk_audit_pending(const char *state_dir, pdk_audit_spool_cb c
 /* How many spools wait in `state_dir` (0 when none or unreadable). */
 int pdk_audit_spool_count(const char *state_dir);
 
+/*
+ * How many spools wait in `state_dir`, about, without reading the spool
+ * directory: one byte of audit-spool/.waiting per spool made, set to the
+ * spools left by every fold. -1 when unknown (no such file). It can say a
+ * few too few (a spool made while a fold ran) or too many (spools folded
+ * by a writer's own fold, a file edited): a caller that acts on it counts
+ * first (pdk_audit_spool_count()) and sets it right
+ * (pdk_audit_spool_waiting_set()).
+ */
+int pdk_audit_spool_waiting(const char *state_dir);
+void pdk_audit_spool_waiting_set(const char *state_dir, int n);
+
 /* ---- a long-lived writer's spool, folded by the writer itself (audit-spool.c) ---- */
 
 /*

@@ -577,6 +577,34 @@ check_spool_fold_at() {
 	PRUN_ENV=()
 	paudit "$who" verify >/dev/null
 	is "$?" 0 "$who: spool: the chain a run folded is intact"
+
+	# The run below the threshold does not read the spool directory: .waiting, one byte per
+	# spool made and set by every fold, says how many wait (docs/audit.md).
+	local st w rc
+	st=$(state_of "$who")
+	is "$(stat -c %s "$st/audit-spool/.waiting" 2>&1)" 0 "$who: spool: the fold left .waiting at 0 spools"
+	PRUN_ENV=(PADDOCK_AUDIT_FOLD_AT=3)
+	prun_cmd "$who"
+	(cd "$T/home" && strace -qq -e trace=openat -o "$T/spool-trace-$who" "${PRUN[@]}" run \
+		--workspace-mode none -- true)
+	rc=$?
+	w=$(grep -c 'audit-spool", O_RDONLY.*O_DIRECTORY' "$T/spool-trace-$who")
+	is "$rc:$w:$(stat -c %s "$st/audit-spool/.waiting"):$(spools "$who")" "0:0:1:1" \
+		"$who: spool: a run below the threshold reads .waiting (1), not the directory (opened $w times)"
+	# .waiting that says too many: the directory is counted and .waiting set right, nothing folded.
+	truncate -s 100 "$st/audit-spool/.waiting"
+	prun "$who" --workspace-mode none -- true
+	is "$(stat -c %s "$st/audit-spool/.waiting"):$(spools "$who")" "2:2" \
+		"$who: spool: a .waiting that says too many is set right from the directory"
+	# No .waiting (a state directory of an older paddock): the next spool made counts the
+	# directory, its own included, and that third run folds.
+	rm -f "$st/audit-spool/.waiting"
+	prun "$who" --workspace-mode none -- true
+	is "$(stat -c %s "$st/audit-spool/.waiting" 2>&1):$(spools "$who")" "0:0" \
+		"$who: spool: without .waiting the spools are counted once: 3, folded"
+	PRUN_ENV=()
+	paudit "$who" verify >/dev/null
+	is "$?" 0 "$who: spool: the chain is intact"
 }
 
 # A fold keeps the spools it folded, emptied, as spares (audit-spool/.spare-N) that later runs
