@@ -1,0 +1,35 @@
+"""Binaries compared by a bench, put in the same page-cache state before it runs.
+
+A binary the linker has just written stays in the page cache as it was written: a paddock
+build's, so held, started 0.1 to 0.2 ms slower than the same bytes read back from disk
+(docs/internals/performance.md, eleventh round), while bwrap and true were read from disk
+as any installed program is. So every binary a bench compares is dropped from the page
+cache first (written back, then POSIX_FADV_DONTNEED) and the warm-up runs read it back, as
+the first start after a reboot or an install does.
+"""
+import os
+
+
+def settle(paths):
+    """Drop each existing file of `paths` from the page cache; return the ones dropped."""
+    done = []
+    for path in sorted(set(p for p in paths if p)):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            done.append(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return done
+
+
+def with_helpers(paddock):
+    """A paddock binary and the helpers it execs from its own directory."""
+    d = os.path.dirname(os.path.abspath(paddock))
+    return [paddock] + [os.path.join(d, h) for h in ("paddock-init", "paddock-otlp")]
