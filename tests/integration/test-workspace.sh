@@ -458,6 +458,32 @@ check_spare() {
 	pws "$who" discard "$id" >/dev/null
 }
 
+# STATE/ws carries ext4's top-directory flag (chattr +T), so each set it holds is made in a
+# block group away from the state directory's: the overlay's inode churn stays out of the
+# groups others allocate in (docs/internals/performance.md, eleventh round). A state
+# directory without it gets it at the next run, and its spare, made beside it, is made anew.
+check_spread() {
+	local who=$1 ws st ino fs
+	st="$T/state-$who/ws"
+	fs=$(stat -f -c %T "$T")
+	if [ "$fs" != ext2/ext3 ]; then
+		echo "ok $((TAP_N += 1)) - $who: spread # SKIP $T is on $fs, not ext4: the flag is ext4's"
+		return
+	fi
+	ws=$(mkws_for "$who")
+	prun "$who" -w "$ws" -- true
+	is "$?:$(lsattr -d "$st" | cut -d' ' -f1 | tr -cd T)" "0:T" "$who: spread: STATE/ws carries the top-directory flag"
+	chattr -T "$st"
+	ino=$(stat -c %i "$st/.spare")
+	prun "$who" -w "$ws" -- true
+	is "$?:$(lsattr -d "$st" | cut -d' ' -f1 | tr -cd T)" "0:T" "$who: spread: a state directory without it gets it at the next run"
+	[ -d "$st/.spare" ] && [ "$(stat -c %i "$st/.spare")" != "$ino" ]
+	ok $? "$who: spread: ... and its old spare is replaced by a set made anew (inode $ino -> $(stat -c %i "$st/.spare" 2>&1))"
+	is "$(ls -A "$st" | grep -c '^\.spare-')" 0 "$who: spread: the old spare is removed, nothing left under a claimed name"
+	prun "$who" -w "$ws" -- true
+	is "$?:$(ls -A "$st" | grep -c '^\.spare$')" "0:1" "$who: spread: the next run takes the new spare and leaves it"
+}
+
 # The overlay is mounted volatile (policy filesystem.workspace.sync: end, docs/workspace.md,
 # "When changes reach the disk"): nothing the sandbox does syncs the state directory's disk,
 # not its end either; a kept set is synced (one syncfs() of the supervisor) and its mark
@@ -558,6 +584,7 @@ check_volatile() {
 
 for who in root user; do
 	check_spare "$who"
+	check_spread "$who"
 	check_volatile "$who"
 	check_links_after_commit "$who"
 	check_setid_planted "$who"
