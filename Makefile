@@ -30,9 +30,11 @@ DEB_PACKAGES := build-essential meson ninja-build pkg-config libseccomp-dev libj
 # E2B's SDKs, playwright-core driving Debian's chromium.
 # The images suites and the code interpreter use the rest; the leaks suite holds a sandbox's
 # setup at one syscall with strace's fault injection; the jschema unit suite runs Debian's
-# json-schema-test-suite (docs/json-schema.md).
+# json-schema-test-suite (docs/json-schema.md); the workspace suite reads ext4's flags with
+# lsattr and sets them with chattr (e2fsprogs).
 TEST_DEB_PACKAGES := nodejs chromium umoci mmdebstrap busybox-static zstd \
-	python3-ipykernel python3-jupyter-client python3-matplotlib strace json-schema-test-suite
+	python3-ipykernel python3-jupyter-client python3-matplotlib strace json-schema-test-suite \
+	e2fsprogs
 # Only for the benches: bench/egress runs sandbox-runtime's proxy (package.json, `npm ci`),
 # whose SandboxManager will not start without rg and socat. Debian's npm package is
 # installed only when no npm command exists: a nodejs package that bundles npm (a repack of
