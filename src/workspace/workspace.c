@@ -534,7 +534,7 @@ static bool take_spare(struct pdk_ws *ws, const char *root, mode_t mode)
  * (the Orlov allocator spreads the children of a top directory), away from
  * the state directory's. Every overlay mount makes seven inodes in its work
  * directory and frees three at once; a set taken back frees four more. On
- * ext4 without a journal an inode freed in the last minute (five when its
+ * ext4 without a journal an inode freed in the last minute (six when its
  * table block is still dirty) is skipped by every allocation in its group,
  * one lookup each, so a group that other sets, other state directories or
  * other programs churn too made a default run 2.5 ms dearer here
