@@ -144,21 +144,37 @@ static int spool_lock(int fd, const char *path, struct pdk_error **err)
  * A spare spool renamed to our name: a folded spool that a folder emptied
  * and kept as SPARE_PFX + N, N < PDK_AUDIT_SPOOL_SPARES, so that a run
  * reuses its inode instead of allocating one (file creation was most of
- * what the spool cost a run, docs/internals/performance.md). A few spares
- * are tried, picked by the id's random end; each miss is one rename() that
- * finds nothing. The opened fd, -1 when no spare was taken (or it was
- * removed again before we opened it).
+ * what the spool cost a run, docs/internals/performance.md). The one
+ * WAITING points at is tried first, then a few picked by the id's random
+ * end; each miss is one rename() that finds nothing. The opened fd, -1 when no spare was taken (or
+ * it was removed again before we opened it).
  */
 static int spare_take(const char *dir, const char *id, const char *path)
 {
+	_cleanup_free_ char *waiting = pdk_xasprintf("%s/" WAITING, dir);
 	size_t n = strlen(id);
 	unsigned long r = strtoul(id + (n > 8 ? n - 8 : 0), NULL, 16);
+	struct stat st;
+	/*
+	 * A fold names its spares from 0 up and sets WAITING to the spools it
+	 * left; each spool made since added one. So the spools made since the
+	 * fold, WAITING's size, is the next spare not taken yet: tried first.
+	 * Random names after (a run beside ours took it, or the count is off).
+	 */
+	long next = stat(waiting, &st) == 0 && st.st_size < PDK_AUDIT_SPOOL_SPARES
+			    ? (long)st.st_size
+			    : -1;
 
-	for (int i = 0; i < SPARE_TRIES; i++, r /= PDK_AUDIT_SPOOL_SPARES) {
+	for (int i = next >= 0 ? -1 : 0; i < SPARE_TRIES; i++) {
 		char spare[PATH_MAX];
-		int len = snprintf(spare, sizeof(spare), "%s/" SPARE_PFX "%lu", dir,
-				   r % PDK_AUDIT_SPOOL_SPARES);
+		unsigned long k = (unsigned long)next;
+		int len;
 
+		if (i >= 0) {
+			k = r % PDK_AUDIT_SPOOL_SPARES;
+			r /= PDK_AUDIT_SPOOL_SPARES;
+		}
+		len = snprintf(spare, sizeof(spare), "%s/" SPARE_PFX "%lu", dir, k);
 		if (len < 0 || (size_t)len >= sizeof(spare))
 			return -1;
 		if (rename(spare, path) == 0)

@@ -615,7 +615,7 @@ check_spool_fold_at() {
 # a record: a run that takes one still holding bytes starts it empty; every record is folded
 # once and the chain stays intact.
 check_spool_spares() {
-	local who=$1 st n0 f pid i
+	local who=$1 st n0 f pid i ino
 	st=$(state_of "$who")
 	n0=$(records "$who")
 	rm -f "$st"/audit-spool/.spare-*
@@ -624,6 +624,14 @@ check_spool_spares() {
 	is "$(paudit "$who" fold)" "folded 8 record(s) from 2 run spool(s)" "$who: spares: two runs folded"
 	is "$(find "$st/audit-spool" -name '.spare-*' -size 0 -perm 0600 | wc -l):$(spools "$who")" "2:0" \
 		"$who: spares: the folded spools are kept as spares, empty, mode 0600"
+	# .waiting names the spare to take: the next two runs take the two in turn, none misses
+	# them and makes a file (random names alone would find one of 2 in 128 only now and then).
+	ino=$(stat -c %i "$st/audit-spool/.spare-0" "$st/audit-spool/.spare-1" 2>&1 | sort -n | tr '\n' ' ')
+	prun "$who" --workspace-mode none -- true
+	prun "$who" --workspace-mode none -- true
+	is "$(stat -c %i "$st"/audit-spool/*.jsonl | sort -n | tr '\n' ' '):$(find "$st/audit-spool" -name '.spare-*' | wc -l)" \
+		"$ino:0" "$who: spares: the next two runs took the two spares (their inodes), no file made"
+	is "$(paudit "$who" fold)" "folded 8 record(s) from 2 run spool(s)" "$who: spares: and are folded"
 	# Every spare name taken (what a fold of 128 runs leaves), each with bytes in it.
 	as "$who" sh -c "cd '$st/audit-spool' && umask 077 && for i in \$(seq 0 127); do
 		printf 'stale\\n' >.spare-\$i; done"
@@ -634,7 +642,7 @@ check_spool_spares() {
 	is "$(grep -c '"sandbox"' "$f"):$(grep -c stale "$f")" "4:0" \
 		"$who: spares: its spool holds its 4 records, none of the spare's bytes"
 	is "$(paudit "$who" fold)" "folded 4 record(s) from 1 run spool(s)" "$who: spares: the run is folded"
-	is "$(stored "$who")" "$((n0 + 12))" "$who: spares: every record of the 3 runs stored, once"
+	is "$(stored "$who")" "$((n0 + 20))" "$who: spares: every record of the 5 runs stored, once"
 	paudit "$who" verify >/dev/null
 	is "$?" 0 "$who: spares: the chain is intact"
 	# A run killed with SIGKILL in a spool it took from a spare: what it did is not lost.
@@ -654,7 +662,7 @@ check_spool_spares() {
 	ok $? "$who: spares: verify says the killed run's 2 records are not folded yet"
 	is "$(paudit "$who" fold)" "folded 2 record(s) from 1 run spool(s)" \
 		"$who: spares: the killed run's records (create, exec) are folded"
-	is "$(stored "$who")" "$((n0 + 14))" "$who: spares: nothing lost, nothing twice"
+	is "$(stored "$who")" "$((n0 + 22))" "$who: spares: nothing lost, nothing twice"
 	rm -f "$st"/audit-spool/.spare-*
 }
 
