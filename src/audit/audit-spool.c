@@ -144,26 +144,15 @@ static int spool_lock(int fd, const char *path, struct pdk_error **err)
  * A spare spool renamed to our name: a folded spool that a folder emptied
  * and kept as SPARE_PFX + N, N < PDK_AUDIT_SPOOL_SPARES, so that a run
  * reuses its inode instead of allocating one (file creation was most of
- * what the spool cost a run, docs/internals/performance.md). The one
- * WAITING points at is tried first, then a few picked by the id's random
- * end; each miss is one rename() that finds nothing. The opened fd, -1 when no spare was taken (or
- * it was removed again before we opened it).
+ * what the spool cost a run, docs/internals/performance.md). `next`, the
+ * spare WAITING points at (-1: none), is tried first, then a few picked by
+ * the id's random end; each miss is one rename() that finds nothing. The opened fd, -1 when no
+ * spare was taken (or it was removed again before we opened it).
  */
-static int spare_take(const char *dir, const char *id, const char *path)
+static int spare_take(const char *dir, const char *id, const char *path, long next)
 {
-	_cleanup_free_ char *waiting = pdk_xasprintf("%s/" WAITING, dir);
 	size_t n = strlen(id);
 	unsigned long r = strtoul(id + (n > 8 ? n - 8 : 0), NULL, 16);
-	struct stat st;
-	/*
-	 * A fold names its spares from 0 up and sets WAITING to the spools it
-	 * left; each spool made since added one. So the spools made since the
-	 * fold, WAITING's size, is the next spare not taken yet: tried first.
-	 * Random names after (a run beside ours took it, or the count is off).
-	 */
-	long next = stat(waiting, &st) == 0 && st.st_size < PDK_AUDIT_SPOOL_SPARES
-			    ? (long)st.st_size
-			    : -1;
 
 	for (int i = next >= 0 ? -1 : 0; i < SPARE_TRIES; i++) {
 		char spare[PATH_MAX];
@@ -186,13 +175,14 @@ static int spare_take(const char *dir, const char *id, const char *path)
 	return -1;
 }
 
-static int spool_open(const char *dir, const char *id, const char *path, bool *spare_tried)
+static int spool_open(const char *dir, const char *id, const char *path, long next,
+		      bool *spare_tried)
 {
 	int fd = -1;
 
 	if (!*spare_tried) {
 		*spare_tried = true;
-		fd = spare_take(dir, id, path);
+		fd = spare_take(dir, id, path, next);
 	}
 	if (fd >= 0)
 		return fd;
@@ -204,25 +194,42 @@ static int spool_open(const char *dir, const char *id, const char *path, bool *s
 static uint64_t count_in(int dirfd);
 
 /*
- * One more spool waits: a byte appended to WAITING (best effort: it is
- * advisory). Missing (a state directory of an older paddock, or removed):
- * made, saying what the directory holds, this spool included.
+ * STATE/audit-spool/WAITING opened to append to, and the spare it points at
+ * in *next: a fold names its spares from 0 up and sets WAITING to the
+ * spools it left, each spool made since added one, so its size is the next
+ * spare not taken yet. -1 (and *next -1) when it is missing.
  */
-static void waiting_add(const char *dir)
+static int waiting_open(const char *dir, long *next)
 {
 	_cleanup_free_ char *path = pdk_xasprintf("%s/" WAITING, dir);
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+
+	*next = fd >= 0 && fstat(fd, &st) == 0 && st.st_size < PDK_AUDIT_SPOOL_SPARES
+			? (long)st.st_size
+			: -1;
+	return fd;
+}
+
+/*
+ * One more spool waits: a byte appended to WAITING (best effort: it is
+ * advisory). Missing (`fd` -1: a state directory of an older paddock, or
+ * removed): made, saying what the directory holds, this spool included.
+ */
+static void waiting_add(const char *dir, int fd)
+{
 	_cleanup_close_ int dirfd = -1;
+	_cleanup_close_ int made = -1;
 
 	if (fd >= 0) {
 		(void)!write(fd, "+", 1);
 		return;
 	}
-	if (errno != ENOENT || (dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+	if ((dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return;
-	fd = openat(dirfd, WAITING, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd >= 0)
-		(void)!ftruncate(fd, (off_t)count_in(dirfd));
+	made = openat(dirfd, WAITING, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (made >= 0)
+		(void)!ftruncate(made, (off_t)count_in(dirfd));
 }
 
 /* WAITING says `n` (best effort). */
@@ -245,9 +252,11 @@ static int spool_create(const char *state_dir, const char *id, bool spare, struc
 	_cleanup_free_ char *dir = pdk_xasprintf("%s/%s", state_dir, PDK_AUDIT_SPOOL_DIR);
 	_cleanup_free_ char *path = pdk_xasprintf("%s/%s" SPOOL_EXT, dir, id);
 	bool made_dir = false, spare_tried = !spare;
+	long next;
+	_cleanup_close_ int waiting = waiting_open(dir, &next);
 
 	for (int tries = 0; tries < 8; tries++) {
-		_cleanup_close_ int fd = spool_open(dir, id, path, &spare_tried);
+		_cleanup_close_ int fd = spool_open(dir, id, path, next, &spare_tried);
 		int rc;
 
 		/* No directory (or a state "directory" that is not one): made, or named. */
@@ -264,7 +273,7 @@ static int spool_create(const char *state_dir, const char *id, bool spare, struc
 		if (rc < 0)
 			return rc;
 		if (rc > 0) {
-			waiting_add(dir);
+			waiting_add(dir, waiting);
 			return steal_fd(&fd);
 		}
 	}
