@@ -319,9 +319,11 @@ serve_checks() {
 	printf '%s' "$out" | grep -q "in use by a running sandbox"; is "$rc:$?" "1:0" "$who: rm while a daemon sandbox holds the image is refused"
 	# The pool of a profile that names the image: a create of that profile claims from it.
 	# The pool fills in the background; on a loaded machine (CI runs the fuzzers beside
-	# this suite) that takes seconds, so wait on a deadline rather than a count.
+	# this suite) that takes seconds, so wait on a deadline rather than a count. Its member
+	# is claimable once its warm-up command has run: /v1/pools counts it ready then, where
+	# `ps` marks any unclaimed member "ready" (one still warming made a create miss it).
 	local deadline=$((SECONDS + 60))
-	until pc "$who" ps --all | grep -q "oci:v2@.* ready *$"; do
+	until api "$who" GET /v1/pools && [ "$(jq_get "$BODY" pools.0.ready)" = 1 ]; do
 		[ $SECONDS -ge $deadline ] && break
 		sleep 0.1
 	done
