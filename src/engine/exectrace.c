@@ -80,32 +80,43 @@ struct pdk_exectrace {
 /* ---- reading another process's memory ---- */
 
 /*
- * Copy up to `len` bytes at `addr` of `pid`, page by page so that an
- * unmapped page only ends the copy there. Returns the bytes copied (0 and
- * *err set when not even the first page could be read).
+ * Copy up to `len` bytes at `addr` of `pid`. The kernel copies an iovec
+ * element whole or not at all, so the remote side is one element per page:
+ * an unmapped page ends the copy there, and the pages before it are copied
+ * by the same call (a string at the end of the stack, an array across a page
+ * boundary: one system call, not one per page). Returns the bytes copied (0
+ * and *err set when not even the first page could be read).
  */
+#define READ_PAGES 16
 static size_t read_upto(pid_t pid, uint64_t addr, char *buf, size_t len, int *err)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		uint64_t a = addr + done;
-		size_t chunk = 4096 - (size_t)(a & 4095);
-		struct iovec local, remote;
+		struct iovec local, remote[READ_PAGES];
+		size_t want = 0;
+		int k = 0;
 		ssize_t n;
 
-		if (chunk > len - done)
-			chunk = len - done;
-		local = (struct iovec){.iov_base = buf + done, .iov_len = chunk};
-		remote = (struct iovec){.iov_base = (void *)(uintptr_t)a, .iov_len = chunk};
-		n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		while (k < READ_PAGES && done + want < len) {
+			uint64_t a = addr + done + want;
+			size_t chunk = 4096 - (size_t)(a & 4095);
+
+			if (chunk > len - done - want)
+				chunk = len - done - want;
+			remote[k++] =
+				(struct iovec){.iov_base = (void *)(uintptr_t)a, .iov_len = chunk};
+			want += chunk;
+		}
+		local = (struct iovec){.iov_base = buf + done, .iov_len = want};
+		n = process_vm_readv(pid, &local, 1, remote, (unsigned long)k, 0);
 		if (n <= 0) {
 			if (done == 0)
 				*err = n < 0 ? errno : EIO;
 			break;
 		}
 		done += (size_t)n;
-		if ((size_t)n < chunk)
+		if ((size_t)n < want)
 			break;
 	}
 	return done;
@@ -163,8 +174,13 @@ static void set_errno(struct pdk__exec_args *out, int e)
 		out->read_errno = e ? e : EFAULT;
 }
 
-/* The pointer array, then each string, within the caps. */
-static void read_argv(pid_t pid, uint64_t argv_addr, struct pdk__exec_args *out)
+/*
+ * The pointer array, then each string, within the caps. A string at the
+ * address the path was read from (argv[0], most often) is the path again,
+ * when the path was read whole and fits what is left of the budget: the
+ * same bytes, read a moment before, not read twice.
+ */
+static void read_argv(pid_t pid, uint64_t path_addr, uint64_t argv_addr, struct pdk__exec_args *out)
 {
 	uint64_t ptrs[PDK_EXECTRACE_MAX_ARGS + 1];
 	size_t budget = PDK_EXECTRACE_MAX_ARGV_BYTES;
@@ -190,7 +206,11 @@ static void read_argv(pid_t pid, uint64_t argv_addr, struct pdk__exec_args *out)
 			return;
 		}
 		e = 0;
-		s = read_string(pid, ptrs[i], budget, &cut, &e);
+		if (ptrs[i] == path_addr && out->path != NULL && !out->path_truncated &&
+		    strlen(out->path) < budget)
+			s = pdk_xstrdup(out->path);
+		else
+			s = read_string(pid, ptrs[i], budget, &cut, &e);
 		if (e != 0)
 			set_errno(out, e);
 		if (s == NULL)
@@ -219,7 +239,7 @@ void pdk__exectrace_read_args(pid_t pid, uint64_t path_addr, uint64_t argv_addr,
 	if (argv_addr == 0)
 		out->argv = pdk_xcalloc(1, sizeof(char *));
 	else
-		read_argv(pid, argv_addr, out);
+		read_argv(pid, path_addr, argv_addr, out);
 }
 
 /* ---- /proc parsers (their input is partly chosen by the process: its name) ---- */

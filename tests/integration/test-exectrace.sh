@@ -193,6 +193,34 @@ PY
 	done
 }
 
+# The exec's path and argv are copied with process_vm_readv (src/engine/exectrace.c): the
+# path once, the pointer array once, and argv[0], at the path's own address, not again. A
+# string that ends near the end of its page (the stack's strings do) ends the copy there:
+# no read of the next page, which is the stack's end and fails with EFAULT.
+check_reads() {
+	local who=$1 rc n bad
+	local PRUN
+	# LeakSanitizer cannot run under ptrace: a sanitizer build's leak check is off for this run.
+	PRUN_ENV=(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
+	prun_cmd "$who"
+	PRUN_ENV=()
+	EV="$T/home/ev-$who-reads.jsonl"
+	rm -f "$EV"
+	(cd "$T/home" && strace -qq -e trace=process_vm_readv -o "$T/reads-$who" "${PRUN[@]}" run \
+		--workspace-mode none --events "$EV" -- /bin/true)
+	rc=$?
+	n=$(grep -c '^process_vm_readv(' "$T/reads-$who")
+	bad=$(grep -c 'EFAULT' "$T/reads-$who")
+	is "$rc:$n:$bad" "0:2:0" \
+		"$who: one exec of /bin/true: 2 reads of its memory, none failed ($n reads, $bad EFAULT)"
+	[ "$rc:$n:$bad" = "0:2:0" ] || sed 's/^/#   /' "$T/reads-$who" | head -n 8
+	pycheck "$who: ... and the exec is recorded whole (path and argv)" <<'PY'
+a = find(["/bin/true"])
+assert a["path"] == "/bin/true", a
+assert a["argc"] == 1 and "read_error" not in a, a
+PY
+}
+
 check_profile_field() {
 	local out
 	out=$("$PADDOCK" profile show default 2>&1 | grep -A1 '^audit:' | tr -d ' \n')
@@ -217,5 +245,6 @@ for who in root user; do
 	check_exit_status "$who"
 	check_burst "$who"
 	check_off "$who"
+	check_reads "$who"
 done
 done_testing

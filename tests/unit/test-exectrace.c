@@ -201,6 +201,51 @@ Test(exectrace, argv_is_capped_in_count_and_bytes)
 	pdk__exec_args_release(&a);
 }
 
+/*
+ * Strings and the pointer array across a page boundary are read whole, and
+ * argv[0] at the path's address is the path: the copy is one
+ * process_vm_readv with an element per page (the integration suite counts
+ * the calls of a real run).
+ */
+Test(exectrace, reads_across_pages_are_whole)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, 4 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	char *str, **argv;
+	struct pdk__exec_args a;
+
+	cr_assert_neq(m, MAP_FAILED);
+	cr_assert_eq(munmap(m + 3 * page, (size_t)page), 0);
+	/* A 99-byte string from 50 bytes before the first page's end into the second. */
+	str = m + page - 50;
+	memset(str, 's', 99);
+	str[99] = '\0';
+	/* The array: its first two pointers in the second page, its NULL in the third. */
+	argv = (char **)(void *)(m + 2 * page - 2 * sizeof(char *));
+	argv[0] = str;
+	argv[1] = "second";
+	argv[2] = NULL;
+	pdk__exectrace_read_args(getpid(), addr(str), addr(argv), &a);
+	cr_assert_eq(a.read_errno, 0);
+	cr_assert_eq(strlen(a.path), 99);
+	cr_assert(!a.path_truncated && !a.argv_truncated);
+	cr_assert_eq(a.argc, 2);
+	cr_assert_str_eq(a.argv[0], a.path);
+	cr_assert_str_eq(a.argv[1], "second");
+	pdk__exec_args_release(&a);
+
+	/* A string that ends at the last mapped byte: whole, no error from the page after it. */
+	str = m + 3 * page - 4;
+	memcpy(str, "end", 4);
+	pdk__exectrace_read_args(getpid(), addr(str), 0, &a);
+	cr_assert_eq(a.read_errno, 0);
+	cr_assert_str_eq(a.path, "end");
+	cr_assert(!a.path_truncated);
+	pdk__exec_args_release(&a);
+	cr_assert_eq(munmap(m, 3 * (size_t)page), 0);
+}
+
 Test(exectrace, unreadable_memory_is_an_error_not_a_crash)
 {
 	long page = sysconf(_SC_PAGESIZE);
