@@ -113,7 +113,8 @@ struct pdk__cgroup_ops {
 	 */
 	int (*create)(struct pdk_cgroup *cg, struct pdk__cgroup_req *req, struct pdk_error **err);
 	/* Fill what can be read; never fails on a missing or odd file. */
-	void (*stats)(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st);
+	/* live: also what the cgroup holds now (memory, tasks), which a finished one does not. */
+	void (*stats)(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st, bool live);
 	/* The OOM kill counter alone (one file): 0 when it cannot be read. */
 	uint64_t (*oom_kills)(struct pdk_cgroup *cg);
 	/*
@@ -187,7 +188,8 @@ int pdk__cgroup_single(const char *text, uint64_t *out);
 /*
  * For stats: read dir/file and parse it as a single value, or the value of
  * `key`, into *out. A NULL dir, a missing file or an odd value leaves *out
- * untouched.
+ * untouched. One open, one read, one close: a stats file is a few lines,
+ * generated whole at the first read (a run's end reads four of them).
  */
 void pdk__cgroup_stat_single(const char *dir, const char *file, uint64_t *out);
 void pdk__cgroup_stat_keyed(const char *dir, const char *file, const char *key, uint64_t *out);

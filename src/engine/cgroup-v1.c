@@ -136,7 +136,7 @@ static uint64_t v1_oom_kills(struct pdk_cgroup *cg)
 	return n;
 }
 
-static void v1_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st)
+static void v1_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st, bool live)
 {
 	const char *mem = v1_dir(cg, PDK__V1_MEMORY);
 
@@ -144,6 +144,8 @@ static void v1_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st)
 	st->oom_kills = v1_oom_kills(cg);
 	pdk__cgroup_stat_keyed(v1_dir(cg, PDK__V1_PIDS), "pids.events", "max", &st->pids_denied);
 	pdk__cgroup_stat_single(v1_dir(cg, PDK__V1_CPUACCT), "cpuacct.usage", &st->cpu_usage_ns);
+	if (!live)
+		return;
 	pdk__cgroup_stat_single(mem, "memory.usage_in_bytes", &st->memory_current);
 	pdk__cgroup_stat_single(v1_dir(cg, PDK__V1_PIDS), "pids.current", &st->pids_current);
 }

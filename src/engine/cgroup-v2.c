@@ -219,7 +219,7 @@ static uint64_t v2_oom_kills(struct pdk_cgroup *cg)
 	return n;
 }
 
-static void v2_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st)
+static void v2_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st, bool live)
 {
 	const char *dir = cg->dirs[0].path;
 	uint64_t usec = 0;
@@ -229,6 +229,8 @@ static void v2_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st)
 	pdk__cgroup_stat_keyed(dir, "pids.events", "max", &st->pids_denied);
 	pdk__cgroup_stat_keyed(dir, "cpu.stat", "usage_usec", &usec);
 	st->cpu_usage_ns = usec * 1000;
+	if (!live)
+		return;
 	pdk__cgroup_stat_single(dir, "memory.current", &st->memory_current);
 	pdk__cgroup_stat_single(dir, "pids.current", &st->pids_current);
 }

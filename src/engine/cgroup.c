@@ -110,21 +110,59 @@ int pdk__cgroup_keyed(const char *text, const char *key, uint64_t *out)
 	return -ENOENT;
 }
 
-void pdk__cgroup_stat_single(const char *dir, const char *file, uint64_t *out)
+/*
+ * dir/file into buf with a single read(), NUL-terminated: 0; 1 when the
+ * text fills buf (then it may go on, and the caller reads it whole); -1
+ * when it cannot be opened or read.
+ */
+static int stat_read(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	_cleanup_close_ int fd = -1;
+	size_t n = strlen(dir);
+	ssize_t got;
+
+	if (snprintf(path, sizeof(path), "%s%s%s", dir, n > 0 && dir[n - 1] == '/' ? "" : "/",
+		     file) >= (int)sizeof(path))
+		return -1;
+	fd = TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC));
+	if (fd < 0)
+		return -1;
+	got = TEMP_FAILURE_RETRY(read(fd, buf, len - 1));
+	if (got < 0)
+		return -1;
+	buf[got] = '\0';
+	return (size_t)got == len - 1 ? 1 : 0;
+}
+
+/* The text of dir/file for stats: buf, or *big (allocated) when longer; NULL when unreadable. */
+static const char *stat_text(const char *dir, const char *file, char *buf, size_t len, char **big)
 {
 	_cleanup_error_ struct pdk_error *ignored = NULL;
-	_cleanup_free_ char *text = NULL;
+	int rc = dir != NULL ? stat_read(dir, file, buf, len) : -1;
 
-	if (dir != NULL && pdk__cgroup_read(dir, file, &text, &ignored) == 0)
+	if (rc == 1 && pdk__cgroup_read(dir, file, big, &ignored) == 0)
+		return *big;
+	return rc == 0 ? buf : NULL;
+}
+
+void pdk__cgroup_stat_single(const char *dir, const char *file, uint64_t *out)
+{
+	char buf[4096];
+	_cleanup_free_ char *big = NULL;
+	const char *text = stat_text(dir, file, buf, sizeof(buf), &big);
+
+	if (text != NULL)
 		(void)pdk__cgroup_single(text, out); /* unparsable: stays as it was */
 }
 
 void pdk__cgroup_stat_keyed(const char *dir, const char *file, const char *key, uint64_t *out)
 {
-	_cleanup_error_ struct pdk_error *ignored = NULL;
-	_cleanup_free_ char *text = NULL;
+	char buf[4096];
+	_cleanup_free_ char *big = NULL;
+	const char *text = stat_text(dir, file, buf, sizeof(buf), &big);
 
-	if (dir != NULL && pdk__cgroup_read(dir, file, &text, &ignored) == 0)
+	if (text != NULL)
 		(void)pdk__cgroup_keyed(text, key, out); /* absent key: stays as it was */
 }
 
@@ -877,8 +915,15 @@ int pdk_cgroup_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st, struct 
 	(void)err; /* missing files are not errors: their fields stay 0 */
 	memset(st, 0, sizeof(*st));
 	if (cg != NULL && cg->n_dirs > 0)
-		cg->ops->stats(cg, st);
+		cg->ops->stats(cg, st, true);
 	return 0;
+}
+
+void pdk_cgroup_end_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (cg != NULL && cg->n_dirs > 0)
+		cg->ops->stats(cg, st, false);
 }
 
 uint64_t pdk_cgroup_oom_kills(struct pdk_cgroup *cg)

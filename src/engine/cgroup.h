@@ -118,6 +118,13 @@ PDK_MUST_CHECK int pdk_cgroup_stats(struct pdk_cgroup *cg, struct pdk_cgroup_sta
 				    struct pdk_error **err);
 
 /*
+ * The same, once every task of the cgroup is gone (a sandbox's end): the
+ * totals only. memory_current and pids_current are left 0, not read (two
+ * files fewer on every run's way out).
+ */
+void pdk_cgroup_end_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st);
+
+/*
  * The OOM kill counter of pdk_cgroup_stats() alone, read from its one file
  * (v1 memory.oom_control, v2 memory.events): 0 when it cannot be read.
  */

@@ -1129,13 +1129,11 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, uint32_t release_ms, str
 
 static void fill_result(struct pdk_sandbox *sb, struct pdk_sandbox_result *res)
 {
-	_cleanup_error_ struct pdk_error *err = NULL;
-	struct pdk_cgroup_stats st = {0};
+	struct pdk_cgroup_stats st;
 	int status = sb->cmd_status;
 
 	memset(res, 0, sizeof(*res));
-	if (pdk_cgroup_stats(sb->cgroup, &st, &err) < 0)
-		pdk_log(sb->cfg->log, PDK_LOG_WARN, "%s", err->msg);
+	pdk_cgroup_end_stats(sb->cgroup, &st);
 	res->setup_ns = sb->t_exec_ns - sb->t_create_ns;
 	res->wall_ns = pdk_now_mono_ns() - sb->t_exec_ns;
 	res->cpu_ns = st.cpu_usage_ns ? st.cpu_usage_ns : sb->rusage_cpu_us * 1000ULL;

@@ -594,6 +594,15 @@ Test(cgroup, v2_without_swap_and_peak_files)
 	destroy_ok();
 }
 
+/* The totals of v2_stats_from_fixtures' files. */
+static void fixture_totals(const struct pdk_cgroup_stats *st)
+{
+	cr_assert_eq(st->memory_peak, 73400320);
+	cr_assert_eq(st->oom_kills, 2);
+	cr_assert_eq(st->pids_denied, 5);
+	cr_assert_eq(st->cpu_usage_ns, 2500123000ULL);
+}
+
 Test(cgroup, v2_stats_from_fixtures)
 {
 	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_V2);
@@ -607,11 +616,39 @@ Test(cgroup, v2_stats_from_fixtures)
 	    "low 0\nhigh 0\nmax 12\noom 2\noom_kill 2\noom_group_kill 0\n");
 	put("paddock-s/pids.events", "max 5\n");
 	put("paddock-s/cpu.stat", "usage_usec 2500123\nuser_usec 2000000\nsystem_usec 500123\n");
+	put("paddock-s/memory.current", "1048576\n");
+	put("paddock-s/pids.current", "3\n");
 	cr_assert_eq(pdk_cgroup_stats(cg, &st, &err), 0);
-	cr_assert_eq(st.memory_peak, 73400320);
-	cr_assert_eq(st.oom_kills, 2);
-	cr_assert_eq(st.pids_denied, 5);
-	cr_assert_eq(st.cpu_usage_ns, 2500123000ULL);
+	fixture_totals(&st);
+	cr_assert_eq(st.memory_current, 1048576);
+	cr_assert_eq(st.pids_current, 3);
+	/* A finished sandbox's: the same totals; what it holds now is not read (0). */
+	memset(&st, 0xff, sizeof(st));
+	pdk_cgroup_end_stats(cg, &st);
+	fixture_totals(&st);
+	cr_assert_eq(st.memory_current, 0);
+	cr_assert_eq(st.pids_current, 0);
+	destroy_ok();
+}
+
+/* A stats file longer than the one read's buffer is read whole: its last key is found. */
+Test(cgroup, v2_stats_of_a_long_file)
+{
+	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_V2);
+	struct pdk_cgroup_stats st;
+	_cleanup_error_ struct pdk_error *err = NULL;
+	_cleanup_free_ char *text = NULL;
+	size_t n = 0;
+
+	fake_v2("", "cpu memory pids\n");
+	struct pdk_cgroup *cg = make("l", &o, &all_limits, 0, NULL);
+	text = pdk_xmalloc(8192);
+	while (n < 6000)
+		n += (size_t)snprintf(text + n, 8192 - n, "padding_%zu 0\n", n);
+	(void)snprintf(text + n, 8192 - n, "usage_usec 42\n");
+	put("paddock-l/cpu.stat", text);
+	cr_assert_eq(pdk_cgroup_stats(cg, &st, &err), 0);
+	cr_assert_eq(st.cpu_usage_ns, 42000ULL);
 	destroy_ok();
 }
 
