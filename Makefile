@@ -9,8 +9,9 @@
 #   make fuzz         run every libFuzzer target for 60 s (FUZZ_JOBS=N at once)
 #   make bench        set up the benches' own tools too, then run the benches
 #   make install      build, then install under PREFIX (default /usr/local; DESTDIR=
-#                     stages it): bin/paddock, libexec/paddock/paddock-init and
-#                     paddock-otlp, share/man/man1/paddock*.1, share/doc/paddock
+#                     stages it): bin/paddock, libexec/paddock/paddock-full,
+#                     paddock-init and paddock-otlp, share/man/man1/paddock*.1,
+#                     share/doc/paddock
 #   make uninstall    remove what make install put there (same PREFIX and DESTDIR)
 #   make dashboard-shots  run the dashboard suite, keeping a screenshot of each view of the
 #                     operator's page in docs/dashboard/ (docs/dashboard.md shows them)
@@ -170,19 +171,22 @@ install: check-prefix setup $(BUILD)/build.ninja
 		$(MESON) configure $(BUILD) -Dprefix='$(PREFIX)' >/dev/null || exit 1; \
 	fi
 	@if [ -w $(BUILD) ]; then \
-		ninja -C $(BUILD) paddock paddock-otlp paddock-init >/dev/null || ninja -C $(BUILD); \
+		ninja -C $(BUILD) paddock paddock-full paddock-otlp paddock-init >/dev/null || \
+			ninja -C $(BUILD); \
 	else echo "$(BUILD) is not ours to write: installing it as it was built"; fi
 	install -d '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(HELPERDIR)' '$(DESTDIR)$(MAN1DIR)' \
 		'$(DESTDIR)$(DOCDIR)'
 	install -m 0755 $(BUILD)/paddock '$(DESTDIR)$(BINDIR)/paddock'
-	install -m 0755 $(BUILD)/paddock-init $(BUILD)/paddock-otlp '$(DESTDIR)$(HELPERDIR)/'
+	install -m 0755 $(BUILD)/paddock-full $(BUILD)/paddock-init $(BUILD)/paddock-otlp \
+		'$(DESTDIR)$(HELPERDIR)/'
 	python3 src/tools/man.py --docdir '$(DOCDIR)' --out '$(DESTDIR)$(MAN1DIR)' $(BUILD)/paddock
 	install -m 0644 docs/*.md docs/api.yaml '$(DESTDIR)$(DOCDIR)/'
 
 # Only what install put there: the directories PREFIX shares with others (bin, share/man)
 # stay.
 uninstall: check-prefix
-	rm -f '$(DESTDIR)$(BINDIR)/paddock' '$(DESTDIR)$(HELPERDIR)/paddock-init' \
+	rm -f '$(DESTDIR)$(BINDIR)/paddock' '$(DESTDIR)$(HELPERDIR)/paddock-full' \
+		'$(DESTDIR)$(HELPERDIR)/paddock-init' \
 		'$(DESTDIR)$(HELPERDIR)/paddock-otlp' '$(DESTDIR)$(MAN1DIR)/paddock.1' \
 		'$(DESTDIR)$(MAN1DIR)'/paddock-*.1
 	rm -rf '$(DESTDIR)$(DOCDIR)'

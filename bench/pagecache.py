@@ -33,9 +33,11 @@ def settle(paths):
 
 
 def with_helpers(paddock):
-    """A paddock binary and the helpers it execs from its own directory."""
+    """A paddock binary and the helpers it execs from its own directory (settle() skips the
+    ones a build does not have)."""
     d = os.path.dirname(os.path.abspath(paddock))
-    return [paddock] + [os.path.join(d, h) for h in ("paddock-init", "paddock-otlp")]
+    return [paddock] + [os.path.join(d, h)
+                        for h in ("paddock-full", "paddock-init", "paddock-otlp")]
 
 
 FS_IOC_GETFLAGS = 0x80086601

@@ -33,6 +33,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/*
+ * The fold's way into the store (audit.c: SQLite, OpenSSL) is by weak
+ * references: the front binary, `paddock`, writes spools and is linked
+ * without the store (docs/internals/binaries.md); there these are NULL, and
+ * nothing calls the fold, which needs a store opened by pdk_audit_open().
+ */
+#pragma weak pdk_audit_append_spool
+#pragma weak pdk_audit_checkpoint
+#pragma weak pdk_audit_spool_forget
+#pragma weak pdk_audit_spool_offset
+
 #define SPOOL_EXT  ".jsonl"
 #define SPOOL_NEW  ".new"
 #define FOLD_CHUNK ((size_t)4 << 20)

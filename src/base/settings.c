@@ -19,6 +19,7 @@ static const struct {
 	{"PADDOCK_RESOLV_CONF", offsetof(struct pdk_settings, resolv_conf)},
 	{"PADDOCK_HOSTS", offsetof(struct pdk_settings, hosts)},
 	{"PADDOCK_OTLP", offsetof(struct pdk_settings, otlp_helper)},
+	{"PADDOCK_FULL", offsetof(struct pdk_settings, full_path)},
 	{"PADDOCK_IMAGE_QUOTA", offsetof(struct pdk_settings, image_quota)},
 };
 

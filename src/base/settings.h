@@ -35,6 +35,12 @@ struct pdk_settings {
 	/* PADDOCK_OTLP: the paddock-otlp helper binary (NULL: pdk_paths_helper()'s). */
 	const char *otlp_helper;
 	/*
+	 * PADDOCK_FULL: the whole paddock, which the front binary hands the
+	 * verbs it is linked without (NULL: pdk_paths_helper()'s paddock-full;
+	 * docs/internals/binaries.md).
+	 */
+	const char *full_path;
+	/*
 	 * PADDOCK_IMAGE_QUOTA: the disk the image store's layers may take ("20G";
 	 * parsed by the front end with pdk_parse_size(); NULL: image/image.h's default).
 	 */

@@ -109,6 +109,26 @@ int pdk_cli_refuse_home(const char *verb, const char *ws, char *const *envp);
 void pdk_cli_print_json(const json_t *j);
 
 /* "paddock: " + message on stderr. */
+/*
+ * paddock is two binaries (docs/internals/binaries.md): the front,
+ * `paddock`, runs `run`, `version` and `help` and is linked without the
+ * egress proxy, the image store and the audit store; paddock-full has every
+ * verb. pdk_cli_exec_full() replaces the front by paddock-full, with the
+ * same argv: it returns only when that cannot be done (an exit status, the
+ * error said, naming `why`: what needs it, or NULL for a verb). In
+ * paddock-full it is never called.
+ */
+int pdk_cli_exec_full(const char *why);
+
+/* paddock-full's path (PADDOCK_FULL, else pdk_paths_helper()'s); a new string. */
+char *pdk_cli_full_path(void);
+
+/*
+ * `paddock-full audit fold`, waited for, its output dropped: how the front
+ * binary folds the run spools (a warning says when it could not).
+ */
+void pdk_cli_fold_by_full(void);
+
 void pdk_cli_error(const char *fmt, ...) PDK_PRINTF(1, 2);
 void pdk_cli_warn(const char *fmt, ...) PDK_PRINTF(1, 2);
 

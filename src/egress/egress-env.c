@@ -1,10 +1,14 @@
 /*
  * egress-env.c - what the sandbox's environment says about the proxy: the
- * proxy variables, and the placeholders that stand for credentials.
+ * proxy variables, the placeholders that stand for credentials, and where
+ * the trust bundle of credential injection is. No OpenSSL and no libevent
+ * here: the front binary composes every sandbox's environment
+ * (docs/internals/binaries.md).
  */
 #include "common.h"
 #include "base.h"
 #include "egress.h"
+#include "egress-tls.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -44,4 +48,35 @@ void pdk_egress_secret_env_set(char ***env, char *const *credentials, const char
 		/* SECURITY: the variable holds the placeholder, whatever -e or the profile said. */
 		pdk_env_set_take(env, pdk_xasprintf("%s=%s", key, ph));
 	}
+}
+
+bool pdk_egress_tls_wanted(char *const *credentials)
+{
+	return credentials != NULL && credentials[0] != NULL && credentials[1] != NULL;
+}
+
+static void env_put(char ***env, const char *name, const char *value)
+{
+	size_t len = strlen(name), i;
+
+	for (i = 0; *env != NULL && (*env)[i] != NULL; i++) {
+		if (strncmp((*env)[i], name, len) == 0 && (*env)[i][len] == '=') {
+			free((*env)[i]);
+			(*env)[i] = pdk_xasprintf("%s=%s", name, value);
+			return;
+		}
+	}
+	pdk_strv_push_take(env, pdk_xasprintf("%s=%s", name, value));
+}
+
+void pdk_egress_tls_env_set(char ***env, char *const *credentials)
+{
+	/* OpenSSL (Python's ssl, curl's CLI and libcurl), Node, requests, curl. */
+	static const char *const vars[] = {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS",
+					   "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"};
+
+	if (!pdk_egress_tls_wanted(credentials))
+		return;
+	for (size_t i = 0; i < PDK_ARRAY_SIZE(vars); i++)
+		env_put(env, vars[i], PDK_EGRESS_TLS_BUNDLE);
 }

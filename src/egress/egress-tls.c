@@ -98,37 +98,6 @@ char *pdk_egress_tls_failure(struct ssl_st *ssl, unsigned long ssl_err)
 	return pdk_xasprintf("TLS handshake failed: %s", buf);
 }
 
-bool pdk_egress_tls_wanted(char *const *credentials)
-{
-	return credentials != NULL && credentials[0] != NULL && credentials[1] != NULL;
-}
-
-static void env_put(char ***env, const char *name, const char *value)
-{
-	size_t len = strlen(name), i;
-
-	for (i = 0; *env != NULL && (*env)[i] != NULL; i++) {
-		if (strncmp((*env)[i], name, len) == 0 && (*env)[i][len] == '=') {
-			free((*env)[i]);
-			(*env)[i] = pdk_xasprintf("%s=%s", name, value);
-			return;
-		}
-	}
-	pdk_strv_push_take(env, pdk_xasprintf("%s=%s", name, value));
-}
-
-void pdk_egress_tls_env_set(char ***env, char *const *credentials)
-{
-	/* OpenSSL (Python's ssl, curl's CLI and libcurl), Node, requests, curl. */
-	static const char *const vars[] = {"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS",
-					   "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"};
-
-	if (!pdk_egress_tls_wanted(credentials))
-		return;
-	for (size_t i = 0; i < PDK_ARRAY_SIZE(vars); i++)
-		env_put(env, vars[i], PDK_EGRESS_TLS_BUNDLE);
-}
-
 void pdk_egress_tls_ctx_free(struct ssl_ctx_st *ctx)
 {
 	SSL_CTX_free(ctx);

@@ -111,7 +111,8 @@ void pdk_egress_tls_add_digests(void);
 /*
  * Does network.credentials (pairs host, header template; NULL-terminated)
  * name any credential? Then allowlist mode intercepts HTTPS, and the
- * sandbox gets a CA.
+ * sandbox gets a CA. This and pdk_egress_tls_env_set() are in egress-env.c,
+ * without OpenSSL: the front binary needs them (docs/internals/binaries.md).
  */
 bool pdk_egress_tls_wanted(char *const *credentials);
 

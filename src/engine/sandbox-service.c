@@ -19,6 +19,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Weak, as in sandbox.c: NULL in the front binary, called only for a sandbox with a proxy. */
+#pragma weak pdk_egress_fd
+#pragma weak pdk_egress_allow
+#pragma weak pdk_egress_bytes
+
 /*
  * How long a pause may wait for every task to stop (a task in D state
  * delays it), in tries: the v1 freezer can stop a vfork child before its
@@ -140,7 +145,8 @@ size_t pdk_sandbox_pollfds(struct pdk_sandbox *sb, struct pollfd *pfd, size_t ma
 	pfd[PFD_SIG] = (struct pollfd){.fd = -1};
 	pfd[PFD_TRACE] = (struct pollfd){.fd = sb->tracer ? pdk_exectrace_fd(sb->tracer) : -1,
 					 .events = POLLIN};
-	pfd[PFD_EGRESS] = (struct pollfd){.fd = pdk_egress_fd(sb->egress), .events = POLLIN};
+	pfd[PFD_EGRESS] = (struct pollfd){.fd = sb->egress ? pdk_egress_fd(sb->egress) : -1,
+					  .events = POLLIN};
 	pfd[PFD_DNS] = (struct pollfd){.fd = sb->dns_fd, .events = POLLIN};
 	if (sb->tracer != NULL && !lazy)
 		nt = pdk_exectrace_pollfds(sb->tracer, pfd + PFD_FIXED, max - PFD_FIXED);
@@ -260,7 +266,7 @@ void pdk_sandbox_usage(struct pdk_sandbox *sb, struct pdk_sandbox_usage *u)
 	struct pdk_cgroup_stats st;
 
 	memset(u, 0, sizeof(*u));
-	if (sb != NULL)
+	if (sb != NULL && sb->egress != NULL)
 		u->egress_bytes = pdk_egress_bytes(sb->egress);
 	if (sb == NULL || pdk_cgroup_stats(sb->cgroup, &st, &ignored) < 0)
 		return;

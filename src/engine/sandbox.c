@@ -26,6 +26,29 @@
 #include <sys/wait.h>
 #include <time.h>
 
+/*
+ * The egress proxy (egress.c: libevent) and its CA (egress-ca.c: OpenSSL)
+ * are weak references. The front binary, `paddock`, is linked without
+ * them (docs/internals/binaries.md), and there they are NULL: every call
+ * below is made only for a sandbox whose proxy or CA exists. A policy that
+ * needs the proxy is handed to paddock-full before anything is made
+ * (pdk_sandbox_has_egress(), session.c); start_egress() refuses one that
+ * comes anyway. paddock-full links them (cli/paddock.c, linked_in[]).
+ */
+#pragma weak pdk_egress_start
+#pragma weak pdk_egress_stop
+#pragma weak pdk_egress_fd
+#pragma weak pdk_egress_failed
+#pragma weak pdk_egress_allows_host
+#pragma weak pdk_egress_ca_new
+#pragma weak pdk_egress_ca_free
+#pragma weak pdk_egress_ca_write_bundle
+
+bool pdk_sandbox_has_egress(void)
+{
+	return pdk_egress_start != NULL && pdk_egress_ca_new != NULL;
+}
+
 /* A scratch directory younger than this may be a live run's not locked yet (reap_run_dirs()). */
 #define RUN_DIR_MIN_AGE_S 60
 
@@ -72,8 +95,8 @@ static const char *dns_refusal(struct pdk_sandbox *sb, const char *name)
 	if (sb->cfg->policy->network.mode != PDK_NET_ALLOWLIST)
 		return "name lookup, network.mode none";
 	/* The proxy's rules: the policy's and those added while it runs. */
-	if (pdk_egress_allows_host(sb->egress, name, 443) ||
-	    pdk_egress_allows_host(sb->egress, name, 80))
+	if (sb->egress != NULL && (pdk_egress_allows_host(sb->egress, name, 443) ||
+				   pdk_egress_allows_host(sb->egress, name, 80)))
 		return NULL;
 	return "name lookup, no network.allow entry";
 }
@@ -722,6 +745,11 @@ static int start_egress(struct pdk_sandbox *sb, struct pdk_error **err)
 
 	if (p->network.mode != PDK_NET_ALLOWLIST)
 		return 0;
+	if (!pdk_sandbox_has_egress())
+		return pdk_error_setx(
+			err, ENOSYS,
+			"egress: this paddock binary is linked without the egress proxy "
+			"(network.mode allowlist runs in paddock-full)");
 	if (sb->egress_fd < 0)
 		return pdk_error_setx(err, EPROTO,
 				      "egress: the sandbox passed no listening socket");
@@ -1082,7 +1110,8 @@ static int supervise(struct pdk_sandbox *sb, int sigfd, uint32_t release_ms, str
 	pfd[PFD_SIG] = (struct pollfd){.fd = sigfd, .events = POLLIN};
 	pfd[PFD_TRACE] = (struct pollfd){.fd = sb->tracer ? pdk_exectrace_fd(sb->tracer) : -1,
 					 .events = POLLIN};
-	pfd[PFD_EGRESS] = (struct pollfd){.fd = pdk_egress_fd(sb->egress), .events = POLLIN};
+	pfd[PFD_EGRESS] = (struct pollfd){.fd = sb->egress ? pdk_egress_fd(sb->egress) : -1,
+					  .events = POLLIN};
 	pfd[PFD_DNS] = (struct pollfd){.fd = sb->dns_fd, .events = POLLIN};
 	while (!sb->reaped) {
 		size_t nt = sb->tracer && !lazy ? pdk_exectrace_pollfds(sb->tracer, pfd + PFD_FIXED,
@@ -1232,11 +1261,13 @@ int pdk_sandbox_destroy(struct pdk_sandbox *sb, struct pdk_error **err)
 			pdk_exectrace_finish(sb->tracer);
 	}
 	/* The proxy's open connections get their net.connect events before sandbox.destroy. */
-	pdk_egress_stop(sb->egress);
+	if (sb->egress != NULL)
+		pdk_egress_stop(sb->egress);
 	for (size_t i = 0; i < sb->n_egress_rules; i++)
 		pdk_net_rule_release(&sb->egress_rules[i]);
 	free(sb->egress_rules);
-	pdk_egress_ca_free(sb->egress_ca);
+	if (sb->egress_ca != NULL)
+		pdk_egress_ca_free(sb->egress_ca);
 	remove_run_dir(sb);
 	pdk_strv_free(sb->ro_files);
 	if (sb->cgroup != NULL)

@@ -230,6 +230,13 @@ void pdk_sandbox_sweep(struct pdk_sandbox *sb);
 /* Whether the init is still running (false once it ended, for any reason; NULL: false). */
 bool pdk_sandbox_alive(const struct pdk_sandbox *sb);
 
+/*
+ * Whether this binary is linked with the egress proxy (network.mode
+ * allowlist). The front binary, `paddock`, is not; paddock-full is
+ * (docs/internals/binaries.md).
+ */
+bool pdk_sandbox_has_egress(void);
+
 /* Freeze (pause) or thaw (resume) every process of the sandbox (cgroup freezer). */
 PDK_MUST_CHECK int pdk_sandbox_pause(struct pdk_sandbox *sb, struct pdk_error **err);
 PDK_MUST_CHECK int pdk_sandbox_resume(struct pdk_sandbox *sb, struct pdk_error **err);

@@ -21,6 +21,22 @@
 #include <string.h>
 #include <unistd.h>
 
+/*
+ * The image store (image/: its records hash with OpenSSL) is reached by weak
+ * references: the front binary, `paddock`, is linked without it
+ * (docs/internals/binaries.md), and there they are NULL. step_linked()
+ * hands a session with an image to paddock-full before anything is made;
+ * every other call is for a session that holds an image or a store.
+ */
+#pragma weak pdk_image_store_open
+#pragma weak pdk_image_store_free
+#pragma weak pdk_image_lookup
+#pragma weak pdk_image_hold
+#pragma weak pdk_image_layer_paths
+#pragma weak pdk_image_config
+#pragma weak pdk_image_digest
+#pragma weak pdk_image_free
+
 struct pdk_session {
 	struct pdk_session_opts o; /* the caller's (what it points to is borrowed) */
 	char id[37];
@@ -34,6 +50,7 @@ struct pdk_session {
 	struct pdk_events *events;
 	struct pdk_ws *ws;             /* overlay: the change set */
 	bool ws_created;               /* made by this session, not one the caller named */
+	bool needs_full;               /* step_linked(): this binary lacks what the policy needs */
 	struct pdk_sandbox_config cfg; /* the engine may keep pointing at it */
 	struct pdk_sandbox *sb;
 	bool started;                     /* a sandbox was created at some point */
@@ -107,6 +124,27 @@ static int image_argv(struct pdk_session *s, const struct pdk_image_config *c,
 					   "(give one)",
 					   s->policy->image);
 	return 0;
+}
+
+/*
+ * What the policy needs that this binary may be linked without: the egress
+ * proxy (network.mode allowlist) and the image store (an image). The front
+ * binary, `paddock`, is linked without both (docs/internals/binaries.md).
+ * Nothing is made before this step (the profile and the overrides are only
+ * read): the caller hands the command to paddock-full (why->needs_full).
+ */
+static int step_linked(struct pdk_session *s, struct pdk_error **err)
+{
+	const char *what = NULL;
+
+	if (s->policy->network.mode == PDK_NET_ALLOWLIST && !pdk_sandbox_has_egress())
+		what = "the egress proxy (network.mode allowlist)";
+	else if (s->policy->image != NULL && pdk_image_store_open == NULL)
+		what = "the image store (an image)";
+	if (what == NULL)
+		return 0;
+	s->needs_full = true;
+	return pdk_error_setx(err, ENOSYS, "this paddock binary is linked without %s", what);
 }
 
 /*
@@ -294,13 +332,10 @@ static const struct {
 	enum pdk_session_step step;
 	step_fn fn;
 } open_steps[] = {
-	{PDK_SESSION_PROFILE, step_profile},
-	{PDK_SESSION_OVERRIDES, step_overrides},
-	{PDK_SESSION_IMAGE, step_image},
-	{PDK_SESSION_WORKSPACE, step_workspace},
-	{PDK_SESSION_ENV, step_env},
-	{PDK_SESSION_EVENTS, step_events},
-	{PDK_SESSION_CHANGE_SET, step_change_set},
+	{PDK_SESSION_PROFILE, step_profile},     {PDK_SESSION_OVERRIDES, step_overrides},
+	{PDK_SESSION_OVERRIDES, step_linked},    {PDK_SESSION_IMAGE, step_image},
+	{PDK_SESSION_WORKSPACE, step_workspace}, {PDK_SESSION_ENV, step_env},
+	{PDK_SESSION_EVENTS, step_events},       {PDK_SESSION_CHANGE_SET, step_change_set},
 	{PDK_SESSION_WORKSPACE, step_private},
 };
 
@@ -351,8 +386,10 @@ struct pdk_session *pdk_session_open(const struct pdk_session_opts *opts,
 		pdk_make_id(s->id);
 	for (size_t i = 0; i < PDK_ARRAY_SIZE(open_steps); i++) {
 		if (open_steps[i].fn(s, err) < 0) {
-			if (why != NULL)
+			if (why != NULL) {
 				why->step = open_steps[i].step;
+				why->needs_full = s->needs_full;
+			}
 			abandon(s);
 			return NULL;
 		}
@@ -546,10 +583,12 @@ void pdk_session_free(struct pdk_session *s)
 	pdk_mounts_free(s->mounts);
 	pdk_strv_free(s->image_layers);
 	pdk_strv_free(s->argv);
-	pdk_image_free(s->image);
+	if (s->image != NULL)
+		pdk_image_free(s->image);
 	if (s->image_hold >= 0)
 		(void)close(s->image_hold);
-	pdk_image_store_free(s->store);
+	if (s->store != NULL)
+		pdk_image_store_free(s->store);
 	free(s);
 }
 

@@ -124,6 +124,12 @@ struct pdk_session_failure {
 	 * success (then it is empty).
 	 */
 	struct pdk_policy_report report;
+	/*
+	 * The policy needs what this binary is linked without (the egress
+	 * proxy, the image store): nothing was made, and paddock-full can run
+	 * it (docs/internals/binaries.md). Only the front binary sets it.
+	 */
+	bool needs_full;
 };
 
 struct pdk_session;

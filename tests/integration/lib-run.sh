@@ -82,6 +82,10 @@ chmod 0777 "$T/home"
 chown 65534:65534 "$T/state-user" "$T/run-user"
 # The build tree may not be readable by nobody: run copies from a world-readable place.
 cp "$PADDOCK" "$T/bin/paddock"
+# The front hands every verb but run, version and help to paddock-full beside it
+# (docs/internals/binaries.md).
+cp "${PADDOCK_FULL:-$(dirname "$PADDOCK")/paddock-full}" "$T/bin/paddock-full"
+unset PADDOCK_FULL
 cp "$PADDOCK_INIT" "$T/bin/paddock-init"
 chmod 0755 "$T/bin"/*
 UNPRIV_UID=65534

@@ -35,7 +35,8 @@ for who in root user; do
 		DESTDIR="$T/dest-$who" >"$T/install-$who.log" 2>&1
 	ok $? "$who: make install PREFIX=/usr/local DESTDIR=... succeeds$(tail -3 "$T/install-$who.log")"
 	p="$T/dest-$who/usr/local"
-	for f in bin/paddock libexec/paddock/paddock-init libexec/paddock/paddock-otlp; do
+	for f in bin/paddock libexec/paddock/paddock-full libexec/paddock/paddock-init \
+		libexec/paddock/paddock-otlp; do
 		[ -x "$p/$f" ]; ok $? "$who: PREFIX/$f is installed and executable"
 	done
 done
@@ -59,6 +60,19 @@ for who in root user; do
 	rc=$?
 	grep -q "cannot run the OTLP exporter" "$T/err"; is "$rc:$?" 0:1 \
 		"$who: the installed paddock starts its own paddock-otlp ($(head -c 200 "$T/err"))"
+done
+
+# A verb the installed paddock hands to paddock-full (docs/internals/binaries.md), and a run
+# it hands over (its policy needs the egress proxy): both find it under PREFIX/libexec.
+printf 'extends: default\nnetwork:\n  mode: allowlist\n  allow: [example.com]\n' >"$T/allow.yaml"
+chmod 0644 "$T/allow.yaml"
+for who in root user; do
+	bin="$T/dest-$who/usr/local/bin/paddock"
+	out=$(as "$who" "$bin" profile show default 2>"$T/err" | head -1)
+	is "$out" "name: default" "$who: the installed paddock runs 'profile show' by its paddock-full ($(head -c 200 "$T/err"))"
+	out=$(cd "$ws" && as "$who" "$bin" run --profile "$T/allow.yaml" -- sh -c 'echo $HTTP_PROXY' 2>"$T/err")
+	is "$out" "http://127.0.0.1:3128" \
+		"$who: the installed paddock hands an allowlist run to its paddock-full ($(head -c 200 "$T/err"))"
 done
 
 # A daemon of the installed paddock: its supervisors are the installed binary too.
@@ -92,6 +106,8 @@ mount --bind "$T/dest-root/usr/local" /usr/local
 for who in root user; do
 	out=$(cd "$ws" && as "$who" "$T/elsewhere/paddock" run -- echo ran 2>"$T/err"); rc=$?
 	is "$rc:$out" "0:ran" "$who: a copy of paddock finds the helpers at the compiled-in /usr/local/libexec/paddock ($(head -c 200 "$T/err"))"
+	out=$(as "$who" "$T/elsewhere/paddock" profile show default 2>"$T/err" | head -1)
+	is "$out" "name: default" "$who: ... and paddock-full there ($(head -c 200 "$T/err"))"
 done
 umount /usr/local
 

@@ -270,6 +270,83 @@ in_cgroup2() {
 	(echo "$BASHPID" >"$dir/cgroup.procs" && "$@")
 }
 
+# paddock is two binaries (docs/internals/binaries.md): the front, `paddock`, runs a run
+# itself and is linked without SQLite, OpenSSL and libevent; paddock-full, beside it, runs
+# every other verb and a run whose policy needs the egress proxy or an image.
+check_front() { # WHO
+	local who=$1 n pid exe args rc mark spools sets
+	local PRUN
+	if [ "$who" = root ]; then
+		n=$(nm "$T/bin/paddock" | grep -cE ' (EVP_|SSL_|sqlite3_|event_base_)')
+		is "$n" 0 "the front binary holds no OpenSSL, SQLite or libevent symbol"
+		n=$(nm "$T/bin/paddock-full" | grep -cE ' (EVP_|SSL_|sqlite3_|event_base_)')
+		[ "$n" -gt 100 ]
+		ok $? "paddock-full holds them ($n symbols)"
+	fi
+	printf 'extends: default\nnetwork:\n  mode: allowlist\n  allow: [example.com]\n' \
+		>"$T/home/front-allow.yaml"
+	chmod 0644 "$T/home/front-allow.yaml"
+	prun_cmd "$who"
+	for mode in default allowlist; do
+		mark=$((RANDOM + 1000))$$
+		if [ "$mode" = default ]; then set --; else set -- --profile "$T/home/front-allow.yaml"; fi
+		(cd "$T/home" && exec "${PRUN[@]}" run "$@" -- sleep "60.$mark") 2>"$T/err-$mode" &
+		pid=$!
+		for _ in $(seq 300); do pgrep -f "^sleep 60\.$mark\$" >/dev/null && break; sleep 0.1; done
+		exe=$(readlink "/proc/$pid/exe")
+		args=$(tr '\0' ' ' <"/proc/$pid/cmdline")
+		kill -TERM "$pid"
+		wait "$pid"
+		if [ "$mode" = default ]; then
+			is "$exe" "$T/bin/paddock" "$who: a default run is supervised by the front itself"
+		else
+			is "$exe" "$T/bin/paddock-full" \
+				"$who: an allowlist run is handed to paddock-full ($(head -c 200 "$T/err-$mode"))"
+			case "$args" in "$T/bin/paddock run --profile "*) true ;; *) false ;; esac
+			ok $? "$who: ... with the argv the user gave (ps shows: $args)"
+		fi
+	done
+	# Without paddock-full, the allowlist run fails before it makes anything; the verbs say
+	# where paddock-full was looked for.
+	spools=$(find "$T/state-$who/audit-spool" -name '*.jsonl' 2>/dev/null | wc -l)
+	sets=$(find "$T/state-$who/ws" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+	PRUN_ENV=(PADDOCK_FULL="$T/no-such-full")
+	prun "$who" --profile "$T/home/front-allow.yaml" -- true 2>"$T/err"
+	rc=$?
+	is "$rc" 125 "$who: an allowlist run without paddock-full: 125"
+	grep -q "linked without the egress proxy.*$T/no-such-full" "$T/err"
+	ok $? "$who: ... the error says what needs it and where it was looked for ($(head -c 240 "$T/err"))"
+	is "$(find "$T/state-$who/audit-spool" -name '*.jsonl' 2>/dev/null | wc -l):$(find "$T/state-$who/ws" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)" \
+		"$spools:$sets" "$who: ... and nothing was made (no spool, no change set)"
+	prun_cmd "$who"
+	(cd "$T/home" && "${PRUN[@]}" ws ls) >/dev/null 2>"$T/err"
+	rc=$?
+	is "$rc" 125 "$who: a verb without paddock-full: 125"
+	grep -q "'ws' is run by paddock-full.*$T/no-such-full" "$T/err" && grep -q PADDOCK_FULL "$T/err"
+	ok $? "$who: ... the error names the path and PADDOCK_FULL ($(head -c 240 "$T/err"))"
+	PRUN_ENV=(PADDOCK_FULL="$T/bin/paddock")
+	prun_cmd "$who"
+	(cd "$T/home" && "${PRUN[@]}" ws ls) >/dev/null 2>"$T/err"
+	rc=$?
+	is "$rc" 125 "$who: PADDOCK_FULL naming the front itself is refused, not looped (125)"
+	# The front folds the spools by running paddock-full audit fold: its report is not the
+	# run's output. A wrapper stands for paddock-full, to see it started.
+	printf '#!/bin/sh\necho "$*" >>"%s"\nexec "%s" "$@"\n' "$T/home/full-$who.log" \
+		"$T/bin/paddock-full" >"$T/bin/full-wrap-$who"
+	chmod 0755 "$T/bin/full-wrap-$who"
+	PRUN_ENV=()
+	prun_cmd "$who"
+	(cd "$T/home" && "${PRUN[@]}" audit fold) >/dev/null 2>&1 # no spool waits: the next run's is the first
+	rm -f "$T/home/full-$who.log"
+	PRUN_ENV=(PADDOCK_FULL="$T/bin/full-wrap-$who" PADDOCK_AUDIT_FOLD_AT=2)
+	prun "$who" --workspace-mode none -- true 2>/dev/null
+	n=$(prun "$who" --workspace-mode none -- echo only-this 2>"$T/err")
+	is "$n" only-this "$who: a run that folds prints its command's output only"
+	is "$(cat "$T/home/full-$who.log" 2>&1):$(find "$T/state-$who/audit-spool" -name '*.jsonl' | wc -l)" \
+		"audit fold:0" "$who: ... paddock-full audit fold folded the spools ($(head -c 200 "$T/err"))"
+	PRUN_ENV=()
+}
+
 for who in root user; do
 	check_basic "$who"
 	check_cgroup2_clone_into "$who"
@@ -280,5 +357,6 @@ for who in root user; do
 	check_signals "$who"
 	check_idle_memory "$who"
 	check_killed_run_cgroup "$who"
+	check_front "$who"
 done
 done_testing
