@@ -95,12 +95,13 @@ mcp_stop() {
 no_paddock_left() {
 	local i n
 	for i in $(seq 1 600); do
-		n=$(($(pgrep -c -x 'paddock|paddock-full') + $(pgrep -c -x paddock-init)))
+		# pgrep matches no pattern longer than a process name (15 characters): one name each.
+		n=$(($(pgrep -c -x paddock) + $(pgrep -c -x paddock-full) + $(pgrep -c -x paddock-init)))
 		[ "$n" = 0 ] && break
 		sleep 0.1
 	done
 	is "$n" 0 "$1: no paddock or paddock-init process is left once the client closed" ||
-		ps -o pid,ppid,user,stat,args -p "$(pgrep -d, -x 'paddock|paddock-full|paddock-init')" | sed 's/^/#   /'
+		ps -o pid,ppid,user,stat,args -C paddock,paddock-full,paddock-init | sed 's/^/#   /'
 }
 
 # drive LABEL CMD...: run a driver that prints "ok - DESC" / "not ok - DESC" / "# ..." lines

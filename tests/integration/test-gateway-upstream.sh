@@ -109,7 +109,8 @@ no_process_left() {
 	[ "$1" = root ] || cg=$DELEGATED
 	procs=$(find /sys/fs/cgroup -path "*$cg/*" -name cgroup.procs -exec cat {} + 2>/dev/null |
 		wc -l)
-	left=$(($(pgrep -c -x 'paddock|paddock-full') + $(pgrep -c -x paddock-init) + $(pgrep -c -f gw-upstream.py)))
+	left=$(($(pgrep -c -x paddock) + $(pgrep -c -x paddock-full) + $(pgrep -c -x paddock-init) +
+		$(pgrep -c -f gw-upstream.py)))
 	is "$procs/$left" "0/0" "$1: $2: no process left in its cgroups or the namespace" ||
 		ps -eo pid,ppid,user,args | sed 's/^/#   /'
 }
