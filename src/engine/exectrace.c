@@ -46,7 +46,11 @@ struct pdk__pidfd_info {
 	int32_t exit_code;
 };
 #define PDK_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct pdk__pidfd_info)
+#define PDK_PIDFD_INFO_PID  (1ULL << 0)
 #define PDK_PIDFD_INFO_EXIT (1ULL << 3)
+
+/* NS_GET_PID_IN_PIDNS (Linux 6.10): a pid of ours as a pid namespace numbers it. */
+#define PDK_NS_GET_PID_IN_PIDNS _IOR(0xb7, 0x8, int)
 
 /* SECCOMP_IOCTL_NOTIF_SET_FLAGS (Linux 6.6), absent from older headers. */
 #define PDK_SECCOMP_IOCTL_NOTIF_SET_FLAGS      SECCOMP_IOW(4, uint64_t)
@@ -63,6 +67,7 @@ struct pdk_exectrace {
 	int fd;
 	pid_t init_pid;
 	pid_t skip_exit_pid; /* inside the sandbox; 0: none */
+	int pidns_fd;        /* the sandbox's pid namespace; -1: not opened yet, -2: cannot be */
 	bool recording;
 	pdk_exectrace_emit_cb emit;
 	void *data;
@@ -437,16 +442,48 @@ static int read_status(pid_t pid, struct pdk__proc_status *st)
 	return rc < 0 ? rc : pdk__exectrace_parse_status(buf, st);
 }
 
+/*
+ * The sandbox's pid namespace, opened at the first need from its init
+ * (alive: it is ours to reap, so its pid is its own).
+ */
+static int pidns_fd(struct pdk_exectrace *t)
+{
+	char path[64];
+
+	if (t->pidns_fd == -1 && t->init_pid > 0) {
+		(void)snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)t->init_pid);
+		t->pidns_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (t->pidns_fd < 0)
+			t->pidns_fd = -2;
+	}
+	return t->pidns_fd;
+}
+
+/*
+ * Host pid `host` as the sandbox numbers it, asked of the namespace: -1 when
+ * the kernel cannot say (before Linux 6.10, or no such process there).
+ */
+static pid_t ns_pid(struct pdk_exectrace *t, pid_t host)
+{
+	int fd = pidns_fd(t);
+	int r = fd >= 0 ? ioctl(fd, PDK_NS_GET_PID_IN_PIDNS, (unsigned long)host) : -1;
+
+	return r > 0 ? r : -1;
+}
+
 /* The pid inside the sandbox of host pid `host` (its parent, usually). */
-static pid_t inner_pid(const struct pdk_exectrace *t, pid_t host)
+static pid_t inner_pid(struct pdk_exectrace *t, pid_t host)
 {
 	struct pdk__proc_status st;
+	pid_t ns;
 
 	if (host == t->init_pid)
 		return 1;
 	for (size_t i = 0; i < t->n_procs; i++)
 		if (t->procs[i].host_pid == host)
 			return t->procs[i].pid;
+	if ((ns = ns_pid(t, host)) > 0)
+		return ns;
 	if (read_status(host, &st) < 0)
 		return -1;
 	return st.nspid;
@@ -600,17 +637,48 @@ struct pinned {
 	char *cwd;
 };
 
-static void pinned_release(struct pinned *p)
+static void close_pidfd(struct pinned *p)
 {
 	if (p->pidfd >= 0)
 		(void)close(p->pidfd);
 	p->pidfd = -1;
+}
+
+static void pinned_release(struct pinned *p)
+{
+	close_pidfd(p);
 	free(p->cwd);
 	p->cwd = NULL;
 }
 
 /*
- * Step 2: status, cwd and a pidfd of the notifying thread's process. Read
+ * Step 2 without /proc/PID/status (an open, a read the kernel formats 1.4 KB
+ * for, a close, while the exec waits): a pidfd of the thread, which the
+ * kernel gives only for a thread-group leader, its parent from
+ * PIDFD_GET_INFO (Linux 6.13) and its pid inside from the namespace. False
+ * when any of it cannot be had (a thread other than the leader, an older
+ * kernel): the caller reads the status file.
+ */
+static bool pin_by_pidfd(struct pdk_exectrace *t, pid_t tid, struct pinned *p)
+{
+	struct pdk__pidfd_info info = {.mask = PDK_PIDFD_INFO_PID};
+	int fd = (int)syscall(SYS_pidfd_open, tid, 0);
+	pid_t ns;
+
+	if (fd < 0)
+		return false;
+	if (ioctl(fd, PDK_PIDFD_GET_INFO, &info) < 0 || !(info.mask & PDK_PIDFD_INFO_PID) ||
+	    info.tgid != (uint32_t)tid || (ns = ns_pid(t, tid)) < 0) {
+		(void)close(fd);
+		return false;
+	}
+	p->pidfd = fd;
+	p->st = (struct pdk__proc_status){.tgid = tid, .ppid = (pid_t)info.ppid, .nspid = ns};
+	return true;
+}
+
+/*
+ * Step 2: pids, cwd and a pidfd of the notifying thread's process. Read
  * while it waits: a short-lived program may be gone (and reaped) soon after
  * the answer.
  */
@@ -621,14 +689,16 @@ static void pin(struct pdk_exectrace *t, pid_t tid, struct pinned *p)
 	p->pidfd = -1;
 	p->host_pid = tid;
 	p->st = (struct pdk__proc_status){-1, -1, -1};
-	if (read_status(tid, &p->st) < 0)
-		return;
-	/*
-	 * A thread other than the leader: exec makes it the leader, with the
-	 * leader's pids, so those are the ones to record and watch.
-	 */
-	if (p->st.tgid != tid && read_status(p->st.tgid, &p->st) < 0)
-		return;
+	if (!pin_by_pidfd(t, tid, p)) {
+		if (read_status(tid, &p->st) < 0)
+			return;
+		/*
+		 * A thread other than the leader: exec makes it the leader, with
+		 * the leader's pids, so those are the ones to record and watch.
+		 */
+		if (p->st.tgid != tid && read_status(p->st.tgid, &p->st) < 0)
+			return;
+	}
 	p->host_pid = p->st.tgid;
 	p->cwd = read_cwd(p->host_pid);
 	old = find_tracked(t, p->host_pid);
@@ -641,7 +711,9 @@ static void pin(struct pdk_exectrace *t, pid_t tid, struct pinned *p)
 		old = NULL;
 	}
 	p->tracked = old != NULL;
-	if (!p->tracked && t->n_procs < PDK_EXECTRACE_MAX_TRACKED)
+	if (p->tracked || t->n_procs >= PDK_EXECTRACE_MAX_TRACKED)
+		close_pidfd(p); /* not watched: no slot, or watched already */
+	else if (p->pidfd < 0)
 		p->pidfd = (int)syscall(SYS_pidfd_open, p->host_pid, 0);
 }
 
@@ -786,6 +858,7 @@ struct pdk_exectrace *pdk_exectrace_new(int listener_fd, pdk_exectrace_emit_cb e
 	t = pdk_xcalloc(1, sizeof(*t));
 	t->fd = listener_fd;
 	t->init_pid = -1;
+	t->pidns_fd = -1;
 	t->emit = emit;
 	t->data = data;
 	t->req_size = sizes.seccomp_notif > sizeof(*t->req) ? sizes.seccomp_notif : sizeof(*t->req);
@@ -848,6 +921,8 @@ void pdk_exectrace_free(struct pdk_exectrace *t)
 		(void)close(t->procs[i].pidfd);
 	if (t->fd >= 0)
 		(void)close(t->fd);
+	if (t->pidns_fd >= 0)
+		(void)close(t->pidns_fd);
 	free(t->req);
 	free(t->resp);
 	free(t);

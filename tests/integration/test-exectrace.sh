@@ -71,6 +71,24 @@ assert len(main) == 1 and "trace" not in main[0] and main[0]["exit_code"] == 0, 
 PY
 }
 
+# Step 2 asks the pidfd and the namespace for an exec's pids; a thread other than the leader
+# gets no pidfd (the kernel gives one for a leader only), so /proc/PID/status says: the exec
+# is recorded with the leader's pid, which the exec makes it.
+check_thread_exec() {
+	local who=$1
+	trun "$who" -- python3 -c 'import os, threading
+print(os.getpid(), os.getppid(), flush=True)
+t = threading.Thread(target=os.execv, args=("/bin/echo", ["/bin/echo", "from-thread"]))
+t.start(); t.join()' >"$T/out" 2>/dev/null
+	is "$(sed -n 2p "$T/out")" from-thread "$who: a thread other than the leader execs (output: $(tr '\n' ' ' <"$T/out"))"
+	head -1 "$T/out" >"$T/home/thread-pids"
+	pycheck "$who: ... its exec is recorded with the leader's pid and parent" <<'PY'
+pid, ppid = (int(x) for x in open(ws + "/thread-pids").read().split())
+a = find(["/bin/echo", "from-thread"])
+assert a["pid"] == pid and a["ppid"] == ppid, (a, pid, ppid)
+PY
+}
+
 check_daemon() {
 	local who=$1
 	# The daemon: a subshell starts it in the background and exits; it is re-parented to
@@ -246,5 +264,6 @@ for who in root user; do
 	check_burst "$who"
 	check_off "$who"
 	check_reads "$who"
+	check_thread_exec "$who"
 done
 done_testing
