@@ -12,7 +12,6 @@
 #include "common.h"
 #include "base.h"
 #include "cli.h"
-#include "engine.h"
 #include "telemetry.h"
 
 #include <errno.h>
