@@ -657,22 +657,19 @@ static void pinned_release(struct pinned *p)
  * kernel gives only for a thread-group leader, its parent from
  * PIDFD_GET_INFO (Linux 6.13) and its pid inside from the namespace. False
  * when any of it cannot be had (a thread other than the leader, an older
- * kernel): the caller reads the status file.
+ * kernel): the caller reads the status file. A pidfd it did get is kept in
+ * p->pidfd either way (the leader's: the one pin() watches), not opened twice.
  */
 static bool pin_by_pidfd(struct pdk_exectrace *t, pid_t tid, struct pinned *p)
 {
 	struct pdk__pidfd_info info = {.mask = PDK_PIDFD_INFO_PID};
-	int fd = (int)syscall(SYS_pidfd_open, tid, 0);
 	pid_t ns;
 
-	if (fd < 0)
+	p->pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
+	if (p->pidfd < 0 || ioctl(p->pidfd, PDK_PIDFD_GET_INFO, &info) < 0 ||
+	    !(info.mask & PDK_PIDFD_INFO_PID) || info.tgid != (uint32_t)tid ||
+	    (ns = ns_pid(t, tid)) < 0)
 		return false;
-	if (ioctl(fd, PDK_PIDFD_GET_INFO, &info) < 0 || !(info.mask & PDK_PIDFD_INFO_PID) ||
-	    info.tgid != (uint32_t)tid || (ns = ns_pid(t, tid)) < 0) {
-		(void)close(fd);
-		return false;
-	}
-	p->pidfd = fd;
 	p->st = (struct pdk__proc_status){.tgid = tid, .ppid = (pid_t)info.ppid, .nspid = ns};
 	return true;
 }
