@@ -32,8 +32,9 @@
  * them (docs/internals/binaries.md), and there they are NULL: every call
  * below is made only for a sandbox whose proxy or CA exists. A policy that
  * needs the proxy is handed to paddock-full before anything is made
- * (pdk_sandbox_has_egress(), session.c); start_egress() refuses one that
- * comes anyway. paddock-full links them (cli/paddock.c, linked_in[]).
+ * (pdk_sandbox_has_egress(), session.c); prepare_egress_tls(), the first
+ * egress step of a creation, refuses one that comes anyway. paddock-full
+ * links them (cli/paddock.c, linked_in[]).
  */
 #pragma weak pdk_egress_start
 #pragma weak pdk_egress_stop
@@ -697,7 +698,16 @@ static int prepare_egress_tls(struct pdk_sandbox *sb, struct pdk_error **err)
 	const struct pdk_policy *p = sb->cfg->policy;
 	_cleanup_free_ char *bundle = NULL;
 
-	if (p->network.mode != PDK_NET_ALLOWLIST || !pdk_egress_tls_wanted(p->network.credentials))
+	if (p->network.mode != PDK_NET_ALLOWLIST)
+		return 0;
+	/* The first egress step of a creation (create_steps[]): fail closed here, before any call.
+	 */
+	if (!pdk_sandbox_has_egress())
+		return pdk_error_setx(
+			err, ENOSYS,
+			"egress: this paddock binary is linked without the egress proxy "
+			"(network.mode allowlist runs in paddock-full)");
+	if (!pdk_egress_tls_wanted(p->network.credentials))
 		return 0;
 	sb->egress_ca = pdk_egress_ca_new(sb->id, err);
 	if (sb->egress_ca == NULL || make_run_dir(sb, err) < 0)
@@ -745,11 +755,6 @@ static int start_egress(struct pdk_sandbox *sb, struct pdk_error **err)
 
 	if (p->network.mode != PDK_NET_ALLOWLIST)
 		return 0;
-	if (!pdk_sandbox_has_egress())
-		return pdk_error_setx(
-			err, ENOSYS,
-			"egress: this paddock binary is linked without the egress proxy "
-			"(network.mode allowlist runs in paddock-full)");
 	if (sb->egress_fd < 0)
 		return pdk_error_setx(err, EPROTO,
 				      "egress: the sandbox passed no listening socket");
