@@ -187,6 +187,20 @@ int pdk_replace_file(const char *tmp, const char *path, const char *data, struct
 	return pdk_error_set(err, e, "cannot rename '%s' to '%s'", tmp, path);
 }
 
+ssize_t pdk_read_once(const char *path, char *buf, size_t len)
+{
+	_cleanup_close_ int fd = TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC));
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = TEMP_FAILURE_RETRY(read(fd, buf, len - 1));
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
+}
+
 int pdk_read_file_at(int dirfd, const char *path, size_t max, char **out, struct pdk_error **err)
 {
 	_cleanup_close_ int fd = TEMP_FAILURE_RETRY(openat(dirfd, path, O_RDONLY | O_CLOEXEC));

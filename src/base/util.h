@@ -114,6 +114,14 @@ PDK_MUST_CHECK int pdk_read_file_at(int dirfd, const char *path, size_t max, cha
 				    struct pdk_error **err);
 
 /*
+ * A kernel-generated file (/proc, cgroupfs) into buf with one open, one
+ * read() and one close: such files are made whole at the first read, and
+ * each system call counts on a start's path. buf is NUL-terminated. Returns
+ * the bytes read (len - 1: it filled buf and may go on), or -errno.
+ */
+PDK_MUST_CHECK ssize_t pdk_read_once(const char *path, char *buf, size_t len);
+
+/*
  * Read a file a user names (a profile, a recipe, a gateway config): a
  * regular file, of which at most `max` + 1 bytes are read, so that the
  * caller can tell it is too long (*len > max) and say so in its words.

@@ -118,20 +118,15 @@ int pdk__cgroup_keyed(const char *text, const char *key, uint64_t *out)
 static int stat_read(const char *dir, const char *file, char *buf, size_t len)
 {
 	char path[PATH_MAX];
-	_cleanup_close_ int fd = -1;
 	size_t n = strlen(dir);
 	ssize_t got;
 
 	if (snprintf(path, sizeof(path), "%s%s%s", dir, n > 0 && dir[n - 1] == '/' ? "" : "/",
 		     file) >= (int)sizeof(path))
 		return -1;
-	fd = TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC));
-	if (fd < 0)
-		return -1;
-	got = TEMP_FAILURE_RETRY(read(fd, buf, len - 1));
+	got = pdk_read_once(path, buf, len);
 	if (got < 0)
 		return -1;
-	buf[got] = '\0';
 	return (size_t)got == len - 1 ? 1 : 0;
 }
 

@@ -412,26 +412,18 @@ void pdk__exectrace_set_argv(json_t *obj, char *const *argv)
 /* ---- /proc readers ---- */
 
 /*
- * /proc/PID/NAME into buf, with one read(): these files are generated whole
- * on the first read, and each syscall counts on a VM (the traced process
- * waits for them). Paths, not a /proc/PID dirfd: the caller makes sure the
- * pid is still the process it means (ID_VALID, or a pidfd check).
+ * /proc/PID/NAME into buf, with one read() (pdk_read_once(): the traced
+ * process waits for these). Paths, not a /proc/PID dirfd: the caller makes
+ * sure the pid is still the process it means (ID_VALID, or a pidfd check).
  */
 static int read_proc(pid_t pid, const char *name, char *buf, size_t len)
 {
 	char path[64];
-	_cleanup_close_ int fd = -1;
 	ssize_t n;
 
 	(void)snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	fd = TEMP_FAILURE_RETRY(open(path, O_RDONLY | O_CLOEXEC));
-	if (fd < 0)
-		return -errno;
-	n = TEMP_FAILURE_RETRY(read(fd, buf, len - 1));
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
+	n = pdk_read_once(path, buf, len);
+	return n < 0 ? (int)n : 0;
 }
 
 static int read_status(pid_t pid, struct pdk__proc_status *st)

@@ -513,3 +513,15 @@ Test(util, log_limit_passes_a_burst_then_counts_what_it_drops)
 		  "last line: %s", seen.last);
 	cr_assert_eq(lim.suppressed, 0);
 }
+
+/* One read of a kernel-made file: whole and NUL-terminated, or len - 1 when it fills buf. */
+Test(util, read_once)
+{
+	char buf[64], small[4];
+
+	cr_assert_gt(pdk_read_once("/proc/self/stat", buf, sizeof(buf)), 0);
+	cr_assert_eq(strtol(buf, NULL, 10), (long)getpid(), "%s", buf);
+	cr_assert_eq(pdk_read_once("/proc/self/stat", small, sizeof(small)), 3);
+	cr_assert_eq(small[3], '\0');
+	cr_assert_eq(pdk_read_once("/proc/self/no-such-file", buf, sizeof(buf)), -ENOENT);
+}
