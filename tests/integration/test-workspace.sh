@@ -516,12 +516,14 @@ check_volatile() {
 	pws "$who" discard "$id" >/dev/null
 
 	# Killed: the supervisor is SIGKILLed while its sandbox runs; the set keeps its mark.
+	# The wait is for f with its content (-s): the shell creates f before it writes it, and a
+	# kill in between would leave it empty.
 	(cd "$T/home" && exec "${PRUN[@]}" run -w "$ws" -- sh -c 'echo killed > f; sleep 100') >/dev/null 2>&1 &
 	pid=$! # paddock itself: setpriv and env exec it
 	mark=
 	for _ in $(seq 300); do
 		id=$(last_set "$who")
-		[ -n "$id" ] && [ -e "$st/$id/upper/f" ] && mark="$st/$id/work/work/incompat/volatile" && break
+		[ -n "$id" ] && [ -s "$st/$id/upper/f" ] && mark="$st/$id/work/work/incompat/volatile" && break
 		sleep 0.05
 	done
 	kill -9 "$pid"
@@ -553,7 +555,7 @@ check_volatile() {
 	pid=$! # paddock itself: setpriv and env exec it
 	for _ in $(seq 300); do
 		id=$(last_set "$who")
-		[ -n "$id" ] && [ -e "$st/$id/upper/f" ] && break
+		[ -n "$id" ] && [ -s "$st/$id/upper/f" ] && break
 		sleep 0.05
 	done
 	kill -9 "$pid"
