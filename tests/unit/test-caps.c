@@ -102,10 +102,11 @@ Test(caps, failure_names_the_step)
 
 	need_root();
 	drop_all();
-	/* Without CAP_SETPCAP the securebits cannot be set again. */
+	/* Without CAP_SETPCAP nothing can be dropped from the bounding set, even what is gone. */
 	cr_assert_eq(pdk_caps_drop_all_child(&ce), -EPERM);
 	cr_assert_eq(ce.err, EPERM);
-	cr_assert_str_eq(ce.msg, "cannot drop capabilities (securebits): Operation not permitted");
+	cr_assert_str_eq(ce.msg,
+			 "cannot drop capabilities (bounding set): Operation not permitted");
 }
 
 Test(caps, root_without_caps_is_an_ordinary_user)
