@@ -852,24 +852,16 @@ static int make_parents(const char *path)
 }
 
 /*
- * `path` made as a dir or an empty file, its parents there; -errno (-ENOENT: a
- * parent is missing). `absent`: the caller's lstat() found no regular file there.
+ * `path` made as a dir or an empty file, its parents there; -errno (-ENOENT:
+ * a parent is missing; -EEXIST: something is where the file was to be).
+ * The file is made by mknod(): one system call, no open file to close, and
+ * a symlink there is not followed.
  */
-static int make_last(const char *path, bool last_is_dir, bool absent)
+static int make_last(const char *path, bool last_is_dir)
 {
-	struct stat st;
-	int fd;
-
 	if (last_is_dir)
 		return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
-	/* A file that is there is a mount point as it is, even on a read-only bind. */
-	if (!absent && lstat(path, &st) == 0 && S_ISREG(st.st_mode))
-		return 0;
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -errno;
-	(void)close(fd);
-	return 0;
+	return mknod(path, S_IFREG | 0644, 0) < 0 ? -errno : 0;
 }
 
 /*
@@ -879,14 +871,14 @@ static int make_last(const char *path, bool last_is_dir, bool absent)
  * first and the parents only when that finds one missing: one system call
  * instead of one per component, most of which found the directory there.
  */
-static int make_path(const char *path, bool last_is_dir, bool absent)
+static int make_path(const char *path, bool last_is_dir)
 {
-	int rc = make_last(path, last_is_dir, absent);
+	int rc = make_last(path, last_is_dir);
 
 	if (rc != -ENOENT)
 		return rc;
 	rc = make_parents(path);
-	return rc < 0 ? rc : make_last(path, last_is_dir, absent);
+	return rc < 0 ? rc : make_last(path, last_is_dir);
 }
 
 /* symlink(target, path), its parents made when one is missing (as make_path()). */
@@ -1396,27 +1388,30 @@ static int apply_op(const struct op *o, bool image, int *upper_fd, struct pdk_ch
 	int rc = 0;
 
 	struct stat st;
-	bool file_there = false, absent = false;
 
 	if (image && check_image_path(o, ce) < 0)
 		return -1;
-	/* A file bind's mount point looked at once: a symlink, a file to mount on, or neither. */
+	/*
+	 * A file bind's mount point is made first, and looked at only when
+	 * something is there: on the least root nothing ever is (one mknod(),
+	 * where a look first took three calls). A symlink there is followed
+	 * inside the root; a file is mounted on as it is, even on a read-only
+	 * bind. A generated file is made by its own write (write_file()).
+	 */
 	if (o->kind == OP_BIND && !o->is_dir) {
-		bool there = lstat(o->dst, &st) == 0;
-
-		if (there && S_ISLNK(st.st_mode))
-			return bind_file_via_link(o, ce);
-		file_there = there && S_ISREG(st.st_mode);
-		absent = !file_there;
-	}
-	/* A generated file is made by its own write (write_file()). */
-	if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK &&
-	    o->kind != OP_PRIVATE && o->kind != OP_FILE && !file_there) {
-		rc = make_path(o->dst, o->is_dir, absent);
-		if (rc < 0) {
-			errno = -rc;
-			return fail(ce, "cannot create mount point", o->dst, NULL);
+		rc = make_path(o->dst, false);
+		if (rc == -EEXIST && lstat(o->dst, &st) == 0) {
+			if (S_ISLNK(st.st_mode))
+				return bind_file_via_link(o, ce);
+			rc = S_ISREG(st.st_mode) ? 0 : S_ISDIR(st.st_mode) ? -EISDIR : rc;
 		}
+	} else if (o->kind != OP_ROBIND && o->kind != OP_MASK && o->kind != OP_SYMLINK &&
+		   o->kind != OP_PRIVATE && o->kind != OP_FILE) {
+		rc = make_path(o->dst, o->is_dir);
+	}
+	if (rc < 0) {
+		errno = -rc;
+		return fail(ce, "cannot create mount point", o->dst, NULL);
 	}
 	switch (o->kind) {
 	case OP_BIND:
