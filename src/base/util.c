@@ -4,9 +4,11 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fs.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -529,6 +531,17 @@ int pdk_mkdir_p(const char *path, struct pdk_error **err)
 			return 0;
 		*s = '/';
 	}
+}
+
+bool pdk_dir_spread(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int flags = 0;
+
+	if (fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0 || (flags & FS_TOPDIR_FL))
+		return false;
+	flags |= FS_TOPDIR_FL;
+	return ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
 }
 
 size_t pdk_utf8_len(const unsigned char *p, size_t n)

@@ -164,6 +164,22 @@ void pdk_env_set_take(char ***env, char *kv);
 PDK_MUST_CHECK int pdk_mkdir_p(const char *path, struct pdk_error **err);
 
 /*
+ * Give the directory `path` ext4's "top directory" flag (FS_TOPDIR_FL,
+ * chattr +T), so that the file system places each directory made in it in
+ * a block group of its own choosing (the Orlov allocator spreads the
+ * children of a top directory), and with it everything made inside that
+ * child. Meant for the directories that hold one child per sandbox or
+ * workspace set, made and removed by the hundred: on ext4 without a journal
+ * an inode freed in the last minute (six when its table block is still
+ * dirty) is skipped by every allocation in its group, one lookup each, so
+ * churn kept in one group makes every file made there dearer
+ * (docs/internals/performance.md, eleventh and fourteenth rounds). Other
+ * file systems ignore the flag or refuse it, and nothing changes there.
+ * Whether the flag was set just now, on a directory that had none.
+ */
+bool pdk_dir_spread(const char *path);
+
+/*
  * The length of the UTF-8 sequence that starts at `p` (n > 0 bytes there):
  * 1 to 4, or 0 when those bytes do not start a valid one (RFC 3629: no
  * overlong form, no surrogate, nothing above U+10FFFF). NUL is a valid

@@ -13,9 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/fs.h>
 #include <sys/file.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -529,30 +527,14 @@ static bool take_spare(struct pdk_ws *ws, const char *root, mode_t mode)
 }
 
 /*
- * STATE/ws gets ext4's "top directory" flag (FS_TOPDIR_FL, chattr +T), so
- * that each set made in it is placed in a block group of its own choosing
- * (the Orlov allocator spreads the children of a top directory), away from
- * the state directory's. Every overlay mount makes seven inodes in its work
- * directory and frees three at once; a set taken back frees four more. On
- * ext4 without a journal an inode freed in the last minute (six when its
- * table block is still dirty) is skipped by every allocation in its group,
- * one lookup each, so a group that other sets, other state directories or
- * other programs churn too made a default run 2.5 ms dearer here
- * (docs/internals/performance.md, eleventh round). Other file systems
- * ignore the flag or refuse it: nothing changes there. Whether the flag was
- * set just now, on a directory that had none.
+ * STATE/ws is a top directory (pdk_dir_spread()): each set made in it is
+ * placed in a block group of its own choosing, away from the state
+ * directory's. Every overlay mount makes seven inodes in its work directory
+ * and frees three at once; a set taken back frees four more, and a group
+ * that other sets, other state directories or other programs churn too made
+ * a default run 2.5 ms dearer here (docs/internals/performance.md, eleventh
+ * round).
  */
-static bool spread_sets(const char *root)
-{
-	_cleanup_close_ int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int flags = 0;
-
-	if (fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0 || (flags & FS_TOPDIR_FL))
-		return false;
-	flags |= FS_TOPDIR_FL;
-	return ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
-}
-
 /* A new set's own directories: the set, its work directory, its upper layer. */
 static int make_set_dirs(struct pdk_ws *ws, mode_t mode, struct pdk_error **err)
 {
@@ -631,7 +613,7 @@ int pdk_ws_create(const char *state_dir, const char *workspace, const char *sand
 	 * beside it: the spare goes, so that the next set is made spread out and
 	 * becomes the spare (once per state directory).
 	 */
-	if (spread_sets(real)) {
+	if (pdk_dir_spread(real)) {
 		_cleanup_free_ char *spare = pdk_xasprintf("%s/" PDK__WS_SPARE, real);
 		_cleanup_free_ char *gone = pdk_xasprintf("%s/" PDK__WS_SPARE "-%s", real, ws->id);
 

@@ -17,6 +17,16 @@ daemon_tests() {
 		"$who: socket 0600 in a 0700 run dir"
 	is "$(stat -c %u "$sock")" "$([ "$who" = root ] && echo 0 || echo $UNPRIV_UID)" \
 		"$who: the socket belongs to the daemon's user"
+	# RUNDIR/sb and STATE/sandboxes, which get a child per sandbox, carry ext4's top-directory
+	# flag (chattr +T): each sandbox's files are made in a block group of their own, and the
+	# churn of hundreds of sandboxes does not slow every file made beside them
+	# (docs/internals/performance.md, fourteenth round).
+	if [ "$(stat -f -c %T "$T")" = ext2/ext3 ]; then
+		is "$(lsattr -d "$T/serve-$who/run/sb" "$T/serve-$who/state/sandboxes" | cut -d' ' -f1 | tr -cd 'T\n' | tr '\n' ' ')" \
+			"T T " "$who: RUNDIR/sb and STATE/sandboxes carry the top-directory flag"
+	else
+		echo "ok $((TAP_N += 1)) - $who: spread # SKIP $T is on $(stat -f -c %T "$T"), not ext4: the flag is ext4's"
+	fi
 
 	api "$who" GET /v1/health
 	is "$CODE $(jq_get "$BODY" status)" "200 ok" "$who: GET /v1/health over the unix socket"
