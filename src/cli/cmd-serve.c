@@ -12,6 +12,7 @@
 #include "policy.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -54,6 +55,12 @@ static void usage(FILE *out)
 	      "  --header-timeout DURATION  how long a request's line and headers may take, from\n"
 	      "                      the connection's start or the previous answer's end\n"
 	      "                      (default 10s; TCP and the unix socket); then 408, closed.\n"
+	      "  --exec-starts N     commands that may be starting at once over every sandbox\n"
+	      "                      (default twice the CPUs online; 0: no bound). A command\n"
+	      "                      holds its start slot until it exits or for 20 ms; the\n"
+	      "                      others wait, each sandbox's in order, sandboxes in turn, so\n"
+	      "                      that a burst answers in the order it came instead of all\n"
+	      "                      at its end. A pty session does not wait.\n"
 	      "  --state-dir DIR     the state directory (default $PADDOCK_STATE_DIR, else\n"
 	      "                      $XDG_STATE_HOME/paddock, ~/.local/state/paddock, or\n"
 	      "                      /var/lib/paddock for root). It holds daemon.db, daemon.key,\n"
@@ -241,7 +248,8 @@ enum {
 	OPT_MAX_CONNS,
 	OPT_MAX_PER_PEER,
 	OPT_HEADER_TIMEOUT,
-	OPT_E2B_DOMAIN
+	OPT_E2B_DOMAIN,
+	OPT_EXEC_STARTS
 };
 
 /*
@@ -273,6 +281,7 @@ static const struct option long_opts[] = {
 	{"max-conns-per-peer", required_argument, NULL, OPT_MAX_PER_PEER},
 	{"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
 	{"e2b-domain", required_argument, NULL, OPT_E2B_DOMAIN},
+	{"exec-starts", required_argument, NULL, OPT_EXEC_STARTS},
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
@@ -359,6 +368,18 @@ static int serve_opt(int c, struct serve_args *a)
 		return parse_count("--max-conns-per-peer", optarg, 1000000, &a->o.max_per_peer);
 	case OPT_HEADER_TIMEOUT:
 		return parse_header_timeout(optarg, &a->o.head_timeout_ms);
+	case OPT_EXEC_STARTS: {
+		uint64_t n;
+
+		if (pdk_parse_u64(optarg, 4096, &n) < 0) {
+			pdk_cli_error("--exec-starts wants a number from 0 (no bound) to 4096, not "
+				      "'%s'",
+				      optarg);
+			return -1;
+		}
+		a->o.exec_starts = n == 0 ? UINT_MAX : (unsigned)n;
+		return 0;
+	}
 	case OPT_E2B_DOMAIN:
 		if (!pdk_e2b_domain_ok(optarg)) {
 			pdk_cli_error("--e2b-domain wants HOST or HOST:PORT (lowercase letters, "

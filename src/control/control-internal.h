@@ -53,6 +53,12 @@ struct pdk_ctl {
 	struct event *approval_ev; /* the pass over them, while there are any */
 	struct pdk__audit_state
 		*audit_state; /* verifications of the chain (auditstate.c), or NULL */
+	/* Command starts admitted a few at a time (exec.c). */
+	unsigned exec_starts;  /* how many at once (0: no bound) */
+	unsigned starting;     /* commands holding a start slot */
+	unsigned waiting;      /* commands waiting for one, over every sandbox */
+	uint64_t start_seq;    /* the last start's turn (pdk_ctl_sb.start_seq) */
+	struct event *slot_ev; /* the next slot's expiry, or a pass over the waiting */
 };
 
 /* auditstate.c: stop and join a verification still running, answer its waiters ENOTCONN. */
@@ -113,11 +119,13 @@ struct pdk_ctl_sb {
 	struct pdk_sb_call *calls;
 	struct pdk_sb_waiter *waiters;
 	struct pdk_ctl_exec *execs;
-	uint64_t last_active_ns; /* CLOCK_MONOTONIC of the last use */
-	char *end_reason;        /* why it is being destroyed */
-	char *end_operator;      /* who asked for it (an admin's name, sandbox:ID), or NULL */
-	unsigned token_ops;      /* the create token's operations (0: all) */
-	uint64_t token_ttl_s;    /* its lifetime (0: PDK_TOKEN_TTL_MAX) */
+	struct pdk_ctl_exec *waiting; /* of execs: those waiting for a start slot, oldest first */
+	uint64_t start_seq;           /* the turn of its last command started (exec.c) */
+	uint64_t last_active_ns;      /* CLOCK_MONOTONIC of the last use */
+	char *end_reason;             /* why it is being destroyed */
+	char *end_operator;           /* who asked for it (an admin's name, sandbox:ID), or NULL */
+	unsigned token_ops;           /* the create token's operations (0: all) */
+	uint64_t token_ttl_s;         /* its lifetime (0: PDK_TOKEN_TTL_MAX) */
 	bool destroying;
 	bool spilled; /* a command's output was spilled into /tmp/.paddock/exec (capture.c) */
 	struct pdk_sb_destroy_wait *destroy_waiters; /* destroys waiting for the end, in order */

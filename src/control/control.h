@@ -90,6 +90,13 @@ struct pdk_ctl_opts {
 	 * `paddock gateway`); a daemon's supervisors outlive it for re-adoption.
 	 */
 	bool end_with_us;
+	/*
+	 * How many commands may be starting at once over every sandbox: a
+	 * command holds its slot until it exits or for 20 ms, whichever is
+	 * first; the others wait, each sandbox's in order, the sandboxes taking
+	 * turns. 0: twice the CPUs online. UINT_MAX: no bound.
+	 */
+	unsigned exec_starts;
 };
 
 /*

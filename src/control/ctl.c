@@ -178,6 +178,12 @@ int pdk_ctl_new(const struct pdk_ctl_opts *o, struct pdk_ctl **out, struct pdk_e
 	c->own_dir = pdk_xstrdup(o->own_dir != NULL ? o->own_dir : o->state_dir);
 	c->actor = pdk_xstrdup(o->actor != NULL ? o->actor : "paddock-serve");
 	c->end_with_us = o->end_with_us;
+	c->exec_starts = o->exec_starts;
+	if (c->exec_starts == 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		c->exec_starts = cpus > 0 ? 2 * (unsigned)cpus : 2;
+	}
 	c->run_dir = pdk_xstrdup(o->run_dir);
 	if (open_exe(c, o->supervisor_exe, err) < 0 || open_state(c, err) < 0) {
 		pdk_ctl_free(c);
@@ -284,6 +290,8 @@ void pdk_ctl_free(struct pdk_ctl *c)
 	pdk__sb_free_all(c);
 	if (c->refill != NULL)
 		event_free(c->refill);
+	if (c->slot_ev != NULL)
+		event_free(c->slot_ev);
 	if (c->fold_ev != NULL)
 		event_free(c->fold_ev);
 	free(c->fold_err);

@@ -58,9 +58,16 @@ struct pdk_ctl_exec {
 	bool in_eof;          /* close in_fd once inq is written */
 	struct evbuffer *inq; /* bytes from pdk_ctl_exec_stdin() */
 	uint64_t start_ns;
+	/* Start slots (below): waiting for one with its exec call, or holding one since slot_ns. */
+	bool queued, holds_slot;
+	json_t *op;
+	struct pdk_ctl_exec *wnext; /* the sandbox's next waiting command */
+	uint64_t slot_ns;
 };
 
 static void started(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx);
+static void slot_release(struct pdk_ctl_exec *x);
+static void unqueue(struct pdk_ctl_exec *x);
 
 static void call_dropped(struct pdk_ctl_sb *sb, json_t *reply, int *fds, size_t nfds, void *ctx)
 {
@@ -86,6 +93,8 @@ static void exec_free(struct pdk_ctl_exec *x)
 {
 	if (x->mode == EXEC_RAW || x->mode == EXEC_STATUS)
 		x->sb->transfers--;
+	unqueue(x);
+	slot_release(x);
 	detach_calls(x);
 	pdk__capture_release(&x->out);
 	pdk__capture_release(&x->err);
@@ -247,6 +256,7 @@ void pdk__exec_exited(struct pdk_ctl_sb *sb, json_t *ev)
 
 		if (x->exec_id == NULL || !json_equal(x->exec_id, id))
 			continue;
+		slot_release(x);
 		x->exit = json_incref(ev);
 		if (drained(x)) {
 			exec_finish(x);
@@ -616,9 +626,84 @@ static json_t *exec_op(char *const *argv, char *const *env, const char *cwd, uin
 	return op;
 }
 
-/* Pipes, the exec call, the loop's watchers. On error, `x` is freed. */
-static int exec_launch(struct pdk_ctl_exec *x, json_t *op, struct pdk_error **err)
+/*
+ * Start slots. A burst of commands all started at once (50 clients, each
+ * claiming a sandbox and running its first command) share the CPUs evenly:
+ * every supervisor, init, exec trace and program progresses together, and
+ * nearly all of them answer at the end of the burst's work. Started a few
+ * at a time (pdk_ctl_opts.exec_starts), the same work answers in the order
+ * it came, and the median answer comes at half the work instead of at its
+ * end (docs/internals/performance.md, fourteenth round). A command holds
+ * its slot until it exits or for START_HOLD_MS, whichever is first, so a
+ * long-running one delays those behind it by START_HOLD_MS at most. The
+ * waiting commands of one sandbox start in order; the sandboxes take turns,
+ * the one served longest ago first, so that a burst in one sandbox does not
+ * hold another's command back for long. A pty session does not wait (a
+ * terminal is a person), nor does a pool member's warm-up.
+ */
+#define START_HOLD_MS 20
+#define START_HOLD_NS (START_HOLD_MS * 1000000ULL)
+
+static void slots_due(evutil_socket_t fd, short what, void *arg);
+
+/* The slot timer at the earliest expiry of a held slot, or at once with commands waiting. */
+static void slots_arm(struct pdk_ctl *c, bool now)
 {
+	uint64_t t = pdk_now_mono_ns(), first = UINT64_MAX;
+	struct timeval tv = {0, 0};
+
+	if (c->slot_ev == NULL && (c->slot_ev = evtimer_new(c->base, slots_due, c)) == NULL)
+		pdk_oom();
+	if (!now) {
+		for (struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = sb->next)
+			for (struct pdk_ctl_exec *x = sb->execs; x != NULL; x = x->next)
+				if (x->holds_slot && x->slot_ns + START_HOLD_NS < first)
+					first = x->slot_ns + START_HOLD_NS;
+		if (first == UINT64_MAX) {
+			evtimer_del(c->slot_ev);
+			return;
+		}
+		first = first > t ? first - t : 0;
+		tv.tv_sec = (time_t)(first / 1000000000ULL);
+		tv.tv_usec = (suseconds_t)(first % 1000000000ULL / 1000);
+	}
+	if (evtimer_add(c->slot_ev, &tv) < 0)
+		pdk_oom();
+}
+
+static void slot_release(struct pdk_ctl_exec *x)
+{
+	struct pdk_ctl *c = x->sb->c;
+
+	if (!x->holds_slot)
+		return;
+	x->holds_slot = false;
+	c->starting--;
+	if (c->waiting > 0)
+		slots_arm(c, true); /* not here: the caller may be in the middle of its own work */
+	else if (c->starting == 0 && c->slot_ev != NULL)
+		evtimer_del(c->slot_ev);
+}
+
+static void unqueue(struct pdk_ctl_exec *x)
+{
+	if (!x->queued)
+		return;
+	for (struct pdk_ctl_exec **p = &x->sb->waiting; *p != NULL; p = &(*p)->wnext)
+		if (*p == x) {
+			*p = x->wnext;
+			break;
+		}
+	x->queued = false;
+	x->sb->c->waiting--;
+	json_decref(x->op);
+	x->op = NULL;
+}
+
+/* Pipes, the exec call in a start slot, the loop's watchers. On error, x is left to the caller. */
+static int exec_send(struct pdk_ctl_exec *x, json_t *op, struct pdk_error **err)
+{
+	struct pdk_ctl *c = x->sb->c;
 	int p[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
 	int fds[3];
 	int rc = 0;
@@ -635,11 +720,103 @@ static int exec_launch(struct pdk_ctl_exec *x, json_t *op, struct pdk_error **er
 		json_decref(op);
 	if (rc < 0) {
 		close_pipes(p);
-		exec_free(x);
 		return pdk_error_setx(err, rc == -ENOTCONN ? ENOTCONN : EIO,
 				      "cannot start the command in the sandbox");
 	}
 	attach_pipes(x, p);
+	x->holds_slot = true;
+	x->slot_ns = pdk_now_mono_ns();
+	x->sb->start_seq = ++c->start_seq;
+	if (c->starting++ == 0 || !evtimer_pending(c->slot_ev, NULL))
+		slots_arm(c, false);
+	return 0;
+}
+
+/* A waiting command's turn: it starts, or fails as one that never started. */
+static void send_waiting(struct pdk_ctl_exec *x)
+{
+	_cleanup_error_ struct pdk_error *err = NULL;
+	json_t *op = x->op;
+
+	x->op = NULL;
+	if (x->cancel) {
+		json_decref(op);
+		(void)pdk_error_setx(&err, ECANCELED,
+				     "the command was cancelled before it started");
+	} else if ((x->mode == EXEC_SYNC || x->mode == EXEC_STREAM) &&
+		   pdk_ctl_budget_check(x->sb, "exec", &err) < 0) {
+		json_decref(op); /* the budget was spent while it waited */
+	} else if (exec_send(x, op, &err) == 0) {
+		return;
+	}
+	x->finished = true;
+	exec_unlink(x);
+	fail_unstarted(x, err);
+	exec_free(x);
+}
+
+/* The slots that are over, then the waiting commands into the free ones, sandboxes in turn. */
+static void slots_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct pdk_ctl *c = arg;
+	uint64_t t = pdk_now_mono_ns();
+
+	(void)fd;
+	(void)what;
+	for (struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = sb->next)
+		for (struct pdk_ctl_exec *x = sb->execs; x != NULL; x = x->next)
+			if (x->holds_slot && x->slot_ns + START_HOLD_NS <= t) {
+				x->holds_slot = false;
+				c->starting--;
+			}
+	while (c->waiting > 0 && c->starting < c->exec_starts) {
+		struct pdk_ctl_sb *turn = NULL;
+		struct pdk_ctl_exec *x;
+		json_t *op;
+
+		for (struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = sb->next)
+			if (sb->waiting != NULL &&
+			    (turn == NULL || sb->start_seq < turn->start_seq))
+				turn = sb;
+		if (turn == NULL)
+			break;
+		x = turn->waiting;
+		op = x->op;
+		x->op = NULL; /* kept from unqueue() */
+		unqueue(x);
+		x->op = op;
+		send_waiting(x);
+	}
+	slots_arm(c, false);
+}
+
+/*
+ * The exec call now, or in its turn when every start slot is taken or other
+ * commands wait (in which case it waits behind them). On error, `x` is freed.
+ */
+static int exec_launch(struct pdk_ctl_exec *x, json_t *op, struct pdk_error **err)
+{
+	struct pdk_ctl *c = x->sb->c;
+
+	if (c->starting >= c->exec_starts || c->waiting > 0) {
+		struct pdk_ctl_exec **p = &x->sb->waiting;
+
+		while (*p != NULL)
+			p = &(*p)->wnext;
+		*p = x;
+		x->queued = true;
+		x->op = op;
+		c->waiting++;
+		if (c->slot_ev == NULL || !evtimer_pending(c->slot_ev, NULL))
+			slots_arm(c, c->starting < c->exec_starts);
+	} else {
+		int rc = exec_send(x, op, err);
+
+		if (rc < 0) {
+			exec_free(x);
+			return rc;
+		}
+	}
 	x->next = x->sb->execs;
 	x->sb->execs = x;
 	return 0;

@@ -33,6 +33,7 @@ struct pdk_daemon_opts {
 	unsigned max_conns, max_per_peer;
 	uint64_t head_timeout_ms;
 	uint64_t retention_s; /* how long ended sandboxes stay visible */
+	unsigned exec_starts; /* commands starting at once (pdk_ctl_opts.exec_starts) */
 	bool kill_on_exit;
 	char *const *envp;         /* the environment supervisors are started with */
 	const struct pdk_log *log; /* where the daemon's messages go (NULL: nowhere) */

@@ -254,6 +254,7 @@ static int open_ctl(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struc
 				  .state_dir = o->state_dir,
 				  .run_dir = o->run_dir,
 				  .retention_s = o->retention_s,
+				  .exec_starts = o->exec_starts,
 				  .envp = o->envp,
 				  .log = d->log};
 
