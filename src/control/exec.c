@@ -727,8 +727,16 @@ static int exec_send(struct pdk_ctl_exec *x, json_t *op, struct pdk_error **err)
 	x->holds_slot = true;
 	x->slot_ns = pdk_now_mono_ns();
 	x->sb->start_seq = ++c->start_seq;
-	if (c->starting++ == 0 || !evtimer_pending(c->slot_ev, NULL))
-		slots_arm(c, false);
+	c->starting++;
+	/* A timer already set goes off no later: an earlier slot's end, or a pass at once. */
+	if (c->slot_ev == NULL && (c->slot_ev = evtimer_new(c->base, slots_due, c)) == NULL)
+		pdk_oom();
+	if (!evtimer_pending(c->slot_ev, NULL)) {
+		struct timeval tv = {0, START_HOLD_MS * 1000};
+
+		if (evtimer_add(c->slot_ev, &tv) < 0)
+			pdk_oom();
+	}
 	return 0;
 }
 
