@@ -105,6 +105,7 @@ static void exec_free(struct pdk_ctl_exec *x)
 		evbuffer_free(x->inq);
 	json_decref(x->exec_id);
 	json_decref(x->exit);
+	json_decref(x->op); /* a command that never got its turn */
 	free(x->in_data);
 	free(x);
 }
@@ -646,29 +647,36 @@ static json_t *exec_op(char *const *argv, char *const *env, const char *cwd, uin
 
 static void slots_due(evutil_socket_t fd, short what, void *arg);
 
-/* The slot timer at the earliest expiry of a held slot, or at once with commands waiting. */
-static void slots_arm(struct pdk_ctl *c, bool now)
+/* The slot timer, `ns` from now (0: a pass at the loop's next turn). */
+static void slots_timer(struct pdk_ctl *c, uint64_t ns)
 {
-	uint64_t t = pdk_now_mono_ns(), first = UINT64_MAX;
-	struct timeval tv = {0, 0};
+	struct timeval tv = {(time_t)(ns / 1000000000ULL),
+			     (suseconds_t)(ns % 1000000000ULL / 1000)};
 
 	if (c->slot_ev == NULL && (c->slot_ev = evtimer_new(c->base, slots_due, c)) == NULL)
 		pdk_oom();
-	if (!now) {
-		for (struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = sb->next)
-			for (struct pdk_ctl_exec *x = sb->execs; x != NULL; x = x->next)
-				if (x->holds_slot && x->slot_ns + START_HOLD_NS < first)
-					first = x->slot_ns + START_HOLD_NS;
-		if (first == UINT64_MAX) {
-			evtimer_del(c->slot_ev);
-			return;
-		}
-		first = first > t ? first - t : 0;
-		tv.tv_sec = (time_t)(first / 1000000000ULL);
-		tv.tv_usec = (suseconds_t)(first % 1000000000ULL / 1000);
-	}
 	if (evtimer_add(c->slot_ev, &tv) < 0)
 		pdk_oom();
+}
+
+static bool slots_timer_set(const struct pdk_ctl *c)
+{
+	return c->slot_ev != NULL && evtimer_pending(c->slot_ev, NULL);
+}
+
+/* The slot timer at the earliest end of a held slot; none without one. */
+static void slots_arm(struct pdk_ctl *c)
+{
+	uint64_t t = pdk_now_mono_ns(), first = UINT64_MAX;
+
+	for (struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = sb->next)
+		for (struct pdk_ctl_exec *x = sb->execs; x != NULL; x = x->next)
+			if (x->holds_slot && x->slot_ns + START_HOLD_NS < first)
+				first = x->slot_ns + START_HOLD_NS;
+	if (first != UINT64_MAX)
+		slots_timer(c, first > t ? first - t : 0);
+	else if (c->slot_ev != NULL)
+		evtimer_del(c->slot_ev);
 }
 
 static void slot_release(struct pdk_ctl_exec *x)
@@ -680,7 +688,7 @@ static void slot_release(struct pdk_ctl_exec *x)
 	x->holds_slot = false;
 	c->starting--;
 	if (c->waiting > 0)
-		slots_arm(c, true); /* not here: the caller may be in the middle of its own work */
+		slots_timer(c, 0); /* not here: the caller may be in the middle of its own work */
 	else if (c->starting == 0 && c->slot_ev != NULL)
 		evtimer_del(c->slot_ev);
 }
@@ -696,8 +704,6 @@ static void unqueue(struct pdk_ctl_exec *x)
 		}
 	x->queued = false;
 	x->sb->c->waiting--;
-	json_decref(x->op);
-	x->op = NULL;
 }
 
 /* Pipes, the exec call in a start slot, the loop's watchers. On error, x is left to the caller. */
@@ -729,14 +735,8 @@ static int exec_send(struct pdk_ctl_exec *x, json_t *op, struct pdk_error **err)
 	x->sb->start_seq = ++c->start_seq;
 	c->starting++;
 	/* A timer already set goes off no later: an earlier slot's end, or a pass at once. */
-	if (c->slot_ev == NULL && (c->slot_ev = evtimer_new(c->base, slots_due, c)) == NULL)
-		pdk_oom();
-	if (!evtimer_pending(c->slot_ev, NULL)) {
-		struct timeval tv = {0, START_HOLD_MS * 1000};
-
-		if (evtimer_add(c->slot_ev, &tv) < 0)
-			pdk_oom();
-	}
+	if (!slots_timer_set(c))
+		slots_timer(c, START_HOLD_NS);
 	return 0;
 }
 
@@ -780,7 +780,6 @@ static void slots_due(evutil_socket_t fd, short what, void *arg)
 	while (c->waiting > 0 && c->starting < c->exec_starts) {
 		struct pdk_ctl_sb *turn = NULL;
 		struct pdk_ctl_exec *x;
-		json_t *op;
 
 		for (struct pdk_ctl_sb *sb = c->sandboxes; sb != NULL; sb = sb->next)
 			if (sb->waiting != NULL &&
@@ -789,13 +788,10 @@ static void slots_due(evutil_socket_t fd, short what, void *arg)
 		if (turn == NULL)
 			break;
 		x = turn->waiting;
-		op = x->op;
-		x->op = NULL; /* kept from unqueue() */
 		unqueue(x);
-		x->op = op;
 		send_waiting(x);
 	}
-	slots_arm(c, false);
+	slots_arm(c);
 }
 
 /*
@@ -815,8 +811,11 @@ static int exec_launch(struct pdk_ctl_exec *x, json_t *op, struct pdk_error **er
 		x->queued = true;
 		x->op = op;
 		c->waiting++;
-		if (c->slot_ev == NULL || !evtimer_pending(c->slot_ev, NULL))
-			slots_arm(c, c->starting < c->exec_starts);
+		/* A timer already set (a slot's end, or a pass) takes it in its turn. */
+		if (!slots_timer_set(c) && c->starting < c->exec_starts)
+			slots_timer(c, 0);
+		else if (!slots_timer_set(c))
+			slots_arm(c);
 	} else {
 		int rc = exec_send(x, op, err);
 
