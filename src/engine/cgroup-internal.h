@@ -80,6 +80,7 @@ struct pdk_cgroup {
 	char *leaf; /* "paddock-<name>", owned */
 	size_t n_dirs;
 	struct pdk__cgroup_dir dirs[PDK__V1_COUNT]; /* in creation order; removed in reverse */
+	int oom_fd; /* the OOM kill counter's file, kept open from its first read; -1: not open */
 };
 
 /* What pdk_cgroup_new() was asked for, resolved by the front. */
@@ -193,6 +194,8 @@ int pdk__cgroup_single(const char *text, uint64_t *out);
  */
 void pdk__cgroup_stat_single(const char *dir, const char *file, uint64_t *out);
 void pdk__cgroup_stat_keyed(const char *dir, const char *file, const char *key, uint64_t *out);
+/* The "oom_kill" count of dir/file (the backend's counter file), through cg->oom_fd; 0 unread. */
+uint64_t pdk__cgroup_oom_read(struct pdk_cgroup *cg, const char *dir, const char *file);
 
 /*
  * Resolve the parent cgroup for one hierarchy to an absolute path inside

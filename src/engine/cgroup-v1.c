@@ -130,10 +130,7 @@ static int v1_create(struct pdk_cgroup *cg, struct pdk__cgroup_req *req, struct 
 
 static uint64_t v1_oom_kills(struct pdk_cgroup *cg)
 {
-	uint64_t n = 0;
-
-	pdk__cgroup_stat_keyed(v1_dir(cg, PDK__V1_MEMORY), "memory.oom_control", "oom_kill", &n);
-	return n;
+	return pdk__cgroup_oom_read(cg, v1_dir(cg, PDK__V1_MEMORY), "memory.oom_control");
 }
 
 static void v1_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st, bool live)

@@ -213,10 +213,7 @@ static int v2_create(struct pdk_cgroup *cg, struct pdk__cgroup_req *req, struct 
 
 static uint64_t v2_oom_kills(struct pdk_cgroup *cg)
 {
-	uint64_t n = 0;
-
-	pdk__cgroup_stat_keyed(cg->dirs[0].path, "memory.events", "oom_kill", &n);
-	return n;
+	return pdk__cgroup_oom_read(cg, cg->dirs[0].path, "memory.events");
 }
 
 static void v2_stats(struct pdk_cgroup *cg, struct pdk_cgroup_stats *st, bool live)

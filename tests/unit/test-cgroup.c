@@ -15,6 +15,7 @@
 #include "util.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
@@ -592,6 +593,44 @@ Test(cgroup, v2_without_swap_and_peak_files)
 	cr_assert_eq(st.memory_peak, 0, "unknown on kernels without memory.peak");
 	cr_assert_eq(st.oom_kills, 1);
 	destroy_ok();
+}
+
+/* Open descriptors of this process (/proc/self/fd, less the directory's own). */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n - 3; /* ".", ".." and the directory's descriptor */
+}
+
+/*
+ * The OOM counter is read at every command's start through a descriptor kept
+ * from the first read: each read sees the file as it is now, and the
+ * descriptor goes with the cgroup.
+ */
+Test(cgroup, oom_counter_read_again_through_kept_descriptor)
+{
+	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_V2);
+	int before = open_fds();
+
+	fake_v2("", "cpu memory pids\n");
+	struct pdk_cgroup *cg = make("oom", &o, &all_limits, PDK_CGROUP_MEMORY, NULL);
+	put("paddock-oom/memory.events", "low 0\noom 0\noom_kill 0\n");
+	cr_assert_eq(pdk_cgroup_oom_kills(cg), 0);
+	cr_assert_eq(open_fds(), before + 1, "the counter's file stays open after its first read");
+	put("paddock-oom/memory.events",
+	    "low 0\noom 2\noom_kill 2\n"); /* the same file, rewritten */
+	cr_assert_eq(pdk_cgroup_oom_kills(cg), 2, "the second read sees the new count");
+	put("paddock-oom/memory.events", "low 0\noom 3\noom_kill 3\noom_group_kill 0\n");
+	cr_assert_eq(pdk_cgroup_oom_kills(cg), 3);
+	cr_assert_eq(open_fds(), before + 1, "one descriptor, not one per read");
+	destroy_ok();
+	cr_assert_eq(open_fds(), before, "the descriptor is closed with the cgroup");
 }
 
 /* The totals of v2_stats_from_fixtures' files. */
