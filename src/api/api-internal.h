@@ -21,8 +21,9 @@ struct pdk_api {
 	struct event_base *base;
 	uint64_t max_body;
 	uid_t uid;
-	unsigned ticks;                  /* pdk_api_tick() calls so far */
-	struct pdk_api_sse *subscribers; /* GET /v1/events streams */
+	struct pdk_http_guards *unix_guards; /* pdk_api_opts.unix_guards */
+	unsigned ticks;                      /* pdk_api_tick() calls so far */
+	struct pdk_api_sse *subscribers;     /* GET /v1/events streams */
 };
 
 /* One request while its handler runs (freed when it returns). */

@@ -29,6 +29,8 @@ struct pdk_api_opts {
 	struct event_base *base; /* the loop (borrowed) */
 	uint64_t max_body;       /* the largest request body (files, archives) */
 	uid_t uid;               /* the unix socket's peers with this uid (or root) are admins */
+	/* The unix socket's request guards (borrowed; NULL: none): its peers' checks keep there. */
+	struct pdk_http_guards *unix_guards;
 };
 
 /* A new API object (caller frees with pdk_api_free()). Never NULL. */

@@ -40,7 +40,7 @@ static char *peer_not_owner(struct pdk_api *a, struct evhttp_request *req, uid_t
 	 * namespaces, which no sandbox does (base/peer.h says how that is read without a race
 	 * on the pid). A peer that cannot be placed is treated as a sandbox.
 	 */
-	rc = pdk_peer_in_our_namespaces(fd, &err);
+	rc = pdk_http_peer_in_our_namespaces(a->unix_guards, req, &err);
 	if (rc < 0)
 		return pdk_xasprintf("a bearer token is needed: the socket's peer cannot be placed "
 				     "in the daemon's namespaces (%s)",

@@ -22,6 +22,7 @@ struct pdk_api *pdk_api_new(const struct pdk_api_opts *o)
 	a->base = o->base;
 	a->max_body = o->max_body;
 	a->uid = o->uid;
+	a->unix_guards = o->unix_guards;
 	return a;
 }
 

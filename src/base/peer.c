@@ -182,3 +182,39 @@ int pdk_peer_in_our_namespaces(int fd, struct pdk_error **err)
 		return pdk_error_set(err, -rc, "cannot read the namespaces of the socket's peer");
 	return ns_equal(&peer, &ours) ? 1 : 0;
 }
+
+int pdk_peer_in_our_namespaces_kept(struct pdk_peer_kept *k, int fd, struct pdk_error **err)
+{
+	socklen_t len = sizeof(k->pidfd);
+	struct ns_pair ours;
+	struct ns_id user;
+	int rc;
+
+	if (k->pidfd < 0 && getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &k->pidfd, &len) < 0) {
+		k->pidfd = -1;
+		return pdk_error_set(err, errno, "cannot name the socket's peer (SO_PEERPIDFD)");
+	}
+	/* SECURITY: the user namespace is read again on every call; only the pid one is kept. */
+	rc = ns_of_pidfd(k->pidfd, PIDFD_GET_USER_NAMESPACE, &user);
+	if (rc == -ENOTTY || rc == -EINVAL)
+		return pdk_peer_in_our_namespaces(fd, err); /* before Linux 6.11: afresh */
+	if (rc == 0 && k->pid_same < 0) {
+		struct ns_id pid;
+
+		rc = ns_of_pidfd(k->pidfd, PIDFD_GET_PID_NAMESPACE, &pid);
+		if (rc == 0 && (rc = our_pair(false, &ours)) == 0)
+			k->pid_same = pid.dev == ours.pid.dev && pid.ino == ours.pid.ino;
+	}
+	if (rc == 0)
+		rc = our_pair(false, &ours);
+	if (rc < 0)
+		return pdk_error_set(err, -rc, "cannot read the namespaces of the socket's peer");
+	return k->pid_same == 1 && user.dev == ours.user.dev && user.ino == ours.user.ino ? 1 : 0;
+}
+
+void pdk_peer_kept_release(struct pdk_peer_kept *k)
+{
+	if (k->pidfd >= 0)
+		(void)close(k->pidfd);
+	*k = PDK_PEER_KEPT_INIT;
+}

@@ -37,4 +37,28 @@ struct pdk_error;
  */
 PDK_MUST_CHECK int pdk_peer_in_our_namespaces(int fd, struct pdk_error **err);
 
+/*
+ * The same question asked again and again of one connection (every request
+ * on it): the peer's pidfd and whether its pid namespace is ours are kept
+ * from the first call, since a process cannot change its own pid namespace
+ * for its life (setns() and unshare() change its children's only). Its user
+ * namespace, which it can change (unshare(CLONE_NEWUSER), setns()), is read
+ * again through the kept pidfd on every call. That saves the pidfd's making
+ * and a second namespace lookup per request: 4 system calls of 9. Before
+ * Linux 6.11 (no namespace ioctl on a pidfd) each call asks afresh.
+ */
+struct pdk_peer_kept {
+	int pidfd;    /* the peer's, from SO_PEERPIDFD at the first call; -1: not yet */
+	int pid_same; /* its pid namespace is ours: 1, 0; -1: not known yet */
+};
+
+#define PDK_PEER_KEPT_INIT ((struct pdk_peer_kept){.pidfd = -1, .pid_same = -1})
+
+/* pdk_peer_in_our_namespaces() of connection `fd`, whose kept state is `k`. */
+PDK_MUST_CHECK int pdk_peer_in_our_namespaces_kept(struct pdk_peer_kept *k, int fd,
+						   struct pdk_error **err);
+
+/* Close what `k` keeps (the connection's end). */
+void pdk_peer_kept_release(struct pdk_peer_kept *k);
+
 #endif

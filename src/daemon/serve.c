@@ -159,7 +159,6 @@ static int listen_unix(struct pdk_daemon *d, struct pdk_error **err)
 		return rc;
 	}
 	d->http_unix = http_new(d, on_unix_request);
-	d->guards_unix = pdk_http_guards_new(d->base, &d->lim_unix);
 	if (bind_fd(d, d->http_unix, d->guards_unix, fd, err) < 0)
 		return -EIO;
 	/*
@@ -260,8 +259,13 @@ static int open_ctl(struct pdk_daemon *d, const struct pdk_daemon_opts *o, struc
 
 	if (pdk_ctl_new(&co, &d->ctl, err) < 0 || start_pools(d, o->pools, err) < 0)
 		return -EIO;
-	d->api = pdk_api_new(&(struct pdk_api_opts){
-		.ctl = d->ctl, .base = d->base, .max_body = d->max_body, .uid = geteuid()});
+	/* Made before the API, which keeps its peers' checks on their connections there. */
+	d->guards_unix = pdk_http_guards_new(d->base, &d->lim_unix);
+	d->api = pdk_api_new(&(struct pdk_api_opts){.ctl = d->ctl,
+						    .base = d->base,
+						    .max_body = d->max_body,
+						    .uid = geteuid(),
+						    .unix_guards = d->guards_unix});
 	d->mcp = pdk_mcp_new(&(struct pdk_mcp_opts){.ctl = d->ctl, .base = d->base, .log = d->log});
 	/* Every caller of /mcp brings credentials (the API's): Origin is checked, Host not. */
 	d->mcp_http = pdk_mcp_http_new(d->mcp, &(struct pdk_mcp_http_opts){.check_host = false});

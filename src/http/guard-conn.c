@@ -159,6 +159,7 @@ static void filter_free(void *ctx)
 	if (g->sock_cb != NULL)
 		evbuffer_remove_cb_entry(bufferevent_get_output(g->sock), g->sock_cb);
 	event_free(g->move);
+	pdk_peer_kept_release(&g->peer_ns);
 	pdk__conns_remove(g->owner, g);
 	pdk__guard_free(g->g);
 	free(g);
@@ -173,6 +174,7 @@ static struct bufferevent *guard_bev(struct event_base *base, void *arg)
 	if (sock == NULL)
 		pdk_oom();
 	g = pdk_xcalloc(1, sizeof(*g));
+	g->peer_ns = PDK_PEER_KEPT_INIT;
 	g->g = pdk__guard_new(gs->lim.max_body, PDK_HTTP_HEADERS_MAX);
 	g->sock = sock;
 	g->bev = bufferevent_filter_new(sock, filter_in, filter_out, BEV_OPT_CLOSE_ON_FREE,
@@ -198,6 +200,20 @@ void pdk_http_guards_before_write(struct pdk_http_guards *gs, pdk_http_before_wr
 {
 	gs->before_write = cb;
 	gs->before_write_arg = arg;
+}
+
+int pdk_http_peer_in_our_namespaces(struct pdk_http_guards *gs, struct evhttp_request *req,
+				    struct pdk_error **err)
+{
+	struct evhttp_connection *con = evhttp_request_get_connection(req);
+	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
+	struct pdk__conn *c = gs != NULL ? pdk__conns_find(gs, bev) : NULL;
+	int fd = bev ? bufferevent_getfd(bev) : -1;
+
+	if (fd < 0)
+		return pdk_error_setx(err, ENOTCONN, "the request has no connection");
+	return c != NULL ? pdk_peer_in_our_namespaces_kept(&c->peer_ns, fd, err)
+			 : pdk_peer_in_our_namespaces(fd, err);
 }
 
 /* ---- answering a stand-in; the end of every other answer ---- */

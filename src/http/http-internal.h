@@ -33,9 +33,10 @@ struct pdk__conn {
 	uint64_t completed; /* ... whose answers were written whole */
 	/* The budget (conns.c). */
 	struct pdk__peer peer;
-	uint64_t wait_since_ms; /* when the wait for a request head began; 0: not waiting */
-	bool admitted;          /* the peer's and the listener's caps were checked */
-	bool dropped;           /* closed by the budget; its descriptor goes with its filter */
+	uint64_t wait_since_ms;       /* when the wait for a request head began; 0: not waiting */
+	bool admitted;                /* the peer's and the listener's caps were checked */
+	struct pdk_peer_kept peer_ns; /* a unix peer's namespaces, as base/peer.h keeps them */
+	bool dropped; /* closed by the budget; its descriptor goes with its filter */
 };
 
 /* A refused connection read and discarded for a while before it is closed (conns.c). */

@@ -209,6 +209,17 @@ void pdk_http_guard_install(struct pdk_http_guards *gs, struct evhttp *h, struct
  */
 bool pdk_http_guard_answer(struct pdk_http_guards *gs, struct evhttp_request *req);
 
+/*
+ * Whether the peer of `req`'s unix socket connection is in our user and pid
+ * namespaces (base/peer.h: 1, 0, or negative + *err): on a connection of
+ * `gs`, with what base/peer.h lets it keep from the connection's first
+ * request (its pidfd and pid namespace; the user namespace is read every
+ * time); else asked afresh.
+ */
+PDK_MUST_CHECK int pdk_http_peer_in_our_namespaces(struct pdk_http_guards *gs,
+						   struct evhttp_request *req,
+						   struct pdk_error **err);
+
 /* ---- listeners (listen.c) ---- */
 
 /*
