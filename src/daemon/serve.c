@@ -289,7 +289,8 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
  * descriptors. The TCP listener gets at most half of RLIMIT_NOFILE and the
  * unix socket an eighth, so that a flood of TCP connections leaves the
  * unix socket (local admins), the supervisors' sockets and the stores
- * descriptors of their own.
+ * descriptors of their own. A unix connection holds two: its socket, and
+ * its peer's pidfd, kept from its first request (base/peer.h).
  */
 static int plan_tcp(struct pdk_daemon *d, const struct pdk_daemon_opts *o, uint64_t nofile,
 		    struct pdk_error **err)
@@ -341,7 +342,8 @@ static int plan_budget(struct pdk_daemon *d, const struct pdk_daemon_opts *o,
 	d->lim_unix = (struct pdk_http_limits){
 		.max_body = d->max_body,
 		.max_conns =
-			(unsigned)(nofile / 8 < 4 ? 4 : min_u64(PDK_DAEMON_UNIX_CONNS, nofile / 8)),
+			(unsigned)(nofile / 16 < 4 ? 4
+						   : min_u64(PDK_DAEMON_UNIX_CONNS, nofile / 16)),
 		.head_timeout_ms =
 			o->head_timeout_ms ? o->head_timeout_ms : PDK_DAEMON_HEAD_TIMEOUT_MS,
 		.head_timeout_flag = "--header-timeout",
