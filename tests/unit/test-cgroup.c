@@ -13,9 +13,9 @@
 #include "error.h"
 #include "proc.h"
 #include "util.h"
+#include "test-helpers.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <grp.h>
@@ -595,19 +595,6 @@ Test(cgroup, v2_without_swap_and_peak_files)
 	destroy_ok();
 }
 
-/* Open descriptors of this process (/proc/self/fd, less the directory's own). */
-static int open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while (readdir(d) != NULL)
-		n++;
-	closedir(d);
-	return n - 3; /* ".", ".." and the directory's descriptor */
-}
-
 /*
  * The OOM counter is read at every command's start through a descriptor kept
  * from the first read: each read sees the file as it is now, and the
@@ -616,21 +603,22 @@ static int open_fds(void)
 Test(cgroup, oom_counter_read_again_through_kept_descriptor)
 {
 	struct pdk_cgroup_opts o = fake_opts(PDK_CGROUP_V2);
-	int before = open_fds();
+	int before = pdk_test_open_fds();
 
 	fake_v2("", "cpu memory pids\n");
 	struct pdk_cgroup *cg = make("oom", &o, &all_limits, PDK_CGROUP_MEMORY, NULL);
 	put("paddock-oom/memory.events", "low 0\noom 0\noom_kill 0\n");
 	cr_assert_eq(pdk_cgroup_oom_kills(cg), 0);
-	cr_assert_eq(open_fds(), before + 1, "the counter's file stays open after its first read");
+	cr_assert_eq(pdk_test_open_fds(), before + 1,
+		     "the counter's file stays open after its first read");
 	put("paddock-oom/memory.events",
 	    "low 0\noom 2\noom_kill 2\n"); /* the same file, rewritten */
 	cr_assert_eq(pdk_cgroup_oom_kills(cg), 2, "the second read sees the new count");
 	put("paddock-oom/memory.events", "low 0\noom 3\noom_kill 3\noom_group_kill 0\n");
 	cr_assert_eq(pdk_cgroup_oom_kills(cg), 3);
-	cr_assert_eq(open_fds(), before + 1, "one descriptor, not one per read");
+	cr_assert_eq(pdk_test_open_fds(), before + 1, "one descriptor, not one per read");
 	destroy_ok();
-	cr_assert_eq(open_fds(), before, "the descriptor is closed with the cgroup");
+	cr_assert_eq(pdk_test_open_fds(), before, "the descriptor is closed with the cgroup");
 }
 
 /* The totals of v2_stats_from_fixtures' files. */

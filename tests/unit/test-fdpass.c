@@ -3,9 +3,9 @@
  */
 #include "common.h"
 #include "fdpass.h"
+#include "test-helpers.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -14,19 +14,6 @@
 static void pair(int sv[2])
 {
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-}
-
-/* How many descriptors this process has open. */
-static int open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while (readdir(d) != NULL)
-		n++;
-	closedir(d);
-	return n - 3; /* ".", ".." and the directory's own */
 }
 
 /* A raw send of `n` copies of `fd`, beyond what pdk_fdpass_send() allows. */
@@ -107,11 +94,11 @@ Test(fdpass, fds_beyond_the_room_are_closed)
 	pair(sv);
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	send_fds[0] = send_fds[1] = send_fds[2] = p[1];
-	before = open_fds();
+	before = pdk_test_open_fds();
 	cr_assert_eq(pdk_fdpass_send(sv[0], "x", 1, send_fds, 3), 1);
 	cr_assert_eq(pdk_fdpass_recv(sv[1], buf, sizeof(buf), fds, &nfds, 0), 1);
 	cr_assert_eq(nfds, 1);
-	cr_assert_eq(open_fds(), before + 1, "only the kept one is open");
+	cr_assert_eq(pdk_test_open_fds(), before + 1, "only the kept one is open");
 	(void)close(fds[0]);
 	(void)close(p[1]);
 	cr_assert_eq(read(p[0], &c, 1), 0, "no copy of the write end is left");
@@ -127,11 +114,11 @@ Test(fdpass, too_many_received_is_refused)
 
 	pair(sv);
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	before = open_fds();
+	before = pdk_test_open_fds();
 	send_many(sv[0], p[1], PDK_FDPASS_MAX + 2);
 	cr_assert_eq(pdk_fdpass_recv(sv[1], buf, sizeof(buf), fds, &nfds, 0), -EMSGSIZE);
 	cr_assert_eq(nfds, 0);
-	cr_assert_eq(open_fds(), before, "every received fd was closed");
+	cr_assert_eq(pdk_test_open_fds(), before, "every received fd was closed");
 	(void)close(p[1]);
 	cr_assert_eq(read(p[0], &c, 1), 0);
 }
@@ -146,11 +133,11 @@ Test(fdpass, truncated_message_is_refused)
 
 	pair(sv);
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	before = open_fds();
+	before = pdk_test_open_fds();
 	cr_assert_eq(pdk_fdpass_send(sv[0], "0123456789", 10, &p[1], 1), 10);
 	cr_assert_eq(pdk_fdpass_recv(sv[1], buf, sizeof(buf), fds, &nfds, 0), -EMSGSIZE);
 	cr_assert_eq(nfds, 0);
-	cr_assert_eq(open_fds(), before);
+	cr_assert_eq(pdk_test_open_fds(), before);
 	(void)close(p[1]);
 	cr_assert_eq(read(p[0], &c, 1), 0);
 }

@@ -1,7 +1,7 @@
 /*
  * test-helpers.h - what several unit suites share: the text a function
- * writes to a FILE, caught as a string, and paths under a test's directory
- * that need no freeing around asserts.
+ * writes to a FILE, caught as a string, paths under a test's directory
+ * that need no freeing around asserts, and the count of open descriptors.
  *
  * Each suite is an executable of its own (tests/meson.build), so these are
  * static inline functions a suite includes rather than a library.
@@ -10,6 +10,7 @@
 #define PDK_TEST_HELPERS_H
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 
 /* A stream whose text is kept: pdk_test_text_open(), write to ->f, pdk_test_text_take(). */
@@ -45,6 +46,19 @@ static inline const char *pdk_test_path(const char *dir, const char *rel)
 
 	(void)snprintf(b, sizeof(bufs[0]), "%s/%s", dir, rel);
 	return b;
+}
+
+/* How many descriptors this process has open (/proc/self/fd, less the listing's own). */
+static inline int pdk_test_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n - 3; /* ".", ".." and the directory's own */
 }
 
 #endif

@@ -6,9 +6,9 @@
 #include "common.h"
 #include "error.h"
 #include "peer.h"
+#include "test-helpers.h"
 
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,18 +19,6 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static int open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while (readdir(d) != NULL)
-		n++;
-	closedir(d);
-	return n;
-}
 
 static int ask(int fd)
 {
@@ -49,10 +37,10 @@ Test(peer, our_own_process_is_in_our_namespaces_every_time)
 
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	cr_assert_eq(ask(sv[0]), 1, "first call");
-	before = open_fds();
+	before = pdk_test_open_fds();
 	for (int i = 0; i < 100; i++)
 		cr_assert_eq(ask(sv[0]), 1, "call %d", i);
-	cr_assert_eq(open_fds(), before, "no descriptor is left open by a call");
+	cr_assert_eq(pdk_test_open_fds(), before, "no descriptor is left open by a call");
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -126,14 +114,14 @@ Test(peer, kept_our_own_process_one_descriptor_for_every_call)
 	int sv[2], before;
 
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	before = open_fds();
+	before = pdk_test_open_fds();
 	cr_assert_eq(ask_kept(&k, sv[0]), 1, "first call");
-	cr_assert_eq(open_fds(), before + 1, "the peer's pidfd is kept");
+	cr_assert_eq(pdk_test_open_fds(), before + 1, "the peer's pidfd is kept");
 	for (int i = 0; i < 100; i++)
 		cr_assert_eq(ask_kept(&k, sv[0]), 1, "call %d", i);
-	cr_assert_eq(open_fds(), before + 1, "no descriptor is left open by a later call");
+	cr_assert_eq(pdk_test_open_fds(), before + 1, "no descriptor is left open by a later call");
 	pdk_peer_kept_release(&k);
-	cr_assert_eq(open_fds(), before, "released with the connection");
+	cr_assert_eq(pdk_test_open_fds(), before, "released with the connection");
 	cr_assert_eq(k.pidfd, -1);
 	close(sv[0]);
 	close(sv[1]);
